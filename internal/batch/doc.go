@@ -1,0 +1,35 @@
+// Package batch is logd's one codec for record batches: Kafka's v2 record
+// batch ("magic 2"), the unit that producers send, the log stores and
+// consumers receive.
+//
+// Every other package frames, checks and decodes batches through this one, so
+// the rules below exist once.
+//
+// # Layout
+//
+// All integers are big-endian. The CRC is CRC-32C (Castagnoli) over bytes 21
+// to the end of the batch, so the base offset and the partition leader epoch
+// can be rewritten in place without recomputing it: the log assigns the base
+// offset at append time and stores the Raft term in the epoch field.
+//
+//	offset size field
+//	     0    8 base offset            (rewritten by the log; outside the CRC)
+//	     8    4 batch length           (bytes after this field: size - 12)
+//	    12    4 partition leader epoch (logd: Raft term; outside the CRC)
+//	    16    1 magic                  (2)
+//	    17    4 CRC-32C of bytes 21..end
+//	    21    2 attributes             (bits 0-2 compression, 3 timestamp type,
+//	                                    4 transactional, 5 control)
+//	    23    4 last offset delta      (record count - 1)
+//	    27    8 first timestamp        (ms since the Unix epoch)
+//	    35    8 max timestamp
+//	    43    8 producer id            (-1: not idempotent)
+//	    51    2 producer epoch
+//	    53    4 first sequence
+//	    57    4 record count
+//	    61    … records, each varint-length-prefixed (kmsg.Record)
+//
+// Encoding and decoding of the header and of records use
+// github.com/twmb/franz-go/pkg/kmsg; this package adds the checks (length,
+// magic, CRC, counts) and returns errors, never panics, on any input.
+package batch
