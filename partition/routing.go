@@ -1,0 +1,59 @@
+package partition
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// Murmur2 is Kafka's murmur2 hash (org.apache.kafka.common.utils.Utils.murmur2),
+// so that a key lands on the partition a Kafka client would choose.
+func Murmur2(data []byte) int32 {
+	const (
+		seed = uint32(0x9747b28c)
+		m    = uint32(0x5bd1e995)
+		r    = 24
+	)
+	n := len(data)
+	h := seed ^ uint32(n)
+	for i := 0; i+4 <= n; i += 4 {
+		k := uint32(data[i]) | uint32(data[i+1])<<8 | uint32(data[i+2])<<16 | uint32(data[i+3])<<24
+		k *= m
+		k ^= k >> r
+		k *= m
+		h *= m
+		h ^= k
+	}
+	tail := data[n&^3:]
+	switch len(tail) {
+	case 3:
+		h ^= uint32(tail[2]) << 16
+		fallthrough
+	case 2:
+		h ^= uint32(tail[1]) << 8
+		fallthrough
+	case 1:
+		h ^= uint32(tail[0])
+		h *= m
+	}
+	h ^= h >> 13
+	h *= m
+	h ^= h >> 15
+	return int32(h)
+}
+
+// ForKey returns the partition of a keyed record among n partitions: Kafka's
+// toPositive(murmur2(key)) % n. Client and server both route through it.
+// Records without a key are not routed here (round-robin or sticky).
+func ForKey(key []byte, n int) int32 {
+	return int32(int(Murmur2(key)&0x7fffffff) % n)
+}
+
+var topicName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
+
+// ValidateTopicName checks a topic name against [A-Za-z0-9._-]{1,249}.
+func ValidateTopicName(name string) error {
+	if !topicName.MatchString(name) || name == "." || name == ".." {
+		return fmt.Errorf("invalid topic name %q: use 1 to 249 characters of A-Z a-z 0-9 . _ -", name)
+	}
+	return nil
+}
