@@ -2,17 +2,73 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/logd/logd/internal/server"
+	"github.com/logd/logd/log"
 )
 
 // newServeCmd is `logd serve`.
 func newServeCmd() *cobra.Command {
-	return &cobra.Command{
+	var (
+		cfg      server.Config
+		fsync    string
+		logLevel string
+		cluster  struct {
+			nodeID, raftAddr, join string
+			bootstrap              bool
+		}
+	)
+	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a logd node",
+		Long: `Run a logd node: the gRPC API on --addr, and /metrics, /healthz, /readyz and
+/debug/pprof/ on --http-addr. Data lives in --data-dir. SIGINT or SIGTERM stop
+it gracefully: in-flight appends finish and are fsynced.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("not implemented yet")
+			policy, err := log.ParseFsyncPolicy(fsync)
+			if err != nil {
+				return fmt.Errorf("--fsync: %w", err)
+			}
+			cfg.Fsync = policy
+			if cluster.nodeID != "" || cluster.raftAddr != "" || cluster.join != "" || cluster.bootstrap {
+				return errors.New("cluster mode (--node-id, --raft-addr, --bootstrap, --join) is not available yet: run without these flags for a single node")
+			}
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel)
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			s, err := server.Start(cfg)
+			if err != nil {
+				return err
+			}
+			sig := make(chan os.Signal, 1)
+			signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+			got := <-sig
+			cfg.Logger.Info("shutting down", "signal", got.String())
+			signal.Stop(sig)
+			return s.Close()
 		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.DataDir, "data-dir", server.DefaultDataDir, "directory holding the node's data")
+	f.StringVar(&cfg.Addr, "addr", server.DefaultAddr, "gRPC listen address")
+	f.StringVar(&cfg.HTTPAddr, "http-addr", server.DefaultHTTPAddr, "HTTP address for /metrics, /healthz, /readyz, pprof (empty: none)")
+	f.StringVar(&fsync, "fsync", "always", "when appends are fsynced: always (before acknowledging; group commit), never, or an interval such as 100ms")
+	f.DurationVar(&cfg.RetentionInterval, "retention-interval", server.DefaultRetentionInterval, "how often the retention trimmer runs")
+	f.IntVar(&cfg.MaxBatchBytes, "max-batch-bytes", server.DefaultMaxBatchBytes, "largest accepted batch or record, in bytes")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringVar(&cluster.nodeID, "node-id", "", "cluster mode: this node's id")
+	f.StringVar(&cluster.raftAddr, "raft-addr", "", "cluster mode: Raft listen address")
+	f.BoolVar(&cluster.bootstrap, "bootstrap", false, "cluster mode: start a new cluster")
+	f.StringVar(&cluster.join, "join", "", "cluster mode: API address of a member to join")
+	return cmd
 }

@@ -9,9 +9,9 @@ import (
 
 // Config configures a node. Zero values take the documented defaults.
 type Config struct {
-	DataDir           string        // default ./data
-	Addr              string        // gRPC address; default 127.0.0.1:7070 ("127.0.0.1:0" picks a port)
-	HTTPAddr          string        // /metrics, /healthz, /readyz, pprof; empty: no HTTP listener
+	DataDir           string // default ./data
+	Addr              string // gRPC address; default 127.0.0.1:7070 ("127.0.0.1:0" picks a port)
+	HTTPAddr          string // /metrics, /healthz, /readyz, pprof; empty: no HTTP listener
 	Fsync             log.FsyncPolicy
 	RetentionInterval time.Duration // default 30s
 	MaxBatchBytes     int           // largest accepted batch or record; default 1 MiB

@@ -1,19 +1,265 @@
 package server
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/logd/logd/log"
+	"github.com/logd/logd/partition"
+	pb "github.com/logd/logd/proto/logd/v1"
+)
+
+// Defaults.
+const (
+	DefaultAddr              = "127.0.0.1:7070"
+	DefaultHTTPAddr          = "127.0.0.1:7071"
+	DefaultDataDir           = "./data"
+	DefaultRetentionInterval = 30 * time.Second
+	DefaultMaxBatchBytes     = 1 << 20
+	defaultFetchBytes        = 1 << 20
+	maxFetchBytes            = 64 << 20
+	maxWait                  = 5 * time.Minute
+	shutdownGrace            = 10 * time.Second
+)
 
 // Server is a running node.
-type Server struct{ addr string }
+type Server struct {
+	pb.UnimplementedLogServer
+	pb.UnimplementedAdminServer
+	pb.UnimplementedOffsetsServer
+	pb.UnimplementedClusterServer
+
+	cfg    Config
+	logger *slog.Logger
+	db     *pebble.DB
+	topics *partition.Topics
+	m      *metrics
+
+	grpc     *grpc.Server
+	lis      net.Listener
+	health   *health.Server
+	http     *http.Server
+	httpLis  net.Listener
+	served   sync.WaitGroup
+	ready    atomic.Bool
+	shutdown chan struct{} // closed when Close starts
+	inflight sync.WaitGroup
+	mu       sync.Mutex // guards closing
+	closing  bool
+	closeErr error
+	closed   chan struct{}
+}
 
 // Start opens the data directory and starts serving.
-func Start(cfg Config) (*Server, error) { return nil, errors.New("server: not implemented yet") }
+func Start(cfg Config) (*Server, error) {
+	if cfg.DataDir == "" {
+		cfg.DataDir = DefaultDataDir
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = DefaultAddr
+	}
+	if cfg.RetentionInterval <= 0 {
+		cfg.RetentionInterval = DefaultRetentionInterval
+	}
+	if cfg.MaxBatchBytes <= 0 {
+		cfg.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, logger: cfg.Logger, shutdown: make(chan struct{}), closed: make(chan struct{})}
+	s.m = newMetrics(func() *partition.Topics { return s.topics })
+
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
+	}
+	// The HTTP listener comes first so /healthz answers while a large log
+	// is being recovered (/readyz says when it is done).
+	if cfg.HTTPAddr != "" {
+		lis, err := net.Listen("tcp", cfg.HTTPAddr)
+		if err != nil {
+			return nil, fmt.Errorf("listen on --http-addr %s: %w (is another logd running?)", cfg.HTTPAddr, err)
+		}
+		s.httpLis = lis
+		s.http = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
+		s.served.Add(1)
+		go func() { defer s.served.Done(); s.http.Serve(lis) }()
+	}
+	fail := func(err error) (*Server, error) {
+		s.closeStorage()
+		if s.http != nil {
+			s.http.Close()
+			s.served.Wait()
+		}
+		return nil, err
+	}
+	db, err := pebble.Open(filepath.Join(cfg.DataDir, "meta"), &pebble.Options{Logger: quietPebble{}})
+	if err != nil {
+		return fail(fmt.Errorf("open metadata in %s: %w (is another logd using this --data-dir?)", cfg.DataDir, err))
+	}
+	s.db = db
+	topics, err := partition.Open(partition.Options{
+		DataDir:    cfg.DataDir,
+		DB:         db,
+		Logger:     s.logger,
+		LogOptions: s.logOptions,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	s.topics = topics
+
+	lis, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fail(fmt.Errorf("listen on --addr %s: %w (is another logd running?)", cfg.Addr, err))
+	}
+	s.lis = lis
+	s.grpc = grpc.NewServer(
+		grpc.MaxRecvMsgSize(cfg.MaxBatchBytes+64<<10),
+		grpc.MaxConcurrentStreams(1024),
+	)
+	pb.RegisterLogServer(s.grpc, s)
+	pb.RegisterAdminServer(s.grpc, s)
+	pb.RegisterOffsetsServer(s.grpc, s)
+	pb.RegisterClusterServer(s.grpc, s)
+	s.health = health.NewServer()
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	reflection.Register(s.grpc)
+	s.served.Add(1)
+	go func() { defer s.served.Done(); s.grpc.Serve(lis) }()
+	s.ready.Store(true)
+	s.logger.Info("logd serving", "addr", lis.Addr().String(), "http", s.HTTPAddr(), "data_dir", cfg.DataDir, "fsync", cfg.Fsync.String())
+	return s, nil
+}
+
+// logOptions are the options of a partition's log.
+func (s *Server) logOptions(c partition.TopicConfig) log.Options {
+	return log.Options{
+		SegmentBytes: c.SegmentBytes,
+		SegmentAge:   time.Duration(c.SegmentMs) * time.Millisecond,
+		Fsync:        s.cfg.Fsync,
+		Hooks: log.Hooks{
+			Fsync:   func(d time.Duration) { s.m.fsyncLatency.Observe(d.Seconds()) },
+			Written: func(n int) { s.m.diskWrittenBytes.Add(float64(n)) },
+		},
+	}
+}
+
+func (s *Server) httpHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if !s.ready.Load() {
+			http.Error(w, "not ready: recovering or shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
 
 // Addr is the gRPC address the server listens on.
-func (s *Server) Addr() string { return s.addr }
+func (s *Server) Addr() string { return s.lis.Addr().String() }
 
 // HTTPAddr is the HTTP address, or "" without one.
-func (s *Server) HTTPAddr() string { return "" }
+func (s *Server) HTTPAddr() string {
+	if s.httpLis == nil {
+		return ""
+	}
+	return s.httpLis.Addr().String()
+}
+
+// enter admits a request unless the server is shutting down; every admitted
+// request calls leave when done, and Close waits for them before closing the
+// logs.
+func (s *Server) enter() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return errShuttingDown
+	}
+	s.inflight.Add(1)
+	return nil
+}
+
+func (s *Server) leave() { s.inflight.Done() }
 
 // Close stops the server gracefully: stop accepting, finish in-flight
-// appends, fsync, close.
-func (s *Server) Close() error { return nil }
+// appends, fsync and close the logs. It is safe to call more than once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		<-s.closed
+		return s.closeErr
+	}
+	s.closing = true
+	s.mu.Unlock()
+	s.ready.Store(false)
+	s.health.Shutdown()
+	close(s.shutdown) // wakes long polls and subscriptions
+
+	done := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(shutdownGrace):
+		s.grpc.Stop()
+		<-done
+	}
+	s.inflight.Wait()
+	s.closeErr = s.closeStorage()
+	if s.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		s.http.Shutdown(ctx)
+		cancel()
+	}
+	s.served.Wait()
+	s.logger.Info("logd stopped", "addr", s.cfg.Addr)
+	close(s.closed)
+	return s.closeErr
+}
+
+func (s *Server) closeStorage() error {
+	var errs []error
+	if s.topics != nil {
+		errs = append(errs, s.topics.Close())
+	}
+	if s.db != nil {
+		errs = append(errs, s.db.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// quietPebble sends Pebble's info logs nowhere and its errors to stderr.
+type quietPebble struct{}
+
+func (quietPebble) Infof(string, ...any)         {}
+func (quietPebble) Errorf(f string, args ...any) { slog.Error(fmt.Sprintf("pebble: "+f, args...)) }
+func (quietPebble) Fatalf(f string, args ...any) {
+	slog.Error(fmt.Sprintf("pebble: "+f, args...))
+	os.Exit(1)
+}

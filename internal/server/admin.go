@@ -1,0 +1,108 @@
+package server
+
+import (
+	"context"
+
+	"github.com/logd/logd/partition"
+	pb "github.com/logd/logd/proto/logd/v1"
+)
+
+// CreateTopic creates a topic.
+func (s *Server) CreateTopic(ctx context.Context, req *pb.CreateTopicRequest) (*pb.CreateTopicResponse, error) {
+	if err := partition.ValidateTopicName(req.Name); err != nil {
+		return nil, invalidArg("create topic: %v", err)
+	}
+	if req.Partitions <= 0 {
+		return nil, invalidArg("create topic: partitions must be at least 1, got %d", req.Partitions)
+	}
+	replicas := req.Replicas
+	if replicas == 0 {
+		replicas = 1
+	}
+	if replicas != 1 {
+		return nil, invalidArg("create topic: this node runs alone, so replicas must be 1, got %d (start a cluster for more)", replicas)
+	}
+	c := partition.DefaultConfig(req.Name)
+	c.Partitions = req.Partitions
+	c.Replicas = replicas
+	c = c.Apply(configChange(req.Config))
+	c, err := s.topics.Create(c)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.CreateTopicResponse{Topic: topicInfo(c)}, nil
+}
+
+// ListTopics lists topics.
+func (s *Server) ListTopics(ctx context.Context, req *pb.ListTopicsRequest) (*pb.ListTopicsResponse, error) {
+	resp := &pb.ListTopicsResponse{}
+	for _, c := range s.topics.List() {
+		resp.Topics = append(resp.Topics, topicInfo(c))
+	}
+	return resp, nil
+}
+
+// DescribeTopic returns a topic's config and its partitions' state.
+func (s *Server) DescribeTopic(ctx context.Context, req *pb.DescribeTopicRequest) (*pb.DescribeTopicResponse, error) {
+	c, parts, err := s.topics.Partitions(req.Name)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp := &pb.DescribeTopicResponse{Topic: topicInfo(c)}
+	for _, p := range parts {
+		resp.Partitions = append(resp.Partitions, &pb.PartitionInfo{
+			Partition:      p.ID,
+			LogStartOffset: p.Log.StartOffset(),
+			HighWatermark:  p.Log.HighWatermark(),
+			SizeBytes:      p.Log.Size(),
+			Segments:       int32(len(p.Log.Segments())),
+		})
+	}
+	return resp, nil
+}
+
+// AlterTopic changes a topic's retention and segment settings at runtime.
+func (s *Server) AlterTopic(ctx context.Context, req *pb.AlterTopicRequest) (*pb.AlterTopicResponse, error) {
+	c, err := s.topics.Alter(req.Name, configChange(req.Config))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.AlterTopicResponse{Topic: topicInfo(c)}, nil
+}
+
+// DeleteTopic deletes a topic, its data and its committed offsets.
+func (s *Server) DeleteTopic(ctx context.Context, req *pb.DeleteTopicRequest) (*pb.DeleteTopicResponse, error) {
+	if err := s.topics.Delete(req.Name); err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.DeleteTopicResponse{}, nil
+}
+
+func configChange(c *pb.TopicConfig) partition.ConfigChange {
+	if c == nil {
+		return partition.ConfigChange{}
+	}
+	return partition.ConfigChange{
+		RetentionMs:      c.RetentionMs,
+		RetentionBytes:   c.RetentionBytes,
+		RetentionRecords: c.RetentionRecords,
+		SegmentBytes:     c.SegmentBytes,
+		SegmentMs:        c.SegmentMs,
+	}
+}
+
+func topicInfo(c partition.TopicConfig) *pb.TopicInfo {
+	return &pb.TopicInfo{
+		Name:       c.Name,
+		Partitions: c.Partitions,
+		Replicas:   c.Replicas,
+		CreatedMs:  c.CreatedMs,
+		Config: &pb.TopicConfig{
+			RetentionMs:      &c.RetentionMs,
+			RetentionBytes:   &c.RetentionBytes,
+			RetentionRecords: &c.RetentionRecords,
+			SegmentBytes:     &c.SegmentBytes,
+			SegmentMs:        &c.SegmentMs,
+		},
+	}
+}

@@ -1,0 +1,197 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/log"
+	"github.com/logd/logd/partition"
+	pb "github.com/logd/logd/proto/logd/v1"
+)
+
+// Fetch returns committed batches from an offset, long-polling when there
+// are none yet.
+func (s *Server) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchResponse, error) {
+	if err := s.enter(); err != nil {
+		return nil, toStatus(err)
+	}
+	defer s.leave()
+	if req.MaxWaitMs < 0 {
+		return nil, invalidArg("fetch: max_wait_ms must be >= 0, got %d", req.MaxWaitMs)
+	}
+	p, maxBytes, err := s.fetchTarget(req.Topic, req.Partition, req.Offset, req.MaxBytes)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	wait := min(time.Duration(req.MaxWaitMs)*time.Millisecond, maxWait)
+	var timeout <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		changed := p.Log.Changed()
+		resp, err := s.readAt(p, req.Offset, maxBytes, req.Decode)
+		if err != nil || len(resp.Batches) > 0 || wait == 0 {
+			return resp, toStatus(err)
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			return resp, nil
+		case <-ctx.Done():
+			return nil, toStatus(ctx.Err())
+		case <-s.shutdown:
+			return resp, nil
+		}
+	}
+}
+
+// Subscribe streams batches from an offset until the client goes away.
+func (s *Server) Subscribe(req *pb.SubscribeRequest, stream pb.Log_SubscribeServer) error {
+	if err := s.enter(); err != nil {
+		return toStatus(err)
+	}
+	defer s.leave()
+	p, maxBytes, err := s.fetchTarget(req.Topic, req.Partition, req.Offset, req.MaxBytes)
+	if err != nil {
+		return toStatus(err)
+	}
+	ctx := stream.Context()
+	off := req.Offset
+	for {
+		changed := p.Log.Changed()
+		resp, err := s.readAt(p, off, maxBytes, req.Decode)
+		if err != nil {
+			return toStatus(err)
+		}
+		if len(resp.Batches) > 0 {
+			// Send blocks while the client does not read: flow control,
+			// not buffering, bounds a slow subscriber's memory.
+			if err := stream.Send(resp); err != nil {
+				return err
+			}
+			off = resp.NextOffset
+			continue
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return toStatus(ctx.Err())
+		case <-s.shutdown:
+			return toStatus(errShuttingDown)
+		}
+	}
+}
+
+func (s *Server) fetchTarget(topic string, part int32, offset int64, maxBytes int32) (*partition.Partition, int, error) {
+	p, err := s.topics.Partition(topic, part)
+	if err != nil {
+		return nil, 0, err
+	}
+	if offset < 0 {
+		return nil, 0, invalidArg("fetch: offset must be >= 0, got %d (resolve earliest/latest with ListOffsets)", offset)
+	}
+	switch {
+	case maxBytes < 0:
+		return nil, 0, invalidArg("fetch: max_bytes must be >= 0, got %d", maxBytes)
+	case maxBytes == 0:
+		return p, defaultFetchBytes, nil
+	}
+	return p, min(int(maxBytes), maxFetchBytes), nil
+}
+
+// readAt reads what is committed at offset. Offsets past the high watermark
+// read as empty (the caller may wait for them); offsets below the log start
+// are OUT_OF_RANGE.
+func (s *Server) readAt(p *partition.Partition, offset int64, maxBytes int, decode bool) (*pb.FetchResponse, error) {
+	l := p.Log
+	resp := &pb.FetchResponse{Topic: p.Topic, Partition: p.ID, NextOffset: offset}
+	start, hw := l.StartOffset(), l.HighWatermark()
+	resp.LogStartOffset, resp.HighWatermark = start, hw
+	if offset < start {
+		return nil, outOfRange(offset, start, hw)
+	}
+	if offset >= hw {
+		return resp, nil
+	}
+	b, err := l.Read(offset, maxBytes)
+	if err != nil {
+		var oor *log.OutOfRangeError
+		if errors.As(err, &oor) && offset >= oor.HighWatermark && offset >= oor.StartOffset {
+			return resp, nil
+		}
+		return nil, err
+	}
+	resp.Batches = b
+	records := 0
+	err = batch.Split(b, func(one []byte, info batch.Info) error {
+		resp.NextOffset = info.NextOffset()
+		records += int(info.NumRecords)
+		if !decode {
+			return nil
+		}
+		_, recs, err := batch.Decode(one, offset)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			pr := &pb.Record{Offset: r.Offset, Key: r.Key, Value: r.Value, TimestampMs: r.Timestamp}
+			for _, h := range r.Headers {
+				pr.Headers = append(pr.Headers, &pb.Header{Key: h.Key, Value: h.Value})
+			}
+			resp.Records = append(resp.Records, pr)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, status.Errorf(codes.DataLoss, "fetch %s at offset %d: stored batch unreadable: %v", p.Name(), offset, err)
+	}
+	s.m.fetchRecords.WithLabelValues(p.Topic).Add(float64(records))
+	s.m.fetchBytes.WithLabelValues(p.Topic).Add(float64(len(b)))
+	return resp, nil
+}
+
+// ListOffsets resolves earliest, latest or a time to offsets.
+func (s *Server) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (*pb.ListOffsetsResponse, error) {
+	cfg, parts, err := s.topics.Partitions(req.Topic)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	ids := req.Partitions
+	if len(ids) == 0 {
+		for i := range cfg.Partitions {
+			ids = append(ids, i)
+		}
+	}
+	resp := &pb.ListOffsetsResponse{Topic: req.Topic}
+	for _, id := range ids {
+		if id < 0 || id >= cfg.Partitions {
+			return nil, status.Errorf(codes.NotFound, "topic %q has partitions 0 to %d, not %d", req.Topic, cfg.Partitions-1, id)
+		}
+		l := parts[id].Log
+		po := &pb.PartitionOffset{Partition: id, LogStartOffset: l.StartOffset(), HighWatermark: l.HighWatermark()}
+		switch req.Spec {
+		case pb.OffsetSpec_OFFSET_SPEC_EARLIEST:
+			po.Offset = po.LogStartOffset
+		case pb.OffsetSpec_OFFSET_SPEC_LATEST:
+			po.Offset = po.HighWatermark
+		case pb.OffsetSpec_OFFSET_SPEC_TIMESTAMP:
+			off, err := l.OffsetForTime(req.TimestampMs)
+			if err != nil {
+				return nil, toStatus(err)
+			}
+			po.Offset = off
+		default:
+			return nil, invalidArg("list offsets: unknown spec %v", req.Spec)
+		}
+		resp.Partitions = append(resp.Partitions, po)
+	}
+	return resp, nil
+}

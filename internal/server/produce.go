@@ -1,0 +1,275 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/partition"
+	pb "github.com/logd/logd/proto/logd/v1"
+)
+
+// streamInflight bounds the requests one ProduceStream may have in flight;
+// past it the server stops reading the stream (backpressure through gRPC
+// flow control) instead of buffering.
+const streamInflight = 64
+
+// Produce appends one batch (or routed records) and answers once durable.
+func (s *Server) Produce(ctx context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
+	resp, err := s.produce(req)
+	if err != nil {
+		err = toStatus(err)
+		s.m.produceErrors.WithLabelValues(status.Code(err).String()).Inc()
+		return nil, err
+	}
+	return resp, nil
+}
+
+func (s *Server) produce(req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
+	start := time.Now()
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	cfg, parts, err := s.topics.Partitions(req.Topic)
+	if err != nil {
+		return nil, err
+	}
+	resp := &pb.ProduceResponse{RequestId: req.RequestId, Topic: req.Topic}
+	switch {
+	case len(req.Batch) > 0 && len(req.Records) > 0:
+		return nil, invalidArg("produce: set either batch or records, not both")
+	case len(req.Batch) > 0:
+		if req.Partition == nil {
+			return nil, invalidArg("produce: a batch needs its partition: set partition (0 to %d)", cfg.Partitions-1)
+		}
+		p, err := s.topics.Partition(req.Topic, *req.Partition)
+		if err != nil {
+			return nil, err
+		}
+		a, err := s.appendBatch(p, req.Batch)
+		if err != nil {
+			return nil, err
+		}
+		resp.Appends = append(resp.Appends, a)
+	case len(req.Records) > 0:
+		byPart, err := s.routeRecords(req, parts)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range parts {
+			recs := byPart[p.ID]
+			if len(recs) == 0 {
+				continue
+			}
+			a, err := s.appendBatch(p, batch.Encode(nil, 0, batch.NoProducer, recs))
+			if err != nil {
+				return nil, err
+			}
+			resp.Appends = append(resp.Appends, a)
+		}
+	default:
+		return nil, invalidArg("produce: empty request: send a batch or at least one record")
+	}
+	s.m.produceLatency.Observe(time.Since(start).Seconds())
+	return resp, nil
+}
+
+// appendBatch checks a client's batch and appends it.
+func (s *Server) appendBatch(p *partition.Partition, b []byte) (*pb.PartitionAppend, error) {
+	if len(b) > s.cfg.MaxBatchBytes {
+		return nil, status.Errorf(codes.ResourceExhausted,
+			"produce: batch of %d bytes is over the %d-byte limit: send smaller batches", len(b), s.cfg.MaxBatchBytes)
+	}
+	info, err := batch.Verify(b)
+	if err != nil {
+		return nil, invalidArg("produce: malformed record batch (%v): send one Kafka v2 record batch", err)
+	}
+	switch {
+	case info.Size() != len(b):
+		return nil, invalidArg("produce: %d bytes after the batch: send exactly one batch per request", len(b)-info.Size())
+	case info.NumRecords == 0:
+		return nil, invalidArg("produce: empty batch: a batch needs at least one record")
+	case info.Compressed():
+		return nil, invalidArg("produce: compressed batches are not supported yet: produce uncompressed")
+	case info.Attributes&batch.AttrControl != 0:
+		return nil, invalidArg("produce: control batches cannot be produced")
+	}
+	res, err := p.Append(b, info)
+	if err != nil {
+		return nil, err
+	}
+	if res.Duplicate {
+		s.m.produceDupes.WithLabelValues(p.Topic).Inc()
+	} else {
+		s.m.produceRecords.WithLabelValues(p.Topic).Add(float64(info.NumRecords))
+		s.m.produceBytes.WithLabelValues(p.Topic).Add(float64(len(b)))
+	}
+	return &pb.PartitionAppend{Partition: p.ID, BaseOffset: res.BaseOffset, LastOffset: res.LastOffset, Duplicate: res.Duplicate}, nil
+}
+
+var roundRobin atomic.Uint32
+
+// routeRecords assigns plain records to partitions: the request's partition,
+// else murmur2 of the key, else round-robin.
+func (s *Server) routeRecords(req *pb.ProduceRequest, parts []*partition.Partition) (map[int32][]batch.Record, error) {
+	n := len(parts)
+	if req.Partition != nil && (*req.Partition < 0 || int(*req.Partition) >= n) {
+		return nil, status.Errorf(codes.NotFound, "topic %q has partitions 0 to %d, not %d", req.Topic, n-1, *req.Partition)
+	}
+	now := time.Now().UnixMilli()
+	out := make(map[int32][]batch.Record)
+	total := 0
+	for i, r := range req.Records {
+		size := len(r.Key) + len(r.Value)
+		for _, h := range r.Headers {
+			size += len(h.Key) + len(h.Value)
+		}
+		total += size
+		if size > s.cfg.MaxBatchBytes || total > s.cfg.MaxBatchBytes {
+			return nil, status.Errorf(codes.ResourceExhausted,
+				"produce: record %d brings the request to %d bytes, over the %d-byte limit: send fewer or smaller records", i, total, s.cfg.MaxBatchBytes)
+		}
+		var pid int32
+		switch {
+		case req.Partition != nil:
+			pid = *req.Partition
+		case len(r.Key) > 0:
+			pid = partition.ForKey(r.Key, n)
+		default:
+			pid = int32(roundRobin.Add(1) % uint32(n))
+		}
+		ts := r.TimestampMs
+		if ts == 0 {
+			ts = now
+		}
+		rec := batch.Record{Timestamp: ts, Key: r.Key, Value: r.Value}
+		for _, h := range r.Headers {
+			rec.Headers = append(rec.Headers, batch.Header{Key: h.Key, Value: h.Value})
+		}
+		out[pid] = append(out[pid], rec)
+	}
+	return out, nil
+}
+
+// ProduceStream pipelines produce requests. Requests for one partition are
+// appended in the order they arrive; different partitions proceed in
+// parallel. A failed request is answered with its error, the stream goes on.
+func (s *Server) ProduceStream(stream pb.Log_ProduceStreamServer) error {
+	if err := s.enter(); err != nil {
+		return toStatus(err)
+	}
+	defer s.leave()
+	ctx := stream.Context()
+	out := make(chan *pb.ProduceResponse, streamInflight)
+	sendErr := make(chan error, 1)
+	var sendWG sync.WaitGroup
+	sendWG.Add(1)
+	go func() {
+		defer sendWG.Done()
+		for r := range out {
+			if err := stream.Send(r); err != nil {
+				sendErr <- err
+				for range out { // drain so workers never block
+				}
+				return
+			}
+		}
+	}()
+
+	slots := make(chan struct{}, streamInflight)
+	lanes := map[string]chan *pb.ProduceRequest{}
+	var lanesWG sync.WaitGroup
+	lane := func(req *pb.ProduceRequest) chan *pb.ProduceRequest {
+		key := req.Topic + "\x00"
+		if req.Partition != nil {
+			key += string(rune(*req.Partition + 1))
+		}
+		ch, ok := lanes[key]
+		if !ok {
+			ch = make(chan *pb.ProduceRequest, streamInflight)
+			lanes[key] = ch
+			lanesWG.Add(1)
+			go func() {
+				defer lanesWG.Done()
+				for req := range ch {
+					resp, err := s.produce(req)
+					if err != nil {
+						st := status.Convert(toStatus(err))
+						s.m.produceErrors.WithLabelValues(st.Code().String()).Inc()
+						resp = &pb.ProduceResponse{RequestId: req.RequestId, Topic: req.Topic,
+							ErrorCode: int32(st.Code()), ErrorMessage: st.Message()}
+					}
+					out <- resp
+					<-slots
+				}
+			}()
+		}
+		return ch
+	}
+
+	recvd := make(chan *pb.ProduceRequest)
+	recvErr := make(chan error, 1)
+	go func() {
+		for {
+			req, err := stream.Recv()
+			if err != nil {
+				recvErr <- err
+				close(recvd)
+				return
+			}
+			select {
+			case recvd <- req:
+			case <-ctx.Done():
+				recvErr <- ctx.Err()
+				close(recvd)
+				return
+			}
+		}
+	}()
+
+	var result error
+loop:
+	for {
+		select {
+		case req, ok := <-recvd:
+			if !ok {
+				if err := <-recvErr; !errors.Is(err, io.EOF) {
+					result = err
+				}
+				break loop
+			}
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				result = ctx.Err()
+				break loop
+			}
+			lane(req) <- req
+		case <-s.shutdown:
+			result = toStatus(errShuttingDown)
+			break loop
+		case err := <-sendErr:
+			result = err
+			break loop
+		}
+	}
+	// Finish what was admitted: its appends complete and are answered.
+	for _, ch := range lanes {
+		close(ch)
+	}
+	lanesWG.Wait()
+	close(out)
+	sendWG.Wait()
+	if result != nil {
+		return toStatus(result)
+	}
+	return nil
+}

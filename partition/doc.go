@@ -1,0 +1,29 @@
+// Package partition owns topics and their partitions on one node: topic
+// configs (persisted in the node's Pebble DB), the partitions' logs on disk,
+// key -> partition routing (Kafka's murmur2, shared with the client), and the
+// append path's producer deduplication.
+//
+// # Layout
+//
+//	<data-dir>/meta/                      Pebble: key "topic/<name>" -> TopicConfig (JSON)
+//	<data-dir>/partitions/<topic>-<n>/    one log.Log per partition (see package log)
+//
+// # Invariants
+//
+//   - A topic exists iff its config key is in Pebble. Create writes the
+//     config (synced) after making the partitions' directories, so a crash
+//     between leaves only empty directories, which are removed on start.
+//     Delete removes the config (synced) first, then renames each partition
+//     directory to "<dir>.deleted" and removes it; leftovers are removed on
+//     start.
+//   - Offsets within a partition are assigned by its log; records with one
+//     key go to one partition, so per-key order is the log's order.
+//   - Idempotent producing: a batch whose producer id is >= 0 is checked
+//     against that producer's state in the partition (last sequence and its
+//     last five batches). A batch equal to a remembered one is answered with
+//     the original offsets and not appended again; one that skips sequences
+//     fails with ErrOutOfOrderSequence; an unknown producer is accepted at any
+//     sequence. The state is rebuilt on open by scanning the active segment's
+//     batch headers, so a retry after a crash and restart is still caught as
+//     long as the original landed in the active segment.
+package partition

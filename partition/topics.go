@@ -1,0 +1,306 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/logd/logd/log"
+)
+
+// Options configure Topics.
+type Options struct {
+	DataDir string     // partitions live in DataDir/partitions
+	DB      *pebble.DB // the node's metadata DB
+	// LogOptions returns the options of a partition's log for a topic
+	// config (fsync policy, hooks, segment limits).
+	LogOptions func(TopicConfig) log.Options
+	Logger     *slog.Logger
+	Now        func() time.Time
+}
+
+// Topics is the set of topics on this node and their open partitions.
+type Topics struct {
+	opts Options
+	reg  registry
+	dir  string
+
+	mu     sync.RWMutex
+	topics map[string]*topic
+	closed bool
+}
+
+type topic struct {
+	config     TopicConfig
+	partitions []*Partition
+}
+
+// Open opens every topic in the registry and its partitions' logs, and
+// removes directories left by a create or delete that a crash interrupted.
+func Open(opts Options) (*Topics, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.LogOptions == nil {
+		opts.LogOptions = func(TopicConfig) log.Options { return log.Options{} }
+	}
+	t := &Topics{opts: opts, reg: registry{opts.DB}, dir: filepath.Join(opts.DataDir, "partitions"), topics: map[string]*topic{}}
+	if err := os.MkdirAll(t.dir, 0o755); err != nil {
+		return nil, err
+	}
+	configs, err := t.reg.list()
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range configs {
+		tp := &topic{config: c}
+		for i := int32(0); i < c.Partitions; i++ {
+			p, err := t.openPartition(c, i)
+			if err != nil {
+				for _, p := range tp.partitions {
+					p.Log.Close()
+				}
+				t.closeAll()
+				return nil, err
+			}
+			tp.partitions = append(tp.partitions, p)
+		}
+		t.topics[c.Name] = tp
+	}
+	t.removeLeftovers()
+	return t, nil
+}
+
+func (t *Topics) partitionDir(topic string, id int32) string {
+	return filepath.Join(t.dir, topic+"-"+strconv.Itoa(int(id)))
+}
+
+func (t *Topics) openPartition(c TopicConfig, id int32) (*Partition, error) {
+	dir := t.partitionDir(c.Name, id)
+	l, err := log.Open(dir, t.opts.LogOptions(c))
+	if err != nil {
+		return nil, fmt.Errorf("open partition %s-%d: %w", c.Name, id, err)
+	}
+	if r := l.Recovery(); r.TruncatedBytes > 0 || r.RebuiltIndexes > 0 {
+		t.opts.Logger.Warn("partition recovered", "partition", fmt.Sprintf("%s-%d", c.Name, id),
+			"truncated_bytes", r.TruncatedBytes, "truncated_at", r.TruncatedAt, "rebuilt_indexes", r.RebuiltIndexes)
+	}
+	p := newPartition(c.Name, id, l)
+	if err := p.recoverProducers(); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// removeLeftovers removes "*.deleted" directories and empty directories of
+// topics that do not exist. A non-empty directory of an unknown topic is
+// left alone with a warning: it may be data an operator wants back.
+func (t *Topics) removeLeftovers() {
+	ents, err := os.ReadDir(t.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		name := e.Name()
+		path := filepath.Join(t.dir, name)
+		if strings.HasSuffix(name, ".deleted") {
+			os.RemoveAll(path)
+			continue
+		}
+		i := strings.LastIndexByte(name, '-')
+		if i < 0 {
+			continue
+		}
+		if _, ok := t.topics[name[:i]]; ok {
+			continue
+		}
+		if inner, _ := os.ReadDir(path); len(inner) == 0 {
+			os.Remove(path)
+		} else {
+			t.opts.Logger.Warn("partition directory of an unknown topic left in place", "dir", path)
+		}
+	}
+}
+
+// Create creates a topic with its partitions.
+func (t *Topics) Create(c TopicConfig) (TopicConfig, error) {
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return c, ErrClosed
+	}
+	if _, ok := t.topics[c.Name]; ok {
+		return c, fmt.Errorf("%w: %q", ErrTopicExists, c.Name)
+	}
+	c.CreatedMs = t.opts.Now().UnixMilli()
+	tp := &topic{config: c}
+	for i := int32(0); i < c.Partitions; i++ {
+		p, err := t.openPartition(c, i)
+		if err != nil {
+			for _, p := range tp.partitions {
+				p.Log.Close()
+				os.RemoveAll(t.partitionDir(c.Name, p.ID))
+			}
+			return c, err
+		}
+		tp.partitions = append(tp.partitions, p)
+	}
+	if err := t.reg.put(c); err != nil {
+		for _, p := range tp.partitions {
+			p.Log.Close()
+			os.RemoveAll(t.partitionDir(c.Name, p.ID))
+		}
+		return c, err
+	}
+	t.topics[c.Name] = tp
+	return c, nil
+}
+
+// Config returns a topic's config.
+func (t *Topics) Config(name string) (TopicConfig, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	tp, ok := t.topics[name]
+	if !ok {
+		return TopicConfig{}, fmt.Errorf("%w: %q", ErrTopicNotFound, name)
+	}
+	return tp.config, nil
+}
+
+// Partitions returns a topic's config and partitions.
+func (t *Topics) Partitions(name string) (TopicConfig, []*Partition, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	tp, ok := t.topics[name]
+	if !ok {
+		return TopicConfig{}, nil, fmt.Errorf("%w: %q", ErrTopicNotFound, name)
+	}
+	return tp.config, tp.partitions, nil
+}
+
+// Partition returns one partition.
+func (t *Topics) Partition(name string, id int32) (*Partition, error) {
+	c, ps, err := t.Partitions(name)
+	if err != nil {
+		return nil, err
+	}
+	if id < 0 || int(id) >= len(ps) {
+		return nil, fmt.Errorf("%w: topic %q has partitions 0 to %d, not %d", ErrPartitionNotFound, name, c.Partitions-1, id)
+	}
+	return ps[id], nil
+}
+
+// List returns every topic's config, sorted by name.
+func (t *Topics) List() []TopicConfig {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make([]TopicConfig, 0, len(t.topics))
+	for _, tp := range t.topics {
+		out = append(out, tp.config)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Each calls fn for every partition of every topic with its topic's config.
+func (t *Topics) Each(fn func(TopicConfig, *Partition)) {
+	t.mu.RLock()
+	type pair struct {
+		c TopicConfig
+		p *Partition
+	}
+	var all []pair
+	for _, tp := range t.topics {
+		for _, p := range tp.partitions {
+			all = append(all, pair{tp.config, p})
+		}
+	}
+	t.mu.RUnlock()
+	for _, a := range all {
+		fn(a.c, a.p)
+	}
+}
+
+// Alter changes a topic's retention and segment settings. Retention takes
+// effect at the next trim; segment settings at the next roll of each log.
+func (t *Topics) Alter(name string, ch ConfigChange) (TopicConfig, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tp, ok := t.topics[name]
+	if !ok {
+		return TopicConfig{}, fmt.Errorf("%w: %q", ErrTopicNotFound, name)
+	}
+	c := tp.config.Apply(ch)
+	if err := c.Validate(); err != nil {
+		return tp.config, err
+	}
+	if err := t.reg.put(c); err != nil {
+		return tp.config, err
+	}
+	tp.config = c
+	return c, nil
+}
+
+// Delete removes a topic and its data. The config goes first (synced), so a
+// crash midway leaves only directories that the next start removes.
+func (t *Topics) Delete(name string) error {
+	t.mu.Lock()
+	tp, ok := t.topics[name]
+	if !ok {
+		t.mu.Unlock()
+		return fmt.Errorf("%w: %q", ErrTopicNotFound, name)
+	}
+	if err := t.reg.delete(name); err != nil {
+		t.mu.Unlock()
+		return err
+	}
+	delete(t.topics, name)
+	t.mu.Unlock()
+	var errs []error
+	for _, p := range tp.partitions {
+		p.Log.Close()
+		dir := t.partitionDir(name, p.ID)
+		if err := os.Rename(dir, dir+".deleted"); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, os.RemoveAll(dir+".deleted"))
+	}
+	return errors.Join(errs...)
+}
+
+// Close closes every partition's log (each syncs what it holds).
+func (t *Topics) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	return t.closeAll()
+}
+
+func (t *Topics) closeAll() error {
+	var errs []error
+	for _, tp := range t.topics {
+		for _, p := range tp.partitions {
+			errs = append(errs, p.Log.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
