@@ -1,16 +1,13 @@
 package log
 
-// This file is the contract the rest of logd codes against. The bodies are
-// placeholders until the storage engine lands (issue 2); the signatures are
-// stable.
+// This file holds the types of the contract the rest of logd codes against;
+// the Log's methods live in log.go (open, close, accessors), append.go,
+// commit.go (group commit, high watermark), read.go and truncate.go.
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/logd/logd/internal/batch"
 )
 
 // Sentinel errors. Errors returned by this package wrap one of them with
@@ -96,9 +93,6 @@ type Options struct {
 	Hooks               Hooks
 }
 
-// FS is the file system the log uses; tests inject faults through it.
-type FS interface{}
-
 // SegmentInfo describes one segment.
 type SegmentInfo struct {
 	BaseOffset   int64
@@ -134,84 +128,3 @@ type Entry struct {
 	Kind  EntryKind
 	Data  []byte
 }
-
-// Log is one partition's append-only log.
-type Log struct{}
-
-// Open opens or creates the log in dir, recovering the tail.
-func Open(dir string, opts Options) (*Log, error) { return nil, errors.New("log: not implemented") }
-
-// Close syncs and closes the log.
-func (l *Log) Close() error { return nil }
-
-// Recovery reports what Open found.
-func (l *Log) Recovery() RecoveryReport { return RecoveryReport{} }
-
-// Append stores one batch as the next Raft-less entry and returns its header
-// with the assigned offsets, once durable per the fsync policy. b is
-// modified in place (base offset, leader epoch) and not retained.
-func (l *Log) Append(b []byte) (batch.Info, error) { return batch.Info{}, nil }
-
-// Read returns whole stored batches, concatenated, starting with the one
-// that holds offset and below the high watermark, up to maxBytes (at least
-// one batch). It returns no bytes when offset equals the high watermark and
-// an *OutOfRangeError outside [StartOffset, HighWatermark].
-func (l *Log) Read(offset int64, maxBytes int) ([]byte, error) { return nil, nil }
-
-// Changed returns a channel closed at the next move of the high watermark
-// (or at Close). Waiters take the channel, re-check, then wait on it.
-func (l *Log) Changed() <-chan struct{} { return nil }
-
-// Wait blocks until the high watermark passes offset, ctx ends, or the log
-// closes.
-func (l *Log) Wait(ctx context.Context, offset int64) error { return nil }
-
-// OffsetForTime returns the first offset whose timestamp is >= ts (ms), or
-// the high watermark when there is none.
-func (l *Log) OffsetForTime(ts int64) (int64, error) { return 0, nil }
-
-// StartOffset is the first offset still stored (the log start offset).
-func (l *Log) StartOffset() int64 { return 0 }
-
-// NextOffset is the offset the next appended record will get.
-func (l *Log) NextOffset() int64 { return 0 }
-
-// HighWatermark is the offset below which records are readable.
-func (l *Log) HighWatermark() int64 { return 0 }
-
-// SetHighWatermark moves the high watermark (ManualHighWatermark logs only),
-// clamped to what is durable.
-func (l *Log) SetHighWatermark(off int64) {}
-
-// Segments lists the segments, oldest first.
-func (l *Log) Segments() []SegmentInfo { return nil }
-
-// Size is the bytes on disk of all segments.
-func (l *Log) Size() int64 { return 0 }
-
-// Roll closes the active segment and starts a new one.
-func (l *Log) Roll() error { return nil }
-
-// DeleteSegmentsBefore deletes whole closed segments whose records are all
-// below offset, oldest first, never the active one, and advances the start
-// offset. It returns what it deleted.
-func (l *Log) DeleteSegmentsBefore(offset int64) ([]SegmentInfo, error) { return nil, nil }
-
-// TruncateFrom removes every record at or after offset (the tail).
-func (l *Log) TruncateFrom(offset int64) error { return nil }
-
-// AppendEntries stores Raft entries, durable on return. The first index
-// must follow LastIndex, or be any index when the log holds no entry.
-func (l *Log) AppendEntries(es []Entry) error { return nil }
-
-// Entry returns the entry at a Raft index, or ErrNotFound.
-func (l *Log) Entry(index uint64) (Entry, error) { return Entry{}, ErrNotFound }
-
-// FirstIndex and LastIndex bound the stored Raft indexes (0, 0 when empty).
-func (l *Log) FirstIndex() uint64 { return 0 }
-
-// LastIndex is the Raft index of the last stored entry.
-func (l *Log) LastIndex() uint64 { return 0 }
-
-// TruncateIndexFrom removes the entries at and after a Raft index.
-func (l *Log) TruncateIndexFrom(index uint64) error { return nil }

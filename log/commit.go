@@ -1,0 +1,165 @@
+package log
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Group commit and the high watermark.
+//
+// Appenders write under l.mu and, with FsyncAlways, wait on l.durable until
+// l.synced covers their bytes. One syncer goroutine loops: take l.written,
+// fdatasync outside the lock, publish it as l.synced, wake everyone. Appends
+// that arrive during an fsync are covered by the next one.
+
+// waitDurableLocked returns once the bytes up to seq are durable per the
+// fsync policy, and moves the high watermark.
+func (l *Log) waitDurableLocked(seq uint64) error {
+	if l.opts.Fsync.Mode != FsyncAlways {
+		l.publishLocked()
+		return nil
+	}
+	gen := l.gen
+	l.syncWork.Signal()
+	for l.synced.seq < seq {
+		switch {
+		case l.gen != gen:
+			return errTruncated
+		case l.failed != nil:
+			return l.failed
+		case l.closed:
+			return ErrClosed
+		}
+		l.durable.Wait()
+	}
+	if l.gen != gen {
+		return errTruncated
+	}
+	return nil
+}
+
+// syncLoop is the FsyncAlways syncer.
+func (l *Log) syncLoop() {
+	defer l.wg.Done()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		for l.written.seq == l.synced.seq && !l.closing {
+			l.syncWork.Wait()
+		}
+		if l.written.seq == l.synced.seq || l.failed != nil {
+			return // closing, or nothing more can be made durable
+		}
+		l.syncOnceLocked()
+	}
+}
+
+// intervalLoop is the FsyncInterval syncer.
+func (l *Log) intervalLoop() {
+	defer l.wg.Done()
+	t := time.NewTicker(l.opts.Fsync.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		l.mu.Lock()
+		if l.written.seq != l.synced.seq && l.failed == nil {
+			l.syncOnceLocked()
+		}
+		l.mu.Unlock()
+	}
+}
+
+// syncOnceLocked fsyncs the active segment with l.mu released during the
+// fsync, then publishes what it covered.
+func (l *Log) syncOnceLocked() {
+	target, s, gen := l.written, l.active, l.gen
+	s.refs++
+	f := s.h.f
+	l.mu.Unlock()
+	err := timedSync(f, l.opts.Hooks.Fsync)
+	l.mu.Lock()
+	l.releaseLocked(s)
+	if err != nil {
+		if l.failed == nil {
+			l.failed = fmt.Errorf("log: fsync %s: %w (appends refused until the log is reopened)", s.path(), err)
+		}
+	} else if gen == l.gen && target.seq > l.synced.seq {
+		// A truncation during the fsync already synced and published its
+		// own state; this target is then stale.
+		l.synced = target
+		l.publishLocked()
+	}
+	l.durable.Broadcast()
+}
+
+// durableNextLocked is the offset below which records are durable per the
+// fsync policy.
+func (l *Log) durableNextLocked() int64 {
+	if l.opts.Fsync.Mode == FsyncAlways {
+		return l.synced.next
+	}
+	return l.written.next
+}
+
+// publishLocked moves the high watermark to the durable end, unless the
+// owner moves it.
+func (l *Log) publishLocked() {
+	if !l.opts.ManualHighWatermark {
+		l.setHWLocked(l.durableNextLocked())
+	}
+}
+
+func (l *Log) setHWLocked(hw int64) {
+	if hw == l.hw || l.closed {
+		return
+	}
+	l.hw = hw
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// SetHighWatermark moves the high watermark (ManualHighWatermark logs only),
+// clamped to what is durable. It should be a batch boundary: Read returns
+// whole batches that start below it.
+func (l *Log) SetHighWatermark(off int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.opts.ManualHighWatermark {
+		return
+	}
+	l.setHWLocked(max(l.start, min(off, l.durableNextLocked())))
+}
+
+// Changed returns a channel closed at the next move of the high watermark
+// (or at Close). Waiters take the channel, re-check, then wait on it.
+func (l *Log) Changed() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.changed
+}
+
+// Wait blocks until the high watermark passes offset, ctx ends, or the log
+// closes.
+func (l *Log) Wait(ctx context.Context, offset int64) error {
+	for {
+		l.mu.Lock()
+		hw, ch, closed := l.hw, l.changed, l.closed || l.closing
+		l.mu.Unlock()
+		if hw > offset {
+			return nil
+		}
+		if closed {
+			return ErrClosed
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
+}

@@ -1,0 +1,208 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/logd/logd/internal/batch"
+)
+
+// Read returns whole stored batches, concatenated, starting with the one
+// that holds offset and below the high watermark, up to maxBytes (at least
+// one batch). It returns no bytes when offset equals the high watermark and
+// an *OutOfRangeError outside [StartOffset, HighWatermark]. Every batch is
+// CRC-checked as read; a bad one is an error wrapping ErrCorrupt that names
+// the segment file and position (returned once the batches before it have
+// been). A Read covers one segment; the next Read continues in the next.
+func (l *Log) Read(offset int64, maxBytes int) ([]byte, error) {
+	l.mu.Lock()
+	if err := l.checkOpenLocked(); err != nil {
+		l.mu.Unlock()
+		return nil, err
+	}
+	hw, start := l.hw, l.start
+	if offset < start || offset > hw {
+		l.mu.Unlock()
+		return nil, &OutOfRangeError{Offset: offset, StartOffset: start, HighWatermark: hw}
+	}
+	if offset == hw {
+		l.mu.Unlock()
+		return nil, nil
+	}
+	s := l.segmentForOffset(offset)
+	h, err := l.acquireLocked(s)
+	if err != nil {
+		l.mu.Unlock()
+		return nil, err
+	}
+	defer l.release(s)
+	rel := uint32(offset - s.base)
+	var ie indexEntry
+	mem := s.mem != nil
+	if mem {
+		e, _ := s.mem.byOffset(rel)
+		ie = orHeader(e)
+	}
+	end := s.size
+	l.mu.Unlock()
+	if !mem {
+		if ie, err = l.startForOffset(s, h, rel); err != nil {
+			return nil, err
+		}
+	}
+
+	chunk := min(max(maxBytes, 16<<10), 1<<20)
+	sc := newScanner(h.f, int64(ie.pos), end, chunk)
+	var out []byte
+	for {
+		pos, raw, e, err := sc.next()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			if len(out) > 0 {
+				return out, nil
+			}
+			return nil, corruptAt(s.path(), pos, err)
+		}
+		if e.typ != entryBatch || e.nextOffset <= offset {
+			continue
+		}
+		if e.baseOffset >= hw || (len(out) > 0 && len(out)+len(raw) > maxBytes) {
+			return out, nil
+		}
+		if out == nil {
+			out = make([]byte, 0, max(len(raw), min(maxBytes, int(end-pos))))
+		}
+		out = append(out, raw...)
+	}
+}
+
+// Entry returns the entry at a Raft index, or ErrNotFound.
+func (l *Log) Entry(index uint64) (Entry, error) {
+	l.mu.Lock()
+	if err := l.checkOpenLocked(); err != nil {
+		l.mu.Unlock()
+		return Entry{}, err
+	}
+	s := l.segmentForIndex(index)
+	if s == nil {
+		l.mu.Unlock()
+		return Entry{}, fmt.Errorf("%w: index %d", ErrNotFound, index)
+	}
+	h, err := l.acquireLocked(s)
+	if err != nil {
+		l.mu.Unlock()
+		return Entry{}, err
+	}
+	defer l.release(s)
+	ord := uint32(index - s.firstIndex)
+	var ie indexEntry
+	mem := s.mem != nil
+	if mem {
+		e, _ := s.mem.byOrdinal(ord)
+		ie = orHeader(e)
+	}
+	end := s.size
+	l.mu.Unlock()
+	if !mem {
+		if ie, err = l.startForOrdinal(s, h, ord); err != nil {
+			return Entry{}, err
+		}
+	}
+	sc := newScanner(h.f, int64(ie.pos), end, 2*l.opts.IndexIntervalBytes)
+	for n := ie.ordinal; ; n++ {
+		pos, raw, e, err := sc.next()
+		if err == io.EOF {
+			return Entry{}, fmt.Errorf("%w: index %d: %s ends first", ErrNotFound, index, s.path())
+		}
+		if err != nil {
+			return Entry{}, corruptAt(s.path(), pos, err)
+		}
+		if n < ord {
+			continue
+		}
+		out := Entry{Index: index, Kind: e.kind, Term: e.term}
+		if e.typ == entryBatch {
+			out.Term = uint64(max(e.epoch, 0))
+			out.Data = append([]byte(nil), raw...)
+		} else {
+			out.Data = append([]byte(nil), e.data...)
+		}
+		return out, nil
+	}
+}
+
+// OffsetForTime returns the first offset whose timestamp is >= ts (ms), or
+// the high watermark when there is none. Segments are skipped by their max
+// timestamp, then the time index skips within the segment, then batches are
+// decoded to find the first record.
+func (l *Log) OffsetForTime(ts int64) (int64, error) {
+	l.mu.Lock()
+	if err := l.checkOpenLocked(); err != nil {
+		l.mu.Unlock()
+		return 0, err
+	}
+	hw := l.hw
+	var s *segment
+	for _, c := range l.segs {
+		if c.maxTS >= ts {
+			s = c
+			break
+		}
+	}
+	if s == nil || s.base >= hw {
+		l.mu.Unlock()
+		return hw, nil
+	}
+	h, err := l.acquireLocked(s)
+	if err != nil {
+		l.mu.Unlock()
+		return 0, err
+	}
+	defer l.release(s)
+	var te timeEntry
+	mem := s.mem != nil
+	if mem {
+		e, _ := s.mem.byTime(ts)
+		te = orHeaderT(e)
+	}
+	end := s.size
+	l.mu.Unlock()
+	if !mem {
+		if te, err = l.startForTime(s, h, ts); err != nil {
+			return 0, err
+		}
+	}
+	sc := newScanner(h.f, int64(te.pos), end, 0)
+	for {
+		pos, raw, e, err := sc.next()
+		if err == io.EOF {
+			// The segment's max timestamp said a record is here; it must be
+			// above the high watermark.
+			return hw, nil
+		}
+		if err != nil {
+			return 0, corruptAt(s.path(), pos, err)
+		}
+		if e.typ != entryBatch || e.maxTS < ts {
+			continue
+		}
+		if e.baseOffset >= hw {
+			return hw, nil
+		}
+		_, recs, err := batch.Decode(raw, 0)
+		if errors.Is(err, batch.ErrUnsupported) {
+			return e.baseOffset, nil // compressed: the batch is the finest grain
+		}
+		if err != nil {
+			return 0, corruptAt(s.path(), pos, fmt.Errorf("%w: %v", ErrCorrupt, err))
+		}
+		for _, r := range recs {
+			if r.Timestamp >= ts {
+				return min(r.Offset, hw), nil
+			}
+		}
+	}
+}
