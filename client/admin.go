@@ -1,0 +1,339 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	logdv1 "github.com/logd/logd/proto/logd/v1"
+)
+
+// Unlimited is the value of a TopicConfig limit that does not apply.
+const Unlimited = -1
+
+// AllPartitions selects every partition of a topic where a partition is asked.
+const AllPartitions = -1
+
+// TopicConfig is a topic's retention and segment policy. In requests a zero
+// field is unset (create: the server default; alter: unchanged) and
+// Unlimited (-1) removes the limit. In answers every field is set.
+type TopicConfig struct {
+	RetentionTime    time.Duration // by record age; default 7 days
+	RetentionBytes   int64         // per partition; default unlimited
+	RetentionRecords int64         // per partition; default unlimited
+	SegmentBytes     int64         // roll the active segment at this size; default 128 MiB
+	SegmentAge       time.Duration // roll the active segment at this age; default 7 days
+}
+
+// TopicInfo describes a topic.
+type TopicInfo struct {
+	Name       string
+	Partitions int32
+	Replicas   int32
+	Config     TopicConfig
+	Created    time.Time
+}
+
+// PartitionInfo is one partition's state.
+type PartitionInfo struct {
+	Partition      int32
+	LogStartOffset int64
+	HighWatermark  int64
+	SizeBytes      int64
+	Segments       int32
+	Leader         string   // node id; empty on a single node
+	Replicas       []string // node ids
+}
+
+// TopicDetail is a topic with the state of each partition.
+type TopicDetail struct {
+	Topic      TopicInfo
+	Partitions []PartitionInfo
+}
+
+// PartitionOffset is a resolved position of one partition.
+type PartitionOffset struct {
+	Partition      int32
+	Offset         int64
+	LogStartOffset int64
+	HighWatermark  int64
+}
+
+// CommittedOffset is a consumer group's committed offset of one partition.
+// Offset is the next offset the group will consume. The fields after
+// Metadata are filled by FetchOffsets and ResetOffsets.
+type CommittedOffset struct {
+	Topic          string
+	Partition      int32
+	Offset         int64
+	Metadata       string
+	CommitTime     time.Time
+	LogStartOffset int64
+	HighWatermark  int64
+	Lag            int64 // HighWatermark - Offset (from the log start when trimmed)
+	Trimmed        bool  // Offset is below the log start: records were lost to retention
+}
+
+// Admin manages topics and consumer groups' offsets. Get one with
+// Client.Admin; it shares the Client's connections.
+type Admin struct{ c *Client }
+
+// Admin returns the Client's Admin.
+func (c *Client) Admin() *Admin { return &Admin{c: c} }
+
+func (a *Admin) adminCall(ctx context.Context, fn func(ctx context.Context, ac logdv1.AdminClient) error) error {
+	return a.c.unary(ctx, func(ctx context.Context, cc *grpc.ClientConn) error {
+		return fn(ctx, logdv1.NewAdminClient(cc))
+	})
+}
+
+func (a *Admin) offsetsCall(ctx context.Context, fn func(ctx context.Context, oc logdv1.OffsetsClient) error) error {
+	return a.c.unary(ctx, func(ctx context.Context, cc *grpc.ClientConn) error {
+		return fn(ctx, logdv1.NewOffsetsClient(cc))
+	})
+}
+
+// CreateTopic creates a topic with partitions partitions (0: 1) and replicas
+// replicas (0: the server's default).
+func (a *Admin) CreateTopic(ctx context.Context, name string, partitions, replicas int32, cfg TopicConfig) (TopicInfo, error) {
+	var resp *logdv1.CreateTopicResponse
+	err := a.adminCall(ctx, func(ctx context.Context, ac logdv1.AdminClient) (err error) {
+		resp, err = ac.CreateTopic(ctx, &logdv1.CreateTopicRequest{
+			Name: name, Partitions: partitions, Replicas: replicas, Config: cfg.proto(),
+		})
+		return err
+	})
+	if err != nil {
+		return TopicInfo{}, fmt.Errorf("create topic %q: %w", name, err)
+	}
+	return topicInfo(resp.GetTopic()), nil
+}
+
+// ListTopics lists every topic.
+func (a *Admin) ListTopics(ctx context.Context) ([]TopicInfo, error) {
+	var resp *logdv1.ListTopicsResponse
+	err := a.adminCall(ctx, func(ctx context.Context, ac logdv1.AdminClient) (err error) {
+		resp, err = ac.ListTopics(ctx, &logdv1.ListTopicsRequest{})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list topics: %w", err)
+	}
+	out := make([]TopicInfo, 0, len(resp.GetTopics()))
+	for _, t := range resp.GetTopics() {
+		out = append(out, topicInfo(t))
+	}
+	return out, nil
+}
+
+// DescribeTopic returns a topic's configuration and partitions' state.
+func (a *Admin) DescribeTopic(ctx context.Context, name string) (TopicDetail, error) {
+	var resp *logdv1.DescribeTopicResponse
+	err := a.adminCall(ctx, func(ctx context.Context, ac logdv1.AdminClient) (err error) {
+		resp, err = ac.DescribeTopic(ctx, &logdv1.DescribeTopicRequest{Name: name})
+		return err
+	})
+	if err != nil {
+		return TopicDetail{}, fmt.Errorf("describe topic %q: %w", name, err)
+	}
+	d := TopicDetail{Topic: topicInfo(resp.GetTopic())}
+	for _, p := range resp.GetPartitions() {
+		d.Partitions = append(d.Partitions, PartitionInfo{
+			Partition: p.GetPartition(), LogStartOffset: p.GetLogStartOffset(),
+			HighWatermark: p.GetHighWatermark(), SizeBytes: p.GetSizeBytes(),
+			Segments: p.GetSegments(), Leader: p.GetLeader(), Replicas: p.GetReplicas(),
+		})
+	}
+	return d, nil
+}
+
+// AlterTopic changes the set fields of cfg; the change takes effect at the
+// server's next retention pass, without a restart.
+func (a *Admin) AlterTopic(ctx context.Context, name string, cfg TopicConfig) (TopicInfo, error) {
+	var resp *logdv1.AlterTopicResponse
+	err := a.adminCall(ctx, func(ctx context.Context, ac logdv1.AdminClient) (err error) {
+		resp, err = ac.AlterTopic(ctx, &logdv1.AlterTopicRequest{Name: name, Config: cfg.proto()})
+		return err
+	})
+	if err != nil {
+		return TopicInfo{}, fmt.Errorf("alter topic %q: %w", name, err)
+	}
+	return topicInfo(resp.GetTopic()), nil
+}
+
+// DeleteTopic deletes a topic and its records.
+func (a *Admin) DeleteTopic(ctx context.Context, name string) error {
+	err := a.adminCall(ctx, func(ctx context.Context, ac logdv1.AdminClient) error {
+		_, err := ac.DeleteTopic(ctx, &logdv1.DeleteTopicRequest{Name: name})
+		return err
+	})
+	a.c.topics.forget(name)
+	if err != nil {
+		return fmt.Errorf("delete topic %q: %w", name, err)
+	}
+	return nil
+}
+
+// ListOffsets resolves pos for the given partitions of topic (none: all). An
+// AtOffset position is returned as given, with each partition's bounds.
+func (a *Admin) ListOffsets(ctx context.Context, topic string, partitions []int32, pos Position) ([]PartitionOffset, error) {
+	spec, ts := pos.spec()
+	var resp *logdv1.ListOffsetsResponse
+	err := a.c.unary(ctx, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+		resp, err = logdv1.NewLogClient(cc).ListOffsets(ctx, &logdv1.ListOffsetsRequest{
+			Topic: topic, Partitions: partitions, Spec: spec, TimestampMs: ts,
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list offsets of %q (%s): %w", topic, pos, err)
+	}
+	out := make([]PartitionOffset, 0, len(resp.GetPartitions()))
+	for _, p := range resp.GetPartitions() {
+		po := PartitionOffset{Partition: p.GetPartition(), Offset: p.GetOffset(),
+			LogStartOffset: p.GetLogStartOffset(), HighWatermark: p.GetHighWatermark()}
+		if off, ok := pos.Offset(); ok {
+			po.Offset = off
+		}
+		out = append(out, po)
+	}
+	return out, nil
+}
+
+// CommitOffsets stores offsets (topic, partition, offset, metadata) for group,
+// atomically.
+func (a *Admin) CommitOffsets(ctx context.Context, group string, offsets []CommittedOffset) error {
+	req := &logdv1.CommitOffsetsRequest{Group: group}
+	for _, o := range offsets {
+		req.Offsets = append(req.Offsets, &logdv1.CommittedOffset{
+			Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, Metadata: o.Metadata,
+		})
+	}
+	err := a.offsetsCall(ctx, func(ctx context.Context, oc logdv1.OffsetsClient) error {
+		_, err := oc.CommitOffsets(ctx, req)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("commit offsets of group %q: %w", group, err)
+	}
+	return nil
+}
+
+// FetchOffsets returns group's committed offsets of topic (empty: of every
+// topic it committed), with each partition's bounds and the group's lag.
+func (a *Admin) FetchOffsets(ctx context.Context, group, topic string) ([]CommittedOffset, error) {
+	var resp *logdv1.FetchOffsetsResponse
+	err := a.offsetsCall(ctx, func(ctx context.Context, oc logdv1.OffsetsClient) (err error) {
+		resp, err = oc.FetchOffsets(ctx, &logdv1.FetchOffsetsRequest{Group: group, Topic: topic})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fetch offsets of group %q: %w", group, err)
+	}
+	return committedOffsets(resp.GetOffsets()), nil
+}
+
+// ListGroups lists the consumer groups that committed offsets.
+func (a *Admin) ListGroups(ctx context.Context) ([]string, error) {
+	var resp *logdv1.ListGroupsResponse
+	err := a.offsetsCall(ctx, func(ctx context.Context, oc logdv1.OffsetsClient) (err error) {
+		resp, err = oc.ListGroups(ctx, &logdv1.ListGroupsRequest{})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list groups: %w", err)
+	}
+	return resp.GetGroups(), nil
+}
+
+// ResetOffsets sets group's committed offset of topic's partition (or of
+// every partition with AllPartitions) to pos, and returns the new offsets.
+func (a *Admin) ResetOffsets(ctx context.Context, group, topic string, partition int32, pos Position) ([]CommittedOffset, error) {
+	req := &logdv1.ResetOffsetsRequest{Group: group, Topic: topic}
+	if partition != AllPartitions {
+		req.Partition = proto.Int32(partition)
+	}
+	if off, ok := pos.Offset(); ok {
+		req.Offset = proto.Int64(off)
+	} else {
+		req.Spec, req.TimestampMs = pos.spec()
+	}
+	var resp *logdv1.ResetOffsetsResponse
+	err := a.offsetsCall(ctx, func(ctx context.Context, oc logdv1.OffsetsClient) (err error) {
+		resp, err = oc.ResetOffsets(ctx, req)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reset offsets of group %q on %q to %s: %w", group, topic, pos, err)
+	}
+	return committedOffsets(resp.GetOffsets()), nil
+}
+
+func committedOffsets(in []*logdv1.CommittedOffset) []CommittedOffset {
+	out := make([]CommittedOffset, 0, len(in))
+	for _, o := range in {
+		co := CommittedOffset{
+			Topic: o.GetTopic(), Partition: o.GetPartition(), Offset: o.GetOffset(),
+			Metadata: o.GetMetadata(), LogStartOffset: o.GetLogStartOffset(),
+			HighWatermark: o.GetHighWatermark(), Lag: o.GetLag(), Trimmed: o.GetTrimmed(),
+		}
+		if ms := o.GetCommitTimeMs(); ms > 0 {
+			co.CommitTime = time.UnixMilli(ms)
+		}
+		out = append(out, co)
+	}
+	return out
+}
+
+func topicInfo(t *logdv1.TopicInfo) TopicInfo {
+	ti := TopicInfo{Name: t.GetName(), Partitions: t.GetPartitions(), Replicas: t.GetReplicas()}
+	if ms := t.GetCreatedMs(); ms > 0 {
+		ti.Created = time.UnixMilli(ms)
+	}
+	c := t.GetConfig()
+	ti.Config = TopicConfig{
+		RetentionTime:    msDuration(c.GetRetentionMs()),
+		RetentionBytes:   c.GetRetentionBytes(),
+		RetentionRecords: c.GetRetentionRecords(),
+		SegmentBytes:     c.GetSegmentBytes(),
+		SegmentAge:       msDuration(c.GetSegmentMs()),
+	}
+	return ti
+}
+
+// msDuration keeps Unlimited (-1) as -1.
+func msDuration(ms int64) time.Duration {
+	if ms < 0 {
+		return Unlimited
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+func durationMs(d time.Duration) int64 {
+	if d < 0 {
+		return Unlimited
+	}
+	return d.Milliseconds()
+}
+
+func (c TopicConfig) proto() *logdv1.TopicConfig {
+	p := &logdv1.TopicConfig{}
+	set := func(v int64) *int64 {
+		if v == 0 {
+			return nil
+		}
+		if v < 0 {
+			v = Unlimited
+		}
+		return proto.Int64(v)
+	}
+	p.RetentionMs = set(durationMs(c.RetentionTime))
+	p.RetentionBytes = set(c.RetentionBytes)
+	p.RetentionRecords = set(c.RetentionRecords)
+	p.SegmentBytes = set(c.SegmentBytes)
+	p.SegmentMs = set(durationMs(c.SegmentAge))
+	return p
+}

@@ -1,0 +1,182 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	logdv1 "github.com/logd/logd/proto/logd/v1"
+)
+
+// maxRedirects bounds how many "not leader" answers one call follows.
+const maxRedirects = 3
+
+// Client is a connection to a logd cluster through one node's address. It is
+// safe for concurrent use. Producers and Consumers made from it share its
+// connections; close them before the Client.
+type Client struct {
+	addr string
+	opts options
+
+	mu     sync.Mutex
+	conns  map[string]*grpc.ClientConn // by API address
+	closed bool
+
+	topics topicCache
+}
+
+// Option configures Dial.
+type Option func(*options)
+
+type options struct {
+	dialOptions []grpc.DialOption
+	callTimeout time.Duration
+}
+
+// WithDialOptions adds gRPC dial options (TLS credentials, interceptors, a
+// custom dialer). Without transport credentials the connection is plaintext.
+func WithDialOptions(opts ...grpc.DialOption) Option {
+	return func(o *options) { o.dialOptions = append(o.dialOptions, opts...) }
+}
+
+// WithCallTimeout bounds each admin and metadata call that has no deadline of
+// its own (default 10s). Fetch long-polls and produce streams are not bound by
+// it.
+func WithCallTimeout(d time.Duration) Option {
+	return func(o *options) { o.callTimeout = d }
+}
+
+// Dial returns a Client of the node at addr ("host:port"). It does not wait
+// for the connection: the first call reports an unreachable node.
+func Dial(addr string, opts ...Option) (*Client, error) {
+	o := options{callTimeout: 10 * time.Second}
+	for _, f := range opts {
+		f(&o)
+	}
+	c := &Client{addr: addr, opts: o, conns: make(map[string]*grpc.ClientConn)}
+	c.topics.c = c
+	if _, err := c.conn(addr); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Addr is the address the Client was dialled with.
+func (c *Client) Addr() string { return c.addr }
+
+// Close closes every connection. Close Producers and Consumers first.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	var first error
+	for a, cc := range c.conns {
+		if err := cc.Close(); err != nil && first == nil {
+			first = err
+		}
+		delete(c.conns, a)
+	}
+	return first
+}
+
+// conn returns the connection to addr, creating it.
+func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	if cc, ok := c.conns[addr]; ok {
+		return cc, nil
+	}
+	dopts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, c.opts.dialOptions...)
+	cc, err := grpc.NewClient(addr, dopts...)
+	if err != nil {
+		return nil, fmt.Errorf("client: connect to %s: %w", addr, err)
+	}
+	c.conns[addr] = cc
+	return cc, nil
+}
+
+// call runs fn against addr (the bootstrap address when empty), following
+// "not leader" answers to the leader they name. It returns the address that
+// answered last.
+func (c *Client) call(ctx context.Context, addr string, fn func(ctx context.Context, cc *grpc.ClientConn) error) (string, error) {
+	if addr == "" {
+		addr = c.addr
+	}
+	for hop := 0; ; hop++ {
+		cc, err := c.conn(addr)
+		if err != nil {
+			return addr, err
+		}
+		err = fn(ctx, cc)
+		leader := leaderOf(err)
+		if err == nil || leader == "" || leader == addr || hop >= maxRedirects {
+			return addr, err
+		}
+		addr = leader
+	}
+}
+
+// unary is call for admin and metadata RPCs: it applies the call timeout when
+// ctx has no deadline and uses the bootstrap address.
+func (c *Client) unary(ctx context.Context, fn func(ctx context.Context, cc *grpc.ClientConn) error) error {
+	if _, ok := ctx.Deadline(); !ok && c.opts.callTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.opts.callTimeout)
+		defer cancel()
+	}
+	_, err := c.call(ctx, "", fn)
+	return err
+}
+
+// topicCache caches topics' partition counts for routing.
+type topicCache struct {
+	c  *Client
+	mu sync.Mutex
+	n  map[string]int32
+}
+
+// partitions returns topic's partition count, asking the server once.
+func (t *topicCache) partitions(ctx context.Context, topic string) (int32, error) {
+	t.mu.Lock()
+	n, ok := t.n[topic]
+	t.mu.Unlock()
+	if ok {
+		return n, nil
+	}
+	var resp *logdv1.DescribeTopicResponse
+	err := t.c.unary(ctx, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+		resp, err = logdv1.NewAdminClient(cc).DescribeTopic(ctx, &logdv1.DescribeTopicRequest{Name: topic})
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("describe topic %q: %w", topic, err)
+	}
+	n = resp.GetTopic().GetPartitions()
+	if n <= 0 {
+		return 0, fmt.Errorf("describe topic %q: server reported %d partitions", topic, n)
+	}
+	t.mu.Lock()
+	if t.n == nil {
+		t.n = make(map[string]int32)
+	}
+	t.n[topic] = n
+	t.mu.Unlock()
+	return n, nil
+}
+
+// forget drops topic from the cache (after NOT_FOUND, or an alter).
+func (t *topicCache) forget(topic string) {
+	t.mu.Lock()
+	delete(t.n, topic)
+	t.mu.Unlock()
+}

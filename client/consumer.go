@@ -1,0 +1,400 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/logd/logd/internal/batch"
+	logdv1 "github.com/logd/logd/proto/logd/v1"
+)
+
+// Defaults of ConsumerOptions.
+const (
+	DefaultMaxWait       = 500 * time.Millisecond
+	DefaultFetchMaxBytes = 1 << 20
+)
+
+// ConsumerOptions configure a Consumer.
+type ConsumerOptions struct {
+	Topic string
+	// Partitions to read; empty: every partition of the topic.
+	Partitions []int32
+	// Group, when set, is the consumer group whose committed offsets the
+	// consumer starts from and Commit writes.
+	Group string
+	// Start is where partitions without a committed offset start
+	// (default Earliest). It is also where every partition starts when
+	// IgnoreCommitted is set.
+	Start Position
+	// IgnoreCommitted starts from Start even when the group has committed
+	// offsets (Commit still writes them).
+	IgnoreCommitted bool
+	// Follow makes Poll wait for new records forever. Without it, Poll
+	// returns io.EOF once every partition reached the high watermark it had
+	// when the consumer was created.
+	Follow bool
+	// MaxWait is how long one Poll long-polls when nothing is available
+	// (default 500ms). Poll returns no records, and no error, after it.
+	MaxWait time.Duration
+	// MaxBytes bounds one partition's fetch (default 1 MiB; at least one
+	// batch is always returned).
+	MaxBytes int32
+}
+
+// ConsumedRecord is a record read from the log.
+type ConsumedRecord struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       []byte
+	Value     []byte
+	Headers   []Header
+	Timestamp time.Time
+}
+
+// Consumer reads records of one topic from chosen positions. It is not safe
+// for concurrent use (one goroutine polls).
+type Consumer struct {
+	c     *Client
+	admin *Admin
+	opts  ConsumerOptions
+
+	parts []*consumedPartition
+	rr    int // partition the next Poll looks at first (fairness)
+
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+type consumedPartition struct {
+	partition int32
+	position  int64 // next offset to return
+	end       int64 // without Follow: the high watermark at start
+	committed int64 // last offset committed or read from the group; -1: none
+}
+
+// NewConsumer resolves the consumer's start positions (the group's
+// committed offsets, else opts.Start) and returns it.
+func (c *Client) NewConsumer(ctx context.Context, opts ConsumerOptions) (*Consumer, error) {
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = DefaultMaxWait
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultFetchMaxBytes
+	}
+	cons := &Consumer{c: c, admin: c.Admin(), opts: opts, closed: make(chan struct{})}
+	ends, err := cons.admin.ListOffsets(ctx, opts.Topic, opts.Partitions, Latest())
+	if err != nil {
+		return nil, err
+	}
+	for _, po := range ends {
+		cons.parts = append(cons.parts, &consumedPartition{partition: po.Partition, end: po.HighWatermark, committed: -1})
+	}
+	slices.SortFunc(cons.parts, func(a, b *consumedPartition) int { return int(a.partition - b.partition) })
+	if len(cons.parts) == 0 {
+		return nil, fmt.Errorf("consume %q: no partitions to read", opts.Topic)
+	}
+	start := make(map[int32]bool)
+	if opts.Group != "" && !opts.IgnoreCommitted {
+		offs, err := cons.admin.FetchOffsets(ctx, opts.Group, opts.Topic)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range offs {
+			if cp := cons.part(o.Partition); cp != nil && o.Topic == opts.Topic {
+				cp.position, cp.committed = o.Offset, o.Offset
+				start[o.Partition] = true
+			}
+		}
+	}
+	var rest []int32
+	for _, cp := range cons.parts {
+		if !start[cp.partition] {
+			rest = append(rest, cp.partition)
+		}
+	}
+	if len(rest) > 0 {
+		if err := cons.seek(ctx, rest, opts.Start); err != nil {
+			return nil, err
+		}
+	}
+	return cons, nil
+}
+
+func (cons *Consumer) part(p int32) *consumedPartition {
+	for _, cp := range cons.parts {
+		if cp.partition == p {
+			return cp
+		}
+	}
+	return nil
+}
+
+// Partitions returns the partitions the consumer reads, ascending.
+func (cons *Consumer) Partitions() []int32 {
+	out := make([]int32, len(cons.parts))
+	for i, cp := range cons.parts {
+		out[i] = cp.partition
+	}
+	return out
+}
+
+// Position returns the next offset Poll returns from partition p.
+func (cons *Consumer) Position(p int32) (int64, bool) {
+	cp := cons.part(p)
+	if cp == nil {
+		return 0, false
+	}
+	return cp.position, true
+}
+
+// End returns the high watermark partition p had when the consumer started:
+// without Follow, Poll stops there.
+func (cons *Consumer) End(p int32) (int64, bool) {
+	cp := cons.part(p)
+	if cp == nil {
+		return 0, false
+	}
+	return cp.end, true
+}
+
+// Seek moves every partition to pos.
+func (cons *Consumer) Seek(ctx context.Context, pos Position) error {
+	return cons.seek(ctx, cons.Partitions(), pos)
+}
+
+// SeekPartition moves partition p to pos.
+func (cons *Consumer) SeekPartition(ctx context.Context, p int32, pos Position) error {
+	if cons.part(p) == nil {
+		return fmt.Errorf("seek: the consumer does not read partition %d of %q", p, cons.opts.Topic)
+	}
+	return cons.seek(ctx, []int32{p}, pos)
+}
+
+func (cons *Consumer) seek(ctx context.Context, parts []int32, pos Position) error {
+	if off, ok := pos.Offset(); ok {
+		for _, p := range parts {
+			cons.part(p).position = off
+		}
+		return nil
+	}
+	offs, err := cons.admin.ListOffsets(ctx, cons.opts.Topic, parts, pos)
+	if err != nil {
+		return err
+	}
+	for _, po := range offs {
+		if cp := cons.part(po.Partition); cp != nil {
+			cp.position = po.Offset
+		}
+	}
+	return nil
+}
+
+// fetched is one partition's fetch result.
+type fetched struct {
+	cp   *consumedPartition
+	recs []ConsumedRecord
+	next int64
+	err  error
+}
+
+// Poll returns the next records of the partitions that have any, each
+// partition's in offset order, and advances past them. When none is
+// available it long-polls up to MaxWait and may return no records. Without
+// Follow it returns io.EOF once every partition reached its end. A position
+// outside a partition's log fails with an *OutOfRangeError (see Seek); no
+// position moves when Poll fails.
+func (cons *Consumer) Poll(ctx context.Context) ([]ConsumedRecord, error) {
+	select {
+	case <-cons.closed:
+		return nil, ErrClosed
+	default:
+	}
+	var active []*consumedPartition
+	for i := range cons.parts {
+		cp := cons.parts[(cons.rr+i)%len(cons.parts)]
+		if cons.opts.Follow || cp.position < cp.end {
+			active = append(active, cp)
+		}
+	}
+	cons.rr = (cons.rr + 1) % len(cons.parts)
+	if len(active) == 0 {
+		return nil, io.EOF
+	}
+	// Take what is there now; long-poll only when nothing is.
+	res := cons.fetchAll(ctx, active, 0)
+	if n, err := count(res); err != nil || n > 0 {
+		return cons.advance(res, err)
+	}
+	res = cons.fetchAll(ctx, active, cons.opts.MaxWait)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	_, err := count(res)
+	return cons.advance(res, err)
+}
+
+func count(res []fetched) (int, error) {
+	n := 0
+	var err error
+	for _, r := range res {
+		n += len(r.recs)
+		if r.err != nil && err == nil {
+			err = r.err
+		}
+	}
+	return n, err
+}
+
+// advance moves positions past res and returns the records; on err nothing
+// moves.
+func (cons *Consumer) advance(res []fetched, err error) ([]ConsumedRecord, error) {
+	if err != nil {
+		return nil, err
+	}
+	var out []ConsumedRecord
+	for _, r := range res {
+		if r.err != nil || r.next <= r.cp.position {
+			continue
+		}
+		out = append(out, r.recs...)
+		r.cp.position = r.next
+	}
+	return out, nil
+}
+
+// fetchAll fetches the partitions concurrently. With a wait, the first
+// answer with records cancels the others (their positions do not move).
+func (cons *Consumer) fetchAll(ctx context.Context, parts []*consumedPartition, wait time.Duration) []fetched {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-cons.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	res := make([]fetched, len(parts))
+	var wg sync.WaitGroup
+	for i, cp := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[i] = cons.fetch(ctx, cp, wait)
+			if wait > 0 && len(res[i].recs) > 0 {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range res {
+		err := res[i].err
+		if err != nil && ctx.Err() != nil && (errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled) {
+			// Cancelled by a sibling, not a failure of its own.
+			res[i].err = nil
+		}
+	}
+	return res
+}
+
+func (cons *Consumer) fetch(ctx context.Context, cp *consumedPartition, wait time.Duration) fetched {
+	r := fetched{cp: cp, next: cp.position}
+	var resp *logdv1.FetchResponse
+	_, err := cons.c.call(ctx, "", func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+		resp, err = logdv1.NewLogClient(cc).Fetch(ctx, &logdv1.FetchRequest{
+			Topic: cons.opts.Topic, Partition: cp.partition, Offset: cp.position,
+			MaxBytes: cons.opts.MaxBytes, MaxWaitMs: int32(wait.Milliseconds()),
+		})
+		return err
+	})
+	if err != nil {
+		r.err = outOfRange(err, cons.opts.Topic, cp.partition, cp.position)
+		if _, ok := r.err.(*OutOfRangeError); !ok {
+			r.err = fmt.Errorf("fetch %s/%d at offset %d: %w", cons.opts.Topic, cp.partition, cp.position, err)
+		}
+		return r
+	}
+	err = batch.Split(resp.GetBatches(), func(b []byte, info batch.Info) error {
+		_, recs, err := batch.Decode(b, r.next)
+		if err != nil {
+			return err
+		}
+		for _, br := range recs {
+			if !cons.opts.Follow && br.Offset >= cp.end {
+				break
+			}
+			rec := ConsumedRecord{
+				Topic: cons.opts.Topic, Partition: cp.partition, Offset: br.Offset,
+				Key: br.Key, Value: br.Value, Timestamp: time.UnixMilli(br.Timestamp),
+			}
+			for _, h := range br.Headers {
+				rec.Headers = append(rec.Headers, Header{Key: h.Key, Value: h.Value})
+			}
+			r.recs = append(r.recs, rec)
+			r.next = br.Offset + 1
+		}
+		return nil
+	})
+	if err != nil {
+		r.recs, r.next = nil, cp.position
+		r.err = fmt.Errorf("fetch %s/%d at offset %d: bad batch from the server: %w", cons.opts.Topic, cp.partition, cp.position, err)
+		return r
+	}
+	// Offsets with no record (skipped by the server) still advance the position.
+	if nxt := resp.GetNextOffset(); len(r.recs) == 0 && nxt > r.next && (cons.opts.Follow || nxt <= cp.end) {
+		r.next = nxt
+	}
+	return r
+}
+
+// Commit stores, for the consumer's group, the position after the last
+// record Poll returned of each partition read since the last commit.
+func (cons *Consumer) Commit(ctx context.Context) error {
+	offs := make(map[int32]int64)
+	for _, cp := range cons.parts {
+		if cp.position != cp.committed {
+			offs[cp.partition] = cp.position
+		}
+	}
+	return cons.CommitOffsets(ctx, offs)
+}
+
+// CommitOffsets stores offsets (partition -> next offset to consume) for the
+// consumer's group.
+func (cons *Consumer) CommitOffsets(ctx context.Context, offsets map[int32]int64) error {
+	if cons.opts.Group == "" {
+		return fmt.Errorf("commit: the consumer has no group (set ConsumerOptions.Group)")
+	}
+	if len(offsets) == 0 {
+		return nil
+	}
+	var list []CommittedOffset
+	for p, off := range offsets {
+		list = append(list, CommittedOffset{Topic: cons.opts.Topic, Partition: p, Offset: off})
+	}
+	if err := cons.admin.CommitOffsets(ctx, cons.opts.Group, list); err != nil {
+		return err
+	}
+	for p, off := range offsets {
+		if cp := cons.part(p); cp != nil {
+			cp.committed = off
+		}
+	}
+	return nil
+}
+
+// Close stops the consumer; a Poll in progress returns. It does not commit.
+func (cons *Consumer) Close() error {
+	cons.closeOnce.Do(func() { close(cons.closed) })
+	return nil
+}

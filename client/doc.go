@@ -1,0 +1,69 @@
+// Package client is the Go client of logd: a Producer that appends records,
+// a Consumer that reads them back from any position, and an Admin for topics
+// and consumer groups' committed offsets. It speaks the gRPC API of
+// proto/logd/v1 and encodes record batches with internal/batch, the codec the
+// server stores, so a batch travels and is stored as the client built it.
+//
+// # Connections
+//
+// Dial takes one node's API address. A request answered UNAVAILABLE with the
+// leader's address (the node is not the partition's leader) is sent again to
+// that leader, transparently; the client keeps one connection per address.
+//
+// # Producer guarantees
+//
+//   - Routing: an explicit Record.Partition wins; else a keyed record goes to
+//     partition.ForKey(key, n), the partition a Kafka client would choose;
+//     else records are spread in sticky batches, one partition per batch,
+//     round-robin.
+//   - Acknowledgement: a record's Future completes once the server
+//     acknowledged its batch (durable per the server's fsync policy and the
+//     Acks option) or once the record failed for good.
+//   - No duplicates on retry: every batch carries a producer id and a
+//     per-partition sequence number. A retry (after UNAVAILABLE, a timeout, a
+//     broken stream or an out-of-order answer) resends the same bytes, so the
+//     server recognises a batch it already appended and answers with the
+//     original offsets instead of appending it again.
+//   - Per-partition order: at most one batch per partition is in flight, and
+//     a failed batch is retried before the next one is sent, so records of one
+//     partition (hence of one key) are appended in the order Produce accepted
+//     them. Different partitions are sent concurrently, pipelined on one
+//     ProduceStream per server.
+//   - Bounded memory: records accepted but not yet acknowledged count against
+//     ProducerOptions.MaxBufferedBytes. When the buffer is full Produce waits
+//     for room (or its context), or fails with ErrBufferFull when
+//     ProducerOptions.FailWhenFull is set. Nothing is buffered without bound.
+//   - A batch that cannot be delivered within ProducerOptions.DeliveryTimeout
+//     fails its records. When its outcome is unknown (it may have been
+//     appended), the partition continues under a fresh producer id so the
+//     next batches are not rejected as out of order.
+//
+// # Consumer
+//
+// A Consumer reads one topic's partitions (all of them, or those listed) from
+// a start position: the group's committed offset when a Group is set and has
+// one, else ConsumerOptions.Start (earliest by default). Poll long-polls the
+// partitions with Fetch and returns the next records of each partition in
+// offset order. Without Follow, Poll returns io.EOF once every partition
+// reached the high watermark it had when the consumer started. A read below
+// the log start (trimmed by retention) fails with an *OutOfRangeError carrying
+// the partition's earliest and latest offsets. Commit stores what Poll
+// returned so far as the group's committed offsets (commit after processing
+// for at-least-once delivery).
+//
+// # Example
+//
+//	c, err := client.Dial("127.0.0.1:7070")
+//	if err != nil { ... }
+//	defer c.Close()
+//
+//	p := c.NewProducer(client.ProducerOptions{})
+//	f := p.Produce(ctx, client.Record{Topic: "orders", Key: []byte("alice"), Value: []byte("42")})
+//	ack, err := f.Get(ctx) // ack.Partition, ack.Offset
+//	p.Close()
+//
+//	cons, err := c.NewConsumer(ctx, client.ConsumerOptions{Topic: "orders", Group: "billing"})
+//	recs, err := cons.Poll(ctx)
+//	err = cons.Commit(ctx)
+//	cons.Close()
+package client
