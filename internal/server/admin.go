@@ -75,6 +75,9 @@ func (s *Server) DeleteTopic(ctx context.Context, req *pb.DeleteTopicRequest) (*
 	if err := s.topics.Delete(req.Name); err != nil {
 		return nil, toStatus(err)
 	}
+	if err := s.offsets.DeleteTopic(req.Name); err != nil {
+		return nil, toStatus(err)
+	}
 	return &pb.DeleteTopicResponse{}, nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/log"
+	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
 )
 
@@ -35,7 +36,8 @@ func toStatus(err error) error {
 	case errors.Is(err, partition.ErrTopicExists):
 		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.Is(err, partition.ErrInvalidConfig), errors.Is(err, batch.ErrCorrupt),
-		errors.Is(err, batch.ErrShort), errors.Is(err, batch.ErrUnsupported), errors.Is(err, log.ErrInvalidBatch):
+		errors.Is(err, batch.ErrShort), errors.Is(err, batch.ErrUnsupported), errors.Is(err, log.ErrInvalidBatch),
+		errors.Is(err, offsets.ErrInvalidArgument), errors.Is(err, offsets.ErrInvalidReset):
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, partition.ErrOutOfOrderSequence):
 		return status.Error(codes.FailedPrecondition, err.Error())
@@ -45,7 +47,7 @@ func toStatus(err error) error {
 		return status.Error(codes.Canceled, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, err.Error())
-	case errors.Is(err, log.ErrCorrupt):
+	case errors.Is(err, log.ErrCorrupt), errors.Is(err, offsets.ErrCorrupt):
 		return status.Error(codes.DataLoss, err.Error())
 	}
 	return status.Error(codes.Internal, err.Error())

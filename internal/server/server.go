@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/logd/logd/log"
+	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
@@ -46,11 +47,13 @@ type Server struct {
 	pb.UnimplementedOffsetsServer
 	pb.UnimplementedClusterServer
 
-	cfg    Config
-	logger *slog.Logger
-	db     *pebble.DB
-	topics *partition.Topics
-	m      *metrics
+	cfg     Config
+	logger  *slog.Logger
+	db      *pebble.DB
+	topics  *partition.Topics
+	offsets *offsets.Store
+	lag     *offsets.LagCollector
+	m       *metrics
 
 	grpc     *grpc.Server
 	lis      net.Listener
@@ -125,6 +128,9 @@ func Start(cfg Config) (*Server, error) {
 		return fail(err)
 	}
 	s.topics = topics
+	s.offsets = offsets.New(db, offsets.Options{})
+	s.lag = offsets.NewLagCollector(s.groupPositions)
+	s.m.reg.MustRegister(s.lag)
 
 	lis, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

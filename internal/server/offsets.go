@@ -1,0 +1,145 @@
+package server
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/logd/logd/offsets"
+	"github.com/logd/logd/partition"
+	pb "github.com/logd/logd/proto/logd/v1"
+)
+
+// CommitOffsets stores a group's offsets atomically and durably. Offsets
+// must name existing partitions; an offset beyond the high watermark is
+// refused (it would skip records that do not exist yet).
+func (s *Server) CommitOffsets(ctx context.Context, req *pb.CommitOffsetsRequest) (*pb.CommitOffsetsResponse, error) {
+	if len(req.Offsets) == 0 {
+		return nil, invalidArg("commit offsets: no offsets given")
+	}
+	cs := make([]offsets.Committed, 0, len(req.Offsets))
+	for _, o := range req.Offsets {
+		p, err := s.topics.Partition(o.Topic, o.Partition)
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		if hw := p.Log.HighWatermark(); o.Offset > hw {
+			return nil, invalidArg("commit offsets: offset %d of %s is beyond its high watermark %d", o.Offset, p.Name(), hw)
+		}
+		cs = append(cs, offsets.Committed{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, Metadata: o.Metadata})
+	}
+	if err := s.offsets.Commit(req.Group, cs); err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.CommitOffsetsResponse{}, nil
+}
+
+// FetchOffsets returns a group's committed offsets with each partition's
+// bounds and the group's lag.
+func (s *Server) FetchOffsets(ctx context.Context, req *pb.FetchOffsetsRequest) (*pb.FetchOffsetsResponse, error) {
+	if req.Topic != "" {
+		if _, err := s.topics.Config(req.Topic); err != nil {
+			return nil, toStatus(err)
+		}
+	}
+	cs, err := s.offsets.Fetch(req.Group, req.Topic)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp := &pb.FetchOffsetsResponse{Group: req.Group}
+	for _, c := range cs {
+		co := &pb.CommittedOffset{Topic: c.Topic, Partition: c.Partition, Offset: c.Offset,
+			Metadata: c.Metadata, CommitTimeMs: c.CommitTime.UnixMilli()}
+		if p, err := s.topics.Partition(c.Topic, c.Partition); err == nil {
+			co.LogStartOffset, co.HighWatermark = p.Log.StartOffset(), p.Log.HighWatermark()
+			lag := s.lag.Observe(offsets.GroupPosition{Group: req.Group, Topic: c.Topic, Partition: c.Partition,
+				Committed: c.Offset, LogStart: co.LogStartOffset, HighWatermark: co.HighWatermark})
+			co.Lag, co.Trimmed = lag.Lag, lag.Trimmed
+		}
+		resp.Offsets = append(resp.Offsets, co)
+	}
+	return resp, nil
+}
+
+// ListGroups lists groups that have committed offsets.
+func (s *Server) ListGroups(ctx context.Context, req *pb.ListGroupsRequest) (*pb.ListGroupsResponse, error) {
+	gs, err := s.offsets.Groups()
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.ListGroupsResponse{Groups: gs}, nil
+}
+
+// ResetOffsets moves a group's offsets in one topic to earliest, latest, a
+// time or an explicit offset (clamped to the log's bounds, as Kafka does).
+func (s *Server) ResetOffsets(ctx context.Context, req *pb.ResetOffsetsRequest) (*pb.ResetOffsetsResponse, error) {
+	cfg, parts, err := s.topics.Partitions(req.Topic)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	var spec offsets.ResetSpec
+	switch {
+	case req.Offset != nil:
+		spec = offsets.ResetSpec{Kind: offsets.ResetOffset, Offset: *req.Offset}
+	case req.Spec == pb.OffsetSpec_OFFSET_SPEC_EARLIEST:
+		spec = offsets.ResetSpec{Kind: offsets.ResetEarliest}
+	case req.Spec == pb.OffsetSpec_OFFSET_SPEC_LATEST:
+		spec = offsets.ResetSpec{Kind: offsets.ResetLatest}
+	case req.Spec == pb.OffsetSpec_OFFSET_SPEC_TIMESTAMP:
+		spec = offsets.ResetSpec{Kind: offsets.ResetTime, Time: time.UnixMilli(req.TimestampMs)}
+	default:
+		return nil, invalidArg("reset offsets: unknown spec %v", req.Spec)
+	}
+	targets := parts
+	if req.Partition != nil {
+		if *req.Partition < 0 || *req.Partition >= cfg.Partitions {
+			return nil, status.Errorf(codes.NotFound, "topic %q has partitions 0 to %d, not %d", req.Topic, cfg.Partitions-1, *req.Partition)
+		}
+		targets = []*partition.Partition{parts[*req.Partition]}
+	}
+	var cs []offsets.Committed
+	for _, p := range targets {
+		r, err := spec.Resolve(time.Now(), p.Log)
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		cs = append(cs, offsets.Committed{Topic: p.Topic, Partition: p.ID, Offset: r.Offset})
+	}
+	if err := s.offsets.Commit(req.Group, cs); err != nil {
+		return nil, toStatus(err)
+	}
+	resp := &pb.ResetOffsetsResponse{}
+	for _, c := range cs {
+		resp.Offsets = append(resp.Offsets, &pb.CommittedOffset{Topic: c.Topic, Partition: c.Partition, Offset: c.Offset})
+	}
+	return resp, nil
+}
+
+// groupPositions enumerates every committed offset with its partition's
+// bounds, for the lag metrics at scrape time.
+func (s *Server) groupPositions() ([]offsets.GroupPosition, error) {
+	groups, err := s.offsets.Groups()
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(groups)
+	var out []offsets.GroupPosition
+	for _, g := range groups {
+		cs, err := s.offsets.Fetch(g, "")
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			p, err := s.topics.Partition(c.Topic, c.Partition)
+			if err != nil {
+				continue
+			}
+			out = append(out, offsets.GroupPosition{Group: g, Topic: c.Topic, Partition: c.Partition,
+				Committed: c.Offset, LogStart: p.Log.StartOffset(), HighWatermark: p.Log.HighWatermark()})
+		}
+	}
+	return out, nil
+}
