@@ -1,0 +1,81 @@
+// Package replication replicates logd's partitions and cluster metadata with
+// Raft (github.com/hashicorp/raft). It owns the seams Raft needs: the log
+// store over a partition's segment log, the stable store on Pebble, the
+// snapshot store, the partition state machine, and one multiplexed network
+// port per node.
+//
+// # Groups
+//
+// Every partition is its own Raft group, replicated on the partition's
+// replicas; one more group, the metadata group, replicates the cluster's
+// metadata (nodes, topics, partition placement, topic configs, committed
+// consumer offsets). A node runs one Raft instance per group it holds a
+// replica of. A group is named by a string id: "meta" for the metadata
+// group, "p/<topic>/<partition>" for a partition.
+//
+// # One port per node
+//
+// All groups of a node share one TCP listener (package
+// replication/transport). A connection starts with a small header naming its
+// group (magic, version, group id); the accepting node reads it under a
+// deadline, answers with one status byte and hands the connection to that
+// group's Raft transport, or closes it when the header is bad or the group
+// unknown. Raft's own RPC framing follows unchanged.
+//
+// # Each record written once
+//
+// A partition's segment log (package log) is its Raft log store
+// (LogStore): there is no second copy of the records in Pebble or in a
+// write-ahead log. Raft entries map onto log entries:
+//
+//	raft LogCommand       -> log.Entry{Kind: log.KindBatch}: Data is exactly one
+//	                         Kafka v2 record batch; the log assigns its base
+//	                         offset at append and stores the Raft term in the
+//	                         batch's partition leader epoch field
+//	any other raft LogType -> log.Entry{Kind: 1 + LogType}: opaque, owns no offset
+//
+// Raft indexes are implicit in the log (a segment's first index plus the
+// entry's ordinal), so every entry consumes exactly one index, and record
+// offsets stay contiguous across the configuration and no-op entries that own
+// none. Offsets are a deterministic function of the log prefix: every replica
+// holding the same entries assigns the same offsets. Raft's Log.Extensions
+// and Log.AppendedAt are not stored (logd uses neither).
+//
+// DeleteRange serves both of Raft's uses, told apart by the range and by the
+// applied index (an entry at or below it is committed and never truncated):
+//
+//   - suffix truncation of a conflicting uncommitted tail (min above the
+//     applied index, max at the last index): TruncateIndexFrom(min);
+//   - compaction after a snapshot (min at the first index, max at or below
+//     the applied index): a no-op. Retention owns deletion of record data;
+//     Raft keeps seeing the older entries, which is harmless;
+//   - the removal of every entry after a snapshot is installed or restored
+//     (the log store is a raft.MonotonicLogStore, so Raft deletes all entries
+//     rather than leaving a gap): TruncateIndexFrom(first). The log then
+//     accepts any first index for the next append (snapshot index + 1).
+//     Follow-up: the offsets of that follower then restart where its own log
+//     ended, not where the leader's are; a follower behind the leader's log
+//     start must instead be brought up by copying segments, which is not
+//     built yet.
+//
+// The Raft configuration must keep TrailingLogs >= 1 so that a compaction
+// never covers the last index (see DeleteRange).
+//
+// # Partition state machine
+//
+// The log is opened with ManualHighWatermark: readers see only what Raft
+// has committed. Applying a batch entry moves the high watermark to the
+// batch's next offset and returns the batch's offsets (from its header, via
+// internal/batch.ParseHeader); applying again after a restart is idempotent.
+// Snapshots hold metadata only (log start offset, high watermark, last
+// applied index and term; producer dedup state later), never record data.
+//
+// # Stable and snapshot stores
+//
+// Raft's term and vote live in the node's shared Pebble DB under a key prefix
+// per group ("raft/<group>/"), written with Sync. Snapshots are small
+// metadata blobs kept by raft.FileSnapshotStore in a directory per group:
+// its write-temp-then-rename-and-fsync protocol is reviewed and crash safe,
+// and at a few hundred bytes per snapshot a second store in Pebble would buy
+// little (revisit when a node holds thousands of partitions).
+package replication
