@@ -10,7 +10,7 @@ export GOBIN := $(TOOLS)
 RACE_PKGS := ./log/... ./partition/... ./offsets/... ./retention/... ./client/... ./internal/...
 FUZZTIME  ?= 5s
 
-.PHONY: all build run test test-race test-fuzz fuzz lint proto tools bench clean
+.PHONY: all build run test test-race test-fuzz fuzz lint proto tools bench bench-compare clean
 
 all: build
 
@@ -63,8 +63,16 @@ proto: $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc
 	@command -v protoc >/dev/null || (echo "protoc missing: apt-get install -y protobuf-compiler libprotobuf-dev"; exit 1)
 	protoc -I proto --go_out=paths=source_relative:proto --go-grpc_out=paths=source_relative:proto proto/logd/v1/logd.proto
 
+# bench: the storage engine's Go benchmarks, then logd end to end
+# (bench/standard.sh: a temporary node on 127.0.0.1, `logd bench` runs).
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./log/
+	bench/standard.sh
+
+# bench-compare: logd vs NATS JetStream, one table of ratios (installs
+# nats-server and the nats CLI at pinned versions into ~/.cache/logd-bench).
+bench-compare:
+	bench/compare-jetstream.sh
 
 clean:
 	rm -rf bin

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -50,11 +48,9 @@ it gracefully: in-flight appends finish and are fsynced.`,
 			if err != nil {
 				return err
 			}
-			sig := make(chan os.Signal, 1)
-			signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-			got := <-sig
-			cfg.Logger.Info("shutting down", "signal", got.String())
-			signal.Stop(sig)
+			// main cancels the command's context on SIGINT or SIGTERM.
+			<-cmd.Context().Done()
+			cfg.Logger.Info("shutting down")
 			return s.Close()
 		},
 	}
