@@ -1,0 +1,86 @@
+package replication
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/hashicorp/raft"
+)
+
+// ErrKeyNotFound is StableStore.Get's answer for a missing key. Raft tells
+// it from a failure by its text, "not found" (as with raft's InmemStore and
+// raft-boltdb), so the text must not change.
+var ErrKeyNotFound = errors.New("not found")
+
+// StableStore is one Raft group's raft.StableStore (current term, vote) in
+// the node's shared Pebble DB, under the key prefix "raft/<group>/". Every
+// write is synced: Raft relies on a vote surviving a crash.
+type StableStore struct {
+	db     *pebble.DB
+	prefix []byte
+}
+
+var _ raft.StableStore = (*StableStore)(nil)
+
+// NewStableStore returns the stable store of group in db.
+func NewStableStore(db *pebble.DB, group string) *StableStore {
+	return &StableStore{db: db, prefix: []byte("raft/" + group + "/")}
+}
+
+func (s *StableStore) key(k []byte) []byte {
+	return append(append(make([]byte, 0, len(s.prefix)+len(k)), s.prefix...), k...)
+}
+
+// Set stores val under key, synced.
+func (s *StableStore) Set(key, val []byte) error {
+	if err := s.db.Set(s.key(key), val, pebble.Sync); err != nil {
+		return fmt.Errorf("replication: stable store set %q: %w", key, err)
+	}
+	return nil
+}
+
+// Get returns the value of key, or ErrKeyNotFound.
+func (s *StableStore) Get(key []byte) ([]byte, error) {
+	v, closer, err := s.db.Get(s.key(key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrKeyNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("replication: stable store get %q: %w", key, err)
+	}
+	defer closer.Close()
+	return append([]byte(nil), v...), nil
+}
+
+// SetUint64 stores val (8 bytes, big-endian) under key, synced.
+func (s *StableStore) SetUint64(key []byte, val uint64) error {
+	return s.Set(key, binary.BigEndian.AppendUint64(nil, val))
+}
+
+// GetUint64 returns the value of key, or 0 and no error when it is missing
+// (raft.StableStore's contract).
+func (s *StableStore) GetUint64(key []byte) (uint64, error) {
+	v, err := s.Get(key)
+	if errors.Is(err, ErrKeyNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("replication: stable store key %q: %d bytes, want a uint64's 8", key, len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// Drop deletes every key of the group (when its replica leaves the node).
+func (s *StableStore) Drop() error {
+	end := append([]byte(nil), s.prefix...)
+	end[len(end)-1]++ // '/' + 1: the first key after the prefix
+	if err := s.db.DeleteRange(s.prefix, end, pebble.Sync); err != nil {
+		return fmt.Errorf("replication: stable store drop %q: %w", s.prefix, err)
+	}
+	return nil
+}
