@@ -2,22 +2,67 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/logd/logd/client"
 )
 
+// defaultServer is where client commands connect without --server or
+// LOGD_SERVER.
+const defaultServer = "127.0.0.1:7070"
+
 func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCmd().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "logd:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "logd",
 		Short:         "logd: an append-only, partitioned, replicated log stream server",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCmd())
-	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "logd:", err)
-		os.Exit(1)
+	root.AddCommand(newServeCmd(), newTopicCmd(), newProduceCmd(), newConsumeCmd(), newOffsetsCmd())
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return fmt.Errorf("%w (see `%s --help`)", err, cmd.CommandPath())
+	})
+	return root
+}
+
+// serverFlag is --server of client commands.
+type serverFlag struct{ addr string }
+
+func (s *serverFlag) register(cmd *cobra.Command, persistent bool) {
+	def := defaultServer
+	if env := os.Getenv("LOGD_SERVER"); env != "" {
+		def = env
 	}
+	fs := cmd.Flags()
+	if persistent {
+		fs = cmd.PersistentFlags()
+	}
+	fs.StringVar(&s.addr, "server", def, "logd server address HOST:PORT (env LOGD_SERVER)")
+}
+
+// run dials the server, runs fn, closes the client and explains fn's error.
+func (s *serverFlag) run(fn func(c *client.Client) error) error {
+	c, err := client.Dial(s.addr)
+	if err != nil {
+		return fmt.Errorf("invalid --server %q: %v", s.addr, err)
+	}
+	err = fn(c)
+	c.Close()
+	return explain(err, s.addr)
 }

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/logd/logd/client"
+)
+
+// consumeFlags are the flags of logd consume.
+type consumeFlags struct {
+	part    int32
+	from    string
+	group   string
+	commit  bool
+	count   int
+	follow  bool
+	format  string
+	json    bool
+	maxWait time.Duration
+}
+
+func newConsumeCmd() *cobra.Command {
+	var (
+		srv serverFlag
+		fl  consumeFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "consume TOPIC",
+		Short: "Print records of a topic",
+		Long: `Print records of TOPIC, from every partition (or --partition), each value on
+its own line; stop at the end of the log as it was at start unless --follow.
+
+Where to start (--from): earliest, latest, an offset (42), a time in RFC 3339
+(2024-05-01T12:00:00Z) or a duration ago (-1h, -7d): the first record at or
+after that time. Default: earliest, or with --group the group's committed
+offset (earliest for partitions without one). With --group and --commit, the
+offset after each printed record is committed as it is printed, so a consumer
+that stops, or --count N, resumes exactly after the last record printed.
+
+--json prints one object a line: topic, partition, offset, key, value and
+timestamp (RFC 3339, ms); key and value are strings, or base64 with
+"key_encoding"/"value_encoding": "base64" when they are not UTF-8.
+
+--format prints each record through a template:
+  %t topic  %p partition  %o offset  %k key  %s value  %T timestamp (ms since
+  the epoch)  %D timestamp (RFC 3339)  %h headers (k=v,...)  %% a percent sign
+  \n newline  \t tab  \\ backslash
+A newline is added after each record unless FMT ends with \n.`,
+		Args: exactArgs("TOPIC"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			topic, err := topicArg(args)
+			if err != nil {
+				return err
+			}
+			opts := client.ConsumerOptions{Topic: topic, Group: fl.group, Follow: fl.follow, MaxWait: fl.maxWait}
+			if cmd.Flags().Changed("partition") {
+				if fl.part < 0 {
+					return fmt.Errorf("--partition %d: partitions are numbered from 0", fl.part)
+				}
+				opts.Partitions = []int32{fl.part}
+			}
+			if fl.from != "" {
+				if opts.Start, err = parsePosition(fl.from, time.Now()); err != nil {
+					return fmt.Errorf("--from: %w", err)
+				}
+				opts.IgnoreCommitted = true
+			}
+			if fl.commit && fl.group == "" {
+				return errors.New("--commit needs --group: the committed offsets belong to a consumer group")
+			}
+			if fl.count < 0 {
+				return fmt.Errorf("--count %d: give a positive number of records", fl.count)
+			}
+			if fl.json && fl.format != "" {
+				return errors.New("--json and --format exclude each other: give one")
+			}
+			pr := valuePrinter
+			switch {
+			case fl.json:
+				pr = jsonPrinter
+			case fl.format != "":
+				if pr, err = formatPrinter(fl.format); err != nil {
+					return fmt.Errorf("--format: %w", err)
+				}
+			}
+			return srv.run(func(c *client.Client) error {
+				return consume(cmd.Context(), c, opts, fl, pr, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			})
+		},
+	}
+	srv.register(cmd, false)
+	f := cmd.Flags()
+	f.Int32Var(&fl.part, "partition", 0, "read only this partition (default: all)")
+	f.StringVar(&fl.from, "from", "", "where to start: earliest, latest, OFFSET, RFC3339 time or -DURATION (default: earliest, or the group's committed offset)")
+	f.StringVar(&fl.group, "group", "", "consumer group: start from its committed offsets")
+	f.BoolVar(&fl.commit, "commit", false, "commit the group's offset after the records printed (needs --group)")
+	f.IntVar(&fl.count, "count", 0, "stop after N records (default: no limit)")
+	f.BoolVar(&fl.follow, "follow", false, "keep waiting for new records instead of stopping at the end of the log")
+	f.StringVar(&fl.format, "format", "", "print each record through FMT (see above)")
+	f.BoolVar(&fl.json, "json", false, "print one JSON object a line")
+	f.DurationVar(&fl.maxWait, "max-wait", time.Second, "how long one fetch waits for new records")
+	f.MarkHidden("max-wait")
+	return cmd
+}
+
+// consume prints records until the end of the log (or --count, or forever
+// with --follow), committing what it printed when asked.
+func consume(ctx context.Context, c *client.Client, opts client.ConsumerOptions, fl consumeFlags, pr printer, stdout, stderr io.Writer) error {
+	cons, err := c.NewConsumer(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer cons.Close()
+	out := bufio.NewWriterSize(stdout, 64<<10)
+	defer out.Flush()
+	printed := 0
+	// Only a position resumed from the group may silently jump to the log
+	// start; one the user asked for with --from fails clearly.
+	resumed := opts.Group != "" && !opts.IgnoreCommitted
+	for fl.count == 0 || printed < fl.count {
+		recs, err := cons.Poll(ctx)
+		if err == io.EOF {
+			break
+		}
+		var oor *client.OutOfRangeError
+		if errors.As(err, &oor) && resumed && oor.LogStartOffset > oor.Offset {
+			fmt.Fprintf(stderr, "logd: group %s's offset %d of %s/%d was removed by retention: %d records lost; resuming at the log start, %d\n",
+				opts.Group, oor.Offset, oor.Topic, oor.Partition, oor.LogStartOffset-oor.Offset, oor.LogStartOffset)
+			if err := cons.SeekPartition(ctx, oor.Partition, client.AtOffset(oor.LogStartOffset)); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			if ctx.Err() != nil { // interrupted: a normal way to stop --follow
+				return nil
+			}
+			return err
+		}
+		if fl.count > 0 && len(recs) > fl.count-printed {
+			recs = recs[:fl.count-printed]
+		}
+		next := make(map[int32]int64)
+		for _, r := range recs {
+			if err := pr(out, r); err != nil {
+				return err
+			}
+			next[r.Partition] = r.Offset + 1
+		}
+		printed += len(recs)
+		if err := out.Flush(); err != nil {
+			return fmt.Errorf("writing output: %w", err)
+		}
+		if fl.commit && len(next) > 0 {
+			// Commit even when interrupted: these records were printed.
+			if err := cons.CommitOffsets(context.WithoutCancel(ctx), next); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

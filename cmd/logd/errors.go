@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/logd/logd/client"
+)
+
+// explain turns an error of a client command into one plain sentence that
+// says what went wrong and what to do. gRPC statuses lose their
+// "rpc error: code = ... desc =" wrapping; the context the client added
+// (which call, which topic) is kept.
+func explain(err error, server string) error {
+	if err == nil {
+		return nil
+	}
+	var oor *client.OutOfRangeError
+	switch {
+	case errors.As(err, &oor):
+		if oor.LogStartOffset > oor.Offset {
+			return fmt.Errorf("offset %d of %s/%d was removed by retention: the partition now starts at %d and ends at %d; use --from earliest (or an offset in that range)",
+				oor.Offset, oor.Topic, oor.Partition, oor.LogStartOffset, oor.HighWatermark)
+		}
+		return fmt.Errorf("offset %d of %s/%d is past the end of the partition (%d); use --from latest to wait for new records",
+			oor.Offset, oor.Topic, oor.Partition, oor.HighWatermark)
+	case errors.Is(err, client.ErrBufferFull), errors.Is(err, client.ErrRecordTooLarge), errors.Is(err, client.ErrInvalidRecord):
+		return err
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("timed out waiting for logd at %s: %v; check that the server is healthy and retry", server, err)
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	// What the client added around the status, e.g. `describe topic "x": `.
+	prefix := ""
+	if full, raw := err.Error(), st.Err().Error(); strings.HasSuffix(full, raw) {
+		prefix = strings.TrimSuffix(full, raw)
+	}
+	msg := st.Message()
+	var s string
+	switch st.Code() {
+	case codes.Unavailable:
+		if unreachable(msg) {
+			return fmt.Errorf("cannot reach logd at %s: is `logd serve` running? (choose the server with --server or LOGD_SERVER)", server)
+		}
+		s = fmt.Sprintf("logd at %s is unavailable: %s; retry in a moment", server, msg)
+	case codes.DeadlineExceeded:
+		s = fmt.Sprintf("timed out waiting for logd at %s (%s); check that the server is healthy and retry", server, msg)
+	case codes.NotFound, codes.AlreadyExists, codes.InvalidArgument, codes.FailedPrecondition, codes.OutOfRange:
+		s = msg
+	case codes.ResourceExhausted:
+		s = msg + " (send smaller records or batches, or raise the server's --max-batch-bytes)"
+	case codes.Unimplemented:
+		s = fmt.Sprintf("the server at %s does not support this request (%s): is it an older logd?", server, msg)
+	case codes.Unauthenticated, codes.PermissionDenied:
+		s = "the server refused the request: " + msg
+	case codes.Canceled:
+		s = "cancelled"
+	default:
+		s = fmt.Sprintf("logd at %s failed: %s (%s); see the server's log", server, msg, st.Code())
+	}
+	return errors.New(prefix + s)
+}
+
+// unreachable tells a connection failure from a server answering
+// UNAVAILABLE (shutting down, no leader).
+func unreachable(msg string) bool {
+	for _, s := range []string{"connection refused", "connection error", "dial tcp", "no such host", "transport", "name resolver", "produce stream"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}

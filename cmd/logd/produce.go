@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/logd/logd/client"
+)
+
+func newProduceCmd() *cobra.Command {
+	var (
+		srv       serverFlag
+		key       string
+		delimiter string
+		part      int32
+		acks      string
+	)
+	cmd := &cobra.Command{
+		Use:   "produce TOPIC",
+		Short: "Append one record per line of standard input",
+		Long: `Append one record per line of standard input to TOPIC, in batches, and wait
+until every record is acknowledged. Exits non-zero if any record was not.
+
+Records are routed by key (--key for all lines, or --key-delimiter to take each
+line's key from before the first delimiter: with ':' the line "k:v" is key k,
+value v), unkeyed records spread over partitions, and --partition overrides both.`,
+		Args: exactArgs("TOPIC"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			topic, err := topicArg(args)
+			if err != nil {
+				return err
+			}
+			if key != "" && delimiter != "" {
+				return errors.New("--key and --key-delimiter exclude each other: give one")
+			}
+			opts := client.ProducerOptions{}
+			switch acks {
+			case "":
+			case "leader":
+				opts.Acks = client.AcksLeader
+			case "all":
+				opts.Acks = client.AcksAll
+			default:
+				return fmt.Errorf("--acks %q: use leader or all", acks)
+			}
+			lines := lineSource{r: bufio.NewReaderSize(cmd.InOrStdin(), 64<<10), key: []byte(key), delim: []byte(delimiter)}
+			if key == "" {
+				lines.key = nil
+			}
+			return srv.run(func(c *client.Client) error {
+				ctx := cmd.Context()
+				d, err := c.Admin().DescribeTopic(ctx, topic)
+				if err != nil {
+					return err
+				}
+				var partition *int32
+				if cmd.Flags().Changed("partition") {
+					if part < 0 || part >= d.Topic.Partitions {
+						return fmt.Errorf("--partition %d: topic %s has partitions 0 to %d", part, topic, d.Topic.Partitions-1)
+					}
+					partition = client.ToPartition(part)
+				}
+				return produceLines(ctx, c, opts, topic, partition, &lines)
+			})
+		},
+	}
+	srv.register(cmd, false)
+	f := cmd.Flags()
+	f.StringVar(&key, "key", "", "key of every record")
+	f.StringVar(&delimiter, "key-delimiter", "", "split each line at the first DELIM into key and value")
+	f.Int32Var(&part, "partition", 0, "write every record to this partition")
+	f.StringVar(&acks, "acks", "", "leader: durable on the leader; all: committed by the partition's replicas (default: leader on one node, all in a cluster)")
+	return cmd
+}
+
+// lineSource turns input lines into records.
+type lineSource struct {
+	r     *bufio.Reader
+	key   []byte
+	delim []byte
+	n     int // lines read
+}
+
+// next returns the next line's key and value; io.EOF at the end.
+func (l *lineSource) next() (key, value []byte, err error) {
+	line, err := l.r.ReadBytes('\n')
+	if err == io.EOF && len(line) == 0 {
+		return nil, nil, io.EOF
+	}
+	if err != nil && err != io.EOF {
+		return nil, nil, fmt.Errorf("reading standard input: %w", err)
+	}
+	l.n++
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	if len(l.delim) == 0 {
+		return l.key, line, nil
+	}
+	k, v, ok := bytes.Cut(line, l.delim)
+	if !ok {
+		return nil, nil, fmt.Errorf("line %d has no key delimiter %q: with --key-delimiter every line is KEY%sVALUE", l.n, l.delim, l.delim)
+	}
+	return k, v, nil
+}
+
+// produceLines produces every line and waits for all acknowledgements.
+func produceLines(ctx context.Context, c *client.Client, opts client.ProducerOptions, topic string, partition *int32, lines *lineSource) error {
+	p := c.NewProducer(opts)
+	var (
+		mu       sync.Mutex
+		failed   int
+		firstErr error
+	)
+	onAck := func(_ client.Ack, err error) {
+		if err != nil {
+			mu.Lock()
+			failed++
+			if firstErr == nil {
+				firstErr = err
+			}
+			mu.Unlock()
+		}
+	}
+	sent := 0
+	var inputErr error
+	for ctx.Err() == nil {
+		key, value, err := lines.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			inputErr = err
+			break
+		}
+		// The reader reuses nothing: ReadBytes returns a fresh slice.
+		p.ProduceFunc(ctx, client.Record{Topic: topic, Partition: partition, Key: key, Value: value}, onAck)
+		sent++
+	}
+	p.Close() // sends what is queued and waits for it
+	mu.Lock()
+	defer mu.Unlock()
+	switch {
+	case failed > 0:
+		return fmt.Errorf("%d of %d records were not acknowledged; the first failure: %w", failed, sent, firstErr)
+	case inputErr != nil:
+		return fmt.Errorf("stopped after %d records (all acknowledged): %w", sent, inputErr)
+	case ctx.Err() != nil:
+		return fmt.Errorf("interrupted after %d records (all acknowledged)", sent)
+	}
+	return nil
+}
+
+// exactArgs requires one argument per name and says which are missing.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < len(names) {
+			return fmt.Errorf("missing %s: usage: %s", names[len(args)], cmd.UseLine())
+		}
+		if len(args) > len(names) {
+			return fmt.Errorf("unexpected argument %q: usage: %s", args[len(names)], cmd.UseLine())
+		}
+		return nil
+	}
+}

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/logd/logd/client"
+	"github.com/logd/logd/partition"
+)
+
+func newTopicCmd() *cobra.Command {
+	var srv serverFlag
+	cmd := &cobra.Command{
+		Use:   "topic",
+		Short: "Create, list, describe, alter and delete topics",
+	}
+	srv.register(cmd, true)
+	cmd.AddCommand(newTopicCreateCmd(&srv), newTopicListCmd(&srv), newTopicDescribeCmd(&srv),
+		newTopicAlterCmd(&srv), newTopicDeleteCmd(&srv))
+	return cmd
+}
+
+// retentionFlags are the policy flags of topic create and alter, as given.
+type retentionFlags struct {
+	time, bytes, records, segmentBytes string
+}
+
+func (r *retentionFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&r.time, "retention-time", "", "delete records older than this: 7d, 12h, 90m, or unlimited (default 7d)")
+	f.StringVar(&r.bytes, "retention-bytes", "", "keep at most this much per partition: 10GiB, 500MB, or unlimited (default unlimited)")
+	f.StringVar(&r.records, "retention-records", "", "keep at most this many records per partition, or unlimited (default unlimited)")
+	f.StringVar(&r.segmentBytes, "segment-bytes", "", "roll segment files at this size: 128MiB (default 128MiB)")
+}
+
+// config parses the flags that were set.
+func (r *retentionFlags) config() (cfg client.TopicConfig, set bool, err error) {
+	if r.time != "" {
+		if cfg.RetentionTime, err = parseDuration(r.time); err != nil {
+			return cfg, false, fmt.Errorf("--retention-time: %w", err)
+		}
+		if cfg.RetentionTime == 0 {
+			return cfg, false, fmt.Errorf("--retention-time: must be positive (or unlimited)")
+		}
+	}
+	if r.bytes != "" {
+		if cfg.RetentionBytes, err = parseSize(r.bytes); err != nil {
+			return cfg, false, fmt.Errorf("--retention-bytes: %w", err)
+		}
+		if cfg.RetentionBytes == 0 {
+			return cfg, false, fmt.Errorf("--retention-bytes: must be positive (or unlimited)")
+		}
+	}
+	if r.records != "" {
+		if r.records == "unlimited" || r.records == "-1" {
+			cfg.RetentionRecords = client.Unlimited
+		} else if _, err := fmt.Sscan(r.records, &cfg.RetentionRecords); err != nil || cfg.RetentionRecords <= 0 {
+			return cfg, false, fmt.Errorf("--retention-records: invalid count %q: use a positive number or unlimited", r.records)
+		}
+	}
+	if r.segmentBytes != "" {
+		if cfg.SegmentBytes, err = parseSize(r.segmentBytes); err != nil {
+			return cfg, false, fmt.Errorf("--segment-bytes: %w", err)
+		}
+		if cfg.SegmentBytes <= 0 {
+			return cfg, false, fmt.Errorf("--segment-bytes: must be a positive size such as 128MiB")
+		}
+	}
+	return cfg, r.time != "" || r.bytes != "" || r.records != "" || r.segmentBytes != "", nil
+}
+
+func topicArg(args []string) (string, error) {
+	if err := partition.ValidateTopicName(args[0]); err != nil {
+		return "", err
+	}
+	return args[0], nil
+}
+
+func newTopicCreateCmd(srv *serverFlag) *cobra.Command {
+	var (
+		partitions, replicas int32
+		ret                  retentionFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a topic",
+		Args:  exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, err := topicArg(args)
+			if err != nil {
+				return err
+			}
+			if partitions < 1 {
+				return fmt.Errorf("--partitions must be at least 1, not %d", partitions)
+			}
+			if replicas < 0 {
+				return fmt.Errorf("--replicas must be positive, not %d", replicas)
+			}
+			cfg, _, err := ret.config()
+			if err != nil {
+				return err
+			}
+			return srv.run(func(c *client.Client) error {
+				ti, err := c.Admin().CreateTopic(cmd.Context(), name, partitions, replicas, cfg)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "created topic %s: %d partitions, %d replicas, %s\n",
+					ti.Name, ti.Partitions, ti.Replicas, policy(ti.Config))
+				return nil
+			})
+		},
+	}
+	cmd.Flags().Int32Var(&partitions, "partitions", 1, "number of partitions")
+	cmd.Flags().Int32Var(&replicas, "replicas", 0, "copies of each partition (default: 1 on a single node, 3 in a cluster)")
+	ret.register(cmd)
+	return cmd
+}
+
+// policy is a topic's retention in one line.
+func policy(c client.TopicConfig) string {
+	return fmt.Sprintf("retention time %s, bytes %s, records %s; segments of %s",
+		formatDuration(c.RetentionTime), formatSize(c.RetentionBytes), formatCount(c.RetentionRecords), formatSize(c.SegmentBytes))
+}
+
+func newTopicListCmd(srv *serverFlag) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List topics",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return srv.run(func(c *client.Client) error {
+				topics, err := c.Admin().ListTopics(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if len(topics) == 0 {
+					fmt.Fprintln(cmd.ErrOrStderr(), "no topics yet: create one with `logd topic create NAME`")
+					return nil
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "TOPIC\tPARTITIONS\tREPLICAS\tRETENTION-TIME\tRETENTION-BYTES\tRETENTION-RECORDS")
+				for _, t := range topics {
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", t.Name, t.Partitions, t.Replicas,
+						formatDuration(t.Config.RetentionTime), formatSize(t.Config.RetentionBytes), formatCount(t.Config.RetentionRecords))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+}
+
+func newTopicDescribeCmd(srv *serverFlag) *cobra.Command {
+	return &cobra.Command{
+		Use:   "describe NAME",
+		Short: "Show a topic's configuration and each partition's offsets, size and segments",
+		Args:  exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, err := topicArg(args)
+			if err != nil {
+				return err
+			}
+			return srv.run(func(c *client.Client) error {
+				d, err := c.Admin().DescribeTopic(cmd.Context(), name)
+				if err != nil {
+					return err
+				}
+				writeTopicDetail(cmd.OutOrStdout(), d)
+				return nil
+			})
+		},
+	}
+}
+
+func writeTopicDetail(w io.Writer, d client.TopicDetail) {
+	t := d.Topic
+	fmt.Fprintf(w, "topic %s: %d partitions, %d replicas", t.Name, t.Partitions, t.Replicas)
+	if !t.Created.IsZero() {
+		fmt.Fprintf(w, ", created %s", t.Created.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintf(w, "\n%s (segments also roll after %s)\n\n", policy(t.Config), formatDuration(t.Config.SegmentAge))
+	cluster := false
+	for _, p := range d.Partitions {
+		cluster = cluster || p.Leader != ""
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	head := "PARTITION\tLOG-START\tHIGH-WATERMARK\tRECORDS\tSIZE\tSEGMENTS"
+	if cluster {
+		head += "\tLEADER\tREPLICAS"
+	}
+	fmt.Fprintln(tw, head)
+	for _, p := range d.Partitions {
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%d", p.Partition, p.LogStartOffset, p.HighWatermark,
+			p.HighWatermark-p.LogStartOffset, formatSize(p.SizeBytes), p.Segments)
+		if cluster {
+			fmt.Fprintf(tw, "\t%s\t%s", p.Leader, strings.Join(p.Replicas, ","))
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+}
+
+func newTopicAlterCmd(srv *serverFlag) *cobra.Command {
+	var ret retentionFlags
+	cmd := &cobra.Command{
+		Use:   "alter NAME",
+		Short: "Change a topic's retention; it applies at the next retention pass, without a restart",
+		Args:  exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, err := topicArg(args)
+			if err != nil {
+				return err
+			}
+			cfg, set, err := ret.config()
+			if err != nil {
+				return err
+			}
+			if !set {
+				return fmt.Errorf("nothing to change: give --retention-time, --retention-bytes, --retention-records or --segment-bytes")
+			}
+			return srv.run(func(c *client.Client) error {
+				ti, err := c.Admin().AlterTopic(cmd.Context(), name, cfg)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "altered topic %s: %s\n", ti.Name, policy(ti.Config))
+				return nil
+			})
+		},
+	}
+	ret.register(cmd)
+	return cmd
+}
+
+func newTopicDeleteCmd(srv *serverFlag) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a topic and all its records",
+		Args:  exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, err := topicArg(args)
+			if err != nil {
+				return err
+			}
+			return srv.run(func(c *client.Client) error {
+				if err := c.Admin().DeleteTopic(cmd.Context(), name); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "deleted topic %s\n", name)
+				return nil
+			})
+		},
+	}
+}
