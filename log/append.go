@@ -50,6 +50,9 @@ func checkBatch(b []byte) (batch.Info, error) {
 	if info.NumRecords == 0 {
 		return info, fmt.Errorf("%w: no record", ErrInvalidBatch)
 	}
+	if len(b) > maxEntrySize {
+		return info, fmt.Errorf("%w: %d bytes, more than the %d a log entry may hold", ErrInvalidBatch, len(b), maxEntrySize)
+	}
 	return info, nil
 }
 
@@ -78,6 +81,9 @@ func (l *Log) AppendEntries(es []Entry) error {
 			infos[i] = info
 			size += len(e.Data)
 		} else {
+			if raftHeaderSize+len(e.Data) > maxEntrySize {
+				return fmt.Errorf("log: append entry %d: %d bytes, more than the %d a log entry may hold", e.Index, len(e.Data), maxEntrySize)
+			}
 			size += raftHeaderSize + len(e.Data)
 		}
 	}

@@ -333,4 +333,3 @@ func (ff *faultFile) Close() error {
 	ff.fs.openFiles.Add(-1)
 	return nil
 }
-

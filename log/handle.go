@@ -11,17 +11,18 @@ import (
 
 // acquireLocked opens s if needed and holds it until release.
 func (l *Log) acquireLocked(s *segment) (*handle, error) {
-	if s.h == nil {
-		h, err := l.openHandle(s)
-		if err != nil {
-			return nil, err
-		}
-		s.h = h
-	}
 	s.refs++
 	l.tick++
 	s.lruTick = l.tick
-	l.evictLocked()
+	if s.h == nil {
+		h, err := l.openHandle(s)
+		if err != nil {
+			s.refs--
+			return nil, err
+		}
+		s.h = h
+		l.evictLocked()
+	}
 	return s.h, nil
 }
 
@@ -39,13 +40,12 @@ func (l *Log) releaseLocked(s *segment) {
 	}
 	if s.deleted || l.closed {
 		s.closeHandle()
-		return
 	}
-	l.evictLocked()
 }
 
 // evictLocked closes the least recently used unreferenced closed segments
-// while more than maxOpenSegments are open.
+// while more than maxOpenSegments are open. It runs when a file is opened,
+// so the bound holds but for segments held by readers at that moment.
 func (l *Log) evictLocked() {
 	for {
 		open := 0

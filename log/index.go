@@ -50,8 +50,8 @@ type footer struct {
 	created    time.Time
 }
 
+// append appends the footer without its CRC (encodeIndexFile adds it).
 func (f footer) append(dst []byte) []byte {
-	start := len(dst)
 	dst = append(dst, f.magic...)
 	dst = binary.BigEndian.AppendUint32(dst, indexVersion)
 	dst = binary.BigEndian.AppendUint32(dst, f.count)
@@ -62,14 +62,12 @@ func (f footer) append(dst []byte) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, f.entries)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(f.maxTS))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(f.created.UnixNano()))
-	// The CRC covers the index entries too: crc32.Update continues it.
-	return dst[:start+footerSize-4]
+	return dst
 }
 
-// parseFooter decodes a footer; crcSoFar is the CRC-32C of the index
-// entries before it (the caller checks it, lazily, see segment.verifyIndex).
-// The footer's own CRC field covers entries and footer; it is returned for
-// the caller to compare.
+// parseFooter decodes and sanity-checks a footer. It also returns the
+// stored CRC, which covers the entries too: verifyIndexFile checks it, once,
+// the first time the segment is read (Open reads only footers).
 func parseFooter(b []byte, magic string) (footer, uint32, error) {
 	if len(b) != footerSize {
 		return footer{}, 0, fmt.Errorf("%w: index footer of %d bytes", ErrCorrupt, len(b))

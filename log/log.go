@@ -419,8 +419,10 @@ func (l *Log) LastIndex() uint64 {
 }
 
 func (l *Log) hasEntriesLocked() bool {
-	for _, s := range l.segs {
-		if s.entries > 0 {
+	// From the newest: closed segments always hold entries, so this is
+	// O(1) but for a segment rebuilt around corruption.
+	for i := len(l.segs) - 1; i >= 0; i-- {
+		if l.segs[i].entries > 0 {
 			return true
 		}
 	}

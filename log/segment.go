@@ -112,7 +112,7 @@ func scanSegment(f File, base int64, interval int) (scanResult, error) {
 	}
 	r := scanResult{size: size, next: base, maxTS: -1, ib: newIndexBuilder(interval)}
 	sc := newScanner(f, 0, size, 0)
-	pos, raw, e, err := sc.next()
+	pos, _, e, err := sc.next()
 	if err == nil && e.typ != entrySegmentHeader {
 		err = fmt.Errorf("%w: first entry is not a segment header", ErrCorrupt)
 	}
@@ -126,7 +126,6 @@ func scanSegment(f File, base int64, interval int) (scanResult, error) {
 		r.err = err
 		return r, nil
 	}
-	_ = raw
 	r.header = e.header
 	r.good = pos + int64(e.size)
 	for {
