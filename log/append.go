@@ -14,7 +14,9 @@ var errTruncated = errors.New("log: truncated while the append waited for fsync"
 
 // Append stores one batch as the next Raft-less entry and returns its header
 // with the assigned offsets, once durable per the fsync policy. b is
-// modified in place (base offset, leader epoch) and not retained.
+// modified in place (base offset, leader epoch) and not retained. The entry
+// gets the next Raft index (LastIndex()+1, or the first index the empty
+// log was truncated to) and term 0.
 func (l *Log) Append(b []byte) (batch.Info, error) {
 	info, err := checkBatch(b)
 	if err != nil {

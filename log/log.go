@@ -350,8 +350,13 @@ func (l *Log) closeHandles() {
 	}
 }
 
-// Recovery reports what Open found.
-func (l *Log) Recovery() RecoveryReport { return l.report }
+// Recovery reports what Open found, and the indexes rebuilt since (a
+// closed segment's index entries are CRC-checked when first read).
+func (l *Log) Recovery() RecoveryReport {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.report
+}
 
 // StartOffset is the first offset still stored (the log start offset).
 func (l *Log) StartOffset() int64 {

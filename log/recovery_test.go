@@ -433,3 +433,42 @@ func TestFsyncFailure(t *testing.T) {
 	defer l.Close()
 	mustAppend(t, l, testBatch(1, 0, 10))
 }
+
+// TestIndexWriteFailsAtRoll: no space for the index files of a rolled
+// segment: the segment keeps its index in memory, reads stay right, and
+// the next Open rebuilds the files.
+func TestIndexWriteFailsAtRoll(t *testing.T) {
+	fs := newFaultFS()
+	opts := Options{SegmentBytes: 400, IndexIntervalBytes: 100}
+	l := mustOpen(t, fs, opts)
+	for l.Segments()[0].Size < 400 {
+		mustAppend(t, l, testBatch(2, 0, 40))
+	}
+	next := l.NextOffset()
+	fs.setSpace(segmentHeaderSize) // the new segment's header, then nothing
+	if _, err := l.Append(testBatch(2, 0, 40)); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("append: %v", err)
+	}
+	fs.setSpace(-1)
+	if n := len(l.Segments()); n != 2 {
+		t.Fatalf("%d segments, want the roll done", n)
+	}
+	if _, err := fs.Stat(segName(0, indexSuffix)); err == nil {
+		t.Fatal("index file written despite ENOSPC")
+	}
+	mustAppend(t, l, testBatch(2, 0, 40))
+	for off := int64(0); off < l.HighWatermark(); off++ {
+		if _, err := l.Read(off, 1); err != nil {
+			t.Fatalf("read %d: %v", off, err)
+		}
+	}
+	l.Close()
+	l = mustOpen(t, fs, opts)
+	defer l.Close()
+	if rep := l.Recovery(); rep.RebuiltIndexes != 1 {
+		t.Fatalf("recovery %+v, want the index rebuilt", rep)
+	}
+	if recs := readAll(t, l, 0); int64(len(recs)) != next+2 {
+		t.Fatalf("%d records, want %d", len(recs), next+2)
+	}
+}
