@@ -174,7 +174,9 @@ func (s *Store) Groups() ([]string, error) {
 
 // DeleteTopic removes every group's offsets for topic, in one synced batch.
 // The server calls it when the topic is deleted, so a topic created again
-// under the same name starts with no committed offsets.
+// under the same name starts with no committed offsets. The groups are
+// listed first, so the caller must already refuse commits to the topic (a
+// commit naming a group new to the store could land in between).
 func (s *Store) DeleteTopic(topic string) error {
 	if err := partition.ValidateTopicName(topic); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)

@@ -1,6 +1,7 @@
 package retention
 
 import (
+	"math"
 	"strings"
 	"time"
 
@@ -26,6 +27,21 @@ type Policy struct {
 // records.
 func DefaultPolicy() Policy {
 	return Policy{RetentionTime: DefaultRetentionTime, RetentionBytes: Unlimited, RetentionRecords: Unlimited}
+}
+
+// PolicyFromLimits builds a Policy from a topic config's stored limits:
+// retention time in ms, bytes and records, each -1 (or <= 0) for unlimited.
+// A time too large for a time.Duration (over ~292 years) is unlimited
+// rather than wrapping around.
+func PolicyFromLimits(retentionMs, retentionBytes, retentionRecords int64) Policy {
+	p := Policy{RetentionBytes: retentionBytes, RetentionRecords: retentionRecords}
+	switch {
+	case retentionMs <= 0 || retentionMs > int64(math.MaxInt64/time.Millisecond):
+		p.RetentionTime = Unlimited
+	default:
+		p.RetentionTime = time.Duration(retentionMs) * time.Millisecond
+	}
+	return p
 }
 
 // Reason is the set of limits that condemned segments.

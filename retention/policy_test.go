@@ -173,3 +173,20 @@ func TestReasonString(t *testing.T) {
 		}
 	}
 }
+
+func TestPolicyFromLimits(t *testing.T) {
+	tests := []struct {
+		ms, bytes, records int64
+		want               Policy
+	}{
+		{7 * 24 * 3600 * 1000, -1, -1, DefaultPolicy()},
+		{-1, 1 << 30, 1000, Policy{RetentionTime: Unlimited, RetentionBytes: 1 << 30, RetentionRecords: 1000}},
+		{1, -1, -1, Policy{RetentionTime: time.Millisecond, RetentionBytes: -1, RetentionRecords: -1}},
+		{1 << 62, -1, -1, Policy{RetentionTime: Unlimited, RetentionBytes: -1, RetentionRecords: -1}},
+	}
+	for _, tt := range tests {
+		if got := PolicyFromLimits(tt.ms, tt.bytes, tt.records); got != tt.want {
+			t.Errorf("PolicyFromLimits(%d, %d, %d) = %+v, want %+v", tt.ms, tt.bytes, tt.records, got, tt.want)
+		}
+	}
+}

@@ -166,6 +166,9 @@ func (t *Trimmer) trim(ctx context.Context) (Result, error) {
 // deleted below the decided offset; a segment appended or rolled in between
 // lies above that offset, so it cannot be deleted by mistake.
 func (t *Trimmer) trimOne(tg Target) (Result, error) {
+	if tg.Log == nil {
+		return Result{}, nil // a partition still opening or already closed
+	}
 	d := Decide(tg.Log.Segments(), t.now(), tg.Policy)
 	if d.Segments == 0 {
 		return Result{}, nil

@@ -420,3 +420,14 @@ func TestTrimmerRacesAppendsAndReads(t *testing.T) {
 	}
 	t.Logf("%d reads, %d out of range; log [%d, %d)", reads.Load(), outOfRange.Load(), start, end)
 }
+
+// A target without a log (a partition opening or closing) is skipped.
+func TestTrimmerSkipsTargetWithoutLog(t *testing.T) {
+	tr := NewTrimmer(Options{
+		Targets: func() ([]Target, error) { return []Target{{Topic: "t", Policy: Policy{RetentionRecords: 1}}}, nil },
+		Logger:  testLogger(&logBuffer{}),
+	})
+	if res, err := tr.TrimNow(); err != nil || res != (Result{}) {
+		t.Fatalf("TrimNow = %+v, %v", res, err)
+	}
+}
