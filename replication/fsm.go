@@ -1,0 +1,123 @@
+package replication
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/log"
+)
+
+// ApplyResult is what applying a batch entry returns to the Raft future
+// of the leader that appended it: the offsets the batch got.
+type ApplyResult struct {
+	BaseOffset int64
+	LastOffset int64
+}
+
+// PartitionFSM is a partition group's Raft state machine. The records are
+// already in the log when an entry is applied (the log is the log store),
+// so applying one only moves the log's high watermark, making the batch
+// readable.
+type PartitionFSM struct {
+	log   *log.Log
+	store *LogStore
+
+	mu        sync.Mutex
+	lastIndex uint64 // of the last applied batch entry
+	lastTerm  uint64
+}
+
+var _ raft.FSM = (*PartitionFSM)(nil)
+
+// NewPartitionFSM returns the state machine of the partition whose log
+// store is s over l.
+func NewPartitionFSM(l *log.Log, s *LogStore) *PartitionFSM {
+	return &PartitionFSM{log: l, store: s}
+}
+
+// Apply moves the high watermark past a committed batch and returns its
+// ApplyResult (an error for an entry that is not a batch, which the log
+// store never stores). Applying an entry again, as Raft does after a
+// restart, is harmless: the high watermark never moves back.
+func (f *PartitionFSM) Apply(e *raft.Log) any {
+	f.store.applying()
+	info, err := batch.ParseHeader(e.Data)
+	if err != nil {
+		return fmt.Errorf("%w: index %d: %v", ErrNotBatch, e.Index, err)
+	}
+	if f.log.HighWatermark() < info.NextOffset() {
+		f.log.SetHighWatermark(info.NextOffset())
+	}
+	f.mu.Lock()
+	f.lastIndex, f.lastTerm = e.Index, e.Term
+	f.mu.Unlock()
+	return ApplyResult{BaseOffset: info.BaseOffset, LastOffset: info.LastOffset()}
+}
+
+// PartitionSnapshot is a partition snapshot's content: metadata only,
+// never records (those are in every replica's log). Stored as JSON.
+type PartitionSnapshot struct {
+	Version        int    `json:"version"` // 1
+	LogStartOffset int64  `json:"log_start_offset"`
+	HighWatermark  int64  `json:"high_watermark"`
+	LastIndex      uint64 `json:"last_index"` // last applied batch entry
+	LastTerm       uint64 `json:"last_term"`
+	// Producer dedup state goes here (follow-up).
+}
+
+const partitionSnapshotVersion = 1
+
+// Snapshot captures the metadata at the applied index.
+func (f *PartitionFSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return &fsmSnapshot{PartitionSnapshot{
+		Version:        partitionSnapshotVersion,
+		LogStartOffset: f.log.StartOffset(),
+		HighWatermark:  f.log.HighWatermark(),
+		LastIndex:      f.lastIndex,
+		LastTerm:       f.lastTerm,
+	}}, nil
+}
+
+// Restore loads a snapshot's metadata. The records it covers are either
+// already in the log (restart) or, when the leader installed it, Raft
+// removes the log next and this replica's records restart from there
+// (catching up by segment copy is follow-up work).
+func (f *PartitionFSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	var s PartitionSnapshot
+	if err := json.NewDecoder(rc).Decode(&s); err != nil {
+		return fmt.Errorf("replication: restore partition snapshot: %w", err)
+	}
+	if s.Version != partitionSnapshotVersion {
+		return fmt.Errorf("replication: restore partition snapshot: version %d, want %d", s.Version, partitionSnapshotVersion)
+	}
+	f.store.snapshotRestored()
+	f.log.SetHighWatermark(s.HighWatermark)
+	f.mu.Lock()
+	f.lastIndex, f.lastTerm = s.LastIndex, s.LastTerm
+	f.mu.Unlock()
+	return nil
+}
+
+type fsmSnapshot struct{ s PartitionSnapshot }
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	b, err := json.Marshal(s.s)
+	if err == nil {
+		_, err = sink.Write(b)
+	}
+	if err != nil {
+		sink.Cancel()
+		return fmt.Errorf("replication: persist partition snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() {}

@@ -1,0 +1,197 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/log"
+)
+
+// Sentinel errors of the package.
+var (
+	// ErrNotBatch: a Raft command entry that is not exactly one valid Kafka
+	// v2 record batch. A partition group's commands are batches only.
+	ErrNotBatch = errors.New("replication: command entry is not one record batch")
+	// ErrDeleteRange: a DeleteRange that is neither a suffix truncation, a
+	// compaction, nor the removal of every entry after a snapshot restore.
+	ErrDeleteRange = errors.New("replication: unexpected delete range")
+)
+
+// LogStore is a partition's segment log as Raft's log store
+// (raft.LogStore, raft.MonotonicLogStore): Raft entries are the log's
+// entries, so every record is written to disk once. The mapping is in the
+// package comment.
+type LogStore struct {
+	log *log.Log
+
+	// mu orders StoreLogs and DeleteRange: StoreLogs computes offsets from
+	// the log's next offset.
+	mu sync.Mutex
+	// applied returns Raft's applied index; nil until the group's Raft is
+	// running (SetAppliedIndex).
+	applied atomic.Pointer[func() uint64]
+	// restored is set by the state machine when a snapshot is restored
+	// while Raft runs: Raft's next DeleteRange removes every entry.
+	restored atomic.Bool
+}
+
+var (
+	_ raft.LogStore          = (*LogStore)(nil)
+	_ raft.MonotonicLogStore = (*LogStore)(nil)
+)
+
+// NewLogStore returns the log store over l. The log must be opened with
+// Options.ManualHighWatermark: the state machine moves the high watermark.
+func NewLogStore(l *log.Log) *LogStore {
+	return &LogStore{log: l}
+}
+
+// SetAppliedIndex gives the store Raft's applied index (raft.Raft's
+// AppliedIndex), which tells DeleteRange's two uses apart. It also clears a
+// snapshot restore seen while Raft started: that restore is not followed by
+// a removal of the log.
+func (s *LogStore) SetAppliedIndex(fn func() uint64) {
+	s.applied.Store(&fn)
+	s.restored.Store(false)
+}
+
+// IsMonotonic reports true: the log cannot hold a gap in Raft indexes.
+func (s *LogStore) IsMonotonic() bool { return true }
+
+// FirstIndex is the first stored Raft index, 0 when empty.
+func (s *LogStore) FirstIndex() (uint64, error) { return s.log.FirstIndex(), nil }
+
+// LastIndex is the last stored Raft index, 0 when empty.
+func (s *LogStore) LastIndex() (uint64, error) { return s.log.LastIndex(), nil }
+
+// GetLog reads the entry at index into out, or returns raft.ErrLogNotFound.
+func (s *LogStore) GetLog(index uint64, out *raft.Log) error {
+	e, err := s.log.Entry(index)
+	if errors.Is(err, log.ErrNotFound) {
+		return raft.ErrLogNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("replication: get log %d: %w", index, err)
+	}
+	*out = raft.Log{Index: e.Index, Term: e.Term, Type: logType(e.Kind), Data: e.Data}
+	return nil
+}
+
+// StoreLog stores one entry.
+func (s *LogStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
+
+// StoreLogs appends entries, durable on return. Each command entry's batch
+// gets its base offset and leader epoch (the term) written in place, so the
+// caller's copy (the leader's state machine applies it from memory) carries
+// the offsets the log assigned.
+func (s *LogStore) StoreLogs(ls []*raft.Log) error {
+	if len(ls) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	es := make([]log.Entry, len(ls))
+	next := s.log.NextOffset()
+	for i, l := range ls {
+		es[i] = log.Entry{Index: l.Index, Term: l.Term, Kind: entryKind(l.Type), Data: l.Data}
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		info, err := batch.ParseHeader(l.Data)
+		if err != nil || info.Size() != len(l.Data) {
+			return fmt.Errorf("%w: index %d: %v", ErrNotBatch, l.Index, err)
+		}
+		if l.Term > math.MaxInt32 {
+			return fmt.Errorf("replication: index %d: term %d does not fit a batch's leader epoch", l.Index, l.Term)
+		}
+		batch.SetBaseOffset(l.Data, next)
+		batch.SetLeaderEpoch(l.Data, int32(l.Term))
+		next += int64(info.LastOffsetDelta) + 1
+	}
+	if err := s.log.AppendEntries(es); err != nil {
+		return fmt.Errorf("replication: store logs %d..%d: %w", ls[0].Index, ls[len(ls)-1].Index, err)
+	}
+	return nil
+}
+
+// DeleteRange deletes [min, max], serving Raft's three uses:
+//
+//   - a snapshot was restored (FSM.Restore) and Raft removes every entry:
+//     the log is emptied (it then accepts any first index);
+//   - min is above the applied index: a conflicting, uncommitted suffix is
+//     truncated (max must reach the last index);
+//   - max is at or below the applied index: compaction after a snapshot,
+//     a no-op, since retention owns the deletion of records.
+func (s *LogStore) DeleteRange(min, max uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first, last := s.log.FirstIndex(), s.log.LastIndex()
+	if last == 0 || min > last || max < first || min > max {
+		return nil
+	}
+	if s.restored.Load() && min <= first && max >= last {
+		s.restored.Store(false)
+		return s.truncate(first)
+	}
+	fn := s.applied.Load()
+	if fn == nil {
+		// Before Raft runs: by shape. A compaction keeps TrailingLogs >= 1
+		// entries, so it never reaches the last index.
+		if min <= first && max < last {
+			return nil
+		}
+		return s.truncate(min)
+	}
+	applied := (*fn)()
+	switch {
+	case min > applied:
+		if max < last {
+			return fmt.Errorf("%w: [%d, %d] above the applied index %d stops short of the last index %d", ErrDeleteRange, min, max, applied, last)
+		}
+		return s.truncate(min)
+	case max <= applied:
+		return nil
+	}
+	return fmt.Errorf("%w: [%d, %d] spans the applied index %d", ErrDeleteRange, min, max, applied)
+}
+
+func (s *LogStore) truncate(from uint64) error {
+	if err := s.log.TruncateIndexFrom(from); err != nil {
+		return fmt.Errorf("replication: truncate log from index %d: %w", from, err)
+	}
+	return nil
+}
+
+// snapshotRestored is called by the state machine when Raft restores it
+// from a snapshot.
+func (s *LogStore) snapshotRestored() { s.restored.Store(true) }
+
+// applying is called by the state machine for every applied entry: a
+// restore not followed by the removal of the log is over.
+func (s *LogStore) applying() {
+	if s.restored.Load() {
+		s.restored.Store(false)
+	}
+}
+
+// entryKind maps a Raft log type to the log's entry kind: commands are
+// batches, every other type is opaque and owns no offset.
+func entryKind(t raft.LogType) log.EntryKind {
+	if t == raft.LogCommand {
+		return log.KindBatch
+	}
+	return log.EntryKind(1 + t)
+}
+
+func logType(k log.EntryKind) raft.LogType {
+	if k == log.KindBatch {
+		return raft.LogCommand
+	}
+	return raft.LogType(k - 1)
+}
