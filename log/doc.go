@@ -92,7 +92,7 @@
 // The active segment's indexes live in memory and are rebuilt by the tail
 // scan on open. When a segment is rolled its index files are written to a
 // temporary file, fsynced, renamed and the directory fsynced. Both files end
-// in the same 72-byte footer:
+// in the same 76-byte footer:
 //
 //	 0    4 magic           "LDOX" (offset index) or "LDTX" (time index)
 //	 4    4 version         1
@@ -104,13 +104,16 @@
 //	44    8 entries         Raft entries in the segment
 //	52    8 max timestamp   (-1: no record)
 //	60    8 created         Unix nanoseconds, from the segment header
-//	68    4 CRC-32C         of every byte before it, entries included
+//	68    4 CRC-32C         of the index entries before the footer
+//	72    4 CRC-32C         of footer bytes 0..71
 //
 // Opening a log reads only the footers of closed segments (one small read
-// each) and checks them against the segment size and name; the entries'
-// CRC is checked once, the first time the segment is read. An index whose
-// footer or CRC does not check out is rebuilt by scanning its segment. The
-// entry count of an index is never derived from its file size.
+// each) and checks their CRC, that both agree, and that they match the
+// segment's name and size and the next segment's base offset; the entries'
+// CRC is checked once, the first time the segment is read. An index that
+// does not check out is rebuilt by scanning its segment (RecoveryReport
+// counts it). An index file's size is only checked against the footer's
+// entry count, never taken as one.
 //
 // # Recovery
 //

@@ -218,34 +218,22 @@ func (l *Log) ensureIndex(s *segment, h *handle) (*memIndex, error) {
 	return s.fallback, nil
 }
 
-// loadIndexFiles checks the index files open in h and sets their entry
-// counts from their footers.
+// loadIndexFiles checks the index files open in h against s and sets
+// their entry counts from their footers.
 func (l *Log) loadIndexFiles(s *segment, h *handle) error {
 	for _, x := range []struct {
 		fi    *fileIndex
 		magic string
-		name  string
-	}{{h.off, offsetIndexMagic, indexSuffix}, {h.times, timeIndexMagic, timeIndexSuffix}} {
-		size, err := x.fi.f.Size()
+	}{{h.off, offsetIndexMagic}, {h.times, timeIndexMagic}} {
+		ft, crc, err := readFooter(x.fi.f, x.magic, s.base, x.fi.esize)
 		if err != nil {
 			return err
 		}
-		if size < footerSize {
-			return fmt.Errorf("%w: short index", ErrCorrupt)
-		}
-		b := make([]byte, footerSize)
-		if _, err := x.fi.f.ReadAt(b, size-footerSize); err != nil {
-			return err
-		}
-		ft, _, err := parseFooter(b, x.magic)
-		if err != nil {
-			return err
-		}
-		if ft.baseOffset != s.base || ft.segSize != s.size || ft.nextOffset != s.next || int64(ft.count)*int64(x.fi.esize)+footerSize != size {
+		if ft.segSize != s.size || ft.nextOffset != s.next || ft.firstIndex != s.firstIndex || ft.entries != s.entries {
 			return fmt.Errorf("%w: index footer does not match its segment", ErrCorrupt)
 		}
 		if !s.idxChecked {
-			if err := verifyIndexFile(x.fi.f, ft.count, x.fi.esize); err != nil {
+			if err := verifyIndexFile(x.fi.f, ft.count, x.fi.esize, crc); err != nil {
 				return err
 			}
 		}

@@ -15,7 +15,7 @@ import (
 const (
 	offsetEntrySize = 12
 	timeEntrySize   = 16
-	footerSize      = 72
+	footerSize      = 76
 	indexVersion    = 1
 
 	offsetIndexMagic = "LDOX"
@@ -50,8 +50,10 @@ type footer struct {
 	created    time.Time
 }
 
-// append appends the footer without its CRC (encodeIndexFile adds it).
-func (f footer) append(dst []byte) []byte {
+// append appends the footer: its fields, the CRC of the index entries, and
+// its own CRC.
+func (f footer) append(dst []byte, entriesCRC uint32) []byte {
+	start := len(dst)
 	dst = append(dst, f.magic...)
 	dst = binary.BigEndian.AppendUint32(dst, indexVersion)
 	dst = binary.BigEndian.AppendUint32(dst, f.count)
@@ -62,15 +64,19 @@ func (f footer) append(dst []byte) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, f.entries)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(f.maxTS))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(f.created.UnixNano()))
-	return dst
+	dst = binary.BigEndian.AppendUint32(dst, entriesCRC)
+	return binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[start:], crcTable))
 }
 
-// parseFooter decodes and sanity-checks a footer. It also returns the
-// stored CRC, which covers the entries too: verifyIndexFile checks it, once,
-// the first time the segment is read (Open reads only footers).
+// parseFooter checks a footer's own CRC and fields and decodes it. It also
+// returns the CRC of the index entries, which verifyIndexFile checks once,
+// the first time the segment is read: Open reads only footers.
 func parseFooter(b []byte, magic string) (footer, uint32, error) {
 	if len(b) != footerSize {
 		return footer{}, 0, fmt.Errorf("%w: index footer of %d bytes", ErrCorrupt, len(b))
+	}
+	if got, want := crc32.Checksum(b[:footerSize-4], crcTable), binary.BigEndian.Uint32(b[footerSize-4:]); got != want {
+		return footer{}, 0, fmt.Errorf("%w: index footer crc32c %08x, stored %08x", ErrCorrupt, got, want)
 	}
 	if string(b[:4]) != magic {
 		return footer{}, 0, fmt.Errorf("%w: index footer magic %q, want %q", ErrCorrupt, b[:4], magic)
@@ -230,8 +236,7 @@ func (m *memIndex) encodeTimes(dst []byte) []byte {
 	return dst
 }
 
-// encodeIndexFile returns entries followed by the footer and its CRC.
+// encodeIndexFile returns entries followed by the footer.
 func encodeIndexFile(entries []byte, f footer) []byte {
-	b := f.append(entries)
-	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+	return f.append(entries, crc32.Checksum(entries, crcTable))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -114,7 +115,7 @@ func (l *Log) load() error {
 	for _, name := range names {
 		if strings.HasSuffix(name, tmpSuffix) {
 			// An index write that did not finish: the rename never happened.
-			if err := l.fs.Remove(l.dir + "/" + name); err != nil {
+			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
 				return err
 			}
 			continue
@@ -133,7 +134,7 @@ func (l *Log) load() error {
 		if _, ok := slices.BinarySearch(bases, base); !ok {
 			// Left by a deletion that removed the segment, then crashed.
 			for _, name := range files {
-				if err := l.fs.Remove(l.dir + "/" + name); err != nil {
+				if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
 					return err
 				}
 			}
@@ -184,9 +185,10 @@ func (l *Log) loadClosed(base, nextBase int64) (*segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	ft, err1 := readFooter(l.fs, segmentPath(l.dir, base, indexSuffix), offsetIndexMagic, base, size, offsetEntrySize)
-	tt, err2 := readFooter(l.fs, segmentPath(l.dir, base, timeIndexSuffix), timeIndexMagic, base, size, timeEntrySize)
-	if err1 == nil && err2 == nil && ft.nextOffset == tt.nextOffset && ft.entries == tt.entries && ft.firstIndex == tt.firstIndex && ft.nextOffset == nextBase {
+	ft, err1 := readFooterFile(l.fs, segmentPath(l.dir, base, indexSuffix), offsetIndexMagic, base, offsetEntrySize)
+	tt, err2 := readFooterFile(l.fs, segmentPath(l.dir, base, timeIndexSuffix), timeIndexMagic, base, timeEntrySize)
+	if err1 == nil && err2 == nil && ft.segSize == size && tt.segSize == size && ft.nextOffset == nextBase &&
+		tt.nextOffset == nextBase && ft.entries == tt.entries && ft.firstIndex == tt.firstIndex {
 		s.next, s.firstIndex, s.entries, s.size, s.maxTS, s.created = ft.nextOffset, ft.firstIndex, ft.entries, size, ft.maxTS, ft.created
 		return s, nil
 	}

@@ -188,10 +188,12 @@ func TestDamagedIndexes(t *testing.T) {
 		}, 0},
 		{"stale index (segment grew)", func(fs *faultFS, base int64) {
 			b := fs.bytes(segName(base, logSuffix))
-			fs.setBytes(segName(base, logSuffix), append(b, make([]byte, 0)...))
-			x := fs.bytes(segName(base, indexSuffix))
-			x[len(x)-footerSize+19]++ // the segment size the footer covers
-			fs.setBytes(segName(base, indexSuffix), x)
+			fs.setBytes(segName(base, logSuffix), append(b, make([]byte, 10)...))
+		}, 1},
+		{"footer field flipped", func(fs *faultFS, base int64) {
+			x := fs.bytes(segName(base, timeIndexSuffix))
+			x[len(x)-footerSize+40] ^= 1 // first index: caught by the footer CRC
+			fs.setBytes(segName(base, timeIndexSuffix), x)
 		}, 1},
 	}
 	for _, tc := range cases {

@@ -203,56 +203,62 @@ func (l *Log) writeFileAtomic(name string, b []byte) error {
 	return nil
 }
 
-// readFooter reads and checks the footer of one index file against the
-// segment size, and returns it with the file's size.
-func readFooter(fs FS, name, magic string, base, segSize int64, esize int) (footer, error) {
+// readFooter reads and checks the footer of an open index file: its CRC,
+// its base offset, and that the file holds exactly the entries it counts.
+// It returns the footer and the CRC the entries must have.
+func readFooter(f File, magic string, base int64, esize int) (footer, uint32, error) {
+	size, err := f.Size()
+	if err != nil {
+		return footer{}, 0, err
+	}
+	if size < footerSize {
+		return footer{}, 0, fmt.Errorf("%w: %d bytes, shorter than an index footer", ErrCorrupt, size)
+	}
+	b := make([]byte, footerSize)
+	if _, err := f.ReadAt(b, size-footerSize); err != nil {
+		return footer{}, 0, err
+	}
+	ft, crc, err := parseFooter(b, magic)
+	if err != nil {
+		return footer{}, 0, err
+	}
+	if ft.baseOffset != base || int64(ft.count)*int64(esize)+footerSize != size {
+		return footer{}, 0, fmt.Errorf("%w: index footer (base %d, %d entries) does not match its name (base %d) or size (%d bytes)",
+			ErrCorrupt, ft.baseOffset, ft.count, base, size)
+	}
+	return ft, crc, nil
+}
+
+// readFooterFile opens an index file and reads its footer.
+func readFooterFile(fs FS, name, magic string, base int64, esize int) (footer, error) {
 	f, err := fs.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return footer{}, err
 	}
 	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return footer{}, err
-	}
-	if size < footerSize {
-		return footer{}, fmt.Errorf("%w: %s: %d bytes, shorter than its footer", ErrCorrupt, name, size)
-	}
-	b := make([]byte, footerSize)
-	if _, err := f.ReadAt(b, size-footerSize); err != nil {
-		return footer{}, err
-	}
-	ft, _, err := parseFooter(b, magic)
+	ft, _, err := readFooter(f, magic, base, esize)
 	if err != nil {
 		return footer{}, fmt.Errorf("%s: %w", name, err)
-	}
-	if ft.baseOffset != base || ft.segSize != segSize || int64(ft.count)*int64(esize)+footerSize != size {
-		return footer{}, fmt.Errorf("%w: %s: footer (base %d, segment %d bytes, %d entries) does not match segment (base %d, %d bytes) or file (%d bytes)",
-			ErrCorrupt, name, ft.baseOffset, ft.segSize, ft.count, base, segSize, size)
 	}
 	return ft, nil
 }
 
-// verifyIndexFile checks the CRC of a whole index file, reading it in
-// chunks.
-func verifyIndexFile(f File, count uint32, esize int) error {
-	n := int64(count)*int64(esize) + footerSize
-	buf := make([]byte, 64<<10)
+// verifyIndexFile checks the CRC of an index file's entries, reading them
+// in chunks.
+func verifyIndexFile(f File, count uint32, esize int, want uint32) error {
+	n := int64(count) * int64(esize)
+	buf := make([]byte, min(64<<10, n))
 	var crc uint32
-	for pos := int64(0); pos < n-4; {
-		c := min(int64(len(buf)), n-4-pos)
+	for pos := int64(0); pos < n; {
+		c := min(int64(len(buf)), n-pos)
 		if _, err := f.ReadAt(buf[:c], pos); err != nil {
 			return err
 		}
 		crc = crc32.Update(crc, crcTable, buf[:c])
 		pos += c
 	}
-	var tail [4]byte
-	if _, err := f.ReadAt(tail[:], n-4); err != nil {
-		return err
-	}
-	if want := uint32(tail[0])<<24 | uint32(tail[1])<<16 | uint32(tail[2])<<8 | uint32(tail[3]); crc != want {
-		return fmt.Errorf("%w: index crc32c %08x, stored %08x", ErrCorrupt, crc, want)
+	if crc != want {
+		return fmt.Errorf("%w: index entries crc32c %08x, stored %08x", ErrCorrupt, crc, want)
 	}
 	return nil
 }
