@@ -132,3 +132,34 @@ func TestResetResolveErrors(t *testing.T) {
 		t.Fatalf("zero spec: %v", err)
 	}
 }
+
+// Any input either fails with ErrInvalidReset or parses to a spec whose
+// String reads back as the same spec.
+func FuzzParseResetSpec(f *testing.F) {
+	for _, s := range []string{"earliest", "latest", "42", "-1h", "-2d", "-1d12h", "2026-01-02T15:04:05Z", "-", "--1h", "-9999999d"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		spec, err := ParseResetSpec(s)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidReset) {
+				t.Fatalf("ParseResetSpec(%q) error %v does not wrap ErrInvalidReset", s, err)
+			}
+			return
+		}
+		switch spec.Kind {
+		case ResetOffset:
+			if spec.Offset < 0 {
+				t.Fatalf("ParseResetSpec(%q) = negative offset %d", s, spec.Offset)
+			}
+		case ResetAgo:
+			if spec.Ago <= 0 {
+				t.Fatalf("ParseResetSpec(%q) = non-positive duration %v", s, spec.Ago)
+			}
+		}
+		again, err := ParseResetSpec(spec.String())
+		if err != nil || again.Kind != spec.Kind || again.Offset != spec.Offset || again.Ago != spec.Ago || !again.Time.Equal(spec.Time) {
+			t.Fatalf("ParseResetSpec(%q) = %+v; its String %q reads back as %+v, %v", s, spec, spec.String(), again, err)
+		}
+	})
+}
