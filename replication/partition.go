@@ -1,0 +1,171 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/log"
+)
+
+// ErrNotLeader is returned by Partition.Append on a replica that is not the
+// group's leader; NotLeaderError carries the leader's address when known.
+var ErrNotLeader = errors.New("replication: not the leader")
+
+// NotLeaderError says who leads instead. errors.Is(err, ErrNotLeader) holds.
+type NotLeaderError struct {
+	Group    string
+	LeaderID raft.ServerID      // empty when unknown
+	Leader   raft.ServerAddress // empty when unknown
+}
+
+func (e *NotLeaderError) Error() string {
+	if e.Leader == "" {
+		return fmt.Sprintf("replication: group %s: not the leader; no leader known", e.Group)
+	}
+	return fmt.Sprintf("replication: group %s: not the leader; leader is %s at %s", e.Group, e.LeaderID, e.Leader)
+}
+
+// Is makes errors.Is(err, ErrNotLeader) true.
+func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
+
+// PartitionConfig configures this node's replica of one partition group.
+type PartitionConfig struct {
+	Group  string        // group id, "p/<topic>/<partition>"
+	NodeID raft.ServerID // this node
+	// Log is the partition's log, opened with ManualHighWatermark. The
+	// caller closes it after Partition.Close.
+	Log *log.Log
+	// DB is the node's Pebble DB, holding the group's term and vote.
+	DB *pebble.DB
+	// SnapshotDir holds the group's snapshots (metadata only).
+	SnapshotDir string
+	// Stream is the group's stream layer on the node's transport.Mux.
+	Stream raft.StreamLayer
+	// Raft, when set, is copied for timeouts and thresholds; LocalID,
+	// Logger and a TrailingLogs below 1 are overridden.
+	Raft *raft.Config
+	// Logger; nil: hclog's default.
+	Logger hclog.Logger
+}
+
+// Partition is this node's replica of a partition's Raft group.
+type Partition struct {
+	group string
+	log   *log.Log
+	store *LogStore
+	fsm   *PartitionFSM
+	trans *raft.NetworkTransport
+	raft  *raft.Raft
+}
+
+// OpenPartition starts the replica. A new group must then be bootstrapped
+// on one replica (Bootstrap) or be added to an existing configuration.
+func OpenPartition(cfg PartitionConfig) (*Partition, error) {
+	if cfg.Log == nil || cfg.DB == nil || cfg.Stream == nil || cfg.SnapshotDir == "" || cfg.NodeID == "" || cfg.Group == "" {
+		return nil, errors.New("replication: PartitionConfig needs Group, NodeID, Log, DB, SnapshotDir and Stream")
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = hclog.Default()
+	}
+	logger = logger.Named(cfg.Group)
+	rc := raft.DefaultConfig()
+	if cfg.Raft != nil {
+		c := *cfg.Raft
+		rc = &c
+	}
+	rc.LocalID = cfg.NodeID
+	rc.Logger = logger
+	// DeleteRange tells compaction from suffix truncation by the range:
+	// a compaction must never reach the last index.
+	rc.TrailingLogs = max(rc.TrailingLogs, 1)
+
+	if err := os.MkdirAll(cfg.SnapshotDir, 0o755); err != nil {
+		return nil, fmt.Errorf("replication: %s: %w", cfg.Group, err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.SnapshotDir, 2, logger)
+	if err != nil {
+		return nil, fmt.Errorf("replication: %s: snapshot store: %w", cfg.Group, err)
+	}
+	p := &Partition{group: cfg.Group, log: cfg.Log}
+	p.store = NewLogStore(cfg.Log)
+	p.fsm = NewPartitionFSM(cfg.Log, p.store)
+	p.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  cfg.Stream,
+		MaxPool: 3,
+		Timeout: 10 * time.Second,
+		Logger:  logger,
+	})
+	stable := NewStableStore(cfg.DB, cfg.Group)
+	r, err := raft.NewRaft(rc, p.fsm, p.store, stable, snaps, p.trans)
+	if err != nil {
+		p.trans.Close()
+		return nil, fmt.Errorf("replication: %s: start raft: %w", cfg.Group, err)
+	}
+	p.raft = r
+	p.store.SetAppliedIndex(r.AppliedIndex)
+	return p, nil
+}
+
+// Bootstrap makes servers the group's first configuration, if this replica
+// has no state yet (raft.ErrCantBootstrap otherwise).
+func (p *Partition) Bootstrap(servers []raft.Server) error {
+	return p.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+}
+
+// Group is the group id.
+func (p *Partition) Group() string { return p.group }
+
+// Raft exposes the group's Raft instance (state, stats, membership).
+func (p *Partition) Raft() *raft.Raft { return p.raft }
+
+// Log is the partition's log.
+func (p *Partition) Log() *log.Log { return p.log }
+
+// Append replicates one record batch and returns its offsets once a
+// quorum has stored it and it is applied here (acks=all). b is modified in
+// place (base offset, leader epoch) and must not be used by the caller
+// until Append returns. A NotLeaderError after leadership was lost during
+// the append leaves the outcome unknown (the entry may still commit): a
+// retry must go through the idempotent producer.
+func (p *Partition) Append(b []byte, timeout time.Duration) (ApplyResult, error) {
+	info, err := batch.Verify(b)
+	if err != nil {
+		return ApplyResult{}, fmt.Errorf("%w: %v", ErrNotBatch, err)
+	}
+	if info.Size() != len(b) || info.NumRecords == 0 {
+		return ApplyResult{}, fmt.Errorf("%w: %d bytes for a %d-byte batch of %d records", ErrNotBatch, len(b), info.Size(), info.NumRecords)
+	}
+	f := p.raft.Apply(b, timeout)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+			addr, id := p.raft.LeaderWithID()
+			return ApplyResult{}, fmt.Errorf("%w (%v)", &NotLeaderError{Group: p.group, LeaderID: id, Leader: addr}, err)
+		}
+		return ApplyResult{}, fmt.Errorf("replication: %s: append: %w", p.group, err)
+	}
+	switch r := f.Response().(type) {
+	case ApplyResult:
+		return r, nil
+	case error:
+		return ApplyResult{}, r
+	default:
+		return ApplyResult{}, fmt.Errorf("replication: %s: unexpected apply response %T", p.group, r)
+	}
+}
+
+// Close stops the replica's Raft and its transport. The log stays open.
+func (p *Partition) Close() error {
+	err := p.raft.Shutdown().Error()
+	if cerr := p.trans.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,111 @@
+package replication
+
+import (
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/logd/logd/replication/transport"
+)
+
+// A single-voter group through real Raft: offsets come back contiguous,
+// Raft's compaction after a snapshot deletes nothing, and a restart
+// restores the high watermark.
+func TestPartitionSingleNodeSnapshotAndRestart(t *testing.T) {
+	dir := t.TempDir()
+	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux, err := transport.New(transport.Config{Listener: ln, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mux.Close()
+	db := openPebble(t, filepath.Join(dir, "meta"), vfs.Default)
+	defer db.Close()
+
+	start := func() *Partition {
+		stream, err := mux.Group("p/t/0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc := raft.DefaultConfig()
+		rc.TrailingLogs = 2
+		p, err := OpenPartition(PartitionConfig{
+			Group: "p/t/0", NodeID: "n1", Log: openLog(t, filepath.Join(dir, "log")), DB: db,
+			SnapshotDir: filepath.Join(dir, "snap"), Stream: stream, Raft: rc, Logger: logger,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := start()
+	if err := p.Bootstrap([]raft.Server{{ID: "n1", Address: raft.ServerAddress(mux.Addr().String())}}); err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, p)
+	var next int64
+	for i := 0; i < 20; i++ {
+		r, err := p.Append(testBatch("k", 3, "x"), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.BaseOffset != next || r.LastOffset != next+2 {
+			t.Fatalf("append %d: offsets %+v, want %d..%d", i, r, next, next+2)
+		}
+		next += 3
+	}
+	if hw := p.Log().HighWatermark(); hw != next {
+		t.Fatalf("high watermark %d, want %d", hw, next)
+	}
+	if _, err := p.Append([]byte("not a batch"), time.Second); err == nil {
+		t.Fatal("append of a non-batch succeeded")
+	}
+	if err := p.Raft().Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	if first, _ := p.store.FirstIndex(); first != 1 {
+		t.Fatalf("first index %d after Raft's compaction, want 1: compaction must delete nothing", first)
+	}
+	last, _ := p.store.LastIndex()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p.Log().Close()
+
+	p = start()
+	defer func() { p.Close(); p.Log().Close() }()
+	if hw := p.Log().HighWatermark(); hw != next {
+		t.Fatalf("high watermark %d after restart (restored from the snapshot), want %d", hw, next)
+	}
+	waitLeader(t, p)
+	if l, _ := p.store.LastIndex(); l <= last {
+		t.Fatalf("last index %d: want a new leader's no-op after %d", l, last)
+	}
+	r, err := p.Append(testBatch("k", 1, "y"), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.BaseOffset != next {
+		t.Fatalf("after restart: base offset %d, want %d", r.BaseOffset, next)
+	}
+}
+
+func waitLeader(t *testing.T, p *Partition) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for p.Raft().State() != raft.Leader {
+		if time.Now().After(deadline) {
+			t.Fatalf("no leader: %v", p.Raft().State())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
