@@ -34,14 +34,20 @@ func explain(err error, server string) error {
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("timed out waiting for logd at %s: %v; check that the server is healthy and retry", server, err)
 	}
-	st, ok := status.FromError(err)
-	if !ok {
+	// The innermost status: status.FromError would fold the wrapping text
+	// into its message.
+	var se interface {
+		error
+		GRPCStatus() *status.Status
+	}
+	if !errors.As(err, &se) {
 		return err
 	}
+	st := se.GRPCStatus()
 	// What the client added around the status, e.g. `describe topic "x": `.
-	prefix := ""
-	if full, raw := err.Error(), st.Err().Error(); strings.HasSuffix(full, raw) {
-		prefix = strings.TrimSuffix(full, raw)
+	prefix := strings.TrimSuffix(err.Error(), se.Error())
+	if prefix == err.Error() {
+		prefix = ""
 	}
 	msg := st.Message()
 	var s string
@@ -53,7 +59,9 @@ func explain(err error, server string) error {
 		s = fmt.Sprintf("logd at %s is unavailable: %s; retry in a moment", server, msg)
 	case codes.DeadlineExceeded:
 		s = fmt.Sprintf("timed out waiting for logd at %s (%s); check that the server is healthy and retry", server, msg)
-	case codes.NotFound, codes.AlreadyExists, codes.InvalidArgument, codes.FailedPrecondition, codes.OutOfRange:
+	case codes.NotFound, codes.AlreadyExists, codes.InvalidArgument:
+		return errors.New(msg) // the server's message names the topic or field
+	case codes.FailedPrecondition, codes.OutOfRange:
 		s = msg
 	case codes.ResourceExhausted:
 		s = msg + " (send smaller records or batches, or raise the server's --max-batch-bytes)"
