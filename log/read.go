@@ -58,6 +58,11 @@ func (l *Log) Read(offset int64, maxBytes int) ([]byte, error) {
 	for {
 		pos, raw, e, err := sc.next()
 		if err == io.EOF {
+			if len(out) == 0 {
+				// Below the high watermark there is always a batch; a
+				// concurrent truncation can take it away.
+				return nil, fmt.Errorf("%w: %s: no batch holds offset %d", ErrCorrupt, s.path(), offset)
+			}
 			return out, nil
 		}
 		if err != nil {

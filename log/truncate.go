@@ -98,16 +98,19 @@ func (l *Log) findCutLocked(s *segment, stop func(n uint64, e *entryInfo) bool) 
 
 // truncateLocked cuts segment k at pos and removes every later segment,
 // newest first (so a crash leaves a shorter but whole log), then makes k the
-// active segment and publishes the new end.
-func (l *Log) truncateLocked(k int, pos int64) error {
+// active segment and publishes the new end. A failure part way leaves the
+// log refusing appends until it is reopened (recovery sorts it out).
+func (l *Log) truncateLocked(k int, pos int64) (err error) {
+	defer func() {
+		if err != nil && l.failed == nil {
+			l.failed = fmt.Errorf("%w (appends refused until the log is reopened)", err)
+		}
+	}()
 	for i := len(l.segs) - 1; i > k; i-- {
 		if err := l.removeSegmentLocked(l.segs[i]); err != nil {
 			return err
 		}
 		l.segs = l.segs[:i]
-	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return err
 	}
 	s := l.segs[k]
 	if !s.active {
@@ -137,8 +140,7 @@ func (l *Log) truncateLocked(k int, pos int64) error {
 		return fmt.Errorf("log: truncate %s at %d: %w", s.path(), pos, err)
 	}
 	if err := timedSync(f, l.opts.Hooks.Fsync); err != nil {
-		l.failed = fmt.Errorf("log: fsync %s: %w", s.path(), err)
-		return l.failed
+		return fmt.Errorf("log: fsync %s: %w", s.path(), err)
 	}
 	// Rescan what is left: it rebuilds the in-memory index and the
 	// segment's metadata.
@@ -172,8 +174,10 @@ func (l *Log) truncateLocked(k int, pos int64) error {
 	return nil
 }
 
-// removeSegmentLocked removes a segment's files, the segment first, and
-// closes its file once no reader holds it.
+// removeSegmentLocked removes a segment's file, durably (the directory is
+// fsynced before the next segment goes, so a crash leaves a log without
+// holes), then its index files (orphans are removed on open), and closes
+// its file once no reader holds it.
 func (l *Log) removeSegmentLocked(s *segment) error {
 	if err := l.fs.Remove(s.path()); err != nil {
 		return fmt.Errorf("log: remove %s: %w", s.path(), err)
@@ -182,6 +186,9 @@ func (l *Log) removeSegmentLocked(s *segment) error {
 	s.active = false
 	if s.h != nil && s.refs == 0 {
 		s.closeHandle()
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("log: remove %s: sync directory: %w", s.path(), err)
 	}
 	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
 		if err := l.fs.Remove(segmentPath(s.dir, s.base, suf)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -216,11 +223,6 @@ func (l *Log) DeleteSegmentsBefore(offset int64) ([]SegmentInfo, error) {
 			return deleted, err
 		}
 		deleted = append(deleted, s.info())
-	}
-	if len(deleted) > 0 {
-		if err := l.fs.SyncDir(l.dir); err != nil {
-			return deleted, err
-		}
 	}
 	return deleted, nil
 }
