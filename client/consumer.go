@@ -80,6 +80,7 @@ type consumedPartition struct {
 	position  int64 // next offset to return
 	end       int64 // without Follow: the high watermark at start
 	committed int64 // last offset committed or read from the group; -1: none
+	addr      string // the partition leader's address, learnt from redirects
 }
 
 // NewConsumer resolves the consumer's start positions (the group's
@@ -310,13 +311,16 @@ func (cons *Consumer) fetchAll(ctx context.Context, parts []*consumedPartition, 
 func (cons *Consumer) fetch(ctx context.Context, cp *consumedPartition, wait time.Duration) fetched {
 	r := fetched{cp: cp, next: cp.position}
 	var resp *logdv1.FetchResponse
-	_, err := cons.c.call(ctx, "", func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+	addr, err := cons.c.call(ctx, cp.addr, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
 		resp, err = logdv1.NewLogClient(cc).Fetch(ctx, &logdv1.FetchRequest{
 			Topic: cons.opts.Topic, Partition: cp.partition, Offset: cp.position,
 			MaxBytes: cons.opts.MaxBytes, MaxWaitMs: int32(wait.Milliseconds()),
 		})
 		return err
 	})
+	if err == nil || leaderOf(err) == "" {
+		cp.addr = addr // only this Poll's goroutine for cp touches it
+	}
 	if err != nil {
 		r.err = outOfRange(err, cons.opts.Topic, cp.partition, cp.position)
 		if _, ok := r.err.(*OutOfRangeError); !ok {

@@ -86,7 +86,9 @@ func (o *ProducerOptions) setDefaults() {
 	}
 }
 
-// Record is a record to produce.
+// Record is a record to produce. The producer keeps Key, Value and header
+// values, without copying them, until the record's Future completes: do not
+// modify them before.
 type Record struct {
 	Topic string
 	// Partition, when set, is the partition to write to; otherwise the

@@ -309,3 +309,13 @@ func TestCLIErrorsAreOneClearLine(t *testing.T) {
 		t.Fatalf("unreachable server: %v", err)
 	}
 }
+
+func TestCLIClusterStatus(t *testing.T) {
+	c := startCLI(t)
+	c.ok("", "topic", "create", "t", "--partitions", "2")
+	out := c.ok("", "cluster", "status")
+	if !strings.Contains(out, "NODE") || !strings.Contains(out, c.addr) || !strings.Contains(out, "TOPIC") {
+		t.Fatalf("cluster status:\n%s", out)
+	}
+	t.Logf("cluster status:\n%s", out)
+}

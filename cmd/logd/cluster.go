@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/logd/logd/client"
+)
+
+func newClusterCmd() *cobra.Command {
+	var srv serverFlag
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Inspect the cluster",
+	}
+	srv.register(cmd, true)
+	cmd.AddCommand(&cobra.Command{
+		Use:   "status",
+		Short: "Show nodes, each partition's leader and replicas, and Raft state",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return srv.run(func(c *client.Client) error {
+				cs, err := c.Admin().ClusterStatus(cmd.Context())
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "NODE\tAPI\tRAFT\tALIVE\t")
+				for _, n := range cs.Nodes {
+					self := ""
+					if n.ID == cs.Self {
+						self = "(answering)"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", n.ID, n.APIAddr, dash(n.RaftAddr), n.Alive, self)
+				}
+				tw.Flush()
+				if len(cs.Partitions) == 0 {
+					return nil
+				}
+				fmt.Fprintln(cmd.OutOrStdout())
+				tw = tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "TOPIC\tPARTITION\tLEADER\tREPLICAS\tSTATE\tTERM\tCOMMIT-INDEX")
+				for _, p := range cs.Partitions {
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%d\n", p.Topic, p.Partition, dash(p.Leader),
+						strings.Join(p.Replicas, ","), dash(p.RaftState), p.Term, p.CommitIndex)
+				}
+				return tw.Flush()
+			})
+		},
+	})
+	return cmd
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
