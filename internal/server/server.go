@@ -24,6 +24,7 @@ import (
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
+	"github.com/logd/logd/retention"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -53,6 +54,9 @@ type Server struct {
 	topics  *partition.Topics
 	offsets *offsets.Store
 	lag     *offsets.LagCollector
+	trimmer *retention.Trimmer
+	stopBG  context.CancelFunc // stops background work (the trimmer)
+	bg      sync.WaitGroup
 	m       *metrics
 
 	grpc     *grpc.Server
@@ -106,6 +110,10 @@ func Start(cfg Config) (*Server, error) {
 		go func() { defer s.served.Done(); s.http.Serve(lis) }()
 	}
 	fail := func(err error) (*Server, error) {
+		if s.stopBG != nil {
+			s.stopBG()
+			s.bg.Wait()
+		}
 		s.closeStorage()
 		if s.http != nil {
 			s.http.Close()
@@ -131,6 +139,16 @@ func Start(cfg Config) (*Server, error) {
 	s.offsets = offsets.New(db, offsets.Options{})
 	s.lag = offsets.NewLagCollector(s.groupPositions)
 	s.m.reg.MustRegister(s.lag)
+	s.trimmer = retention.NewTrimmer(retention.Options{
+		Targets:  s.retentionTargets,
+		Interval: cfg.RetentionInterval,
+		Logger:   s.logger,
+	})
+	s.m.reg.MustRegister(s.trimmer)
+	bgCtx, stopBG := context.WithCancel(context.Background())
+	s.stopBG = stopBG
+	s.bg.Add(1)
+	go func() { defer s.bg.Done(); s.trimmer.Run(bgCtx) }()
 
 	lis, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -187,6 +205,17 @@ func (s *Server) httpHandler() http.Handler {
 	return mux
 }
 
+// retentionTargets lists every partition with its topic's current policy:
+// read at each trim, so `topic alter` takes effect at the next one.
+func (s *Server) retentionTargets() ([]retention.Target, error) {
+	var ts []retention.Target
+	s.topics.Each(func(c partition.TopicConfig, p *partition.Partition) {
+		ts = append(ts, retention.Target{Topic: c.Name, Partition: p.ID, Log: p.Log,
+			Policy: retention.PolicyFromLimits(c.RetentionMs, c.RetentionBytes, c.RetentionRecords)})
+	})
+	return ts, nil
+}
+
 // Addr is the gRPC address the server listens on.
 func (s *Server) Addr() string { return s.lis.Addr().String() }
 
@@ -237,6 +266,8 @@ func (s *Server) Close() error {
 		<-done
 	}
 	s.inflight.Wait()
+	s.stopBG()
+	s.bg.Wait()
 	s.closeErr = s.closeStorage()
 	if s.http != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -244,7 +275,7 @@ func (s *Server) Close() error {
 		cancel()
 	}
 	s.served.Wait()
-	s.logger.Info("logd stopped", "addr", s.cfg.Addr)
+	s.logger.Info("logd stopped", "addr", s.lis.Addr().String())
 	close(s.closed)
 	return s.closeErr
 }
