@@ -23,10 +23,13 @@ const (
 )
 
 // indexEntry points at the entry at pos, the ordinal-th of its segment.
+// In memory it also carries the running max timestamp before pos, so a
+// truncation can resume the index build there (not stored in files).
 type indexEntry struct {
 	ordinal uint32
 	relOff  uint32
 	pos     uint32
+	maxTS   int64
 }
 
 // timeEntry: every batch before pos has timestamps <= maxTS.
@@ -160,7 +163,7 @@ func newIndexBuilder(interval int) *indexBuilder {
 // applied (e describes it).
 func (ib *indexBuilder) add(base int64, ordinal uint64, pos int64, e *entryInfo) {
 	if pos-ib.lastOffPos >= ib.interval {
-		ib.idx.offsets = append(ib.idx.offsets, indexEntry{ordinal: uint32(ordinal), relOff: uint32(e.baseOffset - base), pos: uint32(pos)})
+		ib.idx.offsets = append(ib.idx.offsets, indexEntry{ordinal: uint32(ordinal), relOff: uint32(e.baseOffset - base), pos: uint32(pos), maxTS: ib.maxTS})
 		ib.lastOffPos = pos
 	}
 	if ib.maxTS > ib.lastIndexedT && pos-ib.lastTimePos >= ib.interval {
@@ -171,6 +174,28 @@ func (ib *indexBuilder) add(base int64, ordinal uint64, pos int64, e *entryInfo)
 	if e.typ == entryBatch && e.maxTS > ib.maxTS {
 		ib.maxTS = e.maxTS
 	}
+}
+
+// rewind returns a builder in the state it was in just before the entry at
+// cp, one of its offset entries (or the zero entry: the segment's start).
+func (ib *indexBuilder) rewind(cp indexEntry) *indexBuilder {
+	n := newIndexBuilder(int(ib.interval))
+	if cp.pos == 0 {
+		return n
+	}
+	i := sort.Search(len(ib.idx.offsets), func(i int) bool { return ib.idx.offsets[i].pos >= cp.pos })
+	n.idx.offsets = append([]indexEntry(nil), ib.idx.offsets[:i]...)
+	if i > 0 {
+		n.lastOffPos = int64(n.idx.offsets[i-1].pos)
+	}
+	j := sort.Search(len(ib.idx.times), func(j int) bool { return ib.idx.times[j].pos >= cp.pos })
+	n.idx.times = append([]timeEntry(nil), ib.idx.times[:j]...)
+	if j > 0 {
+		n.lastTimePos = int64(n.idx.times[j-1].pos)
+		n.lastIndexedT = n.idx.times[j-1].maxTS
+	}
+	n.maxTS = cp.maxTS
+	return n
 }
 
 // fileIndex is a closed segment's index file, searched with ReadAt.

@@ -127,6 +127,9 @@ func runModel(t *testing.T, seed uint64, steps int) {
 			if l.NextOffset() != m.next {
 				fail("truncate %d: next %d, want %d", off, l.NextOffset(), m.next)
 			}
+			if err := checkActiveIndex(l); err != nil {
+				fail("truncate %d: %v", off, err)
+			}
 		case op < 80: // delete from the head
 			off := m.start + int64(rng.IntN(int(m.next-m.start)+1))
 			segs := l.Segments()
@@ -192,6 +195,9 @@ func runModel(t *testing.T, seed uint64, steps int) {
 				fail("crash cut %+v", rep)
 			}
 		}
+		if err := checkActiveIndex(l); err != nil {
+			fail("%v", err)
+		}
 		if l.StartOffset() != m.start || l.NextOffset() != m.next || l.HighWatermark() != m.next {
 			fail("start %d next %d hw %d, want %d %d", l.StartOffset(), l.NextOffset(), l.HighWatermark(), m.start, m.next)
 		}
@@ -214,4 +220,25 @@ func (m *model) find(off int64) int {
 		}
 	}
 	return len(m.batches)
+}
+
+// checkActiveIndex compares the active segment's in-memory state with a
+// fresh scan of its file: truncation resumes the index build part way.
+func checkActiveIndex(l *Log) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.active
+	r, err := scanSegment(s.h.f, s.base, l.opts.IndexIntervalBytes)
+	if err != nil || r.err != nil {
+		return fmt.Errorf("rescan: %v %v", err, r.err)
+	}
+	if r.good != s.size || r.next != s.next || r.entries != s.entries || r.maxTS != s.maxTS {
+		return fmt.Errorf("segment state size %d next %d entries %d maxTS %d, a scan says %d %d %d %d",
+			s.size, s.next, s.entries, s.maxTS, r.good, r.next, r.entries, r.maxTS)
+	}
+	if fmt.Sprint(r.ib.idx) != fmt.Sprint(s.ib.idx) || r.ib.maxTS != s.ib.maxTS || r.ib.lastOffPos != s.ib.lastOffPos ||
+		r.ib.lastTimePos != s.ib.lastTimePos || r.ib.lastIndexedT != s.ib.lastIndexedT {
+		return fmt.Errorf("in-memory index %+v, a scan builds %+v", *s.ib, *r.ib)
+	}
+	return nil
 }

@@ -100,6 +100,7 @@ type scanResult struct {
 	maxTS   int64
 	ib      *indexBuilder
 	err     error // why the scan stopped before size (torn or corrupt), or nil
+	stopped bool  // scanEntries met the entry its caller asked for, at good
 }
 
 // scanSegment reads a whole segment, verifying every entry, and builds its
@@ -128,10 +129,19 @@ func scanSegment(f File, base int64, interval int) (scanResult, error) {
 	}
 	r.header = e.header
 	r.good = pos + int64(e.size)
+	err = scanEntries(sc, base, &r, nil)
+	return r, err
+}
+
+// scanEntries continues a scan: it applies the entries sc reads to r (which
+// describes the segment up to sc's position) until the end, the first bad
+// entry (r.err), or the first entry for which stop holds (r.stopped). It
+// returns only I/O errors.
+func scanEntries(sc *scanner, base int64, r *scanResult, stop func(n uint64, e *entryInfo) bool) error {
 	for {
 		pos, _, e, err := sc.next()
 		if err == io.EOF {
-			return r, nil
+			return nil
 		}
 		if err == nil && e.baseOffset != r.next {
 			err = fmt.Errorf("%w: entry base offset %d, want %d", ErrCorrupt, e.baseOffset, r.next)
@@ -141,10 +151,14 @@ func scanSegment(f File, base int64, interval int) (scanResult, error) {
 		}
 		if err != nil {
 			if isIOError(err) {
-				return r, err
+				return err
 			}
 			r.err = err
-			return r, nil
+			return nil
+		}
+		if stop != nil && stop(r.entries, &e) {
+			r.stopped = true
+			return nil
 		}
 		r.ib.add(base, r.entries, pos, &e)
 		r.entries++

@@ -25,7 +25,12 @@ func (l *Log) TruncateFrom(offset int64) error {
 	}
 	k := l.indexOf(l.segmentForOffset(offset))
 	s := l.segs[k]
-	pos, err := l.findCutLocked(s, func(n uint64, e *entryInfo) bool { return e.typ == entryBatch && e.nextOffset > offset })
+	stop := func(n uint64, e *entryInfo) bool { return e.typ == entryBatch && e.nextOffset > offset }
+	if s.active {
+		cp, _ := s.mem.byOffset(uint32(offset - s.base))
+		return l.cutActiveLocked(cp, stop)
+	}
+	pos, err := l.findCutLocked(s, stop)
 	if err != nil {
 		return err
 	}
@@ -49,15 +54,56 @@ func (l *Log) TruncateIndexFrom(index uint64) error {
 		}
 	}
 	s := l.segs[k]
-	pos := int64(segmentHeaderSize)
+	ord := uint64(0)
 	if index > s.firstIndex {
-		ord := index - s.firstIndex
-		var err error
-		if pos, err = l.findCutLocked(s, func(n uint64, _ *entryInfo) bool { return n == ord }); err != nil {
-			return err
-		}
+		ord = index - s.firstIndex
+	}
+	stop := func(n uint64, _ *entryInfo) bool { return n == ord }
+	if s.active {
+		cp, _ := s.mem.byOrdinal(uint32(ord))
+		return l.cutActiveLocked(cp, stop)
+	}
+	pos, err := l.findCutLocked(s, stop)
+	if err != nil {
+		return err
 	}
 	return l.truncateLocked(k, pos)
+}
+
+// cutActiveLocked truncates the active segment at the first entry for
+// which stop holds, scanning from cp, an entry of its in-memory index (or
+// the zero entry), and resuming the index build there: the cost is
+// bounded by the index interval, not the segment size.
+func (l *Log) cutActiveLocked(cp indexEntry, stop func(n uint64, e *entryInfo) bool) (err error) {
+	defer l.failTruncation(&err)
+	s := l.active
+	r := scanResult{
+		header:  segmentHeader{baseOffset: s.base, firstIndex: s.firstIndex, created: s.created},
+		good:    int64(orHeader(cp).pos),
+		next:    s.base + int64(cp.relOff),
+		entries: uint64(cp.ordinal),
+		ib:      s.ib.rewind(cp),
+	}
+	r.maxTS = r.ib.maxTS
+	if err := scanEntries(newScanner(s.h.f, r.good, s.size, 0), s.base, &r, stop); err != nil {
+		return fmt.Errorf("log: truncate %s: %w", s.path(), err)
+	}
+	if err := s.h.f.Truncate(r.good); err != nil {
+		return fmt.Errorf("log: truncate %s at %d: %w", s.path(), r.good, err)
+	}
+	if err := timedSync(s.h.f, l.opts.Hooks.Fsync); err != nil {
+		return fmt.Errorf("log: fsync %s: %w", s.path(), err)
+	}
+	l.applyCutLocked(s, r)
+	return nil
+}
+
+// failTruncation makes a truncation that failed part way leave the log
+// refusing appends until it is reopened (recovery sorts it out).
+func (l *Log) failTruncation(err *error) {
+	if *err != nil && l.failed == nil {
+		l.failed = fmt.Errorf("%w (appends refused until the log is reopened)", *err)
+	}
 }
 
 func (l *Log) indexOf(s *segment) int {
@@ -98,14 +144,9 @@ func (l *Log) findCutLocked(s *segment, stop func(n uint64, e *entryInfo) bool) 
 
 // truncateLocked cuts segment k at pos and removes every later segment,
 // newest first (so a crash leaves a shorter but whole log), then makes k the
-// active segment and publishes the new end. A failure part way leaves the
-// log refusing appends until it is reopened (recovery sorts it out).
+// active segment and publishes the new end. It rescans segment k.
 func (l *Log) truncateLocked(k int, pos int64) (err error) {
-	defer func() {
-		if err != nil && l.failed == nil {
-			l.failed = fmt.Errorf("%w (appends refused until the log is reopened)", err)
-		}
-	}()
+	defer l.failTruncation(&err)
 	for i := len(l.segs) - 1; i > k; i-- {
 		if err := l.removeSegmentLocked(l.segs[i]); err != nil {
 			return err
@@ -156,6 +197,13 @@ func (l *Log) truncateLocked(k int, pos int64) (err error) {
 			return err
 		}
 	}
+	l.applyCutLocked(s, r)
+	return nil
+}
+
+// applyCutLocked makes s, cut as r describes, the active segment and
+// publishes the new end of the log.
+func (l *Log) applyCutLocked(s *segment, r scanResult) {
 	s.size = r.good
 	s.next, s.entries, s.maxTS = r.next, r.entries, r.maxTS
 	s.ib = r.ib
@@ -171,7 +219,6 @@ func (l *Log) truncateLocked(k int, pos int64) (err error) {
 		l.publishLocked()
 	}
 	l.durable.Broadcast()
-	return nil
 }
 
 // removeSegmentLocked removes a segment's file, durably (the directory is
