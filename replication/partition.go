@@ -23,17 +23,24 @@ type NotLeaderError struct {
 	Group    string
 	LeaderID raft.ServerID      // empty when unknown
 	Leader   raft.ServerAddress // empty when unknown
+	// Cause is Raft's error: raft.ErrNotLeader when the replica refused
+	// before appending (a retry is safe), raft.ErrLeadershipLost when the
+	// outcome is unknown.
+	Cause error
 }
 
 func (e *NotLeaderError) Error() string {
 	if e.Leader == "" {
-		return fmt.Sprintf("replication: group %s: not the leader; no leader known", e.Group)
+		return fmt.Sprintf("replication: group %s: not the leader (%v); no leader known", e.Group, e.Cause)
 	}
-	return fmt.Sprintf("replication: group %s: not the leader; leader is %s at %s", e.Group, e.LeaderID, e.Leader)
+	return fmt.Sprintf("replication: group %s: not the leader (%v); leader is %s at %s", e.Group, e.Cause, e.LeaderID, e.Leader)
 }
 
 // Is makes errors.Is(err, ErrNotLeader) true.
 func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
+
+// Unwrap returns Raft's error.
+func (e *NotLeaderError) Unwrap() error { return e.Cause }
 
 // PartitionConfig configures this node's replica of one partition group.
 type PartitionConfig struct {
@@ -147,7 +154,7 @@ func (p *Partition) Append(b []byte, timeout time.Duration) (ApplyResult, error)
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
 			addr, id := p.raft.LeaderWithID()
-			return ApplyResult{}, fmt.Errorf("%w (%v)", &NotLeaderError{Group: p.group, LeaderID: id, Leader: addr}, err)
+			return ApplyResult{}, &NotLeaderError{Group: p.group, LeaderID: id, Leader: addr, Cause: err}
 		}
 		return ApplyResult{}, fmt.Errorf("replication: %s: append: %w", p.group, err)
 	}

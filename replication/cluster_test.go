@@ -1,0 +1,216 @@
+package replication_test
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/replication"
+	"github.com/logd/logd/replication/clustertest"
+)
+
+const group = "p/orders/0"
+
+// acked is what producers were told: per key, the sequence numbers of its
+// acknowledged records in acknowledgement order, and each record's offset.
+type acked struct {
+	mu     sync.Mutex
+	seqs   map[string][]int
+	offset map[string]int64 // "key:seq" -> offset
+}
+
+func newAcked() *acked { return &acked{seqs: map[string][]int{}, offset: map[string]int64{}} }
+
+// produce appends n batches of 1-3 records through the leader, keys
+// rotating over 4, values "key:seq", and records the acknowledgements.
+func (a *acked) produce(t *testing.T, c *clustertest.Cluster, n int, tag string) {
+	t.Helper()
+	for i := range n {
+		key := fmt.Sprintf("%s-k%d", tag, i%4)
+		a.mu.Lock()
+		seq := len(a.seqs[key])
+		a.mu.Unlock()
+		recs := make([]batch.Record, 1+i%3)
+		for j := range recs {
+			recs[j] = batch.Record{Timestamp: time.Now().UnixMilli(), Key: []byte(key), Value: fmt.Appendf(nil, "%s:%d", key, seq+j)}
+		}
+		r, err := c.Append(group, batch.Encode(nil, 0, batch.NoProducer, recs), 30*time.Second)
+		if err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		if got := r.LastOffset - r.BaseOffset + 1; got != int64(len(recs)) {
+			t.Fatalf("append %d: offsets %+v for %d records", i, r, len(recs))
+		}
+		a.mu.Lock()
+		for j := range recs {
+			a.seqs[key] = append(a.seqs[key], seq+j)
+			a.offset[fmt.Sprintf("%s:%d", key, seq+j)] = r.BaseOffset + int64(j)
+		}
+		a.mu.Unlock()
+	}
+}
+
+// check verifies a node's committed records: every acknowledged record at
+// its acknowledged offset, offsets contiguous, and per key the records in
+// acknowledgement order with no duplicate.
+func (a *acked) check(t *testing.T, n *clustertest.Node) {
+	t.Helper()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	recs := n.Records(group)
+	next := map[string]int{}
+	for i, r := range recs {
+		if i > 0 && r.Offset != recs[i-1].Offset+1 {
+			t.Fatalf("%s: offset %d follows %d", n.ID, r.Offset, recs[i-1].Offset)
+		}
+		key, seqText, _ := strings.Cut(r.Value, ":")
+		if key != r.Key {
+			t.Fatalf("%s: offset %d: key %q holds value %q", n.ID, r.Offset, r.Key, r.Value)
+		}
+		seq, _ := strconv.Atoi(seqText)
+		if want, ok := a.offset[r.Value]; ok && want != r.Offset {
+			t.Fatalf("%s: %s at offset %d, acknowledged at %d", n.ID, r.Value, r.Offset, want)
+		}
+		if seq != next[key] {
+			t.Fatalf("%s: key %s: seq %d at offset %d, want %d (order or duplicate)", n.ID, key, seq, r.Offset, next[key])
+		}
+		next[key]++
+	}
+	for key, seqs := range a.seqs {
+		if next[key] < len(seqs) {
+			t.Fatalf("%s: key %s: %d records, %d acknowledged", n.ID, key, next[key], len(seqs))
+		}
+	}
+}
+
+// Raft replicates one partition on 3 nodes: identical bytes and offsets on
+// every replica; the leader's loss loses no acknowledged record and keeps
+// per-key order; the old leader, restarted after missing writes, catches up.
+func TestLeaderLossKeepsAcknowledgedRecords(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
+	a := newAcked()
+	a.produce(t, c, 30, "a")
+	c.WaitConverged(group, 30*time.Second) // asserts byte-identical replicas
+	for _, n := range c.Nodes {
+		a.check(t, n)
+	}
+
+	old := c.Leader(group)
+	c.Kill(old.ID)
+	leader := c.Leader(group)
+	if leader == old {
+		t.Fatal("the killed node still leads")
+	}
+	a.produce(t, c, 30, "b")
+	c.WaitConverged(group, 30*time.Second)
+	for _, n := range c.Up() {
+		a.check(t, n)
+	}
+
+	c.Restart(old.ID)
+	a.produce(t, c, 5, "c")
+	c.WaitConverged(group, 60*time.Second)
+	for _, n := range c.Nodes {
+		a.check(t, n)
+	}
+	if hw := old.Partition(group).Log().HighWatermark(); hw != leader.Partition(group).Log().HighWatermark() {
+		t.Fatalf("restarted node at high watermark %d", hw)
+	}
+}
+
+// A leader cut off from its followers keeps appending to its own log but
+// commits nothing; when it rejoins, its conflicting uncommitted tail is
+// truncated (Raft's DeleteRange suffix path) and replaced by the new
+// leader's entries.
+func TestMinorityLeaderTailTruncatedOnRejoin(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
+	a := newAcked()
+	a.produce(t, c, 5, "a")
+	c.WaitConverged(group, 30*time.Second)
+
+	old := c.Leader(group)
+	op := old.Partition(group)
+	committed := op.Log().LastIndex()
+	oldTerm := op.Raft().CurrentTerm()
+	c.Net.Isolate(old.ID, c.IDs()...)
+
+	// Appends on the isolated leader: stored locally, never acknowledged.
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for i := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b := batch.Encode(nil, 0, batch.NoProducer, []batch.Record{{Key: []byte("lost"), Value: fmt.Appendf(nil, "lost:%d", i)}})
+			_, err := op.Append(b, 5*time.Second)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err == nil {
+			t.Fatal("an isolated leader acknowledged an append")
+		}
+		if !errors.Is(err, replication.ErrNotLeader) {
+			t.Logf("isolated append: %v", err)
+		}
+	}
+	tail := op.Log().LastIndex()
+	if tail <= committed {
+		t.Fatalf("the isolated leader stored nothing past %d", committed)
+	}
+	for i := committed + 1; i <= tail; i++ {
+		if e, err := op.Log().Entry(i); err != nil || e.Term != oldTerm {
+			t.Fatalf("isolated leader's entry %d: %+v, %v", i, e, err)
+		}
+	}
+
+	// The majority elects a leader and moves on.
+	var leader *clustertest.Node
+	deadline := time.Now().Add(30 * time.Second)
+	for leader == nil || leader == old {
+		if time.Now().After(deadline) {
+			t.Fatal("the majority elected no leader")
+		}
+		for _, n := range c.Up() {
+			if n != old && n.Partition(group).Raft().State() == raft.Leader {
+				leader = n
+			}
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	for i := range 8 {
+		b := batch.Encode(nil, 0, batch.NoProducer, []batch.Record{{Key: []byte("new"), Value: fmt.Appendf(nil, "new:%d", i)}})
+		if _, err := leader.Partition(group).Append(b, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	c.Net.Heal()
+	c.WaitConverged(group, 60*time.Second)
+	for i := committed + 1; i <= tail; i++ {
+		e, err := op.Log().Entry(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Term == oldTerm {
+			t.Fatalf("entry %d still has the old leader's term %d: its uncommitted tail was not truncated", i, oldTerm)
+		}
+	}
+	for _, n := range c.Nodes {
+		a.check(t, n)
+		for _, r := range n.Records(group) {
+			if r.Key == "lost" {
+				t.Fatalf("%s: unacknowledged record %s at offset %d is committed", n.ID, r.Value, r.Offset)
+			}
+		}
+	}
+}
