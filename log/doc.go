@@ -141,6 +141,29 @@
 // Segment files are not preallocated: with fallocate'd extents every small
 // fsync'd append converts extents and becomes far slower.
 //
+// # Crash safety
+//
+// The argument rests on these assumptions about the file system: fdatasync
+// makes a file's written bytes and size durable; a directory fsync makes
+// creations, renames and removals in it durable; rename replaces a file
+// atomically; a crash may lose or tear any write not yet synced, but not
+// synced ones. Then:
+//
+//   - An acknowledged append (FsyncAlways) was covered by an fdatasync; the
+//     segment file it lives in was created, and its directory entry fsynced,
+//     before any append to it.
+//   - Anything after the last sync may be torn or missing; the tail scan
+//     keeps exactly the prefix of whole entries whose CRCs and base offsets
+//     check out, and cuts the rest before the log is used.
+//   - Index files appear only whole (temp, fsync, rename), and are believed
+//     only when their footer CRC and the segment they describe agree.
+//   - Segments are removed one at a time with a directory fsync between:
+//     oldest first for retention (the start offset is the oldest base left),
+//     newest first for truncation (a shorter log, never one with a hole).
+//
+// After Open a ManualHighWatermark log has its high watermark at the start
+// offset until the owner moves it.
+//
 // # Memory and handles
 //
 // Reads use ReadAt into buffers sized by the request (at least one whole
