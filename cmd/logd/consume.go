@@ -40,7 +40,9 @@ its own line; stop at the end of the log as it was at start unless --follow.
 Where to start (--from): earliest, latest, an offset (42), a time in RFC 3339
 (2024-05-01T12:00:00Z) or a duration ago (-1h, -7d): the first record at or
 after that time. Default: earliest, or with --group the group's committed
-offset (earliest for partitions without one). With --group and --commit, the
+offset (earliest for partitions without one); --from overrides the committed
+offset. A committed offset that retention already removed is reported on
+stderr and consumption resumes at the log start. With --group and --commit, the
 offset after each printed record is committed as it is printed, so a consumer
 that stops, or --count N, resumes exactly after the last record printed.
 

@@ -196,14 +196,23 @@ func newOffsetsResetCmd(srv *serverFlag) *cobra.Command {
 				p = part
 			}
 			return srv.run(func(c *client.Client) error {
-				offs, err := c.Admin().ResetOffsets(cmd.Context(), group, topic, p, pos)
+				reset, err := c.Admin().ResetOffsets(cmd.Context(), group, topic, p, pos)
 				if err != nil {
 					return err
 				}
-				rows := make([]offsetRow, 0, len(offs))
-				for _, o := range offs {
-					rows = append(rows, offsetRow{CommittedOffset: o, committed: true})
+				// The reset answer carries only the offsets: read them back
+				// with the partitions' bounds and lag.
+				offs, err := c.Admin().FetchOffsets(cmd.Context(), group, topic)
+				if err != nil {
+					return err
 				}
+				rows := make([]offsetRow, 0, len(reset))
+				for _, o := range offs {
+					if slices.ContainsFunc(reset, func(r client.CommittedOffset) bool { return r.Partition == o.Partition }) {
+						rows = append(rows, offsetRow{CommittedOffset: o, committed: true})
+					}
+				}
+				slices.SortFunc(rows, func(a, b offsetRow) int { return int(a.Partition - b.Partition) })
 				fmt.Fprintf(cmd.OutOrStdout(), "reset group %s on %s to %s:\n", group, topic, pos)
 				return writeOffsetsTable(cmd.OutOrStdout(), rows)
 			})
