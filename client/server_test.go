@@ -221,3 +221,43 @@ func TestServerProducerCloseLeavesNothingRunning(t *testing.T) {
 	}
 	_ = s
 }
+
+func TestServerOutOfRangeAfterRetention(t *testing.T) {
+	c, _ := dialServer(t, func(cfg *server.Config) { cfg.RetentionInterval = 50 * time.Millisecond })
+	ctx := context.Background()
+	if _, err := c.Admin().CreateTopic(ctx, "r", 1, 0, client.TopicConfig{SegmentBytes: 4096}); err != nil {
+		t.Fatal(err)
+	}
+	p := c.NewProducer(client.ProducerOptions{Linger: -1, MaxBatchBytes: 2048})
+	for range 100 {
+		p.Produce(ctx, client.Record{Topic: "r", Value: make([]byte, 500)})
+	}
+	p.Close()
+	if _, err := c.Admin().AlterTopic(ctx, "r", client.TopicConfig{RetentionRecords: 10}); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := c.NewConsumer(ctx, client.ConsumerOptions{Topic: "r", Start: client.AtOffset(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err = cons.Poll(ctx)
+		if err != nil || time.Now().After(deadline) {
+			break
+		}
+		cons.SeekPartition(ctx, 0, client.AtOffset(0))
+		time.Sleep(20 * time.Millisecond)
+	}
+	var oor *client.OutOfRangeError
+	if !errors.As(err, &oor) || oor.Offset != 0 || oor.LogStartOffset <= 0 || oor.HighWatermark != 100 {
+		t.Fatalf("err %v (%+v), want *OutOfRangeError at 0 with the new log start and high watermark 100", err, oor)
+	}
+	if err := cons.SeekPartition(ctx, 0, client.Earliest()); err != nil {
+		t.Fatal(err)
+	}
+	if pos, _ := cons.Position(0); pos != oor.LogStartOffset {
+		t.Fatalf("earliest is %d, want the log start %d", pos, oor.LogStartOffset)
+	}
+}

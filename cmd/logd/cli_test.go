@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd/logd/internal/server"
 	"github.com/logd/logd/internal/server/servertest"
 	"github.com/logd/logd/partition"
 )
@@ -21,8 +22,8 @@ type cli struct {
 	addr string
 }
 
-func startCLI(t *testing.T) *cli {
-	return &cli{t: t, addr: servertest.Start(t).Addr()}
+func startCLI(t *testing.T, mutate ...func(*server.Config)) *cli {
+	return &cli{t: t, addr: servertest.Start(t, mutate...).Addr()}
 }
 
 // run runs `logd args... --server addr` with stdin, returning stdout, stderr
@@ -318,4 +319,59 @@ func TestCLIClusterStatus(t *testing.T) {
 		t.Fatalf("cluster status:\n%s", out)
 	}
 	t.Logf("cluster status:\n%s", out)
+}
+
+// Retention removes records a group had not consumed: offsets show marks
+// it, the group resumes at the log start with a warning, and asking for a
+// removed offset is a clear error.
+func TestCLIRetentionTrimmedGroup(t *testing.T) {
+	c := startCLI(t, func(cfg *server.Config) { cfg.RetentionInterval = 50 * time.Millisecond })
+	c.ok("", "topic", "create", "r", "--segment-bytes", "4KiB")
+	value := strings.Repeat("v", 500)
+	for b := range 10 { // one produce, hence at least one batch, per 10 lines
+		c.ok(lines(10, func(i int) string { return fmt.Sprintf("%d-%s", b*10+i, value) }), "produce", "r")
+	}
+	c.ok("", "consume", "r", "--group", "g", "--count", "5", "--commit")
+	out := c.ok("", "topic", "alter", "r", "--retention-records", "10")
+	if !strings.Contains(out, "records 10") {
+		t.Fatalf("alter: %q", out)
+	}
+	var start int64
+	deadline := time.Now().Add(10 * time.Second)
+	for start <= 5 {
+		if time.Now().After(deadline) {
+			t.Fatalf("retention did not trim: %s", c.ok("", "topic", "describe", "r"))
+		}
+		time.Sleep(50 * time.Millisecond)
+		var row struct {
+			LogStart int64 `json:"log_start_offset"`
+			Trimmed  bool  `json:"trimmed"`
+		}
+		json.Unmarshal([]byte(c.ok("", "offsets", "show", "--group", "g", "r", "--json")), &row)
+		start = row.LogStart
+		if start > 5 && !row.Trimmed {
+			t.Fatalf("offset 5 below log start %d not marked trimmed", start)
+		}
+	}
+	table := c.ok("", "offsets", "show", "--group", "g", "r")
+	if !strings.Contains(table, fmt.Sprintf("trimmed: %d records removed by retention", start-5)) {
+		t.Fatalf("offsets show does not mark the trimmed offset:\n%s", table)
+	}
+	t.Logf("after trim:\n%s%s", c.ok("", "topic", "describe", "r"), table)
+
+	_, _, err := c.run("", "consume", "r", "--from", "0")
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("offset 0 of r/0 was removed by retention: the partition now starts at %d", start)) {
+		t.Fatalf("--from 0 after trim: %v", err)
+	}
+	out, stderr, err := c.run("", "consume", "r", "--group", "g", "--commit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr, "removed by retention") || !strings.Contains(stderr, fmt.Sprintf("%d records lost", start-5)) {
+		t.Fatalf("no warning on stderr: %q", stderr)
+	}
+	got := strings.Fields(out)
+	if int64(len(got)) != 100-start || !strings.HasPrefix(got[0], fmt.Sprintf("%d-", start)) {
+		t.Fatalf("resumed with %d records from %.10q, want %d from %d", len(got), got[0], 100-start, start)
+	}
 }
