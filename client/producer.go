@@ -172,9 +172,10 @@ func (p *Producer) Produce(ctx context.Context, rec Record) *Future {
 }
 
 // ProduceFunc is Produce with a callback instead of a Future. cb runs once,
-// on the producer's goroutine for the record's partition (keep it short; do
-// not call Flush or Close from it), or on the caller's goroutine when the
-// record fails before being queued.
+// on the producer's goroutine for the record's partition, or on the caller's
+// goroutine when the record fails before being queued. Keep it short and do
+// not call Produce, Flush or Close from it: the partition's next batch (and
+// the buffer space of this one) waits for it.
 func (p *Producer) ProduceFunc(ctx context.Context, rec Record, cb func(Ack, error)) {
 	f := newFuture(cb)
 	if err := p.enqueue(ctx, rec, f); err != nil {
