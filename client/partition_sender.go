@@ -154,6 +154,10 @@ func (s *partitionSender) deliver(b *pendingBatch) {
 	var resp *logdv1.ProduceResponse
 	var err error
 	for attempt := 0; ; attempt++ {
+		if p.ctx.Err() != nil {
+			err = fmt.Errorf("%w before the batch was acknowledged", ErrClosed)
+			break
+		}
 		p.inflight <- struct{}{}
 		resp, err = s.attempt(req, attempt, deadline)
 		<-p.inflight
@@ -166,7 +170,12 @@ func (s *partitionSender) deliver(b *pendingBatch) {
 			err = fmt.Errorf("not acknowledged within the delivery timeout (%v): %w", p.opts.DeliveryTimeout, err)
 			break
 		}
-		time.Sleep(wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-p.ctx.Done():
+			t.Stop()
+		}
 		backoff = min(2*backoff, maxRetryBackoff)
 	}
 
@@ -212,7 +221,7 @@ func (s *partitionSender) deliver(b *pendingBatch) {
 // leader (remembered for the partition's next batches).
 func (s *partitionSender) attempt(req *logdv1.ProduceRequest, attempt int, deadline time.Time) (*logdv1.ProduceResponse, error) {
 	p := s.p
-	ctx, cancel := context.WithTimeout(context.Background(), min(p.opts.RequestTimeout, max(time.Until(deadline), time.Millisecond)))
+	ctx, cancel := context.WithTimeout(p.ctx, min(p.opts.RequestTimeout, max(time.Until(deadline), time.Millisecond)))
 	defer cancel()
 	req.RequestId = p.reqID.Add(1)
 	if attempt == 0 {

@@ -116,6 +116,7 @@ type Producer struct {
 	opts     ProducerOptions
 	acks     logdv1.Acks
 	streams  streamSet
+	ctx      context.Context // cancelled when the Producer stops (or aborts)
 	cancel   context.CancelFunc
 	inflight chan struct{} // semaphore of MaxInFlight
 	reqID    atomic.Uint64
@@ -147,7 +148,7 @@ func (c *Client) NewProducer(opts ProducerOptions) *Producer {
 	opts.setDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Producer{
-		c: c, opts: opts, cancel: cancel,
+		c: c, opts: opts, ctx: ctx, cancel: cancel,
 		acks:     logdv1.Acks(opts.Acks),
 		streams:  streamSet{c: c, ctx: ctx},
 		inflight: make(chan struct{}, opts.MaxInFlight),
@@ -336,23 +337,39 @@ func (p *Producer) Flush(ctx context.Context) error {
 // it is acknowledged or its DeliveryTimeout passes), then stops every
 // goroutine and stream of the Producer. Records produced after Close fail
 // with ErrClosed.
-func (p *Producer) Close() error {
+func (p *Producer) Close() error { return p.CloseContext(context.Background()) }
+
+// CloseContext is Close that gives up on delivering when ctx is done: the
+// records not yet acknowledged then fail with ErrClosed (those in flight may
+// still have been appended), and CloseContext returns ctx's error once every
+// goroutine stopped.
+func (p *Producer) CloseContext(ctx context.Context) error {
 	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil
-	}
-	p.closed = true
-	close(p.room)
-	p.room = make(chan struct{})
-	for _, s := range p.parts {
-		s.signal()
+	if !p.closed {
+		p.closed = true
+		close(p.room)
+		p.room = make(chan struct{})
+		for _, s := range p.parts {
+			s.signal()
+		}
 	}
 	p.mu.Unlock()
-	p.wg.Wait()
+	drained := make(chan struct{})
+	go func() {
+		p.wg.Wait()
+		close(drained)
+	}()
+	var err error
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		err = ctx.Err()
+		p.cancel() // abort: attempts and retries stop
+		<-drained
+	}
 	p.cancel()
 	p.streams.close()
-	return nil
+	return err
 }
 
 // newProducerID is a random positive int63: logd has no id allocation RPC,

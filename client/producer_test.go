@@ -420,3 +420,24 @@ func TestFollowsLeaderRedirect(t *testing.T) {
 		t.Fatalf("poll through a follower: %d records, %v", len(recs), err)
 	}
 }
+
+func TestProducerCloseContextAborts(t *testing.T) {
+	f, c := dialFake(t)
+	f.createTopic("t", 1)
+	f.beforeAppend = func(*logdv1.ProduceRequest) error { return status.Error(codes.Unavailable, "down") }
+	p := c.NewProducer(ProducerOptions{RetryBackoff: 10 * time.Millisecond})
+	ctx := context.Background()
+	fu := p.Produce(ctx, Record{Topic: "t", Value: []byte("v")})
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := p.CloseContext(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("CloseContext: %v, want its deadline", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("CloseContext took %v", d)
+	}
+	if _, err := fu.Get(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("record after abort: %v, want ErrClosed", err)
+	}
+}

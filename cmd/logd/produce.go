@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -143,7 +144,15 @@ func produceLines(ctx context.Context, c *client.Client, opts client.ProducerOpt
 		p.ProduceFunc(ctx, client.Record{Topic: topic, Partition: partition, Key: key, Value: value}, onAck)
 		sent++
 	}
-	p.Close() // sends what is queued and waits for it
+	// Send what is queued and wait for it; a (further) interrupt gives up,
+	// and records then not acknowledged are reported as such.
+	closeCtx := ctx
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		closeCtx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+	}
+	p.CloseContext(closeCtx)
 	mu.Lock()
 	defer mu.Unlock()
 	switch {
