@@ -79,6 +79,9 @@ func (p FsyncPolicy) String() string {
 type Hooks struct {
 	Fsync   func(d time.Duration) // after each fsync of a segment
 	Written func(n int)           // bytes written to disk: segments and indexes
+	// Rolled is called, under the log's lock, after the active segment was
+	// closed and a new one started. It must not block or call the log.
+	Rolled func(closed SegmentInfo)
 }
 
 // Options configure a Log. The zero value is usable.

@@ -265,5 +265,8 @@ func (l *Log) rollLocked() error {
 	if s.refs == 0 {
 		l.evictLocked()
 	}
+	if l.opts.Hooks.Rolled != nil {
+		l.opts.Hooks.Rolled(s.info())
+	}
 	return nil
 }

@@ -392,6 +392,18 @@ func (l *Log) Segments() []SegmentInfo {
 	return out
 }
 
+// SetSegmentLimits changes when the active segment rolls (as
+// Options.SegmentBytes and SegmentAge); it applies from the next append.
+func (l *Log) SetSegmentLimits(bytes int64, age time.Duration) {
+	if bytes <= 0 {
+		bytes = defaultSegmentBytes
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.opts.SegmentBytes = min(bytes, maxSegmentBytes)
+	l.opts.SegmentAge = max(age, 0)
+}
+
 // Size is the bytes on disk of all segments.
 func (l *Log) Size() int64 {
 	l.mu.Lock()

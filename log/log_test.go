@@ -236,3 +236,28 @@ func TestOSFS(t *testing.T) {
 		t.Fatalf("%d records", len(recs))
 	}
 }
+
+// TestSetSegmentLimitsAndRolledHook: limits changed at runtime apply from
+// the next append, and each roll reports the closed segment.
+func TestSetSegmentLimitsAndRolledHook(t *testing.T) {
+	var rolled []SegmentInfo
+	l := mustOpen(t, newFaultFS(), Options{SegmentBytes: 1 << 20, Hooks: Hooks{Rolled: func(s SegmentInfo) { rolled = append(rolled, s) }}})
+	defer l.Close()
+	for range 5 {
+		mustAppend(t, l, testBatch(2, 0, 100))
+	}
+	if len(l.Segments()) != 1 || len(rolled) != 0 {
+		t.Fatalf("rolled before the limit: %d segments", len(l.Segments()))
+	}
+	l.SetSegmentLimits(300, 0)
+	for range 4 {
+		mustAppend(t, l, testBatch(2, 0, 100))
+	}
+	segs := l.Segments()
+	if len(segs) < 3 || len(rolled) != len(segs)-1 {
+		t.Fatalf("%d segments, %d roll reports", len(segs), len(rolled))
+	}
+	if rolled[0].BaseOffset != 0 || rolled[0].NextOffset != segs[1].BaseOffset || rolled[0].Active {
+		t.Fatalf("first roll report %+v, segments %+v", rolled[0], segs)
+	}
+}

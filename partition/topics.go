@@ -237,7 +237,7 @@ func (t *Topics) Each(fn func(TopicConfig, *Partition)) {
 }
 
 // Alter changes a topic's retention and segment settings. Retention takes
-// effect at the next trim; segment settings at the next roll of each log.
+// effect at the next trim, segment settings at the next append.
 func (t *Topics) Alter(name string, ch ConfigChange) (TopicConfig, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -253,6 +253,9 @@ func (t *Topics) Alter(name string, ch ConfigChange) (TopicConfig, error) {
 		return tp.config, err
 	}
 	tp.config = c
+	for _, p := range tp.partitions {
+		p.Log.SetSegmentLimits(c.SegmentBytes, time.Duration(c.SegmentMs)*time.Millisecond)
+	}
 	return c, nil
 }
 

@@ -121,6 +121,13 @@ func Start(cfg Config) (*Server, error) {
 		}
 		return nil, err
 	}
+	// The trimmer exists before the logs open: their roll hook kicks it.
+	s.trimmer = retention.NewTrimmer(retention.Options{
+		Targets:  s.retentionTargets,
+		Interval: cfg.RetentionInterval,
+		Logger:   s.logger,
+	})
+	s.m.reg.MustRegister(s.trimmer)
 	db, err := pebble.Open(filepath.Join(cfg.DataDir, "meta"), &pebble.Options{Logger: quietPebble{}})
 	if err != nil {
 		return fail(fmt.Errorf("open metadata in %s: %w (is another logd using this --data-dir?)", cfg.DataDir, err))
@@ -139,12 +146,6 @@ func Start(cfg Config) (*Server, error) {
 	s.offsets = offsets.New(db, offsets.Options{})
 	s.lag = offsets.NewLagCollector(s.groupPositions)
 	s.m.reg.MustRegister(s.lag)
-	s.trimmer = retention.NewTrimmer(retention.Options{
-		Targets:  s.retentionTargets,
-		Interval: cfg.RetentionInterval,
-		Logger:   s.logger,
-	})
-	s.m.reg.MustRegister(s.trimmer)
 	bgCtx, stopBG := context.WithCancel(context.Background())
 	s.stopBG = stopBG
 	s.bg.Add(1)
@@ -182,6 +183,7 @@ func (s *Server) logOptions(c partition.TopicConfig) log.Options {
 		Hooks: log.Hooks{
 			Fsync:   func(d time.Duration) { s.m.fsyncLatency.Observe(d.Seconds()) },
 			Written: func(n int) { s.m.diskWrittenBytes.Add(float64(n)) },
+			Rolled:  func(log.SegmentInfo) { s.trimmer.Kick() },
 		},
 	}
 }
