@@ -44,6 +44,9 @@ type fakeServer struct {
 	// gate, when set, holds every produce until it is closed.
 	gate     chan struct{}
 	produces int // produce requests that appended a batch
+	// streamFails, when set, makes ProduceStream fail with it on its first
+	// request, before producing anything.
+	streamFails error
 }
 
 type fakePartition struct {
@@ -205,6 +208,12 @@ func (f *fakeServer) ProduceStream(stream logdv1.Log_ProduceStreamServer) error 
 		}
 		if err != nil {
 			return err
+		}
+		f.mu.Lock()
+		fail := f.streamFails
+		f.mu.Unlock()
+		if fail != nil {
+			return fail
 		}
 		wg.Add(1)
 		go func() {

@@ -226,11 +226,15 @@ func (s *partitionSender) attempt(req *logdv1.ProduceRequest, attempt int, deadl
 	req.RequestId = p.reqID.Add(1)
 	if attempt == 0 {
 		ps, err := p.streams.get(s.addr)
-		if err == nil {
-			return ps.produce(ctx, req)
-		}
 		if err == ErrClosed {
 			return nil, err
+		}
+		if err == nil {
+			resp, err := ps.produce(ctx, req)
+			if status.Code(err) != codes.Unimplemented {
+				return resp, err
+			}
+			// A server without ProduceStream: unary calls do.
 		}
 	}
 	var resp *logdv1.ProduceResponse

@@ -441,3 +441,30 @@ func TestProducerCloseContextAborts(t *testing.T) {
 		t.Fatalf("record after abort: %v, want ErrClosed", err)
 	}
 }
+
+// A broken ProduceStream (or a server without one) does not lose records:
+// they are retried as unary produces, once.
+func TestProducerSurvivesBrokenStream(t *testing.T) {
+	for _, code := range []codes.Code{codes.Unavailable, codes.Unimplemented} {
+		t.Run(code.String(), func(t *testing.T) {
+			f, c := dialFake(t)
+			f.createTopic("t", 2)
+			f.streamFails = status.Error(code, "stream broke")
+			p := c.NewProducer(ProducerOptions{RetryBackoff: time.Millisecond})
+			ctx := context.Background()
+			var fs []*Future
+			for i := range 20 {
+				fs = append(fs, p.Produce(ctx, Record{Topic: "t", Key: []byte(fmt.Sprint(i)), Value: []byte("v")}))
+			}
+			for i, fu := range fs {
+				if _, err := fu.Get(ctx); err != nil {
+					t.Fatalf("record %d: %v", i, err)
+				}
+			}
+			p.Close()
+			if n := len(f.records(t, "t", 0)) + len(f.records(t, "t", 1)); n != 20 {
+				t.Fatalf("%d records stored, want 20", n)
+			}
+		})
+	}
+}
