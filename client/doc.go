@@ -37,6 +37,9 @@
 //     fails its records. When its outcome is unknown (it may have been
 //     appended), the partition continues under a fresh producer id so the
 //     next batches are not rejected as out of order.
+//   - Close sends everything buffered and waits for it; CloseContext bounds
+//     that wait and fails what is left with ErrClosed. Either way every
+//     goroutine and stream of the Producer has stopped when it returns.
 //
 // # Consumer
 //
