@@ -238,7 +238,8 @@ func (p *Producer) enqueue(ctx context.Context, rec Record, f *Future) error {
 		if route == nil {
 			route = &stickyRoute{partition: rand.Int32N(n)}
 			p.sticky[rec.Topic] = route
-		} else if s := p.parts[topicPartition{rec.Topic, route.partition}]; route.batch != nil && (s == nil || s.open != route.batch) {
+		} else if s := p.parts[topicPartition{rec.Topic, route.partition}]; route.partition >= n || route.batch != nil && (s == nil || s.open != route.batch) {
+			// The sticky batch was sent (or the topic shrank): next partition.
 			route.partition = (route.partition + 1) % n
 		}
 		part = route.partition
