@@ -1,0 +1,163 @@
+package torture
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// hist builds hand-made histories. Times are abstract ticks.
+type hist struct{ ops []Op }
+
+func (h *hist) add(op Op) *hist {
+	op.ID = len(h.ops)
+	if op.Outcome == "" {
+		op.Outcome = OutcomeOK
+	}
+	h.ops = append(h.ops, op)
+	return h
+}
+
+// produce: producer 0, key k, seq; acked at partition 0, offset off (off < 0:
+// outcome unknown).
+func (h *hist) produce(key string, seq int64, off int64, inv, comp int64) *hist {
+	v := Value{Producer: 0, Key: key, Seq: seq}
+	op := Op{Kind: OpProduce, Process: 0, Producer: 0, Key: key, Seq: seq, Value: v.String(), Invoke: inv, Complete: comp, Offset: off}
+	if off < 0 {
+		op.Outcome, op.Offset = OutcomeUnknown, 0
+	}
+	return h.add(op)
+}
+
+// read partition 0 from `from`, returning values (keys/seqs as "k:seq").
+func (h *hist) read(from int64, inv, comp int64, final bool, vals ...string) *hist {
+	op := Op{Kind: OpRead, Process: 1, From: from, Invoke: inv, Complete: comp, Final: final, Next: from + int64(len(vals))}
+	for i, s := range vals {
+		key, seq, _ := strings.Cut(s, ":")
+		var n int64
+		for _, c := range seq {
+			n = n*10 + int64(c-'0')
+		}
+		op.Records = append(op.Records, ReadRecord{Offset: from + int64(i), Value: Value{Key: key, Seq: n}.String()})
+	}
+	return h.add(op)
+}
+
+// good is a valid history: two acked records of key a, one of b, one of
+// unknown outcome that landed, one of unknown outcome that did not, a tail
+// read, an empty read at the end, and the final read.
+func good() *hist {
+	h := &hist{}
+	h.produce("a", 1, 0, 0, 10)
+	h.produce("b", 1, 1, 5, 12)
+	h.produce("a", 2, 2, 11, 20)
+	h.produce("b", 2, -1, 21, 30) // unknown, stored at 3
+	h.produce("b", 3, -1, 31, 40) // unknown, never stored
+	h.read(1, 13, 14, false, "b:1")
+	h.read(4, 41, 50, false)
+	h.read(0, 60, 70, true, "a:1", "b:1", "a:2", "b:2")
+	return h
+}
+
+func TestCheckersAcceptAGoodHistory(t *testing.T) {
+	for _, v := range CheckAll(good().ops, CheckOptions{}) {
+		if !v.OK() {
+			t.Errorf("%s", v)
+		}
+	}
+	if v := CheckLost(good().ops); v.Counts["acknowledged"] != 3 || v.Counts["stored_unknown"] != 1 {
+		t.Errorf("lost counts: %v", v.Counts)
+	}
+}
+
+// Each bad history breaks one guarantee; its checker must catch it (and
+// show a witness).
+func TestCheckersCatchBadHistories(t *testing.T) {
+	dir := t.TempDir()
+	lin := func(ops []Op) *Verdict {
+		return CheckLinearizable(ops, LinearizableOptions{VisualizeDir: dir})
+	}
+	cases := []struct {
+		name  string
+		h     *hist
+		check func([]Op) *Verdict
+		count string
+	}{
+		{"lost ack", (&hist{}).produce("a", 1, 0, 0, 10).produce("a", 2, 1, 11, 20).
+			read(0, 30, 40, true, "a:1"), CheckLost, "lost"},
+		{"ack overwritten", (&hist{}).produce("a", 1, 0, 0, 10).produce("a", 2, 1, 11, 20).
+			read(0, 30, 40, true, "a:1", "b:1"), CheckLost, "lost"},
+		{"duplicate", (&hist{}).produce("a", 1, 0, 0, 10).produce("a", 2, 1, 11, 20).
+			read(0, 30, 40, true, "a:1", "a:2", "a:1"), CheckDuplicates, "duplicated"},
+		{"reorder", (&hist{}).produce("a", 1, 1, 0, 10).produce("a", 2, 0, 0, 10).
+			read(0, 30, 40, true, "a:2", "a:1"), CheckKeyOrder, "reordered"},
+		{"reused offset", (&hist{}).produce("a", 1, 0, 0, 10).read(0, 11, 12, false, "a:1").
+			read(0, 30, 40, true, "b:1"), CheckOffsets, "reused"},
+		{"gap", (&hist{}).produce("a", 1, 0, 0, 10).produce("a", 2, 1, 0, 10).
+			add(Op{Kind: OpRead, From: 0, Next: 2, Invoke: 20, Complete: 21, Records: []ReadRecord{{1, "0/a/2"}}}), CheckOffsets, "gaps"},
+		{"stale read", (&hist{}).produce("a", 1, 0, 0, 10).read(0, 20, 30, false).
+			read(0, 40, 50, true, "a:1"), lin, "not_linearizable"},
+		{"read from the future", (&hist{}).read(0, 0, 5, false, "a:1").produce("a", 1, 0, 10, 20).
+			read(0, 40, 50, true, "a:1"), lin, "not_linearizable"},
+		{"append order", (&hist{}).produce("a", 1, 1, 0, 10).produce("b", 1, 0, 20, 30).
+			read(0, 40, 50, true, "b:1", "a:1"), lin, "not_linearizable"},
+		{"non-monotonic reads", (&hist{}).produce("a", 1, -1, 0, 100).read(0, 10, 20, false, "a:1").
+			read(0, 30, 40, false).read(0, 140, 150, true, "a:1"), lin, "not_linearizable"},
+		{"read of nothing appended", (&hist{}).produce("a", 1, 0, 0, 10).
+			read(0, 40, 50, true, "a:1", "z:9"), lin, "not_linearizable"},
+		{"commit lost", (&hist{}).
+			add(Op{Kind: OpCommit, Group: "g", Offset: 5, Invoke: 0, Complete: 10}).
+			add(Op{Kind: OpCommit, Group: "g", Offset: 9, Invoke: 20, Complete: 30}).
+			add(Op{Kind: OpObserve, Group: "g", Offset: 5, Invoke: 40, Complete: 50}), CheckCommittedOffsets, "lost"},
+		{"commit backwards", (&hist{}).
+			add(Op{Kind: OpCommit, Group: "g", Offset: 5, Invoke: 0, Complete: 10}).
+			add(Op{Kind: OpCommit, Group: "g", Offset: 9, Invoke: 0, Complete: 30, Outcome: OutcomeUnknown}).
+			add(Op{Kind: OpObserve, Group: "g", Offset: 9, Invoke: 40, Complete: 50}).
+			add(Op{Kind: OpObserve, Group: "g", Offset: 5, Invoke: 60, Complete: 70}), CheckCommittedOffsets, "backwards"},
+		{"commit vanished", (&hist{}).
+			add(Op{Kind: OpCommit, Group: "g", Offset: 5, Invoke: 0, Complete: 10}).
+			add(Op{Kind: OpObserve, Group: "g", Offset: -1, Invoke: 40, Complete: 50}), CheckCommittedOffsets, "lost"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v := c.check(c.h.ops)
+			if v.Result != Invalid || v.Counts[c.count] == 0 || len(v.Witness) == 0 {
+				t.Fatalf("not caught: %s", v)
+			}
+			t.Logf("%s", v)
+		})
+	}
+	html, _ := filepath.Glob(filepath.Join(dir, "*.html"))
+	if len(html) == 0 {
+		t.Fatal("no visualization written for the non-linearizable histories")
+	}
+	if fi, err := os.Stat(html[0]); err != nil || fi.Size() == 0 {
+		t.Fatalf("visualization %s: %v", html[0], err)
+	}
+}
+
+// A reset explains a backwards move of the committed offset; a commit of
+// unknown outcome landing late explains one too.
+func TestCommittedOffsetsAllowExplainedRegressions(t *testing.T) {
+	h := (&hist{}).
+		add(Op{Kind: OpCommit, Group: "g", Offset: 9, Invoke: 0, Complete: 10}).
+		add(Op{Kind: OpObserve, Group: "g", Offset: 9, Invoke: 20, Complete: 30}).
+		add(Op{Kind: OpReset, Group: "g", Offset: 0, Invoke: 35, Complete: 36}).
+		add(Op{Kind: OpObserve, Group: "g", Offset: 0, Invoke: 40, Complete: 50}).
+		add(Op{Kind: OpCommit, Group: "g", Offset: 3, Invoke: 51, Complete: 52, Outcome: OutcomeUnknown}).
+		add(Op{Kind: OpCommit, Group: "g", Offset: 12, Invoke: 53, Complete: 54}).
+		add(Op{Kind: OpObserve, Group: "g", Offset: 12, Invoke: 55, Complete: 56}).
+		add(Op{Kind: OpObserve, Group: "g", Offset: 3, Invoke: 57, Complete: 58})
+	// The last observation sees the unknown commit of 3 although 12 was
+	// acknowledged after it completed: that is a lost commit, not allowed.
+	v := CheckCommittedOffsets(h.ops)
+	if v.Result != Invalid || v.Counts["lost"] != 1 || v.Counts["reset_regressions"] != 1 {
+		t.Fatalf("%s", v)
+	}
+	// Without the final observation everything is explained.
+	h.ops = h.ops[:len(h.ops)-1]
+	if v := CheckCommittedOffsets(h.ops); !v.OK() {
+		t.Fatalf("%s", v)
+	}
+}

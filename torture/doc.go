@@ -1,0 +1,52 @@
+// Package torture is logd's fault-injection harness: a workload of producers,
+// followers and consumer groups runs against a Cluster while nemeses crash
+// and pause its nodes; every operation is recorded in a History, and checkers
+// turn the History into verdicts. It is Jepsen's method, in Go, for one
+// system.
+//
+// # The pieces
+//
+//   - History (history.go): every operation with its invocation and
+//     completion time (nanoseconds since the run began) and its result.
+//     An operation whose outcome the client could not learn (a produce that
+//     timed out while the node was down) is recorded as OutcomeUnknown: it
+//     may or may not have taken effect, and checkers treat it so.
+//   - Workload (workload.go): producers append keyed records whose values
+//     carry (producer, key, seq) (value.go); followers read from chosen
+//     offsets and tail the log; each consumer group reads, commits its
+//     position, restarts from its committed offsets and is occasionally
+//     reset; an observer reads committed offsets. It only talks to a
+//     Cluster (cluster.go): node addresses and kill / restart / pause /
+//     resume, so the same workload runs on one process or on three.
+//   - Nemeses (nemesis.go): kill -9 then restart, SIGSTOP then SIGCONT, on a
+//     seeded schedule; every fault is recorded with its start and end.
+//   - Checkers (check_*.go), each a pure function of the operations:
+//     CheckLost (every acknowledged record is in the final read at its
+//     offset), CheckDuplicates (no value at two offsets), CheckKeyOrder
+//     (each key's acknowledged records in sequence and acknowledgement
+//     order), CheckOffsets (an offset never holds two values, reads have no
+//     gaps), CheckCommittedOffsets (a group's committed offset never goes
+//     backwards nor loses an acknowledged commit, except by an explicit
+//     reset) and CheckLinearizable (porcupine, per partition, against the
+//     append-only log model in model.go).
+//   - Run (runner.go) drives workload and nemesis for a duration, heals the
+//     cluster, reads every partition to its end, checks, and writes a report
+//     (report.txt, report.json, history.json and, for a history that is not
+//     linearizable, porcupine's HTML visualization) into a directory.
+//
+// # Invariants the checkers hold the server to
+//
+// They are DESIGN.md's: an acknowledged record is never lost and keeps its
+// offset; a retried batch is never appended twice; records of one key are
+// read back in the order they were acknowledged; an offset never changes its
+// record; reads see only what a sequential append-only log would show
+// (a record appended before a read began is visible to it, a read never
+// sees a record before its append began); committed consumer offsets are
+// durable and monotonic.
+//
+// # Running
+//
+// `go test ./torture` runs a seeded 30-second single-node torture on the
+// real binary. `make torture DURATION=10m` runs it longer; TORTURE_SEED
+// picks the seed and TORTURE_REPORT_DIR keeps the report.
+package torture
