@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/logd/logd/client"
+	"github.com/logd/logd/offsets"
 )
 
 // sizeUnits are the suffixes parseSize accepts: SI (1 kB = 1000 B) and IEC
@@ -79,31 +79,27 @@ func parseDuration(s string) (time.Duration, error) {
 }
 
 // parsePosition parses earliest, latest, an offset, an RFC 3339 time or
-// -DURATION (that long before now).
+// -DURATION (that long before now) with offsets.ParseResetSpec, the one
+// grammar of positions (consume --from, offsets reset --to).
 func parsePosition(s string, now time.Time) (client.Position, error) {
-	switch s {
-	case "earliest", "beginning":
+	spec, err := offsets.ParseResetSpec(s)
+	if err != nil {
+		// Not only resets parse positions: say "position".
+		return client.Position{}, fmt.Errorf("invalid position %s", strings.TrimPrefix(err.Error(), offsets.ErrInvalidReset.Error()+": "))
+	}
+	switch spec.Kind {
+	case offsets.ResetEarliest:
 		return client.Earliest(), nil
-	case "latest", "end":
+	case offsets.ResetLatest:
 		return client.Latest(), nil
+	case offsets.ResetOffset:
+		return client.AtOffset(spec.Offset), nil
+	case offsets.ResetTime:
+		return client.AtTime(spec.Time), nil
+	case offsets.ResetAgo:
+		return client.AtTime(now.Add(-spec.Ago)), nil
 	}
-	if off, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if off < 0 {
-			return client.Position{}, fmt.Errorf("invalid position %q: offsets start at 0 (for a time in the past write -DURATION, such as -1h)", s)
-		}
-		return client.AtOffset(off), nil
-	}
-	if rest, ok := strings.CutPrefix(s, "-"); ok {
-		d, err := parseDuration(rest)
-		if err == nil && d >= 0 {
-			return client.AtTime(now.Add(-d)), nil
-		}
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return client.AtTime(t), nil
-	}
-	return client.Position{}, errors.New("invalid position " + strconv.Quote(s) +
-		": use earliest, latest, an offset (42), a time (2024-05-01T12:00:00Z) or a duration ago (-1h, -7d)")
+	return client.Position{}, fmt.Errorf("unsupported position %q", s)
 }
 
 // formatSize renders n bytes for people: 512 B, 1.5 MiB.
