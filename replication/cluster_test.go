@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/log"
 	"github.com/logd/logd/replication"
 	"github.com/logd/logd/replication/clustertest"
 )
@@ -213,4 +214,58 @@ func TestMinorityLeaderTailTruncatedOnRejoin(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A follower that fell behind the leader's log start (retention deleted
+// the segments it needs) gets a snapshot install. Until segment copy
+// exists, it must stay behind rather than give the leader's records other
+// offsets: an offset never changes, on any replica.
+func TestFollowerBehindLogStartNeverRenumbersOffsets(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Groups: []string{group}, Log: func(o *log.Options) { o.SegmentBytes = 4096 }})
+	a := newAcked()
+	a.produce(t, c, 10, "a")
+	c.WaitConverged(group, 30*time.Second)
+	leader := c.Leader(group)
+	var f *clustertest.Node
+	for _, n := range c.Nodes {
+		if n != leader {
+			f = n
+		}
+	}
+	c.Kill(f.ID)
+	a.produce(t, c, 80, "b")
+	for _, n := range c.Up() {
+		p := n.Partition(group)
+		if err := p.Raft().Snapshot().Error(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Log().DeleteSegmentsBefore(p.Log().HighWatermark()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leader = c.Leader(group)
+	lp := leader.Partition(group).Log()
+	if lp.StartOffset() == 0 {
+		t.Fatal("retention deleted nothing on the leader")
+	}
+	c.Restart(f.ID)
+	a.produce(t, c, 5, "c")
+	fl := f.Partition(group).Log()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && fl.LastIndex() != lp.LastIndex() {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if fl.LastIndex() >= lp.FirstIndex() {
+		// Caught up past the snapshot: the offsets must be the leader's.
+		c.WaitConverged(group, 30*time.Second)
+		if fl.NextOffset() != lp.NextOffset() {
+			t.Fatalf("follower next offset %d, leader %d: records renumbered", fl.NextOffset(), lp.NextOffset())
+		}
+		return
+	}
+	if fl.NextOffset() > lp.StartOffset() {
+		t.Fatalf("follower holds offsets up to %d, which the leader gave other records", fl.NextOffset())
+	}
+	t.Logf("follower %s stays at index %d (offset %d) below the leader's log start (index %d, offset %d): catching up needs segment copy",
+		f.ID, fl.LastIndex(), fl.NextOffset(), lp.FirstIndex(), lp.StartOffset())
 }

@@ -51,12 +51,18 @@
 //     Raft keeps seeing the older entries, which is harmless;
 //   - the removal of every entry after a snapshot is installed or restored
 //     (the log store is a raft.MonotonicLogStore, so Raft deletes all entries
-//     rather than leaving a gap): TruncateIndexFrom(first). The log then
-//     accepts any first index for the next append (snapshot index + 1).
-//     Follow-up: the offsets of that follower then restart where its own log
-//     ended, not where the leader's are; a follower behind the leader's log
-//     start must instead be brought up by copying segments, which is not
-//     built yet.
+//     rather than leaving a gap): TruncateIndexFrom(first), after which the
+//     log accepts any first index (snapshot index + 1) -- but only when the
+//     emptied log's next offset (its start offset) equals the snapshot's high
+//     watermark, so the leader's offsets carry on unchanged. Otherwise the
+//     store refuses (ErrOffsetGap) and keeps its log: the replica stays
+//     behind, safely, rather than give records other offsets than the
+//     leader did. Catching such a follower up needs segment copy and a log
+//     that can restart empty at a given offset; neither exists yet.
+//
+// Offsets never diverge: StoreLogs into an empty log at an index above 1
+// also requires a restored snapshot whose high watermark is the log's next
+// offset.
 //
 // The Raft configuration must keep TrailingLogs >= 1 so that a compaction
 // never covers the last index (see DeleteRange).

@@ -98,7 +98,7 @@ func (f *PartitionFSM) Restore(rc io.ReadCloser) error {
 	if s.Version != partitionSnapshotVersion {
 		return fmt.Errorf("replication: restore partition snapshot: version %d, want %d", s.Version, partitionSnapshotVersion)
 	}
-	f.store.snapshotRestored()
+	f.store.snapshotRestored(s.HighWatermark)
 	f.log.SetHighWatermark(s.HighWatermark)
 	f.mu.Lock()
 	f.lastIndex, f.lastTerm = s.LastIndex, s.LastTerm

@@ -21,6 +21,12 @@ var (
 	// ErrDeleteRange: a DeleteRange that is neither a suffix truncation, a
 	// compaction, nor the removal of every entry after a snapshot restore.
 	ErrDeleteRange = errors.New("replication: unexpected delete range")
+	// ErrOffsetGap: appending would give records other offsets than the
+	// leader gave them (a replica restarting from a snapshot whose log does
+	// not end where the snapshot's high watermark is). The replica refuses
+	// and stays behind until its records are copied (segment copy, not
+	// built yet) rather than renumber them.
+	ErrOffsetGap = errors.New("replication: log offsets would diverge from the leader's")
 )
 
 // LogStore is a partition's segment log as Raft's log store
@@ -39,6 +45,9 @@ type LogStore struct {
 	// restored is set by the state machine when a snapshot is restored
 	// while Raft runs: Raft's next DeleteRange removes every entry.
 	restored atomic.Bool
+	// snapshotHW is the high watermark of the last snapshot restored, -1
+	// for none: the offset the leader gave the first record after it.
+	snapshotHW atomic.Int64
 }
 
 var (
@@ -49,7 +58,9 @@ var (
 // NewLogStore returns the log store over l. The log must be opened with
 // Options.ManualHighWatermark: the state machine moves the high watermark.
 func NewLogStore(l *log.Log) *LogStore {
-	return &LogStore{log: l}
+	s := &LogStore{log: l}
+	s.snapshotHW.Store(-1)
+	return s
 }
 
 // SetAppliedIndex gives the store Raft's applied index (raft.Raft's
@@ -96,8 +107,17 @@ func (s *LogStore) StoreLogs(ls []*raft.Log) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	es := make([]log.Entry, len(ls))
 	next := s.log.NextOffset()
+	if last := s.log.LastIndex(); last == 0 && ls[0].Index > 1 {
+		// An empty log takes any first index: the entries follow a
+		// snapshot, and their offsets must follow the snapshot's.
+		if hw := s.snapshotHW.Load(); hw != next {
+			return fmt.Errorf("%w: index %d would get offset %d, the snapshot before it ends at offset %d", ErrOffsetGap, ls[0].Index, next, hw)
+		}
+	} else if last != 0 && ls[0].Index != last+1 {
+		return fmt.Errorf("replication: store logs from index %d after last index %d", ls[0].Index, last)
+	}
+	es := make([]log.Entry, len(ls))
 	for i, l := range ls {
 		es[i] = log.Entry{Index: l.Index, Term: l.Term, Kind: entryKind(l.Type), Data: l.Data}
 		if l.Type != raft.LogCommand {
@@ -123,7 +143,9 @@ func (s *LogStore) StoreLogs(ls []*raft.Log) error {
 // DeleteRange deletes [min, max], serving Raft's three uses:
 //
 //   - a snapshot was restored (FSM.Restore) and Raft removes every entry:
-//     the log is emptied (it then accepts any first index);
+//     the log is emptied (it then accepts any first index), but only when
+//     its offsets then continue where the snapshot's end; otherwise it is
+//     kept and ErrOffsetGap returned (the replica stays behind, safely);
 //   - min is above the applied index: a conflicting, uncommitted suffix is
 //     truncated (max must reach the last index);
 //   - max is at or below the applied index: compaction after a snapshot,
@@ -137,6 +159,10 @@ func (s *LogStore) DeleteRange(min, max uint64) error {
 	}
 	if s.restored.Load() && min <= first && max >= last {
 		s.restored.Store(false)
+		// Emptied, the log's next offset falls back to its start offset.
+		if start, hw := s.log.StartOffset(), s.snapshotHW.Load(); start != hw {
+			return fmt.Errorf("%w: emptied, the log would restart at offset %d, the snapshot ends at %d; keeping it", ErrOffsetGap, start, hw)
+		}
 		return s.truncate(first)
 	}
 	fn := s.applied.Load()
@@ -169,8 +195,11 @@ func (s *LogStore) truncate(from uint64) error {
 }
 
 // snapshotRestored is called by the state machine when Raft restores it
-// from a snapshot.
-func (s *LogStore) snapshotRestored() { s.restored.Store(true) }
+// from a snapshot whose high watermark is hw.
+func (s *LogStore) snapshotRestored(hw int64) {
+	s.snapshotHW.Store(hw)
+	s.restored.Store(true)
+}
 
 // applying is called by the state machine for every applied entry: a
 // restore not followed by the removal of the log is over.

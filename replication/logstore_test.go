@@ -208,37 +208,75 @@ func TestDeleteRangeHeadCompactionIsNoop(t *testing.T) {
 }
 
 // After a snapshot is restored (installed from the leader), Raft deletes
-// every entry and stores from the snapshot index + 1.
+// every entry and stores from the snapshot index + 1: allowed when the
+// emptied log's offsets continue where the snapshot's end.
 func TestDeleteRangeAfterSnapshotRestore(t *testing.T) {
 	l := openLog(t, t.TempDir())
 	defer l.Close()
 	s := NewLogStore(l)
 	s.SetAppliedIndex(applied(0))
-	if err := s.StoreLogs(entries(1, 1, raft.LogConfiguration, raft.LogCommand, raft.LogCommand)); err != nil {
+	// Entries that own no offset: emptied, the log restarts at offset 0.
+	if err := s.StoreLogs(entries(1, 1, raft.LogConfiguration, raft.LogNoop)); err != nil {
 		t.Fatal(err)
 	}
 	fsm := NewPartitionFSM(l, s)
-	if err := restoreFrom(fsm, PartitionSnapshot{Version: 1, HighWatermark: 2, LastIndex: 100, LastTerm: 3}); err != nil {
+	if err := restoreFrom(fsm, PartitionSnapshot{Version: 1, HighWatermark: 0, LastIndex: 0}); err != nil {
 		t.Fatal(err)
 	}
 	s.SetAppliedIndex(applied(100))
-	s.restored.Store(true) // SetAppliedIndex clears it; Raft was already running
-	if err := s.DeleteRange(1, 3); err != nil {
+	s.restored.Store(true) // SetAppliedIndex clears it; here Raft already ran
+	if err := s.DeleteRange(1, 2); err != nil {
 		t.Fatal(err)
 	}
 	checkStore(t, s, nil)
-	after := entries(101, 3, raft.LogCommand, raft.LogNoop)
+	after := entries(101, 3, raft.LogCommand, raft.LogNoop, raft.LogCommand)
 	if err := s.StoreLogs(after); err != nil {
 		t.Fatal(err)
 	}
-	if first, _ := s.FirstIndex(); first != 101 {
-		t.Fatalf("first index %d, want 101", first)
+	checkStore(t, s, after)
+}
+
+// A restored snapshot whose high watermark is not where the emptied log
+// would restart: the log is kept and nothing is renumbered.
+func TestSnapshotRestoreRefusesOffsetGap(t *testing.T) {
+	l := openLog(t, t.TempDir())
+	defer l.Close()
+	s := NewLogStore(l)
+	s.SetAppliedIndex(applied(0))
+	kept := entries(1, 1, raft.LogConfiguration, raft.LogCommand, raft.LogCommand)
+	if err := s.StoreLogs(kept); err != nil {
+		t.Fatal(err)
 	}
-	// Offsets restart where this replica's log ended: see the package
-	// comment (segment copy is follow-up work).
-	var e raft.Log
-	if err := s.GetLog(101, &e); err != nil || e.Type != raft.LogCommand {
-		t.Fatalf("GetLog(101): %+v, %v", e, err)
+	fsm := NewPartitionFSM(l, s)
+	if err := restoreFrom(fsm, PartitionSnapshot{Version: 1, HighWatermark: 500, LastIndex: 99, LastTerm: 3}); err != nil {
+		t.Fatal(err)
+	}
+	s.SetAppliedIndex(applied(100))
+	s.restored.Store(true)
+	if err := s.DeleteRange(1, 3); !errors.Is(err, ErrOffsetGap) {
+		t.Fatalf("DeleteRange after restoring a snapshot ending at offset 500: %v, want ErrOffsetGap", err)
+	}
+	checkStore(t, s, kept)
+	if err := s.StoreLogs(entries(101, 3, raft.LogCommand)); err == nil {
+		t.Fatal("StoreLogs with a gap in indexes succeeded")
+	}
+
+	// An empty log (a new replica) takes entries after a snapshot only at
+	// the snapshot's offsets.
+	l2 := openLog(t, t.TempDir())
+	defer l2.Close()
+	s2 := NewLogStore(l2)
+	if err := s2.StoreLogs(entries(101, 3, raft.LogCommand)); !errors.Is(err, ErrOffsetGap) {
+		t.Fatalf("empty log, no snapshot, index 101: %v, want ErrOffsetGap", err)
+	}
+	if err := restoreFrom(NewPartitionFSM(l2, s2), PartitionSnapshot{Version: 1, HighWatermark: 500}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.StoreLogs(entries(101, 3, raft.LogCommand)); !errors.Is(err, ErrOffsetGap) {
+		t.Fatalf("empty log at offset 0, snapshot ending at 500: %v, want ErrOffsetGap", err)
+	}
+	if last, _ := s2.LastIndex(); last != 0 {
+		t.Fatalf("last index %d after refused appends", last)
 	}
 }
 
