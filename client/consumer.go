@@ -318,8 +318,13 @@ func (cons *Consumer) fetch(ctx context.Context, cp *consumedPartition, wait tim
 		})
 		return err
 	})
-	if err == nil || leaderOf(err) == "" {
-		cp.addr = addr // only this Poll's goroutine for cp touches it
+	// Only this Poll's goroutine for cp touches cp.addr. After a failure
+	// that names no leader, ask the bootstrap node again next time.
+	switch {
+	case err == nil:
+		cp.addr = addr
+	case leaderOf(err) == "" && status.Code(err) != codes.OutOfRange:
+		cp.addr = ""
 	}
 	if err != nil {
 		r.err = outOfRange(err, cons.opts.Topic, cp.partition, cp.position)

@@ -242,8 +242,13 @@ func (s *partitionSender) attempt(req *logdv1.ProduceRequest, attempt int, deadl
 		resp, err = logdv1.NewLogClient(cc).Produce(ctx, req)
 		return err
 	})
-	if err == nil {
+	switch {
+	case err == nil:
 		s.addr = addr
+	case retryable(err) && leaderOf(err) == "":
+		// The node may be gone: the next attempt asks the bootstrap node,
+		// which answers or names the current leader.
+		s.addr = p.c.addr
 	}
 	return resp, err
 }

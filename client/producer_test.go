@@ -468,3 +468,54 @@ func TestProducerSurvivesBrokenStream(t *testing.T) {
 		})
 	}
 }
+
+// The leader a partition was redirected to goes away: the producer and the
+// consumer go back to the bootstrap node, which names the new leader.
+func TestFollowsLeaderChange(t *testing.T) {
+	checkNoLeaks(t)
+	boot, oldLeader, newLeader := startFake(t), startFake(t), startFake(t)
+	for _, f := range []*fakeServer{boot, oldLeader, newLeader} {
+		f.createTopic("t", 1)
+	}
+	boot.leader = oldLeader.addr
+	c, err := Dial(boot.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	p := c.NewProducer(ProducerOptions{Linger: -1, RetryBackoff: 5 * time.Millisecond})
+	defer p.Close()
+	if _, err := p.Produce(ctx, Record{Topic: "t", Value: []byte("a")}).Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := c.NewConsumer(ctx, ConsumerOptions{Topic: "t", Follow: true, MaxWait: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	if recs, err := cons.Poll(ctx); err != nil || len(recs) != 1 {
+		t.Fatalf("poll from the old leader: %v %v", recs, err)
+	}
+
+	oldLeader.gs.Stop()
+	boot.mu.Lock()
+	boot.leader = newLeader.addr
+	boot.mu.Unlock()
+	if _, err := p.Produce(ctx, Record{Topic: "t", Value: []byte("b")}).Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := newLeader.records(t, "t", 0); len(got) != 1 || string(got[0].Value) != "b" {
+		t.Fatalf("new leader holds %v", got)
+	}
+	// The consumer's position (1) is past the new leader's log (1 record at
+	// offset 0); seek to its start to read what it has.
+	var recs []ConsumedRecord
+	for i := 0; i < 20 && len(recs) == 0; i++ {
+		cons.SeekPartition(ctx, 0, AtOffset(0))
+		recs, err = cons.Poll(ctx)
+	}
+	if len(recs) != 1 || string(recs[0].Value) != "b" {
+		t.Fatalf("poll after the leader changed: %v %v", recs, err)
+	}
+}
