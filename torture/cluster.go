@@ -1,0 +1,42 @@
+package torture
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+)
+
+// Cluster is what the workload and the nemeses need of the system under
+// test: the nodes' API addresses, and crashing, restarting, pausing and
+// resuming a node. A node keeps its address across restarts, so clients
+// dialled before a crash reach the restarted node.
+type Cluster interface {
+	// Size is the number of nodes, numbered from 0.
+	Size() int
+	// Addr is node's gRPC API address ("host:port").
+	Addr(node int) string
+	// Kill stops node at once (SIGKILL), losing whatever it had not made
+	// durable.
+	Kill(node int) error
+	// Restart starts a killed node again on its data and returns once it
+	// serves.
+	Restart(node int) error
+	// Pause freezes node (SIGSTOP): connections stay open, nothing answers.
+	Pause(node int) error
+	// Resume unfreezes a paused node (SIGCONT).
+	Resume(node int) error
+	// Close stops every process the cluster started.
+	Close() error
+}
+
+// BuildLogd builds cmd/logd into dir and returns the binary's path. It runs
+// `go build` in the module that contains this package.
+func BuildLogd(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "logd")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/logd/logd/cmd/logd")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("torture: go build cmd/logd: %w\n%s", err, out)
+	}
+	return bin, nil
+}

@@ -1,0 +1,108 @@
+package torture
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Nemesis kinds.
+const (
+	// NemesisKill kills a random node with SIGKILL, waits, restarts it.
+	NemesisKill = "kill"
+	// NemesisPause stops a random node with SIGSTOP, waits, resumes it
+	// with SIGCONT.
+	NemesisPause = "pause"
+)
+
+// NemesisConfig configures RunNemesis. Zero values take the defaults.
+type NemesisConfig struct {
+	// Kinds are the faults to choose from (default kill and pause).
+	Kinds []string
+	// Interval is the mean healthy time between faults (default 3s); the
+	// actual gap is uniform in [Interval/2, 3*Interval/2].
+	Interval time.Duration
+	// MinDown and MaxDown bound how long a node stays killed or paused
+	// (default 300ms to 3s).
+	MinDown, MaxDown time.Duration
+	Seed             int64
+	Logf             func(format string, args ...any)
+}
+
+func (c *NemesisConfig) setDefaults() {
+	if len(c.Kinds) == 0 {
+		c.Kinds = []string{NemesisKill, NemesisPause}
+	}
+	if c.Interval <= 0 {
+		c.Interval = 3 * time.Second
+	}
+	if c.MinDown <= 0 {
+		c.MinDown = 300 * time.Millisecond
+	}
+	if c.MaxDown < c.MinDown {
+		c.MaxDown = max(c.MinDown, 3*time.Second)
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+}
+
+// RunNemesis injects one fault at a time into c until ctx ends, recording
+// each in h, and returns with every node running and resumed. An error
+// means a node could not be brought back (the run cannot be judged).
+func RunNemesis(ctx context.Context, c Cluster, h *History, cfg NemesisConfig) error {
+	cfg.setDefaults()
+	for _, k := range cfg.Kinds {
+		if k != NemesisKill && k != NemesisPause {
+			return fmt.Errorf("torture: unknown nemesis %q", k)
+		}
+	}
+	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 5000))
+	between := func() time.Duration {
+		return cfg.Interval/2 + time.Duration(rng.Int64N(int64(cfg.Interval)+1))
+	}
+	down := func() time.Duration {
+		return cfg.MinDown + time.Duration(rng.Int64N(int64(cfg.MaxDown-cfg.MinDown)+1))
+	}
+	for {
+		sleep(ctx, between())
+		if ctx.Err() != nil {
+			return nil
+		}
+		node := rng.IntN(c.Size())
+		kind := cfg.Kinds[rng.IntN(len(cfg.Kinds))]
+		d := down()
+		var err error
+		switch kind {
+		case NemesisKill:
+			err = fault(h, "kill", node, func() error { return c.Kill(node) })
+			if err == nil {
+				sleep(ctx, d) // cut short when the run ends: still restart
+				err = fault(h, "restart", node, func() error { return c.Restart(node) })
+			}
+		case NemesisPause:
+			err = fault(h, "pause", node, func() error { return c.Pause(node) })
+			if err == nil {
+				sleep(ctx, d)
+				err = fault(h, "resume", node, func() error { return c.Resume(node) })
+			}
+		}
+		cfg.Logf("nemesis: %s node %d for %s: %v", kind, node, d.Round(time.Millisecond), err)
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// fault runs one nemesis action and records it.
+func fault(h *History, kind string, node int, do func() error) error {
+	f := Fault{Kind: kind, Node: node, Start: h.Now()}
+	err := do()
+	f.End = h.Now()
+	if err != nil {
+		f.Err = err.Error()
+	}
+	h.AddFault(f)
+	return err
+}

@@ -1,0 +1,240 @@
+package torture
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ProcessConfig configures a ProcessCluster.
+type ProcessConfig struct {
+	// Binary is the logd executable (see BuildLogd).
+	Binary string
+	// Nodes is the number of processes (default 1). Each is a standalone
+	// `logd serve`; cluster flags come from Args.
+	Nodes int
+	// Dir holds node-N/ data directories and node-N.log (stderr).
+	Dir string
+	// Args returns extra `logd serve` arguments of a node (cluster flags,
+	// --fsync ...). Optional.
+	Args func(node int) []string
+	// StartTimeout bounds how long a node may take to serve (default 30s).
+	StartTimeout time.Duration
+}
+
+// ProcessCluster runs logd nodes as child processes on 127.0.0.1. It stops
+// only the processes it started, by PID.
+type ProcessCluster struct {
+	cfg   ProcessConfig
+	nodes []*procNode
+}
+
+type procNode struct {
+	id      int
+	addr    string
+	dataDir string
+	logPath string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	paused bool
+}
+
+var servingLine = regexp.MustCompile(`logd serving"? addr=(\S+)`)
+
+// StartProcessCluster starts cfg.Nodes processes and waits until each serves.
+func StartProcessCluster(cfg ProcessConfig) (*ProcessCluster, error) {
+	if cfg.Nodes <= 0 {
+		cfg.Nodes = 1
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 30 * time.Second
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("torture: %w", err)
+	}
+	c := &ProcessCluster{cfg: cfg}
+	for i := range cfg.Nodes {
+		addr, err := freePort()
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		n := &procNode{id: i, addr: addr,
+			dataDir: filepath.Join(cfg.Dir, fmt.Sprintf("node-%d", i)),
+			logPath: filepath.Join(cfg.Dir, fmt.Sprintf("node-%d.log", i))}
+		c.nodes = append(c.nodes, n)
+		if err := c.start(n); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// freePort returns a loopback address with a port free now. Nodes keep
+// their port across restarts so clients can reconnect.
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("torture: pick a port: %w", err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr, nil
+}
+
+func (c *ProcessCluster) Size() int            { return len(c.nodes) }
+func (c *ProcessCluster) Addr(node int) string { return c.nodes[node].addr }
+
+// LogPath is where node's stderr goes.
+func (c *ProcessCluster) LogPath(node int) string { return c.nodes[node].logPath }
+
+// PID is node's process id, 0 when it is not running.
+func (c *ProcessCluster) PID(node int) int {
+	n := c.nodes[node]
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil || n.cmd.Process == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
+// start runs node n and waits for its "logd serving" line.
+func (c *ProcessCluster) start(n *procNode) error {
+	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("torture: node %d log: %w", n.id, err)
+	}
+	args := []string{"serve", "--data-dir", n.dataDir, "--addr", n.addr, "--http-addr", ""}
+	if c.cfg.Args != nil {
+		args = append(args, c.cfg.Args(n.id)...)
+	}
+	cmd := exec.Command(c.cfg.Binary, args...)
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	cmd.Stdout = logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("torture: start node %d: %w", n.id, err)
+	}
+	exited := make(chan struct{})
+	n.mu.Lock()
+	n.cmd, n.exited, n.paused = cmd, exited, false
+	n.mu.Unlock()
+	go func() { cmd.Wait(); pw.Close(); close(exited) }()
+	serving := make(chan struct{})
+	go func() {
+		defer logf.Close()
+		once := sync.Once{}
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			logf.Write(append(sc.Bytes(), '\n'))
+			if servingLine.Match(sc.Bytes()) {
+				once.Do(func() { close(serving) })
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	select {
+	case <-serving:
+		return nil
+	case <-exited:
+		return fmt.Errorf("torture: node %d exited before serving (see %s)", n.id, n.logPath)
+	case <-time.After(c.cfg.StartTimeout):
+		cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("torture: node %d did not serve within %s (see %s)", n.id, c.cfg.StartTimeout, n.logPath)
+	}
+}
+
+func (n *procNode) running() (*exec.Cmd, chan struct{}, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		return nil, nil, false
+	}
+	select {
+	case <-n.exited:
+		return nil, nil, false
+	default:
+		return n.cmd, n.exited, true
+	}
+}
+
+// Kill sends SIGKILL to node and waits for it to exit.
+func (c *ProcessCluster) Kill(node int) error {
+	n := c.nodes[node]
+	cmd, exited, ok := n.running()
+	if !ok {
+		return fmt.Errorf("torture: kill node %d: not running", node)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return fmt.Errorf("torture: kill node %d: %w", node, err)
+	}
+	<-exited
+	n.mu.Lock()
+	n.paused = false
+	n.mu.Unlock()
+	return nil
+}
+
+// Restart starts a node that is not running.
+func (c *ProcessCluster) Restart(node int) error {
+	n := c.nodes[node]
+	if _, _, ok := n.running(); ok {
+		return fmt.Errorf("torture: restart node %d: still running", node)
+	}
+	return c.start(n)
+}
+
+// Pause sends SIGSTOP.
+func (c *ProcessCluster) Pause(node int) error { return c.signal(node, syscall.SIGSTOP, true) }
+
+// Resume sends SIGCONT.
+func (c *ProcessCluster) Resume(node int) error { return c.signal(node, syscall.SIGCONT, false) }
+
+func (c *ProcessCluster) signal(node int, sig syscall.Signal, paused bool) error {
+	n := c.nodes[node]
+	cmd, _, ok := n.running()
+	if !ok {
+		return fmt.Errorf("torture: %s node %d: not running", sig, node)
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("torture: %s node %d: %w", sig, node, err)
+	}
+	n.mu.Lock()
+	n.paused = paused
+	n.mu.Unlock()
+	return nil
+}
+
+// Close resumes and kills every node still running, and waits for each to
+// exit.
+func (c *ProcessCluster) Close() error {
+	var errs []error
+	for _, n := range c.nodes {
+		cmd, exited, ok := n.running()
+		if !ok {
+			continue
+		}
+		cmd.Process.Signal(syscall.SIGCONT)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			errs = append(errs, fmt.Errorf("torture: stop node %d (pid %d): %w", n.id, cmd.Process.Pid, err))
+			continue
+		}
+		<-exited
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,192 @@
+package torture
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// RunConfig configures Run.
+type RunConfig struct {
+	Duration time.Duration // how long workload and nemeses run (default 30s)
+	Seed     int64
+	// ReportDir receives report.txt, report.json, history.json and any
+	// visualization. Required.
+	ReportDir string
+	Workload  WorkloadConfig
+	Nemesis   NemesisConfig
+	// NoNemesis runs the workload without faults (a control run).
+	NoNemesis    bool
+	Linearizable LinearizableOptions
+	Logf         func(format string, args ...any)
+}
+
+// Report is the outcome of a Run.
+type Report struct {
+	Seed     int64  `json:"seed"`
+	Nodes    int    `json:"nodes"`
+	Duration string `json:"duration"`
+	// Ops counts operations by kind, then outcome.
+	Ops map[OpKind]map[Outcome]int `json:"ops"`
+	// FaultCounts counts nemesis actions by kind.
+	FaultCounts map[string]int `json:"fault_counts"`
+	Faults      []Fault        `json:"faults"`
+	Verdicts    []*Verdict     `json:"verdicts"`
+	// Errors are failures of the harness itself (a node that would not
+	// restart, a final read that did not finish).
+	Errors []string `json:"errors,omitempty"`
+	Valid  bool     `json:"valid"`
+	Files  []string `json:"files"`
+}
+
+// Run runs cfg's workload and nemeses against c for cfg.Duration, heals the
+// cluster, lets the producers finish, reads every partition to its end,
+// checks the history and writes the report into cfg.ReportDir. The caller
+// starts and closes c. The returned error is about the harness; the
+// system's verdict is Report.Valid.
+func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
+	if cfg.Duration <= 0 {
+		cfg.Duration = 30 * time.Second
+	}
+	if cfg.ReportDir == "" {
+		return nil, fmt.Errorf("torture: RunConfig.ReportDir is required")
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	if err := os.MkdirAll(cfg.ReportDir, 0o755); err != nil {
+		return nil, fmt.Errorf("torture: report dir: %w", err)
+	}
+	cfg.Workload.Seed, cfg.Nemesis.Seed = cfg.Seed, cfg.Seed
+	if cfg.Workload.Logf == nil {
+		cfg.Workload.Logf = cfg.Logf
+	}
+	if cfg.Nemesis.Logf == nil {
+		cfg.Nemesis.Logf = cfg.Logf
+	}
+	if cfg.Linearizable.VisualizeDir == "" {
+		cfg.Linearizable.VisualizeDir = cfg.ReportDir
+	}
+	rep := &Report{Seed: cfg.Seed, Nodes: c.Size(), Duration: cfg.Duration.String()}
+
+	h := NewHistory()
+	w := NewWorkload(c, h, cfg.Workload)
+	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err := w.Setup(setupCtx)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
+	defer stop()
+	w.Run(runCtx)
+	nemErr := make(chan error, 1)
+	if cfg.NoNemesis {
+		nemErr <- nil
+	} else {
+		go func() { nemErr <- RunNemesis(runCtx, c, h, cfg.Nemesis) }()
+	}
+	<-runCtx.Done()
+	if err := <-nemErr; err != nil {
+		rep.Errors = append(rep.Errors, "nemesis: "+err.Error())
+	}
+	cfg.Logf("run over after %s: healed; waiting for the clients", cfg.Duration)
+	w.Wait()
+	finalCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	err = w.FinalRead(finalCtx)
+	cancel()
+	if err != nil {
+		rep.Errors = append(rep.Errors, err.Error())
+	}
+
+	ops := h.Ops()
+	rep.Ops = map[OpKind]map[Outcome]int{}
+	for _, op := range ops {
+		if rep.Ops[op.Kind] == nil {
+			rep.Ops[op.Kind] = map[Outcome]int{}
+		}
+		rep.Ops[op.Kind][op.Outcome]++
+	}
+	rep.Faults = h.Faults()
+	rep.FaultCounts = map[string]int{}
+	for _, f := range rep.Faults {
+		rep.FaultCounts[f.Kind]++
+	}
+	cfg.Logf("checking %d operations", len(ops))
+	rep.Verdicts = CheckAll(ops, CheckOptions{Linearizable: cfg.Linearizable})
+	rep.Valid = len(rep.Errors) == 0
+	for _, v := range rep.Verdicts {
+		rep.Valid = rep.Valid && v.OK()
+		rep.Files = append(rep.Files, v.Artifacts...)
+	}
+	if err := rep.write(cfg.ReportDir, h); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// write saves the report as text and JSON, and the history.
+func (r *Report) write(dir string, h *History) error {
+	files := map[string]func(*os.File) error{
+		"report.txt":   func(f *os.File) error { _, err := f.WriteString(r.Text()); return err },
+		"report.json":  func(f *os.File) error { e := json.NewEncoder(f); e.SetIndent("", "  "); return e.Encode(r) },
+		"history.json": func(f *os.File) error { return h.WriteJSON(f) },
+	}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		r.Files = append(r.Files, filepath.Join(dir, name))
+	}
+	for name, write := range files {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return fmt.Errorf("torture: report: %w", err)
+		}
+		err = write(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("torture: report %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Text is the report for people.
+func (r *Report) Text() string {
+	var b strings.Builder
+	verdict := "VALID"
+	if !r.Valid {
+		verdict = "INVALID"
+	}
+	fmt.Fprintf(&b, "logd torture: %s — seed %d, %d node(s), %s\n\n", verdict, r.Seed, r.Nodes, r.Duration)
+	b.WriteString("operations:\n")
+	for _, k := range slices.Sorted(maps.Keys(r.Ops)) {
+		fmt.Fprintf(&b, "  %-8s", k)
+		for _, o := range slices.Sorted(maps.Keys(r.Ops[k])) {
+			fmt.Fprintf(&b, " %s=%d", o, r.Ops[k][o])
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("faults:")
+	for _, k := range slices.Sorted(maps.Keys(r.FaultCounts)) {
+		fmt.Fprintf(&b, " %s=%d", k, r.FaultCounts[k])
+	}
+	b.WriteString("\n")
+	for _, f := range r.Faults {
+		fmt.Fprintf(&b, "  %s\n", f)
+	}
+	b.WriteString("\nverdicts:\n")
+	for _, v := range r.Verdicts {
+		fmt.Fprintf(&b, "  %s\n", strings.ReplaceAll(v.String(), "\n", "\n  "))
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(&b, "harness error: %s\n", e)
+	}
+	return b.String()
+}
