@@ -3,11 +3,15 @@ package client
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	logdv1 "github.com/logd/logd/proto/logd/v1"
 )
@@ -15,12 +19,14 @@ import (
 // maxRedirects bounds how many "not leader" answers one call follows.
 const maxRedirects = 3
 
-// Client is a connection to a logd cluster through one node's address. It is
-// safe for concurrent use. Producers and Consumers made from it share its
+// Client is a connection to a logd cluster through one or more nodes'
+// addresses (the bootstrap, or seed, nodes). It is safe for concurrent use. Producers and Consumers made from it share its
 // connections; close them before the Client.
 type Client struct {
-	addr string
-	opts options
+	addr  string   // as dialled
+	seeds []string // bootstrap addresses
+	seed  atomic.Uint32
+	opts  options
 
 	mu     sync.Mutex
 	conns  map[string]*grpc.ClientConn // by API address
@@ -50,22 +56,40 @@ func WithCallTimeout(d time.Duration) Option {
 	return func(o *options) { o.callTimeout = d }
 }
 
-// Dial returns a Client of the node at addr ("host:port"). It does not wait
-// for the connection: the first call reports an unreachable node.
+// Dial returns a Client of the nodes at addr: "host:port", or several
+// separated by commas. Requests go to the first that answers (then to the
+// leaders they name). Dial does not wait for a connection: the first call
+// reports unreachable nodes.
 func Dial(addr string, opts ...Option) (*Client, error) {
 	o := options{callTimeout: 10 * time.Second}
 	for _, f := range opts {
 		f(&o)
 	}
 	c := &Client{addr: addr, opts: o, conns: make(map[string]*grpc.ClientConn)}
+	for _, a := range strings.Split(addr, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			c.seeds = append(c.seeds, a)
+		}
+	}
+	if len(c.seeds) == 0 {
+		return nil, fmt.Errorf("client: no address to dial in %q", addr)
+	}
 	c.topics.c = c
-	if _, err := c.conn(addr); err != nil {
-		return nil, err
+	for _, a := range c.seeds {
+		if _, err := c.conn(a); err != nil {
+			c.Close()
+			return nil, err
+		}
 	}
 	return c, nil
 }
 
-// Addr is the address the Client was dialled with.
+// bootstrap is the seed address requests start from.
+func (c *Client) bootstrap() string {
+	return c.seeds[int(c.seed.Load())%len(c.seeds)]
+}
+
+// Addr is the address (list) the Client was dialled with.
 func (c *Client) Addr() string { return c.addr }
 
 // Close closes every connection. Close Producers and Consumers first.
@@ -105,24 +129,35 @@ func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
 	return cc, nil
 }
 
-// call runs fn against addr (the bootstrap address when empty), following
-// "not leader" answers to the leader they name. It returns the address that
-// answered last.
+// call runs fn against addr (a bootstrap address when empty), following
+// "not leader" answers to the leader they name. From the bootstrap, a node
+// that cannot answer (UNAVAILABLE naming no leader) makes it try the next
+// seed. It returns the address that answered last.
 func (c *Client) call(ctx context.Context, addr string, fn func(ctx context.Context, cc *grpc.ClientConn) error) (string, error) {
+	seedsLeft := 0
 	if addr == "" {
-		addr = c.addr
+		addr, seedsLeft = c.bootstrap(), len(c.seeds)-1
 	}
-	for hop := 0; ; hop++ {
+	for hop := 0; ; {
 		cc, err := c.conn(addr)
 		if err != nil {
 			return addr, err
 		}
 		err = fn(ctx, cc)
 		leader := leaderOf(err)
-		if err == nil || leader == "" || leader == addr || hop >= maxRedirects {
+		switch {
+		case err == nil:
+			return addr, nil
+		case leader == "" && seedsLeft > 0 && status.Code(err) == codes.Unavailable && ctx.Err() == nil:
+			seedsLeft--
+			c.seed.Add(1)
+			addr = c.bootstrap()
+		case leader == "" || leader == addr || hop >= maxRedirects:
 			return addr, err
+		default:
+			hop++
+			addr = leader
 		}
-		addr = leader
 	}
 }
 

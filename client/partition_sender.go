@@ -41,7 +41,7 @@ type partitionSender struct {
 	last  *pendingBatch   // newest batch (open or queued): what Flush waits for
 
 	// Owned by the run goroutine.
-	addr       string // where the partition's leader is believed to be
+	addr       string // where the partition's leader is believed to be; "": a seed
 	producerID int64
 	nextSeq    int32
 }
@@ -225,7 +225,11 @@ func (s *partitionSender) attempt(req *logdv1.ProduceRequest, attempt int, deadl
 	defer cancel()
 	req.RequestId = p.reqID.Add(1)
 	if attempt == 0 {
-		ps, err := p.streams.get(s.addr)
+		addr := s.addr
+		if addr == "" {
+			addr = p.c.bootstrap()
+		}
+		ps, err := p.streams.get(addr)
 		if err == ErrClosed {
 			return nil, err
 		}
@@ -248,7 +252,7 @@ func (s *partitionSender) attempt(req *logdv1.ProduceRequest, attempt int, deadl
 	case retryable(err) && leaderOf(err) == "":
 		// The node may be gone: the next attempt asks the bootstrap node,
 		// which answers or names the current leader.
-		s.addr = p.c.addr
+		s.addr = ""
 	}
 	return resp, err
 }

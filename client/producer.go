@@ -298,7 +298,7 @@ func (p *Producer) releaseLocked(size int) {
 func (p *Producer) senderLocked(tp topicPartition) *partitionSender {
 	s := p.parts[tp]
 	if s == nil {
-		s = &partitionSender{p: p, tp: tp, addr: p.c.addr, wake: make(chan struct{}, 1), producerID: newProducerID()}
+		s = &partitionSender{p: p, tp: tp, wake: make(chan struct{}, 1), producerID: newProducerID()}
 		p.parts[tp] = s
 		p.wg.Add(1)
 		go s.run()

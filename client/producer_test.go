@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -517,5 +518,42 @@ func TestFollowsLeaderChange(t *testing.T) {
 	}
 	if len(recs) != 1 || string(recs[0].Value) != "b" {
 		t.Fatalf("poll after the leader changed: %v %v", recs, err)
+	}
+}
+
+// With several seed addresses, a dead one is skipped.
+func TestDialSeveralSeeds(t *testing.T) {
+	checkNoLeaks(t)
+	f := startFake(t)
+	f.createTopic("t", 1)
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	dead.Close()
+	c, err := Dial(deadAddr + ", " + f.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	p := c.NewProducer(ProducerOptions{Linger: -1})
+	for i := range 3 {
+		if _, err := p.Produce(ctx, Record{Topic: "t", Value: []byte(fmt.Sprint(i))}).Get(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Close()
+	cons, err := c.NewConsumer(ctx, ConsumerOptions{Topic: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	if recs, err := cons.Poll(ctx); err != nil || len(recs) != 3 {
+		t.Fatalf("%v %v", recs, err)
+	}
+	if _, err := Dial(" , "); err == nil {
+		t.Fatal("Dial of no address succeeded")
 	}
 }

@@ -53,7 +53,7 @@ func (s *serverFlag) register(cmd *cobra.Command, persistent bool) {
 	if persistent {
 		fs = cmd.PersistentFlags()
 	}
-	fs.StringVar(&s.addr, "server", def, "logd server address HOST:PORT (env LOGD_SERVER)")
+	fs.StringVar(&s.addr, "server", def, "logd server address HOST:PORT, or several separated by commas (env LOGD_SERVER)")
 }
 
 // run dials the server, runs fn, closes the client and explains fn's error.
