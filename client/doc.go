@@ -6,9 +6,12 @@
 //
 // # Connections
 //
-// Dial takes one node's API address. A request answered UNAVAILABLE with the
-// leader's address (the node is not the partition's leader) is sent again to
-// that leader, transparently; the client keeps one connection per address.
+// Dial takes one or more nodes' API addresses (seeds, comma-separated). A
+// request answered UNAVAILABLE with the leader's address (the node is not the
+// partition's leader) is sent again to that leader, transparently; a seed
+// that cannot answer is skipped for the next one. The client keeps one
+// connection per address, and remembers each partition's leader until a
+// request to it fails.
 //
 // # Producer guarantees
 //
@@ -56,7 +59,7 @@
 //
 // # Example
 //
-//	c, err := client.Dial("127.0.0.1:7070")
+//	c, err := client.Dial("127.0.0.1:7070") // or "host1:7070,host2:7070"
 //	if err != nil { ... }
 //	defer c.Close()
 //
