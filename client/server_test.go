@@ -261,3 +261,28 @@ func TestServerOutOfRangeAfterRetention(t *testing.T) {
 		t.Fatalf("earliest is %d, want the log start %d", pos, oor.LogStartOffset)
 	}
 }
+
+func TestServerHeadersAndTimestampsRoundTrip(t *testing.T) {
+	c, _ := dialServer(t)
+	ctx := context.Background()
+	if _, err := c.Admin().CreateTopic(ctx, "h", 1, 0, client.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	ts := time.UnixMilli(1_700_000_000_123)
+	p := c.NewProducer(client.ProducerOptions{})
+	ack, err := p.Produce(ctx, client.Record{Topic: "h", Key: []byte("k"), Value: []byte{0, 1, 2},
+		Headers: []client.Header{{Key: "trace", Value: []byte("t1")}, {Key: "empty"}}, Timestamp: ts}).Get(ctx)
+	p.Close()
+	if err != nil || !ack.Timestamp.Equal(ts) {
+		t.Fatalf("%+v %v", ack, err)
+	}
+	recs := readAll(t, c, client.ConsumerOptions{Topic: "h"})
+	if len(recs) != 1 {
+		t.Fatalf("%d records", len(recs))
+	}
+	r := recs[0]
+	if string(r.Key) != "k" || string(r.Value) != "\x00\x01\x02" || !r.Timestamp.Equal(ts) ||
+		len(r.Headers) != 2 || r.Headers[0].Key != "trace" || string(r.Headers[0].Value) != "t1" || r.Headers[1].Key != "empty" {
+		t.Fatalf("read back %+v", r)
+	}
+}
