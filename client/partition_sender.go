@@ -183,6 +183,7 @@ func (s *partitionSender) deliver(b *pendingBatch) {
 	dup := false
 	if err == nil {
 		if len(resp.GetAppends()) != 1 {
+			ambiguous = true // appended, at offsets we cannot tell
 			err = status.Errorf(codes.Internal, "produce to %s/%d: %d appends in the answer, want 1", s.tp.topic, s.tp.partition, len(resp.GetAppends()))
 		} else {
 			a := resp.GetAppends()[0]
