@@ -95,7 +95,10 @@ func retryable(err error) bool {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.Canceled:
 		return true
 	case codes.FailedPrecondition:
-		// "out of order sequence": an earlier batch is not (yet) there.
+		// "out of order sequence": an earlier batch is not (yet) there, say
+		// on a new leader that has not applied it. Resending unchanged is
+		// the safe answer; sending the records again under a fresh producer
+		// id could duplicate them if an earlier attempt was appended.
 		return true
 	}
 	return false
