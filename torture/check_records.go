@@ -61,6 +61,7 @@ func CheckLost(ops []Op) *Verdict {
 	}
 	v.Counts["acknowledged"] = 0
 	v.Counts["lost"] = 0
+	v.Counts["stored_unknown"] = 0
 	for _, op := range ops {
 		if op.Kind != OpProduce {
 			continue
@@ -72,6 +73,9 @@ func CheckLost(ops []Op) *Verdict {
 			continue
 		}
 		v.Counts["acknowledged"]++
+		if op.Duplicate {
+			v.Counts["acknowledged_as_retry"]++
+		}
 		m, ok := final[op.Partition]
 		if !ok {
 			v.inconclusive("no final read of partition %d", op.Partition)

@@ -58,6 +58,9 @@ type Op struct {
 	Key       string `json:"key,omitempty"`
 	Seq       int64  `json:"seq,omitempty"`
 	Value     string `json:"value,omitempty"`
+	// Duplicate: the server answered the produce as a retry of a batch it
+	// had already appended (the idempotent producer at work).
+	Duplicate bool `json:"duplicate,omitempty"`
 
 	From    int64        `json:"from,omitempty"`
 	Next    int64        `json:"next,omitempty"`

@@ -20,7 +20,7 @@ const (
 type NemesisConfig struct {
 	// Kinds are the faults to choose from (default kill and pause).
 	Kinds []string
-	// Interval is the mean healthy time between faults (default 3s); the
+	// Interval is the mean healthy time between faults (default 2s); the
 	// actual gap is uniform in [Interval/2, 3*Interval/2].
 	Interval time.Duration
 	// MinDown and MaxDown bound how long a node stays killed or paused
@@ -35,7 +35,7 @@ func (c *NemesisConfig) setDefaults() {
 		c.Kinds = []string{NemesisKill, NemesisPause}
 	}
 	if c.Interval <= 0 {
-		c.Interval = 3 * time.Second
+		c.Interval = 2 * time.Second
 	}
 	if c.MinDown <= 0 {
 		c.MinDown = 300 * time.Millisecond

@@ -61,7 +61,7 @@ func (c *WorkloadConfig) setDefaults() {
 		p.RequestTimeout = 1500 * time.Millisecond
 	}
 	if p.DeliveryTimeout == 0 {
-		p.DeliveryTimeout = 15 * time.Second
+		p.DeliveryTimeout = 4 * time.Second
 	}
 	if p.RetryBackoff == 0 {
 		p.RetryBackoff = 50 * time.Millisecond
@@ -183,7 +183,7 @@ func (w *Workload) produce(ctx context.Context, id int) {
 			op.Complete = w.h.Now()
 			switch {
 			case err == nil:
-				op.Outcome, op.Partition, op.Offset = OutcomeOK, ack.Partition, ack.Offset
+				op.Outcome, op.Partition, op.Offset, op.Duplicate = OutcomeOK, ack.Partition, ack.Offset, ack.Duplicate
 			case inCall.Load():
 				// Failed before it was queued: never sent.
 				op.Outcome, op.Err = OutcomeFail, err.Error()
@@ -315,7 +315,7 @@ func (w *Workload) consumeGroup(ctx context.Context, id int, group string) {
 				defer cancel()
 				return cons.Poll(pctx)
 			})
-			if i%3 == 2 {
+			if i%5 == 4 {
 				w.commit(ctx, cons, proc, group)
 			}
 		}
