@@ -104,3 +104,21 @@ func TestFormatSizeAndDuration(t *testing.T) {
 		}
 	}
 }
+
+// The flag parsers never panic, and what they accept is a valid limit.
+func FuzzParseSizeAndDuration(f *testing.F) {
+	for _, s := range []string{"1GiB", "100MB", "1.5G", "7d", "1d12h", "2w", "unlimited", "-1", "", "9999999999999TiB", "1e9"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if n, err := parseSize(s); err == nil && n < client.Unlimited {
+			t.Fatalf("parseSize(%q) = %d", s, n)
+		}
+		if d, err := parseDuration(s); err == nil && d < client.Unlimited {
+			t.Fatalf("parseDuration(%q) = %v", s, d)
+		}
+		if pr, err := formatPrinter(s); err == nil {
+			render(t, pr, sample)
+		}
+	})
+}
