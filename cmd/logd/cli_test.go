@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -373,5 +374,41 @@ func TestCLIRetentionTrimmedGroup(t *testing.T) {
 	got := strings.Fields(out)
 	if int64(len(got)) != 100-start || !strings.HasPrefix(got[0], fmt.Sprintf("%d-", start)) {
 		t.Fatalf("resumed with %d records from %.10q, want %d from %d", len(got), got[0], 100-start, start)
+	}
+}
+
+// consume --follow rides out a server restart.
+func TestCLIFollowSurvivesRestart(t *testing.T) {
+	cfg := server.Config{DataDir: t.TempDir(), Addr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)}
+	s, err := server.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Addr = s.Addr()
+	c := &cli{t: t, addr: s.Addr()}
+	c.ok("", "topic", "create", "t")
+	c.ok("a\n", "produce", "t")
+	type result struct{ out, stderr string }
+	done := make(chan result)
+	go func() {
+		out, stderr, _ := c.run("", "consume", "t", "--follow", "--count", "2", "--max-wait", "100ms")
+		done <- result{out, stderr}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	s.Close()
+	time.Sleep(700 * time.Millisecond)
+	if s, err = server.Start(cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c.ok("b\n", "produce", "t")
+	select {
+	case r := <-done:
+		if r.out != "a\nb\n" || !strings.Contains(r.stderr, "retrying") {
+			t.Fatalf("stdout %q, stderr %q", r.out, r.stderr)
+		}
+		t.Logf("stderr: %s", r.stderr)
+	case <-time.After(20 * time.Second):
+		t.Fatal("consume --follow did not resume after the restart")
 	}
 }

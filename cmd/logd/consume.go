@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/logd/logd/client"
 )
@@ -112,9 +114,31 @@ A newline is added after each record unless FMT ends with \n.`,
 	return cmd
 }
 
+// How long consume retries a server that cannot answer (without --follow;
+// with it, for good), and how often.
+var (
+	transientPatience = 30 * time.Second
+	transientBackoff  = 500 * time.Millisecond
+)
+
+// transient reports errors worth retrying: the server or its leader is
+// (briefly) unavailable.
+func transient(err error) bool {
+	var se interface{ GRPCStatus() *status.Status }
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.GRPCStatus().Code() {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted:
+		return true
+	}
+	return false
+}
+
 // consume prints records until the end of the log (or --count, or forever
 // with --follow), committing what it printed when asked.
 func consume(ctx context.Context, c *client.Client, opts client.ConsumerOptions, fl consumeFlags, pr printer, stdout, stderr io.Writer) error {
+	server := c.Addr()
 	cons, err := c.NewConsumer(ctx, opts)
 	if err != nil {
 		return err
@@ -126,6 +150,7 @@ func consume(ctx context.Context, c *client.Client, opts client.ConsumerOptions,
 	// Only a position resumed from the group may silently jump to the log
 	// start; one the user asked for with --from fails clearly.
 	resumed := opts.Group != "" && !opts.IgnoreCommitted
+	var failingSince time.Time // first of consecutive transient failures
 	for fl.count == 0 || printed < fl.count {
 		recs, err := cons.Poll(ctx)
 		if err == io.EOF {
@@ -144,7 +169,28 @@ func consume(ctx context.Context, c *client.Client, opts client.ConsumerOptions,
 			if ctx.Err() != nil { // interrupted: a normal way to stop --follow
 				return nil
 			}
-			return err
+			if !transient(err) {
+				return err
+			}
+			// The server restarts, or a leader changes: wait and retry, for
+			// good with --follow, else for a while.
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+				fmt.Fprintf(stderr, "logd: %v; retrying\n", explain(err, server))
+			}
+			if !fl.follow && time.Since(failingSince) > transientPatience {
+				return err
+			}
+			select {
+			case <-time.After(transientBackoff):
+			case <-ctx.Done():
+				return nil
+			}
+			continue
+		}
+		if !failingSince.IsZero() {
+			fmt.Fprintln(stderr, "logd: reading again")
+			failingSince = time.Time{}
 		}
 		if fl.count > 0 && len(recs) > fl.count-printed {
 			recs = recs[:fl.count-printed]
