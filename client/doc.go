@@ -53,7 +53,9 @@
 // offset order. Without Follow, Poll returns io.EOF once every partition
 // reached the high watermark it had when the consumer started. A read below
 // the log start (trimmed by retention) fails with an *OutOfRangeError carrying
-// the partition's earliest and latest offsets. Commit stores what Poll
+// the partition's earliest and latest offsets. A failed Poll moves no
+// position, so calling it again retries (after UNAVAILABLE, say, while a
+// server restarts). Commit stores what Poll
 // returned so far as the group's committed offsets (commit after processing
 // for at-least-once delivery).
 //
