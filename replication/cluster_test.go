@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,7 +102,7 @@ func TestLeaderLossKeepsAcknowledgedRecords(t *testing.T) {
 	a := newAcked()
 	a.produce(t, c, 30, "a")
 	c.WaitConverged(group, 30*time.Second) // asserts byte-identical replicas
-	for _, n := range c.Nodes {
+	for _, n := range c.Nodes() {
 		a.check(t, n)
 	}
 
@@ -120,7 +121,7 @@ func TestLeaderLossKeepsAcknowledgedRecords(t *testing.T) {
 	c.Restart(old.ID)
 	a.produce(t, c, 5, "c")
 	c.WaitConverged(group, 60*time.Second)
-	for _, n := range c.Nodes {
+	for _, n := range c.Nodes() {
 		a.check(t, n)
 	}
 	if hw := old.Partition(group).Log().HighWatermark(); hw != leader.Partition(group).Log().HighWatermark() {
@@ -208,7 +209,7 @@ func TestMinorityLeaderTailTruncatedOnRejoin(t *testing.T) {
 			t.Fatalf("entry %d still has the old leader's term %d: its uncommitted tail was not truncated", i, oldTerm)
 		}
 	}
-	for _, n := range c.Nodes {
+	for _, n := range c.Nodes() {
 		a.check(t, n)
 		for _, r := range n.Records(group) {
 			if r.Key == "lost" {
@@ -229,7 +230,7 @@ func TestFollowerBehindLogStartNeverRenumbersOffsets(t *testing.T) {
 	c.WaitConverged(group, 30*time.Second)
 	leader := c.Leader(group)
 	var f *clustertest.Node
-	for _, n := range c.Nodes {
+	for _, n := range c.Nodes() {
 		if n != leader {
 			f = n
 		}
@@ -343,13 +344,13 @@ func TestLeaderKilledUnderLoad(t *testing.T) {
 	// Cut a follower off, slow another link, keep producing, heal.
 	leader := c.Leader(group)
 	var f *clustertest.Node
-	for _, n := range c.Nodes {
+	for _, n := range c.Nodes() {
 		if n != leader {
 			f = n
 		}
 	}
 	c.Net.Isolate(f.ID, c.IDs()...)
-	for _, n := range c.Nodes {
+	for _, n := range c.Nodes() {
 		if n != leader && n != f {
 			c.Net.SetDelay(leader.ID, n.ID, 5*time.Millisecond)
 		}
@@ -364,7 +365,7 @@ func TestLeaderKilledUnderLoad(t *testing.T) {
 	total := 0
 	for _, p := range ps {
 		total += len(p.acked)
-		for _, n := range c.Nodes {
+		for _, n := range c.Nodes() {
 			p.check(t, n)
 		}
 	}
@@ -398,10 +399,89 @@ func TestDiskBytesPerProducedByte(t *testing.T) {
 		}
 	}
 	c.WaitConverged(group, 30*time.Second)
-	ratio := float64(written.Load()-start) / float64(produced*int64(len(c.Nodes)))
+	ratio := float64(written.Load()-start) / float64(produced*int64(len(c.Nodes())))
 	t.Logf("produced %d bytes in 200 batches of 10 records; logs wrote %d bytes on %d replicas: %.3f per produced byte per replica",
-		produced, written.Load()-start, len(c.Nodes), ratio)
+		produced, written.Load()-start, len(c.Nodes()), ratio)
 	if ratio > 1.1 {
 		t.Fatalf("%.3f bytes written per produced byte per replica, want at most 1.1", ratio)
+	}
+}
+
+// A node joins a group and another leaves while producers append: the
+// group keeps acknowledging, the new replica ends byte-identical, nothing
+// acknowledged is lost and per-key order holds.
+func TestNodeJoinsAndLeavesWhileProducing(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
+	ps := make([]*producer, 3)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range ps {
+		ps[i] = &producer{key: fmt.Sprintf("k%d", i), acked: map[int]bool{}}
+		wg.Add(1)
+		go func() { defer wg.Done(); ps[i].run(t, c, stop) }()
+	}
+	time.Sleep(500 * time.Millisecond)
+
+	n4 := c.AddNode()
+	if err := c.Leader(group).Partition(group).AddVoter(raft.ServerID(n4.ID), raft.ServerAddress(n4.Addr), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+
+	// Remove the leader itself: the hardest member to lose.
+	gone := c.Leader(group)
+	if err := gone.Partition(group).RemoveServer(raft.ServerID(gone.ID), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c.Kill(gone.ID)
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+
+	c.WaitConverged(group, 60*time.Second)
+	st := c.Leader(group).Partition(group).Status()
+	var ids []string
+	for _, s := range st.Servers {
+		ids = append(ids, string(s.ID))
+	}
+	if len(ids) != 3 || slices.Contains(ids, gone.ID) || !slices.Contains(ids, n4.ID) {
+		t.Fatalf("configuration %v after adding %s and removing %s", ids, n4.ID, gone.ID)
+	}
+	for _, p := range ps {
+		if len(p.acked) == 0 {
+			t.Fatalf("key %s: nothing acknowledged", p.key)
+		}
+		for _, n := range c.Up() {
+			p.check(t, n)
+		}
+	}
+}
+
+// Leadership can be moved so that each node leads one of three groups
+// (the mechanism of leader spreading).
+func TestLeadershipSpreadAcrossNodes(t *testing.T) {
+	groups := []string{"p/s/0", "p/s/1", "p/s/2"}
+	c := clustertest.New(t, clustertest.Options{Groups: groups})
+	for i, g := range groups {
+		want := c.Nodes()[i]
+		leader := c.Leader(g)
+		if leader != want {
+			if err := leader.Partition(g).TransferLeadership(raft.ServerID(want.ID), raft.ServerAddress(want.Addr)); err != nil {
+				t.Fatalf("group %s: %v", g, err)
+			}
+		}
+	}
+	for i, g := range groups {
+		if leader := c.Leader(g); leader != c.Nodes()[i] {
+			t.Fatalf("group %s led by %s, want %s", g, leader.ID, c.Nodes()[i].ID)
+		}
+		b := batch.Encode(nil, 0, batch.NoProducer, []batch.Record{{Key: []byte("k"), Value: []byte(g)}})
+		if _, err := c.Append(g, b, 20*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		st := c.Nodes()[i].Partition(g).Status()
+		if st.State != raft.Leader || st.HighWatermark != 1 || st.CommitIndex < st.LastIndex {
+			t.Fatalf("group %s status on its leader: %+v", g, st)
+		}
 	}
 }

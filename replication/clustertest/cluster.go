@@ -51,8 +51,10 @@ type Cluster struct {
 	opts   Options
 	dir    string
 	Net    *faultnet.Network
-	Nodes  []*Node
 	logger hclog.Logger
+
+	mu    sync.Mutex
+	nodes []*Node
 }
 
 // Node is one in-process logd node.
@@ -101,17 +103,17 @@ func New(t testing.TB, opts Options) *Cluster {
 	for i := range opts.Nodes {
 		n := &Node{ID: fmt.Sprintf("n%d", i+1), c: c}
 		n.dir = filepath.Join(c.dir, n.ID)
-		c.Nodes = append(c.Nodes, n)
+		c.nodes = append(c.nodes, n)
 		if err := n.start(); err != nil {
 			t.Fatalf("start %s: %v", n.ID, err)
 		}
 	}
-	servers := make([]raft.Server, len(c.Nodes))
-	for i, n := range c.Nodes {
+	servers := make([]raft.Server, len(c.nodes))
+	for i, n := range c.nodes {
 		servers[i] = raft.Server{ID: raft.ServerID(n.ID), Address: raft.ServerAddress(n.Addr)}
 	}
 	for _, g := range opts.Groups {
-		if err := c.Nodes[0].Partition(g).Bootstrap(servers); err != nil {
+		if err := c.nodes[0].Partition(g).Bootstrap(servers); err != nil {
 			t.Fatalf("bootstrap %s: %v", g, err)
 		}
 		c.Leader(g)
@@ -143,9 +145,33 @@ func (w *logBuffer) String() string {
 	return string(w.b)
 }
 
+// AddNode starts a new node holding an empty replica of every group. It is
+// in no group's configuration until a leader adds it (Partition.AddVoter).
+func (c *Cluster) AddNode() *Node {
+	c.t.Helper()
+	c.mu.Lock()
+	n := &Node{ID: fmt.Sprintf("n%d", len(c.nodes)+1), c: c}
+	c.mu.Unlock()
+	n.dir = filepath.Join(c.dir, n.ID)
+	if err := n.start(); err != nil {
+		c.t.Fatalf("start %s: %v", n.ID, err)
+	}
+	c.mu.Lock()
+	c.nodes = append(c.nodes, n)
+	c.mu.Unlock()
+	return n
+}
+
+// Nodes returns every node, running or not, in the order they were added.
+func (c *Cluster) Nodes() []*Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.nodes)
+}
+
 // Node returns the node with id.
 func (c *Cluster) Node(id string) *Node {
-	for _, n := range c.Nodes {
+	for _, n := range c.Nodes() {
 		if n.ID == id {
 			return n
 		}
@@ -157,7 +183,7 @@ func (c *Cluster) Node(id string) *Node {
 // Up returns the running nodes.
 func (c *Cluster) Up() []*Node {
 	var up []*Node
-	for _, n := range c.Nodes {
+	for _, n := range c.Nodes() {
 		if n.Up() {
 			up = append(up, n)
 		}
@@ -167,8 +193,9 @@ func (c *Cluster) Up() []*Node {
 
 // IDs returns every node's id.
 func (c *Cluster) IDs() []string {
-	ids := make([]string, len(c.Nodes))
-	for i, n := range c.Nodes {
+	nodes := c.Nodes()
+	ids := make([]string, len(nodes))
+	for i, n := range nodes {
 		ids[i] = n.ID
 	}
 	return ids
@@ -248,7 +275,7 @@ func (c *Cluster) Restart(id string) {
 
 // Close stops every node.
 func (c *Cluster) Close() {
-	for _, n := range c.Nodes {
+	for _, n := range c.Nodes() {
 		if err := n.stop(); err != nil {
 			c.t.Errorf("stop %s: %v", n.ID, err)
 		}

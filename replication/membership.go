@@ -1,0 +1,81 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// PartitionStatus is a replica's view of its group, for `logd cluster
+// status` and the per-partition Raft metrics.
+type PartitionStatus struct {
+	Group        string
+	State        raft.RaftState
+	Term         uint64
+	LeaderID     raft.ServerID
+	LeaderAddr   raft.ServerAddress
+	FirstIndex   uint64 // Raft indexes stored in the log
+	LastIndex    uint64
+	CommitIndex  uint64
+	AppliedIndex uint64
+	// Offsets of the replica's log.
+	LogStartOffset int64
+	HighWatermark  int64
+	NextOffset     int64
+	Servers        []raft.Server // latest configuration
+}
+
+// Status reports the replica's state.
+func (p *Partition) Status() PartitionStatus {
+	addr, id := p.raft.LeaderWithID()
+	s := PartitionStatus{
+		Group:          p.group,
+		State:          p.raft.State(),
+		Term:           p.raft.CurrentTerm(),
+		LeaderID:       id,
+		LeaderAddr:     addr,
+		FirstIndex:     p.log.FirstIndex(),
+		LastIndex:      p.log.LastIndex(),
+		CommitIndex:    p.raft.CommitIndex(),
+		AppliedIndex:   p.raft.AppliedIndex(),
+		LogStartOffset: p.log.StartOffset(),
+		HighWatermark:  p.log.HighWatermark(),
+		NextOffset:     p.log.NextOffset(),
+	}
+	if f := p.raft.GetConfiguration(); f.Error() == nil {
+		s.Servers = f.Configuration().Servers
+	}
+	return s
+}
+
+// AddVoter adds a replica to the group (called on the leader). The new
+// replica catches up from the leader's log; if the leader's log no longer
+// starts at index 1 it needs segment copy (see the package comment).
+func (p *Partition) AddVoter(id raft.ServerID, addr raft.ServerAddress, timeout time.Duration) error {
+	return p.membership("add voter "+string(id), p.raft.AddVoter(id, addr, 0, timeout).Error())
+}
+
+// RemoveServer removes a replica from the group (called on the leader; a
+// leader removing itself steps down once the change commits).
+func (p *Partition) RemoveServer(id raft.ServerID, timeout time.Duration) error {
+	return p.membership("remove server "+string(id), p.raft.RemoveServer(id, 0, timeout).Error())
+}
+
+// TransferLeadership hands the group's leadership to another voter (leader
+// spreading), and returns once the transfer is done or has failed.
+func (p *Partition) TransferLeadership(id raft.ServerID, addr raft.ServerAddress) error {
+	return p.membership("transfer leadership to "+string(id), p.raft.LeadershipTransferToServer(id, addr).Error())
+}
+
+func (p *Partition) membership(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, raft.ErrNotLeader) {
+		addr, id := p.raft.LeaderWithID()
+		return &NotLeaderError{Group: p.group, LeaderID: id, Leader: addr, Cause: err}
+	}
+	return fmt.Errorf("replication: %s: %s: %w", p.group, what, err)
+}
