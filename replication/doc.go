@@ -64,6 +64,11 @@
 // also requires a restored snapshot whose high watermark is the log's next
 // offset.
 //
+// Retention and Raft: on restart Raft restores its latest snapshot and
+// replays every entry after it, and panics on a missing one. Retention of a
+// replicated partition must therefore trim only below Partition.TrimLimit
+// (the first segment holding an entry after the latest durable snapshot).
+//
 // The Raft configuration must keep TrailingLogs >= 1 so that a compaction
 // never covers the last index (see DeleteRange).
 //

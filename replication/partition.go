@@ -69,6 +69,7 @@ type Partition struct {
 	store *LogStore
 	fsm   *PartitionFSM
 	trans *raft.NetworkTransport
+	snaps raft.SnapshotStore
 	raft  *raft.Raft
 }
 
@@ -101,7 +102,7 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replication: %s: snapshot store: %w", cfg.Group, err)
 	}
-	p := &Partition{group: cfg.Group, log: cfg.Log}
+	p := &Partition{group: cfg.Group, log: cfg.Log, snaps: snaps}
 	p.store = NewLogStore(cfg.Log)
 	p.fsm = NewPartitionFSM(cfg.Log, p.store)
 	p.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
@@ -166,6 +167,36 @@ func (p *Partition) Append(b []byte, timeout time.Duration) (ApplyResult, error)
 	default:
 		return ApplyResult{}, fmt.Errorf("replication: %s: unexpected apply response %T", p.group, r)
 	}
+}
+
+// TrimLimit is the offset below which retention may delete this replica's
+// segments (log.DeleteSegmentsBefore) without removing an entry Raft
+// still needs: every deleted segment must end at or below the index of the
+// latest durable snapshot, because on restart Raft restores that snapshot
+// and replays every entry after it (a missing one makes it panic). It is
+// the base offset of the oldest segment holding an entry after the
+// snapshot, or the log start offset when there is no snapshot. Trimming by
+// offset alone is not enough: a closed segment can end with configuration
+// or no-op entries past the snapshot that own no offset.
+func (p *Partition) TrimLimit() (int64, error) {
+	metas, err := p.snaps.List()
+	if err != nil {
+		return 0, fmt.Errorf("replication: %s: list snapshots: %w", p.group, err)
+	}
+	segs := p.log.Segments()
+	if len(segs) == 0 {
+		return p.log.StartOffset(), nil
+	}
+	limit := segs[0].BaseOffset
+	if len(metas) == 0 {
+		return limit, nil
+	}
+	snapIndex := metas[0].Index // newest first
+	// Segment j-1 ends at index segs[j].FirstIndex-1.
+	for j := 1; j < len(segs) && segs[j].FirstIndex <= snapIndex+1; j++ {
+		limit = segs[j].BaseOffset
+	}
+	return limit, nil
 }
 
 // Close stops the replica's Raft and its transport. The log stays open.

@@ -109,3 +109,83 @@ func waitLeader(t *testing.T, p *Partition) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Retention trimming up to TrimLimit keeps every entry after the latest
+// snapshot, so Raft restarts (restore, then replay) and appends continue.
+func TestPartitionTrimLimit(t *testing.T) {
+	dir := t.TempDir()
+	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux, err := transport.New(transport.Config{Listener: ln, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mux.Close()
+	db := openPebble(t, filepath.Join(dir, "meta"), vfs.Default)
+	defer db.Close()
+	start := func() *Partition {
+		stream, err := mux.Group("p/t/0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := OpenPartition(PartitionConfig{
+			Group: "p/t/0", NodeID: "n1", Log: openLog(t, filepath.Join(dir, "log")), DB: db,
+			SnapshotDir: filepath.Join(dir, "snap"), Stream: stream, Logger: logger,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := start()
+	if err := p.Bootstrap([]raft.Server{{ID: "n1", Address: raft.ServerAddress(mux.Addr().String())}}); err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, p)
+	for range 100 {
+		if _, err := p.Append(testBatch("k", 3, "x"), 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if limit, err := p.TrimLimit(); err != nil || limit != 0 {
+		t.Fatalf("trim limit without a snapshot: %d, %v; want 0", limit, err)
+	}
+	if err := p.Raft().Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	snapIndex := p.Raft().AppliedIndex()
+	for range 40 {
+		if _, err := p.Append(testBatch("k", 3, "y"), 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	limit, err := p.TrimLimit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limit <= 0 || limit > 300 {
+		t.Fatalf("trim limit %d, want within (0, 300] (the snapshot's high watermark)", limit)
+	}
+	if _, err := p.Log().DeleteSegmentsBefore(limit); err != nil {
+		t.Fatal(err)
+	}
+	if first := p.Log().FirstIndex(); first == 1 || first > snapIndex+1 {
+		t.Fatalf("after trimming: first index %d, want in (1, %d]", first, snapIndex+1)
+	}
+	p.Close()
+	p.Log().Close()
+
+	p = start()
+	defer func() { p.Close(); p.Log().Close() }()
+	waitLeader(t, p)
+	r, err := p.Append(testBatch("k", 1, "z"), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.BaseOffset != 420 {
+		t.Fatalf("after a trimmed restart: base offset %d, want 420", r.BaseOffset)
+	}
+}
