@@ -485,3 +485,37 @@ func TestLeadershipSpreadAcrossNodes(t *testing.T) {
 		}
 	}
 }
+
+// acks=leader returns once the leader's own log holds the batch, before a
+// quorum does; acks=all waits for the commit.
+func TestAcksLeaderReturnsBeforeCommit(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
+	leader := c.Leader(group)
+	p := leader.Partition(group)
+	one := func(v string) []byte {
+		return batch.Encode(nil, 0, batch.NoProducer, []batch.Record{{Key: []byte("k"), Value: []byte(v)}, {Key: []byte("k"), Value: []byte(v)}})
+	}
+	r, err := p.AppendLeader(one("a"), 10*time.Second)
+	if err != nil || r != (replication.ApplyResult{BaseOffset: 0, LastOffset: 1}) {
+		t.Fatalf("acks=leader with a healthy quorum: %+v, %v", r, err)
+	}
+	c.WaitConverged(group, 30*time.Second)
+
+	// Cut the leader off: its own log still takes the batch.
+	c.Net.Isolate(leader.ID, c.IDs()...)
+	hw := p.Log().HighWatermark()
+	start := time.Now()
+	r, err = p.AppendLeader(one("b"), 10*time.Second)
+	if err != nil {
+		t.Fatalf("acks=leader on an isolated leader: %v", err)
+	}
+	if r.BaseOffset != hw || time.Since(start) > 5*time.Second {
+		t.Fatalf("acks=leader: %+v after %v, want base offset %d at once", r, time.Since(start), hw)
+	}
+	if p.Log().HighWatermark() != hw {
+		t.Fatal("an uncommitted batch is readable")
+	}
+	if _, err := p.Append(one("c"), 10*time.Second); err == nil {
+		t.Fatal("acks=all succeeded on an isolated leader")
+	}
+}

@@ -48,6 +48,17 @@ type LogStore struct {
 	// snapshotHW is the high watermark of the last snapshot restored, -1
 	// for none: the offset the leader gave the first record after it.
 	snapshotHW atomic.Int64
+
+	// stored holds the waiters of acks=leader appends, by the address of
+	// their batch: on the leader, Raft hands StoreLogs the very slice given
+	// to Apply, so its first byte identifies the append.
+	waitMu sync.Mutex
+	stored map[*byte]chan storedResult
+}
+
+type storedResult struct {
+	r   ApplyResult
+	err error
 }
 
 var (
@@ -134,10 +145,55 @@ func (s *LogStore) StoreLogs(ls []*raft.Log) error {
 		batch.SetLeaderEpoch(l.Data, int32(l.Term))
 		next += int64(info.LastOffsetDelta) + 1
 	}
-	if err := s.log.AppendEntries(es); err != nil {
-		return fmt.Errorf("replication: store logs %d..%d: %w", ls[0].Index, ls[len(ls)-1].Index, err)
+	err := s.log.AppendEntries(es)
+	if err != nil {
+		err = fmt.Errorf("replication: store logs %d..%d: %w", ls[0].Index, ls[len(ls)-1].Index, err)
 	}
-	return nil
+	s.notifyStored(ls, err)
+	return err
+}
+
+// awaitStored registers b (an Apply's command) and returns the channel
+// that receives its offsets once the leader's log has stored it durably.
+// cancel must be called when the append ends otherwise.
+func (s *LogStore) awaitStored(b []byte) (ch <-chan storedResult, cancel func()) {
+	c := make(chan storedResult, 1)
+	key := &b[0]
+	s.waitMu.Lock()
+	if s.stored == nil {
+		s.stored = map[*byte]chan storedResult{}
+	}
+	s.stored[key] = c
+	s.waitMu.Unlock()
+	return c, func() {
+		s.waitMu.Lock()
+		delete(s.stored, key)
+		s.waitMu.Unlock()
+	}
+}
+
+func (s *LogStore) notifyStored(ls []*raft.Log, err error) {
+	s.waitMu.Lock()
+	defer s.waitMu.Unlock()
+	if len(s.stored) == 0 {
+		return
+	}
+	for _, l := range ls {
+		if l.Type != raft.LogCommand || len(l.Data) == 0 {
+			continue
+		}
+		c, ok := s.stored[&l.Data[0]]
+		if !ok {
+			continue
+		}
+		delete(s.stored, &l.Data[0])
+		res := storedResult{err: err}
+		if err == nil {
+			info, perr := batch.ParseHeader(l.Data)
+			res = storedResult{r: ApplyResult{BaseOffset: info.BaseOffset, LastOffset: info.LastOffset()}, err: perr}
+		}
+		c <- res
+	}
 }
 
 // DeleteRange deletes [min, max], serving Raft's three uses:

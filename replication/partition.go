@@ -144,20 +144,12 @@ func (p *Partition) Log() *log.Log { return p.log }
 // the append leaves the outcome unknown (the entry may still commit): a
 // retry must go through the idempotent producer.
 func (p *Partition) Append(b []byte, timeout time.Duration) (ApplyResult, error) {
-	info, err := batch.Verify(b)
-	if err != nil {
-		return ApplyResult{}, fmt.Errorf("%w: %v", ErrNotBatch, err)
-	}
-	if info.Size() != len(b) || info.NumRecords == 0 {
-		return ApplyResult{}, fmt.Errorf("%w: %d bytes for a %d-byte batch of %d records", ErrNotBatch, len(b), info.Size(), info.NumRecords)
+	if err := checkAppend(b); err != nil {
+		return ApplyResult{}, err
 	}
 	f := p.raft.Apply(b, timeout)
 	if err := f.Error(); err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
-			addr, id := p.raft.LeaderWithID()
-			return ApplyResult{}, &NotLeaderError{Group: p.group, LeaderID: id, Leader: addr, Cause: err}
-		}
-		return ApplyResult{}, fmt.Errorf("replication: %s: append: %w", p.group, err)
+		return ApplyResult{}, p.applyError(err)
 	}
 	switch r := f.Response().(type) {
 	case ApplyResult:
@@ -197,6 +189,54 @@ func (p *Partition) TrimLimit() (int64, error) {
 		limit = segs[j].BaseOffset
 	}
 	return limit, nil
+}
+
+// AppendLeader replicates one record batch and returns its offsets once
+// the leader's own log has stored it durably, without waiting for a quorum
+// (acks=leader). The batch is committed later, or lost with this leader if
+// it fails before a quorum stores it; readers see it only once committed.
+// b is modified in place, as with Append.
+func (p *Partition) AppendLeader(b []byte, timeout time.Duration) (ApplyResult, error) {
+	if err := checkAppend(b); err != nil {
+		return ApplyResult{}, err
+	}
+	stored, cancel := p.store.awaitStored(b)
+	defer cancel()
+	f := p.raft.Apply(b, timeout)
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case r := <-stored:
+		return r.r, r.err
+	case err := <-done:
+		if err != nil {
+			return ApplyResult{}, p.applyError(err)
+		}
+		// Committed before the store's notice was read: both are ready.
+		r := <-stored
+		return r.r, r.err
+	}
+}
+
+// checkAppend verifies a batch before it enters Raft: the log store would
+// refuse it, on every replica.
+func checkAppend(b []byte) error {
+	info, err := batch.Verify(b)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNotBatch, err)
+	}
+	if info.Size() != len(b) || info.NumRecords == 0 {
+		return fmt.Errorf("%w: %d bytes for a %d-byte batch of %d records", ErrNotBatch, len(b), info.Size(), info.NumRecords)
+	}
+	return nil
+}
+
+func (p *Partition) applyError(err error) error {
+	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+		addr, id := p.raft.LeaderWithID()
+		return &NotLeaderError{Group: p.group, LeaderID: id, Leader: addr, Cause: err}
+	}
+	return fmt.Errorf("replication: %s: append: %w", p.group, err)
 }
 
 // Close stops the replica's Raft and its transport. The log stays open.
