@@ -81,6 +81,12 @@
 // Snapshots hold metadata only (log start offset, high watermark, last
 // applied index and term; producer dedup state later), never record data.
 //
+// The metadata group's log is not a segment log: its commands are small
+// and not record batches, and after a snapshot its log must really be
+// compacted, which the segment log (trimmed by offset, rolled only by
+// segments that own offsets) cannot do. It lives in Pebble
+// (PebbleLogStore, "raft/meta/log/<index>").
+//
 // # Stable and snapshot stores
 //
 // Raft's term and vote live in the node's shared Pebble DB under a key prefix
