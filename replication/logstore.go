@@ -13,22 +13,6 @@ import (
 	"github.com/logd/logd/log"
 )
 
-// Sentinel errors of the package.
-var (
-	// ErrNotBatch: a Raft command entry that is not exactly one valid Kafka
-	// v2 record batch. A partition group's commands are batches only.
-	ErrNotBatch = errors.New("replication: command entry is not one record batch")
-	// ErrDeleteRange: a DeleteRange that is neither a suffix truncation, a
-	// compaction, nor the removal of every entry after a snapshot restore.
-	ErrDeleteRange = errors.New("replication: unexpected delete range")
-	// ErrOffsetGap: appending would give records other offsets than the
-	// leader gave them (a replica restarting from a snapshot whose log does
-	// not end where the snapshot's high watermark is). The replica refuses
-	// and stays behind until its records are copied (segment copy, not
-	// built yet) rather than renumber them.
-	ErrOffsetGap = errors.New("replication: log offsets would diverge from the leader's")
-)
-
 // LogStore is a partition's segment log as Raft's log store
 // (raft.LogStore, raft.MonotonicLogStore): Raft entries are the log's
 // entries, so every record is written to disk once. The mapping is in the

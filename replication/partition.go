@@ -14,10 +14,6 @@ import (
 	"github.com/logd/logd/log"
 )
 
-// ErrNotLeader is returned by Partition.Append on a replica that is not the
-// group's leader; NotLeaderError carries the leader's address when known.
-var ErrNotLeader = errors.New("replication: not the leader")
-
 // NotLeaderError says who leads instead. errors.Is(err, ErrNotLeader) holds.
 type NotLeaderError struct {
 	Group    string

@@ -9,11 +9,6 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// ErrKeyNotFound is StableStore.Get's answer for a missing key. Raft tells
-// it from a failure by its text, "not found" (as with raft's InmemStore and
-// raft-boltdb), so the text must not change.
-var ErrKeyNotFound = errors.New("not found")
-
 // StableStore is one Raft group's raft.StableStore (current term, vote) in
 // the node's shared Pebble DB, under the key prefix "raft/<group>/". Every
 // write is synced: Raft relies on a vote surviving a crash.
