@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -37,9 +38,15 @@ func (s *Server) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchResp
 	}
 	for {
 		changed := p.Log.Changed()
-		resp, err := s.readAt(p, req.Offset, maxBytes, req.Decode)
-		if err != nil || len(resp.Batches) > 0 || wait == 0 {
-			return resp, toStatus(err)
+		resp, release, err := s.boundedRead(ctx, p, req.Offset, maxBytes, req.Decode)
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		// The response's memory counts against the budget until the
+		// handler returns (gRPC encodes it right after).
+		defer release()
+		if len(resp.Batches) > 0 || wait == 0 {
+			return resp, nil
 		}
 		select {
 		case <-changed:
@@ -65,21 +72,26 @@ func (s *Server) Subscribe(req *pb.SubscribeRequest, stream pb.Log_SubscribeServ
 	}
 	ctx := stream.Context()
 	off := req.Offset
+	maxBytes = min(maxBytes, maxSubscribeBytes)
 	for {
 		changed := p.Log.Changed()
-		resp, err := s.readAt(p, off, maxBytes, req.Decode)
+		resp, release, err := s.boundedRead(ctx, p, off, maxBytes, req.Decode)
 		if err != nil {
 			return toStatus(err)
 		}
 		if len(resp.Batches) > 0 {
 			// Send blocks while the client does not read: flow control,
-			// not buffering, bounds a slow subscriber's memory.
-			if err := stream.Send(resp); err != nil {
+			// not buffering, bounds a slow subscriber's memory to one
+			// message, which counts against the read budget meanwhile.
+			err := stream.Send(resp)
+			release()
+			if err != nil {
 				return err
 			}
 			off = resp.NextOffset
 			continue
 		}
+		release()
 		select {
 		case <-changed:
 		case <-ctx.Done():
@@ -105,6 +117,33 @@ func (s *Server) fetchTarget(topic string, part int32, offset int64, maxBytes in
 		return p, defaultFetchBytes, nil
 	}
 	return p, min(int(maxBytes), maxFetchBytes), nil
+}
+
+// boundedRead is readAt under the server-wide read budget: it reserves
+// maxBytes before reading and returns the unused part at once; release
+// returns the rest once the response is sent. Waiting for budget ends with
+// ctx.
+func (s *Server) boundedRead(ctx context.Context, p *partition.Partition, offset int64, maxBytes int, decode bool) (*pb.FetchResponse, func(), error) {
+	want := int64(maxBytes)
+	if decode {
+		want *= 2 // decoded records copy what they hold
+	}
+	want = min(want, readBudgetBytes)
+	if err := s.readBudget.Acquire(ctx, want); err != nil {
+		return nil, nil, err
+	}
+	resp, err := s.readAt(p, offset, maxBytes, decode)
+	if err != nil {
+		s.readBudget.Release(want)
+		return nil, nil, err
+	}
+	used := min(int64(len(resp.Batches)), want)
+	if decode {
+		used = min(2*used, want)
+	}
+	s.readBudget.Release(want - used)
+	var once sync.Once
+	return resp, func() { once.Do(func() { s.readBudget.Release(used) }) }, nil
 }
 
 // readAt reads what is committed at offset. Offsets past the high watermark

@@ -64,12 +64,23 @@ func (s *Server) produce(req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Encode and check every partition's batch before appending any, so
+		// a rejected request stores nothing (a retry must not duplicate).
+		batches := make(map[int32][]byte, len(byPart))
+		for id, recs := range byPart {
+			b := batch.Encode(nil, 0, batch.NoProducer, recs)
+			if len(b) > s.cfg.MaxBatchBytes {
+				return nil, status.Errorf(codes.ResourceExhausted,
+					"produce: the records for partition %d encode to %d bytes, over the %d-byte batch limit: send fewer or smaller records", id, len(b), s.cfg.MaxBatchBytes)
+			}
+			batches[id] = b
+		}
 		for _, p := range parts {
-			recs := byPart[p.ID]
-			if len(recs) == 0 {
+			b, ok := batches[p.ID]
+			if !ok {
 				continue
 			}
-			a, err := s.appendBatch(p, batch.Encode(nil, 0, batch.NoProducer, recs))
+			a, err := s.appendBatch(p, b)
 			if err != nil {
 				return nil, err
 			}
@@ -117,6 +128,11 @@ func (s *Server) appendBatch(p *partition.Partition, b []byte) (*pb.PartitionApp
 
 var roundRobin atomic.Uint32
 
+// recordOverhead is the least a record costs in a batch besides its key,
+// value and headers: length, attributes, timestamp and offset deltas, key
+// and value lengths, header count (varints of one byte each at least).
+const recordOverhead = 7
+
 // routeRecords assigns plain records to partitions: the request's partition,
 // else murmur2 of the key, else round-robin.
 func (s *Server) routeRecords(req *pb.ProduceRequest, parts []*partition.Partition) (map[int32][]batch.Record, error) {
@@ -127,16 +143,21 @@ func (s *Server) routeRecords(req *pb.ProduceRequest, parts []*partition.Partiti
 	now := time.Now().UnixMilli()
 	out := make(map[int32][]batch.Record)
 	total := 0
-	for i, r := range req.Records {
-		size := len(r.Key) + len(r.Value)
+	// Count each record's framing too (recordOverhead bounds it from
+	// below), so a flood of tiny records is refused before it is converted.
+	for _, r := range req.Records {
+		total += recordOverhead + len(r.Key) + len(r.Value)
 		for _, h := range r.Headers {
-			size += len(h.Key) + len(h.Value)
+			total += len(h.Key) + len(h.Value)
 		}
-		total += size
-		if size > s.cfg.MaxBatchBytes || total > s.cfg.MaxBatchBytes {
-			return nil, status.Errorf(codes.ResourceExhausted,
-				"produce: record %d brings the request to %d bytes, over the %d-byte limit: send fewer or smaller records", i, total, s.cfg.MaxBatchBytes)
-		}
+	}
+	if total > s.cfg.MaxBatchBytes {
+		return nil, status.Errorf(codes.ResourceExhausted,
+			"produce: %d records of about %d bytes in all are over the %d-byte limit: send fewer or smaller records", len(req.Records), total, s.cfg.MaxBatchBytes)
+	}
+	// Unkeyed records of one request stick to one partition (one batch).
+	sticky := int32(roundRobin.Add(1) % uint32(n))
+	for _, r := range req.Records {
 		var pid int32
 		switch {
 		case req.Partition != nil:
@@ -144,7 +165,7 @@ func (s *Server) routeRecords(req *pb.ProduceRequest, parts []*partition.Partiti
 		case len(r.Key) > 0:
 			pid = partition.ForKey(r.Key, n)
 		default:
-			pid = int32(roundRobin.Add(1) % uint32(n))
+			pid = sticky
 		}
 		ts := r.TimestampMs
 		if ts == 0 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/semaphore"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -24,8 +25,8 @@ import (
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
-	"github.com/logd/logd/retention"
 	pb "github.com/logd/logd/proto/logd/v1"
+	"github.com/logd/logd/retention"
 )
 
 // Defaults.
@@ -36,9 +37,13 @@ const (
 	DefaultRetentionInterval = 30 * time.Second
 	DefaultMaxBatchBytes     = 1 << 20
 	defaultFetchBytes        = 1 << 20
-	maxFetchBytes            = 64 << 20
-	maxWait                  = 5 * time.Minute
-	shutdownGrace            = 10 * time.Second
+	maxFetchBytes            = 16 << 20 // one Fetch response
+	maxSubscribeBytes        = 4 << 20  // one Subscribe message
+	// readBudgetBytes bounds the memory of all responses being read or sent
+	// at once (fetches and subscriptions); readers beyond it wait.
+	readBudgetBytes = 128 << 20
+	maxWait         = 5 * time.Minute
+	shutdownGrace   = 10 * time.Second
 )
 
 // Server is a running node.
@@ -59,19 +64,20 @@ type Server struct {
 	bg      sync.WaitGroup
 	m       *metrics
 
-	grpc     *grpc.Server
-	lis      net.Listener
-	health   *health.Server
-	http     *http.Server
-	httpLis  net.Listener
-	served   sync.WaitGroup
-	ready    atomic.Bool
-	shutdown chan struct{} // closed when Close starts
-	inflight sync.WaitGroup
-	mu       sync.Mutex // guards closing
-	closing  bool
-	closeErr error
-	closed   chan struct{}
+	grpc       *grpc.Server
+	lis        net.Listener
+	health     *health.Server
+	http       *http.Server
+	httpLis    net.Listener
+	served     sync.WaitGroup
+	ready      atomic.Bool
+	shutdown   chan struct{} // closed when Close starts
+	readBudget *semaphore.Weighted
+	inflight   sync.WaitGroup
+	mu         sync.Mutex // guards closing
+	closing    bool
+	closeErr   error
+	closed     chan struct{}
 }
 
 // Start opens the data directory and starts serving.
@@ -91,7 +97,8 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, logger: cfg.Logger, shutdown: make(chan struct{}), closed: make(chan struct{})}
+	s := &Server{cfg: cfg, logger: cfg.Logger, shutdown: make(chan struct{}), closed: make(chan struct{}),
+		readBudget: semaphore.NewWeighted(readBudgetBytes)}
 	s.m = newMetrics(func() *partition.Topics { return s.topics })
 
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
