@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,7 +29,6 @@ import (
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/replication"
 	"github.com/logd/logd/replication/faultnet"
-	"github.com/logd/logd/replication/transport"
 )
 
 // Options configure a Cluster.
@@ -64,11 +64,11 @@ type Node struct {
 	c    *Cluster
 	dir  string
 
-	mu    sync.Mutex
-	up    bool
-	db    *pebble.DB
-	mux   *transport.Mux
-	parts map[string]*replication.Partition
+	mu   sync.Mutex
+	up   bool
+	db   *pebble.DB
+	rn   *replication.Node
+	logs []*log.Log
 }
 
 // New starts a cluster and waits until every group has a leader. It is
@@ -344,7 +344,10 @@ func (n *Node) Up() bool {
 func (n *Node) Partition(group string) *replication.Partition {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.parts[group]
+	if n.rn == nil {
+		return nil
+	}
+	return n.rn.Partition(group)
 }
 
 // Committed returns the node's committed batches of group, from the log
@@ -417,42 +420,9 @@ func (n *Node) start() error {
 		return err
 	}
 	n.Addr = ln.Addr().String()
-	logger := c.logger.Named(n.ID)
-	mux, err := transport.New(transport.Config{Listener: ln, Dial: c.Net.Dialer(n.ID), Logger: logger})
-	if err != nil {
-		ln.Close()
-		return err
-	}
 	db, err := pebble.Open(filepath.Join(n.dir, "pebble"), &pebble.Options{Logger: quietPebble{}})
 	if err != nil {
-		mux.Close()
-		return err
-	}
-	n.mux, n.db, n.parts = mux, db, map[string]*replication.Partition{}
-	n.up = true
-	for _, g := range c.opts.Groups {
-		if err := n.openGroupLocked(g, logger); err != nil {
-			n.stopLocked()
-			return fmt.Errorf("group %s: %w", g, err)
-		}
-	}
-	return nil
-}
-
-func (n *Node) openGroupLocked(group string, logger hclog.Logger) error {
-	dir := filepath.Join(n.dir, "groups", fmt.Sprintf("%x", group))
-	lo := log.Options{}
-	if n.c.opts.Log != nil {
-		n.c.opts.Log(&lo)
-	}
-	lo.ManualHighWatermark = true
-	l, err := log.Open(filepath.Join(dir, "log"), lo)
-	if err != nil {
-		return err
-	}
-	stream, err := n.mux.Group(group)
-	if err != nil {
-		l.Close()
+		ln.Close()
 		return err
 	}
 	rc := raft.DefaultConfig()
@@ -462,19 +432,44 @@ func (n *Node) openGroupLocked(group string, logger hclog.Logger) error {
 	rc.ElectionTimeout = 1500 * time.Millisecond
 	rc.LeaderLeaseTimeout = 1000 * time.Millisecond
 	rc.CommitTimeout = 20 * time.Millisecond
-	if n.c.opts.Raft != nil {
-		n.c.opts.Raft(rc)
+	if c.opts.Raft != nil {
+		c.opts.Raft(rc)
 	}
-	p, err := replication.OpenPartition(replication.PartitionConfig{
-		Group: group, NodeID: raft.ServerID(n.ID), Log: l, DB: n.db,
-		SnapshotDir: filepath.Join(dir, "snapshots"), Stream: stream, Raft: rc, Logger: logger,
+	rn, err := replication.NewNode(replication.NodeConfig{
+		ID: raft.ServerID(n.ID), Listener: ln, Dial: c.Net.Dialer(n.ID),
+		DataDir: n.dir, DB: db, Raft: rc, Logger: c.logger.Named(n.ID),
 	})
 	if err != nil {
-		stream.Close()
+		ln.Close()
+		db.Close()
+		return err
+	}
+	n.rn, n.db, n.logs = rn, db, nil
+	n.up = true
+	for _, g := range c.opts.Groups {
+		if err := n.openGroupLocked(g); err != nil {
+			n.stopLocked()
+			return fmt.Errorf("group %s: %w", g, err)
+		}
+	}
+	return nil
+}
+
+func (n *Node) openGroupLocked(group string) error {
+	lo := log.Options{}
+	if n.c.opts.Log != nil {
+		n.c.opts.Log(&lo)
+	}
+	lo.ManualHighWatermark = true
+	l, err := log.Open(filepath.Join(n.dir, "logs", strings.ReplaceAll(group, "/", "~")), lo)
+	if err != nil {
+		return err
+	}
+	if _, err := n.rn.OpenPartition(group, l); err != nil {
 		l.Close()
 		return err
 	}
-	n.parts[group] = p
+	n.logs = append(n.logs, l)
 	return nil
 }
 
@@ -484,23 +479,19 @@ func (n *Node) stop() error {
 	return n.stopLocked()
 }
 
+// stopLocked stops Raft first, then closes the logs and the DB it wrote.
 func (n *Node) stopLocked() error {
 	if !n.up {
 		return nil
 	}
 	n.up = false
-	var errs []error
-	for _, p := range n.parts {
-		errs = append(errs, p.Close(), p.Log().Close())
+	errs := []error{n.rn.Close()}
+	for _, l := range n.logs {
+		errs = append(errs, l.Close())
 	}
-	n.parts = nil
-	errs = append(errs, n.mux.Close(), n.db.Close())
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	errs = append(errs, n.db.Close())
+	n.rn, n.logs, n.db = nil, nil, nil
+	return errors.Join(errs...)
 }
 
 type quietPebble struct{}

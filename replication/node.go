@@ -1,0 +1,172 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/logd/logd/log"
+	"github.com/logd/logd/replication/transport"
+)
+
+// MetaGroup is the metadata group's id.
+const MetaGroup = "meta"
+
+// PartitionGroup is the id of a partition's group: "p/<topic>/<partition>".
+// Topic names hold no '/', so ids of distinct partitions never prefix each
+// other (the stable store's key prefixes rely on it).
+func PartitionGroup(topic string, partition int) string {
+	return "p/" + topic + "/" + strconv.Itoa(partition)
+}
+
+// groupDir names a group's directory: its id with '/' as '~', a character
+// no topic name holds, so distinct groups get distinct directories and no
+// id climbs out of the data directory.
+func groupDir(group string) string { return strings.ReplaceAll(group, "/", "~") }
+
+// NodeConfig configures the replication side of a logd node.
+type NodeConfig struct {
+	ID raft.ServerID
+	// Listener is the node's one Raft port; the Node owns it.
+	Listener net.Listener
+	// Advertise is the Raft address peers dial; nil: the listener's.
+	Advertise net.Addr
+	// Dial overrides TCP (the test harness routes through faultnet).
+	Dial func(ctx context.Context, address string) (net.Conn, error)
+	// DataDir holds each group's snapshots, in raft/<group dir>/snapshots.
+	DataDir string
+	// DB is the node's Pebble DB (terms, votes, the metadata log). The
+	// caller closes it after Node.Close.
+	DB *pebble.DB
+	// Raft is the base Raft configuration of every group; nil: defaults.
+	Raft *raft.Config
+	// Logger; nil: hclog's default.
+	Logger hclog.Logger
+}
+
+// Node runs this node's replicas of every group over one Raft port.
+type Node struct {
+	cfg NodeConfig
+	mux *transport.Mux
+	log hclog.Logger
+
+	mu     sync.Mutex
+	parts  map[string]*Partition
+	closed bool
+}
+
+// NewNode starts the node's Raft port. Groups are opened with
+// OpenPartition.
+func NewNode(cfg NodeConfig) (*Node, error) {
+	if cfg.ID == "" || cfg.Listener == nil || cfg.DB == nil || cfg.DataDir == "" {
+		return nil, errors.New("replication: NodeConfig needs ID, Listener, DB and DataDir")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.Default()
+	}
+	mux, err := transport.New(transport.Config{Listener: cfg.Listener, Advertise: cfg.Advertise, Dial: cfg.Dial, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return &Node{cfg: cfg, mux: mux, log: cfg.Logger, parts: map[string]*Partition{}}, nil
+}
+
+// ID is the node's id.
+func (n *Node) ID() raft.ServerID { return n.cfg.ID }
+
+// Addr is the node's Raft address.
+func (n *Node) Addr() raft.ServerAddress { return raft.ServerAddress(n.mux.Addr().String()) }
+
+// OpenPartition starts this node's replica of a partition group over l
+// (opened with ManualHighWatermark; the caller closes it after the replica
+// is closed).
+func (n *Node) OpenPartition(group string, l *log.Log) (*Partition, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return nil, errors.New("replication: node closed")
+	}
+	if _, ok := n.parts[group]; ok {
+		return nil, fmt.Errorf("replication: group %s already open", group)
+	}
+	stream, err := n.mux.Group(group)
+	if err != nil {
+		return nil, err
+	}
+	p, err := OpenPartition(PartitionConfig{
+		Group:       group,
+		NodeID:      n.cfg.ID,
+		Log:         l,
+		DB:          n.cfg.DB,
+		SnapshotDir: filepath.Join(n.cfg.DataDir, "raft", groupDir(group), "snapshots"),
+		Stream:      stream,
+		Raft:        n.cfg.Raft,
+		Logger:      n.log,
+	})
+	if err != nil {
+		stream.Close()
+		return nil, err
+	}
+	n.parts[group] = p
+	return p, nil
+}
+
+// Partition returns the open replica of group, or nil.
+func (n *Node) Partition(group string) *Partition {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.parts[group]
+}
+
+// Partitions returns the open replicas, by group id.
+func (n *Node) Partitions() []*Partition {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]*Partition, 0, len(n.parts))
+	for _, p := range n.parts {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b *Partition) int { return strings.Compare(a.group, b.group) })
+	return out
+}
+
+// ClosePartition stops the replica of group. Its log stays open.
+func (n *Node) ClosePartition(group string) error {
+	n.mu.Lock()
+	p := n.parts[group]
+	delete(n.parts, group)
+	n.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return p.Close()
+}
+
+// Close stops every replica and the Raft port. Logs and the DB stay open.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	parts := n.parts
+	n.parts = map[string]*Partition{}
+	n.mu.Unlock()
+	var errs []error
+	for _, p := range parts {
+		errs = append(errs, p.Close())
+	}
+	errs = append(errs, n.mux.Close())
+	return errors.Join(errs...)
+}
