@@ -19,7 +19,9 @@
 //     Cluster (cluster.go): node addresses and kill / restart / pause /
 //     resume, so the same workload runs on one process or on three.
 //   - Nemeses (nemesis.go): kill -9 then restart, SIGSTOP then SIGCONT, on a
-//     seeded schedule; every fault is recorded with its start and end.
+//     seeded schedule, one fault at a time; every fault is recorded with its
+//     start and end. The seed fixes the schedule's choices, not the timing
+//     of a real system: two runs with one seed are alike, not identical.
 //   - Checkers (check_*.go), each a pure function of the operations:
 //     CheckLost (every acknowledged record is in the final read at its
 //     offset), CheckDuplicates (no value at two offsets), CheckKeyOrder
@@ -43,6 +45,14 @@
 // (a record appended before a read began is visible to it, a read never
 // sees a record before its append began); committed consumer offsets are
 // durable and monotonic.
+//
+// # The harness tests itself
+//
+// TestTortureDetectsLostWrites cuts the tail of every partition's newest
+// segment while the node is down after a kill (NemesisConfig.WhileDown), as
+// a disk that lied about fsync would lose it, and requires the checkers to
+// report the acknowledged records lost; check_test.go feeds each checker
+// hand-made histories with one violation each.
 //
 // # Running
 //

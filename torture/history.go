@@ -115,7 +115,7 @@ func (op Op) String() string {
 
 // Fault is one nemesis action: a node killed, restarted, paused or resumed.
 type Fault struct {
-	Kind  string `json:"kind"` // "kill", "restart", "pause", "resume"
+	Kind  string `json:"kind"` // "kill", "restart", "pause", "resume", "tamper"
 	Node  int    `json:"node"`
 	Start int64  `json:"start_ns"`
 	End   int64  `json:"end_ns"`

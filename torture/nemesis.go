@@ -28,6 +28,11 @@ type NemesisConfig struct {
 	MinDown, MaxDown time.Duration
 	Seed             int64
 	Logf             func(format string, args ...any)
+	// WhileDown, when set, runs after a kill and before the restart,
+	// recorded as a "tamper" fault. Harness self-tests use it to damage a
+	// node's data (as a disk that lies about fsync would) and check that
+	// the checkers notice.
+	WhileDown func(node int) error
 }
 
 func (c *NemesisConfig) setDefaults() {
@@ -77,6 +82,9 @@ func RunNemesis(ctx context.Context, c Cluster, h *History, cfg NemesisConfig) e
 		switch kind {
 		case NemesisKill:
 			err = fault(h, "kill", node, func() error { return c.Kill(node) })
+			if err == nil && cfg.WhileDown != nil {
+				err = fault(h, "tamper", node, func() error { return cfg.WhileDown(node) })
+			}
 			if err == nil {
 				sleep(ctx, d) // cut short when the run ends: still restart
 				err = fault(h, "restart", node, func() error { return c.Restart(node) })

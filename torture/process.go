@@ -97,6 +97,9 @@ func freePort() (string, error) {
 func (c *ProcessCluster) Size() int            { return len(c.nodes) }
 func (c *ProcessCluster) Addr(node int) string { return c.nodes[node].addr }
 
+// DataDir is node's --data-dir.
+func (c *ProcessCluster) DataDir(node int) string { return c.nodes[node].dataDir }
+
 // LogPath is where node's stderr goes.
 func (c *ProcessCluster) LogPath(node int) string { return c.nodes[node].logPath }
 
