@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/log"
@@ -517,5 +518,47 @@ func TestAcksLeaderReturnsBeforeCommit(t *testing.T) {
 	}
 	if _, err := p.Append(one("c"), 10*time.Second); err == nil {
 		t.Fatal("acks=all succeeded on an isolated leader")
+	}
+}
+
+// The collector exports each replica's Raft state with its topic and
+// partition.
+func TestRaftMetrics(t *testing.T) {
+	groups := []string{replication.PartitionGroup("orders", 0), replication.PartitionGroup("orders", 1)}
+	c := clustertest.New(t, clustertest.Options{Groups: groups})
+	for _, g := range groups {
+		c.Leader(g)
+	}
+	for _, n := range c.Nodes() {
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(replication.NewCollector(n.Replication()))
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				labels := map[string]string{}
+				for _, lp := range m.GetLabel() {
+					labels[lp.GetName()] = lp.GetValue()
+				}
+				if labels["topic"] != "orders" {
+					t.Fatalf("%s: labels %v", mf.GetName(), labels)
+				}
+				got[mf.GetName()+"/"+labels["partition"]] = m.GetGauge().GetValue()
+			}
+		}
+		for i, g := range groups {
+			p := n.Partition(g)
+			leader := 0.0
+			if p.Raft().State() == raft.Leader {
+				leader = 1
+			}
+			part := strconv.Itoa(i)
+			if got["logd_raft_leader/"+part] != leader || got["logd_raft_term/"+part] < 1 || got["logd_raft_last_index/"+part] < 1 {
+				t.Fatalf("%s %s: metrics %v", n.ID, g, got)
+			}
+		}
 	}
 }

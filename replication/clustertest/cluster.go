@@ -350,6 +350,13 @@ func (n *Node) Partition(group string) *replication.Partition {
 	return n.rn.Partition(group)
 }
 
+// Replication returns the node's replication.Node, nil when it is down.
+func (n *Node) Replication() *replication.Node {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.rn
+}
+
 // Committed returns the node's committed batches of group, from the log
 // start to the high watermark, as stored.
 func (n *Node) Committed(group string) []byte {

@@ -1,0 +1,68 @@
+package replication
+
+import (
+	"strings"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+var (
+	raftLabels      = []string{"group", "topic", "partition"}
+	descRaftState   = prometheus.NewDesc("logd_raft_state", "Raft state of this replica: 0 follower, 1 candidate, 2 leader, 3 shutdown.", raftLabels, nil)
+	descRaftLeader  = prometheus.NewDesc("logd_raft_leader", "1 when this replica leads its group.", raftLabels, nil)
+	descRaftTerm    = prometheus.NewDesc("logd_raft_term", "Current Raft term of this replica.", raftLabels, nil)
+	descRaftCommit  = prometheus.NewDesc("logd_raft_commit_index", "Raft commit index known to this replica.", raftLabels, nil)
+	descRaftApplied = prometheus.NewDesc("logd_raft_applied_index", "Raft index this replica has applied.", raftLabels, nil)
+	descRaftLast    = prometheus.NewDesc("logd_raft_last_index", "Last Raft index in this replica's log.", raftLabels, nil)
+)
+
+// Collector exports the Raft state of every replica open on a node. Register
+// it once; it reads Partition.Status at each scrape.
+type Collector struct{ n *Node }
+
+// NewCollector returns the collector of n's replicas.
+func NewCollector(n *Node) *Collector { return &Collector{n: n} }
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descRaftState, descRaftLeader, descRaftTerm, descRaftCommit, descRaftApplied, descRaftLast} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	for _, p := range c.n.Partitions() {
+		s := p.Status()
+		labels := groupLabels(s.Group)
+		leader := 0.0
+		if s.State == raft.Leader {
+			leader = 1
+		}
+		for _, m := range []struct {
+			d *prometheus.Desc
+			v float64
+		}{
+			{descRaftState, float64(s.State)},
+			{descRaftLeader, leader},
+			{descRaftTerm, float64(s.Term)},
+			{descRaftCommit, float64(s.CommitIndex)},
+			{descRaftApplied, float64(s.AppliedIndex)},
+			{descRaftLast, float64(s.LastIndex)},
+		} {
+			ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.v, labels...)
+		}
+	}
+}
+
+// groupLabels returns group, topic and partition ("" for the metadata
+// group).
+func groupLabels(group string) []string {
+	if rest, ok := strings.CutPrefix(group, "p/"); ok {
+		if i := strings.LastIndexByte(rest, '/'); i >= 0 {
+			return []string{group, rest[:i], rest[i+1:]}
+		}
+	}
+	return []string{group, "", ""}
+}
