@@ -1027,7 +1027,7 @@ func (x *TopicConfig) GetSegmentMs() int64 {
 type CreateTopicRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Partitions    int32                  `protobuf:"varint,2,opt,name=partitions,proto3" json:"partitions,omitempty"` // 0: 1
+	Partitions    int32                  `protobuf:"varint,2,opt,name=partitions,proto3" json:"partitions,omitempty"` // at least 1
 	Replicas      int32                  `protobuf:"varint,3,opt,name=replicas,proto3" json:"replicas,omitempty"`     // 0: 1 on a single node, 3 (or the node count) in a cluster
 	Config        *TopicConfig           `protobuf:"bytes,4,opt,name=config,proto3" json:"config,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1666,7 +1666,7 @@ type CommittedOffset struct {
 	// Filled by FetchOffsets:
 	LogStartOffset int64 `protobuf:"varint,6,opt,name=log_start_offset,json=logStartOffset,proto3" json:"log_start_offset,omitempty"`
 	HighWatermark  int64 `protobuf:"varint,7,opt,name=high_watermark,json=highWatermark,proto3" json:"high_watermark,omitempty"`
-	Lag            int64 `protobuf:"varint,8,opt,name=lag,proto3" json:"lag,omitempty"`         // high_watermark - offset (from the log start when trimmed)
+	Lag            int64 `protobuf:"varint,8,opt,name=lag,proto3" json:"lag,omitempty"`         // high_watermark - offset; when trimmed it includes the records lost to retention
 	Trimmed        bool  `protobuf:"varint,9,opt,name=trimmed,proto3" json:"trimmed,omitempty"` // offset is below the log start: records were lost to retention
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
