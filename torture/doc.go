@@ -33,7 +33,7 @@
 //     append-only log model in model.go).
 //   - Run (runner.go) drives workload and nemesis for a duration, heals the
 //     cluster, reads every partition to its end, checks, and writes a report
-//     (report.txt, report.json, history.json and, for a history that is not
+//     (report.txt, report.json, history.json.gz and, for a history that is not
 //     linearizable, porcupine's HTML visualization) into a directory.
 //
 // # Invariants the checkers hold the server to

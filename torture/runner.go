@@ -1,6 +1,7 @@
 package torture
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,7 +17,7 @@ import (
 type RunConfig struct {
 	Duration time.Duration // how long workload and nemeses run (default 30s)
 	Seed     int64
-	// ReportDir receives report.txt, report.json, history.json and any
+	// ReportDir receives report.txt, report.json, history.json.gz and any
 	// visualization. Required.
 	ReportDir string
 	Workload  WorkloadConfig
@@ -134,9 +135,15 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 // write saves the report as text and JSON, and the history.
 func (r *Report) write(dir string, h *History) error {
 	files := map[string]func(*os.File) error{
-		"report.txt":   func(f *os.File) error { _, err := f.WriteString(r.Text()); return err },
-		"report.json":  func(f *os.File) error { e := json.NewEncoder(f); e.SetIndent("", "  "); return e.Encode(r) },
-		"history.json": func(f *os.File) error { return h.WriteJSON(f) },
+		"report.txt":  func(f *os.File) error { _, err := f.WriteString(r.Text()); return err },
+		"report.json": func(f *os.File) error { e := json.NewEncoder(f); e.SetIndent("", "  "); return e.Encode(r) },
+		"history.json.gz": func(f *os.File) error {
+			z := gzip.NewWriter(f)
+			if err := h.WriteJSON(z); err != nil {
+				return err
+			}
+			return z.Close()
+		},
 	}
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		r.Files = append(r.Files, filepath.Join(dir, name))

@@ -71,6 +71,11 @@ func (c *WorkloadConfig) setDefaults() {
 	}
 }
 
+// readMaxBytes bounds one partition's fetch by followers and group members:
+// many small reads give the checkers finer-grained observations and keep a
+// long run's history small.
+const readMaxBytes = 64 << 10
+
 // Workload drives producers, followers, consumer groups and an observer of
 // committed offsets against a Cluster, recording every operation.
 type Workload struct {
@@ -79,6 +84,25 @@ type Workload struct {
 	h       *History
 	procs   atomic.Int64 // process ids handed out
 	wg      sync.WaitGroup
+
+	// values interns record values read: a long run reads each record
+	// many times, and the history keeps every read.
+	valuesMu sync.Mutex
+	values   map[string]string
+}
+
+func (w *Workload) intern(b []byte) string {
+	w.valuesMu.Lock()
+	defer w.valuesMu.Unlock()
+	if s, ok := w.values[string(b)]; ok {
+		return s
+	}
+	if w.values == nil {
+		w.values = map[string]string{}
+	}
+	s := string(b)
+	w.values[s] = s
+	return s
 }
 
 // NewWorkload returns a workload recording into h.
@@ -222,7 +246,7 @@ func (w *Workload) recordPoll(cons *client.Consumer, proc int, group string, fin
 	}
 	byPart := map[int32][]ReadRecord{}
 	for _, r := range recs {
-		byPart[r.Partition] = append(byPart[r.Partition], ReadRecord{Offset: r.Offset, Value: string(r.Value)})
+		byPart[r.Partition] = append(byPart[r.Partition], ReadRecord{Offset: r.Offset, Value: w.intern(r.Value)})
 	}
 	for _, p := range cons.Partitions() {
 		next, _ := cons.Position(p)
@@ -266,7 +290,7 @@ func (w *Workload) follow(ctx context.Context, id int) {
 			start = client.AtOffset(rng.Int64N(offs[0].HighWatermark + 1))
 		}
 		cons, err := c.NewConsumer(ctx, client.ConsumerOptions{Topic: w.cfg.Topic, Partitions: []int32{part},
-			Start: start, Follow: true, MaxWait: 300 * time.Millisecond})
+			Start: start, Follow: true, MaxWait: 300 * time.Millisecond, MaxBytes: readMaxBytes})
 		if err != nil {
 			sleep(ctx, 100*time.Millisecond)
 			continue
@@ -301,7 +325,7 @@ func (w *Workload) consumeGroup(ctx context.Context, id int, group string) {
 	admin := c.Admin()
 	for ctx.Err() == nil {
 		cons, err := c.NewConsumer(ctx, client.ConsumerOptions{Topic: w.cfg.Topic, Group: group,
-			Start: client.Earliest(), Follow: true, MaxWait: 300 * time.Millisecond})
+			Start: client.Earliest(), Follow: true, MaxWait: 300 * time.Millisecond, MaxBytes: readMaxBytes})
 		if err != nil {
 			sleep(ctx, 100*time.Millisecond)
 			continue
