@@ -55,9 +55,10 @@
 //     log accepts any first index (snapshot index + 1) -- but only when the
 //     emptied log's next offset (its start offset) equals the snapshot's high
 //     watermark, so the leader's offsets carry on unchanged. Otherwise the
-//     store refuses (ErrOffsetGap) and keeps its log: the replica stays
-//     behind, safely, rather than give records other offsets than the
-//     leader did. Catching such a follower up needs segment copy and a log
+//     state machine refuses the leader's snapshot install (ErrOffsetGap;
+//     Raft's leader then retries with exponential backoff) and the store
+//     refuses the removal: the replica keeps its log and stays behind,
+//     safely, rather than give records other offsets than the leader did. Catching such a follower up needs segment copy and a log
 //     that can restart empty at a given offset; neither exists yet.
 //
 // Offsets never diverge: StoreLogs into an empty log at an index above 1

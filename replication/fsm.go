@@ -98,6 +98,14 @@ func (f *PartitionFSM) Restore(rc io.ReadCloser) error {
 	if s.Version != partitionSnapshotVersion {
 		return fmt.Errorf("replication: restore partition snapshot: version %d, want %d", s.Version, partitionSnapshotVersion)
 	}
+	if f.store.running() && !f.store.fits(s.HighWatermark) {
+		// Installed by the leader, but this log cannot continue at the
+		// snapshot's offsets. Refusing the install (rather than accepting it
+		// and refusing the log's removal) makes the leader back off
+		// exponentially instead of resending it at once, forever.
+		return fmt.Errorf("%w: the snapshot ends at offset %d; this replica's log starts at %d and ends at %d",
+			ErrOffsetGap, s.HighWatermark, f.log.StartOffset(), f.log.NextOffset())
+	}
 	f.store.snapshotRestored(s.HighWatermark)
 	f.log.SetHighWatermark(s.HighWatermark)
 	f.mu.Lock()

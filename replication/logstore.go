@@ -234,6 +234,19 @@ func (s *LogStore) truncate(from uint64) error {
 	return nil
 }
 
+// running reports whether Raft runs (SetAppliedIndex was called): a
+// snapshot restored then was installed by the leader, not loaded at start.
+func (s *LogStore) running() bool { return s.applied.Load() != nil }
+
+// fits reports whether the log can continue at offset hw once Raft removes
+// its entries: emptied, a log restarts at its start offset.
+func (s *LogStore) fits(hw int64) bool {
+	if s.log.LastIndex() == 0 {
+		return s.log.NextOffset() == hw
+	}
+	return s.log.StartOffset() == hw
+}
+
 // snapshotRestored is called by the state machine when Raft restores it
 // from a snapshot whose high watermark is hw.
 func (s *LogStore) snapshotRestored(hw int64) {

@@ -236,8 +236,9 @@ func TestDeleteRangeAfterSnapshotRestore(t *testing.T) {
 	checkStore(t, s, after)
 }
 
-// A restored snapshot whose high watermark is not where the emptied log
-// would restart: the log is kept and nothing is renumbered.
+// A snapshot whose high watermark is not where the emptied log would
+// restart: the leader's install is refused, and the log is kept and nothing
+// renumbered.
 func TestSnapshotRestoreRefusesOffsetGap(t *testing.T) {
 	l := openLog(t, t.TempDir())
 	defer l.Close()
@@ -248,11 +249,18 @@ func TestSnapshotRestoreRefusesOffsetGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	fsm := NewPartitionFSM(l, s)
-	if err := restoreFrom(fsm, PartitionSnapshot{Version: 1, HighWatermark: 500, LastIndex: 99, LastTerm: 3}); err != nil {
-		t.Fatal(err)
+	fsm.Apply(kept[1])
+	gap := PartitionSnapshot{Version: 1, HighWatermark: 500, LastIndex: 99, LastTerm: 3}
+	if err := restoreFrom(fsm, gap); !errors.Is(err, ErrOffsetGap) {
+		t.Fatalf("install of a snapshot ending at offset 500: %v, want ErrOffsetGap", err)
 	}
+	if hw := l.HighWatermark(); hw != 2 {
+		t.Fatalf("high watermark %d after a refused install, want 2", hw)
+	}
+
+	// Had the install been accepted, Raft's removal of the log is refused too.
 	s.SetAppliedIndex(applied(100))
-	s.restored.Store(true)
+	s.snapshotRestored(500)
 	if err := s.DeleteRange(1, 3); !errors.Is(err, ErrOffsetGap) {
 		t.Fatalf("DeleteRange after restoring a snapshot ending at offset 500: %v, want ErrOffsetGap", err)
 	}
@@ -269,8 +277,9 @@ func TestSnapshotRestoreRefusesOffsetGap(t *testing.T) {
 	if err := s2.StoreLogs(entries(101, 3, raft.LogCommand)); !errors.Is(err, ErrOffsetGap) {
 		t.Fatalf("empty log, no snapshot, index 101: %v, want ErrOffsetGap", err)
 	}
-	if err := restoreFrom(NewPartitionFSM(l2, s2), PartitionSnapshot{Version: 1, HighWatermark: 500}); err != nil {
-		t.Fatal(err)
+	s2.SetAppliedIndex(applied(0))
+	if err := restoreFrom(NewPartitionFSM(l2, s2), PartitionSnapshot{Version: 1, HighWatermark: 500}); !errors.Is(err, ErrOffsetGap) {
+		t.Fatalf("install on an empty log at offset 0 of a snapshot ending at 500: %v, want ErrOffsetGap", err)
 	}
 	if err := s2.StoreLogs(entries(101, 3, raft.LogCommand)); !errors.Is(err, ErrOffsetGap) {
 		t.Fatalf("empty log at offset 0, snapshot ending at 500: %v, want ErrOffsetGap", err)
