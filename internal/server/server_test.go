@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -463,4 +465,55 @@ func TestTopicAdmin(t *testing.T) {
 	if err != nil || d.Partitions[0].HighWatermark != 0 || len(d.Partitions) != 1 {
 		t.Fatalf("recreated: %v %+v", err, d)
 	}
+}
+
+// TestShutdownStatusAndClientDisconnect: a subscription open when the
+// server shuts down ends with UNAVAILABLE saying so; a client that
+// disconnects in the middle of a ProduceStream leaves no handler behind.
+func TestShutdownStatusAndClientDisconnect(t *testing.T) {
+	s, err := server.Start(server.Config{DataDir: t.TempDir(), Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, s)
+	createTopic(t, c, "t", 1)
+
+	before := runtime.NumGoroutine()
+	sctx, cancel := context.WithCancel(context.Background())
+	st, err := c.log.ProduceStream(sctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := int32(0)
+	for i := range 20 {
+		b := batch.Encode(nil, 0, batch.NoProducer, []batch.Record{{Timestamp: 1, Value: []byte("x")}})
+		if err := st.Send(&pb.ProduceRequest{Topic: "t", Partition: &p, Batch: b, RequestId: uint64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel() // disconnect without reading the answers or closing the send side
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before+2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before+2 {
+		t.Fatalf("%d goroutines after the client left, %d before", n, before)
+	}
+	// Whatever was admitted before the disconnect is whole and readable.
+	f, err := c.log.Fetch(ctx(t), &pb.FetchRequest{Topic: "t", Decode: true})
+	if err != nil || int64(len(f.Records)) != f.HighWatermark {
+		t.Fatalf("after disconnect: %v, %d records, hw %d", err, len(f.Records), f.HighWatermark)
+	}
+
+	sub, err := c.log.Subscribe(context.Background(), &pb.SubscribeRequest{Topic: "t", Offset: f.HighWatermark})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	go s.Close()
+	_, err = sub.Recv()
+	if status.Code(err) != codes.Unavailable || !strings.Contains(status.Convert(err).Message(), "shutting down") {
+		t.Fatalf("subscription at shutdown ended with %v", err)
+	}
+	s.Close()
 }

@@ -126,3 +126,41 @@ func checkKeyOrder(t *testing.T, p int32, values []string) {
 		last[v[:i]] = seq
 	}
 }
+
+// TestCommittedOffsetsSurviveKill9: an acknowledged commit is durable: the
+// group's offsets are back after SIGKILL and restart.
+func TestCommittedOffsetsSurviveKill9(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir)
+	logc, admin := n.dial(t)
+	if _, err := admin.CreateTopic(timeout(t, 10*time.Second), &pb.CreateTopicRequest{Name: "t", Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 2; p++ {
+		var recs []*pb.Record
+		for i := range 10 {
+			recs = append(recs, &pb.Record{Value: fmt.Appendf(nil, "%d", i)})
+		}
+		if _, err := logc.Produce(timeout(t, 10*time.Second), &pb.ProduceRequest{Topic: "t", Partition: &p, Records: recs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	oc := pb.NewOffsetsClient(n.conn(t))
+	for i := int64(1); i <= 7; i++ {
+		if _, err := oc.CommitOffsets(timeout(t, 10*time.Second), &pb.CommitOffsetsRequest{Group: "g", Offsets: []*pb.CommittedOffset{
+			{Topic: "t", Partition: 0, Offset: i}, {Topic: "t", Partition: 1, Offset: 10 - i, Metadata: "m"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.kill()
+	n2 := startNode(t, dir)
+	oc = pb.NewOffsetsClient(n2.conn(t))
+	f, err := oc.FetchOffsets(timeout(t, 10*time.Second), &pb.FetchOffsetsRequest{Group: "g", Topic: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Offsets) != 2 || f.Offsets[0].Offset != 7 || f.Offsets[1].Offset != 3 || f.Offsets[1].Metadata != "m" || f.Offsets[0].Lag != 3 {
+		t.Fatalf("after kill -9: %+v", f.Offsets)
+	}
+	n2.stop()
+}

@@ -138,13 +138,18 @@ func (n *node) stop() {
 }
 
 func (n *node) dial(t *testing.T) (pb.LogClient, pb.AdminClient) {
+	cc := n.conn(t)
+	return pb.NewLogClient(cc), pb.NewAdminClient(cc)
+}
+
+func (n *node) conn(t *testing.T) *grpc.ClientConn {
 	t.Helper()
 	cc, err := grpc.NewClient(n.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cc.Close() })
-	return pb.NewLogClient(cc), pb.NewAdminClient(cc)
+	return cc
 }
 
 func timeout(t *testing.T, d time.Duration) context.Context {
