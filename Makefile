@@ -34,10 +34,9 @@ $(TOOLS)/protoc-gen-go:
 $(TOOLS)/protoc-gen-go-grpc:
 	$(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
 
-# test: vet, every package once, the concurrent ones under -race, and a few
-# seconds of each fuzz target.
-test: tools build
-	$(GO) vet ./...
+# test: lint (gofmt, vet, staticcheck), every package once, the concurrent
+# ones under -race, and a few seconds of each fuzz target.
+test: tools build lint
 	$(GO) test -count=1 -timeout 10m ./...
 	$(GO) test -count=1 -race -timeout 10m $(RACE_PKGS)
 	$(MAKE) --no-print-directory test-fuzz

@@ -154,4 +154,6 @@ func Checksum(b []byte) uint32 { return crc32.Checksum(b[crcStart:], castagnoli)
 func SetBaseOffset(b []byte, off int64) { binary.BigEndian.PutUint64(b, uint64(off)) }
 
 // SetLeaderEpoch rewrites the partition leader epoch in place (outside the CRC).
-func SetLeaderEpoch(b []byte, epoch int32) { binary.BigEndian.PutUint32(b[epochOffset:], uint32(epoch)) }
+func SetLeaderEpoch(b []byte, epoch int32) {
+	binary.BigEndian.PutUint32(b[epochOffset:], uint32(epoch))
+}
