@@ -88,4 +88,4 @@ TORTURE_REPORT_DIR ?= $(or $(TMPDIR),/tmp)/logd-torture-report
 torture:
 	rm -rf $(TORTURE_REPORT_DIR)
 	TORTURE_DURATION=$(DURATION) TORTURE_SEED=$(SEED) TORTURE_REPORT_DIR=$(TORTURE_REPORT_DIR) \
-	  $(GO) test -count=1 -v -timeout 0 -run '^TestTorture' ./torture/
+	  $(GO) test -count=1 -v -timeout 0 -run '^TestTortureSingleNode$$' ./torture/

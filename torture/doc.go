@@ -18,8 +18,9 @@
 //     reset; an observer reads committed offsets. It only talks to a
 //     Cluster (cluster.go): node addresses and kill / restart / pause /
 //     resume, so the same workload runs on one process or on three.
-//   - Nemeses (nemesis.go): kill -9 then restart, SIGSTOP then SIGCONT, on a
-//     seeded schedule, one fault at a time; every fault is recorded with its
+//   - Nemeses (nemesis.go): kill -9 then restart, SIGSTOP then SIGCONT, and
+//     SIGSTOP then kill -9 then restart, on a seeded schedule, one fault at
+//     a time; every fault is recorded with its
 //     start and end. The seed fixes the schedule's choices, not the timing
 //     of a real system: two runs with one seed are alike, not identical.
 //   - Checkers (check_*.go), each a pure function of the operations:

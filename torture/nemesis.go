@@ -14,11 +14,15 @@ const (
 	// NemesisPause stops a random node with SIGSTOP, waits, resumes it
 	// with SIGCONT.
 	NemesisPause = "pause"
+	// NemesisPauseKill stops a random node with SIGSTOP, waits, kills it
+	// while it is frozen (what it had accepted but not processed is lost
+	// with it) and restarts it.
+	NemesisPauseKill = "pause-kill"
 )
 
 // NemesisConfig configures RunNemesis. Zero values take the defaults.
 type NemesisConfig struct {
-	// Kinds are the faults to choose from (default kill and pause).
+	// Kinds are the faults to choose from (default all three).
 	Kinds []string
 	// Interval is the mean healthy time between faults (default 2s); the
 	// actual gap is uniform in [Interval/2, 3*Interval/2].
@@ -37,7 +41,7 @@ type NemesisConfig struct {
 
 func (c *NemesisConfig) setDefaults() {
 	if len(c.Kinds) == 0 {
-		c.Kinds = []string{NemesisKill, NemesisPause}
+		c.Kinds = []string{NemesisKill, NemesisPause, NemesisPauseKill}
 	}
 	if c.Interval <= 0 {
 		c.Interval = 2 * time.Second
@@ -59,7 +63,7 @@ func (c *NemesisConfig) setDefaults() {
 func RunNemesis(ctx context.Context, c Cluster, h *History, cfg NemesisConfig) error {
 	cfg.setDefaults()
 	for _, k := range cfg.Kinds {
-		if k != NemesisKill && k != NemesisPause {
+		if k != NemesisKill && k != NemesisPause && k != NemesisPauseKill {
 			return fmt.Errorf("torture: unknown nemesis %q", k)
 		}
 	}
@@ -94,6 +98,16 @@ func RunNemesis(ctx context.Context, c Cluster, h *History, cfg NemesisConfig) e
 			if err == nil {
 				sleep(ctx, d)
 				err = fault(h, "resume", node, func() error { return c.Resume(node) })
+			}
+		case NemesisPauseKill:
+			err = fault(h, "pause", node, func() error { return c.Pause(node) })
+			if err == nil {
+				sleep(ctx, d/2)
+				err = fault(h, "kill", node, func() error { return c.Kill(node) })
+			}
+			if err == nil {
+				sleep(ctx, d/2)
+				err = fault(h, "restart", node, func() error { return c.Restart(node) })
 			}
 		}
 		cfg.Logf("nemesis: %s node %d for %s: %v", kind, node, d.Round(time.Millisecond), err)

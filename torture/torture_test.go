@@ -50,8 +50,8 @@ func tortureParams(t *testing.T) (time.Duration, int64, string) {
 }
 
 // TestTortureSingleNode runs the workload against one real logd process
-// while kill -9 and SIGSTOP/SIGCONT nemeses strike it, then checks every
-// guarantee on the history.
+// while kill -9, SIGSTOP/SIGCONT and SIGSTOP-then-kill nemeses strike it,
+// then checks every guarantee on the history.
 func TestTortureSingleNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("torture: skipped in -short mode")
