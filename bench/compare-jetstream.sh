@@ -82,7 +82,9 @@ nats_rate() {
   else
     out=$(timeout "$RUN_TIMEOUT" "$CACHE/nats" "${base[@]}" bench js ordered --stream="$stream" --msgs="$n" --size="$size" --no-progress 2>&1) || { echo "nats ordered failed: $out" >&2; echo 0; return; }
   fi
-  echo "$out" | grep -E '(Pub|Sub) stats:' | tail -1 | sed -E 's/.*stats: ([0-9,]+) msgs\/sec.*/\1/' | tr -d ,
+  # One client prints "... stats: N msgs/sec"; several print per-client
+  # lines and "... aggregated stats: N msgs/sec": the last such line counts.
+  echo "$out" | grep -E 'stats: [0-9,]+ msgs/sec' | tail -1 | sed -E 's/.*stats: ([0-9,]+) msgs\/sec.*/\1/' | tr -d , | grep . || { echo "cannot read nats output: $out" >&2; echo 0; }
 }
 
 ratio() { python3 -c "a,b=$1,$2; print(f'{a/b:.2f}x' if b else 'n/a')"; }

@@ -43,6 +43,13 @@ type options struct {
 	callTimeout time.Duration
 }
 
+// HTTP/2 flow-control windows and the largest message accepted.
+const (
+	streamWindow = 8 << 20
+	connWindow   = 32 << 20
+	maxRecvMsg   = 64 << 20
+)
+
 // WithDialOptions adds gRPC dial options (TLS credentials, interceptors, a
 // custom dialer). Without transport credentials the connection is plaintext.
 func WithDialOptions(opts ...grpc.DialOption) Option {
@@ -120,7 +127,14 @@ func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
 	if cc, ok := c.conns[addr]; ok {
 		return cc, nil
 	}
-	dopts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, c.opts.dialOptions...)
+	dopts := append([]grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// Batches and fetches are up to several MiB: windows that large
+		// keep one stream from stalling on HTTP/2 flow control.
+		grpc.WithInitialWindowSize(streamWindow),
+		grpc.WithInitialConnWindowSize(connWindow),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvMsg)),
+	}, c.opts.dialOptions...)
 	cc, err := grpc.NewClient(addr, dopts...)
 	if err != nil {
 		return nil, fmt.Errorf("client: connect to %s: %w", addr, err)

@@ -166,6 +166,10 @@ func Start(cfg Config) (*Server, error) {
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(cfg.MaxBatchBytes+64<<10),
 		grpc.MaxConcurrentStreams(1024),
+		// Batches and fetch responses are up to several MiB; larger
+		// windows keep a stream from waiting on HTTP/2 flow control.
+		grpc.InitialWindowSize(8<<20),
+		grpc.InitialConnWindowSize(32<<20),
 	)
 	pb.RegisterLogServer(s.grpc, s)
 	pb.RegisterAdminServer(s.grpc, s)
