@@ -30,6 +30,20 @@ type Cluster interface {
 	Close() error
 }
 
+// DiskFiller is a Cluster whose nodes' disks can be filled (writes fail with
+// ENOSPC) and freed again: the disk-full nemesis needs it.
+type DiskFiller interface {
+	FillDisk(node int) error
+	FreeDisk(node int) error
+}
+
+// ProcessWatcher is a Cluster that can tell whether a node's process is
+// alive: after each fault the nemesis restarts a node that died on its own
+// (recorded as a "crashed" fault).
+type ProcessWatcher interface {
+	Running(node int) bool
+}
+
 // BuildLogd builds cmd/logd into dir and returns the binary's path. It runs
 // `go build` in the module that contains this package.
 func BuildLogd(ctx context.Context, dir string) (string, error) {

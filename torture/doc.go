@@ -18,9 +18,11 @@
 //     reset; an observer reads committed offsets. It only talks to a
 //     Cluster (cluster.go): node addresses and kill / restart / pause /
 //     resume, so the same workload runs on one process or on three.
-//   - Nemeses (nemesis.go): kill -9 then restart, SIGSTOP then SIGCONT, and
-//     SIGSTOP then kill -9 then restart, on a seeded schedule, one fault at
-//     a time; every fault is recorded with its
+//   - Nemeses (nemesis.go): kill -9 then restart, SIGSTOP then SIGCONT,
+//     SIGSTOP then kill -9 then restart, and a full disk (a ProcessCluster
+//     with DiskBytes puts each data directory on its own tmpfs and fills
+//     it), on a seeded schedule, one fault at a time. A node that exits on
+//     its own is recorded as "crashed" and restarted; every fault is recorded with its
 //     start and end. The seed fixes the schedule's choices, not the timing
 //     of a real system: two runs with one seed are alike, not identical.
 //   - Checkers (check_*.go), each a pure function of the operations:
@@ -33,7 +35,8 @@
 //     reset) and CheckLinearizable (porcupine, per partition, against the
 //     append-only log model in model.go).
 //   - Run (runner.go) drives workload and nemesis for a duration, heals the
-//     cluster, reads every partition to its end, checks, and writes a report
+//     cluster, requires every partition to accept an append again, reads
+//     every partition to its end, checks, and writes a report
 //     (report.txt, report.json, history.json.gz and, for a history that is not
 //     linearizable, porcupine's HTML visualization) into a directory.
 //

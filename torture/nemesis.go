@@ -18,6 +18,9 @@ const (
 	// while it is frozen (what it had accepted but not processed is lost
 	// with it) and restarts it.
 	NemesisPauseKill = "pause-kill"
+	// NemesisDiskFull fills a random node's disk (writes fail with ENOSPC),
+	// waits, and frees it. The Cluster must be a DiskFiller.
+	NemesisDiskFull = "disk-full"
 )
 
 // NemesisConfig configures RunNemesis. Zero values take the defaults.
@@ -63,7 +66,13 @@ func (c *NemesisConfig) setDefaults() {
 func RunNemesis(ctx context.Context, c Cluster, h *History, cfg NemesisConfig) error {
 	cfg.setDefaults()
 	for _, k := range cfg.Kinds {
-		if k != NemesisKill && k != NemesisPause && k != NemesisPauseKill {
+		switch k {
+		case NemesisKill, NemesisPause, NemesisPauseKill:
+		case NemesisDiskFull:
+			if _, ok := c.(DiskFiller); !ok {
+				return fmt.Errorf("torture: nemesis %q needs a cluster whose disks can be filled", k)
+			}
+		default:
 			return fmt.Errorf("torture: unknown nemesis %q", k)
 		}
 	}
@@ -76,8 +85,8 @@ func RunNemesis(ctx context.Context, c Cluster, h *History, cfg NemesisConfig) e
 	}
 	for {
 		sleep(ctx, between())
-		if ctx.Err() != nil {
-			return nil
+		if err := restartCrashed(c, h, cfg.Logf); err != nil || ctx.Err() != nil {
+			return err
 		}
 		node := rng.IntN(c.Size())
 		kind := cfg.Kinds[rng.IntN(len(cfg.Kinds))]
@@ -109,8 +118,18 @@ func RunNemesis(ctx context.Context, c Cluster, h *History, cfg NemesisConfig) e
 				sleep(ctx, d/2)
 				err = fault(h, "restart", node, func() error { return c.Restart(node) })
 			}
+		case NemesisDiskFull:
+			df := c.(DiskFiller)
+			err = fault(h, "fill-disk", node, func() error { return df.FillDisk(node) })
+			if err == nil {
+				sleep(ctx, d)
+				err = fault(h, "free-disk", node, func() error { return df.FreeDisk(node) })
+			}
 		}
 		cfg.Logf("nemesis: %s node %d for %s: %v", kind, node, d.Round(time.Millisecond), err)
+		if err == nil {
+			err = restartCrashed(c, h, cfg.Logf)
+		}
 		if err != nil {
 			return err
 		}
@@ -127,4 +146,26 @@ func fault(h *History, kind string, node int, do func() error) error {
 	}
 	h.AddFault(f)
 	return err
+}
+
+// restartCrashed restarts every node whose process died on its own,
+// recording a "crashed" fault for each: a node must survive every fault the
+// nemeses inject, so the report counts these.
+func restartCrashed(c Cluster, h *History, logf func(string, ...any)) error {
+	w, ok := c.(ProcessWatcher)
+	if !ok {
+		return nil
+	}
+	for node := range c.Size() {
+		if w.Running(node) {
+			continue
+		}
+		now := h.Now()
+		h.AddFault(Fault{Kind: "crashed", Node: node, Start: now, End: now, Err: "the node's process exited on its own"})
+		logf("nemesis: node %d exited on its own; restarting it", node)
+		if err := fault(h, "restart", node, func() error { return c.Restart(node) }); err != nil {
+			return err
+		}
+	}
+	return nil
 }

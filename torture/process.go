@@ -29,6 +29,10 @@ type ProcessConfig struct {
 	Args func(node int) []string
 	// StartTimeout bounds how long a node may take to serve (default 30s).
 	StartTimeout time.Duration
+	// DiskBytes, when set, gives each node a data directory on its own
+	// tmpfs of that size (mounted by the cluster, so it needs root), which
+	// FillDisk fills and FreeDisk frees: the disk-full nemesis.
+	DiskBytes int64
 }
 
 // ProcessCluster runs logd nodes as child processes on 127.0.0.1. It stops
@@ -44,10 +48,11 @@ type procNode struct {
 	dataDir string
 	logPath string
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
-	paused bool
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	paused  bool
+	mounted bool
 }
 
 var servingLine = regexp.MustCompile(`logd serving"? addr=(\S+)`)
@@ -74,6 +79,13 @@ func StartProcessCluster(cfg ProcessConfig) (*ProcessCluster, error) {
 			dataDir: filepath.Join(cfg.Dir, fmt.Sprintf("node-%d", i)),
 			logPath: filepath.Join(cfg.Dir, fmt.Sprintf("node-%d.log", i))}
 		c.nodes = append(c.nodes, n)
+		if cfg.DiskBytes > 0 {
+			if err := mountTmpfs(n.dataDir, cfg.DiskBytes); err != nil {
+				c.Close()
+				return nil, err
+			}
+			n.mounted = true
+		}
 		if err := c.start(n); err != nil {
 			c.Close()
 			return nil, err
@@ -223,21 +235,83 @@ func (c *ProcessCluster) signal(node int, sig syscall.Signal, paused bool) error
 	return nil
 }
 
-// Close resumes and kills every node still running, and waits for each to
-// exit.
+// Running reports whether node's process is alive (a node can exit on its
+// own, on a fatal error).
+func (c *ProcessCluster) Running(node int) bool {
+	_, _, ok := c.nodes[node].running()
+	return ok
+}
+
+// Close resumes and kills every node still running, waits for each to
+// exit, and unmounts the data directories it mounted.
 func (c *ProcessCluster) Close() error {
 	var errs []error
 	for _, n := range c.nodes {
 		cmd, exited, ok := n.running()
-		if !ok {
-			continue
+		if ok {
+			cmd.Process.Signal(syscall.SIGCONT)
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				errs = append(errs, fmt.Errorf("torture: stop node %d (pid %d): %w", n.id, cmd.Process.Pid, err))
+				continue
+			}
+			<-exited
 		}
-		cmd.Process.Signal(syscall.SIGCONT)
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			errs = append(errs, fmt.Errorf("torture: stop node %d (pid %d): %w", n.id, cmd.Process.Pid, err))
-			continue
+		if n.mounted {
+			if err := syscall.Unmount(n.dataDir, 0); err != nil {
+				errs = append(errs, fmt.Errorf("torture: unmount %s: %w", n.dataDir, err))
+			} else {
+				n.mounted = false
+			}
 		}
-		<-exited
 	}
 	return errors.Join(errs...)
+}
+
+// mountTmpfs mounts a tmpfs of size bytes on dir.
+func mountTmpfs(dir string, size int64) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("torture: %w", err)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
+		return fmt.Errorf("torture: mount a %d-byte tmpfs on %s (needs root): %w", size, dir, err)
+	}
+	return nil
+}
+
+// fillerName is the file FillDisk grows until the disk is full.
+const fillerName = "torture-filler"
+
+// FillDisk fills node's data disk (ProcessConfig.DiskBytes) with a file
+// until writes fail with ENOSPC.
+func (c *ProcessCluster) FillDisk(node int) error {
+	n := c.nodes[node]
+	if !n.mounted {
+		return fmt.Errorf("torture: fill disk of node %d: no disk of its own (set ProcessConfig.DiskBytes)", node)
+	}
+	f, err := os.OpenFile(filepath.Join(n.dataDir, fillerName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("torture: fill disk of node %d: %w", node, err)
+	}
+	defer f.Close()
+	for _, chunk := range []int{1 << 20, 4 << 10, 512} {
+		buf := make([]byte, chunk)
+		for {
+			if _, err := f.Write(buf); err != nil {
+				if errors.Is(err, syscall.ENOSPC) {
+					break
+				}
+				return fmt.Errorf("torture: fill disk of node %d: %w", node, err)
+			}
+		}
+	}
+	return nil
+}
+
+// FreeDisk removes what FillDisk wrote.
+func (c *ProcessCluster) FreeDisk(node int) error {
+	err := os.Remove(filepath.Join(c.nodes[node].dataDir, fillerName))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("torture: free disk of node %d: %w", node, err)
+	}
+	return nil
 }

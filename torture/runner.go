@@ -35,19 +35,24 @@ type Report struct {
 	Duration string `json:"duration"`
 	// Ops counts operations by kind, then outcome.
 	Ops map[OpKind]map[Outcome]int `json:"ops"`
+	// OpErrors counts the errors of failed and unknown operations, by kind
+	// and message (the first 300 bytes; the 10 most frequent).
+	OpErrors map[string]int `json:"op_errors,omitempty"`
 	// FaultCounts counts nemesis actions by kind.
 	FaultCounts map[string]int `json:"fault_counts"`
 	Faults      []Fault        `json:"faults"`
 	Verdicts    []*Verdict     `json:"verdicts"`
-	// Errors are failures of the harness itself (a node that would not
-	// restart, a final read that did not finish).
+	// Errors are what kept the run from being judged whole: a node that
+	// would not restart, a partition that accepted no append after the
+	// faults stopped, a final read that did not finish.
 	Errors []string `json:"errors,omitempty"`
 	Valid  bool     `json:"valid"`
 	Files  []string `json:"files"`
 }
 
 // Run runs cfg's workload and nemeses against c for cfg.Duration, heals the
-// cluster, lets the producers finish, reads every partition to its end,
+// cluster, lets the producers finish, checks that every partition accepts
+// an append again (within 30s), reads every partition to its end,
 // checks the history and writes the report into cfg.ReportDir. The caller
 // starts and closes c. The returned error is about the harness; the
 // system's verdict is Report.Valid.
@@ -99,6 +104,9 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	}
 	cfg.Logf("run over after %s: healed; waiting for the clients", cfg.Duration)
 	w.Wait()
+	if err := w.CheckAvailable(ctx, 30*time.Second); err != nil {
+		rep.Errors = append(rep.Errors, "availability: "+err.Error())
+	}
 	finalCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	err = w.FinalRead(finalCtx)
 	cancel()
@@ -114,6 +122,7 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 		}
 		rep.Ops[op.Kind][op.Outcome]++
 	}
+	rep.OpErrors = topErrors(ops, 10)
 	rep.Faults = h.Faults()
 	rep.FaultCounts = map[string]int{}
 	for _, f := range rep.Faults {
@@ -180,6 +189,12 @@ func (r *Report) Text() string {
 		}
 		b.WriteString("\n")
 	}
+	if len(r.OpErrors) > 0 {
+		b.WriteString("errors of failed and unknown operations (most frequent):\n")
+		for _, e := range slices.Sorted(maps.Keys(r.OpErrors)) {
+			fmt.Fprintf(&b, "  %6d  %s\n", r.OpErrors[e], e)
+		}
+	}
 	b.WriteString("faults:")
 	for _, k := range slices.Sorted(maps.Keys(r.FaultCounts)) {
 		fmt.Fprintf(&b, " %s=%d", k, r.FaultCounts[k])
@@ -193,7 +208,29 @@ func (r *Report) Text() string {
 		fmt.Fprintf(&b, "  %s\n", strings.ReplaceAll(v.String(), "\n", "\n  "))
 	}
 	for _, e := range r.Errors {
-		fmt.Fprintf(&b, "harness error: %s\n", e)
+		fmt.Fprintf(&b, "error: %s\n", e)
 	}
 	return b.String()
+}
+
+// topErrors counts the errors of ops by kind and message and keeps the n
+// most frequent.
+func topErrors(ops []Op, n int) map[string]int {
+	all := map[string]int{}
+	for _, op := range ops {
+		if op.Err == "" {
+			continue
+		}
+		msg := op.Err
+		if len(msg) > 300 {
+			msg = msg[:300] + "..."
+		}
+		all[string(op.Kind)+": "+msg]++
+	}
+	keys := slices.SortedFunc(maps.Keys(all), func(a, b string) int { return all[b] - all[a] })
+	top := map[string]int{}
+	for _, k := range keys[:min(n, len(keys))] {
+		top[k] = all[k]
+	}
+	return top
 }

@@ -153,3 +153,50 @@ func truncateNewestSegments(dataDir string, n int64) error {
 	}
 	return nil
 }
+
+// TestTortureDiskFull runs the workload against one node whose data
+// directory is a 64 MiB tmpfs, filled (writes fail with ENOSPC) and freed
+// again by the disk-full nemesis, alongside kill -9. The node must survive
+// a full disk (a node exiting on its own is reported as a "crashed" fault
+// and fails the test), lose no acknowledged record, and accept appends once
+// space is back. It mounts a tmpfs, so it runs only as root.
+func TestTortureDiskFull(t *testing.T) {
+	if testing.Short() {
+		t.Skip("torture: skipped in -short mode")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("torture: the disk-full nemesis mounts a tmpfs: run as root")
+	}
+	ctx := context.Background()
+	bin, err := BuildLogd(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	c, err := StartProcessCluster(ProcessConfig{Binary: bin, Nodes: 1, Dir: dir, DiskBytes: 64 << 20})
+	if err != nil {
+		t.Skipf("no tmpfs for the data directory: %v", err)
+	}
+	defer c.Close()
+	rep, err := Run(ctx, c, RunConfig{
+		Duration:  20 * time.Second,
+		Seed:      4,
+		ReportDir: dir,
+		Workload:  WorkloadConfig{Followers: 1, Groups: 1},
+		Nemesis:   NemesisConfig{Kinds: []string{NemesisDiskFull, NemesisDiskFull, NemesisKill}},
+		Logf:      t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", rep.Text())
+	if rep.FaultCounts["fill-disk"] == 0 {
+		t.Errorf("the disk was never filled")
+	}
+	if n := rep.FaultCounts["crashed"]; n > 0 {
+		t.Errorf("the node exited on its own %d time(s) (see %s)", n, c.LogPath(0))
+	}
+	if !rep.Valid {
+		t.Errorf("violations or errors under a full disk")
+	}
+}

@@ -434,6 +434,37 @@ func (w *Workload) observe(ctx context.Context, id int, group string) {
 	}
 }
 
+// CheckAvailable produces one record to each partition, each within
+// timeout, recording them like the workload's: after the nemeses stopped,
+// every partition must accept appends again.
+func (w *Workload) CheckAvailable(ctx context.Context, timeout time.Duration) error {
+	c, err := client.Dial(w.cluster.Addr(0), client.WithCallTimeout(timeout))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	opts := w.cfg.Producer
+	opts.DeliveryTimeout = timeout
+	p := c.NewProducer(opts)
+	defer p.Close()
+	proc, id := w.process(), w.cfg.Producers // a producer id no workload producer has
+	var errs []error
+	for part := range w.cfg.Partitions {
+		v := Value{Producer: id, Key: fmt.Sprintf("available-%d", part), Seq: 1}
+		op := Op{Process: proc, Kind: OpProduce, Producer: id, Key: v.Key, Seq: v.Seq, Value: v.String(), Invoke: w.h.Now()}
+		ack, err := p.Produce(ctx, client.Record{Topic: w.cfg.Topic, Partition: client.ToPartition(part), Key: []byte(v.Key), Value: []byte(op.Value)}).Get(ctx)
+		op.Complete = w.h.Now()
+		if err != nil {
+			op.Outcome, op.Err = OutcomeUnknown, err.Error()
+			errs = append(errs, fmt.Errorf("partition %d accepts no append %s after the faults stopped: %w", part, timeout, err))
+		} else {
+			op.Outcome, op.Partition, op.Offset, op.Duplicate = OutcomeOK, ack.Partition, ack.Offset, ack.Duplicate
+		}
+		w.h.Add(op)
+	}
+	return errors.Join(errs...)
+}
+
 // FinalRead reads every partition from its log start to its high
 // watermark, retrying failed polls until ctx ends. Call it after the
 // nemeses stopped and the producers finished.
