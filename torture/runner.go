@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -36,7 +37,8 @@ type Report struct {
 	// Ops counts operations by kind, then outcome.
 	Ops map[OpKind]map[Outcome]int `json:"ops"`
 	// OpErrors counts the errors of failed and unknown operations, by kind
-	// and message (the first 300 bytes; the 10 most frequent).
+	// and message (numbers replaced by N, the first 300 bytes; the 10 most
+	// frequent).
 	OpErrors map[string]int `json:"op_errors,omitempty"`
 	// FaultCounts counts nemesis actions by kind.
 	FaultCounts map[string]int `json:"fault_counts"`
@@ -213,6 +215,8 @@ func (r *Report) Text() string {
 	return b.String()
 }
 
+var digits = regexp.MustCompile(`[0-9]+`)
+
 // topErrors counts the errors of ops by kind and message and keeps the n
 // most frequent.
 func topErrors(ops []Op, n int) map[string]int {
@@ -221,7 +225,7 @@ func topErrors(ops []Op, n int) map[string]int {
 		if op.Err == "" {
 			continue
 		}
-		msg := op.Err
+		msg := digits.ReplaceAllString(op.Err, "N") // group "offset 598" with "offset 355"
 		if len(msg) > 300 {
 			msg = msg[:300] + "..."
 		}
