@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -205,35 +206,56 @@ func (s *Server) ProduceStream(stream pb.Log_ProduceStreamServer) error {
 		}
 	}()
 
+	// A lane per (topic, partition) keeps each partition's requests in
+	// order; a lane's goroutine exits as soon as its queue is empty, so a
+	// stream holds at most streamInflight requests and as many lanes,
+	// however many partitions it names.
 	slots := make(chan struct{}, streamInflight)
+	var lanesMu sync.Mutex
 	lanes := map[string]chan *pb.ProduceRequest{}
 	var lanesWG sync.WaitGroup
-	lane := func(req *pb.ProduceRequest) chan *pb.ProduceRequest {
+	work := func(key string, ch chan *pb.ProduceRequest) {
+		defer lanesWG.Done()
+		for {
+			var req *pb.ProduceRequest
+			select {
+			case req = <-ch:
+			default:
+				lanesMu.Lock()
+				if len(ch) == 0 {
+					delete(lanes, key)
+					lanesMu.Unlock()
+					return
+				}
+				lanesMu.Unlock()
+				continue
+			}
+			resp, err := s.produce(req)
+			if err != nil {
+				st := status.Convert(toStatus(err))
+				s.m.produceErrors.WithLabelValues(st.Code().String()).Inc()
+				resp = &pb.ProduceResponse{RequestId: req.RequestId, Topic: req.Topic,
+					ErrorCode: int32(st.Code()), ErrorMessage: st.Message()}
+			}
+			out <- resp
+			<-slots
+		}
+	}
+	dispatch := func(req *pb.ProduceRequest) {
 		key := req.Topic + "\x00"
 		if req.Partition != nil {
-			key += string(rune(*req.Partition + 1))
+			key += strconv.Itoa(int(*req.Partition))
 		}
+		lanesMu.Lock()
+		defer lanesMu.Unlock()
 		ch, ok := lanes[key]
 		if !ok {
 			ch = make(chan *pb.ProduceRequest, streamInflight)
 			lanes[key] = ch
 			lanesWG.Add(1)
-			go func() {
-				defer lanesWG.Done()
-				for req := range ch {
-					resp, err := s.produce(req)
-					if err != nil {
-						st := status.Convert(toStatus(err))
-						s.m.produceErrors.WithLabelValues(st.Code().String()).Inc()
-						resp = &pb.ProduceResponse{RequestId: req.RequestId, Topic: req.Topic,
-							ErrorCode: int32(st.Code()), ErrorMessage: st.Message()}
-					}
-					out <- resp
-					<-slots
-				}
-			}()
+			go work(key, ch)
 		}
-		return ch
+		ch <- req // never blocks: at most streamInflight requests are admitted
 	}
 
 	recvd := make(chan *pb.ProduceRequest)
@@ -273,7 +295,7 @@ loop:
 				result = ctx.Err()
 				break loop
 			}
-			lane(req) <- req
+			dispatch(req)
 		case <-s.shutdown:
 			result = toStatus(errShuttingDown)
 			break loop
@@ -283,9 +305,6 @@ loop:
 		}
 	}
 	// Finish what was admitted: its appends complete and are answered.
-	for _, ch := range lanes {
-		close(ch)
-	}
 	lanesWG.Wait()
 	close(out)
 	sendWG.Wait()
