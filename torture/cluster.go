@@ -37,6 +37,12 @@ type DiskFiller interface {
 	FreeDisk(node int) error
 }
 
+// NetworkFaulter is a Cluster whose clients' connections to a node can be
+// cut, blackholed or slowed (see Proxy): the network nemeses need it.
+type NetworkFaulter interface {
+	Proxy(node int) *Proxy
+}
+
 // ProcessWatcher is a Cluster that can tell whether a node's process is
 // alive: after each fault the nemesis restarts a node that died on its own
 // (recorded as a "crashed" fault).

@@ -19,9 +19,11 @@
 //     Cluster (cluster.go): node addresses and kill / restart / pause /
 //     resume, so the same workload runs on one process or on three.
 //   - Nemeses (nemesis.go): kill -9 then restart, SIGSTOP then SIGCONT,
-//     SIGSTOP then kill -9 then restart, and a full disk (a ProcessCluster
+//     SIGSTOP then kill -9 then restart, a full disk (a ProcessCluster
 //     with DiskBytes puts each data directory on its own tmpfs and fills
-//     it), on a seeded schedule, one fault at a time. A node that exits on
+//     it), and faults of the clients' connections through a TCP proxy
+//     (proxy.go: cut, blackhole, slow), on a seeded schedule, one fault at
+//     a time. A node that exits on
 //     its own is recorded as "crashed" and restarted; every fault is recorded with its
 //     start and end. The seed fixes the schedule's choices, not the timing
 //     of a real system: two runs with one seed are alike, not identical.

@@ -21,6 +21,15 @@ const (
 	// NemesisDiskFull fills a random node's disk (writes fail with ENOSPC),
 	// waits, and frees it. The Cluster must be a DiskFiller.
 	NemesisDiskFull = "disk-full"
+	// NemesisNetCut resets every client connection to a random node and
+	// refuses new ones, then heals. The Cluster must be a NetworkFaulter.
+	NemesisNetCut = "net-cut"
+	// NemesisNetBlackhole holds every byte between clients and a random
+	// node (requests may arrive while answers do not), then delivers them.
+	NemesisNetBlackhole = "net-blackhole"
+	// NemesisNetSlow delays every chunk between clients and a random node
+	// by a tenth of the fault's length, then heals.
+	NemesisNetSlow = "net-slow"
 )
 
 // NemesisConfig configures RunNemesis. Zero values take the defaults.
@@ -71,6 +80,10 @@ func RunNemesis(ctx context.Context, c Cluster, h *History, cfg NemesisConfig) e
 		case NemesisDiskFull:
 			if _, ok := c.(DiskFiller); !ok {
 				return fmt.Errorf("torture: nemesis %q needs a cluster whose disks can be filled", k)
+			}
+		case NemesisNetCut, NemesisNetBlackhole, NemesisNetSlow:
+			if nf, ok := c.(NetworkFaulter); !ok || nf.Proxy(0) == nil {
+				return fmt.Errorf("torture: nemesis %q needs a cluster with proxies in front of its nodes", k)
 			}
 		default:
 			return fmt.Errorf("torture: unknown nemesis %q", k)
@@ -125,6 +138,21 @@ func RunNemesis(ctx context.Context, c Cluster, h *History, cfg NemesisConfig) e
 				sleep(ctx, d)
 				err = fault(h, "free-disk", node, func() error { return df.FreeDisk(node) })
 			}
+		case NemesisNetCut, NemesisNetBlackhole, NemesisNetSlow:
+			px := c.(NetworkFaulter).Proxy(node)
+			err = fault(h, kind, node, func() error {
+				switch kind {
+				case NemesisNetCut:
+					px.Cut()
+				case NemesisNetBlackhole:
+					px.Blackhole()
+				default:
+					px.Delay(d / 10)
+				}
+				return nil
+			})
+			sleep(ctx, d)
+			fault(h, "net-heal", node, func() error { px.Heal(); return nil })
 		}
 		cfg.Logf("nemesis: %s node %d for %s: %v", kind, node, d.Round(time.Millisecond), err)
 		if err == nil {

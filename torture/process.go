@@ -33,6 +33,10 @@ type ProcessConfig struct {
 	// tmpfs of that size (mounted by the cluster, so it needs root), which
 	// FillDisk fills and FreeDisk frees: the disk-full nemesis.
 	DiskBytes int64
+	// Proxy puts a TCP proxy (see Proxy) in front of each node: Addr is the
+	// proxy's address, and the network nemeses cut, blackhole or slow the
+	// clients' connections.
+	Proxy bool
 }
 
 // ProcessCluster runs logd nodes as child processes on 127.0.0.1. It stops
@@ -45,6 +49,7 @@ type ProcessCluster struct {
 type procNode struct {
 	id      int
 	addr    string
+	proxy   *Proxy // nil without ProcessConfig.Proxy
 	dataDir string
 	logPath string
 
@@ -90,6 +95,12 @@ func StartProcessCluster(cfg ProcessConfig) (*ProcessCluster, error) {
 			c.Close()
 			return nil, err
 		}
+		if cfg.Proxy {
+			if n.proxy, err = NewProxy(n.addr); err != nil {
+				c.Close()
+				return nil, err
+			}
+		}
 	}
 	return c, nil
 }
@@ -106,8 +117,21 @@ func freePort() (string, error) {
 	return addr, nil
 }
 
-func (c *ProcessCluster) Size() int            { return len(c.nodes) }
-func (c *ProcessCluster) Addr(node int) string { return c.nodes[node].addr }
+func (c *ProcessCluster) Size() int { return len(c.nodes) }
+
+// Addr is where clients reach node: its proxy when there is one.
+func (c *ProcessCluster) Addr(node int) string {
+	if p := c.nodes[node].proxy; p != nil {
+		return p.Addr()
+	}
+	return c.nodes[node].addr
+}
+
+// NodeAddr is node's own API address, behind its proxy if any.
+func (c *ProcessCluster) NodeAddr(node int) string { return c.nodes[node].addr }
+
+// Proxy is node's proxy, nil without ProcessConfig.Proxy.
+func (c *ProcessCluster) Proxy(node int) *Proxy { return c.nodes[node].proxy }
 
 // DataDir is node's --data-dir.
 func (c *ProcessCluster) DataDir(node int) string { return c.nodes[node].dataDir }
@@ -247,6 +271,9 @@ func (c *ProcessCluster) Running(node int) bool {
 func (c *ProcessCluster) Close() error {
 	var errs []error
 	for _, n := range c.nodes {
+		if n.proxy != nil {
+			n.proxy.Close()
+		}
 		cmd, exited, ok := n.running()
 		if ok {
 			cmd.Process.Signal(syscall.SIGCONT)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -58,10 +59,7 @@ func TestTortureSingleNode(t *testing.T) {
 	}
 	d, seed, dir := tortureParams(t)
 	ctx := context.Background()
-	bin, err := BuildLogd(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := logdBinary(t)
 	c, err := StartProcessCluster(ProcessConfig{Binary: bin, Nodes: 1, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -97,10 +95,7 @@ func TestTortureDetectsLostWrites(t *testing.T) {
 		t.Skip("torture: skipped in -short mode")
 	}
 	ctx := context.Background()
-	bin, err := BuildLogd(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := logdBinary(t)
 	dir := t.TempDir()
 	c, err := StartProcessCluster(ProcessConfig{Binary: bin, Nodes: 1, Dir: dir})
 	if err != nil {
@@ -168,10 +163,7 @@ func TestTortureDiskFull(t *testing.T) {
 		t.Skip("torture: the disk-full nemesis mounts a tmpfs: run as root")
 	}
 	ctx := context.Background()
-	bin, err := BuildLogd(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := logdBinary(t)
 	dir := t.TempDir()
 	c, err := StartProcessCluster(ProcessConfig{Binary: bin, Nodes: 1, Dir: dir, DiskBytes: 64 << 20})
 	if err != nil {
@@ -179,7 +171,7 @@ func TestTortureDiskFull(t *testing.T) {
 	}
 	defer c.Close()
 	rep, err := Run(ctx, c, RunConfig{
-		Duration:  20 * time.Second,
+		Duration:  15 * time.Second,
 		Seed:      4,
 		ReportDir: dir,
 		Workload:  WorkloadConfig{Followers: 1, Groups: 1},
@@ -199,4 +191,72 @@ func TestTortureDiskFull(t *testing.T) {
 	if !rep.Valid {
 		t.Errorf("violations or errors under a full disk")
 	}
+}
+
+// TestTortureNetwork puts a proxy between the clients and one node and
+// cuts, blackholes and slows the clients' connections (with kill -9 among
+// them): retries through broken and silent connections must not lose or
+// duplicate records.
+func TestTortureNetwork(t *testing.T) {
+	if testing.Short() {
+		t.Skip("torture: skipped in -short mode")
+	}
+	ctx := context.Background()
+	bin := logdBinary(t)
+	dir := t.TempDir()
+	c, err := StartProcessCluster(ProcessConfig{Binary: bin, Nodes: 1, Dir: dir, Proxy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rep, err := Run(ctx, c, RunConfig{
+		Duration:  15 * time.Second,
+		Seed:      6,
+		ReportDir: dir,
+		Workload:  WorkloadConfig{Followers: 1, Groups: 1},
+		Nemesis:   NemesisConfig{Kinds: []string{NemesisNetCut, NemesisNetBlackhole, NemesisNetSlow, NemesisKill}},
+		Logf:      t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", rep.Text())
+	if rep.FaultCounts[NemesisNetCut]+rep.FaultCounts[NemesisNetBlackhole]+rep.FaultCounts[NemesisNetSlow] == 0 {
+		t.Errorf("no network fault was injected")
+	}
+	if !rep.Valid {
+		t.Errorf("violations or errors under network faults")
+	}
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// logdBinary builds cmd/logd once for the package's tests.
+func logdBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "logd-torture-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath, buildErr = BuildLogd(context.Background(), dir)
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// TestMain removes the binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
 }

@@ -55,6 +55,15 @@ func logdBinary(t *testing.T) string {
 	return binPath
 }
 
+// TestMain removes the binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // server is a running `logd serve`.
 type server struct {
 	t      *testing.T
