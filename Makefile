@@ -78,14 +78,16 @@ clean:
 
 # torture: the fault-injection harness (torture/) against real logd
 # processes for DURATION (default 10m): `make torture DURATION=30m
-# SEED=7`. The report (text, JSON, history, any linearizability
-# visualization) goes to TORTURE_REPORT_DIR (default
+# SEED=7 NEMESES=kill,pause,pause-kill,net-cut,net-blackhole,net-slow,disk-full`
+# (disk-full mounts a tmpfs: root only). The report (text, JSON, history,
+# any linearizability visualization) goes to TORTURE_REPORT_DIR (default
 # $TMPDIR/logd-torture-report, /tmp when TMPDIR is unset).
 .PHONY: torture
 DURATION ?= 10m
 SEED ?= 1
+NEMESES ?= kill,pause,pause-kill
 TORTURE_REPORT_DIR ?= $(or $(TMPDIR),/tmp)/logd-torture-report
 torture:
 	rm -rf $(TORTURE_REPORT_DIR)
-	TORTURE_DURATION=$(DURATION) TORTURE_SEED=$(SEED) TORTURE_REPORT_DIR=$(TORTURE_REPORT_DIR) \
+	TORTURE_DURATION=$(DURATION) TORTURE_SEED=$(SEED) TORTURE_NEMESES=$(NEMESES) TORTURE_REPORT_DIR=$(TORTURE_REPORT_DIR) \
 	  $(GO) test -count=1 -v -timeout 0 -run '^TestTortureSingleNode$$' ./torture/

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -60,7 +61,23 @@ func TestTortureSingleNode(t *testing.T) {
 	d, seed, dir := tortureParams(t)
 	ctx := context.Background()
 	bin := logdBinary(t)
-	c, err := StartProcessCluster(ProcessConfig{Binary: bin, Nodes: 1, Dir: dir})
+	// TORTURE_NEMESES (comma-separated kinds) picks the faults; the default
+	// is kill, pause and pause-kill. Network kinds put a proxy in front of
+	// the node; disk-full gives it a 256 MiB tmpfs (root only).
+	cfg := ProcessConfig{Binary: bin, Nodes: 1, Dir: dir}
+	var kinds []string
+	if s := os.Getenv("TORTURE_NEMESES"); s != "" {
+		kinds = strings.Split(s, ",")
+	}
+	for _, k := range kinds {
+		switch k {
+		case NemesisNetCut, NemesisNetBlackhole, NemesisNetSlow:
+			cfg.Proxy = true
+		case NemesisDiskFull:
+			cfg.DiskBytes = 256 << 20
+		}
+	}
+	c, err := StartProcessCluster(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,13 +86,14 @@ func TestTortureSingleNode(t *testing.T) {
 		Duration:  d,
 		Seed:      seed,
 		ReportDir: dir,
+		Nemesis:   NemesisConfig{Kinds: kinds},
 		Logf:      t.Logf,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("report in %s\n%s", dir, rep.Text())
-	if n := rep.FaultCounts["kill"] + rep.FaultCounts["pause"]; n == 0 && d >= 10*time.Second {
+	if len(rep.Faults) == 0 && d >= 10*time.Second {
 		t.Errorf("no fault was injected in %s", d)
 	}
 	if rep.Ops[OpProduce][OutcomeOK] == 0 {
