@@ -101,7 +101,18 @@ var addrLine = regexp.MustCompile(`logd serving"? addr=(\S+)`)
 // the hard one). It is killed when the test ends.
 func startServer(t *testing.T, nofile int) *server {
 	t.Helper()
-	args := []string{"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http-addr", ""}
+	return startServerWith(t, t.TempDir(), nofile)
+}
+
+// startServerIn starts logd on dataDir.
+func startServerIn(t *testing.T, dataDir string) *server {
+	t.Helper()
+	return startServerWith(t, dataDir, 0)
+}
+
+func startServerWith(t *testing.T, dataDir string, nofile int) *server {
+	t.Helper()
+	args := []string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--http-addr", ""}
 	var cmd *exec.Cmd
 	if nofile > 0 {
 		cmd = exec.Command("prlimit", append([]string{"--nofile=" + strconv.Itoa(nofile), logdBinary(t)}, args...)...)
