@@ -46,7 +46,7 @@ func CheckLinearizable(ops []Op, opts LinearizableOptions) *Verdict {
 		h := partitionHistory(ops, p)
 		v.Counts["partitions"]++
 		v.Counts["operations"] += len(h.ops)
-		model := partitionModel(p, h.at)
+		model := partitionModel(p, h.at, h.start)
 		res, info := porcupine.CheckOperationsVerbose(model, h.ops, opts.Timeout)
 		switch res {
 		case porcupine.Ok:
@@ -79,6 +79,13 @@ type linearHistory struct {
 	ops    []porcupine.Operation
 	source []Op             // source[i] is ops[i]'s operation
 	at     map[int64]string // offset -> value, from acks then reads
+	// start is the first offset checked: 0, or past the last offset the
+	// final read skipped (retention removed it) whose append is not in the
+	// history (a produce of unknown outcome nobody read). The check covers
+	// the suffix from start (appends below it dropped, reads cut to it),
+	// which is sound: in any linearization of the whole history the
+	// appends below start come first.
+	start int64
 }
 
 // partitionHistory builds partition p's porcupine history: acknowledged
@@ -112,6 +119,29 @@ func partitionHistory(ops []Op, p int32) *linearHistory {
 			}
 		}
 	}
+	// Every offset that holds a value has its append unless retention
+	// removed the record before anyone read it.
+	known := map[int64]bool{}
+	for _, op := range ops {
+		switch {
+		case op.Acked() && op.Partition == p:
+			known[op.Offset] = true
+		case op.Kind == OpProduce && !op.Acked():
+			if off, ok := readAt[op.Value]; ok {
+				known[off] = true
+			}
+		}
+	}
+	var top int64 = -1
+	for off := range h.at {
+		top = max(top, off)
+	}
+	_, finals := finalReads(ops)
+	for off := int64(0); off <= top; off++ {
+		if !known[off] && skipped(finals[p], off) {
+			h.start = off + 1
+		}
+	}
 	clients := map[int]int{}
 	client := func(proc int) int {
 		id, ok := clients[proc]
@@ -128,13 +158,26 @@ func partitionHistory(ops []Op, p int32) *linearHistory {
 	for _, op := range ops {
 		switch {
 		case op.Kind == OpProduce && op.Acked() && op.Partition == p:
-			add(op, logInput{append: true, value: op.Value}, logOutput{offset: op.Offset}, op.Complete)
+			if op.Offset >= h.start {
+				add(op, logInput{append: true, value: op.Value}, logOutput{offset: op.Offset}, op.Complete)
+			}
 		case op.Kind == OpProduce && !op.Acked():
-			if off, ok := readAt[op.Value]; ok {
+			if off, ok := readAt[op.Value]; ok && off >= h.start {
 				add(op, logInput{append: true, value: op.Value}, logOutput{offset: off, unknown: true}, end+1)
 			}
 		case op.Kind == OpRead && op.Outcome == OutcomeOK && op.Partition == p:
-			add(op, logInput{from: op.From}, logOutput{records: op.Records}, op.Complete)
+			from, recs := op.From, op.Records
+			for len(recs) > 0 && recs[0].Offset < h.start {
+				recs = recs[1:]
+				from++
+			}
+			if from < h.start {
+				if len(recs) > 0 || len(op.Records) == 0 {
+					continue // all below start, or an empty read below it
+				}
+				from = h.start
+			}
+			add(op, logInput{from: from}, logOutput{records: recs}, op.Complete)
 		}
 	}
 	return h
@@ -171,8 +214,8 @@ func (h *linearHistory) explain() ([]Op, string) {
 		}
 	}
 	for i, a := range apps {
-		if a.offset != int64(i) {
-			return []Op{a.op}, fmt.Sprintf("no append took offset %d, yet %s is at %d", i, a.op.Value, a.offset)
+		if want := h.start + int64(i); a.offset != want {
+			return []Op{a.op}, fmt.Sprintf("no append took offset %d, yet %s is at %d", want, a.op.Value, a.offset)
 		}
 		if later := minRet[i+1]; later != nil && later.ret < a.call {
 			return []Op{later.op, a.op}, fmt.Sprintf("%s was acknowledged at offset %d before %s was produced, which got the lower offset %d",
@@ -186,8 +229,8 @@ func (h *linearHistory) explain() ([]Op, string) {
 		}
 		r := h.source[i]
 		if len(out.records) == 0 {
-			if in.from < int64(len(apps)) {
-				if first := minRet[in.from]; first != nil && first.ret < o.Call {
+			if i := in.from - h.start; i >= 0 && i < int64(len(apps)) {
+				if first := minRet[i]; first != nil && first.ret < o.Call {
 					return []Op{first.op, r}, fmt.Sprintf("a read at %d began after %s was acknowledged at %d, and returned nothing",
 						in.from, first.op.Value, first.offset)
 				}

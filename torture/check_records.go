@@ -48,8 +48,10 @@ func readCovering(reads []Op, offset int64) []Op {
 }
 
 // CheckLost: every acknowledged record is in the final read, at the offset
-// its acknowledgement gave. Counts: acknowledged, lost, and the records of
-// produces with an unknown or failed outcome found stored (not violations).
+// its acknowledgement gave, unless retention removed it (its offset is below
+// where the final read began). Counts: acknowledged, lost, trimmed, and the
+// records of produces with an unknown or failed outcome found stored (not
+// violations).
 func CheckLost(ops []Op) *Verdict {
 	v := newVerdict("lost")
 	final, finalOps := finalReads(ops)
@@ -83,6 +85,8 @@ func CheckLost(ops []Op) *Verdict {
 		}
 		got, ok := m[op.Offset]
 		switch {
+		case !ok && skipped(finalOps[op.Partition], op.Offset):
+			v.Counts["trimmed"]++ // removed by retention before the final read
 		case !ok:
 			v.Counts["lost"]++
 			v.fail([]Op{op}, "lost: %s acknowledged at %d/%d, offset absent from the final read (%s)",
@@ -98,6 +102,21 @@ func CheckLost(ops []Op) *Verdict {
 		v.Problems = slices.Compact(v.Problems)
 	}
 	return v
+}
+
+// skipped reports whether the final read of a partition never covered
+// offset and went past it: the offset was below the log start when the
+// final read began, or retention removed it during the final read (which
+// then moved to the new log start).
+func skipped(reads []Op, offset int64) bool {
+	past := false
+	for _, r := range reads {
+		if r.From <= offset && offset < r.Next {
+			return false
+		}
+		past = past || r.From > offset
+	}
+	return past
 }
 
 func finalExtent(reads []Op) string {

@@ -52,6 +52,14 @@
 // sees a record before its append began); committed consumer offsets are
 // durable and monotonic.
 //
+// # Retention
+//
+// With a retention policy on the topic (WorkloadConfig.TopicConfig),
+// consumers that fall below the log start seek to it again, CheckLost
+// counts acknowledged records the final read skipped as trimmed, and the
+// linearizability check starts past the last trimmed offset whose produce
+// had no known outcome (its value was never read, so its place is unknown).
+//
 // # The harness tests itself
 //
 // TestTortureDetectsLostWrites cuts the tail of every partition's newest

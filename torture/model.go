@@ -41,9 +41,9 @@ type logOutput struct {
 
 // partitionModel is the porcupine model of one partition, whose offsets hold
 // the values in at.
-func partitionModel(partition int32, at map[int64]string) porcupine.Model {
+func partitionModel(partition int32, at map[int64]string, start int64) porcupine.Model {
 	return porcupine.Model{
-		Init: func() any { return int64(0) },
+		Init: func() any { return start },
 		Step: func(state, input, output any) (bool, any) {
 			l := state.(int64)
 			in, out := input.(logInput), output.(logOutput)

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/logd/logd/client"
 )
 
 var (
@@ -189,7 +191,7 @@ func TestTortureDiskFull(t *testing.T) {
 	}
 	defer c.Close()
 	rep, err := Run(ctx, c, RunConfig{
-		Duration:  15 * time.Second,
+		Duration:  10 * time.Second,
 		Seed:      4,
 		ReportDir: dir,
 		Workload:  WorkloadConfig{Followers: 1, Groups: 1},
@@ -228,7 +230,7 @@ func TestTortureNetwork(t *testing.T) {
 	}
 	defer c.Close()
 	rep, err := Run(ctx, c, RunConfig{
-		Duration:  15 * time.Second,
+		Duration:  10 * time.Second,
 		Seed:      6,
 		ReportDir: dir,
 		Workload:  WorkloadConfig{Followers: 1, Groups: 1},
@@ -277,4 +279,43 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(filepath.Dir(binPath))
 	}
 	os.Exit(code)
+}
+
+// TestTortureRetention runs the workload on a topic that keeps about 300
+// records a partition in 4 KiB segments, with the trimmer running every
+// 200ms, under kill -9 and pause: reads race trims, consumers fall below
+// the log start and seek to it again. Records below the final read's start
+// count as trimmed; everything above must hold.
+func TestTortureRetention(t *testing.T) {
+	if testing.Short() {
+		t.Skip("torture: skipped in -short mode")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	c, err := StartProcessCluster(ProcessConfig{Binary: logdBinary(t), Nodes: 1, Dir: dir,
+		Args: func(int) []string { return []string{"--retention-interval", "200ms"} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rep, err := Run(ctx, c, RunConfig{
+		Duration:  10 * time.Second,
+		Seed:      8,
+		ReportDir: dir,
+		Workload: WorkloadConfig{Followers: 2, Groups: 1, TopicConfig: &client.TopicConfig{
+			RetentionTime: client.Unlimited, RetentionBytes: client.Unlimited, RetentionRecords: 300,
+			SegmentBytes: 4 << 10}},
+		Nemesis: NemesisConfig{Kinds: []string{NemesisKill, NemesisPause}},
+		Logf:    t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", rep.Text())
+	if rep.Verdicts[0].Counts["trimmed"] == 0 {
+		t.Errorf("retention trimmed nothing: the test did not test it")
+	}
+	if !rep.Valid {
+		t.Errorf("violations or errors with retention")
+	}
 }

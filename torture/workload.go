@@ -24,9 +24,14 @@ type WorkloadConfig struct {
 	// MaxOutstanding bounds a producer's records produced and not yet
 	// acknowledged or failed (default 32).
 	MaxOutstanding int
-	Followers      int // readers tailing from chosen offsets; default 2
-	Groups         int // consumer groups, one member each; default 2
-	Seed           int64
+	// TopicConfig is the topic's configuration; zero: no retention limits
+	// and 256 KiB segments. With retention the checkers judge only what
+	// the final read still finds (records below its log start count as
+	// trimmed).
+	TopicConfig *client.TopicConfig
+	Followers   int // readers tailing from chosen offsets; default 2
+	Groups      int // consumer groups, one member each; default 2
+	Seed        int64
 	// Producer configures the producers; zero fields take the workload's
 	// defaults (short timeouts, so faults produce retries and unknown
 	// outcomes within a run).
@@ -133,10 +138,14 @@ func (w *Workload) Setup(ctx context.Context) error {
 	}
 	defer c.Close()
 	for {
-		_, err := c.Admin().CreateTopic(ctx, w.cfg.Topic, w.cfg.Partitions, 0, client.TopicConfig{
+		tc := client.TopicConfig{
 			RetentionTime: client.Unlimited, RetentionBytes: client.Unlimited, RetentionRecords: client.Unlimited,
 			SegmentBytes: 256 << 10, // many segments: rolls and indexes under fire
-		})
+		}
+		if w.cfg.TopicConfig != nil {
+			tc = *w.cfg.TopicConfig
+		}
+		_, err := c.Admin().CreateTopic(ctx, w.cfg.Topic, w.cfg.Partitions, 0, tc)
 		if err == nil {
 			return nil
 		}
@@ -299,13 +308,23 @@ func (w *Workload) follow(ctx context.Context, id int) {
 			if ctx.Err() != nil {
 				break
 			}
-			w.recordPoll(cons, proc, "", false, func() ([]client.ConsumedRecord, error) {
+			_, err := w.recordPoll(cons, proc, "", false, func() ([]client.ConsumedRecord, error) {
 				pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 				defer cancel()
 				return cons.Poll(pctx)
 			})
+			reseek(ctx, cons, err)
 		}
 		cons.Close()
+	}
+}
+
+// reseek moves a consumer whose position retention removed to the log
+// start, as a consumer with auto.offset.reset=earliest does.
+func reseek(ctx context.Context, cons *client.Consumer, err error) {
+	var oor *client.OutOfRangeError
+	if errors.As(err, &oor) {
+		cons.SeekPartition(ctx, oor.Partition, client.Earliest())
 	}
 }
 
@@ -334,11 +353,12 @@ func (w *Workload) consumeGroup(ctx context.Context, id int, group string) {
 			if ctx.Err() != nil {
 				break
 			}
-			w.recordPoll(cons, proc, group, false, func() ([]client.ConsumedRecord, error) {
+			_, err := w.recordPoll(cons, proc, group, false, func() ([]client.ConsumedRecord, error) {
 				pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 				defer cancel()
 				return cons.Poll(pctx)
 			})
+			reseek(ctx, cons, err)
 			if i%5 == 4 {
 				w.commit(ctx, cons, proc, group)
 			}
@@ -499,6 +519,7 @@ func (w *Workload) FinalRead(ctx context.Context) error {
 		case err != nil && ctx.Err() != nil:
 			return fmt.Errorf("torture: final read: %w", err)
 		case err != nil:
+			reseek(ctx, cons, err)
 			sleep(ctx, 200*time.Millisecond)
 		}
 	}
