@@ -44,9 +44,9 @@ type Report struct {
 	FaultCounts map[string]int `json:"fault_counts"`
 	Faults      []Fault        `json:"faults"`
 	Verdicts    []*Verdict     `json:"verdicts"`
-	// Errors are what kept the run from being judged whole: a node that
-	// would not restart, a partition that accepted no append after the
-	// faults stopped, a final read that did not finish.
+	// Errors are failures beside the checkers' verdicts: a node that exited
+	// on its own, a node that would not restart, a partition that accepted
+	// no append after the faults stopped, a final read that did not finish.
 	Errors []string `json:"errors,omitempty"`
 	Valid  bool     `json:"valid"`
 	Files  []string `json:"files"`
@@ -129,6 +129,9 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	rep.FaultCounts = map[string]int{}
 	for _, f := range rep.Faults {
 		rep.FaultCounts[f.Kind]++
+	}
+	if n := rep.FaultCounts["crashed"]; n > 0 {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("a node exited on its own %d time(s) (see the node logs in %s)", n, cfg.ReportDir))
 	}
 	cfg.Logf("checking %d operations", len(ops))
 	rep.Verdicts = CheckAll(ops, CheckOptions{Linearizable: cfg.Linearizable})
