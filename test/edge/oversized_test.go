@@ -145,9 +145,9 @@ func TestRejectedProduceAppendsNothing(t *testing.T) {
 // (600 KB on the wire, under every limit) must be rejected without costing
 // the server more than a bounded amount of memory. gRPC's decoding of the
 // request alone costs about 32 MiB; the bound leaves the handler 32 MiB
-// more. Today the handler converts and encodes every record (a 2.7 MB
-// batch) before the size check rejects it, and RSS grows by about 130 MiB
-// per such request; concurrent requests multiply it.
+// more. (Before a7daafb the handler converted and encoded every record, a
+// 2.7 MB batch, before the size check rejected it: RSS grew by about
+// 130 MiB per such request.)
 func TestPlainRecordsRequestMemory(t *testing.T) {
 	s := startServer(t, 0)
 	p := newProbe(t, s, "edge-probe")

@@ -15,8 +15,8 @@ import (
 // each naming a different topic that does not exist, reading every
 // response. Each is answered NOT_FOUND in its response; what the server
 // keeps for the stream must not grow with the number of distinct topics
-// named (today each distinct topic/partition starts a lane goroutine and
-// channel that live until the stream ends).
+// named. (Before 0d33fff each distinct topic/partition started a lane
+// goroutine and channel that lived until the stream ended: +113 MiB.)
 func TestProduceStreamManyTopics(t *testing.T) {
 	const n = 20_000
 	s := startServer(t, 0)

@@ -113,9 +113,10 @@ func TestSlowSubscribersLargeMaxBytes(t *testing.T) {
 
 // TestSlowCatchUpSubscribers: 8 subscribers start at offset 0 of a
 // partition already holding 32 MiB, ask for the largest responses (max_bytes
-// 1 GiB, which the server caps at 64 MiB) and never read. Each one's first
-// response holds the whole backlog and stalls in flow control; the server's
-// memory must still stay bounded, and others keep producing and reading.
+// 1 GiB; the server caps it) and never read. Each one's first response is as
+// large as the server allows and stalls in flow control; the server's memory
+// must still stay bounded, and others keep producing and reading. (Before
+// a7daafb's read budget and caps, with 64 MiB messages, this cost 510 MiB.)
 func TestSlowCatchUpSubscribers(t *testing.T) {
 	s := startServer(t, 0)
 	cc := s.dial()
