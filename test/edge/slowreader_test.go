@@ -93,7 +93,7 @@ func TestSlowSubscribersDefaultMaxBytes(t *testing.T) {
 }
 
 // TestSlowSubscribersLargeMaxBytes: 8 subscribers asking for the largest
-// responses the server gives (max_bytes is capped at 64 MiB) that never
+// responses the server gives (it caps max_bytes) that never
 // read, while 32 MiB are produced. Each stalled subscriber may hold what it
 // read when its stream stopped; memory must still stay bounded.
 func TestSlowSubscribersLargeMaxBytes(t *testing.T) {
