@@ -1,6 +1,7 @@
 package replication_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -35,7 +36,7 @@ func BenchmarkAppendAcksAll(b *testing.B) {
 				go func() {
 					defer wg.Done()
 					for next.Add(1) <= int64(b.N) {
-						if _, err := p.Append(append([]byte(nil), proto...), 10*time.Second); err != nil {
+						if _, err := p.Append(context.Background(), append([]byte(nil), proto...)); err != nil {
 							b.Error(err)
 							return
 						}

@@ -2,8 +2,11 @@ package replication_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +25,13 @@ import (
 )
 
 const group = "p/orders/0"
+
+// within returns a context that ends after d (or with the test).
+func within(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
 
 // acked is what producers were told: per key, the sequence numbers of its
 // acknowledged records in acknowledgement order, and each record's offset.
@@ -154,7 +164,7 @@ func TestMinorityLeaderTailTruncatedOnRejoin(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			b := batch.Encode(nil, 0, batch.NoProducer, []batch.Record{{Key: []byte("lost"), Value: fmt.Appendf(nil, "lost:%d", i)}})
-			_, err := op.Append(b, 5*time.Second)
+			_, err := op.Append(within(t, 5*time.Second), b)
 			errs <- err
 		}()
 	}
@@ -194,7 +204,7 @@ func TestMinorityLeaderTailTruncatedOnRejoin(t *testing.T) {
 	}
 	for i := range 8 {
 		b := batch.Encode(nil, 0, batch.NoProducer, []batch.Record{{Key: []byte("new"), Value: fmt.Appendf(nil, "new:%d", i)}})
-		if _, err := leader.Partition(group).Append(b, 10*time.Second); err != nil {
+		if _, err := leader.Partition(group).Append(within(t, 10*time.Second), b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -277,10 +287,11 @@ func TestFollowerBehindLogStartNeverRenumbersOffsets(t *testing.T) {
 // producer appends records "key:seq" for one key, one at a time, through
 // whichever node leads. A record whose append failed may or may not be
 // committed (leadership lost mid-append); it is never retried, so a key's
-// committed records must be in seq order, with every acknowledged one.
+// committed records must be in seq order, with every acknowledged one at
+// the offset it was acknowledged with.
 type producer struct {
 	key   string
-	acked map[int]bool
+	acked map[int]int64 // seq -> offset
 	sent  int
 }
 
@@ -294,8 +305,8 @@ func (p *producer) run(t *testing.T, c *clustertest.Cluster, stop <-chan struct{
 		b := batch.Encode(nil, 0, batch.NoProducer, []batch.Record{{Key: []byte(p.key), Value: fmt.Appendf(nil, "%s:%d", p.key, p.sent)}})
 		seq := p.sent
 		p.sent++
-		if _, err := c.Append(group, b, 20*time.Second); err == nil {
-			p.acked[seq] = true
+		if r, err := c.Append(group, b, 20*time.Second); err == nil {
+			p.acked[seq] = r.BaseOffset
 		}
 	}
 }
@@ -303,7 +314,7 @@ func (p *producer) run(t *testing.T, c *clustertest.Cluster, stop <-chan struct{
 func (p *producer) check(t *testing.T, n *clustertest.Node) {
 	t.Helper()
 	last := -1
-	found := map[int]bool{}
+	found := map[int]int64{}
 	for _, r := range n.Records(group) {
 		if r.Key != p.key {
 			continue
@@ -314,11 +325,15 @@ func (p *producer) check(t *testing.T, n *clustertest.Node) {
 			t.Fatalf("%s: key %s: seq %d after %d at offset %d", n.ID, p.key, seq, last, r.Offset)
 		}
 		last = seq
-		found[seq] = true
+		found[seq] = r.Offset
 	}
-	for seq := range p.acked {
-		if !found[seq] {
+	for seq, off := range p.acked {
+		got, ok := found[seq]
+		if !ok {
 			t.Fatalf("%s: key %s: acknowledged seq %d is missing", n.ID, p.key, seq)
+		}
+		if got != off {
+			t.Fatalf("%s: key %s: seq %d at offset %d, acknowledged at %d", n.ID, p.key, seq, got, off)
 		}
 	}
 }
@@ -332,7 +347,7 @@ func TestLeaderKilledUnderLoad(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range ps {
-		ps[i] = &producer{key: fmt.Sprintf("k%d", i), acked: map[int]bool{}}
+		ps[i] = &producer{key: fmt.Sprintf("k%d", i), acked: map[int]int64{}}
 		wg.Add(1)
 		go func() { defer wg.Done(); ps[i].run(t, c, stop) }()
 	}
@@ -417,7 +432,7 @@ func TestNodeJoinsAndLeavesWhileProducing(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range ps {
-		ps[i] = &producer{key: fmt.Sprintf("k%d", i), acked: map[int]bool{}}
+		ps[i] = &producer{key: fmt.Sprintf("k%d", i), acked: map[int]int64{}}
 		wg.Add(1)
 		go func() { defer wg.Done(); ps[i].run(t, c, stop) }()
 	}
@@ -496,7 +511,7 @@ func TestAcksLeaderReturnsBeforeCommit(t *testing.T) {
 	one := func(v string) []byte {
 		return batch.Encode(nil, 0, batch.NoProducer, []batch.Record{{Key: []byte("k"), Value: []byte(v)}, {Key: []byte("k"), Value: []byte(v)}})
 	}
-	r, err := p.AppendLeader(one("a"), 10*time.Second)
+	r, err := p.AppendLeader(within(t, 10*time.Second), one("a"))
 	if err != nil || r != (replication.ApplyResult{BaseOffset: 0, LastOffset: 1}) {
 		t.Fatalf("acks=leader with a healthy quorum: %+v, %v", r, err)
 	}
@@ -506,7 +521,7 @@ func TestAcksLeaderReturnsBeforeCommit(t *testing.T) {
 	c.Net.Isolate(leader.ID, c.IDs()...)
 	hw := p.Log().HighWatermark()
 	start := time.Now()
-	r, err = p.AppendLeader(one("b"), 10*time.Second)
+	r, err = p.AppendLeader(within(t, 10*time.Second), one("b"))
 	if err != nil {
 		t.Fatalf("acks=leader on an isolated leader: %v", err)
 	}
@@ -516,8 +531,13 @@ func TestAcksLeaderReturnsBeforeCommit(t *testing.T) {
 	if p.Log().HighWatermark() != hw {
 		t.Fatal("an uncommitted batch is readable")
 	}
-	if _, err := p.Append(one("c"), 10*time.Second); err == nil {
-		t.Fatal("acks=all succeeded on an isolated leader")
+	// acks=all cannot commit: a short deadline ends the wait, outcome
+	// unknown; a long one sees the leadership lost.
+	if _, err := p.Append(within(t, 200*time.Millisecond), one("c")); !errors.Is(err, replication.ErrOutcomeUnknown) {
+		t.Fatalf("acks=all on an isolated leader with a 200ms deadline: %v, want ErrOutcomeUnknown", err)
+	}
+	if _, err := p.Append(within(t, 20*time.Second), one("d")); !errors.Is(err, replication.ErrNotLeader) {
+		t.Fatalf("acks=all on an isolated leader: %v, want ErrNotLeader", err)
 	}
 }
 
@@ -561,4 +581,97 @@ func TestRaftMetrics(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Seeded chaos: producers append while links are cut, delayed and healed
+// and nodes are killed and restarted at random (never more than one down).
+// Then the cluster heals and every replica must hold every acknowledged
+// record at its acknowledged offset, in per-key order, byte-identical.
+// It runs only with LOGD_CHAOS_SECONDS set (how long to inject faults);
+// LOGD_CHAOS_SEED replays a run. (One run in about fifteen hung once,
+// before appends had deadlines; not yet explained, so not in CI.)
+func TestChaos(t *testing.T) {
+	seconds, err := strconv.Atoi(os.Getenv("LOGD_CHAOS_SECONDS"))
+	if err != nil {
+		t.Skip("set LOGD_CHAOS_SECONDS to run")
+	}
+	dur := time.Duration(seconds) * time.Second
+	seed := time.Now().UnixNano()
+	if s, err := strconv.ParseInt(os.Getenv("LOGD_CHAOS_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("seed %d (LOGD_CHAOS_SEED=%d replays it)", seed, seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	c := clustertest.New(t, clustertest.Options{Groups: []string{group}, Log: func(o *log.Options) { o.SegmentBytes = 16 << 10 }})
+	ps := make([]*producer, 3)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range ps {
+		ps[i] = &producer{key: fmt.Sprintf("k%d", i), acked: map[int]int64{}}
+		wg.Add(1)
+		go func() { defer wg.Done(); ps[i].run(t, c, stop) }()
+	}
+	nodes := c.Nodes()
+	pick := func() *clustertest.Node { return nodes[rng.IntN(len(nodes))] }
+	var down *clustertest.Node
+	var actions []string
+	for end := time.Now().Add(dur); time.Now().Before(end); {
+		switch rng.IntN(6) {
+		case 0:
+			a, b := pick(), pick()
+			if a != b {
+				c.Net.Partition(a.ID, b.ID)
+				actions = append(actions, "cut "+a.ID+"-"+b.ID)
+			}
+		case 1:
+			n := pick()
+			c.Net.Isolate(n.ID, c.IDs()...)
+			actions = append(actions, "isolate "+n.ID)
+		case 2:
+			c.Net.Heal()
+			actions = append(actions, "heal")
+		case 3:
+			a, b := pick(), pick()
+			if a != b {
+				d := time.Duration(rng.IntN(30)) * time.Millisecond
+				c.Net.SetDelay(a.ID, b.ID, d)
+				actions = append(actions, fmt.Sprintf("delay %s-%s %v", a.ID, b.ID, d))
+			}
+		case 4:
+			if down == nil {
+				down = pick()
+				c.Kill(down.ID)
+				actions = append(actions, "kill "+down.ID)
+			}
+		case 5:
+			if down != nil {
+				c.Restart(down.ID)
+				actions = append(actions, "restart "+down.ID)
+				down = nil
+			}
+		}
+		time.Sleep(time.Duration(200+rng.IntN(500)) * time.Millisecond)
+	}
+	t.Logf("actions: %v", actions)
+	c.Net.Heal()
+	for _, n := range nodes {
+		for _, m := range nodes {
+			c.Net.SetDelay(n.ID, m.ID, 0)
+		}
+	}
+	if down != nil {
+		c.Restart(down.ID)
+	}
+	close(stop)
+	wg.Wait()
+	c.WaitConverged(group, 60*time.Second)
+	total, sent := 0, 0
+	for _, p := range ps {
+		total += len(p.acked)
+		sent += p.sent
+		for _, n := range nodes {
+			p.check(t, n)
+		}
+	}
+	t.Logf("%d of %d appends acknowledged", total, sent)
 }

@@ -20,6 +20,9 @@ var (
 	// ErrNotLeader is returned by Partition.Append on a replica that is not the
 	// group's leader; NotLeaderError carries the leader's address when known.
 	ErrNotLeader = errors.New("replication: not the leader")
+	// ErrOutcomeUnknown: an append's context ended before Raft answered;
+	// the batch may or may not commit.
+	ErrOutcomeUnknown = errors.New("replication: append outcome unknown")
 	// ErrKeyNotFound is StableStore.Get's answer for a missing key. Raft tells
 	// it from a failure by its text, "not found" (as with raft's InmemStore and
 	// raft-boltdb), so the text must not change.

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -136,16 +137,27 @@ func (p *Partition) Log() *log.Log { return p.log }
 // Append replicates one record batch and returns its offsets once a
 // quorum has stored it and it is applied here (acks=all). b is modified in
 // place (base offset, leader epoch) and must not be used by the caller
-// until Append returns. A NotLeaderError after leadership was lost during
-// the append leaves the outcome unknown (the entry may still commit): a
-// retry must go through the idempotent producer.
-func (p *Partition) Append(b []byte, timeout time.Duration) (ApplyResult, error) {
+// until Append returns.
+//
+// When ctx ends first, or leadership is lost during the append (a
+// NotLeaderError whose Cause is raft.ErrLeadershipLost), the outcome is
+// unknown: the entry may still commit, so a retry must go through the
+// idempotent producer. errors.Is(err, ErrOutcomeUnknown) holds for the
+// former.
+func (p *Partition) Append(ctx context.Context, b []byte) (ApplyResult, error) {
 	if err := checkAppend(b); err != nil {
 		return ApplyResult{}, err
 	}
-	f := p.raft.Apply(b, timeout)
-	if err := f.Error(); err != nil {
-		return ApplyResult{}, p.applyError(err)
+	f := p.raft.Apply(b, enqueueTimeout(ctx))
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return ApplyResult{}, p.applyError(err)
+		}
+	case <-ctx.Done():
+		return ApplyResult{}, fmt.Errorf("%w: %s: %w", ErrOutcomeUnknown, p.group, ctx.Err())
 	}
 	switch r := f.Response().(type) {
 	case ApplyResult:
@@ -155,6 +167,15 @@ func (p *Partition) Append(b []byte, timeout time.Duration) (ApplyResult, error)
 	default:
 		return ApplyResult{}, fmt.Errorf("replication: %s: unexpected apply response %T", p.group, r)
 	}
+}
+
+// enqueueTimeout bounds Raft's wait to take an entry: ctx's time left, or
+// none.
+func enqueueTimeout(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return max(time.Until(d), time.Nanosecond)
+	}
+	return 0
 }
 
 // TrimLimit is the offset below which retention may delete this replica's
@@ -192,13 +213,13 @@ func (p *Partition) TrimLimit() (int64, error) {
 // (acks=leader). The batch is committed later, or lost with this leader if
 // it fails before a quorum stores it; readers see it only once committed.
 // b is modified in place, as with Append.
-func (p *Partition) AppendLeader(b []byte, timeout time.Duration) (ApplyResult, error) {
+func (p *Partition) AppendLeader(ctx context.Context, b []byte) (ApplyResult, error) {
 	if err := checkAppend(b); err != nil {
 		return ApplyResult{}, err
 	}
 	stored, cancel := p.store.awaitStored(b)
 	defer cancel()
-	f := p.raft.Apply(b, timeout)
+	f := p.raft.Apply(b, enqueueTimeout(ctx))
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
 	select {
@@ -211,6 +232,8 @@ func (p *Partition) AppendLeader(b []byte, timeout time.Duration) (ApplyResult, 
 		// Committed before the store's notice was read: both are ready.
 		r := <-stored
 		return r.r, r.err
+	case <-ctx.Done():
+		return ApplyResult{}, fmt.Errorf("%w: %s: %w", ErrOutcomeUnknown, p.group, ctx.Err())
 	}
 }
 

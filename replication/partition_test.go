@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"context"
 	"net"
 	"path/filepath"
 	"testing"
@@ -54,7 +55,7 @@ func TestPartitionSingleNodeSnapshotAndRestart(t *testing.T) {
 	waitLeader(t, p)
 	var next int64
 	for i := 0; i < 20; i++ {
-		r, err := p.Append(testBatch("k", 3, "x"), 10*time.Second)
+		r, err := p.Append(within(t, 10*time.Second), testBatch("k", 3, "x"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +67,7 @@ func TestPartitionSingleNodeSnapshotAndRestart(t *testing.T) {
 	if hw := p.Log().HighWatermark(); hw != next {
 		t.Fatalf("high watermark %d, want %d", hw, next)
 	}
-	if _, err := p.Append([]byte("not a batch"), time.Second); err == nil {
+	if _, err := p.Append(within(t, time.Second), []byte("not a batch")); err == nil {
 		t.Fatal("append of a non-batch succeeded")
 	}
 	if err := p.Raft().Snapshot().Error(); err != nil {
@@ -90,13 +91,20 @@ func TestPartitionSingleNodeSnapshotAndRestart(t *testing.T) {
 	if l, _ := p.store.LastIndex(); l <= last {
 		t.Fatalf("last index %d: want a new leader's no-op after %d", l, last)
 	}
-	r, err := p.Append(testBatch("k", 1, "y"), 10*time.Second)
+	r, err := p.Append(within(t, 10*time.Second), testBatch("k", 1, "y"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.BaseOffset != next {
 		t.Fatalf("after restart: base offset %d, want %d", r.BaseOffset, next)
 	}
+}
+
+// within returns a context that ends after d (or with the test).
+func within(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 func waitLeader(t *testing.T, p *Partition) {
@@ -146,7 +154,7 @@ func TestPartitionTrimLimit(t *testing.T) {
 	}
 	waitLeader(t, p)
 	for range 100 {
-		if _, err := p.Append(testBatch("k", 3, "x"), 10*time.Second); err != nil {
+		if _, err := p.Append(within(t, 10*time.Second), testBatch("k", 3, "x")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -158,7 +166,7 @@ func TestPartitionTrimLimit(t *testing.T) {
 	}
 	snapIndex := p.Raft().AppliedIndex()
 	for range 40 {
-		if _, err := p.Append(testBatch("k", 3, "y"), 10*time.Second); err != nil {
+		if _, err := p.Append(within(t, 10*time.Second), testBatch("k", 3, "y")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -181,7 +189,7 @@ func TestPartitionTrimLimit(t *testing.T) {
 	p = start()
 	defer func() { p.Close(); p.Log().Close() }()
 	waitLeader(t, p)
-	r, err := p.Append(testBatch("k", 1, "z"), 10*time.Second)
+	r, err := p.Append(within(t, 10*time.Second), testBatch("k", 1, "z"))
 	if err != nil {
 		t.Fatal(err)
 	}

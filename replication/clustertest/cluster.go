@@ -11,6 +11,7 @@
 package clustertest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -249,7 +250,9 @@ func (c *Cluster) Append(group string, b []byte, timeout time.Duration) (replica
 		if p == nil {
 			continue // killed meanwhile
 		}
-		r, err := p.Append(append([]byte(nil), b...), time.Until(deadline))
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		r, err := p.Append(ctx, append([]byte(nil), b...))
+		cancel()
 		if err == nil || !errors.Is(err, raft.ErrNotLeader) || time.Now().After(deadline) {
 			return r, err
 		}
@@ -375,14 +378,21 @@ func (n *Node) Committed(group string) []byte {
 		if len(b) == 0 {
 			break
 		}
+		from := off
 		err = batch.Split(b, func(bb []byte, info batch.Info) error {
 			if info.BaseOffset >= hw {
 				return nil
+			}
+			if info.BaseOffset > off || info.NextOffset() <= off {
+				return fmt.Errorf("batch at offsets [%d, %d) where offset %d was expected", info.BaseOffset, info.NextOffset(), off)
 			}
 			out = append(out, bb...)
 			off = info.NextOffset()
 			return nil
 		})
+		if err == nil && off == from {
+			err = fmt.Errorf("read at offset %d (high watermark %d) made no progress", off, hw)
+		}
 		if err != nil {
 			n.c.t.Fatalf("%s: split %s at %d: %v", n.ID, group, off, err)
 		}
