@@ -95,7 +95,7 @@ func TestCheckersCatchBadHistories(t *testing.T) {
 		{"reused offset", (&hist{}).produce("a", 1, 0, 0, 10).read(0, 11, 12, false, "a:1").
 			read(0, 30, 40, true, "b:1"), CheckOffsets, "reused"},
 		{"gap", (&hist{}).produce("a", 1, 0, 0, 10).produce("a", 2, 1, 0, 10).
-			add(Op{Kind: OpRead, From: 0, Next: 2, Invoke: 20, Complete: 21, Records: []ReadRecord{{1, "0/a/2"}}}), CheckOffsets, "gaps"},
+			add(Op{Kind: OpRead, From: 0, Next: 2, Invoke: 20, Complete: 21, Records: []ReadRecord{{Offset: 1, Value: "0/a/2"}}}), CheckOffsets, "gaps"},
 		{"stale read", (&hist{}).produce("a", 1, 0, 0, 10).read(0, 20, 30, false).
 			read(0, 40, 50, true, "a:1"), lin, "not_linearizable"},
 		{"read from the future", (&hist{}).read(0, 0, 5, false, "a:1").produce("a", 1, 0, 10, 20).
@@ -187,5 +187,31 @@ func TestCheckersWithRetention(t *testing.T) {
 	h.read(2, 90, 95, true, "a:2")
 	if v := CheckLost(h.ops); v.OK() || v.Counts["lost"] != 1 {
 		t.Errorf("lost above the log start not caught: %s", v)
+	}
+}
+
+func TestCheckTimeIndex(t *testing.T) {
+	final := Op{Kind: OpRead, Final: true, From: 0, Next: 4, Invoke: 100, Complete: 110, Records: []ReadRecord{
+		{Offset: 0, Value: "0/a/1", Timestamp: 1000},
+		{Offset: 1, Value: "0/a/2", Timestamp: 1005},
+		{Offset: 2, Value: "0/b/1", Timestamp: 1003}, // another producer's clock
+		{Offset: 3, Value: "0/a/3", Timestamp: 1010},
+	}}
+	seek := func(ts, off, hw int64) Op {
+		return Op{Kind: OpSeekTime, TimeMs: ts, Offset: off, HighWatermark: hw, Invoke: 50, Complete: 51}
+	}
+	good := []Op{seek(999, 0, 4), seek(1001, 1, 4), seek(1004, 1, 4), seek(1006, 3, 4), seek(2000, 4, 4), seek(1006, 3, 3)}
+	for _, s := range good {
+		h := (&hist{}).add(s).add(final)
+		if v := CheckTimeIndex(h.ops); !v.OK() || v.Counts["seeks"] != 1 {
+			t.Errorf("seek to %d answered %d: %s", s.TimeMs, s.Offset, v)
+		}
+	}
+	bad := []Op{seek(1001, 2, 4), seek(1004, 0, 4), seek(1006, 5, 4), seek(2000, 3, 4)}
+	for _, s := range bad {
+		h := (&hist{}).add(s).add(final)
+		if v := CheckTimeIndex(h.ops); v.OK() || v.Counts["wrong"] != 1 || len(v.Witness) == 0 {
+			t.Errorf("seek to %d answered %d not caught: %s", s.TimeMs, s.Offset, v)
+		}
 	}
 }

@@ -13,7 +13,7 @@
 //     may or may not have taken effect, and checkers treat it so.
 //   - Workload (workload.go): producers append keyed records whose values
 //     carry (producer, key, seq) (value.go); followers read from chosen
-//     offsets and tail the log; each consumer group reads, commits its
+//     offsets (earliest, latest, an offset, a time) and tail the log; each consumer group reads, commits its
 //     position, restarts from its committed offsets and is occasionally
 //     reset; an observer reads committed offsets. It only talks to a
 //     Cluster (cluster.go): node addresses and kill / restart / pause /
@@ -34,7 +34,9 @@
 //     order), CheckOffsets (an offset never holds two values, reads have no
 //     gaps), CheckCommittedOffsets (a group's committed offset never goes
 //     backwards nor loses an acknowledged commit, except by an explicit
-//     reset) and CheckLinearizable (porcupine, per partition, against the
+//     reset), CheckTimeIndex (a seek by time answers the first offset whose
+//     timestamp is >= the time asked, across crash recovery of the time
+//     index) and CheckLinearizable (porcupine, per partition, against the
 //     append-only log model in model.go).
 //   - Run (runner.go) drives workload and nemesis for a duration, heals the
 //     cluster, requires every partition to accept an append again, reads

@@ -28,6 +28,9 @@ const (
 	// OpObserve read Group's committed offset of Partition: Offset, or -1
 	// when none.
 	OpObserve OpKind = "observe"
+	// OpSeekTime resolved TimeMs to Offset in Partition (the first offset
+	// whose timestamp is >= TimeMs); HighWatermark came with the answer.
+	OpSeekTime OpKind = "seek-time"
 )
 
 // Outcome is what the client learnt of an operation.
@@ -68,12 +71,16 @@ type Op struct {
 	Final   bool         `json:"final,omitempty"`
 
 	Group string `json:"group,omitempty"`
+
+	TimeMs        int64 `json:"time_ms,omitempty"`
+	HighWatermark int64 `json:"hw,omitempty"`
 }
 
 // ReadRecord is one record a read returned.
 type ReadRecord struct {
-	Offset int64  `json:"offset"`
-	Value  string `json:"value"`
+	Offset    int64  `json:"offset"`
+	Value     string `json:"value"`
+	Timestamp int64  `json:"ts,omitempty"` // ms, as produced
 }
 
 // Acked reports whether op is a produce the server acknowledged.
@@ -108,6 +115,8 @@ func (op Op) String() string {
 			}
 		}
 		return fmt.Sprintf("#%d %s p%d read%s %d@%d -> %s next %d [%s]", op.ID, t, op.Process, final, op.Partition, op.From, res, op.Next, recs)
+	case OpSeekTime:
+		return fmt.Sprintf("#%d %s p%d seek-time %d to %d -> %s %d (high watermark %d)", op.ID, t, op.Process, op.Partition, op.TimeMs, res, op.Offset, op.HighWatermark)
 	default:
 		return fmt.Sprintf("#%d %s p%d %s group %s %d@%d -> %s", op.ID, t, op.Process, op.Kind, op.Group, op.Partition, op.Offset, res)
 	}

@@ -87,6 +87,7 @@ type Workload struct {
 	cfg     WorkloadConfig
 	cluster Cluster
 	h       *History
+	started time.Time    // wall clock when Run began: seeks by time ask after it
 	procs   atomic.Int64 // process ids handed out
 	wg      sync.WaitGroup
 
@@ -159,6 +160,7 @@ func (w *Workload) Setup(ctx context.Context) error {
 // Run starts every client and returns at once; Wait waits for them after
 // ctx ends (producers first deliver or fail what they hold).
 func (w *Workload) Run(ctx context.Context) {
+	w.started = time.Now()
 	for i := range w.cfg.Producers {
 		w.wg.Add(1)
 		go func() { defer w.wg.Done(); w.produce(ctx, i) }()
@@ -255,7 +257,7 @@ func (w *Workload) recordPoll(cons *client.Consumer, proc int, group string, fin
 	}
 	byPart := map[int32][]ReadRecord{}
 	for _, r := range recs {
-		byPart[r.Partition] = append(byPart[r.Partition], ReadRecord{Offset: r.Offset, Value: w.intern(r.Value)})
+		byPart[r.Partition] = append(byPart[r.Partition], ReadRecord{Offset: r.Offset, Value: w.intern(r.Value), Timestamp: r.Timestamp.UnixMilli()})
 	}
 	for _, p := range cons.Partitions() {
 		next, _ := cons.Position(p)
@@ -285,11 +287,18 @@ func (w *Workload) follow(ctx context.Context, id int) {
 	for ctx.Err() == nil {
 		part := rng.Int32N(w.cfg.Partitions)
 		var start client.Position
-		switch rng.IntN(3) {
+		switch rng.IntN(4) {
 		case 0:
 			start = client.Earliest()
 		case 1:
 			start = client.Latest()
+		case 2:
+			off, ok := w.seekTime(ctx, c, proc, part, rng)
+			if !ok {
+				sleep(ctx, 100*time.Millisecond)
+				continue
+			}
+			start = client.AtOffset(off)
 		default:
 			offs, err := c.Admin().ListOffsets(ctx, w.cfg.Topic, []int32{part}, client.Latest())
 			if err != nil || len(offs) == 0 {
@@ -317,6 +326,29 @@ func (w *Workload) follow(ctx context.Context, id int) {
 		}
 		cons.Close()
 	}
+}
+
+// seekTime resolves a random time since the run began to an offset of
+// part, recording it.
+func (w *Workload) seekTime(ctx context.Context, c *client.Client, proc int, part int32, rng *rand.Rand) (int64, bool) {
+	from, to := w.started.UnixMilli(), time.Now().UnixMilli()
+	ts := from + rng.Int64N(to-from+1)
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	op := Op{Process: proc, Kind: OpSeekTime, Partition: part, TimeMs: ts, Invoke: w.h.Now()}
+	offs, err := c.Admin().ListOffsets(cctx, w.cfg.Topic, []int32{part}, client.AtTime(time.UnixMilli(ts)))
+	op.Complete = w.h.Now()
+	if err != nil || len(offs) != 1 {
+		op.Outcome = OutcomeFail
+		if err != nil {
+			op.Err = err.Error()
+		}
+		w.h.Add(op)
+		return 0, false
+	}
+	op.Outcome, op.Offset, op.HighWatermark = OutcomeOK, offs[0].Offset, offs[0].HighWatermark
+	w.h.Add(op)
+	return op.Offset, true
 }
 
 // reseek moves a consumer whose position retention removed to the log
