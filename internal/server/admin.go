@@ -9,6 +9,9 @@ import (
 
 // CreateTopic creates a topic.
 func (s *Server) CreateTopic(ctx context.Context, req *pb.CreateTopicRequest) (*pb.CreateTopicResponse, error) {
+	if err := s.disk.checkMetadata(); err != nil {
+		return nil, err
+	}
 	if err := partition.ValidateTopicName(req.Name); err != nil {
 		return nil, invalidArg("create topic: %v", err)
 	}
@@ -63,6 +66,9 @@ func (s *Server) DescribeTopic(ctx context.Context, req *pb.DescribeTopicRequest
 
 // AlterTopic changes a topic's retention and segment settings at runtime.
 func (s *Server) AlterTopic(ctx context.Context, req *pb.AlterTopicRequest) (*pb.AlterTopicResponse, error) {
+	if err := s.disk.checkMetadata(); err != nil {
+		return nil, err
+	}
 	c, err := s.topics.Alter(req.Name, configChange(req.Config))
 	if err != nil {
 		return nil, toStatus(err)

@@ -15,5 +15,9 @@ type Config struct {
 	Fsync             log.FsyncPolicy
 	RetentionInterval time.Duration // default 30s
 	MaxBatchBytes     int           // largest accepted batch or record; default 1 MiB
-	Logger            *slog.Logger
+	// MinFreeBytes: appends are refused while the data directory's file
+	// system has less free space (metadata writes at half of it); 0: 5% of
+	// the file system, between 1 MiB and 1 GiB.
+	MinFreeBytes int64
+	Logger       *slog.Logger
 }

@@ -17,6 +17,9 @@ import (
 // must name existing partitions; an offset beyond the high watermark is
 // refused (it would skip records that do not exist yet).
 func (s *Server) CommitOffsets(ctx context.Context, req *pb.CommitOffsetsRequest) (*pb.CommitOffsetsResponse, error) {
+	if err := s.disk.checkMetadata(); err != nil {
+		return nil, err
+	}
 	if len(req.Offsets) == 0 {
 		return nil, invalidArg("commit offsets: no offsets given")
 	}
@@ -76,6 +79,9 @@ func (s *Server) ListGroups(ctx context.Context, req *pb.ListGroupsRequest) (*pb
 // ResetOffsets moves a group's offsets in one topic to earliest, latest, a
 // time or an explicit offset (clamped to the log's bounds, as Kafka does).
 func (s *Server) ResetOffsets(ctx context.Context, req *pb.ResetOffsetsRequest) (*pb.ResetOffsetsResponse, error) {
+	if err := s.disk.checkMetadata(); err != nil {
+		return nil, err
+	}
 	cfg, parts, err := s.topics.Partitions(req.Topic)
 	if err != nil {
 		return nil, toStatus(err)

@@ -43,6 +43,9 @@ func (s *Server) produce(req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.disk.checkAppend(); err != nil {
+		return nil, err
+	}
 	resp := &pb.ProduceResponse{RequestId: req.RequestId, Topic: req.Topic}
 	switch {
 	case len(req.Batch) > 0 && len(req.Records) > 0:

@@ -73,6 +73,7 @@ type Server struct {
 	ready      atomic.Bool
 	shutdown   chan struct{} // closed when Close starts
 	readBudget *semaphore.Weighted
+	disk       *diskGuard
 	inflight   sync.WaitGroup
 	mu         sync.Mutex // guards closing
 	closing    bool
@@ -104,6 +105,7 @@ func Start(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
 	}
+	s.disk = newDiskGuard(cfg.DataDir, cfg.MinFreeBytes)
 	// The HTTP listener comes first so /healthz answers while a large log
 	// is being recovered (/readyz says when it is done).
 	if cfg.HTTPAddr != "" {
