@@ -17,6 +17,7 @@ func newServeCmd() *cobra.Command {
 	var (
 		cfg      server.Config
 		fsync    string
+		minFree  string
 		logLevel string
 		cluster  struct {
 			nodeID, raftAddr, join string
@@ -36,6 +37,13 @@ it gracefully: in-flight appends finish and are fsynced.`,
 				return fmt.Errorf("--fsync: %w", err)
 			}
 			cfg.Fsync = policy
+			if minFree != "auto" {
+				n, err := parseSize(minFree)
+				if err != nil || n <= 0 {
+					return fmt.Errorf("--min-free-bytes %q: want auto or a positive size such as 1GiB", minFree)
+				}
+				cfg.MinFreeBytes = n
+			}
 			if cluster.nodeID != "" || cluster.raftAddr != "" || cluster.join != "" || cluster.bootstrap {
 				return errors.New("cluster mode (--node-id, --raft-addr, --bootstrap, --join) is not available yet: run without these flags for a single node")
 			}
@@ -61,6 +69,7 @@ it gracefully: in-flight appends finish and are fsynced.`,
 	f.StringVar(&fsync, "fsync", "always", "when appends are fsynced: always (before acknowledging; group commit), never, or an interval such as 100ms")
 	f.DurationVar(&cfg.RetentionInterval, "retention-interval", server.DefaultRetentionInterval, "how often the retention trimmer runs")
 	f.IntVar(&cfg.MaxBatchBytes, "max-batch-bytes", server.DefaultMaxBatchBytes, "largest accepted batch or record, in bytes")
+	f.StringVar(&minFree, "min-free-bytes", "auto", "refuse appends while the data disk has less free space (auto: 5% of it, 1 MiB to 1 GiB)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&cluster.nodeID, "node-id", "", "cluster mode: this node's id")
 	f.StringVar(&cluster.raftAddr, "raft-addr", "", "cluster mode: Raft listen address")
