@@ -23,7 +23,8 @@
 //     with DiskBytes puts each data directory on its own tmpfs and fills
 //     it), and faults of the clients' connections through a TCP proxy
 //     (proxy.go: cut, blackhole, slow), on a seeded schedule, one fault at
-//     a time. A node that exits on
+//     a time or (NemesisConfig.Combine) a process fault together with a
+//     network or disk fault. A node that exits on
 //     its own is recorded as "crashed" and restarted; every fault is recorded with its
 //     start and end. The seed fixes the schedule's choices, not the timing
 //     of a real system: two runs with one seed are alike, not identical.

@@ -2,6 +2,7 @@ package torture
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -44,6 +45,10 @@ type NemesisConfig struct {
 	MinDown, MaxDown time.Duration
 	Seed             int64
 	Logf             func(format string, args ...any)
+	// Combine, when set, makes about half of the faults two at once: a
+	// process fault (kill, pause, pause-kill) together with one of the
+	// node's network or disk, when Kinds has both classes.
+	Combine bool
 	// WhileDown, when set, runs after a kill and before the restart,
 	// recorded as a "tamper" fault. Harness self-tests use it to damage a
 	// node's data (as a disk that lies about fsync would) and check that
@@ -105,54 +110,15 @@ func RunNemesis(ctx context.Context, c Cluster, h *History, cfg NemesisConfig) e
 		kind := cfg.Kinds[rng.IntN(len(cfg.Kinds))]
 		d := down()
 		var err error
-		switch kind {
-		case NemesisKill:
-			err = fault(h, "kill", node, func() error { return c.Kill(node) })
-			if err == nil && cfg.WhileDown != nil {
-				err = fault(h, "tamper", node, func() error { return cfg.WhileDown(node) })
-			}
-			if err == nil {
-				sleep(ctx, d) // cut short when the run ends: still restart
-				err = fault(h, "restart", node, func() error { return c.Restart(node) })
-			}
-		case NemesisPause:
-			err = fault(h, "pause", node, func() error { return c.Pause(node) })
-			if err == nil {
-				sleep(ctx, d)
-				err = fault(h, "resume", node, func() error { return c.Resume(node) })
-			}
-		case NemesisPauseKill:
-			err = fault(h, "pause", node, func() error { return c.Pause(node) })
-			if err == nil {
-				sleep(ctx, d/2)
-				err = fault(h, "kill", node, func() error { return c.Kill(node) })
-			}
-			if err == nil {
-				sleep(ctx, d/2)
-				err = fault(h, "restart", node, func() error { return c.Restart(node) })
-			}
-		case NemesisDiskFull:
-			df := c.(DiskFiller)
-			err = fault(h, "fill-disk", node, func() error { return df.FillDisk(node) })
-			if err == nil {
-				sleep(ctx, d)
-				err = fault(h, "free-disk", node, func() error { return df.FreeDisk(node) })
-			}
-		case NemesisNetCut, NemesisNetBlackhole, NemesisNetSlow:
-			px := c.(NetworkFaulter).Proxy(node)
-			err = fault(h, kind, node, func() error {
-				switch kind {
-				case NemesisNetCut:
-					px.Cut()
-				case NemesisNetBlackhole:
-					px.Blackhole()
-				default:
-					px.Delay(d / 10)
-				}
-				return nil
-			})
-			sleep(ctx, d)
-			fault(h, "net-heal", node, func() error { px.Heal(); return nil })
+		if other, ok := partner(kind, cfg, rng); ok {
+			// Two faults at once: a process fault and one of its
+			// environment, on the same node.
+			errs := make(chan error, 1)
+			go func() { errs <- inject(ctx, c, h, cfg, other, node, d) }()
+			err = errors.Join(inject(ctx, c, h, cfg, kind, node, d), <-errs)
+			kind += "+" + other
+		} else {
+			err = inject(ctx, c, h, cfg, kind, node, d)
 		}
 		cfg.Logf("nemesis: %s node %d for %s: %v", kind, node, d.Round(time.Millisecond), err)
 		if err == nil {
@@ -162,6 +128,91 @@ func RunNemesis(ctx context.Context, c Cluster, h *History, cfg NemesisConfig) e
 			return err
 		}
 	}
+}
+
+// processFault reports whether kind acts on the node's process (the others
+// act on its network or disk).
+func processFault(kind string) bool {
+	return kind == NemesisKill || kind == NemesisPause || kind == NemesisPauseKill
+}
+
+// partner picks, when cfg.Combine says so this time, a fault of the other
+// class than kind to run at the same time.
+func partner(kind string, cfg NemesisConfig, rng *rand.Rand) (string, bool) {
+	if !cfg.Combine || rng.IntN(2) == 0 {
+		return "", false
+	}
+	// A node restarted on a full disk cannot open its store: disk-full
+	// goes only with pause.
+	restarts := func(k string) bool { return k == NemesisKill || k == NemesisPauseKill }
+	var others []string
+	for _, k := range cfg.Kinds {
+		if processFault(k) == processFault(kind) ||
+			(k == NemesisDiskFull && restarts(kind)) || (kind == NemesisDiskFull && restarts(k)) {
+			continue
+		}
+		others = append(others, k)
+	}
+	if len(others) == 0 {
+		return "", false
+	}
+	return others[rng.IntN(len(others))], true
+}
+
+// inject runs one fault of kind on node for d (cut short when ctx ends) and
+// undoes it.
+func inject(ctx context.Context, c Cluster, h *History, cfg NemesisConfig, kind string, node int, d time.Duration) error {
+	var err error
+	switch kind {
+	case NemesisKill:
+		err = fault(h, "kill", node, func() error { return c.Kill(node) })
+		if err == nil && cfg.WhileDown != nil {
+			err = fault(h, "tamper", node, func() error { return cfg.WhileDown(node) })
+		}
+		if err == nil {
+			sleep(ctx, d) // cut short when the run ends: still restart
+			err = fault(h, "restart", node, func() error { return c.Restart(node) })
+		}
+	case NemesisPause:
+		err = fault(h, "pause", node, func() error { return c.Pause(node) })
+		if err == nil {
+			sleep(ctx, d)
+			err = fault(h, "resume", node, func() error { return c.Resume(node) })
+		}
+	case NemesisPauseKill:
+		err = fault(h, "pause", node, func() error { return c.Pause(node) })
+		if err == nil {
+			sleep(ctx, d/2)
+			err = fault(h, "kill", node, func() error { return c.Kill(node) })
+		}
+		if err == nil {
+			sleep(ctx, d/2)
+			err = fault(h, "restart", node, func() error { return c.Restart(node) })
+		}
+	case NemesisDiskFull:
+		df := c.(DiskFiller)
+		err = fault(h, "fill-disk", node, func() error { return df.FillDisk(node) })
+		if err == nil {
+			sleep(ctx, d)
+			err = fault(h, "free-disk", node, func() error { return df.FreeDisk(node) })
+		}
+	case NemesisNetCut, NemesisNetBlackhole, NemesisNetSlow:
+		px := c.(NetworkFaulter).Proxy(node)
+		err = fault(h, kind, node, func() error {
+			switch kind {
+			case NemesisNetCut:
+				px.Cut()
+			case NemesisNetBlackhole:
+				px.Blackhole()
+			default:
+				px.Delay(d / 10)
+			}
+			return nil
+		})
+		sleep(ctx, d)
+		fault(h, "net-heal", node, func() error { px.Heal(); return nil })
+	}
+	return err
 }
 
 // fault runs one nemesis action and records it.

@@ -88,7 +88,7 @@ func TestTortureSingleNode(t *testing.T) {
 		Duration:  d,
 		Seed:      seed,
 		ReportDir: dir,
-		Nemesis:   NemesisConfig{Kinds: kinds},
+		Nemesis:   NemesisConfig{Kinds: kinds, Combine: true},
 		Logf:      t.Logf,
 	})
 	if err != nil {
@@ -211,9 +211,9 @@ func TestTortureDiskFull(t *testing.T) {
 }
 
 // TestTortureNetwork puts a proxy between the clients and one node and
-// cuts, blackholes and slows the clients' connections (with kill -9 among
-// them): retries through broken and silent connections must not lose or
-// duplicate records.
+// cuts, blackholes and slows the clients' connections, alone or together
+// with kill -9 or a pause: retries through broken and silent connections
+// must not lose or duplicate records.
 func TestTortureNetwork(t *testing.T) {
 	if testing.Short() {
 		t.Skip("torture: skipped in -short mode")
@@ -231,7 +231,7 @@ func TestTortureNetwork(t *testing.T) {
 		Seed:      6,
 		ReportDir: dir,
 		Workload:  WorkloadConfig{Followers: 1, Groups: 1},
-		Nemesis:   NemesisConfig{Kinds: []string{NemesisNetCut, NemesisNetBlackhole, NemesisNetSlow, NemesisKill}},
+		Nemesis:   NemesisConfig{Kinds: []string{NemesisNetCut, NemesisNetBlackhole, NemesisNetSlow, NemesisKill, NemesisPause}, Combine: true},
 		Logf:      t.Logf,
 	})
 	if err != nil {
