@@ -12,9 +12,9 @@
 //     timed out while the node was down) is recorded as OutcomeUnknown: it
 //     may or may not have taken effect, and checkers treat it so.
 //   - Workload (workload.go, reads.go, groups.go): producers append keyed
-//     records whose values
-//     carry (producer, key, seq) (value.go); followers read from chosen
-//     offsets (earliest, latest, an offset, a time) and tail the log; each consumer group reads, commits its
+//     records whose values carry (producer, key, seq) (value.go);
+//     followers read from chosen positions (earliest, latest, an offset, a
+//     time) and tail the log; each consumer group reads, commits its
 //     position, restarts from its committed offsets and is occasionally
 //     reset; an observer reads committed offsets. It only talks to a
 //     Cluster (cluster.go): node addresses and kill / restart / pause /
