@@ -75,6 +75,9 @@
 // # Running
 //
 // `go test ./torture` runs a seeded 30-second single-node torture on the
-// real binary. `make torture DURATION=10m` runs it longer; TORTURE_SEED
-// picks the seed and TORTURE_REPORT_DIR keeps the report.
+// real binary (kill, pause, pause-kill), then 10-second runs with network
+// faults, a full disk (root only) and retention, and the self-test.
+// `make torture DURATION=10m` runs the first one longer; TORTURE_SEED picks
+// the seed, TORTURE_NEMESES (make: NEMESES) the faults, and
+// TORTURE_REPORT_DIR keeps the report.
 package torture
