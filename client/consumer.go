@@ -81,6 +81,18 @@ type consumedPartition struct {
 	end       int64  // without Follow: the high watermark at start
 	committed int64  // last offset committed or read from the group; -1: none
 	addr      string // the partition leader's address, learnt from redirects
+	pre       *prefetch
+}
+
+// prefetch is the next fetch of a partition, started as soon as Poll
+// returned its previous records, so the server reads while the application
+// processes. At most one fetch per partition runs at a time: Poll uses the
+// prefetch when it is at the partition's position, else discards it.
+type prefetch struct {
+	off    int64
+	cancel context.CancelFunc
+	done   chan struct{}
+	res    fetched
 }
 
 // NewConsumer resolves the consumer's start positions (the group's
@@ -269,8 +281,31 @@ func (cons *Consumer) advance(res []fetched, err error) ([]ConsumedRecord, error
 		}
 		out = append(out, r.recs...)
 		r.cp.position = r.next
+		cons.startPrefetch(r.cp)
 	}
 	return out, nil
+}
+
+// startPrefetch fetches cp's next records in the background (no wait).
+func (cons *Consumer) startPrefetch(cp *consumedPartition) {
+	if !cons.opts.Follow && cp.position >= cp.end {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pf := &prefetch{off: cp.position, cancel: cancel, done: make(chan struct{})}
+	cp.pre = pf
+	go func() {
+		defer close(pf.done)
+		defer cancel()
+		go func() {
+			select {
+			case <-cons.closed:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		pf.res = cons.fetch(ctx, cp, pf.off, 0)
+	}()
 }
 
 // fetchAll fetches the partitions concurrently. With a wait, the first
@@ -291,7 +326,23 @@ func (cons *Consumer) fetchAll(ctx context.Context, parts []*consumedPartition, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res[i] = cons.fetch(ctx, cp, wait)
+			if pf := cp.pre; pf != nil {
+				cp.pre = nil
+				if pf.off != cp.position {
+					pf.cancel()
+				}
+				<-pf.done
+				if pf.off == cp.position && pf.res.err == nil {
+					res[i] = pf.res
+					if wait == 0 || len(res[i].recs) > 0 {
+						if wait > 0 {
+							cancel()
+						}
+						return
+					}
+				}
+			}
+			res[i] = cons.fetch(ctx, cp, cp.position, wait)
 			if wait > 0 && len(res[i].recs) > 0 {
 				cancel()
 			}
@@ -308,12 +359,12 @@ func (cons *Consumer) fetchAll(ctx context.Context, parts []*consumedPartition, 
 	return res
 }
 
-func (cons *Consumer) fetch(ctx context.Context, cp *consumedPartition, wait time.Duration) fetched {
-	r := fetched{cp: cp, next: cp.position}
+func (cons *Consumer) fetch(ctx context.Context, cp *consumedPartition, off int64, wait time.Duration) fetched {
+	r := fetched{cp: cp, next: off}
 	var resp *logdv1.FetchResponse
 	addr, err := cons.c.call(ctx, cp.addr, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
 		resp, err = logdv1.NewLogClient(cc).Fetch(ctx, &logdv1.FetchRequest{
-			Topic: cons.opts.Topic, Partition: cp.partition, Offset: cp.position,
+			Topic: cons.opts.Topic, Partition: cp.partition, Offset: off,
 			MaxBytes: cons.opts.MaxBytes, MaxWaitMs: int32(wait.Milliseconds()),
 		})
 		return err
@@ -327,9 +378,9 @@ func (cons *Consumer) fetch(ctx context.Context, cp *consumedPartition, wait tim
 		cp.addr = ""
 	}
 	if err != nil {
-		r.err = outOfRange(err, cons.opts.Topic, cp.partition, cp.position)
+		r.err = outOfRange(err, cons.opts.Topic, cp.partition, off)
 		if _, ok := r.err.(*OutOfRangeError); !ok {
-			r.err = fmt.Errorf("fetch %s/%d at offset %d: %w", cons.opts.Topic, cp.partition, cp.position, err)
+			r.err = fmt.Errorf("fetch %s/%d at offset %d: %w", cons.opts.Topic, cp.partition, off, err)
 		}
 		return r
 	}
@@ -355,8 +406,8 @@ func (cons *Consumer) fetch(ctx context.Context, cp *consumedPartition, wait tim
 		return nil
 	})
 	if err != nil {
-		r.recs, r.next = nil, cp.position
-		r.err = fmt.Errorf("fetch %s/%d at offset %d: bad batch from the server: %w", cons.opts.Topic, cp.partition, cp.position, err)
+		r.recs, r.next = nil, off
+		r.err = fmt.Errorf("fetch %s/%d at offset %d: bad batch from the server: %w", cons.opts.Topic, cp.partition, off, err)
 		return r
 	}
 	// Offsets with no record (skipped by the server) still advance the position.
@@ -404,6 +455,15 @@ func (cons *Consumer) CommitOffsets(ctx context.Context, offsets map[int32]int64
 
 // Close stops the consumer; a Poll in progress returns. It does not commit.
 func (cons *Consumer) Close() error {
-	cons.closeOnce.Do(func() { close(cons.closed) })
+	cons.closeOnce.Do(func() {
+		close(cons.closed)
+		for _, cp := range cons.parts {
+			if pf := cp.pre; pf != nil {
+				pf.cancel()
+				<-pf.done
+				cp.pre = nil
+			}
+		}
+	})
 	return nil
 }
