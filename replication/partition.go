@@ -143,7 +143,10 @@ func (p *Partition) Log() *log.Log { return p.log }
 // NotLeaderError whose Cause is raft.ErrLeadershipLost), the outcome is
 // unknown: the entry may still commit, so a retry must go through the
 // idempotent producer. errors.Is(err, ErrOutcomeUnknown) holds for the
-// former.
+// former. The context is the only bound on the wait: Raft's own timeout
+// covers enqueuing only, and a future whose node shuts down after the
+// entry committed but before it was applied is never answered
+// (hashicorp/raft issue 498).
 func (p *Partition) Append(ctx context.Context, b []byte) (ApplyResult, error) {
 	if err := checkAppend(b); err != nil {
 		return ApplyResult{}, err
