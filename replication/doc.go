@@ -41,8 +41,9 @@
 // holding the same entries assigns the same offsets. Raft's Log.Extensions
 // and Log.AppendedAt are not stored (logd uses neither).
 //
-// DeleteRange serves both of Raft's uses, told apart by the range and by the
-// applied index (an entry at or below it is committed and never truncated):
+// DeleteRange serves each of Raft's uses, told apart by the range, the
+// applied index (an entry at or below it is committed and never truncated) and
+// whether a snapshot was just restored:
 //
 //   - suffix truncation of a conflicting uncommitted tail (min above the
 //     applied index, max at the last index): TruncateIndexFrom(min);
@@ -96,4 +97,27 @@
 // its write-temp-then-rename-and-fsync protocol is reviewed and crash safe,
 // and at a few hundred bytes per snapshot a second store in Pebble would buy
 // little (revisit when a node holds thousands of partitions).
+//
+// # Usage
+//
+// A node opens one Node on its Raft port and a replica per partition it
+// holds; the server appends through the partition's leader:
+//
+//	n, err := replication.NewNode(replication.NodeConfig{
+//		ID: "n1", Listener: ln, DataDir: dataDir, DB: db})
+//	l, err := log.Open(dir, log.Options{ManualHighWatermark: true})
+//	p, err := n.OpenPartition(replication.PartitionGroup("orders", 0), l)
+//	err = p.Bootstrap(servers) // once, on one replica of a new group
+//	r, err := p.Append(ctx, batch) // acks=all; AppendLeader for acks=leader
+//	// r.BaseOffset..r.LastOffset; readers use l.Read below l.HighWatermark()
+//
+// A replica that is not the leader answers a *NotLeaderError naming the
+// leader's node id and Raft address; mapping it to the leader's API address
+// is the metadata group's job. Retention of a replicated log trims below
+// Partition.TrimLimit only. NewCollector exports the Raft state to
+// Prometheus; PlaceReplicas and ReplaceNode compute replica placement, and
+// Partition.TransferLeadership moves leaders to their preferred node.
+//
+// The in-process cluster harness for multi-node tests is package
+// replication/clustertest; its links go through replication/faultnet.
 package replication

@@ -135,9 +135,10 @@ func (p *Partition) Raft() *raft.Raft { return p.raft }
 func (p *Partition) Log() *log.Log { return p.log }
 
 // Append replicates one record batch and returns its offsets once a
-// quorum has stored it and it is applied here (acks=all). b is modified in
-// place (base offset, leader epoch) and must not be used by the caller
-// until Append returns.
+// quorum has stored it and it is applied here (acks=all). Append takes b
+// over: it is modified in place (base offset, leader epoch) and Raft may
+// still read it after Append returns early (ctx ended), so the caller must
+// not reuse it.
 //
 // When ctx ends first, or leadership is lost during the append (a
 // NotLeaderError whose Cause is raft.ErrLeadershipLost), the outcome is
@@ -215,7 +216,8 @@ func (p *Partition) TrimLimit() (int64, error) {
 // the leader's own log has stored it durably, without waiting for a quorum
 // (acks=leader). The batch is committed later, or lost with this leader if
 // it fails before a quorum stores it; readers see it only once committed.
-// b is modified in place, as with Append.
+// AppendLeader takes b over, as Append does: the leader's state machine
+// reads it when the batch commits, after AppendLeader has returned.
 func (p *Partition) AppendLeader(ctx context.Context, b []byte) (ApplyResult, error) {
 	if err := checkAppend(b); err != nil {
 		return ApplyResult{}, err
