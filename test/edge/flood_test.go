@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -153,6 +154,9 @@ func TestStreamFlood(t *testing.T) {
 // appends, and every acknowledged record must be readable at its offset.
 func TestIdleConnectionsAtDescriptorLimit(t *testing.T) {
 	const nofile, idle = 256, 400
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		t.Skip("prlimit (util-linux) is needed to limit the server's descriptors")
+	}
 	s := startServer(t, nofile)
 	cc := s.dial()
 	admin, logc := pb.NewAdminClient(cc), pb.NewLogClient(cc)
