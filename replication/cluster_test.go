@@ -678,3 +678,34 @@ func TestChaos(t *testing.T) {
 	}
 	t.Logf("%d of %d appends acknowledged", total, sent)
 }
+
+// A replica closed and reopened on a running node (same log, same Pebble
+// keys) rejoins its group and catches up; reopening twice is refused.
+func TestReopenPartitionOnRunningNode(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
+	a := newAcked()
+	a.produce(t, c, 5, "a")
+	leader := c.Leader(group)
+	var f *clustertest.Node
+	for _, n := range c.Nodes() {
+		if n != leader {
+			f = n
+		}
+	}
+	rn := f.Replication()
+	l := f.Partition(group).Log()
+	if _, err := rn.OpenPartition(group, l); err == nil {
+		t.Fatal("opening an open group twice succeeded")
+	}
+	if err := rn.ClosePartition(group); err != nil {
+		t.Fatal(err)
+	}
+	a.produce(t, c, 20, "b")
+	if _, err := rn.OpenPartition(group, l); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitConverged(group, 30*time.Second)
+	for _, n := range c.Nodes() {
+		a.check(t, n)
+	}
+}
