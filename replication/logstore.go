@@ -59,12 +59,12 @@ func NewLogStore(l *log.Log) *LogStore {
 }
 
 // SetAppliedIndex gives the store Raft's applied index (raft.Raft's
-// AppliedIndex), which tells DeleteRange's two uses apart. It also clears a
-// snapshot restore seen while Raft started: that restore is not followed by
-// a removal of the log.
+// AppliedIndex), which tells DeleteRange's uses apart. A restore seen while
+// Raft started (not followed by a removal of the log) stays marked until
+// the next applied entry: clearing it here could clear an install that
+// raced in just after Raft's goroutines started.
 func (s *LogStore) SetAppliedIndex(fn func() uint64) {
 	s.applied.Store(&fn)
-	s.restored.Store(false)
 }
 
 // IsMonotonic reports true: the log cannot hold a gap in Raft indexes.

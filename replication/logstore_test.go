@@ -224,7 +224,6 @@ func TestDeleteRangeAfterSnapshotRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.SetAppliedIndex(applied(100))
-	s.restored.Store(true) // SetAppliedIndex clears it; here Raft already ran
 	if err := s.DeleteRange(1, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -299,4 +298,29 @@ func TestEntryKindMapping(t *testing.T) {
 			t.Fatalf("type %v -> kind %d -> type %v", typ, k, logType(k))
 		}
 	}
+}
+
+// A snapshot restored as Raft starts is followed by no removal of the log:
+// once an entry is applied, a DeleteRange covering the whole log is a
+// compaction again, not a removal.
+func TestStartupRestoreDoesNotArmRemoval(t *testing.T) {
+	l := openLog(t, t.TempDir())
+	defer l.Close()
+	s := NewLogStore(l)
+	es := entries(1, 1, raft.LogConfiguration, raft.LogCommand, raft.LogCommand)
+	if err := s.StoreLogs(es); err != nil {
+		t.Fatal(err)
+	}
+	fsm := NewPartitionFSM(l, s)
+	// At start (Raft not running yet) the restore is not checked against
+	// the log, and it marks a removal as possible.
+	if err := restoreFrom(fsm, PartitionSnapshot{Version: 1, HighWatermark: 0}); err != nil {
+		t.Fatal(err)
+	}
+	s.SetAppliedIndex(applied(3))
+	fsm.Apply(es[1])
+	if err := s.DeleteRange(1, 3); err != nil {
+		t.Fatal(err)
+	}
+	checkStore(t, s, es)
 }
