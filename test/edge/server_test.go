@@ -187,6 +187,23 @@ func (s *server) rss() int64 {
 	return 0
 }
 
+// cpu is the CPU time (user and system) the process has used.
+func (s *server) cpu() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which ends with ')'): utime and
+	// stime are the 12th and 13th, in clock ticks (100 a second on Linux).
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
 // fds is the number of descriptors the process holds.
 func (s *server) fds() int {
 	es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", s.cmd.Process.Pid))
