@@ -27,3 +27,15 @@ func BenchmarkEncode100B(b *testing.B) {
 		dst = Encode(dst[:0], 0, NoProducer, recs)
 	}
 }
+
+func BenchmarkEncodeFresh1KiB(b *testing.B) {
+	recs := make([]Record, 1000)
+	v := make([]byte, 1024)
+	for i := range recs {
+		recs[i] = Record{Timestamp: int64(i), Key: []byte("key-1"), Value: v}
+	}
+	b.SetBytes(1024 * 1000)
+	for b.Loop() {
+		_ = Encode(nil, 0, NoProducer, recs)
+	}
+}

@@ -3,6 +3,7 @@ package batch
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -36,6 +37,16 @@ var NoProducer = Producer{ID: -1, Epoch: -1, Sequence: -1}
 // Record offsets are assigned from baseOffset in order (the log rewrites the
 // base offset on append); record timestamps are kept as given.
 func Encode(dst []byte, baseOffset int64, p Producer, recs []Record) []byte {
+	// Grow once to (at least) the encoded size: appending a MiB-sized batch
+	// record by record would copy it again at every doubling.
+	need := HeaderSize
+	for i := range recs {
+		need += maxRecordOverhead + len(recs[i].Key) + len(recs[i].Value)
+		for _, h := range recs[i].Headers {
+			need += 2*binary.MaxVarintLen32 + len(h.Key) + len(h.Value)
+		}
+	}
+	dst = slices.Grow(dst, need)
 	start := len(dst)
 	var first, maxTS int64
 	if len(recs) > 0 {
@@ -84,6 +95,11 @@ func Encode(dst []byte, baseOffset int64, p Producer, recs []Record) []byte {
 	binary.BigEndian.PutUint32(b[crcOffset:], Checksum(b))
 	return dst
 }
+
+// maxRecordOverhead bounds a record's encoding besides its key, value and
+// headers: length, attributes, timestamp delta, offset delta, key and value
+// lengths and header count, each at its longest varint.
+const maxRecordOverhead = 1 + 5*binary.MaxVarintLen32 + binary.MaxVarintLen64
 
 func varintLen(v int64) int {
 	var tmp [binary.MaxVarintLen64]byte
