@@ -24,14 +24,23 @@ type Future struct {
 	err  error
 }
 
+// newFuture returns a Future completing through cb, or, without one,
+// through a channel (Done, Get). ProduceFunc's futures never reach the
+// caller, so they need no channel: one per record is measurable at a
+// million records a second.
 func newFuture(cb func(Ack, error)) *Future {
-	return &Future{done: make(chan struct{}), cb: cb}
+	if cb != nil {
+		return &Future{cb: cb}
+	}
+	return &Future{done: make(chan struct{})}
 }
 
 // complete records the outcome and runs the callback, if any.
 func (f *Future) complete(ack Ack, err error) {
 	f.ack, f.err = ack, err
-	close(f.done)
+	if f.done != nil {
+		close(f.done)
+	}
 	if f.cb != nil {
 		f.cb(ack, err)
 	}
