@@ -473,29 +473,50 @@ func TestNodeJoinsAndLeavesWhileProducing(t *testing.T) {
 	}
 }
 
-// Leadership can be moved so that each node leads one of three groups
-// (the mechanism of leader spreading).
+// Leaders return to their preferred nodes (one group each) after a node
+// failure moved one: the mechanism of leader spreading.
 func TestLeadershipSpreadAcrossNodes(t *testing.T) {
 	groups := []string{"p/s/0", "p/s/1", "p/s/2"}
 	c := clustertest.New(t, clustertest.Options{Groups: groups})
-	for i, g := range groups {
-		want := c.Nodes()[i]
-		leader := c.Leader(g)
-		if leader != want {
-			if err := leader.Partition(g).TransferLeadership(raft.ServerID(want.ID), raft.ServerAddress(want.Addr)); err != nil {
-				t.Fatalf("group %s: %v", g, err)
+	nodes := c.Nodes()
+	preferred := func(g string) (raft.ServerID, bool) {
+		i := slices.Index(groups, g)
+		if i < 0 {
+			return "", false
+		}
+		return raft.ServerID(nodes[i].ID), true
+	}
+	spread := func() {
+		t.Helper()
+		for _, n := range c.Up() {
+			if _, err := n.Replication().SpreadLeaders(preferred); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, g := range groups {
+			if leader := c.Leader(g); leader != nodes[i] {
+				t.Fatalf("group %s led by %s, want %s", g, leader.ID, nodes[i].ID)
 			}
 		}
 	}
+	spread()
+
+	// n1 fails: group 0 moves elsewhere; back up, spreading returns it.
+	c.Kill(nodes[0].ID)
+	if leader := c.Leader(groups[0]); leader == nodes[0] {
+		t.Fatal("a killed node leads")
+	}
+	c.Restart(nodes[0].ID)
+	for _, g := range groups {
+		c.WaitConverged(g, 30*time.Second)
+	}
+	spread()
 	for i, g := range groups {
-		if leader := c.Leader(g); leader != c.Nodes()[i] {
-			t.Fatalf("group %s led by %s, want %s", g, leader.ID, c.Nodes()[i].ID)
-		}
 		b := batch.Encode(nil, 0, batch.NoProducer, []batch.Record{{Key: []byte("k"), Value: []byte(g)}})
 		if _, err := c.Append(g, b, 20*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		st := c.Nodes()[i].Partition(g).Status()
+		st := nodes[i].Partition(g).Status()
 		if st.State != raft.Leader || st.HighWatermark != 1 || st.CommitIndex < st.LastIndex {
 			t.Fatalf("group %s status on its leader: %+v", g, st)
 		}

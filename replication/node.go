@@ -140,6 +140,37 @@ func (n *Node) Partitions() []*Partition {
 	return out
 }
 
+// SpreadLeaders hands the leadership of every group this node leads to the
+// group's preferred leader (placement's first replica, from preferred) when
+// that is another voter of the group, and returns the groups it moved.
+// Called on every node, it brings each group back to its preferred leader
+// after failures moved leaders around.
+func (n *Node) SpreadLeaders(preferred func(group string) (raft.ServerID, bool)) ([]string, error) {
+	var moved []string
+	var errs []error
+	for _, p := range n.Partitions() {
+		want, ok := preferred(p.group)
+		if !ok || want == n.cfg.ID || p.raft.State() != raft.Leader {
+			continue
+		}
+		f := p.raft.GetConfiguration()
+		if err := f.Error(); err != nil {
+			errs = append(errs, fmt.Errorf("replication: %s: %w", p.group, err))
+			continue
+		}
+		for _, s := range f.Configuration().Servers {
+			if s.ID == want && s.Suffrage == raft.Voter {
+				if err := p.TransferLeadership(s.ID, s.Address); err != nil {
+					errs = append(errs, err)
+				} else {
+					moved = append(moved, p.group)
+				}
+			}
+		}
+	}
+	return moved, errors.Join(errs...)
+}
+
 // ClosePartition stops the replica of group. Its log stays open.
 func (n *Node) ClosePartition(group string) error {
 	n.mu.Lock()
