@@ -25,7 +25,9 @@
 //     it), and faults of the clients' connections through a TCP proxy
 //     (proxy.go: cut, blackhole, slow), on a seeded schedule, one fault at
 //     a time or (NemesisConfig.Combine) a process fault together with a
-//     network or disk fault. A node that exits on
+//     network or disk fault. With NemesisConfig.TargetLeader each fault
+//     strikes the leader of a random partition (LeaderOf reads the cluster
+//     status), for when nodes replicate. A node that exits on
 //     its own is recorded as "crashed" and restarted; every fault is recorded with its
 //     start and end. The seed fixes the schedule's choices, not the timing
 //     of a real system: two runs with one seed are alike, not identical.

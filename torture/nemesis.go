@@ -45,6 +45,12 @@ type NemesisConfig struct {
 	MinDown, MaxDown time.Duration
 	Seed             int64
 	Logf             func(format string, args ...any)
+	// TargetLeader makes each fault strike the leader of a random
+	// partition of Topic (which has Partitions partitions) rather than a
+	// random node. Run fills Topic and Partitions from the workload.
+	TargetLeader bool
+	Topic        string
+	Partitions   int32
 	// Combine, when set, makes about half of the faults two at once: a
 	// process fault (kill, pause, pause-kill) together with one of the
 	// node's network or disk, when Kinds has both classes.
@@ -106,7 +112,7 @@ func RunNemesis(ctx context.Context, c Cluster, h *History, cfg NemesisConfig) e
 		if err := restartCrashed(c, h, cfg.Logf); err != nil || ctx.Err() != nil {
 			return err
 		}
-		node := rng.IntN(c.Size())
+		node := pickNode(ctx, c, cfg, rng)
 		kind := cfg.Kinds[rng.IntN(len(cfg.Kinds))]
 		d := down()
 		var err error

@@ -85,6 +85,9 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 
 	h := NewHistory()
 	w := NewWorkload(c, h, cfg.Workload)
+	if cfg.Nemesis.Topic == "" {
+		cfg.Nemesis.Topic, cfg.Nemesis.Partitions = w.Config().Topic, w.Config().Partitions
+	}
 	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	err := w.Setup(setupCtx)
 	cancel()

@@ -88,7 +88,7 @@ func TestTortureSingleNode(t *testing.T) {
 		Duration:  d,
 		Seed:      seed,
 		ReportDir: dir,
-		Nemesis:   NemesisConfig{Kinds: kinds, Combine: true},
+		Nemesis:   NemesisConfig{Kinds: kinds, Combine: true, TargetLeader: true},
 		Logf:      t.Logf,
 	})
 	if err != nil {
@@ -314,5 +314,28 @@ func TestTortureRetention(t *testing.T) {
 	}
 	if !rep.Valid {
 		t.Errorf("violations or errors with retention")
+	}
+}
+
+// TestLeaderOf finds the leader through the cluster status, behind a proxy
+// (the status names nodes by their own addresses).
+func TestLeaderOf(t *testing.T) {
+	c, err := StartProcessCluster(ProcessConfig{Binary: logdBinary(t), Nodes: 1, Dir: t.TempDir(), Proxy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	w := NewWorkload(c, NewHistory(), WorkloadConfig{})
+	if err := w.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for p := range w.Config().Partitions {
+		if l, err := LeaderOf(ctx, c, w.Config().Topic, p); err != nil || l != 0 {
+			t.Fatalf("leader of partition %d: node %d, %v", p, l, err)
+		}
+	}
+	if _, err := LeaderOf(ctx, c, "absent", 0); err == nil {
+		t.Fatal("a leader for an absent topic")
 	}
 }

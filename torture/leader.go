@@ -1,0 +1,81 @@
+package torture
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/logd/logd/client"
+)
+
+// NodeAddresser is a Cluster that can tell a node's own API address when
+// Addr is a proxy's: cluster status reports nodes by their own addresses.
+type NodeAddresser interface {
+	NodeAddr(node int) string
+}
+
+// LeaderOf returns the node leading topic's partition, as the cluster
+// status of the first node that answers reports it.
+func LeaderOf(ctx context.Context, c Cluster, topic string, partition int32) (int, error) {
+	own := func(i int) string {
+		if na, ok := c.(NodeAddresser); ok {
+			return na.NodeAddr(i)
+		}
+		return c.Addr(i)
+	}
+	var lastErr error
+	for i := range c.Size() {
+		cl, err := client.Dial(c.Addr(i), client.WithCallTimeout(2*time.Second))
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		st, err := cl.Admin().ClusterStatus(ctx)
+		cl.Close()
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		leader := ""
+		for _, p := range st.Partitions {
+			if p.Topic == topic && p.Partition == partition {
+				leader = p.Leader
+			}
+		}
+		if leader == "" {
+			return 0, fmt.Errorf("torture: %s/%d has no leader in node %d's cluster status", topic, partition, i)
+		}
+		for _, n := range st.Nodes {
+			if n.ID != leader {
+				continue
+			}
+			for j := range c.Size() {
+				if own(j) == n.APIAddr {
+					return j, nil
+				}
+			}
+			return 0, fmt.Errorf("torture: leader %s of %s/%d is at %s, not a node of this cluster", leader, topic, partition, n.APIAddr)
+		}
+		return 0, fmt.Errorf("torture: leader %s of %s/%d is not among the nodes node %d knows", leader, topic, partition, i)
+	}
+	return 0, fmt.Errorf("torture: no node answered the cluster status: %w", lastErr)
+}
+
+// pickNode chooses the node a fault strikes: a random one, or with
+// cfg.TargetLeader the leader of a random partition of cfg.Topic (a random
+// node when no leader is known).
+func pickNode(ctx context.Context, c Cluster, cfg NemesisConfig, rng *rand.Rand) int {
+	node := rng.IntN(c.Size())
+	if !cfg.TargetLeader || cfg.Topic == "" || cfg.Partitions <= 0 {
+		return node
+	}
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	l, err := LeaderOf(lctx, c, cfg.Topic, rng.Int32N(cfg.Partitions))
+	if err != nil {
+		cfg.Logf("nemesis: no leader to strike (%v): node %d", err, node)
+		return node
+	}
+	return l
+}
