@@ -50,6 +50,9 @@ func (s *Server) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchResp
 		}
 		select {
 		case <-changed:
+			if err := s.stillServed(p); err != nil {
+				return nil, toStatus(err)
+			}
 		case <-timeout:
 			return resp, nil
 		case <-ctx.Done():
@@ -58,6 +61,20 @@ func (s *Server) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchResp
 			return resp, nil
 		}
 	}
+}
+
+// stillServed reports whether p is still the partition the server serves
+// under its name: a log closes when its topic is deleted (and wakes its
+// waiters), and a recreated topic is a different partition.
+func (s *Server) stillServed(p *partition.Partition) error {
+	cur, err := s.topics.Partition(p.Topic, p.ID)
+	if err != nil {
+		return err
+	}
+	if cur != p {
+		return status.Errorf(codes.NotFound, "topic %q was deleted and created again while this request waited: start again from a position in the new topic", p.Topic)
+	}
+	return nil
 }
 
 // Subscribe streams batches from an offset until the client goes away.
@@ -94,6 +111,9 @@ func (s *Server) Subscribe(req *pb.SubscribeRequest, stream pb.Log_SubscribeServ
 		release()
 		select {
 		case <-changed:
+			if err := s.stillServed(p); err != nil {
+				return toStatus(err)
+			}
 		case <-ctx.Done():
 			return toStatus(ctx.Err())
 		case <-s.shutdown:
@@ -161,6 +181,11 @@ func (s *Server) readAt(p *partition.Partition, offset int64, maxBytes int, deco
 		return resp, nil
 	}
 	b, err := l.Read(offset, maxBytes)
+	if errors.Is(err, log.ErrClosed) {
+		if live := s.stillServed(p); live != nil {
+			return nil, live
+		}
+	}
 	if err != nil {
 		var oor *log.OutOfRangeError
 		if errors.As(err, &oor) && offset >= oor.HighWatermark && offset >= oor.StartOffset {

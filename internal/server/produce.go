@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/log"
 	"github.com/logd/logd/partition"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
@@ -118,6 +119,11 @@ func (s *Server) appendBatch(p *partition.Partition, b []byte) (*pb.PartitionApp
 		return nil, invalidArg("produce: control batches cannot be produced")
 	}
 	res, err := p.Append(b, info)
+	if errors.Is(err, log.ErrClosed) {
+		if live := s.stillServed(p); live != nil {
+			return nil, live // the topic was deleted meanwhile
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
