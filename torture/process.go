@@ -24,9 +24,10 @@ type ProcessConfig struct {
 	Nodes int
 	// Dir holds node-N/ data directories and node-N.log (stderr).
 	Dir string
-	// Args returns extra `logd serve` arguments of a node (cluster flags,
-	// --fsync ...). Optional.
-	Args func(node int) []string
+	// Args returns extra `logd serve` arguments of a node (--fsync ...,
+	// or ClusterArgs). It may use the addresses of c's nodes: every node's
+	// API and Raft address is chosen before the first one starts. Optional.
+	Args func(node int, c *ProcessCluster) []string
 	// StartTimeout bounds how long a node may take to serve (default 30s).
 	StartTimeout time.Duration
 	// DiskBytes, when set, gives each node a data directory on its own
@@ -47,11 +48,12 @@ type ProcessCluster struct {
 }
 
 type procNode struct {
-	id      int
-	addr    string
-	proxy   *Proxy // nil without ProcessConfig.Proxy
-	dataDir string
-	logPath string
+	id       int
+	addr     string
+	raftAddr string // chosen for cluster mode (see ClusterArgs)
+	proxy    *Proxy // nil without ProcessConfig.Proxy
+	dataDir  string
+	logPath  string
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -77,13 +79,18 @@ func StartProcessCluster(cfg ProcessConfig) (*ProcessCluster, error) {
 	for i := range cfg.Nodes {
 		addr, err := freePort()
 		if err != nil {
-			c.Close()
 			return nil, err
 		}
-		n := &procNode{id: i, addr: addr,
+		raftAddr, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		c.nodes = append(c.nodes, &procNode{id: i, addr: addr, raftAddr: raftAddr,
 			dataDir: filepath.Join(cfg.Dir, fmt.Sprintf("node-%d", i)),
-			logPath: filepath.Join(cfg.Dir, fmt.Sprintf("node-%d.log", i))}
-		c.nodes = append(c.nodes, n)
+			logPath: filepath.Join(cfg.Dir, fmt.Sprintf("node-%d.log", i))})
+	}
+	for _, n := range c.nodes {
+		var err error
 		if cfg.DiskBytes > 0 {
 			if err := mountTmpfs(n.dataDir, cfg.DiskBytes); err != nil {
 				c.Close()
@@ -127,6 +134,21 @@ func (c *ProcessCluster) Addr(node int) string {
 	return c.nodes[node].addr
 }
 
+// RaftAddr is the Raft address chosen for node (see ClusterArgs).
+func (c *ProcessCluster) RaftAddr(node int) string { return c.nodes[node].raftAddr }
+
+// ClusterArgs are the `logd serve` cluster flags of node (DESIGN.md's CLI
+// contract): ids from 1, the chosen Raft address, node 0 bootstraps and the
+// others join it. Use it as ProcessConfig.Args once logd serve has cluster
+// mode (today it refuses these flags); untested against a cluster so far.
+func ClusterArgs(node int, c *ProcessCluster) []string {
+	args := []string{"--node-id", fmt.Sprint(node + 1), "--raft-addr", c.RaftAddr(node)}
+	if node == 0 {
+		return append(args, "--bootstrap")
+	}
+	return append(args, "--join", c.NodeAddr(0))
+}
+
 // NodeAddr is node's own API address, behind its proxy if any.
 func (c *ProcessCluster) NodeAddr(node int) string { return c.nodes[node].addr }
 
@@ -158,7 +180,7 @@ func (c *ProcessCluster) start(n *procNode) error {
 	}
 	args := []string{"serve", "--data-dir", n.dataDir, "--addr", n.addr, "--http-addr", ""}
 	if c.cfg.Args != nil {
-		args = append(args, c.cfg.Args(n.id)...)
+		args = append(args, c.cfg.Args(n.id, c)...)
 	}
 	cmd := exec.Command(c.cfg.Binary, args...)
 	pr, pw := io.Pipe()

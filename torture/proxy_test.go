@@ -3,6 +3,7 @@ package torture
 import (
 	"bufio"
 	"net"
+	"slices"
 	"testing"
 	"time"
 )
@@ -96,5 +97,21 @@ func TestProxyFaults(t *testing.T) {
 	c, r = c3, bufio.NewReader(c3)
 	if err := roundTrip("e", time.Second); err != nil {
 		t.Fatalf("after heal: %v", err)
+	}
+}
+
+func TestClusterArgs(t *testing.T) {
+	c := &ProcessCluster{nodes: []*procNode{
+		{id: 0, addr: "127.0.0.1:7000", raftAddr: "127.0.0.1:7100"},
+		{id: 1, addr: "127.0.0.1:7001", raftAddr: "127.0.0.1:7101"},
+	}}
+	want := [][]string{
+		{"--node-id", "1", "--raft-addr", "127.0.0.1:7100", "--bootstrap"},
+		{"--node-id", "2", "--raft-addr", "127.0.0.1:7101", "--join", "127.0.0.1:7000"},
+	}
+	for i, w := range want {
+		if got := ClusterArgs(i, c); !slices.Equal(got, w) {
+			t.Errorf("node %d: %q, want %q", i, got, w)
+		}
 	}
 }

@@ -290,7 +290,7 @@ func TestTortureRetention(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	c, err := StartProcessCluster(ProcessConfig{Binary: logdBinary(t), Nodes: 1, Dir: dir,
-		Args: func(int) []string { return []string{"--retention-interval", "200ms"} }})
+		Args: func(int, *ProcessCluster) []string { return []string{"--retention-interval", "200ms"} }})
 	if err != nil {
 		t.Fatal(err)
 	}
