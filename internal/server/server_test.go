@@ -501,8 +501,8 @@ func TestShutdownStatusAndClientDisconnect(t *testing.T) {
 	}
 	// Whatever was admitted before the disconnect is whole and readable.
 	f, err := c.log.Fetch(ctx(t), &pb.FetchRequest{Topic: "t", Decode: true})
-	if err != nil || len(f.Records) == 0 {
-		t.Fatalf("after disconnect: %v, %d records", err, len(f.Records))
+	if err != nil {
+		t.Fatalf("after disconnect: %v", err)
 	}
 	for i, r := range f.Records {
 		if r.Offset != int64(i) {
