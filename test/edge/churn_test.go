@@ -225,3 +225,58 @@ func TestLongPollEndsWhenTopicDeleted(t *testing.T) {
 	}
 	s.checkRSS("after a long poll of a deleted topic", base, 32<<20)
 }
+
+// TestConcurrentCreateSameTopic: 16 clients create one topic at once, with
+// different partition counts: exactly one succeeds, the others get
+// ALREADY_EXISTS, and the topic has the winner's partitions, each empty and
+// writable.
+func TestConcurrentCreateSameTopic(t *testing.T) {
+	s := startServer(t, 0)
+	var wg sync.WaitGroup
+	results := make(chan struct {
+		parts int32
+		err   error
+	}, 16)
+	for i := range 16 {
+		cc := s.dial()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			parts := int32(1 + i%4)
+			_, err := pb.NewAdminClient(cc).CreateTopic(timeout(t, 10*time.Second), &pb.CreateTopicRequest{Name: "contested", Partitions: parts})
+			results <- struct {
+				parts int32
+				err   error
+			}{parts, err}
+		}()
+	}
+	wg.Wait()
+	close(results)
+	var winner int32
+	tally := map[codes.Code]int{}
+	for r := range results {
+		tally[status.Code(r.err)]++
+		if r.err == nil {
+			winner = r.parts
+		}
+	}
+	t.Logf("16 concurrent creates: %v", tally)
+	if tally[codes.OK] != 1 || tally[codes.AlreadyExists] != 15 {
+		t.Fatalf("want 1 OK and 15 ALREADY_EXISTS, got %v", tally)
+	}
+	cc := s.dial()
+	d, err := pb.NewAdminClient(cc).DescribeTopic(timeout(t, 10*time.Second), &pb.DescribeTopicRequest{Name: "contested"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Topic.Partitions != winner || len(d.Partitions) != int(winner) {
+		t.Fatalf("the topic has %d partitions (%d described), the winning create asked %d", d.Topic.Partitions, len(d.Partitions), winner)
+	}
+	logc := pb.NewLogClient(cc)
+	for p := range winner {
+		resp, err := logc.Produce(timeout(t, 10*time.Second), &pb.ProduceRequest{Topic: "contested", Partition: &p, Records: []*pb.Record{{Value: []byte("x")}}})
+		if err != nil || resp.Appends[0].BaseOffset != 0 {
+			t.Fatalf("partition %d: %v %v", p, resp, err)
+		}
+	}
+}
