@@ -3,8 +3,10 @@ package edge
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -278,5 +280,74 @@ func TestConcurrentCreateSameTopic(t *testing.T) {
 		if err != nil || resp.Appends[0].BaseOffset != 0 {
 			t.Fatalf("partition %d: %v %v", p, resp, err)
 		}
+	}
+}
+
+// TestKillDuringDeleteTopic kills the server (SIGKILL) at a random moment
+// around a DeleteTopic, 10 times, restarting it each time on the same
+// directory. After each restart the topic is either whole (every record
+// there) or gone, and re-creating a gone topic gives an empty one. (Found:
+// Topics.Delete removes the topic from the registry before it renames the
+// partition directories away; a kill in between leaves the directories,
+// startup keeps non-empty directories of unknown topics, and CreateTopic
+// opens them: the re-created topic holds the deleted records.)
+func TestKillDuringDeleteTopic(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(9, 9))
+	for round := range 10 {
+		s := startServerIn(t, dir)
+		cc := s.dial()
+		admin, logc := pb.NewAdminClient(cc), pb.NewLogClient(cc)
+		name := "victim"
+		if _, err := admin.CreateTopic(timeout(t, 10*time.Second), &pb.CreateTopicRequest{Name: name, Partitions: 2}); err != nil {
+			t.Fatalf("round %d: create: %v", round, err)
+		}
+		for i := range 20 {
+			p := int32(i % 2)
+			if _, err := logc.Produce(timeout(t, 10*time.Second), &pb.ProduceRequest{Topic: name, Partition: &p,
+				Records: []*pb.Record{{Value: []byte(fmt.Sprint(i))}}}); err != nil {
+				t.Fatalf("round %d: produce: %v", round, err)
+			}
+		}
+		go admin.DeleteTopic(context.Background(), &pb.DeleteTopicRequest{Name: name})
+		time.Sleep(time.Duration(rng.IntN(600)) * time.Microsecond)
+		s.cmd.Process.Signal(syscall.SIGKILL)
+		<-s.exited
+
+		s = startServerIn(t, dir)
+		cc = s.dial()
+		admin, logc = pb.NewAdminClient(cc), pb.NewLogClient(cc)
+		d, err := admin.DescribeTopic(timeout(t, 10*time.Second), &pb.DescribeTopicRequest{Name: name})
+		switch status.Code(err) {
+		case codes.OK:
+			for _, pi := range d.Partitions {
+				f, err := logc.Fetch(timeout(t, 10*time.Second), &pb.FetchRequest{Topic: name, Partition: pi.Partition, Decode: true})
+				if err != nil || len(f.Records) != 10 {
+					t.Fatalf("round %d: the topic survived the kill but partition %d has %d of 10 records (%v)", round, pi.Partition, len(f.GetRecords()), err)
+				}
+			}
+			if _, err := admin.DeleteTopic(timeout(t, 10*time.Second), &pb.DeleteTopicRequest{Name: name}); err != nil {
+				t.Fatalf("round %d: delete after restart: %v", round, err)
+			}
+			t.Logf("round %d: the topic survived whole", round)
+		case codes.NotFound:
+			if _, err := admin.CreateTopic(timeout(t, 10*time.Second), &pb.CreateTopicRequest{Name: name, Partitions: 2}); err != nil {
+				t.Fatalf("round %d: re-create after the delete: %v", round, err)
+			}
+			for p := range int32(2) {
+				f, err := logc.Fetch(timeout(t, 10*time.Second), &pb.FetchRequest{Topic: name, Partition: p, Decode: true})
+				if err != nil || len(f.Records) != 0 || f.HighWatermark != 0 {
+					t.Fatalf("round %d: the re-created topic's partition %d: %d records, high watermark %d (%v)", round, p, len(f.GetRecords()), f.GetHighWatermark(), err)
+				}
+			}
+			if _, err := admin.DeleteTopic(timeout(t, 10*time.Second), &pb.DeleteTopicRequest{Name: name}); err != nil {
+				t.Fatalf("round %d: delete: %v", round, err)
+			}
+			t.Logf("round %d: the topic was gone", round)
+		default:
+			t.Fatalf("round %d: describe after restart: %v", round, err)
+		}
+		s.cmd.Process.Signal(syscall.SIGKILL)
+		<-s.exited
 	}
 }
