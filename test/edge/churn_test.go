@@ -396,3 +396,63 @@ func TestKillDuringCreateTopic(t *testing.T) {
 		<-s.exited
 	}
 }
+
+// TestKillDuringCommitOffsets kills the server at a random moment around a
+// CommitOffsets of 8 partitions (one request: atomic, as the client
+// documents), 10 times: after each restart the group's 8 offsets are all
+// the old value or all the new one.
+func TestKillDuringCommitOffsets(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(11, 11))
+	s := startServerIn(t, dir)
+	cc := s.dial()
+	admin, logc := pb.NewAdminClient(cc), pb.NewLogClient(cc)
+	if _, err := admin.CreateTopic(timeout(t, 10*time.Second), &pb.CreateTopicRequest{Name: "eight", Partitions: 8}); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(8) {
+		recs := make([]*pb.Record, 20)
+		for i := range recs {
+			recs[i] = &pb.Record{Value: []byte("x")}
+		}
+		if _, err := logc.Produce(timeout(t, 10*time.Second), &pb.ProduceRequest{Topic: "eight", Partition: &p, Records: recs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit := func(offs pb.OffsetsClient, ctx context.Context, v int64) error {
+		req := &pb.CommitOffsetsRequest{Group: "g"}
+		for p := range int32(8) {
+			req.Offsets = append(req.Offsets, &pb.CommittedOffset{Topic: "eight", Partition: p, Offset: v})
+		}
+		_, err := offs.CommitOffsets(ctx, req)
+		return err
+	}
+	old := int64(0)
+	if err := commit(pb.NewOffsetsClient(cc), timeout(t, 10*time.Second), old); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 10 {
+		next := old + 1
+		go commit(pb.NewOffsetsClient(cc), context.Background(), next)
+		time.Sleep(time.Duration(rng.IntN(500)) * time.Microsecond)
+		s.cmd.Process.Signal(syscall.SIGKILL)
+		<-s.exited
+		s = startServerIn(t, dir)
+		cc = s.dial()
+		resp, err := pb.NewOffsetsClient(cc).FetchOffsets(timeout(t, 10*time.Second), &pb.FetchOffsetsRequest{Group: "g", Topic: "eight"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[int64]int{}
+		for _, o := range resp.Offsets {
+			seen[o.Offset]++
+		}
+		if len(resp.Offsets) != 8 || len(seen) != 1 {
+			t.Fatalf("round %d: after a kill during a commit of %d over %d: offsets %v", round, next, old, seen)
+		}
+		for v := range seen {
+			t.Logf("round %d: all 8 at %d", round, v)
+			old = v
+		}
+	}
+}
