@@ -1,9 +1,11 @@
 // Package edge tests logd at its API edge with bad and hostile input, against
 // the real binary run as a process: malformed and random protobuf bytes,
-// random field values, oversized messages, floods of connections and streams,
-// a descriptor limit, and subscribers that never read. In every case the
-// server must stay up, answer with a clear status, keep serving other
-// clients, and keep its memory bounded (read from /proc/PID/status).
+// random field values, oversized messages, floods of connections and streams
+// (and HTTP/2 rapid reset), a descriptor limit, a full disk, subscribers that
+// never read, topics deleted and re-created under load, and kill -9 around
+// metadata operations. In every case the server must stay up, answer with a
+// clear status, keep serving other clients, keep its memory bounded (read
+// from /proc/PID/status) and keep its data consistent.
 package edge
 
 import (
