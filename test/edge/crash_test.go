@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/logd/logd/internal/batch"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -185,5 +186,65 @@ func TestKillDuringCommitOffsets(t *testing.T) {
 			t.Logf("round %d: all 8 at %d", round, v)
 			old = v
 		}
+	}
+}
+
+// TestRetryAcrossRestarts: an idempotent producer's batch acknowledged
+// before a kill -9 (the client never got the answer) and retried, unchanged,
+// after the restart is answered as a duplicate with its original offsets and
+// not stored twice, whether or not the segment holding it was rolled before
+// the kill. (Found: the producer state is rebuilt from the active segment
+// only, partition.recoverProducers; a batch in an older segment is appended
+// again.)
+func TestRetryAcrossRestarts(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		others int // batches other producers append after it (4 KiB segments)
+	}{{"in the active segment", 0}, {"in a rolled segment", 60}} {
+		t.Run(c.name, func(t *testing.T) { retryAcrossRestart(t, c.others) })
+	}
+}
+
+func retryAcrossRestart(t *testing.T, others int) {
+	dir := t.TempDir()
+	s := startServerIn(t, dir)
+	seg := int64(4 << 10)
+	if _, err := pb.NewAdminClient(s.dial()).CreateTopic(timeout(t, 10*time.Second), &pb.CreateTopicRequest{Name: "idem", Partitions: 1,
+		Config: &pb.TopicConfig{SegmentBytes: &seg}}); err != nil {
+		t.Fatal(err)
+	}
+	part := int32(0)
+	mk := func(id int64, seq int32, n int) []byte {
+		recs := make([]batch.Record, n)
+		for i := range recs {
+			recs[i] = batch.Record{Value: []byte(fmt.Sprintf("p%d-s%d", id, int(seq)+i))}
+		}
+		return batch.Encode(nil, 0, batch.Producer{ID: id, Epoch: 0, Sequence: seq}, recs)
+	}
+	logc := pb.NewLogClient(s.dial())
+	produce := func(b []byte) *pb.PartitionAppend {
+		t.Helper()
+		resp, err := logc.Produce(timeout(t, 10*time.Second), &pb.ProduceRequest{Topic: "idem", Partition: &part, Batch: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Appends[0]
+	}
+	produce(mk(42, 0, 3))
+	last := mk(42, 3, 2) // the batch whose answer the producer never got
+	orig := produce(last)
+	for i := range others {
+		produce(mk(int64(100+i%3), int32(i/3*5), 5))
+	}
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.exited
+	s = startServerIn(t, dir)
+	logc = pb.NewLogClient(s.dial())
+	a := produce(last)
+	if !a.Duplicate {
+		t.Fatalf("the retried batch, appended at %d-%d before the kill, was appended again at %d-%d", orig.BaseOffset, orig.LastOffset, a.BaseOffset, a.LastOffset)
+	}
+	if a.BaseOffset != orig.BaseOffset || a.LastOffset != orig.LastOffset {
+		t.Fatalf("the duplicate answer gives %d-%d, the original append was %d-%d", a.BaseOffset, a.LastOffset, orig.BaseOffset, orig.LastOffset)
 	}
 }
