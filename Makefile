@@ -1,16 +1,20 @@
 # logd — see README.md. Every target works on a fresh clone: tools the
 # targets need are installed into ./.tools by `make tools`.
 
+SHELL     := /bin/bash
 GO        ?= go
 TOOLS     := $(CURDIR)/.tools
 export PATH := $(TOOLS):$(PATH)
 export GOBIN := $(TOOLS)
 
-# Packages where concurrency lives run under the race detector.
-RACE_PKGS := ./log/... ./partition/... ./offsets/... ./retention/... ./client/... ./internal/...
+# Packages where concurrency lives run under the race detector; the rest
+# (the CLI, tests of the real binary as processes, the torture harness) run
+# without it. Together they are every package: check-pkgs says so.
+RACE_PKGS  := ./log/... ./partition/... ./offsets/... ./retention/... ./client/... ./internal/... ./replication/...
+PLAIN_PKGS := ./cmd/... ./test/... ./torture/... ./proto/...
 FUZZTIME  ?= 5s
 
-.PHONY: all build run test test-race test-fuzz fuzz lint proto tools bench bench-compare clean
+.PHONY: check-pkgs all build run test test-race test-fuzz fuzz lint proto tools bench bench-compare clean
 
 all: build
 
@@ -37,9 +41,15 @@ $(TOOLS)/protoc-gen-go-grpc:
 # test: lint (gofmt, vet, staticcheck), every package once, the concurrent
 # ones under -race, and a few seconds of each fuzz target.
 test: tools build lint
-	$(GO) test -count=1 -timeout 10m ./...
+	@$(MAKE) --no-print-directory check-pkgs
 	$(GO) test -count=1 -race -timeout 10m $(RACE_PKGS)
+	$(GO) test -count=1 -timeout 10m $(PLAIN_PKGS)
 	$(MAKE) --no-print-directory test-fuzz
+
+# check-pkgs fails when a package is in neither test list.
+check-pkgs:
+	@missing=$$(comm -23 <($(GO) list ./... | sort) <($(GO) list $(RACE_PKGS) $(PLAIN_PKGS) | sort)); \
+	  if [ -n "$$missing" ]; then echo "packages not tested by make test: $$missing (add them to RACE_PKGS or PLAIN_PKGS)"; exit 1; fi
 
 # Each fuzz target for FUZZTIME; `make fuzz FUZZTIME=2m` runs longer.
 test-fuzz:
