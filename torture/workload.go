@@ -24,7 +24,7 @@ type WorkloadConfig struct {
 	// acknowledged or failed (default 32).
 	MaxOutstanding int
 	// TopicConfig is the topic's configuration; zero: no retention limits
-	// and 256 KiB segments. With retention the checkers judge only what
+	// and 64 KiB segments. With retention the checkers judge only what
 	// the final read still finds (records below its log start count as
 	// trimmed).
 	TopicConfig *client.TopicConfig
@@ -140,7 +140,7 @@ func (w *Workload) Setup(ctx context.Context) error {
 	for {
 		tc := client.TopicConfig{
 			RetentionTime: client.Unlimited, RetentionBytes: client.Unlimited, RetentionRecords: client.Unlimited,
-			SegmentBytes: 256 << 10, // many segments: rolls and indexes under fire
+			SegmentBytes: 64 << 10, // many segments: rolls, indexes and producer state under fire
 		}
 		if w.cfg.TopicConfig != nil {
 			tc = *w.cfg.TopicConfig
