@@ -22,8 +22,11 @@
 //   - Nemeses (nemesis.go): kill -9 then restart, SIGSTOP then SIGCONT,
 //     SIGSTOP then kill -9 then restart, a full disk (a ProcessCluster
 //     with DiskBytes puts each data directory on its own tmpfs and fills
-//     it), and faults of the clients' connections through a TCP proxy
-//     (proxy.go: cut, blackhole, slow), on a seeded schedule, one fault at
+//     it), faults of the clients' connections through a TCP proxy in front
+//     of the node (proxy.go: cut, blackhole, slow), and faults of one
+//     producer's own connection while the others go on (clientnet.go: cut,
+//     mute: its requests applied, their answers held), on a seeded
+//     schedule, one fault at
 //     a time or (NemesisConfig.Combine) a process fault together with a
 //     network or disk fault. With NemesisConfig.TargetLeader each fault
 //     strikes the leader of a random partition (LeaderOf reads the cluster
@@ -78,7 +81,8 @@
 //
 // `go test ./torture` runs a seeded 30-second single-node torture on the
 // real binary (kill, pause, pause-kill), then 10-second runs with network
-// faults, a full disk (root only) and retention, and the self-test.
+// faults, one client cut off or muted around kills, a full disk (root
+// only) and retention, and the self-test.
 // `make torture DURATION=10m` runs the first one longer; TORTURE_SEED picks
 // the seed, TORTURE_NEMESES (make: NEMESES) the faults, and
 // TORTURE_REPORT_DIR keeps the report.

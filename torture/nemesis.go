@@ -31,6 +31,17 @@ const (
 	// NemesisNetSlow delays every chunk between clients and a random node
 	// by a tenth of the fault's length, then heals.
 	NemesisNetSlow = "net-slow"
+	// NemesisClientCut cuts one producer's own connection (see ClientNet)
+	// while the other clients go on, then heals it. Combined with a kill
+	// (Combine), the kill comes a third of the way in: the cut client's
+	// request may have been applied, its answer lost, other producers' appends
+	// roll the segment, the node restarts, and the client retries.
+	NemesisClientCut = "client-cut"
+	// NemesisClientMute holds the answers to one producer (see ClientNet)
+	// while its requests still arrive and are applied: it retries them,
+	// unanswered, until healed. Combined with a kill, its last applied
+	// batch is retried after the restart.
+	NemesisClientMute = "client-mute"
 )
 
 // NemesisConfig configures RunNemesis. Zero values take the defaults.
@@ -51,6 +62,8 @@ type NemesisConfig struct {
 	TargetLeader bool
 	Topic        string
 	Partitions   int32
+	// ClientNet is the workload's per-client network, for NemesisClientCut.
+	ClientNet *ClientNet
 	// Combine, when set, makes about half of the faults two at once: a
 	// process fault (kill, pause, pause-kill) together with one of the
 	// node's network or disk, when Kinds has both classes.
@@ -96,6 +109,10 @@ func RunNemesis(ctx context.Context, c Cluster, h *History, cfg NemesisConfig) e
 			if nf, ok := c.(NetworkFaulter); !ok || nf.Proxy(0) == nil {
 				return fmt.Errorf("torture: nemesis %q needs a cluster with proxies in front of its nodes", k)
 			}
+		case NemesisClientCut, NemesisClientMute:
+			if cfg.ClientNet == nil {
+				return fmt.Errorf("torture: nemesis %q needs NemesisConfig.ClientNet (and the workload's)", k)
+			}
 		default:
 			return fmt.Errorf("torture: unknown nemesis %q", k)
 		}
@@ -119,10 +136,17 @@ func RunNemesis(ctx context.Context, c Cluster, h *History, cfg NemesisConfig) e
 		if other, ok := partner(kind, cfg, rng); ok {
 			// Two faults at once: a process fault and one of its
 			// environment, on the same node.
+			// The network or disk fault first; the process fault a third
+			// of the way into it.
+			proc, env := kind, other
+			if !processFault(proc) {
+				proc, env = env, proc
+			}
 			errs := make(chan error, 1)
-			go func() { errs <- inject(ctx, c, h, cfg, other, node, d) }()
-			err = errors.Join(inject(ctx, c, h, cfg, kind, node, d), <-errs)
-			kind += "+" + other
+			go func() { errs <- inject(ctx, c, h, cfg, env, node, d) }()
+			sleep(ctx, d/3)
+			err = errors.Join(inject(ctx, c, h, cfg, proc, node, d), <-errs)
+			kind = env + "+" + proc
 		} else {
 			err = inject(ctx, c, h, cfg, kind, node, d)
 		}
@@ -202,6 +226,21 @@ func inject(ctx context.Context, c Cluster, h *History, cfg NemesisConfig, kind 
 			sleep(ctx, d)
 			err = fault(h, "free-disk", node, func() error { return df.FreeDisk(node) })
 		}
+	case NemesisClientCut, NemesisClientMute:
+		px := cfg.ClientNet.pick(rand.New(rand.NewPCG(uint64(d), uint64(node))))
+		if px == nil {
+			return nil
+		}
+		fault(h, kind, node, func() error {
+			if kind == NemesisClientCut {
+				px.Cut()
+			} else {
+				px.Mute()
+			}
+			return nil
+		})
+		sleep(ctx, d)
+		fault(h, "client-heal", node, func() error { px.Heal(); return nil })
 	case NemesisNetCut, NemesisNetBlackhole, NemesisNetSlow:
 		px := c.(NetworkFaulter).Proxy(node)
 		err = fault(h, kind, node, func() error {

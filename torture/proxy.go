@@ -9,9 +9,9 @@ import (
 
 // Proxy is a TCP proxy between clients and one node, through which the
 // network nemeses act on the client's side of the connection: cut every
-// connection (and refuse new ones), blackhole them (bytes are held, not
-// delivered, until healed: requests reach the node but their answers do not
-// come back, or the reverse), or delay every chunk.
+// connection (and refuse new ones), blackhole them (bytes are held both
+// ways until healed), mute them (only the node's answers are held: requests
+// are applied, their answers lost for now), or delay every chunk.
 type Proxy struct {
 	lis      net.Listener
 	upstream string
@@ -20,6 +20,7 @@ type Proxy struct {
 	cond      *sync.Cond // signalled on every state change
 	cut       bool
 	blackhole bool
+	mute      bool // hold only what the node sends back
 	latency   time.Duration
 	conns     map[net.Conn]struct{}
 	closed    bool
@@ -65,14 +66,14 @@ func (p *Proxy) accept() {
 		p.conns[c], p.conns[up] = struct{}{}, struct{}{}
 		p.mu.Unlock()
 		p.wg.Add(2)
-		go p.pipe(c, up)
-		go p.pipe(up, c)
+		go p.pipe(c, up, false)
+		go p.pipe(up, c, true)
 	}
 }
 
 // pipe copies src to dst chunk by chunk, holding each chunk while the
-// proxy blackholes and delaying it by the latency.
-func (p *Proxy) pipe(src, dst net.Conn) {
+// proxy blackholes (or, for answers, mutes) and delaying it by the latency.
+func (p *Proxy) pipe(src, dst net.Conn, answers bool) {
 	defer p.wg.Done()
 	defer p.drop(src, dst)
 	buf := make([]byte, 32<<10)
@@ -80,7 +81,7 @@ func (p *Proxy) pipe(src, dst net.Conn) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			for p.blackhole && !p.cut && !p.closed {
+			for (p.blackhole || (answers && p.mute)) && !p.cut && !p.closed {
 				p.cond.Wait()
 			}
 			stop, delay := p.cut || p.closed, p.latency
@@ -131,6 +132,14 @@ func (p *Proxy) Blackhole() {
 	p.mu.Unlock()
 }
 
+// Mute holds every byte the node sends back, until Heal: requests still
+// arrive and are applied, their answers do not.
+func (p *Proxy) Mute() {
+	p.mu.Lock()
+	p.mute = true
+	p.mu.Unlock()
+}
+
 // Delay adds d before every chunk forwarded, until Heal.
 func (p *Proxy) Delay(d time.Duration) {
 	p.mu.Lock()
@@ -141,7 +150,7 @@ func (p *Proxy) Delay(d time.Duration) {
 // Heal ends every fault: held bytes flow, new connections are accepted.
 func (p *Proxy) Heal() {
 	p.mu.Lock()
-	p.cut, p.blackhole, p.latency = false, false, 0
+	p.cut, p.blackhole, p.mute, p.latency = false, false, false, 0
 	p.cond.Broadcast()
 	p.mu.Unlock()
 }

@@ -69,6 +69,17 @@ func TestProxyFaults(t *testing.T) {
 	if got, err := r.ReadString('\n'); err != nil || got != "b\n" {
 		t.Fatalf("after heal: %q, %v", got, err)
 	}
+	// Mute: the line arrives (the echo server answers) but the answer is
+	// held until Heal.
+	p.Mute()
+	if err := roundTrip("m", 200*time.Millisecond); err == nil {
+		t.Fatal("a muted proxy delivered an answer")
+	}
+	p.Heal()
+	c.SetDeadline(time.Now().Add(time.Second))
+	if got, err := r.ReadString('\n'); err != nil || got != "m\n" {
+		t.Fatalf("after heal: %q, %v", got, err)
+	}
 	// Delay.
 	p.Delay(100 * time.Millisecond)
 	start := time.Now()

@@ -339,3 +339,47 @@ func TestLeaderOf(t *testing.T) {
 		t.Fatal("a leader for an absent topic")
 	}
 }
+
+// TestTortureClientCut cuts one producer off, or holds the answers to it
+// (its own proxy), while the others go on, and a third of the way in kills
+// the node: a request applied before has its answer lost, other producers
+// roll the (4 KiB) segments, the node restarts, and the producer retries.
+// The idempotent producer must keep the retry from being stored twice.
+func TestTortureClientCut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("torture: skipped in -short mode")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	c, err := StartProcessCluster(ProcessConfig{Binary: logdBinary(t), Nodes: 1, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cn := NewClientNet()
+	defer cn.Close()
+	d, seed := 10*time.Second, int64(13)
+	if s := os.Getenv("TORTURE_CLIENT_CUT_DURATION"); s != "" {
+		if d, err = time.ParseDuration(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := Run(ctx, c, RunConfig{
+		Duration:  d,
+		Seed:      seed,
+		ReportDir: dir,
+		Workload: WorkloadConfig{Followers: 1, Groups: 1, ClientNet: cn, TopicConfig: &client.TopicConfig{
+			RetentionTime: client.Unlimited, RetentionBytes: client.Unlimited, RetentionRecords: client.Unlimited,
+			SegmentBytes: 4 << 10}},
+		Nemesis: NemesisConfig{Kinds: []string{NemesisClientMute, NemesisClientCut, NemesisKill}, Combine: true, ClientNet: cn,
+			Interval: time.Second},
+		Logf: t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", rep.Text())
+	if !rep.Valid {
+		t.Errorf("violations or errors when a client is cut off around a kill")
+	}
+}

@@ -35,6 +35,9 @@ type WorkloadConfig struct {
 	// defaults (short timeouts, so faults produce retries and unknown
 	// outcomes within a run).
 	Producer client.ProducerOptions
+	// ClientNet, when set, gives each producer its own proxy (see
+	// NemesisClientCut).
+	ClientNet *ClientNet
 	// Logf, when set, receives progress lines.
 	Logf func(format string, args ...any)
 }
@@ -184,7 +187,16 @@ func (w *Workload) Wait() { w.wg.Wait() }
 func (w *Workload) produce(ctx context.Context, id int) {
 	rng := w.rng(1000 + id)
 	proc := w.process()
-	c, err := w.dial(rng)
+	var c *client.Client
+	var err error
+	if w.cfg.ClientNet != nil {
+		var addr string
+		if addr, err = w.cfg.ClientNet.Dial(w.cluster.Addr(rng.IntN(w.cluster.Size()))); err == nil {
+			c, err = client.Dial(addr, client.WithCallTimeout(3*time.Second))
+		}
+	} else {
+		c, err = w.dial(rng)
+	}
 	if err != nil {
 		w.cfg.Logf("producer %d: %v", id, err)
 		return
