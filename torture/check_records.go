@@ -134,6 +134,12 @@ func finalExtent(reads []Op) string {
 // Counts: distinct values read, duplicated values.
 func CheckDuplicates(ops []Op) *Verdict {
 	v := newVerdict("duplicates")
+	produced := map[string]Op{}
+	for _, op := range ops {
+		if op.Kind == OpProduce {
+			produced[op.Value] = op
+		}
+	}
 	where := map[string]position{}
 	whereOp := map[string]Op{}
 	dup := map[string]bool{}
@@ -150,7 +156,11 @@ func CheckDuplicates(ops []Op) *Verdict {
 			}
 			if first != pos && !dup[r.Value] {
 				dup[r.Value] = true
-				v.fail([]Op{whereOp[r.Value], op}, "duplicate: %s at %s and at %s", r.Value, first, pos)
+				w := []Op{whereOp[r.Value], op}
+				if p, ok := produced[r.Value]; ok {
+					w = append(w, p)
+				}
+				v.fail(w, "duplicate: %s at %s and at %s", r.Value, first, pos)
 			}
 		}
 	}

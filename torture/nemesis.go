@@ -142,10 +142,13 @@ func RunNemesis(ctx context.Context, c Cluster, h *History, cfg NemesisConfig) e
 			if !processFault(proc) {
 				proc, env = env, proc
 			}
+			// The process fault lasts a third too, so the node is back
+			// while the other fault still holds: retries reach the
+			// restarted node within the producers' delivery timeout.
 			errs := make(chan error, 1)
 			go func() { errs <- inject(ctx, c, h, cfg, env, node, d) }()
 			sleep(ctx, d/3)
-			err = errors.Join(inject(ctx, c, h, cfg, proc, node, d), <-errs)
+			err = errors.Join(inject(ctx, c, h, cfg, proc, node, d/3), <-errs)
 			kind = env + "+" + proc
 		} else {
 			err = inject(ctx, c, h, cfg, kind, node, d)

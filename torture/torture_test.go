@@ -345,6 +345,9 @@ func TestLeaderOf(t *testing.T) {
 // the node: a request applied before has its answer lost, other producers
 // roll the (4 KiB) segments, the node restarts, and the producer retries.
 // The idempotent producer must keep the retry from being stored twice.
+// (It fails today, most runs: the node rebuilds producer state from its
+// active segment only, so a retried batch in a rolled segment is stored
+// again; test/edge's TestRetryAcrossRestarts shows it deterministically.)
 func TestTortureClientCut(t *testing.T) {
 	if testing.Short() {
 		t.Skip("torture: skipped in -short mode")
@@ -358,7 +361,7 @@ func TestTortureClientCut(t *testing.T) {
 	defer c.Close()
 	cn := NewClientNet()
 	defer cn.Close()
-	d, seed := 10*time.Second, int64(13)
+	d, seed := 15*time.Second, int64(13)
 	if s := os.Getenv("TORTURE_CLIENT_CUT_DURATION"); s != "" {
 		if d, err = time.ParseDuration(s); err != nil {
 			t.Fatal(err)
