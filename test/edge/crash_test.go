@@ -248,3 +248,68 @@ func retryAcrossRestart(t *testing.T, others int) {
 		t.Fatalf("the duplicate answer gives %d-%d, the original append was %d-%d", a.BaseOffset, a.LastOffset, orig.BaseOffset, orig.LastOffset)
 	}
 }
+
+// TestKillDuringDeleteTopicOffsets kills the server at a random moment
+// around a DeleteTopic of a topic a group has committed offsets on, 10
+// times: after each restart the topic and the group's offsets on it are
+// both there, or both gone (a re-created topic must not inherit offsets of
+// the deleted one). (Found: Server.DeleteTopic deletes the topic, then its
+// offsets in a second Pebble batch; a kill in between keeps the offsets,
+// and the topic created again under the name inherits them.)
+func TestKillDuringDeleteTopicOffsets(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(12, 12))
+	for round := range 10 {
+		name := fmt.Sprintf("committed-%d", round)
+		s := startServerIn(t, dir)
+		cc := s.dial()
+		admin, logc, offs := pb.NewAdminClient(cc), pb.NewLogClient(cc), pb.NewOffsetsClient(cc)
+		if _, err := admin.CreateTopic(timeout(t, 10*time.Second), &pb.CreateTopicRequest{Name: name, Partitions: 2}); err != nil {
+			t.Fatal(err)
+		}
+		req := &pb.CommitOffsetsRequest{Group: "g"}
+		for p := range int32(2) {
+			if _, err := logc.Produce(timeout(t, 10*time.Second), &pb.ProduceRequest{Topic: name, Partition: &p,
+				Records: []*pb.Record{{Value: []byte("a")}, {Value: []byte("b")}}}); err != nil {
+				t.Fatal(err)
+			}
+			req.Offsets = append(req.Offsets, &pb.CommittedOffset{Topic: name, Partition: p, Offset: 2})
+		}
+		if _, err := offs.CommitOffsets(timeout(t, 10*time.Second), req); err != nil {
+			t.Fatal(err)
+		}
+		go admin.DeleteTopic(context.Background(), &pb.DeleteTopicRequest{Name: name})
+		time.Sleep(time.Duration(rng.IntN(800)) * time.Microsecond)
+		s.cmd.Process.Signal(syscall.SIGKILL)
+		<-s.exited
+
+		s = startServerIn(t, dir)
+		cc = s.dial()
+		admin, offs = pb.NewAdminClient(cc), pb.NewOffsetsClient(cc)
+		_, err := admin.DescribeTopic(timeout(t, 10*time.Second), &pb.DescribeTopicRequest{Name: name})
+		exists := status.Code(err) == codes.OK
+		f, ferr := offs.FetchOffsets(timeout(t, 10*time.Second), &pb.FetchOffsetsRequest{Group: "g", Topic: name})
+		if ferr != nil && status.Code(ferr) != codes.NotFound {
+			t.Fatalf("round %d: fetch offsets: %v", round, ferr)
+		}
+		n := len(f.GetOffsets())
+		t.Logf("round %d: topic exists %v, %d committed offsets", round, exists, n)
+		if exists && n != 2 {
+			t.Fatalf("round %d: the topic survived the kill but the group has %d of its 2 offsets", round, n)
+		}
+		if !exists {
+			if _, err := admin.CreateTopic(timeout(t, 10*time.Second), &pb.CreateTopicRequest{Name: name, Partitions: 2}); err != nil {
+				t.Fatalf("round %d: re-create: %v", round, err)
+			}
+			f, err := offs.FetchOffsets(timeout(t, 10*time.Second), &pb.FetchOffsetsRequest{Group: "g", Topic: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(f.Offsets) != 0 {
+				t.Fatalf("round %d: the re-created topic inherited the deleted one's committed offsets: %v", round, f.Offsets)
+			}
+		}
+		s.cmd.Process.Signal(syscall.SIGKILL)
+		<-s.exited
+	}
+}
