@@ -23,7 +23,10 @@
 //     last five batches). A batch equal to a remembered one is answered with
 //     the original offsets and not appended again; one that skips sequences
 //     fails with ErrOutOfOrderSequence; an unknown producer is accepted at any
-//     sequence. The state is rebuilt on open by scanning the active segment's
-//     batch headers, so a retry after a crash and restart is still caught as
-//     long as the original landed in the active segment.
+//     sequence. The state is rebuilt on open from the batches of the segments
+//     written in the last ten minutes (at least the active segment and the
+//     one before, at most 256 MiB of segments), so a retry after a crash and
+//     restart is caught when the original is that recent; a client retries
+//     for its delivery timeout, two minutes by default. (Kafka snapshots
+//     producer state at each roll instead; that would lift the bound.)
 package partition

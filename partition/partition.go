@@ -141,14 +141,36 @@ func (p *Partition) evictOldest() {
 	delete(p.producers, oldID)
 }
 
-// recoverProducers rebuilds the producers' state from the batch headers of
-// the active segment. Reads are bounded (1 MiB at a time).
+// Producer state is rebuilt on open from recent batches: those of every
+// segment written in the last producerMemory (a client retries a batch for
+// its delivery timeout, two minutes by default), and at least the active
+// segment and the one before, but no more than producerScanBytes of
+// segments, which bounds the cost of opening a partition.
+const (
+	producerMemory    = 10 * time.Minute
+	producerScanBytes = 256 << 20
+)
+
+// recoverProducers rebuilds the producers' state from the batches of the
+// recent segments (see producerMemory). Reads are bounded (1 MiB at a time).
 func (p *Partition) recoverProducers() error {
 	segs := p.Log.Segments()
 	if len(segs) == 0 {
 		return nil
 	}
-	off := max(segs[len(segs)-1].BaseOffset, p.Log.StartOffset())
+	since := time.Now().Add(-producerMemory).UnixMilli()
+	first := len(segs) - 1
+	scanned := segs[first].Size
+	for first > 0 {
+		prev := segs[first-1]
+		recent := prev.MaxTimestamp >= since || prev.Created.UnixMilli() >= since
+		if first < len(segs)-1 && (!recent || scanned+prev.Size > producerScanBytes) {
+			break
+		}
+		first--
+		scanned += prev.Size
+	}
+	off := max(segs[first].BaseOffset, p.Log.StartOffset())
 	hw := p.Log.HighWatermark()
 	for off < hw {
 		b, err := p.Log.Read(off, recoveryReadBytes)

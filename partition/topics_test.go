@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/log"
 )
 
 func openTopics(t *testing.T, dir string) (*Topics, *pebble.DB) {
@@ -171,5 +172,48 @@ func TestProducerDedup(t *testing.T) {
 	res = appendOne(t, p, batch.Producer{ID: 5, Epoch: 1, Sequence: 0}, 1)
 	if !res.Duplicate || p.Log.HighWatermark() != hw {
 		t.Fatalf("retry after restart: %+v, hw %d want %d", res, p.Log.HighWatermark(), hw)
+	}
+}
+
+// TestDedupAcrossRolledSegments: a retry after a restart is recognised
+// when the original batch lies in a segment rolled since (not only in the
+// active one).
+func TestDedupAcrossRolledSegments(t *testing.T) {
+	dir := t.TempDir()
+	open := func() (*Topics, *pebble.DB) {
+		db, err := pebble.Open(filepath.Join(dir, "meta"), &pebble.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp, err := Open(Options{DataDir: dir, DB: db, LogOptions: func(c TopicConfig) log.Options {
+			return log.Options{SegmentBytes: c.SegmentBytes}
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tp, db
+	}
+	tp, db := open()
+	c := DefaultConfig("t")
+	c.SegmentBytes = MinSegmentBytes
+	if _, err := tp.Create(c); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := tp.Partition("t", 0)
+	appendOne(t, p, batch.Producer{ID: 42, Sequence: 0}, 3)
+	orig := appendOne(t, p, batch.Producer{ID: 42, Sequence: 3}, 2)
+	for i := range 200 {
+		appendOne(t, p, batch.Producer{ID: int64(100 + i%3), Sequence: int32(i / 3 * 5)}, 5)
+	}
+	if n := len(p.Log.Segments()); n < 3 {
+		t.Fatalf("%d segments: the test needs the original in a rolled one", n)
+	}
+	closeTopics(t, tp, db)
+	tp, db = open()
+	defer closeTopics(t, tp, db)
+	p, _ = tp.Partition("t", 0)
+	again := appendOne(t, p, batch.Producer{ID: 42, Sequence: 3}, 2)
+	if !again.Duplicate || again.BaseOffset != orig.BaseOffset {
+		t.Fatalf("retry after restart: %+v, original %+v", again, orig)
 	}
 }

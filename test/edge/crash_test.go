@@ -217,7 +217,9 @@ func retryAcrossRestart(t *testing.T, others int) {
 	mk := func(id int64, seq int32, n int) []byte {
 		recs := make([]batch.Record, n)
 		for i := range recs {
-			recs[i] = batch.Record{Value: []byte(fmt.Sprintf("p%d-s%d", id, int(seq)+i))}
+			// Timestamped now: records from 1970 would be trimmed by the
+			// default 7-day retention before the retry.
+			recs[i] = batch.Record{Timestamp: time.Now().UnixMilli(), Value: []byte(fmt.Sprintf("p%d-s%d", id, int(seq)+i))}
 		}
 		return batch.Encode(nil, 0, batch.Producer{ID: id, Epoch: 0, Sequence: seq}, recs)
 	}
