@@ -64,6 +64,13 @@ func Open(opts Options) (*Topics, error) {
 		return nil, err
 	}
 	for _, c := range configs {
+		if t.deleting(c) {
+			t.opts.Logger.Warn("finishing the deletion of a topic interrupted by a crash", "topic", c.Name)
+			if err := t.finishDelete(c.Name, int(c.Partitions)); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		tp := &topic{config: c}
 		for i := int32(0); i < c.Partitions; i++ {
 			p, err := t.openPartition(c, i)
@@ -80,6 +87,17 @@ func Open(opts Options) (*Topics, error) {
 	}
 	t.removeLeftovers()
 	return t, nil
+}
+
+// deleting reports whether a crash interrupted the deletion of topic c:
+// one of its partition directories was already renamed aside.
+func (t *Topics) deleting(c TopicConfig) bool {
+	for i := range c.Partitions {
+		if _, err := os.Stat(t.partitionDir(c.Name, i) + ".deleted"); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *Topics) partitionDir(topic string, id int32) string {
@@ -115,6 +133,9 @@ func (t *Topics) removeLeftovers() {
 	for _, e := range ents {
 		name := e.Name()
 		path := filepath.Join(t.dir, name)
+		if strings.Contains(name, ".orphaned-") {
+			continue // moved aside by Create, kept for the operator
+		}
 		if strings.HasSuffix(name, ".deleted") {
 			os.RemoveAll(path)
 			continue
@@ -148,6 +169,19 @@ func (t *Topics) Create(c TopicConfig) (TopicConfig, error) {
 		return c, fmt.Errorf("%w: %q", ErrTopicExists, c.Name)
 	}
 	c.CreatedMs = t.opts.Now().UnixMilli()
+	// A directory already under a new topic's name belongs to no topic (a
+	// create that a crash interrupted, or a copy an operator put there): it
+	// is moved aside, not reused, so the new topic starts empty.
+	for i := range c.Partitions {
+		dir := t.partitionDir(c.Name, i)
+		if _, err := os.Stat(dir); err == nil {
+			aside := fmt.Sprintf("%s.orphaned-%d", dir, t.opts.Now().UnixNano())
+			if err := os.Rename(dir, aside); err != nil {
+				return c, fmt.Errorf("create topic %q: move aside %s: %w", c.Name, dir, err)
+			}
+			t.opts.Logger.Warn("moved aside a directory of no topic", "dir", dir, "to", aside)
+		}
+	}
 	tp := &topic{config: c}
 	for i := int32(0); i < c.Partitions; i++ {
 		p, err := t.openPartition(c, i)
@@ -259,8 +293,11 @@ func (t *Topics) Alter(name string, ch ConfigChange) (TopicConfig, error) {
 	return c, nil
 }
 
-// Delete removes a topic and its data. The config goes first (synced), so a
-// crash midway leaves only directories that the next start removes.
+// Delete removes a topic and its data. The partition directories are
+// renamed to "<dir>.deleted" (and the rename synced) before the config is
+// removed, so a crash midway leaves either the whole topic or a topic whose
+// deletion Open finishes; a topic created again under the name never sees
+// the old records.
 func (t *Topics) Delete(name string) error {
 	t.mu.Lock()
 	tp, ok := t.topics[name]
@@ -268,23 +305,46 @@ func (t *Topics) Delete(name string) error {
 		t.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrTopicNotFound, name)
 	}
-	if err := t.reg.delete(name); err != nil {
-		t.mu.Unlock()
-		return err
-	}
 	delete(t.topics, name)
 	t.mu.Unlock()
-	var errs []error
 	for _, p := range tp.partitions {
 		p.Log.Close()
-		dir := t.partitionDir(name, p.ID)
-		if err := os.Rename(dir, dir+".deleted"); err != nil {
-			errs = append(errs, err)
-			continue
+	}
+	if err := t.finishDelete(name, len(tp.partitions)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// finishDelete moves a topic's partition directories aside, syncs that,
+// removes the topic's config, then the directories.
+func (t *Topics) finishDelete(name string, partitions int) error {
+	for i := range partitions {
+		dir := t.partitionDir(name, int32(i))
+		if err := os.Rename(dir, dir+".deleted"); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("delete topic %q: %w", name, err)
 		}
-		errs = append(errs, os.RemoveAll(dir+".deleted"))
+	}
+	if err := syncDir(t.dir); err != nil {
+		return fmt.Errorf("delete topic %q: %w", name, err)
+	}
+	if err := t.reg.delete(name); err != nil {
+		return err
+	}
+	var errs []error
+	for i := range partitions {
+		errs = append(errs, os.RemoveAll(t.partitionDir(name, int32(i))+".deleted"))
 	}
 	return errors.Join(errs...)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // Close closes every partition's log (each syncs what it holds).

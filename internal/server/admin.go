@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/logd/logd/partition"
 	pb "github.com/logd/logd/proto/logd/v1"
@@ -29,6 +30,14 @@ func (s *Server) CreateTopic(ctx context.Context, req *pb.CreateTopicRequest) (*
 	c.Partitions = req.Partitions
 	c.Replicas = replicas
 	c = c.Apply(configChange(req.Config))
+	if _, err := s.topics.Config(req.Name); err == nil {
+		return nil, toStatus(fmt.Errorf("%w: %q", partition.ErrTopicExists, req.Name))
+	}
+	// Offsets left by a deleted topic of the same name (a crash between the
+	// two steps of DeleteTopic) must not pass to the new one.
+	if err := s.offsets.DeleteTopic(req.Name); err != nil {
+		return nil, toStatus(err)
+	}
 	c, err := s.topics.Create(c)
 	if err != nil {
 		return nil, toStatus(err)
