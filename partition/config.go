@@ -9,6 +9,7 @@ import (
 // Sentinel errors of this package; the server maps them to gRPC codes.
 var (
 	ErrTopicNotFound      = errors.New("topic not found")
+	ErrInvalidTopicName   = errors.New("invalid topic name")
 	ErrTopicExists        = errors.New("topic already exists")
 	ErrPartitionNotFound  = errors.New("partition not found")
 	ErrInvalidConfig      = errors.New("invalid topic config")

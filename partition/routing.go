@@ -51,9 +51,15 @@ func ForKey(key []byte, n int) int32 {
 var topicName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 
 // ValidateTopicName checks a topic name against [A-Za-z0-9._-]{1,249}.
+// Errors wrap ErrInvalidTopicName and quote at most the name's first 64
+// bytes.
 func ValidateTopicName(name string) error {
 	if !topicName.MatchString(name) || name == "." || name == ".." {
-		return fmt.Errorf("invalid topic name %q: use 1 to 249 characters of A-Z a-z 0-9 . _ -", name)
+		shown := name
+		if len(shown) > 64 {
+			shown = shown[:64] + "..."
+		}
+		return fmt.Errorf("%w %q (%d bytes): use 1 to 249 characters of A-Z a-z 0-9 . _ -", ErrInvalidTopicName, shown, len(name))
 	}
 	return nil
 }

@@ -218,6 +218,9 @@ func (t *Topics) Config(name string) (TopicConfig, error) {
 
 // Partitions returns a topic's config and partitions.
 func (t *Topics) Partitions(name string) (TopicConfig, []*Partition, error) {
+	if err := ValidateTopicName(name); err != nil {
+		return TopicConfig{}, nil, err
+	}
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	tp, ok := t.topics[name]
