@@ -2,7 +2,9 @@ package batch
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -103,7 +105,21 @@ func FuzzDecode(f *testing.F) {
 	f.Add(Encode(nil, 0, NoProducer, sample()))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		info, recs, err := Decode(b, 0)
+		info, recs, err := Decode(b, math.MinInt64) // any base offset, even negative
+		if verr := func() error {
+			vi, err := Verify(b)
+			if err != nil {
+				return err
+			}
+			return ValidateRecords(b, vi)
+		}(); (verr == nil) != (err == nil) {
+			// Validation and decoding agree on what is well-formed, except
+			// where Decode reads deeper (keys, values, headers).
+			if verr == nil && err != nil {
+				return
+			}
+			t.Fatalf("ValidateRecords %v, Decode %v", verr, err)
+		}
 		if err != nil {
 			return
 		}
@@ -112,9 +128,40 @@ func FuzzDecode(f *testing.F) {
 		}
 		// What decodes re-encodes to a batch that decodes the same.
 		again := Encode(nil, info.BaseOffset, Producer{info.ProducerID, info.ProducerEpoch, info.FirstSequence}, recs)
-		_, recs2, err := Decode(again, 0)
+		_, recs2, err := Decode(again, math.MinInt64)
 		if err != nil || len(recs2) != len(recs) {
 			t.Fatalf("re-encode: %v", err)
 		}
 	})
+}
+
+// TestValidateRecordsRejectsBadOffsetDeltas: a batch whose CRC is right but
+// whose records are numbered wrongly is refused before it is stored.
+func TestValidateRecordsRejectsBadOffsetDeltas(t *testing.T) {
+	good := Encode(nil, 0, NoProducer, sample())
+	info, err := Verify(good)
+	if err != nil || ValidateRecords(good, info) != nil {
+		t.Fatalf("good batch: %v %v", err, ValidateRecords(good, info))
+	}
+	// Re-encode the records with offset deltas 0, 0, 1 and a fresh CRC.
+	var recs []byte
+	for i, d := range []int32{0, 0, 1} {
+		r := kmsg.Record{OffsetDelta: d, Value: sample()[i].Value}
+		body := r.AppendTo(nil)[1:] // drop the zero length prefix
+		recs = binary.AppendVarint(recs, int64(len(body)))
+		recs = append(recs, body...)
+	}
+	bad := append(bytes.Clone(good[:HeaderSize]), recs...)
+	binary.BigEndian.PutUint32(bad[lengthOffset:], uint32(len(bad)-12))
+	binary.BigEndian.PutUint32(bad[crcOffset:], Checksum(bad))
+	info, err = Verify(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ValidateRecords(bad, info); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("bad offset deltas: %v", err)
+	}
+	if _, _, err := Decode(bad, 0); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Decode of bad offset deltas: %v", err)
+	}
 }

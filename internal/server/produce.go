@@ -118,6 +118,9 @@ func (s *Server) appendBatch(p *partition.Partition, b []byte) (*pb.PartitionApp
 	case info.Attributes&batch.AttrControl != 0:
 		return nil, invalidArg("produce: control batches cannot be produced")
 	}
+	if err := batch.ValidateRecords(b, info); err != nil {
+		return nil, invalidArg("produce: malformed records in the batch (%v): encode records as Kafka v2 records with offset deltas 0, 1, 2...", err)
+	}
 	res, err := p.Append(b, info)
 	if errors.Is(err, log.ErrClosed) {
 		if live := s.stillServed(p); live != nil {
