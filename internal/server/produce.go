@@ -25,7 +25,7 @@ const streamInflight = 64
 
 // Produce appends one batch (or routed records) and answers once durable.
 func (s *Server) Produce(ctx context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
-	resp, err := s.produce(req)
+	resp, err := s.produce(ctx, req)
 	if err != nil {
 		err = toStatus(err)
 		s.m.produceErrors.WithLabelValues(status.Code(err).String()).Inc()
@@ -34,12 +34,17 @@ func (s *Server) Produce(ctx context.Context, req *pb.ProduceRequest) (*pb.Produ
 	return resp, nil
 }
 
-func (s *Server) produce(req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
+func (s *Server) produce(ctx context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
 	start := time.Now()
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
 	defer s.leave()
+	// A request its client already gave up on is not applied (a cancelled
+	// request that is already being appended still may be).
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	cfg, parts, err := s.topics.Partitions(req.Topic)
 	if err != nil {
 		return nil, err
@@ -242,7 +247,7 @@ func (s *Server) ProduceStream(stream pb.Log_ProduceStreamServer) error {
 				lanesMu.Unlock()
 				continue
 			}
-			resp, err := s.produce(req)
+			resp, err := s.produce(ctx, req)
 			if err != nil {
 				st := status.Convert(toStatus(err))
 				s.m.produceErrors.WithLabelValues(st.Code().String()).Inc()
