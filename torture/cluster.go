@@ -3,8 +3,7 @@ package torture
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
+	"github.com/logd/logd/internal/logdtest"
 )
 
 // Cluster is what the workload and the nemeses need of the system under
@@ -53,10 +52,9 @@ type ProcessWatcher interface {
 // BuildLogd builds cmd/logd into dir and returns the binary's path. It runs
 // `go build` in the module that contains this package.
 func BuildLogd(ctx context.Context, dir string) (string, error) {
-	bin := filepath.Join(dir, "logd")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/logd/logd/cmd/logd")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("torture: go build cmd/logd: %w\n%s", err, out)
+	bin, err := logdtest.Build(ctx, dir)
+	if err != nil {
+		return "", fmt.Errorf("torture: %w", err)
 	}
 	return bin, nil
 }

@@ -3,12 +3,12 @@ package torture
 import (
 	"context"
 	"flag"
+	"github.com/logd/logd/internal/logdtest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -246,37 +246,10 @@ func TestTortureNetwork(t *testing.T) {
 	}
 }
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+// logdBinary is the logd binary built once for the package's tests.
+func logdBinary(t *testing.T) string { return logdtest.Binary(t) }
 
-// logdBinary builds cmd/logd once for the package's tests.
-func logdBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "logd-torture-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath, buildErr = BuildLogd(context.Background(), dir)
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-// TestMain removes the binary the tests built.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(logdtest.Main(m)) }
 
 // TestTortureRetention runs the workload on a topic that keeps about 300
 // records a partition in 4 KiB segments, with the trimmer running every

@@ -5,11 +5,10 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"fmt"
+	"github.com/logd/logd/internal/logdtest"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -23,32 +22,10 @@ import (
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+// logdBinary is the logd binary built once for the package's tests.
+func logdBinary(t *testing.T) string { return logdtest.Binary(t) }
 
-// logdBinary builds cmd/logd once per test run.
-func logdBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "logd-e2e-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "logd")
-		out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/logd").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+func TestMain(m *testing.M) { os.Exit(logdtest.Main(m)) }
 
 // node is a running `logd serve` process.
 type node struct {

@@ -12,10 +12,10 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/logd/logd/internal/logdtest"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -30,41 +30,10 @@ import (
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+// logdBinary is the logd binary built once for the package's tests.
+func logdBinary(t *testing.T) string { return logdtest.Binary(t) }
 
-// logdBinary builds cmd/logd once per test binary.
-func logdBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "logd-edge-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "logd")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/logd/logd/cmd/logd").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-// TestMain removes the binary the tests built.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(logdtest.Main(m)) }
 
 // server is a running `logd serve`.
 type server struct {
