@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/logd/logd/log"
@@ -44,6 +45,8 @@ const (
 	readBudgetBytes = 128 << 20
 	maxWait         = 5 * time.Minute
 	shutdownGrace   = 10 * time.Second
+	// maxConnectionIdle closes connections idle this long.
+	maxConnectionIdle = 5 * time.Minute
 )
 
 // Server is a running node.
@@ -172,6 +175,10 @@ func Start(cfg Config) (*Server, error) {
 		// windows keep a stream from waiting on HTTP/2 flow control.
 		grpc.InitialWindowSize(8<<20),
 		grpc.InitialConnWindowSize(32<<20),
+		// Idle connections hold a descriptor each: close them after a
+		// while, as Kafka's connections.max.idle.ms does; clients reconnect
+		// transparently.
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: maxConnectionIdle}),
 	)
 	pb.RegisterLogServer(s.grpc, s)
 	pb.RegisterAdminServer(s.grpc, s)
