@@ -321,7 +321,8 @@ loop:
 			break loop
 		}
 	}
-	// Finish what was admitted: its appends complete and are answered.
+	// Wait for what was admitted: appends under way complete; requests not
+	// yet started are dropped if the client has gone (its context ended).
 	lanesWG.Wait()
 	close(out)
 	sendWG.Wait()
