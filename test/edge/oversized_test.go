@@ -117,16 +117,17 @@ func TestRejectedProduceAppendsNothing(t *testing.T) {
 		}
 	}
 	small, big := keyFor(0), keyFor(1)
-	// Raw key+value sizes total just under the limit (so the request passes
-	// the server's raw-size check); partition 1's encoded batch is over it.
-	bigValue := bytes.Repeat([]byte{'v'}, maxBatchBytes-len(small)-len("small")-len(big)-1)
+	// Key+value sizes plus the server's 7-byte minimum per record total
+	// just under the limit (so the request passes the server's early size
+	// check); partition 1's encoded batch, with its 61-byte header, is over.
+	bigValue := bytes.Repeat([]byte{'v'}, maxBatchBytes-len(small)-len("small")-len(big)-2*7-1)
 	logc := pb.NewLogClient(cc)
 	_, err := logc.Produce(timeout(t, 30*time.Second), &pb.ProduceRequest{Topic: "two", Records: []*pb.Record{
 		{Key: small, Value: []byte("small")},
 		{Key: big, Value: bigValue},
 	}})
 	if err == nil {
-		t.Skip("the server accepted the request (its encoded batch fit): nothing to check")
+		t.Fatal("the server accepted a request whose partition-1 batch encodes over the limit")
 	}
 	t.Logf("rejected: %v", err)
 	lo, err2 := logc.ListOffsets(timeout(t, 10*time.Second), &pb.ListOffsetsRequest{Topic: "two"})
