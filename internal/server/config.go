@@ -19,5 +19,8 @@ type Config struct {
 	// system has less free space (metadata writes at half of it); 0: 5% of
 	// the file system, between 1 MiB and 1 GiB.
 	MinFreeBytes int64
-	Logger       *slog.Logger
+	// LogFS, when set, is the file system the partitions' logs use (tests
+	// inject I/O faults through it); nil: the operating system's.
+	LogFS  log.FS
+	Logger *slog.Logger
 }

@@ -197,6 +197,7 @@ func Start(cfg Config) (*Server, error) {
 // logOptions are the options of a partition's log.
 func (s *Server) logOptions(c partition.TopicConfig) log.Options {
 	return log.Options{
+		FS:           s.cfg.LogFS,
 		SegmentBytes: c.SegmentBytes,
 		SegmentAge:   time.Duration(c.SegmentMs) * time.Millisecond,
 		Fsync:        s.cfg.Fsync,
