@@ -2,7 +2,6 @@ package partition
 
 import (
 	"fmt"
-	"regexp"
 )
 
 // Murmur2 is Kafka's murmur2 hash (org.apache.kafka.common.utils.Utils.murmur2),
@@ -48,13 +47,26 @@ func ForKey(key []byte, n int) int32 {
 	return int32(int(Murmur2(key)&0x7fffffff) % n)
 }
 
-var topicName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
+// validTopicName reports whether name matches [A-Za-z0-9._-]{1,249}. It
+// runs on every request that names a topic, so it is a loop, not a regexp.
+func validTopicName(name string) bool {
+	if len(name) < 1 || len(name) > 249 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // ValidateTopicName checks a topic name against [A-Za-z0-9._-]{1,249}.
 // Errors wrap ErrInvalidTopicName and quote at most the name's first 64
 // bytes.
 func ValidateTopicName(name string) error {
-	if !topicName.MatchString(name) || name == "." || name == ".." {
+	if !validTopicName(name) || name == "." || name == ".." {
 		shown := name
 		if len(shown) > 64 {
 			shown = shown[:64] + "..."

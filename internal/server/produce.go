@@ -60,10 +60,11 @@ func (s *Server) produce(ctx context.Context, req *pb.ProduceRequest) (*pb.Produ
 		if req.Partition == nil {
 			return nil, invalidArg("produce: a batch needs its partition: set partition (0 to %d)", cfg.Partitions-1)
 		}
-		p, err := s.topics.Partition(req.Topic, *req.Partition)
-		if err != nil {
-			return nil, err
+		id := *req.Partition
+		if id < 0 || int(id) >= len(parts) {
+			return nil, status.Errorf(codes.NotFound, "topic %q has partitions 0 to %d, not %d (list topics with `logd topic list`)", req.Topic, cfg.Partitions-1, id)
 		}
+		p := parts[id]
 		a, err := s.appendBatch(p, req.Batch)
 		if err != nil {
 			return nil, err
