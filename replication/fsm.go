@@ -26,6 +26,9 @@ type ApplyResult struct {
 type PartitionFSM struct {
 	log   *log.Log
 	store *LogStore
+	// onApply, when set, sees every applied batch's header, in log order
+	// (the server keeps its producers' dedup state with it on every replica).
+	onApply func(batch.Info)
 
 	mu        sync.Mutex
 	lastIndex uint64 // of the last applied batch entry
@@ -52,6 +55,9 @@ func (f *PartitionFSM) Apply(e *raft.Log) any {
 	}
 	if f.log.HighWatermark() < info.NextOffset() {
 		f.log.SetHighWatermark(info.NextOffset())
+	}
+	if f.onApply != nil {
+		f.onApply(info)
 	}
 	f.mu.Lock()
 	f.lastIndex, f.lastTerm = e.Index, e.Term

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/replication/transport"
 )
@@ -91,6 +92,17 @@ func (n *Node) Addr() raft.ServerAddress { return raft.ServerAddress(n.mux.Addr(
 // (opened with ManualHighWatermark; the caller closes it after the replica
 // is closed).
 func (n *Node) OpenPartition(group string, l *log.Log) (*Partition, error) {
+	return n.OpenReplica(group, l, ReplicaOptions{})
+}
+
+// ReplicaOptions are the per-replica options of OpenReplica.
+type ReplicaOptions struct {
+	// OnApply: see PartitionConfig.OnApply.
+	OnApply func(batch.Info)
+}
+
+// OpenReplica is OpenPartition with per-replica options.
+func (n *Node) OpenReplica(group string, l *log.Log, opts ReplicaOptions) (*Partition, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
@@ -112,6 +124,7 @@ func (n *Node) OpenPartition(group string, l *log.Log) (*Partition, error) {
 		Stream:      stream,
 		Raft:        n.cfg.Raft,
 		Logger:      n.log,
+		OnApply:     opts.OnApply,
 	})
 	if err != nil {
 		stream.Close()
@@ -120,6 +133,23 @@ func (n *Node) OpenPartition(group string, l *log.Log) (*Partition, error) {
 	n.parts[group] = p
 	return p, nil
 }
+
+// Stream returns the node's stream layer for a group that is not a
+// partition (the metadata group); the caller closes it.
+func (n *Node) Stream(group string) (raft.StreamLayer, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return nil, errors.New("replication: node closed")
+	}
+	return n.mux.Group(group)
+}
+
+// Logger is the node's logger.
+func (n *Node) Logger() hclog.Logger { return n.log }
+
+// Config is the node's configuration.
+func (n *Node) Config() NodeConfig { return n.cfg }
 
 // Partition returns the open replica of group, or nil.
 func (n *Node) Partition(group string) *Partition {

@@ -57,6 +57,10 @@ type PartitionConfig struct {
 	Raft *raft.Config
 	// Logger; nil: hclog's default.
 	Logger hclog.Logger
+	// OnApply, when set, is called with the header of every applied batch,
+	// in log order, on every replica (also when Raft replays entries after
+	// a restart).
+	OnApply func(batch.Info)
 }
 
 // Partition is this node's replica of a partition's Raft group.
@@ -102,6 +106,7 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 	p := &Partition{group: cfg.Group, log: cfg.Log, snaps: snaps}
 	p.store = NewLogStore(cfg.Log)
 	p.fsm = NewPartitionFSM(cfg.Log, p.store)
+	p.fsm.onApply = cfg.OnApply
 	p.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  cfg.Stream,
 		MaxPool: 3,
