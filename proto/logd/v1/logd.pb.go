@@ -2166,7 +2166,10 @@ func (x *ResetOffsetsResponse) GetOffsets() []*CommittedOffset {
 }
 
 type ClusterStatusRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only this node's own replicas, without asking other nodes (nodes set
+	// it when they gather a cluster-wide status).
+	Local         bool `protobuf:"varint,1,opt,name=local,proto3" json:"local,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2201,6 +2204,198 @@ func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
 	return file_logd_v1_logd_proto_rawDescGZIP(), []int{33}
 }
 
+func (x *ClusterStatusRequest) GetLocal() bool {
+	if x != nil {
+		return x.Local
+	}
+	return false
+}
+
+type JoinRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	ApiAddr       string                 `protobuf:"bytes,2,opt,name=api_addr,json=apiAddr,proto3" json:"api_addr,omitempty"`
+	RaftAddr      string                 `protobuf:"bytes,3,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JoinRequest) Reset() {
+	*x = JoinRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinRequest) ProtoMessage() {}
+
+func (x *JoinRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
+func (*JoinRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *JoinRequest) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *JoinRequest) GetApiAddr() string {
+	if x != nil {
+		return x.ApiAddr
+	}
+	return ""
+}
+
+func (x *JoinRequest) GetRaftAddr() string {
+	if x != nil {
+		return x.RaftAddr
+	}
+	return ""
+}
+
+type JoinResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JoinResponse) Reset() {
+	*x = JoinResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinResponse) ProtoMessage() {}
+
+func (x *JoinResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
+func (*JoinResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{35}
+}
+
+type RemoveNodeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveNodeRequest) Reset() {
+	*x = RemoveNodeRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveNodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveNodeRequest) ProtoMessage() {}
+
+func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
+func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *RemoveNodeRequest) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+type RemoveNodeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Partitions whose replica moved, as "topic/partition".
+	Moved         []string `protobuf:"bytes,1,rep,name=moved,proto3" json:"moved,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveNodeResponse) Reset() {
+	*x = RemoveNodeResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveNodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveNodeResponse) ProtoMessage() {}
+
+func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
+func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *RemoveNodeResponse) GetMoved() []string {
+	if x != nil {
+		return x.Moved
+	}
+	return nil
+}
+
 type NodeStatus struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -2213,7 +2408,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	mi := &file_logd_v1_logd_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2225,7 +2420,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	mi := &file_logd_v1_logd_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2238,7 +2433,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{34}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *NodeStatus) GetId() string {
@@ -2284,7 +2479,7 @@ type PartitionStatus struct {
 
 func (x *PartitionStatus) Reset() {
 	*x = PartitionStatus{}
-	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	mi := &file_logd_v1_logd_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2296,7 +2491,7 @@ func (x *PartitionStatus) String() string {
 func (*PartitionStatus) ProtoMessage() {}
 
 func (x *PartitionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	mi := &file_logd_v1_logd_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2309,7 +2504,7 @@ func (x *PartitionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionStatus.ProtoReflect.Descriptor instead.
 func (*PartitionStatus) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{35}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PartitionStatus) GetTopic() string {
@@ -2372,7 +2567,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	mi := &file_logd_v1_logd_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2384,7 +2579,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	mi := &file_logd_v1_logd_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2397,7 +2592,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{36}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ClusterStatusResponse) GetNodes() []*NodeStatus {
@@ -2590,8 +2785,18 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"_partitionB\t\n" +
 	"\a_offset\"J\n" +
 	"\x14ResetOffsetsResponse\x122\n" +
-	"\aoffsets\x18\x01 \x03(\v2\x18.logd.v1.CommittedOffsetR\aoffsets\"\x16\n" +
-	"\x14ClusterStatusRequest\"j\n" +
+	"\aoffsets\x18\x01 \x03(\v2\x18.logd.v1.CommittedOffsetR\aoffsets\",\n" +
+	"\x14ClusterStatusRequest\x12\x14\n" +
+	"\x05local\x18\x01 \x01(\bR\x05local\"^\n" +
+	"\vJoinRequest\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x19\n" +
+	"\bapi_addr\x18\x02 \x01(\tR\aapiAddr\x12\x1b\n" +
+	"\traft_addr\x18\x03 \x01(\tR\braftAddr\"\x0e\n" +
+	"\fJoinResponse\",\n" +
+	"\x11RemoveNodeRequest\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"*\n" +
+	"\x12RemoveNodeResponse\x12\x14\n" +
+	"\x05moved\x18\x01 \x03(\tR\x05moved\"j\n" +
 	"\n" +
 	"NodeStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
@@ -2641,9 +2846,12 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\fFetchOffsets\x12\x1c.logd.v1.FetchOffsetsRequest\x1a\x1d.logd.v1.FetchOffsetsResponse\x12E\n" +
 	"\n" +
 	"ListGroups\x12\x1a.logd.v1.ListGroupsRequest\x1a\x1b.logd.v1.ListGroupsResponse\x12K\n" +
-	"\fResetOffsets\x12\x1c.logd.v1.ResetOffsetsRequest\x1a\x1d.logd.v1.ResetOffsetsResponse2R\n" +
+	"\fResetOffsets\x12\x1c.logd.v1.ResetOffsetsRequest\x1a\x1d.logd.v1.ResetOffsetsResponse2\xce\x01\n" +
 	"\aCluster\x12G\n" +
-	"\x06Status\x12\x1d.logd.v1.ClusterStatusRequest\x1a\x1e.logd.v1.ClusterStatusResponseB+Z)github.com/logd/logd/proto/logd/v1;logdv1b\x06proto3"
+	"\x06Status\x12\x1d.logd.v1.ClusterStatusRequest\x1a\x1e.logd.v1.ClusterStatusResponse\x123\n" +
+	"\x04Join\x12\x14.logd.v1.JoinRequest\x1a\x15.logd.v1.JoinResponse\x12E\n" +
+	"\n" +
+	"RemoveNode\x12\x1a.logd.v1.RemoveNodeRequest\x1a\x1b.logd.v1.RemoveNodeResponseB+Z)github.com/logd/logd/proto/logd/v1;logdv1b\x06proto3"
 
 var (
 	file_logd_v1_logd_proto_rawDescOnce sync.Once
@@ -2658,7 +2866,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Acks)(0),                     // 0: logd.v1.Acks
 	(OffsetSpec)(0),               // 1: logd.v1.OffsetSpec
@@ -2696,9 +2904,13 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*ResetOffsetsRequest)(nil),   // 33: logd.v1.ResetOffsetsRequest
 	(*ResetOffsetsResponse)(nil),  // 34: logd.v1.ResetOffsetsResponse
 	(*ClusterStatusRequest)(nil),  // 35: logd.v1.ClusterStatusRequest
-	(*NodeStatus)(nil),            // 36: logd.v1.NodeStatus
-	(*PartitionStatus)(nil),       // 37: logd.v1.PartitionStatus
-	(*ClusterStatusResponse)(nil), // 38: logd.v1.ClusterStatusResponse
+	(*JoinRequest)(nil),           // 36: logd.v1.JoinRequest
+	(*JoinResponse)(nil),          // 37: logd.v1.JoinResponse
+	(*RemoveNodeRequest)(nil),     // 38: logd.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),    // 39: logd.v1.RemoveNodeResponse
+	(*NodeStatus)(nil),            // 40: logd.v1.NodeStatus
+	(*PartitionStatus)(nil),       // 41: logd.v1.PartitionStatus
+	(*ClusterStatusResponse)(nil), // 42: logd.v1.ClusterStatusResponse
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	2,  // 0: logd.v1.Record.headers:type_name -> logd.v1.Header
@@ -2720,8 +2932,8 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	26, // 16: logd.v1.FetchOffsetsResponse.offsets:type_name -> logd.v1.CommittedOffset
 	1,  // 17: logd.v1.ResetOffsetsRequest.spec:type_name -> logd.v1.OffsetSpec
 	26, // 18: logd.v1.ResetOffsetsResponse.offsets:type_name -> logd.v1.CommittedOffset
-	36, // 19: logd.v1.ClusterStatusResponse.nodes:type_name -> logd.v1.NodeStatus
-	37, // 20: logd.v1.ClusterStatusResponse.partitions:type_name -> logd.v1.PartitionStatus
+	40, // 19: logd.v1.ClusterStatusResponse.nodes:type_name -> logd.v1.NodeStatus
+	41, // 20: logd.v1.ClusterStatusResponse.partitions:type_name -> logd.v1.PartitionStatus
 	4,  // 21: logd.v1.Log.Produce:input_type -> logd.v1.ProduceRequest
 	4,  // 22: logd.v1.Log.ProduceStream:input_type -> logd.v1.ProduceRequest
 	7,  // 23: logd.v1.Log.Fetch:input_type -> logd.v1.FetchRequest
@@ -2737,23 +2949,27 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	31, // 33: logd.v1.Offsets.ListGroups:input_type -> logd.v1.ListGroupsRequest
 	33, // 34: logd.v1.Offsets.ResetOffsets:input_type -> logd.v1.ResetOffsetsRequest
 	35, // 35: logd.v1.Cluster.Status:input_type -> logd.v1.ClusterStatusRequest
-	5,  // 36: logd.v1.Log.Produce:output_type -> logd.v1.ProduceResponse
-	5,  // 37: logd.v1.Log.ProduceStream:output_type -> logd.v1.ProduceResponse
-	8,  // 38: logd.v1.Log.Fetch:output_type -> logd.v1.FetchResponse
-	8,  // 39: logd.v1.Log.Subscribe:output_type -> logd.v1.FetchResponse
-	12, // 40: logd.v1.Log.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	15, // 41: logd.v1.Admin.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	17, // 42: logd.v1.Admin.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	21, // 43: logd.v1.Admin.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	23, // 44: logd.v1.Admin.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	25, // 45: logd.v1.Admin.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	28, // 46: logd.v1.Offsets.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	30, // 47: logd.v1.Offsets.FetchOffsets:output_type -> logd.v1.FetchOffsetsResponse
-	32, // 48: logd.v1.Offsets.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	34, // 49: logd.v1.Offsets.ResetOffsets:output_type -> logd.v1.ResetOffsetsResponse
-	38, // 50: logd.v1.Cluster.Status:output_type -> logd.v1.ClusterStatusResponse
-	36, // [36:51] is the sub-list for method output_type
-	21, // [21:36] is the sub-list for method input_type
+	36, // 36: logd.v1.Cluster.Join:input_type -> logd.v1.JoinRequest
+	38, // 37: logd.v1.Cluster.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	5,  // 38: logd.v1.Log.Produce:output_type -> logd.v1.ProduceResponse
+	5,  // 39: logd.v1.Log.ProduceStream:output_type -> logd.v1.ProduceResponse
+	8,  // 40: logd.v1.Log.Fetch:output_type -> logd.v1.FetchResponse
+	8,  // 41: logd.v1.Log.Subscribe:output_type -> logd.v1.FetchResponse
+	12, // 42: logd.v1.Log.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	15, // 43: logd.v1.Admin.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	17, // 44: logd.v1.Admin.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	21, // 45: logd.v1.Admin.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	23, // 46: logd.v1.Admin.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	25, // 47: logd.v1.Admin.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	28, // 48: logd.v1.Offsets.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	30, // 49: logd.v1.Offsets.FetchOffsets:output_type -> logd.v1.FetchOffsetsResponse
+	32, // 50: logd.v1.Offsets.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	34, // 51: logd.v1.Offsets.ResetOffsets:output_type -> logd.v1.ResetOffsetsResponse
+	42, // 52: logd.v1.Cluster.Status:output_type -> logd.v1.ClusterStatusResponse
+	37, // 53: logd.v1.Cluster.Join:output_type -> logd.v1.JoinResponse
+	39, // 54: logd.v1.Cluster.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	38, // [38:55] is the sub-list for method output_type
+	21, // [21:38] is the sub-list for method input_type
 	21, // [21:21] is the sub-list for extension type_name
 	21, // [21:21] is the sub-list for extension extendee
 	0,  // [0:21] is the sub-list for field type_name
@@ -2773,7 +2989,7 @@ func file_logd_v1_logd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   37,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

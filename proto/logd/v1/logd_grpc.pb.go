@@ -787,7 +787,9 @@ var Offsets_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Cluster_Status_FullMethodName = "/logd.v1.Cluster/Status"
+	Cluster_Status_FullMethodName     = "/logd.v1.Cluster/Status"
+	Cluster_Join_FullMethodName       = "/logd.v1.Cluster/Join"
+	Cluster_RemoveNode_FullMethodName = "/logd.v1.Cluster/RemoveNode"
 )
 
 // ClusterClient is the client API for Cluster service.
@@ -797,6 +799,12 @@ const (
 // Cluster reports nodes and partition leadership.
 type ClusterClient interface {
 	Status(ctx context.Context, in *ClusterStatusRequest, opts ...grpc.CallOption) (*ClusterStatusResponse, error)
+	// Join adds a node to the cluster (cluster mode; any member forwards it
+	// to the metadata leader).
+	Join(ctx context.Context, in *JoinRequest, opts ...grpc.CallOption) (*JoinResponse, error)
+	// RemoveNode removes a node and moves its partition replicas onto the
+	// remaining nodes.
+	RemoveNode(ctx context.Context, in *RemoveNodeRequest, opts ...grpc.CallOption) (*RemoveNodeResponse, error)
 }
 
 type clusterClient struct {
@@ -817,6 +825,26 @@ func (c *clusterClient) Status(ctx context.Context, in *ClusterStatusRequest, op
 	return out, nil
 }
 
+func (c *clusterClient) Join(ctx context.Context, in *JoinRequest, opts ...grpc.CallOption) (*JoinResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(JoinResponse)
+	err := c.cc.Invoke(ctx, Cluster_Join_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clusterClient) RemoveNode(ctx context.Context, in *RemoveNodeRequest, opts ...grpc.CallOption) (*RemoveNodeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RemoveNodeResponse)
+	err := c.cc.Invoke(ctx, Cluster_RemoveNode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClusterServer is the server API for Cluster service.
 // All implementations must embed UnimplementedClusterServer
 // for forward compatibility.
@@ -824,6 +852,12 @@ func (c *clusterClient) Status(ctx context.Context, in *ClusterStatusRequest, op
 // Cluster reports nodes and partition leadership.
 type ClusterServer interface {
 	Status(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error)
+	// Join adds a node to the cluster (cluster mode; any member forwards it
+	// to the metadata leader).
+	Join(context.Context, *JoinRequest) (*JoinResponse, error)
+	// RemoveNode removes a node and moves its partition replicas onto the
+	// remaining nodes.
+	RemoveNode(context.Context, *RemoveNodeRequest) (*RemoveNodeResponse, error)
 	mustEmbedUnimplementedClusterServer()
 }
 
@@ -836,6 +870,12 @@ type UnimplementedClusterServer struct{}
 
 func (UnimplementedClusterServer) Status(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Status not implemented")
+}
+func (UnimplementedClusterServer) Join(context.Context, *JoinRequest) (*JoinResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Join not implemented")
+}
+func (UnimplementedClusterServer) RemoveNode(context.Context, *RemoveNodeRequest) (*RemoveNodeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoveNode not implemented")
 }
 func (UnimplementedClusterServer) mustEmbedUnimplementedClusterServer() {}
 func (UnimplementedClusterServer) testEmbeddedByValue()                 {}
@@ -876,6 +916,42 @@ func _Cluster_Status_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Cluster_Join_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(JoinRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServer).Join(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Cluster_Join_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServer).Join(ctx, req.(*JoinRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Cluster_RemoveNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveNodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServer).RemoveNode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Cluster_RemoveNode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServer).RemoveNode(ctx, req.(*RemoveNodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Cluster_ServiceDesc is the grpc.ServiceDesc for Cluster service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -886,6 +962,14 @@ var Cluster_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Status",
 			Handler:    _Cluster_Status_Handler,
+		},
+		{
+			MethodName: "Join",
+			Handler:    _Cluster_Join_Handler,
+		},
+		{
+			MethodName: "RemoveNode",
+			Handler:    _Cluster_RemoveNode_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
