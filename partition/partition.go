@@ -31,7 +31,10 @@ type Partition struct {
 }
 
 type producerState struct {
-	mu       sync.Mutex // held across a producer's append: its batches go in order
+	// appendMu is held across a producer's append, so that its batches go
+	// in order; the fields below are guarded by the partition's mu (Observe
+	// updates them while an append holds appendMu).
+	appendMu sync.Mutex
 	epoch    int16
 	lastSeq  int32 // sequence of the last record appended
 	recent   []appendedBatch
@@ -62,45 +65,91 @@ func (p *Partition) Name() string { return fmt.Sprintf("%s-%d", p.Topic, p.ID) }
 // Append appends one verified batch (see batch.Verify), deduplicating
 // idempotent producers' retries. b is modified in place by the log.
 func (p *Partition) Append(b []byte, info batch.Info) (AppendResult, error) {
+	return p.AppendVia(b, info, p.Log.Append)
+}
+
+// AppendVia is Append through another path to the log (a replicated
+// partition appends through Raft): write stores b and returns its header
+// with the offsets it got. The producer's state is checked before write and
+// updated after it; a producer's batches are written one at a time.
+func (p *Partition) AppendVia(b []byte, info batch.Info, write func([]byte) (batch.Info, error)) (AppendResult, error) {
 	if info.ProducerID < 0 {
-		got, err := p.Log.Append(b)
+		got, err := write(b)
 		if err != nil {
 			return AppendResult{}, err
 		}
 		return AppendResult{BaseOffset: got.BaseOffset, LastOffset: got.LastOffset()}, nil
 	}
 	st := p.producer(info.ProducerID)
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	st.appendMu.Lock()
+	defer st.appendMu.Unlock()
 	firstSeq := info.FirstSequence
 	lastSeq := firstSeq + info.LastOffsetDelta
-	known := st.lastSeq >= 0
-	if known && info.ProducerEpoch < st.epoch {
-		return AppendResult{}, fmt.Errorf("%w: producer %d epoch %d is older than epoch %d", ErrOutOfOrderSequence, info.ProducerID, info.ProducerEpoch, st.epoch)
+	if res, err, done := p.checkSequence(st, info, firstSeq, lastSeq); done {
+		return res, err
 	}
-	if known && info.ProducerEpoch == st.epoch {
-		for _, r := range st.recent {
-			if r.firstSeq == firstSeq && r.lastSeq == lastSeq {
-				return AppendResult{BaseOffset: r.base, LastOffset: r.last, Duplicate: true}, nil
-			}
-		}
-		if firstSeq <= st.lastSeq {
-			return AppendResult{BaseOffset: -1, LastOffset: -1, Duplicate: true}, nil
-		}
-		if firstSeq != st.lastSeq+1 {
-			return AppendResult{}, fmt.Errorf("%w: producer %d sent sequence %d, expected %d: resend the earlier batches first",
-				ErrOutOfOrderSequence, info.ProducerID, firstSeq, st.lastSeq+1)
-		}
-	}
-	got, err := p.Log.Append(b)
+	got, err := write(b)
 	if err != nil {
 		return AppendResult{}, err
 	}
 	res := AppendResult{BaseOffset: got.BaseOffset, LastOffset: got.LastOffset()}
-	st.remember(info.ProducerEpoch, appendedBatch{firstSeq, lastSeq, res.BaseOffset, res.LastOffset})
+	p.mu.Lock()
+	// A replicated append may have been Observed already, as Raft applied it.
+	if !(st.epoch == info.ProducerEpoch && st.lastSeq >= lastSeq) {
+		st.remember(info.ProducerEpoch, appendedBatch{firstSeq, lastSeq, res.BaseOffset, res.LastOffset})
+	}
+	p.mu.Unlock()
 	return res, nil
 }
 
+// checkSequence answers a batch that must not be written: a retry of a
+// remembered batch, an old one, a fenced epoch or a sequence gap.
+func (p *Partition) checkSequence(st *producerState, info batch.Info, firstSeq, lastSeq int32) (AppendResult, error, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	known := st.lastSeq >= 0
+	if known && info.ProducerEpoch < st.epoch {
+		return AppendResult{}, fmt.Errorf("%w: producer %d epoch %d is older than epoch %d", ErrOutOfOrderSequence, info.ProducerID, info.ProducerEpoch, st.epoch), true
+	}
+	if known && info.ProducerEpoch == st.epoch {
+		for _, r := range st.recent {
+			if r.firstSeq == firstSeq && r.lastSeq == lastSeq {
+				return AppendResult{BaseOffset: r.base, LastOffset: r.last, Duplicate: true}, nil, true
+			}
+		}
+		if firstSeq <= st.lastSeq {
+			return AppendResult{BaseOffset: -1, LastOffset: -1, Duplicate: true}, nil, true
+		}
+		if firstSeq != st.lastSeq+1 {
+			return AppendResult{}, fmt.Errorf("%w: producer %d sent sequence %d, expected %d: resend the earlier batches first",
+				ErrOutOfOrderSequence, info.ProducerID, firstSeq, st.lastSeq+1), true
+		}
+	}
+	return AppendResult{}, nil, false
+}
+
+// Observe records a batch appended to the log by another path: a
+// replicated partition's batches as Raft applies them on every replica, so
+// that a replica that becomes leader knows its producers. A batch the state
+// already holds is ignored.
+func (p *Partition) Observe(info batch.Info) {
+	if info.ProducerID < 0 {
+		return
+	}
+	st := p.producer(info.ProducerID)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	lastSeq := info.FirstSequence + info.LastOffsetDelta
+	if st.lastSeq >= 0 && info.ProducerEpoch == st.epoch && lastSeq <= st.lastSeq {
+		return
+	}
+	if st.lastSeq >= 0 && info.ProducerEpoch < st.epoch {
+		return
+	}
+	st.remember(info.ProducerEpoch, appendedBatch{info.FirstSequence, lastSeq, info.BaseOffset, info.LastOffset()})
+}
+
+// remember records an appended batch; p.mu is held.
 func (st *producerState) remember(epoch int16, a appendedBatch) {
 	if epoch != st.epoch {
 		st.recent = st.recent[:0]
@@ -185,11 +234,7 @@ func (p *Partition) recoverProducers() error {
 		}
 		err = batch.Split(b, func(_ []byte, info batch.Info) error {
 			off = info.NextOffset()
-			if info.ProducerID >= 0 {
-				st := p.producer(info.ProducerID)
-				st.remember(info.ProducerEpoch, appendedBatch{
-					info.FirstSequence, info.FirstSequence + info.LastOffsetDelta, info.BaseOffset, info.LastOffset()})
-			}
+			p.Observe(info)
 			return nil
 		})
 		if err != nil {
