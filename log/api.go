@@ -101,10 +101,20 @@ type SegmentInfo struct {
 	BaseOffset   int64
 	NextOffset   int64 // offset after the segment's last record
 	FirstIndex   uint64
-	Size         int64 // bytes on disk of the segment file
-	MaxTimestamp int64 // ms; -1 when the segment holds no record
+	Entries      uint64 // Raft entries after the segment header
+	Size         int64  // bytes on disk of the segment file
+	MaxTimestamp int64  // ms; -1 when the segment holds no record
 	Created      time.Time
 	Active       bool
+}
+
+// LastIndex is the Raft index of the segment's last entry; 0 when it holds
+// none.
+func (s SegmentInfo) LastIndex() uint64 {
+	if s.Entries == 0 {
+		return 0
+	}
+	return s.FirstIndex + s.Entries - 1
 }
 
 // RecoveryReport says what Open found and did.

@@ -14,6 +14,8 @@
 //	00000000000000000000.timeindex  its sparse time index
 //	00000000000000004211.log        the active (last) segment: indexes in memory only
 //	*.tmp                           an index being written; deleted on open
+//	*.copy                          a segment (or index) being installed
+//	segments.install                an install's marker (see Installing segments)
 //
 // The log start offset is the base offset of the oldest segment: retention
 // deletes whole segments, oldest first, so it survives a crash without a side
@@ -163,6 +165,21 @@
 //
 // After Open a ManualHighWatermark log has its high watermark at the start
 // offset until the owner moves it.
+//
+// # Installing segments
+//
+// A replica that fell behind another's log start catches up by copying its
+// segments: OpenSegment reads a segment's bytes as stored (holding it against
+// retention), Install stages copies beside the log as *.copy (streamed in
+// bounded chunks, fsynced, every entry verified as the tail scan does, Raft
+// indexes continuing, cut after a given index, index files written) and
+// Commit replaces every segment at once. ResetTo is an install of one empty
+// segment: the log restarts at an offset and Raft index. The commit point is
+// the marker segments.install (CRC-32C; the staged base offsets), written
+// temp, fsync, rename, directory fsync; then the staged files are renamed
+// over the old names and every other segment removed, and the marker last.
+// Open finishes an install whose marker it finds and removes *.copy files of
+// one that did not commit, so a crash leaves the old log or the new one.
 //
 // # Memory and handles
 //

@@ -27,6 +27,9 @@ type faultFS struct {
 	syncDelay time.Duration
 	syncs     atomic.Int64
 	openFiles atomic.Int64
+	// before, when set, is called (with no lock held) before every
+	// operation that changes the file system: a test crashes there.
+	before func(op, name string)
 }
 
 type inode struct {
@@ -50,7 +53,19 @@ func newFaultFS() *faultFS {
 
 func pathErr(op, name string, err error) error { return &fs.PathError{Op: op, Path: name, Err: err} }
 
+func (f *faultFS) step(op, name string) {
+	f.mu.Lock()
+	hook := f.before
+	f.mu.Unlock()
+	if hook != nil {
+		hook(op, name)
+	}
+}
+
 func (f *faultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	if flag&(os.O_CREATE|os.O_TRUNC) != 0 {
+		f.step("open", name)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ino, ok := f.files[name]
@@ -99,6 +114,7 @@ func (f *faultFS) Stat(name string) (int64, error) {
 }
 
 func (f *faultFS) Remove(name string) error {
+	f.step("remove", name)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.files[name]; !ok {
@@ -109,6 +125,7 @@ func (f *faultFS) Remove(name string) error {
 }
 
 func (f *faultFS) Rename(oldname, newname string) error {
+	f.step("rename", newname)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ino, ok := f.files[oldname]
@@ -123,6 +140,7 @@ func (f *faultFS) Rename(oldname, newname string) error {
 func (f *faultFS) MkdirAll(string, os.FileMode) error { return nil }
 
 func (f *faultFS) SyncDir(dir string) error {
+	f.step("syncdir", dir)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	dir = filepath.Clean(dir)
@@ -253,6 +271,7 @@ func (ff *faultFile) WriteAt(p []byte, off int64) (int, error) {
 		return 0, pathErr("write", ff.name, fs.ErrPermission)
 	}
 	f := ff.fs
+	f.step("write", ff.name)
 	f.mu.Lock()
 	n := int64(len(p))
 	var err error
@@ -285,6 +304,7 @@ func (ff *faultFile) Sync() error {
 		return pathErr("sync", ff.name, fs.ErrClosed)
 	}
 	f := ff.fs
+	f.step("sync", ff.name)
 	f.mu.Lock()
 	err, delay := f.syncErr, f.syncDelay
 	f.mu.Unlock()
@@ -308,6 +328,7 @@ func (ff *faultFile) Truncate(size int64) error {
 	if ff.closed.Load() {
 		return pathErr("truncate", ff.name, fs.ErrClosed)
 	}
+	ff.fs.step("truncate", ff.name)
 	ino := ff.ino
 	ino.mu.Lock()
 	defer ino.mu.Unlock()

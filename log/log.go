@@ -54,11 +54,13 @@ type Log struct {
 	repairAt int64
 	closing  bool
 	closed   bool
-	changed  chan struct{}
-	syncWork *sync.Cond // the syncer waits for written bytes
-	durable  *sync.Cond // appenders wait for their sync
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	// installing is set while an Install stages segments.
+	installing bool
+	changed    chan struct{}
+	syncWork   *sync.Cond // the syncer waits for written bytes
+	durable    *sync.Cond // appenders wait for their sync
+	stop       chan struct{}
+	wg         sync.WaitGroup
 
 	tick   uint64
 	report RecoveryReport
@@ -106,6 +108,9 @@ func (l *Log) load() error {
 	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
 		return err
 	}
+	if err := l.recoverInstall(); err != nil {
+		return err
+	}
 	names, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return err
@@ -113,8 +118,9 @@ func (l *Log) load() error {
 	var bases []int64
 	indexes := map[int64][]string{}
 	for _, name := range names {
-		if strings.HasSuffix(name, tmpSuffix) {
-			// An index write that did not finish: the rename never happened.
+		if strings.HasSuffix(name, tmpSuffix) || strings.HasSuffix(name, copySuffix) {
+			// An index write that did not finish (the rename never
+			// happened), or an install that did not commit.
 			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
 				return err
 			}

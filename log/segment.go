@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -68,7 +69,7 @@ func (s *segment) containsIndex(i uint64) bool {
 }
 
 func (s *segment) info() SegmentInfo {
-	return SegmentInfo{BaseOffset: s.base, NextOffset: s.next, FirstIndex: s.firstIndex, Size: s.size, MaxTimestamp: s.maxTS, Created: s.created, Active: s.active}
+	return SegmentInfo{BaseOffset: s.base, NextOffset: s.next, FirstIndex: s.firstIndex, Entries: s.entries, Size: s.size, MaxTimestamp: s.maxTS, Created: s.created, Active: s.active}
 }
 
 func segmentPath(dir string, base int64, suffix string) string {
@@ -107,6 +108,12 @@ type scanResult struct {
 // index. It stops at the first torn or corrupt entry, or one whose base
 // offset breaks the sequence, and reports where in good and err.
 func scanSegment(f File, base int64, interval int) (scanResult, error) {
+	return scanSegmentUntil(f, base, interval, math.MaxUint64)
+}
+
+// scanSegmentUntil is scanSegment stopping before the first entry whose
+// Raft index is above through (r.stopped, r.good its position).
+func scanSegmentUntil(f File, base int64, interval int, through uint64) (scanResult, error) {
 	size, err := f.Size()
 	if err != nil {
 		return scanResult{}, err
@@ -129,7 +136,11 @@ func scanSegment(f File, base int64, interval int) (scanResult, error) {
 	}
 	r.header = e.header
 	r.good = pos + int64(e.size)
-	err = scanEntries(sc, base, &r, nil)
+	var stop func(n uint64, e *entryInfo) bool
+	if through != math.MaxUint64 {
+		stop = func(n uint64, _ *entryInfo) bool { return r.header.firstIndex+n > through }
+	}
+	err = scanEntries(sc, base, &r, stop)
 	return r, err
 }
 
@@ -178,16 +189,22 @@ func isIOError(err error) bool {
 // writeIndexFiles writes a closed segment's two index files: temp file,
 // fsync, rename, directory fsync.
 func (l *Log) writeIndexFiles(s *segment, m *memIndex) error {
+	return l.writeIndexFilesAs(s, m, "")
+}
+
+// writeIndexFilesAs is writeIndexFiles to the index files' names followed
+// by suffix (an install stages them as ".copy").
+func (l *Log) writeIndexFilesAs(s *segment, m *memIndex, suffix string) error {
 	f := footer{
 		segSize: s.size, baseOffset: s.base, nextOffset: s.next, firstIndex: s.firstIndex,
 		entries: s.entries, maxTS: s.maxTS, created: s.created,
 	}
 	f.magic, f.count = offsetIndexMagic, uint32(len(m.offsets))
-	if err := l.writeFileAtomic(segmentPath(s.dir, s.base, indexSuffix), encodeIndexFile(m.encodeOffsets(nil), f)); err != nil {
+	if err := l.writeFileAtomic(segmentPath(s.dir, s.base, indexSuffix)+suffix, encodeIndexFile(m.encodeOffsets(nil), f)); err != nil {
 		return err
 	}
 	f.magic, f.count = timeIndexMagic, uint32(len(m.times))
-	if err := l.writeFileAtomic(segmentPath(s.dir, s.base, timeIndexSuffix), encodeIndexFile(m.encodeTimes(nil), f)); err != nil {
+	if err := l.writeFileAtomic(segmentPath(s.dir, s.base, timeIndexSuffix)+suffix, encodeIndexFile(m.encodeTimes(nil), f)); err != nil {
 		return err
 	}
 	return l.fs.SyncDir(s.dir)
