@@ -27,11 +27,18 @@
 //     broken stream or an out-of-order answer) resends the same bytes, so the
 //     server recognises a batch it already appended and answers with the
 //     original offsets instead of appending it again.
-//   - Per-partition order: at most one batch per partition is in flight, and
-//     a failed batch is retried before the next one is sent, so records of one
-//     partition (hence of one key) are appended in the order Produce accepted
-//     them. Different partitions are sent concurrently, pipelined on one
-//     ProduceStream per server.
+//   - Per-partition order: a partition's full batches are pipelined, up to
+//     4 in flight, on one ProduceStream per server, where the server appends
+//     a partition's requests in the order they arrive and refuses a sequence
+//     gap. When an answer is not a success, the partition's window is settled
+//     in order: each batch retried with its bytes unchanged, or, when a batch
+//     before it failed for good without being appended, re-encoded at the
+//     sequence that batch left free. So records of one partition (hence of one
+//     key) are appended in the order Produce accepted them. Until the server
+//     acknowledged a batch of the producer id (it accepts an unknown producer
+//     at any sequence), a partition has one batch in flight. A partly filled
+//     batch is sent when the partition has none in flight (or on Flush and
+//     Close). Different partitions are sent concurrently.
 //   - Bounded memory: records accepted but not yet acknowledged count against
 //     ProducerOptions.MaxBufferedBytes. When the buffer is full Produce waits
 //     for room (or its context), or fails with ErrBufferFull when

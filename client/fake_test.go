@@ -47,6 +47,8 @@ type fakeServer struct {
 	// streamFails, when set, makes ProduceStream fail with it on its first
 	// request, before producing anything.
 	streamFails error
+	// streamReceived counts the requests ProduceStream received.
+	streamReceived int
 }
 
 type fakePartition struct {
@@ -62,8 +64,8 @@ type fakeProducerState struct {
 }
 
 type fakeRecent struct {
-	body       []byte // the batch after its base offset
-	base, last int64
+	first, lastSeq int32 // sequences
+	base, last     int64 // offsets
 }
 
 func startFake(t testing.TB) *fakeServer {
@@ -160,17 +162,25 @@ func (f *fakeServer) Produce(ctx context.Context, req *logdv1.ProduceRequest) (*
 		return nil, status.Errorf(codes.InvalidArgument, "bad batch: %v", err)
 	}
 	app := &logdv1.PartitionAppend{Partition: req.GetPartition()}
+	// The server's rules (partition.Append): a known producer's batch is a
+	// duplicate when it is one of the last 5 batches (same sequences) or
+	// older, appended when it comes next, refused otherwise; an unknown
+	// producer is accepted at any sequence.
 	ps := p.producers[info.ProducerID]
-	body := req.GetBatch()[8:]
+	first, last := info.FirstSequence, info.FirstSequence+info.NumRecords-1
 	if ps != nil {
 		for _, r := range ps.recent {
-			if bytes.Equal(r.body, body) {
+			if r.first == first && r.lastSeq == last {
 				app.BaseOffset, app.LastOffset, app.Duplicate = r.base, r.last, true
 				return &logdv1.ProduceResponse{RequestId: req.GetRequestId(), Topic: req.GetTopic(), Appends: []*logdv1.PartitionAppend{app}}, nil
 			}
 		}
-		if info.FirstSequence != ps.lastSeq+1 {
-			return nil, status.Errorf(codes.FailedPrecondition, "out of order sequence: got %d, want %d", info.FirstSequence, ps.lastSeq+1)
+		if first <= ps.lastSeq {
+			app.BaseOffset, app.LastOffset, app.Duplicate = -1, -1, true
+			return &logdv1.ProduceResponse{RequestId: req.GetRequestId(), Topic: req.GetTopic(), Appends: []*logdv1.PartitionAppend{app}}, nil
+		}
+		if first != ps.lastSeq+1 {
+			return nil, status.Errorf(codes.FailedPrecondition, "out of order sequence: got %d, want %d", first, ps.lastSeq+1)
 		}
 	} else {
 		ps = &fakeProducerState{}
@@ -181,8 +191,8 @@ func (f *fakeServer) Produce(ctx context.Context, req *logdv1.ProduceRequest) (*
 	p.batches = append(p.batches, stored)
 	app.BaseOffset, app.LastOffset = p.hw, p.hw+int64(info.NumRecords)-1
 	p.hw += int64(info.NumRecords)
-	ps.lastSeq = info.FirstSequence + info.NumRecords - 1
-	ps.recent = append(ps.recent, fakeRecent{body: bytes.Clone(body), base: app.BaseOffset, last: app.LastOffset})
+	ps.lastSeq = last
+	ps.recent = append(ps.recent, fakeRecent{first: first, lastSeq: last, base: app.BaseOffset, last: app.LastOffset})
 	if len(ps.recent) > 5 {
 		ps.recent = ps.recent[1:]
 	}
@@ -197,10 +207,32 @@ func (f *fakeServer) Produce(ctx context.Context, req *logdv1.ProduceRequest) (*
 	return &logdv1.ProduceResponse{RequestId: req.GetRequestId(), Topic: req.GetTopic(), Appends: []*logdv1.PartitionAppend{app}}, nil
 }
 
+// ProduceStream appends each partition's requests in the order they arrive
+// (a lane per partition, as the server does); partitions go in parallel.
 func (f *fakeServer) ProduceStream(stream logdv1.Log_ProduceStreamServer) error {
 	var mu sync.Mutex // Send is not safe for concurrent use
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	lanes := map[string]chan *logdv1.ProduceRequest{}
+	defer func() {
+		for _, ch := range lanes {
+			close(ch)
+		}
+		wg.Wait()
+	}()
+	lane := func(ch chan *logdv1.ProduceRequest) {
+		defer wg.Done()
+		for req := range ch {
+			resp, err := f.Produce(stream.Context(), req)
+			if err != nil {
+				st := status.Convert(err)
+				resp = &logdv1.ProduceResponse{RequestId: req.GetRequestId(), Topic: req.GetTopic(),
+					ErrorCode: int32(st.Code()), ErrorMessage: st.Message()}
+			}
+			mu.Lock()
+			stream.Send(resp)
+			mu.Unlock()
+		}
+	}
 	for {
 		req, err := stream.Recv()
 		if err == io.EOF {
@@ -211,23 +243,20 @@ func (f *fakeServer) ProduceStream(stream logdv1.Log_ProduceStreamServer) error 
 		}
 		f.mu.Lock()
 		fail := f.streamFails
+		f.streamReceived++
 		f.mu.Unlock()
 		if fail != nil {
 			return fail
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			resp, err := f.Produce(stream.Context(), req)
-			if err != nil {
-				st := status.Convert(err)
-				resp = &logdv1.ProduceResponse{RequestId: req.GetRequestId(), Topic: req.GetTopic(),
-					ErrorCode: int32(st.Code()), ErrorMessage: st.Message()}
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			stream.Send(resp)
-		}()
+		key := req.GetTopic() + "\x00" + strconv.Itoa(int(req.GetPartition()))
+		ch, ok := lanes[key]
+		if !ok {
+			ch = make(chan *logdv1.ProduceRequest, 1024)
+			lanes[key] = ch
+			wg.Add(1)
+			go lane(ch)
+		}
+		ch <- req
 	}
 }
 

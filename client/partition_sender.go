@@ -2,17 +2,19 @@ package client
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/logd/logd/internal/batch"
 	logdv1 "github.com/logd/logd/proto/logd/v1"
 )
+
+// maxInFlightPerPartition bounds a partition's batches sent and not yet
+// answered. A retried batch must still be among the last batches the server
+// remembers for its producer (partition.rememberedBatches, 5) or its
+// duplicate goes unnoticed: with at most this many in flight, at most
+// maxInFlightPerPartition-1 batches can have been appended after it.
+const maxInFlightPerPartition = 4
 
 // pendingBatch is one partition's batch from its first record to its
 // completion.
@@ -23,13 +25,31 @@ type pendingBatch struct {
 	created time.Time
 	done    chan struct{} // closed once every future completed
 
-	// Set when first sent; retries resend these bytes unchanged.
+	// Set when encoded, with the producer id and first sequence they carry.
+	// Retries resend these bytes unchanged, unless the sequence rewound
+	// under them and no attempt can have appended them (see prepare).
 	encoded []byte
+	pid     int64
+	seq     int32
+	// unanswered: an attempt got no answer from the server (a timeout, a
+	// broken stream): it may have appended the batch, or still may. Such
+	// bytes are never re-encoded under another sequence.
+	unanswered bool
 }
 
-// partitionSender owns one partition's queue and sends its batches one at a
-// time, in order, each until it is acknowledged or fails for good. That is
-// what keeps per-partition order under retries.
+// partitionSender owns one partition's queue. It pipelines full batches on
+// the leader's ProduceStream, up to maxInFlightPerPartition; the server
+// appends a stream's requests for one partition in the order they arrive.
+// Answers are taken in order; when one is not a success, the whole window
+// is settled one batch at a time, in order (see settle), which is where
+// retries, sequence rewinds and producer id changes happen.
+//
+// Sequences: ackSeq is where the server stands for producerID (the sequence
+// after the last batch acknowledged under it); sendSeq is the next batch's
+// (ackSeq plus the records in flight). Until a batch under producerID is
+// acknowledged (confirmed), one batch at a time: the server accepts an
+// unknown producer at any sequence, so a second batch could overtake a
+// failed first one.
 type partitionSender struct {
 	p    *Producer
 	tp   topicPartition
@@ -43,7 +63,10 @@ type partitionSender struct {
 	// Owned by the run goroutine.
 	addr       string // where the partition's leader is believed to be; "": a seed
 	producerID int64
-	nextSeq    int32
+	ackSeq     int32
+	sendSeq    int32
+	confirmed  bool
+	noStream   bool // the leader has no ProduceStream: unary calls, one batch at a time
 }
 
 func (s *partitionSender) signal() {
@@ -78,17 +101,95 @@ func (s *partitionSender) addLocked(rec Record, size int, f *Future) {
 // run sends batches until the producer is closed and nothing is left.
 func (s *partitionSender) run() {
 	defer s.p.wg.Done()
+	var window []*flight // sent, in order, answers not yet taken
 	for {
-		b := s.next()
-		if b == nil {
-			return
+		if len(window) == 0 {
+			b := s.next()
+			if b == nil {
+				return
+			}
+			s.p.inflight <- struct{}{}
+			window = append(window, s.launch(b))
+			continue
 		}
-		s.deliver(b)
+		for len(window) < s.windowSize() {
+			b := s.ready()
+			if b == nil {
+				break
+			}
+			window = append(window, s.launch(b))
+		}
+		head := window[0]
+		if !head.answered {
+			select {
+			case r := <-head.res:
+				head.answer(r)
+			case <-head.ctx.Done():
+				head.expire()
+			case <-s.wake:
+				continue // maybe more to send
+			}
+		}
+		if head.err == nil {
+			window[0] = nil
+			window = window[1:]
+			s.complete(head.b, head.resp, nil, false)
+			continue
+		}
+		// Settle the window in order: every answer first (so nothing of it
+		// is still in flight on the stream), then each batch.
+		for _, fl := range window {
+			fl.wait()
+		}
+		for _, fl := range window {
+			s.settle(fl.b, fl.resp, fl.err)
+		}
+		window = nil
+		s.sendSeq = s.ackSeq
 	}
 }
 
-// next waits for a batch to send: a queued one, or the open one once its
-// linger passed (at once when flushing or closing). nil: closed and empty.
+// windowSize is how many batches may be in flight now.
+func (s *partitionSender) windowSize() int {
+	// Near the sequence's wrap, one at a time: launch then starts a new
+	// producer id with nothing in flight under the old one.
+	if !s.confirmed || s.noStream || s.sendSeq > math.MaxInt32-(1<<20) {
+		return 1
+	}
+	return maxInFlightPerPartition
+}
+
+// ready returns a batch to add to a non-empty window, holding an in-flight
+// slot for it, or nil: a full (queued) batch, or the open one when flushing
+// or closing. A partly filled batch otherwise waits for the window to empty,
+// so records arriving meanwhile join it: small batches are not pipelined
+// one fsync each.
+func (s *partitionSender) ready() *pendingBatch {
+	p := s.p
+	select {
+	case p.inflight <- struct{}{}:
+	default:
+		return nil // the producer's MaxInFlight is reached
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(s.queue) > 0 {
+		b := s.queue[0]
+		s.queue[0] = nil
+		s.queue = s.queue[1:]
+		return b
+	}
+	if b := s.open; b != nil && (p.flushing > 0 || p.closed) {
+		s.open = nil
+		return b
+	}
+	<-p.inflight
+	return nil
+}
+
+// next waits for a batch to send with nothing in flight: a queued one, or
+// the open one once its linger passed (at once when flushing or closing).
+// nil: closed and empty.
 func (s *partitionSender) next() *pendingBatch {
 	p := s.p
 	var timer *time.Timer
@@ -136,124 +237,91 @@ func (s *partitionSender) next() *pendingBatch {
 	}
 }
 
-// deliver sends b until it is acknowledged, fails for good, or its delivery
-// timeout passes, then completes its futures and frees its buffer space.
-func (s *partitionSender) deliver(b *pendingBatch) {
-	p := s.p
-	n := int32(len(b.recs))
-	if s.nextSeq > math.MaxInt32-n {
-		// Sequences would wrap: continue as a new producer.
-		s.producerID, s.nextSeq = newProducerID(), 0
-	}
-	b.encoded = batch.Encode(nil, 0, batch.Producer{ID: s.producerID, Epoch: 0, Sequence: s.nextSeq}, b.recs)
-	req := &logdv1.ProduceRequest{Topic: s.tp.topic, Partition: &s.tp.partition, Batch: b.encoded, Acks: p.acks}
+// flight is a batch's first attempt, sent on the leader's ProduceStream
+// without waiting for its answer. It holds one of the producer's in-flight
+// slots until answered.
+type flight struct {
+	p      *Producer
+	b      *pendingBatch
+	ctx    context.Context // the attempt's timeout
+	cancel context.CancelFunc
+	ps     *produceStream
+	reqID  uint64
+	res    <-chan streamResult
 
-	deadline := b.created.Add(p.opts.DeliveryTimeout)
-	backoff := p.opts.RetryBackoff
-	ambiguous := false // an attempt may have appended b
-	var resp *logdv1.ProduceResponse
-	var err error
-	for attempt := 0; ; attempt++ {
-		if p.ctx.Err() != nil {
-			err = fmt.Errorf("%w before the batch was acknowledged", ErrClosed)
-			break
-		}
-		p.inflight <- struct{}{}
-		resp, err = s.attempt(req, attempt, deadline)
-		<-p.inflight
-		if err == nil || !retryable(err) {
-			break
-		}
-		ambiguous = true
-		wait := min(backoff, time.Until(deadline))
-		if wait <= 0 {
-			err = fmt.Errorf("not acknowledged within the delivery timeout (%v): %w", p.opts.DeliveryTimeout, err)
-			break
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-p.ctx.Done():
-			t.Stop()
-		}
-		backoff = min(2*backoff, maxRetryBackoff)
-	}
-
-	var base int64
-	dup := false
-	if err == nil {
-		if len(resp.GetAppends()) != 1 {
-			ambiguous = true // appended, at offsets we cannot tell
-			err = status.Errorf(codes.Internal, "produce to %s/%d: %d appends in the answer, want 1", s.tp.topic, s.tp.partition, len(resp.GetAppends()))
-		} else {
-			a := resp.GetAppends()[0]
-			base, dup = a.GetBaseOffset(), a.GetDuplicate()
-		}
-	}
-	switch {
-	case err == nil:
-		s.nextSeq += n
-	case ambiguous:
-		// b may be in the log: its sequence cannot be reused, and the next
-		// batch's would be out of order if it is not. Start afresh.
-		s.producerID, s.nextSeq = newProducerID(), 0
-	}
-	if status.Code(err) == codes.NotFound {
-		p.c.topics.forget(s.tp.topic)
-	}
-	if err != nil {
-		err = fmt.Errorf("produce to %s/%d: %w", s.tp.topic, s.tp.partition, err)
-	}
-	for i, f := range b.futures {
-		ack := Ack{Topic: s.tp.topic, Partition: s.tp.partition, Timestamp: time.UnixMilli(b.recs[i].Timestamp)}
-		if err == nil {
-			ack.Offset, ack.Duplicate = base+int64(i), dup
-		}
-		f.complete(ack, err)
-	}
-	p.mu.Lock()
-	p.releaseLocked(b.size)
-	p.mu.Unlock()
-	close(b.done)
+	answered bool
+	resp     *logdv1.ProduceResponse
+	err      error
 }
 
-// attempt sends req once: the first attempt on the leader's ProduceStream,
-// retries as unary Produce calls, which follow a "not leader" answer to the
-// leader (remembered for the partition's next batches).
-func (s *partitionSender) attempt(req *logdv1.ProduceRequest, attempt int, deadline time.Time) (*logdv1.ProduceResponse, error) {
+// launch encodes b at sendSeq and sends it on the leader's stream. The
+// caller holds an in-flight slot for it.
+func (s *partitionSender) launch(b *pendingBatch) *flight {
 	p := s.p
+	n := int32(len(b.recs))
+	if s.sendSeq > math.MaxInt32-n {
+		// Sequences would wrap (nothing is in flight: see windowSize).
+		s.newProducerID()
+	}
+	s.encode(b, s.producerID, s.sendSeq)
+	s.sendSeq += n
+
+	deadline := b.created.Add(p.opts.DeliveryTimeout)
 	ctx, cancel := context.WithTimeout(p.ctx, min(p.opts.RequestTimeout, max(time.Until(deadline), time.Millisecond)))
-	defer cancel()
-	req.RequestId = p.reqID.Add(1)
-	if attempt == 0 {
-		addr := s.addr
-		if addr == "" {
-			addr = p.c.bootstrap()
-		}
-		ps, err := p.streams.get(addr)
-		if err == ErrClosed {
-			return nil, err
-		}
-		if err == nil {
-			resp, err := ps.produce(ctx, req)
-			if status.Code(err) != codes.Unimplemented {
-				return resp, err
-			}
-			// A server without ProduceStream: unary calls do.
-		}
+	fl := &flight{p: p, b: b, ctx: ctx, cancel: cancel}
+	if s.noStream {
+		fl.answer(streamResult{err: errNoStream})
+		return fl
 	}
-	var resp *logdv1.ProduceResponse
-	addr, err := p.c.call(ctx, s.addr, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
-		resp, err = logdv1.NewLogClient(cc).Produce(ctx, req)
-		return err
-	})
-	switch {
-	case err == nil:
-		s.addr = addr
-	case retryable(err) && leaderOf(err) == "":
-		// The node may be gone: the next attempt asks the bootstrap node,
-		// which answers or names the current leader.
-		s.addr = ""
+	addr := s.addr
+	if addr == "" {
+		addr = p.c.bootstrap()
 	}
-	return resp, err
+	ps, err := p.streams.get(addr)
+	if err != nil {
+		if err != ErrClosed {
+			err = errNoStream // unary calls will do
+		}
+		fl.answer(streamResult{err: err})
+		return fl
+	}
+	req := &logdv1.ProduceRequest{Topic: s.tp.topic, Partition: &s.tp.partition, Batch: b.encoded, Acks: p.acks, RequestId: p.reqID.Add(1)}
+	fl.ps, fl.reqID = ps, req.RequestId
+	res, err := ps.start(req)
+	if err != nil {
+		fl.answer(streamResult{err: err})
+		return fl
+	}
+	fl.res = res
+	return fl
+}
+
+// answer records the attempt's outcome and frees its slot.
+func (fl *flight) answer(r streamResult) {
+	fl.resp, fl.err = r.resp, r.err
+	if fl.err == nil {
+		fl.err = produceError(r.resp)
+	}
+	fl.answered = true
+	fl.cancel()
+	<-fl.p.inflight
+}
+
+// expire gives up waiting for the answer (the request may still append).
+func (fl *flight) expire() {
+	fl.ps.forget(fl.reqID)
+	fl.answer(streamResult{err: contextStatus(fl.ctx.Err())})
+}
+
+// wait waits for the answer, or the attempt's timeout.
+func (fl *flight) wait() {
+	if fl.answered {
+		return
+	}
+	select {
+	case r := <-fl.res:
+		fl.answer(r)
+	case <-fl.ctx.Done():
+		fl.expire()
+	}
 }

@@ -131,9 +131,9 @@ func (ps *produceStream) fail(err error) {
 	}
 }
 
-// produce sends req and waits for its response or ctx. A response carrying
-// an error is returned as that status.
-func (ps *produceStream) produce(ctx context.Context, req *logdv1.ProduceRequest) (*logdv1.ProduceResponse, error) {
+// start sends req and returns where its response will arrive (a response
+// carrying an error is delivered as is: see produceError).
+func (ps *produceStream) start(req *logdv1.ProduceRequest) (<-chan streamResult, error) {
 	ch := make(chan streamResult, 1)
 	ps.mu.Lock()
 	if ps.err != nil {
@@ -152,19 +152,12 @@ func (ps *produceStream) produce(ctx context.Context, req *logdv1.ProduceRequest
 		// this request included.
 		ps.cancel()
 	}
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			return nil, r.err
-		}
-		if code := r.resp.GetErrorCode(); code != 0 {
-			return nil, status.Error(codes.Code(code), r.resp.GetErrorMessage())
-		}
-		return r.resp, nil
-	case <-ctx.Done():
-		ps.mu.Lock()
-		delete(ps.pending, req.RequestId)
-		ps.mu.Unlock()
-		return nil, status.FromContextError(ctx.Err()).Err()
-	}
+	return ch, nil
+}
+
+// forget stops waiting for request id's response (it timed out).
+func (ps *produceStream) forget(id uint64) {
+	ps.mu.Lock()
+	delete(ps.pending, id)
+	ps.mu.Unlock()
 }

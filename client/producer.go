@@ -56,7 +56,8 @@ type ProducerOptions struct {
 	// for room when the buffer is full.
 	FailWhenFull bool
 	// MaxInFlight bounds batches sent and not yet answered, over all
-	// partitions. A partition has at most one batch in flight.
+	// partitions. A partition has at most 4 batches in flight (full ones:
+	// a partly filled batch waits until the partition has none).
 	MaxInFlight int
 	// DeliveryTimeout bounds the time from a batch's first record to its
 	// acknowledgement, retries included.
