@@ -3,6 +3,8 @@ package torture
 import (
 	"context"
 	"fmt"
+	"time"
+
 	"github.com/logd/logd/internal/logdtest"
 )
 
@@ -40,6 +42,23 @@ type DiskFiller interface {
 // cut, blackholed or slowed (see Proxy): the network nemeses need it.
 type NetworkFaulter interface {
 	Proxy(node int) *Proxy
+}
+
+// Partitioner is a Cluster whose nodes' links to each other (their Raft
+// traffic) can be partitioned (see RaftMesh): the partition nemeses need
+// it.
+type Partitioner interface {
+	// Partition applies s, replacing the previous partition; blackhole
+	// holds the cut links' bytes rather than resetting the connections.
+	Partition(s Split, blackhole bool)
+	HealPartition()
+}
+
+// DiskSlower is a Cluster whose nodes' fsyncs can be slowed: the disk-slow
+// nemesis needs it.
+type DiskSlower interface {
+	// SlowDisk delays every fsync of node's logs by d; 0 ends it.
+	SlowDisk(node int, d time.Duration) error
 }
 
 // ProcessWatcher is a Cluster that can tell whether a node's process is

@@ -19,21 +19,33 @@
 //     reset; an observer reads committed offsets. It only talks to a
 //     Cluster (cluster.go): node addresses and kill / restart / pause /
 //     resume, so the same workload runs on one process or on three.
-//   - Nemeses (nemesis.go): kill -9 then restart, SIGSTOP then SIGCONT,
+//   - Nemeses (nemesis.go):
+//     kill -9 then restart, SIGSTOP then SIGCONT,
 //     SIGSTOP then kill -9 then restart, a full disk (a ProcessCluster
 //     with DiskBytes puts each data directory on its own tmpfs and fills
-//     it), faults of the clients' connections through a TCP proxy in front
-//     of the node (proxy.go: cut, blackhole, slow), and faults of one
-//     producer's own connection while the others go on (clientnet.go: cut,
-//     mute: its requests applied, their answers held), on a seeded
-//     schedule, one fault at
-//     a time or (NemesisConfig.Combine) a process fault together with a
-//     network or disk fault. With NemesisConfig.TargetLeader each fault
-//     strikes the leader of a random partition (LeaderOf reads the cluster
-//     status), for when nodes replicate. A node that exits on
-//     its own is recorded as "crashed" and restarted; every fault is recorded with its
-//     start and end. The seed fixes the schedule's choices, not the timing
-//     of a real system: two runs with one seed are alike, not identical.
+//     it), a slow disk (fsyncs delayed), faults of the clients'
+//     connections through a TCP proxy in front of the node (proxy.go: cut,
+//     blackhole, slow), faults of one producer's own connection while the
+//     others go on (clientnet.go: cut, mute: its requests applied, their
+//     answers held), and partitions between nodes (raftmesh.go: a node
+//     isolated, a 1/2 split, a bridge; half reset the links, half hold
+//     their bytes), on a seeded schedule, one fault at a time or
+//     (NemesisConfig.Combine) a process fault together with a network or
+//     disk fault. With NemesisConfig.TargetLeader each fault (or
+//     LeaderShare of them) strikes the leader of a random partition
+//     (LeaderOf reads the cluster status). A node that exits on its own
+//     is recorded as "crashed" and restarted; every fault is recorded with
+//     its start, end and detail (a partition's components). The seed
+//     fixes the schedule's choices, not the timing of a real system: two
+//     runs with one seed are alike, not identical.
+//   - Clusters: a ProcessCluster runs logd processes (process.go); in
+//     cluster mode (ClusterArgs) with RaftMesh, every ordered pair of nodes
+//     talks Raft through its own proxy, which each process learns from
+//     LOGD_RAFT_ROUTES, so a partition cuts exactly the links it names. An
+//     InProcessCluster (inproc.go) runs the servers inside the test
+//     process on a FaultFS each (faultfs.go: ENOSPC, slow fsync, a crash
+//     that loses what was not fsynced) behind the same proxies; its kill
+//     and pause are approximations, documented there.
 //   - Checkers (check_*.go), each a pure function of the operations:
 //     CheckLost (every acknowledged record is in the final read at its
 //     offset), CheckDuplicates (no value at two offsets), CheckKeyOrder
@@ -85,5 +97,6 @@
 // only) and retention, and the self-test.
 // `make torture DURATION=10m` runs the first one longer; TORTURE_SEED picks
 // the seed, TORTURE_NEMESES (make: NEMESES) the faults, and
-// TORTURE_REPORT_DIR keeps the report.
+// TORTURE_REPORT_DIR keeps the report. TestRaftMesh and TestFaultFS test
+// the partitions and the disk faults themselves.
 package torture

@@ -129,10 +129,15 @@ type Fault struct {
 	Start int64  `json:"start_ns"`
 	End   int64  `json:"end_ns"`
 	Err   string `json:"err,omitempty"`
+	// Detail says more of the fault: a partition's components.
+	Detail string `json:"detail,omitempty"`
 }
 
 func (f Fault) String() string {
 	s := fmt.Sprintf("[%s %s] %s node %d", time.Duration(f.Start), time.Duration(f.End), f.Kind, f.Node)
+	if f.Detail != "" {
+		s += " (" + f.Detail + ")"
+	}
 	if f.Err != "" {
 		s += ": " + f.Err
 	}

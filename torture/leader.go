@@ -64,10 +64,11 @@ func LeaderOf(ctx context.Context, c Cluster, topic string, partition int32) (in
 
 // pickNode chooses the node a fault strikes: a random one, or with
 // cfg.TargetLeader the leader of a random partition of cfg.Topic (a random
-// node when no leader is known).
+// node when no leader is known), for cfg.LeaderShare of the faults.
 func pickNode(ctx context.Context, c Cluster, cfg NemesisConfig, rng *rand.Rand) int {
 	node := rng.IntN(c.Size())
-	if !cfg.TargetLeader || cfg.Topic == "" || cfg.Partitions <= 0 {
+	random := cfg.LeaderShare > 0 && rng.Float64() >= cfg.LeaderShare
+	if !cfg.TargetLeader || random || cfg.Topic == "" || cfg.Partitions <= 0 {
 		return node
 	}
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -78,4 +79,42 @@ func pickNode(ctx context.Context, c Cluster, cfg NemesisConfig, rng *rand.Rand)
 		return node
 	}
 	return l
+}
+
+// WaitClusterReady waits until a node's cluster status lists every node of
+// c alive, so a topic created next is placed on all of them.
+func WaitClusterReady(ctx context.Context, c Cluster, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		for i := range c.Size() {
+			cl, err := client.Dial(c.Addr(i), client.WithCallTimeout(2*time.Second))
+			if err != nil {
+				last = err
+				continue
+			}
+			st, err := cl.Admin().ClusterStatus(ctx)
+			cl.Close()
+			if err != nil {
+				last = err
+				continue
+			}
+			alive := 0
+			for _, n := range st.Nodes {
+				if n.Alive {
+					alive++
+				}
+			}
+			if alive >= c.Size() {
+				return nil
+			}
+			last = fmt.Errorf("node %d sees %d of %d nodes alive", i, alive, c.Size())
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("torture: the cluster did not form within %s: %w", timeout, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 )
 
@@ -42,6 +43,22 @@ const (
 	// unanswered, until healed. Combined with a kill, its last applied
 	// batch is retried after the restart.
 	NemesisClientMute = "client-mute"
+	// NemesisPartitionIsolate cuts a node (the leader, with TargetLeader)
+	// off from every other node, then heals. The Cluster must be a
+	// Partitioner. Half the partitions reset the links' connections, half
+	// hold their bytes (a blackhole, delivered when healed).
+	NemesisPartitionIsolate = "partition-isolate"
+	// NemesisPartitionHalves splits the nodes into a minority holding the
+	// struck node and a majority (with 3 nodes: the node alone).
+	NemesisPartitionHalves = "partition-halves"
+	// NemesisPartitionBridge keeps the struck node connected to all and
+	// splits the others into two halves that cannot reach each other:
+	// each half with the bridge is a majority.
+	NemesisPartitionBridge = "partition-bridge"
+	// NemesisDiskSlow delays every fsync of a node's logs by a tenth of
+	// the fault's length (at most 500ms), then heals. The Cluster must be a
+	// DiskSlower.
+	NemesisDiskSlow = "disk-slow"
 )
 
 // NemesisConfig configures RunNemesis. Zero values take the defaults.
@@ -60,8 +77,11 @@ type NemesisConfig struct {
 	// partition of Topic (which has Partitions partitions) rather than a
 	// random node. Run fills Topic and Partitions from the workload.
 	TargetLeader bool
-	Topic        string
-	Partitions   int32
+	// LeaderShare, with TargetLeader, is the share of faults that strike a
+	// leader, the others a random node (0: all of them).
+	LeaderShare float64
+	Topic       string
+	Partitions  int32
 	// ClientNet is the workload's per-client network, for NemesisClientCut.
 	ClientNet *ClientNet
 	// Combine, when set, makes about half of the faults two at once: a
@@ -108,6 +128,14 @@ func RunNemesis(ctx context.Context, c Cluster, h *History, cfg NemesisConfig) e
 		case NemesisNetCut, NemesisNetBlackhole, NemesisNetSlow:
 			if nf, ok := c.(NetworkFaulter); !ok || nf.Proxy(0) == nil {
 				return fmt.Errorf("torture: nemesis %q needs a cluster with proxies in front of its nodes", k)
+			}
+		case NemesisPartitionIsolate, NemesisPartitionHalves, NemesisPartitionBridge:
+			if _, ok := c.(Partitioner); !ok || c.Size() < 3 {
+				return fmt.Errorf("torture: nemesis %q needs a cluster of at least 3 nodes whose links can be partitioned", k)
+			}
+		case NemesisDiskSlow:
+			if _, ok := c.(DiskSlower); !ok {
+				return fmt.Errorf("torture: nemesis %q needs a cluster whose disks can be slowed", k)
 			}
 		case NemesisClientCut, NemesisClientMute:
 			if cfg.ClientNet == nil {
@@ -244,6 +272,16 @@ func inject(ctx context.Context, c Cluster, h *History, cfg NemesisConfig, kind 
 		})
 		sleep(ctx, d)
 		fault(h, "client-heal", node, func() error { px.Heal(); return nil })
+	case NemesisPartitionIsolate, NemesisPartitionHalves, NemesisPartitionBridge:
+		err = partition(ctx, c.(Partitioner), c.Size(), h, kind, node, d)
+	case NemesisDiskSlow:
+		ds := c.(DiskSlower)
+		slow := min(d/10, 500*time.Millisecond)
+		err = fault(h, kind, node, func() error { return ds.SlowDisk(node, slow) }, "fsync +"+slow.String())
+		sleep(ctx, d)
+		if herr := fault(h, "disk-heal", node, func() error { return ds.SlowDisk(node, 0) }); err == nil {
+			err = herr
+		}
 	case NemesisNetCut, NemesisNetBlackhole, NemesisNetSlow:
 		px := c.(NetworkFaulter).Proxy(node)
 		err = fault(h, kind, node, func() error {
@@ -263,9 +301,33 @@ func inject(ctx context.Context, c Cluster, h *History, cfg NemesisConfig, kind 
 	return err
 }
 
-// fault runs one nemesis action and records it.
-func fault(h *History, kind string, node int, do func() error) error {
-	f := Fault{Kind: kind, Node: node, Start: h.Now()}
+// partition splits c's nodes as kind says around node for d, then heals.
+func partition(ctx context.Context, c Partitioner, n int, h *History, kind string, node int, d time.Duration) error {
+	rng := rand.New(rand.NewPCG(uint64(d), uint64(node)+7))
+	others := rng.Perm(n)
+	var s Split
+	switch kind {
+	case NemesisPartitionIsolate:
+		s = Isolate(n, node)
+	case NemesisPartitionHalves:
+		s = Halves(n, node, others)
+	default:
+		s = Bridge(n, node, others)
+	}
+	blackhole := rng.IntN(2) == 0
+	how := "reset"
+	if blackhole {
+		how = "blackhole"
+	}
+	fault(h, kind, node, func() error { c.Partition(s, blackhole); return nil }, s.Desc+", "+how)
+	sleep(ctx, d)
+	fault(h, "partition-heal", node, func() error { c.HealPartition(); return nil })
+	return nil
+}
+
+// fault runs one nemesis action and records it, with an optional detail.
+func fault(h *History, kind string, node int, do func() error, detail ...string) error {
+	f := Fault{Kind: kind, Node: node, Start: h.Now(), Detail: strings.Join(detail, " ")}
 	err := do()
 	f.End = h.Now()
 	if err != nil {

@@ -38,6 +38,11 @@ type ProcessConfig struct {
 	// proxy's address, and the network nemeses cut, blackhole or slow the
 	// clients' connections.
 	Proxy bool
+	// RaftMesh puts a proxy on every link between two nodes' Raft ports
+	// (see RaftMesh; each node learns its routes from LOGD_RAFT_ROUTES),
+	// through which the partition nemeses cut links. For cluster mode
+	// (ClusterArgs).
+	RaftMesh bool
 }
 
 // ProcessCluster runs logd nodes as child processes on 127.0.0.1. It stops
@@ -45,6 +50,7 @@ type ProcessConfig struct {
 type ProcessCluster struct {
 	cfg   ProcessConfig
 	nodes []*procNode
+	mesh  *RaftMesh // nil without ProcessConfig.RaftMesh
 }
 
 type procNode struct {
@@ -88,6 +94,16 @@ func StartProcessCluster(cfg ProcessConfig) (*ProcessCluster, error) {
 		c.nodes = append(c.nodes, &procNode{id: i, addr: addr, raftAddr: raftAddr,
 			dataDir: filepath.Join(cfg.Dir, fmt.Sprintf("node-%d", i)),
 			logPath: filepath.Join(cfg.Dir, fmt.Sprintf("node-%d.log", i))})
+	}
+	if cfg.RaftMesh {
+		addrs := make([]string, len(c.nodes))
+		for i, n := range c.nodes {
+			addrs[i] = n.raftAddr
+		}
+		var err error
+		if c.mesh, err = NewRaftMesh(addrs); err != nil {
+			return nil, err
+		}
 	}
 	for _, n := range c.nodes {
 		var err error
@@ -183,6 +199,9 @@ func (c *ProcessCluster) start(n *procNode) error {
 		args = append(args, c.cfg.Args(n.id, c)...)
 	}
 	cmd := exec.Command(c.cfg.Binary, args...)
+	if c.mesh != nil {
+		cmd.Env = append(os.Environ(), "LOGD_RAFT_ROUTES="+c.mesh.Routes(n.id))
+	}
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
 	cmd.Stdout = logf
@@ -288,10 +307,32 @@ func (c *ProcessCluster) Running(node int) bool {
 	return ok
 }
 
+// Mesh is the proxies between the nodes' Raft ports, nil without
+// ProcessConfig.RaftMesh.
+func (c *ProcessCluster) Mesh() *RaftMesh { return c.mesh }
+
+// Partition cuts the links s names (see RaftMesh.Partition). It needs
+// ProcessConfig.RaftMesh.
+func (c *ProcessCluster) Partition(s Split, blackhole bool) {
+	if c.mesh != nil {
+		c.mesh.Partition(s, blackhole)
+	}
+}
+
+// HealPartition restores every link between nodes.
+func (c *ProcessCluster) HealPartition() {
+	if c.mesh != nil {
+		c.mesh.HealPartition()
+	}
+}
+
 // Close resumes and kills every node still running, waits for each to
 // exit, and unmounts the data directories it mounted.
 func (c *ProcessCluster) Close() error {
 	var errs []error
+	if c.mesh != nil {
+		defer c.mesh.Close()
+	}
 	for _, n := range c.nodes {
 		if n.proxy != nil {
 			n.proxy.Close()

@@ -147,6 +147,28 @@ func (p *Proxy) Delay(d time.Duration) {
 	p.mu.Unlock()
 }
 
+// SetCut cuts (as Cut) or, with false, accepts connections again, leaving
+// the proxy's other faults as they are.
+func (p *Proxy) SetCut(on bool) {
+	if on {
+		p.Cut()
+		return
+	}
+	p.mu.Lock()
+	p.cut = false
+	p.cond.Broadcast()
+	p.mu.Unlock()
+}
+
+// SetBlackhole holds (as Blackhole) or, with false, delivers again,
+// leaving the proxy's other faults as they are.
+func (p *Proxy) SetBlackhole(on bool) {
+	p.mu.Lock()
+	p.blackhole = on
+	p.cond.Broadcast()
+	p.mu.Unlock()
+}
+
 // Heal ends every fault: held bytes flow, new connections are accepted.
 func (p *Proxy) Heal() {
 	p.mu.Lock()

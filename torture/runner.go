@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/logd/logd/client"
 )
 
 // RunConfig configures Run.
@@ -48,8 +50,11 @@ type Report struct {
 	// on its own, a node that would not restart, a partition that accepted
 	// no append after the faults stopped, a final read that did not finish.
 	Errors []string `json:"errors,omitempty"`
-	Valid  bool     `json:"valid"`
-	Files  []string `json:"files"`
+	// Cluster is the final cluster status (leaders, terms, commit
+	// indexes) as the first node to answer saw it, after the final read.
+	Cluster *client.ClusterStatus `json:"cluster,omitempty"`
+	Valid   bool                  `json:"valid"`
+	Files   []string              `json:"files"`
 }
 
 // Run runs cfg's workload and nemeses against c for cfg.Duration, heals the
@@ -118,6 +123,8 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	if err != nil {
 		rep.Errors = append(rep.Errors, err.Error())
 	}
+
+	rep.Cluster = finalStatus(ctx, c)
 
 	ops := h.Ops()
 	rep.Ops = map[OpKind]map[Outcome]int{}
@@ -211,6 +218,15 @@ func (r *Report) Text() string {
 	for _, f := range r.Faults {
 		fmt.Fprintf(&b, "  %s\n", f)
 	}
+	if r.Cluster != nil && r.Nodes > 1 {
+		b.WriteString("\nfinal cluster status:\n")
+		for _, n := range r.Cluster.Nodes {
+			fmt.Fprintf(&b, "  node %s api %s raft %s alive=%v\n", n.ID, n.APIAddr, n.RaftAddr, n.Alive)
+		}
+		for _, p := range r.Cluster.Partitions {
+			fmt.Fprintf(&b, "  %s/%d leader %s term %d commit %d replicas %v\n", p.Topic, p.Partition, p.Leader, p.Term, p.CommitIndex, p.Replicas)
+		}
+	}
 	b.WriteString("\nverdicts:\n")
 	for _, v := range r.Verdicts {
 		fmt.Fprintf(&b, "  %s\n", strings.ReplaceAll(v.String(), "\n", "\n  "))
@@ -219,6 +235,23 @@ func (r *Report) Text() string {
 		fmt.Fprintf(&b, "error: %s\n", e)
 	}
 	return b.String()
+}
+
+// finalStatus is the cluster status of the first node to answer, nil when
+// none does.
+func finalStatus(ctx context.Context, c Cluster) *client.ClusterStatus {
+	for i := range c.Size() {
+		cl, err := client.Dial(c.Addr(i), client.WithCallTimeout(5*time.Second))
+		if err != nil {
+			continue
+		}
+		st, err := cl.Admin().ClusterStatus(ctx)
+		cl.Close()
+		if err == nil {
+			return &st
+		}
+	}
+	return nil
 }
 
 var digits = regexp.MustCompile(`[0-9]+`)
