@@ -71,6 +71,13 @@ type Consumer struct {
 	parts []*consumedPartition
 	rr    int // partition the next Poll looks at first (fairness)
 
+	noSubscribe bool          // the server has no Subscribe: Fetch with prefetch
+	ready       chan struct{} // capacity 1: a subscription pushed a result
+	ctx         context.Context
+	cancel      context.CancelFunc // ends the subscriptions
+	subMu       sync.Mutex         // orders starting a subscription and Close
+	subs        sync.WaitGroup     // subscription goroutines
+
 	closeOnce sync.Once
 	closed    chan struct{}
 }
@@ -82,6 +89,7 @@ type consumedPartition struct {
 	committed int64  // last offset committed or read from the group; -1: none
 	addr      string // the partition leader's address, learnt from redirects
 	pre       *prefetch
+	sub       *subscription
 }
 
 // prefetch is the next fetch of a partition, started as soon as Poll
@@ -104,7 +112,8 @@ func (c *Client) NewConsumer(ctx context.Context, opts ConsumerOptions) (*Consum
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = DefaultFetchMaxBytes
 	}
-	cons := &Consumer{c: c, admin: c.Admin(), opts: opts, closed: make(chan struct{})}
+	cons := &Consumer{c: c, admin: c.Admin(), opts: opts, closed: make(chan struct{}), ready: make(chan struct{}, 1)}
+	cons.ctx, cons.cancel = context.WithCancel(context.Background())
 	ends, err := cons.admin.ListOffsets(ctx, opts.Topic, opts.Partitions, Latest())
 	if err != nil {
 		return nil, err
@@ -215,6 +224,8 @@ func (cons *Consumer) seek(ctx context.Context, parts []int32, pos Position) err
 // fetched is one partition's fetch result.
 type fetched struct {
 	cp   *consumedPartition
+	from int64  // the offset it was read at
+	addr string // subscriptions: the address that answered
 	recs []ConsumedRecord
 	next int64
 	err  error
@@ -242,6 +253,12 @@ func (cons *Consumer) Poll(ctx context.Context) ([]ConsumedRecord, error) {
 	cons.rr = (cons.rr + 1) % len(cons.parts)
 	if len(active) == 0 {
 		return nil, io.EOF
+	}
+	if !cons.noSubscribe {
+		recs, err := cons.pollSubscribed(ctx, active)
+		if !cons.noSubscribe {
+			return recs, err
+		}
 	}
 	// Take what is there now; long-poll only when nothing is.
 	res := cons.fetchAll(ctx, active, 0)
@@ -378,17 +395,32 @@ func (cons *Consumer) fetch(ctx context.Context, cp *consumedPartition, off int6
 		cp.addr = ""
 	}
 	if err != nil {
-		r.err = outOfRange(err, cons.opts.Topic, cp.partition, off)
-		if _, ok := r.err.(*OutOfRangeError); !ok {
-			r.err = fmt.Errorf("fetch %s/%d at offset %d: %w", cons.opts.Topic, cp.partition, off, err)
-		}
+		r.err = cons.readError(err, cp, off)
 		return r
 	}
-	err = batch.Split(resp.GetBatches(), func(b []byte, info batch.Info) error {
+	return cons.decode(cp, off, resp)
+}
+
+// readError is err of a fetch or subscription at off: an *OutOfRangeError,
+// or err with context.
+func (cons *Consumer) readError(err error, cp *consumedPartition, off int64) error {
+	rerr := outOfRange(err, cons.opts.Topic, cp.partition, off)
+	if _, ok := rerr.(*OutOfRangeError); !ok {
+		rerr = fmt.Errorf("fetch %s/%d at offset %d: %w", cons.opts.Topic, cp.partition, off, err)
+	}
+	return rerr
+}
+
+// decode returns the records of resp at or after off (and, without Follow,
+// before the partition's end).
+func (cons *Consumer) decode(cp *consumedPartition, off int64, resp *logdv1.FetchResponse) fetched {
+	r := fetched{cp: cp, from: off, next: off}
+	err := batch.Split(resp.GetBatches(), func(b []byte, info batch.Info) error {
 		_, recs, err := batch.Decode(b, r.next)
 		if err != nil {
 			return err
 		}
+		r.recs = slices.Grow(r.recs, len(recs))
 		for _, br := range recs {
 			if !cons.opts.Follow && br.Offset >= cp.end {
 				break
@@ -457,6 +489,12 @@ func (cons *Consumer) CommitOffsets(ctx context.Context, offsets map[int32]int64
 func (cons *Consumer) Close() error {
 	cons.closeOnce.Do(func() {
 		close(cons.closed)
+		// A Poll in progress may be starting subscriptions: they see the
+		// cancelled context; cp.sub belongs to Poll.
+		cons.subMu.Lock()
+		cons.cancel()
+		cons.subMu.Unlock()
+		cons.subs.Wait()
 		for _, cp := range cons.parts {
 			if pf := cp.pre; pf != nil {
 				pf.cancel()

@@ -55,9 +55,12 @@
 //
 // A Consumer reads one topic's partitions (all of them, or those listed) from
 // a start position: the group's committed offset when a Group is set and has
-// one, else ConsumerOptions.Start (earliest by default). Poll long-polls the
-// partitions with Fetch and returns the next records of each partition in
-// offset order. Without Follow, Poll returns io.EOF once every partition
+// one, else ConsumerOptions.Start (earliest by default). Each partition is
+// read on a Subscribe stream from its position (the server pushes batches
+// while the application handles the last ones, within HTTP/2 flow control;
+// a server without Subscribe is read with Fetch long-polls and one prefetch
+// per partition); Poll returns the next records of each partition in offset
+// order, waiting up to MaxWait when none is there. Without Follow, Poll returns io.EOF once every partition
 // reached the high watermark it had when the consumer started. A read below
 // the log start (trimmed by retention) fails with an *OutOfRangeError carrying
 // the partition's earliest and latest offsets. A failed Poll moves no
