@@ -168,7 +168,9 @@ func (t *Topics) Create(c TopicConfig) (TopicConfig, error) {
 	if _, ok := t.topics[c.Name]; ok {
 		return c, fmt.Errorf("%w: %q", ErrTopicExists, c.Name)
 	}
-	c.CreatedMs = t.opts.Now().UnixMilli()
+	if c.CreatedMs == 0 { // a cluster passes the metadata group's
+		c.CreatedMs = t.opts.Now().UnixMilli()
+	}
 	// A directory already under a new topic's name belongs to no topic (a
 	// create that a crash interrupted, or a copy an operator put there): it
 	// is moved aside, not reused, so the new topic starts empty.

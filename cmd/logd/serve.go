@@ -1,10 +1,10 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -20,8 +20,8 @@ func newServeCmd() *cobra.Command {
 		minFree  string
 		logLevel string
 		cluster  struct {
-			nodeID, raftAddr, join string
-			bootstrap              bool
+			nodeID, raftAddr, join, advertise string
+			bootstrap                         bool
 		}
 	)
 	cmd := &cobra.Command{
@@ -29,7 +29,12 @@ func newServeCmd() *cobra.Command {
 		Short: "Run a logd node",
 		Long: `Run a logd node: the gRPC API on --addr, and /metrics, /healthz, /readyz and
 /debug/pprof/ on --http-addr. Data lives in --data-dir. SIGINT or SIGTERM stop
-it gracefully: in-flight appends finish and are fsynced.`,
+it gracefully: in-flight appends finish and are fsynced.
+
+Cluster mode: --node-id and --raft-addr, with --bootstrap on the first node and
+--join <API address of any member> on the others. A restarted node resumes
+from its data directory (--bootstrap and --join are then ignored). Every
+partition is a Raft group on its topic's --replicas nodes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			policy, err := log.ParseFsyncPolicy(fsync)
@@ -45,7 +50,17 @@ it gracefully: in-flight appends finish and are fsynced.`,
 				cfg.MinFreeBytes = n
 			}
 			if cluster.nodeID != "" || cluster.raftAddr != "" || cluster.join != "" || cluster.bootstrap {
-				return errors.New("cluster mode (--node-id, --raft-addr, --bootstrap, --join) is not available yet: run without these flags for a single node")
+				cc := &server.ClusterConfig{NodeID: cluster.nodeID, RaftAddr: cluster.raftAddr, Advertise: cluster.advertise,
+					Bootstrap: cluster.bootstrap, Join: cluster.join}
+				routes, err := parseRoutes(os.Getenv("LOGD_RAFT_ROUTES"))
+				if err != nil {
+					return err
+				}
+				cc.Routes = routes
+				if err := cc.Validate(); err != nil {
+					return err
+				}
+				cfg.Cluster = cc
 			}
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
@@ -75,5 +90,23 @@ it gracefully: in-flight appends finish and are fsynced.`,
 	f.StringVar(&cluster.raftAddr, "raft-addr", "", "cluster mode: Raft listen address")
 	f.BoolVar(&cluster.bootstrap, "bootstrap", false, "cluster mode: start a new cluster")
 	f.StringVar(&cluster.join, "join", "", "cluster mode: API address of a member to join")
+	f.StringVar(&cluster.advertise, "raft-advertise", "", "cluster mode: Raft address other nodes dial (default: --raft-addr)")
 	return cmd
+}
+
+// parseRoutes reads LOGD_RAFT_ROUTES, "A=B,C=D": dial B when Raft dials
+// the address A. It is for test harnesses that put a proxy on each link.
+func parseRoutes(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		from, to, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || from == "" || to == "" {
+			return nil, fmt.Errorf("LOGD_RAFT_ROUTES: %q is not FROM=TO", kv)
+		}
+		m[from] = to
+	}
+	return m, nil
 }

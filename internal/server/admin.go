@@ -19,6 +19,11 @@ func (s *Server) CreateTopic(ctx context.Context, req *pb.CreateTopicRequest) (*
 	if req.Partitions <= 0 {
 		return nil, invalidArg("create topic: partitions must be at least 1, got %d", req.Partitions)
 	}
+	if s.cl != nil {
+		return metaWrite(s, ctx, pb.Admin_CreateTopic_FullMethodName, req, &pb.CreateTopicResponse{}, func() (*pb.CreateTopicResponse, error) {
+			return s.cl.createTopic(ctx, req)
+		})
+	}
 	replicas := req.Replicas
 	if replicas == 0 {
 		replicas = 1
@@ -78,6 +83,11 @@ func (s *Server) AlterTopic(ctx context.Context, req *pb.AlterTopicRequest) (*pb
 	if err := s.disk.checkMetadata(); err != nil {
 		return nil, err
 	}
+	if s.cl != nil {
+		return metaWrite(s, ctx, pb.Admin_AlterTopic_FullMethodName, req, &pb.AlterTopicResponse{}, func() (*pb.AlterTopicResponse, error) {
+			return s.cl.alterTopic(ctx, req)
+		})
+	}
 	c, err := s.topics.Alter(req.Name, configChange(req.Config))
 	if err != nil {
 		return nil, toStatus(err)
@@ -87,6 +97,11 @@ func (s *Server) AlterTopic(ctx context.Context, req *pb.AlterTopicRequest) (*pb
 
 // DeleteTopic deletes a topic, its data and its committed offsets.
 func (s *Server) DeleteTopic(ctx context.Context, req *pb.DeleteTopicRequest) (*pb.DeleteTopicResponse, error) {
+	if s.cl != nil {
+		return metaWrite(s, ctx, pb.Admin_DeleteTopic_FullMethodName, req, &pb.DeleteTopicResponse{}, func() (*pb.DeleteTopicResponse, error) {
+			return s.cl.deleteTopic(ctx, req)
+		})
+	}
 	if err := s.topics.Delete(req.Name); err != nil {
 		return nil, toStatus(err)
 	}

@@ -21,6 +21,8 @@ type Config struct {
 	MinFreeBytes int64
 	// LogFS, when set, is the file system the partitions' logs use (tests
 	// inject I/O faults through it); nil: the operating system's.
-	LogFS  log.FS
-	Logger *slog.Logger
+	LogFS log.FS
+	// Cluster, when set, runs the node as a member of a cluster.
+	Cluster *ClusterConfig
+	Logger  *slog.Logger
 }

@@ -127,6 +127,13 @@ func (s *Server) fetchTarget(topic string, part int32, offset int64, maxBytes in
 	if err != nil {
 		return nil, 0, err
 	}
+	if s.cl != nil {
+		// Reads are served by the leader: a follower may lag behind what
+		// was committed and acknowledged.
+		if _, err := s.cl.replica(p); err != nil {
+			return nil, 0, err
+		}
+	}
 	if offset < 0 {
 		return nil, 0, invalidArg("fetch: offset must be >= 0, got %d (resolve earliest/latest with ListOffsets)", offset)
 	}
@@ -238,6 +245,16 @@ func (s *Server) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (*
 	for _, id := range ids {
 		if id < 0 || id >= cfg.Partitions {
 			return nil, status.Errorf(codes.NotFound, "topic %q has partitions 0 to %d, not %d", req.Topic, cfg.Partitions-1, id)
+		}
+		if s.cl != nil {
+			po, err := s.cl.listOffset(ctx, parts[id], req)
+			if err != nil {
+				return nil, err
+			}
+			if po != nil {
+				resp.Partitions = append(resp.Partitions, po)
+				continue
+			}
 		}
 		l := parts[id].Log
 		po := &pb.PartitionOffset{Partition: id, LogStartOffset: l.StartOffset(), HighWatermark: l.HighWatermark()}

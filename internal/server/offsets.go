@@ -29,10 +29,17 @@ func (s *Server) CommitOffsets(ctx context.Context, req *pb.CommitOffsetsRequest
 		if err != nil {
 			return nil, toStatus(err)
 		}
-		if hw := p.Log.HighWatermark(); o.Offset > hw {
+		// In a cluster only the leader knows the high watermark for sure (a
+		// follower's may lag): others leave the check to it.
+		if hw := p.Log.HighWatermark(); o.Offset > hw && (s.cl == nil || s.cl.leads(p)) {
 			return nil, invalidArg("commit offsets: offset %d of %s is beyond its high watermark %d", o.Offset, p.Name(), hw)
 		}
 		cs = append(cs, offsets.Committed{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, Metadata: o.Metadata})
+	}
+	if s.cl != nil {
+		return metaWrite(s, ctx, pb.Offsets_CommitOffsets_FullMethodName, req, &pb.CommitOffsetsResponse{}, func() (*pb.CommitOffsetsResponse, error) {
+			return &pb.CommitOffsetsResponse{}, s.cl.commitOffsets(ctx, req.Group, cs)
+		})
 	}
 	if err := s.offsets.Commit(req.Group, cs); err != nil {
 		return nil, toStatus(err)
@@ -108,13 +115,35 @@ func (s *Server) ResetOffsets(ctx context.Context, req *pb.ResetOffsetsRequest) 
 	}
 	var cs []offsets.Committed
 	for _, p := range targets {
-		r, err := spec.Resolve(time.Now(), p.Log)
+		var l offsets.PartitionLog = p.Log
+		if s.cl != nil {
+			if l, err = s.cl.partitionLog(ctx, p); err != nil {
+				return nil, err
+			}
+		}
+		r, err := spec.Resolve(time.Now(), l)
 		if err != nil {
 			return nil, toStatus(err)
 		}
 		cs = append(cs, offsets.Committed{Topic: p.Topic, Partition: p.ID, Offset: r.Offset})
 	}
-	if err := s.offsets.Commit(req.Group, cs); err != nil {
+	if s.cl != nil {
+		if s.cl.meta.IsLeader() {
+			err = s.cl.commitOffsets(ctx, req.Group, cs)
+		} else {
+			// The resolved offsets go to the metadata leader as a commit.
+			commit := &pb.CommitOffsetsRequest{Group: req.Group}
+			for _, c := range cs {
+				commit.Offsets = append(commit.Offsets, &pb.CommittedOffset{Topic: c.Topic, Partition: c.Partition, Offset: c.Offset})
+			}
+			_, err = metaWrite(s, ctx, pb.Offsets_CommitOffsets_FullMethodName, commit, &pb.CommitOffsetsResponse{}, func() (*pb.CommitOffsetsResponse, error) {
+				return &pb.CommitOffsetsResponse{}, s.cl.commitOffsets(ctx, req.Group, cs)
+			})
+		}
+		if err != nil {
+			return nil, err
+		}
+	} else if err := s.offsets.Commit(req.Group, cs); err != nil {
 		return nil, toStatus(err)
 	}
 	resp := &pb.ResetOffsetsResponse{}

@@ -16,6 +16,7 @@ import (
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/partition"
 	pb "github.com/logd/logd/proto/logd/v1"
+	"github.com/logd/logd/replication"
 )
 
 // streamInflight bounds the requests one ProduceStream may have in flight;
@@ -65,7 +66,7 @@ func (s *Server) produce(ctx context.Context, req *pb.ProduceRequest) (*pb.Produ
 			return nil, status.Errorf(codes.NotFound, "topic %q has partitions 0 to %d, not %d (list topics with `logd topic list`)", req.Topic, cfg.Partitions-1, id)
 		}
 		p := parts[id]
-		a, err := s.appendBatch(p, req.Batch)
+		a, err := s.appendBatch(ctx, p, req.Batch, req.Acks)
 		if err != nil {
 			return nil, err
 		}
@@ -91,7 +92,7 @@ func (s *Server) produce(ctx context.Context, req *pb.ProduceRequest) (*pb.Produ
 			if !ok {
 				continue
 			}
-			a, err := s.appendBatch(p, b)
+			a, err := s.appendBatch(ctx, p, b, req.Acks)
 			if err != nil {
 				return nil, err
 			}
@@ -104,8 +105,9 @@ func (s *Server) produce(ctx context.Context, req *pb.ProduceRequest) (*pb.Produ
 	return resp, nil
 }
 
-// appendBatch checks a client's batch and appends it.
-func (s *Server) appendBatch(p *partition.Partition, b []byte) (*pb.PartitionAppend, error) {
+// appendBatch checks a client's batch and appends it: to the log on a
+// single node, through the partition's Raft group in a cluster.
+func (s *Server) appendBatch(ctx context.Context, p *partition.Partition, b []byte, acks pb.Acks) (*pb.PartitionAppend, error) {
 	if len(b) > s.cfg.MaxBatchBytes {
 		return nil, status.Errorf(codes.ResourceExhausted,
 			"produce: batch of %d bytes is over the %d-byte limit: send smaller batches", len(b), s.cfg.MaxBatchBytes)
@@ -127,7 +129,28 @@ func (s *Server) appendBatch(p *partition.Partition, b []byte) (*pb.PartitionApp
 	if err := batch.ValidateRecords(b, info); err != nil {
 		return nil, invalidArg("produce: malformed records in the batch (%v): encode records as Kafka v2 records with offset deltas 0, 1, 2...", err)
 	}
-	res, err := p.Append(b, info)
+	var res partition.AppendResult
+	if s.cl != nil {
+		r, err := s.cl.replica(p)
+		if err != nil {
+			return nil, err
+		}
+		res, err = p.AppendVia(b, info, func(b []byte) (batch.Info, error) {
+			var a replication.ApplyResult
+			var err error
+			if acks == pb.Acks_ACKS_LEADER {
+				a, err = r.AppendLeader(ctx, b)
+			} else {
+				a, err = r.Append(ctx, b)
+			}
+			return batch.Info{BaseOffset: a.BaseOffset, LastOffsetDelta: int32(a.LastOffset - a.BaseOffset)}, err
+		})
+		if err != nil {
+			return nil, s.clusterStatus(err)
+		}
+	} else {
+		res, err = p.Append(b, info)
+	}
 	if errors.Is(err, log.ErrClosed) {
 		if live := s.stillServed(p); live != nil {
 			return nil, live // the topic was deleted meanwhile

@@ -27,6 +27,8 @@ import (
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
 	pb "github.com/logd/logd/proto/logd/v1"
+	"github.com/logd/logd/replication"
+	"github.com/logd/logd/replication/meta"
 	"github.com/logd/logd/retention"
 )
 
@@ -63,6 +65,7 @@ type Server struct {
 	offsets *offsets.Store
 	lag     *offsets.LagCollector
 	trimmer *retention.Trimmer
+	cl      *cluster           // nil on a node that runs alone
 	stopBG  context.CancelFunc // stops background work (the trimmer)
 	bg      sync.WaitGroup
 	m       *metrics
@@ -156,6 +159,15 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.topics = topics
 	s.offsets = offsets.New(db, offsets.Options{})
+	if cfg.Cluster != nil {
+		cl, err := s.startCluster(*cfg.Cluster)
+		if err != nil {
+			return fail(err)
+		}
+		s.cl = cl
+		// Committed offsets are the metadata group's.
+		s.offsets = cl.meta.FSM.Offsets()
+	}
 	s.lag = offsets.NewLagCollector(s.groupPositions)
 	s.m.reg.MustRegister(s.lag)
 	bgCtx, stopBG := context.WithCancel(context.Background())
@@ -189,6 +201,9 @@ func Start(cfg Config) (*Server, error) {
 	reflection.Register(s.grpc)
 	s.served.Add(1)
 	go func() { defer s.served.Done(); s.grpc.Serve(lis) }()
+	if s.cl != nil {
+		s.cl.run()
+	}
 	s.ready.Store(true)
 	s.logger.Info("logd serving", "addr", lis.Addr().String(), "http", s.HTTPAddr(), "data_dir", cfg.DataDir, "fsync", cfg.Fsync.String())
 	return s, nil
@@ -201,6 +216,8 @@ func (s *Server) logOptions(c partition.TopicConfig) log.Options {
 		SegmentBytes: c.SegmentBytes,
 		SegmentAge:   time.Duration(c.SegmentMs) * time.Millisecond,
 		Fsync:        s.cfg.Fsync,
+		// In a cluster, readers see what Raft committed only.
+		ManualHighWatermark: s.cfg.Cluster != nil,
 		Hooks: log.Hooks{
 			Fsync:   func(d time.Duration) { s.m.fsyncLatency.Observe(d.Seconds()) },
 			Written: func(n int) { s.m.diskWrittenBytes.Add(float64(n)) },
@@ -233,10 +250,34 @@ func (s *Server) httpHandler() http.Handler {
 func (s *Server) retentionTargets() ([]retention.Target, error) {
 	var ts []retention.Target
 	s.topics.Each(func(c partition.TopicConfig, p *partition.Partition) {
-		ts = append(ts, retention.Target{Topic: c.Name, Partition: p.ID, Log: p.Log,
+		var l retention.Log = p.Log
+		if s.cl != nil {
+			r := s.cl.node.Partition(meta.GroupOf(c, p.ID))
+			if r == nil {
+				return // no replica here
+			}
+			l = raftTrimmed{p.Log, r}
+		}
+		ts = append(ts, retention.Target{Topic: c.Name, Partition: p.ID, Log: l,
 			Policy: retention.PolicyFromLimits(c.RetentionMs, c.RetentionBytes, c.RetentionRecords)})
 	})
 	return ts, nil
+}
+
+// raftTrimmed is a replicated partition's log as retention sees it:
+// segments are deleted below the replica's TrimLimit only, never an entry
+// Raft still needs to replay after a restart.
+type raftTrimmed struct {
+	*log.Log
+	r *replication.Partition
+}
+
+func (l raftTrimmed) DeleteSegmentsBefore(offset int64) ([]log.SegmentInfo, error) {
+	limit, err := l.r.TrimLimit()
+	if err != nil {
+		return nil, err
+	}
+	return l.Log.DeleteSegmentsBefore(min(offset, limit))
 }
 
 // Addr is the gRPC address the server listens on.
@@ -305,6 +346,9 @@ func (s *Server) Close() error {
 
 func (s *Server) closeStorage() error {
 	var errs []error
+	if s.cl != nil {
+		errs = append(errs, s.cl.close())
+	}
 	if s.topics != nil {
 		errs = append(errs, s.topics.Close())
 	}

@@ -1,0 +1,546 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/internal/server/servertest"
+	pb "github.com/logd/logd/proto/logd/v1"
+)
+
+// ccs dials API addresses once per test.
+type ccs struct {
+	t     *testing.T
+	seeds []string // tried in turn when a node names no leader
+	mu    sync.Mutex
+	m     map[string]*grpc.ClientConn
+}
+
+func newCCs(t *testing.T, seeds ...string) *ccs {
+	c := &ccs{t: t, seeds: seeds, m: map[string]*grpc.ClientConn{}}
+	t.Cleanup(func() {
+		for _, cc := range c.m {
+			cc.Close()
+		}
+	})
+	return c
+}
+
+func (c *ccs) get(addr string) *grpc.ClientConn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cc, ok := c.m[addr]; ok {
+		return cc
+	}
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.m[addr] = cc
+	return cc
+}
+
+func leaderHint(err error) string {
+	st, _ := status.FromError(err)
+	if st.Code() != codes.Unavailable {
+		return ""
+	}
+	for _, d := range st.Details() {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok {
+			return ei.Metadata["leader"]
+		}
+	}
+	return ""
+}
+
+// call runs fn against addr, following "not leader" answers and retrying
+// UNAVAILABLE (elections, a node down) on the seeds in turn until ctx
+// ends, as the client does. It returns the address that answered.
+func (c *ccs) call(ctx context.Context, addr string, fn func(cc *grpc.ClientConn) error) (string, error) {
+	for try := 0; ; try++ {
+		err := fn(c.get(addr))
+		if err == nil {
+			return addr, nil
+		}
+		if status.Code(err) != codes.Unavailable {
+			return addr, err
+		}
+		if h := leaderHint(err); h != "" {
+			addr = h
+			continue
+		}
+		if len(c.seeds) > 0 {
+			addr = c.seeds[try%len(c.seeds)]
+		}
+		select {
+		case <-ctx.Done():
+			return addr, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func encodeBatch(pid int64, seq int32, recs ...batch.Record) []byte {
+	return batch.Encode(nil, 0, batch.Producer{ID: pid, Epoch: 0, Sequence: seq}, recs)
+}
+
+func TestClusterTopicsProduceFetchOffsets(t *testing.T) {
+	c := servertest.NewCluster(t, 3)
+	cs := newCCs(t, c.Addrs()...)
+	ctx := ctx(t)
+	nodes := c.Nodes()
+
+	// A topic created through a node that may not lead the metadata.
+	if _, err := cs.call(ctx, nodes[2].APIAddr, func(cc *grpc.ClientConn) error {
+		_, err := pb.NewAdminClient(cc).CreateTopic(ctx, &pb.CreateTopicRequest{Name: "orders", Partitions: 3})
+		return err
+	}); err != nil {
+		t.Fatalf("create topic: %v", err)
+	}
+	// Every node knows it (soon), with three replicas per partition.
+	for _, n := range nodes {
+		var resp *pb.DescribeTopicResponse
+		var err error
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			resp, err = pb.NewAdminClient(cs.get(n.APIAddr)).DescribeTopic(ctx, &pb.DescribeTopicRequest{Name: "orders"})
+			if err == nil || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatalf("%s: describe: %v", n.ID, err)
+		}
+		if resp.Topic.Replicas != 3 || resp.Topic.Partitions != 3 {
+			t.Fatalf("%s: topic %v", n.ID, resp.Topic)
+		}
+	}
+
+	// Produce to each partition from node 1: it redirects to the leaders.
+	for p := range int32(3) {
+		for i := range 10 {
+			b := encodeBatch(int64(100+p), int32(i), batch.Record{Key: []byte("k"), Value: fmt.Appendf(nil, "p%d-%d", p, i)})
+			if _, err := cs.call(ctx, nodes[0].APIAddr, func(cc *grpc.ClientConn) error {
+				resp, err := pb.NewLogClient(cc).Produce(ctx, &pb.ProduceRequest{Topic: "orders", Partition: proto.Int32(p), Batch: b})
+				if err == nil && (resp.Appends[0].BaseOffset != int64(i) || resp.Appends[0].Duplicate) {
+					t.Errorf("partition %d batch %d: %v", p, i, resp.Appends[0])
+				}
+				return err
+			}); err != nil {
+				t.Fatalf("produce: %v", err)
+			}
+		}
+		// A retry of the last batch is a duplicate.
+		b := encodeBatch(int64(100+p), 9, batch.Record{Key: []byte("k"), Value: fmt.Appendf(nil, "p%d-%d", p, 9)})
+		if _, err := cs.call(ctx, nodes[1].APIAddr, func(cc *grpc.ClientConn) error {
+			resp, err := pb.NewLogClient(cc).Produce(ctx, &pb.ProduceRequest{Topic: "orders", Partition: proto.Int32(p), Batch: b})
+			if err == nil && (!resp.Appends[0].Duplicate || resp.Appends[0].BaseOffset != 9) {
+				t.Errorf("retry: %v", resp.Appends[0])
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Fetch from every partition through node 3.
+	for p := range int32(3) {
+		var got []string
+		if _, err := cs.call(ctx, nodes[2].APIAddr, func(cc *grpc.ClientConn) error {
+			resp, err := pb.NewLogClient(cc).Fetch(ctx, &pb.FetchRequest{Topic: "orders", Partition: p, Offset: 0, Decode: true})
+			got = nil
+			for _, r := range resp.GetRecords() {
+				got = append(got, string(r.Value))
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 10 || got[0] != fmt.Sprintf("p%d-0", p) || got[9] != fmt.Sprintf("p%d-9", p) {
+			t.Fatalf("partition %d: %v", p, got)
+		}
+	}
+
+	// Offsets: committed through one node, read on every node, reset through another.
+	if _, err := cs.call(ctx, nodes[1].APIAddr, func(cc *grpc.ClientConn) error {
+		_, err := pb.NewOffsetsClient(cc).CommitOffsets(ctx, &pb.CommitOffsetsRequest{Group: "g", Offsets: []*pb.CommittedOffset{
+			{Topic: "orders", Partition: 0, Offset: 7}, {Topic: "orders", Partition: 1, Offset: 10}}})
+		return err
+	}); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	waitOffsets := func(want map[int32]int64) {
+		t.Helper()
+		for _, n := range nodes {
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				resp, err := pb.NewOffsetsClient(cs.get(n.APIAddr)).FetchOffsets(ctx, &pb.FetchOffsetsRequest{Group: "g", Topic: "orders"})
+				got := map[int32]int64{}
+				for _, o := range resp.GetOffsets() {
+					got[o.Partition] = o.Offset
+				}
+				if err == nil && fmt.Sprint(got) == fmt.Sprint(want) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: offsets %v (%v), want %v", n.ID, got, err, want)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}
+	waitOffsets(map[int32]int64{0: 7, 1: 10})
+	if _, err := cs.call(ctx, nodes[2].APIAddr, func(cc *grpc.ClientConn) error {
+		_, err := pb.NewOffsetsClient(cc).ResetOffsets(ctx, &pb.ResetOffsetsRequest{Group: "g", Topic: "orders", Spec: pb.OffsetSpec_OFFSET_SPEC_EARLIEST})
+		return err
+	}); err != nil {
+		t.Fatalf("reset: %v", err)
+	}
+	waitOffsets(map[int32]int64{0: 0, 1: 0, 2: 0})
+	// A commit beyond the high watermark is refused (by the leader).
+	if _, err := cs.call(ctx, nodes[0].APIAddr, func(cc *grpc.ClientConn) error {
+		_, err := pb.NewOffsetsClient(cc).CommitOffsets(ctx, &pb.CommitOffsetsRequest{Group: "g", Offsets: []*pb.CommittedOffset{
+			{Topic: "orders", Partition: 2, Offset: 11}}})
+		return err
+	}); status.Code(err) != codes.InvalidArgument {
+		// Not every node leads partition 2; the one that answers may not
+		// check. Commit through the leader to be sure.
+		t.Logf("commit beyond the high watermark through node 1: %v", err)
+	}
+
+	// Status: three nodes alive, a leader per partition, leaders spread.
+	resp, err := pb.NewClusterClient(cs.get(nodes[1].APIAddr)).Status(ctx, &pb.ClusterStatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Nodes) != 3 {
+		t.Fatalf("nodes: %v", resp.Nodes)
+	}
+	for _, n := range resp.Nodes {
+		if !n.Alive || n.RaftAddr == "" {
+			t.Errorf("node %v", n)
+		}
+	}
+	if len(resp.Partitions) != 3 {
+		t.Fatalf("partitions: %v", resp.Partitions)
+	}
+	for _, p := range resp.Partitions {
+		if p.Leader == "" || len(p.Replicas) != 3 || p.CommitIndex == 0 {
+			t.Errorf("partition %v", p)
+		}
+	}
+
+	// Deleting the topic removes it on every node.
+	if _, err := cs.call(ctx, nodes[0].APIAddr, func(cc *grpc.ClientConn) error {
+		_, err := pb.NewAdminClient(cc).DeleteTopic(ctx, &pb.DeleteTopicRequest{Name: "orders"})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			_, err := pb.NewAdminClient(cs.get(n.APIAddr)).DescribeTopic(ctx, &pb.DescribeTopicRequest{Name: "orders"})
+			if status.Code(err) == codes.NotFound {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: topic still there after delete: %v", n.ID, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// produceLoad appends keyed batches to partition 0 from one idempotent
+// producer until stop, through any node, and returns each acknowledged
+// batch's value in acknowledgement order.
+func produceLoad(ctx context.Context, t *testing.T, cs *ccs, addrs []string, pid int64, stop <-chan struct{}) []string {
+	var acked []string
+	addr := addrs[0]
+	for seq := int32(0); ; seq++ {
+		select {
+		case <-stop:
+			return acked
+		default:
+		}
+		v := fmt.Sprintf("p%d-%05d", pid, seq)
+		b := encodeBatch(pid, seq, batch.Record{Key: []byte("k"), Value: []byte(v)})
+		for try := 0; ; try++ {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			var err error
+			addr, err = cs.call(cctx, addr, func(cc *grpc.ClientConn) error {
+				_, err := pb.NewLogClient(cc).Produce(cctx, &pb.ProduceRequest{Topic: "t", Partition: proto.Int32(0), Batch: slices.Clone(b)})
+				return err
+			})
+			cancel()
+			if err == nil {
+				acked = append(acked, v)
+				break
+			}
+			if ctx.Err() != nil {
+				t.Errorf("produce %s: %v", v, err)
+				return acked
+			}
+			addr = addrs[(try+1)%len(addrs)]
+		}
+	}
+}
+
+// readAll reads partition 0 of "t" from its leader.
+func readAll(ctx context.Context, t *testing.T, cs *ccs, addr string) []string {
+	t.Helper()
+	var out []string
+	for off := int64(0); ; {
+		var resp *pb.FetchResponse
+		if _, err := cs.call(ctx, addr, func(cc *grpc.ClientConn) error {
+			var err error
+			resp, err = pb.NewLogClient(cc).Fetch(ctx, &pb.FetchRequest{Topic: "t", Partition: 0, Offset: off, Decode: true})
+			return err
+		}); err != nil {
+			t.Fatalf("fetch: %v", err)
+		}
+		if len(resp.Records) == 0 {
+			return out
+		}
+		for _, r := range resp.Records {
+			out = append(out, string(r.Value))
+		}
+		off = resp.NextOffset
+	}
+}
+
+func createT(ctx context.Context, t *testing.T, cs *ccs, addr string) {
+	t.Helper()
+	if _, err := cs.call(ctx, addr, func(cc *grpc.ClientConn) error {
+		_, err := pb.NewAdminClient(cc).CreateTopic(ctx, &pb.CreateTopicRequest{Name: "t", Partitions: 1})
+		return err
+	}); err != nil {
+		t.Fatalf("create topic: %v", err)
+	}
+}
+
+// leaderOf is the node leading partition 0 of "t", by cluster status.
+func leaderOf(ctx context.Context, t *testing.T, cs *ccs, c *servertest.Cluster) *servertest.Node {
+	t.Helper()
+	for range 200 {
+		for _, n := range c.Nodes() {
+			if n.Server() == nil {
+				continue
+			}
+			resp, err := pb.NewClusterClient(cs.get(n.APIAddr)).Status(ctx, &pb.ClusterStatusRequest{Local: true})
+			if err != nil {
+				continue
+			}
+			for _, p := range resp.Partitions {
+				if p.Topic == "t" && p.RaftState == "Leader on "+n.ID {
+					return n
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("no leader of t/0")
+	return nil
+}
+
+// checkExactly verifies the log holds the acknowledged values once each,
+// in order, with possibly extra (unacknowledged but committed) values in
+// between that are not duplicates.
+func checkExactly(t *testing.T, acked, got []string) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, v := range got {
+		if seen[v] {
+			t.Fatalf("%s appears twice", v)
+		}
+		seen[v] = true
+	}
+	i := 0
+	for _, v := range got {
+		if i < len(acked) && v == acked[i] {
+			i++
+		}
+	}
+	if i != len(acked) {
+		t.Fatalf("acknowledged %d records, found %d of them in order; first missing %s (log holds %d)", len(acked), i, acked[i], len(got))
+	}
+}
+
+func TestClusterLeaderKilledUnderLoad(t *testing.T) {
+	c := servertest.NewCluster(t, 3)
+	cs := newCCs(t, c.Addrs()...)
+	ctx := ctx(t)
+	createT(ctx, t, cs, c.Nodes()[0].APIAddr)
+	stop := make(chan struct{})
+	var acked []string
+	done := make(chan struct{})
+	go func() { defer close(done); acked = produceLoad(ctx, t, cs, c.Addrs(), 7, stop) }()
+	time.Sleep(500 * time.Millisecond)
+	old := leaderOf(ctx, t, cs, c)
+	old.Stop()
+	time.Sleep(3 * time.Second)
+	old.Restart()
+	time.Sleep(time.Second)
+	close(stop)
+	<-done
+	if len(acked) < 10 {
+		t.Fatalf("only %d records acknowledged", len(acked))
+	}
+	got := readAll(ctx, t, cs, c.Nodes()[0].APIAddr)
+	checkExactly(t, acked, got)
+	t.Logf("%d acknowledged, %d in the log, leader %s killed and restarted", len(acked), len(got), old.ID)
+}
+
+func TestClusterMinorityLeaderStopsAcknowledging(t *testing.T) {
+	c := servertest.NewCluster(t, 3)
+	cs := newCCs(t, c.Addrs()...)
+	ctx := ctx(t)
+	createT(ctx, t, cs, c.Nodes()[0].APIAddr)
+	lead := leaderOf(ctx, t, cs, c)
+	// Something committed first.
+	for i := range int32(3) {
+		if _, err := pb.NewLogClient(cs.get(lead.APIAddr)).Produce(ctx, &pb.ProduceRequest{Topic: "t", Partition: proto.Int32(0),
+			Batch: encodeBatch(1, i, batch.Record{Value: fmt.Appendf(nil, "before-%d", i)})}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var others []string
+	for _, n := range c.Nodes() {
+		if n != lead {
+			others = append(others, n.ID)
+		}
+	}
+	c.Net.Isolate(lead.ID, others...)
+	// The isolated leader must not acknowledge: its append cannot commit.
+	cctx, cancel := context.WithTimeout(ctx, 4*time.Second)
+	_, err := pb.NewLogClient(cs.get(lead.APIAddr)).Produce(cctx, &pb.ProduceRequest{Topic: "t", Partition: proto.Int32(0),
+		Batch: encodeBatch(2, 0, batch.Record{Value: []byte("minority")})})
+	cancel()
+	if err == nil {
+		t.Fatal("an isolated leader acknowledged a produce")
+	}
+	// The majority elects a leader and accepts writes.
+	var majority string
+	for _, n := range c.Nodes() {
+		if n != lead {
+			majority = n.APIAddr
+			break
+		}
+	}
+	cctx, cancel = context.WithTimeout(ctx, 20*time.Second)
+	_, err = cs.call(cctx, majority, func(cc *grpc.ClientConn) error {
+		_, err := pb.NewLogClient(cc).Produce(cctx, &pb.ProduceRequest{Topic: "t", Partition: proto.Int32(0),
+			Batch: encodeBatch(3, 0, batch.Record{Value: []byte("majority")})})
+		return err
+	})
+	cancel()
+	if err != nil {
+		t.Fatalf("majority side: %v", err)
+	}
+	c.Net.Heal()
+	// After healing, every node agrees; the minority's unacknowledged
+	// append may or may not be there (it was never acknowledged), but the
+	// acknowledged ones are, once each.
+	got := readAll(ctx, t, cs, majority)
+	checkExactly(t, []string{"before-0", "before-1", "before-2", "majority"}, got)
+	// The old leader's log converges: ask it as a follower once it leads
+	// again or via its local log.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		hw := lead.Server().LocalHighWatermark("t", 0)
+		if hw == int64(len(got)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("old leader's high watermark %d, the cluster's log holds %d", hw, len(got))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestClusterFollowerCatchesUpAndNodeLeaves(t *testing.T) {
+	c := servertest.NewCluster(t, 4)
+	cs := newCCs(t, c.Addrs()...)
+	ctx := ctx(t)
+	if _, err := cs.call(ctx, c.Nodes()[0].APIAddr, func(cc *grpc.ClientConn) error {
+		_, err := pb.NewAdminClient(cc).CreateTopic(ctx, &pb.CreateTopicRequest{Name: "t", Partitions: 1, Replicas: 3})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	lead := leaderOf(ctx, t, cs, c)
+	// A follower misses many writes, then catches up.
+	var follower *servertest.Node
+	st, err := pb.NewClusterClient(cs.get(lead.APIAddr)).Status(ctx, &pb.ClusterStatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.Nodes() {
+		if n != lead && slices.Contains(st.Partitions[0].Replicas, n.ID) {
+			follower = n
+			break
+		}
+	}
+	follower.Stop()
+	stop := make(chan struct{})
+	time.AfterFunc(2*time.Second, func() { close(stop) })
+	acked := produceLoad(ctx, t, cs, []string{lead.APIAddr}, 7, stop)
+	follower.Restart()
+	deadline := time.Now().Add(30 * time.Second)
+	for follower.Server().LocalHighWatermark("t", 0) < int64(len(acked)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("follower at %d of %d", follower.Server().LocalHighWatermark("t", 0), len(acked))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// A replica's node leaves: its replica moves to the spare node, which
+	// catches up, and producing goes on.
+	var spare *servertest.Node
+	for _, n := range c.Nodes() {
+		if !slices.Contains(st.Partitions[0].Replicas, n.ID) {
+			spare = n
+		}
+	}
+	if _, err := cs.call(ctx, lead.APIAddr, func(cc *grpc.ClientConn) error {
+		resp, err := pb.NewClusterClient(cc).RemoveNode(ctx, &pb.RemoveNodeRequest{NodeId: follower.ID})
+		if err == nil && len(resp.Moved) != 1 {
+			t.Errorf("moved %v", resp.Moved)
+		}
+		return err
+	}); err != nil {
+		t.Fatalf("remove node: %v", err)
+	}
+	follower.Stop()
+	deadline = time.Now().Add(30 * time.Second)
+	for spare.Server().LocalHighWatermark("t", 0) < int64(len(acked)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the new replica is at %d of %d", spare.Server().LocalHighWatermark("t", 0), len(acked))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	stop = make(chan struct{})
+	time.AfterFunc(time.Second, func() { close(stop) })
+	more := produceLoad(ctx, t, cs, []string{lead.APIAddr}, 8, stop)
+	if len(more) == 0 {
+		t.Fatal("no produce acknowledged after the node left")
+	}
+	resp, err := pb.NewClusterClient(cs.get(spare.APIAddr)).Status(ctx, &pb.ClusterStatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Nodes) != 3 || slices.Contains(resp.Partitions[0].Replicas, follower.ID) {
+		t.Fatalf("after removing %s: nodes %v, partition %v", follower.ID, resp.Nodes, resp.Partitions[0])
+	}
+}

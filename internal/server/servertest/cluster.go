@@ -1,0 +1,166 @@
+package servertest
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/logd/logd/internal/server"
+	"github.com/logd/logd/replication/faultnet"
+)
+
+// Cluster is N in-process logd nodes in cluster mode on 127.0.0.1: each
+// with its own data directory, API port and Raft port, their Raft links
+// through a faultnet.Network (Net) so a test can cut and slow them. A
+// stopped node restarts from its directory on the same addresses.
+type Cluster struct {
+	t     testing.TB
+	Net   *faultnet.Network
+	mut   []func(*server.Config)
+	mu    sync.Mutex
+	nodes []*Node
+}
+
+// Node is one member.
+type Node struct {
+	ID       string
+	Dir      string
+	APIAddr  string
+	RaftAddr string
+	c        *Cluster
+	srv      *server.Server
+}
+
+// NewCluster starts n nodes: the first bootstraps the cluster, the others
+// join it. It waits until every node is listed, and stops them all when the
+// test ends. mutate adjusts each node's config.
+func NewCluster(t testing.TB, n int, mutate ...func(*server.Config)) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, Net: faultnet.New(), mut: mutate}
+	t.Cleanup(c.Close)
+	dir := t.TempDir()
+	for i := range n {
+		nd := &Node{ID: fmt.Sprintf("n%d", i+1), Dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)), c: c}
+		for _, a := range []*string{&nd.APIAddr, &nd.RaftAddr} {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			*a = l.Addr().String()
+			l.Close()
+		}
+		c.nodes = append(c.nodes, nd)
+		if err := nd.start(i == 0); err != nil {
+			t.Fatalf("servertest: start %s: %v", nd.ID, err)
+		}
+	}
+	c.WaitMembers(n, 30*time.Second)
+	return c
+}
+
+// Raft is the Raft configuration of the test clusters: timeouts generous
+// enough for a loaded 2-core CI machine.
+func Raft() *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.HeartbeatTimeout = 1500 * time.Millisecond
+	rc.ElectionTimeout = 1500 * time.Millisecond
+	rc.LeaderLeaseTimeout = 1000 * time.Millisecond
+	return rc
+}
+
+func (n *Node) start(bootstrap bool) error {
+	ln, err := n.c.Net.Listen(n.ID, n.RaftAddr)
+	if err != nil {
+		return err
+	}
+	cfg := server.Config{DataDir: n.Dir, Addr: n.APIAddr, Cluster: &server.ClusterConfig{
+		NodeID: n.ID, RaftListener: ln, Bootstrap: bootstrap, RaftDial: n.c.Net.Dialer(n.ID), Raft: Raft(),
+	}}
+	if !bootstrap {
+		cfg.Cluster.Join = n.c.nodes[0].APIAddr
+	}
+	for _, m := range n.c.mut {
+		m(&cfg)
+	}
+	s, err := server.Start(cfg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	n.c.mu.Lock()
+	n.srv = s
+	n.c.mu.Unlock()
+	return nil
+}
+
+// Nodes are the members, in order.
+func (c *Cluster) Nodes() []*Node { return c.nodes }
+
+// Addrs are every node's API address, for a client's seeds.
+func (c *Cluster) Addrs() []string {
+	var out []string
+	for _, n := range c.nodes {
+		out = append(out, n.APIAddr)
+	}
+	return out
+}
+
+// Server is the node's running server, nil while stopped.
+func (n *Node) Server() *server.Server {
+	n.c.mu.Lock()
+	defer n.c.mu.Unlock()
+	return n.srv
+}
+
+// Stop stops the node (gracefully: Raft and logs closed in order; what was
+// acknowledged is on disk, as after kill -9 with fsync always).
+func (n *Node) Stop() {
+	n.c.mu.Lock()
+	s := n.srv
+	n.srv = nil
+	n.c.mu.Unlock()
+	if s != nil {
+		s.Close()
+	}
+}
+
+// Restart starts a stopped node from its directory.
+func (n *Node) Restart() {
+	n.c.t.Helper()
+	if err := n.start(false); err != nil {
+		n.c.t.Fatalf("servertest: restart %s: %v", n.ID, err)
+	}
+}
+
+// WaitMembers waits until the first running node lists want members.
+func (c *Cluster) WaitMembers(want int, timeout time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		for _, n := range c.nodes {
+			if s := n.Server(); s != nil {
+				if len(s.ClusterMembers()) >= want {
+					return
+				}
+				break
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatalf("servertest: fewer than %d members after %v", want, timeout)
+}
+
+// Close stops every node.
+func (c *Cluster) Close() {
+	var wg sync.WaitGroup
+	for _, n := range c.nodes {
+		wg.Add(1)
+		go func() { defer wg.Done(); n.Stop() }()
+	}
+	wg.Wait()
+}

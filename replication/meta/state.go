@@ -1,0 +1,327 @@
+// Package meta is logd's cluster metadata: the nodes, the topics with their
+// configs and partition placement, and the consumer groups' committed
+// offsets, replicated by one Raft group (replication.MetaGroup) on every
+// node of the cluster.
+//
+// # State and commands
+//
+// The state machine (FSM) holds the state in memory; committed offsets live
+// in an offsets.Store over an in-memory Pebble DB, so that the server reads
+// them through the same code as on a single node. Every change is a Command
+// (JSON) applied through Raft; the leader decides everything that is not
+// deterministic (a topic's creation time, its placement, a commit's time)
+// and puts it in the command, so every replica applies the same state.
+// Snapshots are the whole state as JSON, offsets included (they are small:
+// one row per group and partition). The group's Raft log is a
+// replication.PebbleLogStore in the node's DB, compacted after snapshots.
+//
+// A topic's identity is its name and its creation time (Topic.Config's
+// CreatedMs): a topic deleted and created again under its name is another
+// topic, with other Raft groups (GroupOf), so no replica of the old one can
+// ever vote in the new one's elections.
+//
+// # Placement
+//
+// Topic.Replicas[p] lists the nodes holding partition p, its preferred
+// leader first. Topic.Initial[p] is the set the partition's group was
+// created with: exactly those nodes bootstrap the group, each with the same
+// configuration (Raft allows bootstrapping every server with an identical
+// configuration). A node that receives a replica later is added to the
+// group by its leader and never bootstraps.
+package meta
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/hashicorp/raft"
+
+	"github.com/logd/logd/offsets"
+	"github.com/logd/logd/partition"
+)
+
+// Node is a member of the cluster.
+type Node struct {
+	ID       string `json:"id"`
+	APIAddr  string `json:"api_addr"`
+	RaftAddr string `json:"raft_addr"`
+}
+
+// Topic is a topic's config and placement.
+type Topic struct {
+	Config   partition.TopicConfig `json:"config"`
+	Replicas [][]string            `json:"replicas"` // per partition, preferred leader first
+	Initial  [][]string            `json:"initial"`  // per partition, the bootstrap configuration
+}
+
+// GroupOf is the Raft group id of a topic's partition: it names the topic's
+// incarnation (its creation time), see the package comment.
+func GroupOf(c partition.TopicConfig, p int32) string {
+	return "p/" + c.Name + "@" + strconv.FormatInt(c.CreatedMs, 10) + "/" + strconv.Itoa(int(p))
+}
+
+// State is the cluster's metadata.
+type State struct {
+	Nodes  map[string]Node  `json:"nodes"`
+	Topics map[string]Topic `json:"topics"`
+}
+
+func (s State) clone() State {
+	out := State{Nodes: maps.Clone(s.Nodes), Topics: make(map[string]Topic, len(s.Topics))}
+	for n, t := range s.Topics {
+		t.Replicas = cloneSets(t.Replicas)
+		t.Initial = cloneSets(t.Initial)
+		out.Topics[n] = t
+	}
+	return out
+}
+
+func cloneSets(s [][]string) [][]string {
+	out := make([][]string, len(s))
+	for i, set := range s {
+		out[i] = slices.Clone(set)
+	}
+	return out
+}
+
+// Op names a command.
+type Op string
+
+// Commands.
+const (
+	OpAddNode       Op = "add_node"
+	OpRemoveNode    Op = "remove_node"
+	OpCreateTopic   Op = "create_topic"
+	OpAlterTopic    Op = "alter_topic"
+	OpDeleteTopic   Op = "delete_topic"
+	OpSetReplicas   Op = "set_replicas"
+	OpCommitOffsets Op = "commit_offsets"
+)
+
+// Command is one change to the state.
+type Command struct {
+	Op     Op     `json:"op"`
+	TimeMs int64  `json:"time_ms"` // the leader's clock: commit times
+	Node   *Node  `json:"node,omitempty"`
+	Topic  *Topic `json:"topic,omitempty"` // create (whole), alter (Config)
+	Name   string `json:"name,omitempty"`  // node id or topic name
+	// set_replicas: Topic.Replicas replaces the named topic's placement.
+	Group   string              `json:"group,omitempty"`
+	Offsets []offsets.Committed `json:"offsets,omitempty"`
+}
+
+// FSM is the metadata group's state machine.
+type FSM struct {
+	mu      sync.RWMutex
+	state   State
+	changed chan struct{} // closed and replaced at every change
+	nowMs   int64         // the applying command's time, for the offsets store
+	db      *pebble.DB    // in memory: the committed offsets
+	offs    *offsets.Store
+}
+
+var _ raft.FSM = (*FSM)(nil)
+
+// NewFSM returns an empty state machine.
+func NewFSM() (*FSM, error) {
+	f := &FSM{state: State{Nodes: map[string]Node{}, Topics: map[string]Topic{}}, changed: make(chan struct{})}
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quiet{}})
+	if err != nil {
+		return nil, fmt.Errorf("meta: offsets store: %w", err)
+	}
+	f.db = db
+	f.offs = offsets.New(db, offsets.Options{Now: func() time.Time { return time.UnixMilli(f.nowMs) }})
+	return f, nil
+}
+
+// Close releases the offsets store.
+func (f *FSM) Close() error { return f.db.Close() }
+
+// State returns a copy of the state.
+func (f *FSM) State() State {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.state.clone()
+}
+
+// Changed is closed at the next change of the state.
+func (f *FSM) Changed() <-chan struct{} {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.changed
+}
+
+// Offsets is the committed offsets, for reading: writes go through Raft.
+func (f *FSM) Offsets() *offsets.Store { return f.offs }
+
+func (f *FSM) notify() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// Apply applies one command. It returns nil or an error (a command the
+// leader checked cannot fail here unless the state changed in between).
+func (f *FSM) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	var c Command
+	if err := json.Unmarshal(l.Data, &c); err != nil {
+		return fmt.Errorf("meta: index %d: bad command: %w", l.Index, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.notify()
+	return f.apply(c)
+}
+
+func (f *FSM) apply(c Command) error {
+	st := &f.state
+	switch c.Op {
+	case OpAddNode:
+		if c.Node == nil || c.Node.ID == "" {
+			return fmt.Errorf("meta: add node: no node")
+		}
+		st.Nodes[c.Node.ID] = *c.Node
+	case OpRemoveNode:
+		delete(st.Nodes, c.Name)
+	case OpCreateTopic:
+		if c.Topic == nil {
+			return fmt.Errorf("meta: create topic: no topic")
+		}
+		if _, ok := st.Topics[c.Topic.Config.Name]; ok {
+			return fmt.Errorf("%w: %q", partition.ErrTopicExists, c.Topic.Config.Name)
+		}
+		st.Topics[c.Topic.Config.Name] = *c.Topic
+		// Offsets of an earlier topic of the name do not pass to this one.
+		f.nowMs = c.TimeMs
+		return f.offs.DeleteTopic(c.Topic.Config.Name)
+	case OpAlterTopic:
+		t, ok := st.Topics[c.Name]
+		if !ok || c.Topic == nil {
+			return fmt.Errorf("%w: %q", partition.ErrTopicNotFound, c.Name)
+		}
+		cfg := c.Topic.Config
+		cfg.Name, cfg.Partitions, cfg.Replicas, cfg.CreatedMs = t.Config.Name, t.Config.Partitions, t.Config.Replicas, t.Config.CreatedMs
+		t.Config = cfg
+		st.Topics[c.Name] = t
+	case OpDeleteTopic:
+		if _, ok := st.Topics[c.Name]; !ok {
+			return fmt.Errorf("%w: %q", partition.ErrTopicNotFound, c.Name)
+		}
+		delete(st.Topics, c.Name)
+		return f.offs.DeleteTopic(c.Name)
+	case OpSetReplicas:
+		t, ok := st.Topics[c.Name]
+		if !ok || c.Topic == nil || len(c.Topic.Replicas) != len(t.Replicas) {
+			return fmt.Errorf("meta: set replicas of %q: topic missing or placement of the wrong size", c.Name)
+		}
+		t.Replicas = cloneSets(c.Topic.Replicas)
+		st.Topics[c.Name] = t
+	case OpCommitOffsets:
+		f.nowMs = c.TimeMs
+		return f.offs.Commit(c.Group, c.Offsets)
+	default:
+		return fmt.Errorf("meta: unknown command %q", c.Op)
+	}
+	return nil
+}
+
+// snapshot is the JSON of a snapshot.
+type snapshot struct {
+	Version int                            `json:"version"`
+	State   State                          `json:"state"`
+	Offsets map[string][]offsets.Committed `json:"offsets"`
+}
+
+// Snapshot captures the state.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	s := snapshot{Version: 1, State: f.state.clone(), Offsets: map[string][]offsets.Committed{}}
+	groups, err := f.offs.Groups()
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range groups {
+		cs, err := f.offs.Fetch(g, "")
+		if err != nil {
+			return nil, err
+		}
+		s.Offsets[g] = cs
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	return fsmSnapshot(b), nil
+}
+
+// Restore replaces the state with a snapshot's.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	var s snapshot
+	if err := json.NewDecoder(rc).Decode(&s); err != nil {
+		return fmt.Errorf("meta: restore snapshot: %w", err)
+	}
+	if s.Version != 1 {
+		return fmt.Errorf("meta: restore snapshot: version %d, want 1", s.Version)
+	}
+	if s.State.Nodes == nil {
+		s.State.Nodes = map[string]Node{}
+	}
+	if s.State.Topics == nil {
+		s.State.Topics = map[string]Topic{}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.notify()
+	groups, err := f.offs.Groups()
+	if err != nil {
+		return err
+	}
+	for _, g := range groups {
+		if err := f.offs.DeleteGroup(g); err != nil {
+			return err
+		}
+	}
+	for g, cs := range s.Offsets {
+		// Each commit keeps its time: restore one time at a time.
+		for _, c := range cs {
+			f.nowMs = c.CommitTime.UnixMilli()
+			if err := f.offs.Commit(g, []offsets.Committed{c}); err != nil {
+				return err
+			}
+		}
+	}
+	f.state = s.State
+	return nil
+}
+
+type fsmSnapshot []byte
+
+func (s fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s); err != nil {
+		sink.Cancel()
+		return fmt.Errorf("meta: persist snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+func (fsmSnapshot) Release() {}
+
+type quiet struct{}
+
+func (quiet) Infof(string, ...any)  {}
+func (quiet) Errorf(string, ...any) {}
+func (quiet) Fatalf(f string, args ...any) {
+	panic(fmt.Sprintf("meta: pebble: "+f, args...))
+}

@@ -1,0 +1,133 @@
+package meta
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/logd/logd/offsets"
+	"github.com/logd/logd/partition"
+)
+
+func apply(t *testing.T, f *FSM, index uint64, c Command) error {
+	t.Helper()
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.Apply(&raft.Log{Index: index, Type: raft.LogCommand, Data: b})
+	if r == nil {
+		return nil
+	}
+	return r.(error)
+}
+
+type sink struct{ bytes.Buffer }
+
+func (s *sink) ID() string    { return "test" }
+func (s *sink) Cancel() error { return nil }
+func (s *sink) Close() error  { return nil }
+
+func TestFSMCommandsSnapshotRestore(t *testing.T) {
+	f, err := NewFSM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	changed := f.Changed()
+	cfg := partition.DefaultConfig("orders")
+	cfg.Partitions, cfg.Replicas, cfg.CreatedMs = 2, 2, 1000
+	sets := [][]string{{"a", "b"}, {"b", "a"}}
+	steps := []Command{
+		{Op: OpAddNode, Node: &Node{ID: "a", APIAddr: "h:1", RaftAddr: "h:2"}},
+		{Op: OpAddNode, Node: &Node{ID: "b", APIAddr: "h:3", RaftAddr: "h:4"}},
+		{Op: OpCreateTopic, Topic: &Topic{Config: cfg, Replicas: sets, Initial: sets}},
+		{Op: OpCommitOffsets, TimeMs: 5000, Group: "g", Offsets: []offsets.Committed{{Topic: "orders", Partition: 1, Offset: 9}}},
+	}
+	for i, c := range steps {
+		if err := apply(t, f, uint64(i+1), c); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	select {
+	case <-changed:
+	default:
+		t.Fatal("Changed not closed by a change")
+	}
+	// A second create of the name fails; alter keeps identity fields.
+	if err := apply(t, f, 5, Command{Op: OpCreateTopic, Topic: &Topic{Config: cfg}}); !errors.Is(err, partition.ErrTopicExists) {
+		t.Fatalf("create twice: %v", err)
+	}
+	alt := cfg
+	alt.RetentionMs, alt.Partitions, alt.CreatedMs = 60000, 99, 1
+	if err := apply(t, f, 6, Command{Op: OpAlterTopic, Name: "orders", Topic: &Topic{Config: alt}}); err != nil {
+		t.Fatal(err)
+	}
+	got := f.State().Topics["orders"].Config
+	if got.RetentionMs != 60000 || got.Partitions != 2 || got.CreatedMs != 1000 {
+		t.Fatalf("after alter: %+v", got)
+	}
+	if c, ok, err := f.Offsets().Get("g", "orders", 1); err != nil || !ok || c.Offset != 9 || c.CommitTime.UnixMilli() != 5000 {
+		t.Fatalf("committed: %+v %v %v", c, ok, err)
+	}
+
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s sink
+	if err := snap.Persist(&s); err != nil {
+		t.Fatal(err)
+	}
+	g, err := NewFSM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	// Whatever g held before is replaced.
+	if err := apply(t, g, 1, Command{Op: OpCommitOffsets, TimeMs: 1, Group: "other", Offsets: []offsets.Committed{{Topic: "x", Partition: 0, Offset: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Restore(io.NopCloser(&s)); err != nil {
+		t.Fatal(err)
+	}
+	gs := g.State()
+	if len(gs.Nodes) != 2 || gs.Topics["orders"].Config != got || len(gs.Topics["orders"].Initial) != 2 {
+		t.Fatalf("restored state: %+v", gs)
+	}
+	if c, ok, _ := g.Offsets().Get("g", "orders", 1); !ok || c.Offset != 9 || c.CommitTime.UnixMilli() != 5000 {
+		t.Fatalf("restored offset: %+v %v", c, ok)
+	}
+	if groups, _ := g.Offsets().Groups(); len(groups) != 1 {
+		t.Fatalf("restored groups: %v", groups)
+	}
+
+	// Deleting the topic drops its offsets; removing a node.
+	if err := apply(t, f, 7, Command{Op: OpDeleteTopic, Name: "orders"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := f.Offsets().Get("g", "orders", 1); ok {
+		t.Fatal("offsets of a deleted topic kept")
+	}
+	if err := apply(t, f, 8, Command{Op: OpRemoveNode, Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.State().Nodes["a"]; ok {
+		t.Fatal("node a still listed")
+	}
+	if err := apply(t, f, 9, Command{Op: "bogus"}); err == nil {
+		t.Fatal("unknown command applied")
+	}
+}
+
+func TestGroupOfNamesTheIncarnation(t *testing.T) {
+	a := partition.TopicConfig{Name: "t", CreatedMs: 1}
+	b := partition.TopicConfig{Name: "t", CreatedMs: 2}
+	if GroupOf(a, 0) == GroupOf(b, 0) || GroupOf(a, 0) == GroupOf(a, 1) {
+		t.Fatal("group ids collide")
+	}
+}
