@@ -57,3 +57,18 @@ func (a *Admin) ClusterStatus(ctx context.Context) (ClusterStatus, error) {
 	}
 	return cs, nil
 }
+
+// RemoveNode removes a node from the cluster; its partition replicas move
+// to the remaining nodes. It returns the partitions whose replica moved, as
+// "topic/partition".
+func (a *Admin) RemoveNode(ctx context.Context, id string) ([]string, error) {
+	var resp *logdv1.RemoveNodeResponse
+	err := a.c.unary(ctx, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+		resp, err = logdv1.NewClusterClient(cc).RemoveNode(ctx, &logdv1.RemoveNodeRequest{NodeId: id})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("remove node %s: %w", id, err)
+	}
+	return resp.GetMoved(), nil
+}

@@ -51,6 +51,29 @@ func newClusterCmd() *cobra.Command {
 			})
 		},
 	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "remove-node ID",
+		Short: "Remove a node: its partition replicas move to the other nodes",
+		Long: `Remove a node from the cluster. Each partition replica it holds moves to the
+least loaded other node (which copies the partition from its leader), the
+partitions' Raft groups change to the new replicas, and the node leaves the
+metadata group. Stop the removed node afterwards.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return srv.run(func(c *client.Client) error {
+				moved, err := c.Admin().RemoveNode(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "removed node %s; moved %d partition replicas", args[0], len(moved))
+				if len(moved) > 0 {
+					fmt.Fprintf(cmd.OutOrStdout(), ": %s", strings.Join(moved, ", "))
+				}
+				fmt.Fprintln(cmd.OutOrStdout())
+				return nil
+			})
+		},
+	})
 	return cmd
 }
 
