@@ -14,7 +14,7 @@ RACE_PKGS  := ./log/... ./partition/... ./offsets/... ./retention/... ./client/.
 PLAIN_PKGS := ./cmd/... ./test/... ./torture/... ./proto/...
 FUZZTIME  ?= 5s
 
-.PHONY: check-pkgs all build run test test-race test-fuzz fuzz lint proto tools bench bench-compare clean
+.PHONY: check-pkgs all build run test test-race test-fuzz fuzz lint proto tools bench bench-compare bench-cluster clean
 
 all: build
 
@@ -77,6 +77,11 @@ proto: $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./log/
 	bench/standard.sh
+
+# bench-cluster: one node vs a 3-node cluster (acks=all) in one run: the
+# throughput ratio and the disk bytes written per produced byte per replica.
+bench-cluster:
+	bench/cluster.sh
 
 # bench-compare: logd vs NATS JetStream, one table of ratios (installs
 # nats-server and the nats CLI at pinned versions into ~/.cache/logd-bench).
