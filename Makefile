@@ -92,17 +92,23 @@ clean:
 	rm -rf bin
 
 # torture: the fault-injection harness (torture/) against real logd
-# processes for DURATION (default 10m): `make torture DURATION=30m
-# SEED=7 NEMESES=kill,pause,pause-kill,net-cut,net-blackhole,net-slow,disk-full`
-# (disk-full mounts a tmpfs: root only). The report (text, JSON, history,
-# any linearizability visualization) goes to TORTURE_REPORT_DIR (default
-# $TMPDIR/logd-torture-report, /tmp when TMPDIR is unset).
+# processes for DURATION (default 10m): by default three nodes in cluster
+# mode (TestTortureCluster: kill, pause, pause-kill, partitions, client
+# cuts, a full disk as root); TORTURE_TEST=SingleNode runs one node. `make
+# torture DURATION=30m SEED=7 NEMESES=kill,pause,partition-isolate` picks
+# the faults (kinds: kill,pause,pause-kill,net-cut,net-blackhole,net-slow,
+# disk-full,partition-isolate,partition-halves,partition-bridge; disk-full
+# mounts a tmpfs: root only; empty: the test's default). The report (text,
+# JSON, history, any linearizability visualization, node logs) goes to
+# TORTURE_REPORT_DIR (default $TMPDIR/logd-torture-report, /tmp when
+# TMPDIR is unset).
 .PHONY: torture
 DURATION ?= 10m
 SEED ?= 1
-NEMESES ?= kill,pause,pause-kill
+NEMESES ?=
+TORTURE_TEST ?= Cluster
 TORTURE_REPORT_DIR ?= $(or $(TMPDIR),/tmp)/logd-torture-report
 torture:
 	rm -rf $(TORTURE_REPORT_DIR)
-	TORTURE_DURATION=$(DURATION) TORTURE_SEED=$(SEED) TORTURE_NEMESES=$(NEMESES) TORTURE_REPORT_DIR=$(TORTURE_REPORT_DIR) \
-	  $(GO) test -count=1 -v -timeout 0 -run '^TestTortureSingleNode$$' ./torture/
+	TORTURE_CLUSTER=1 TORTURE_DURATION=$(DURATION) TORTURE_SEED=$(SEED) TORTURE_NEMESES=$(NEMESES) TORTURE_REPORT_DIR=$(TORTURE_REPORT_DIR) \
+	  $(GO) test -count=1 -v -timeout 0 -run '^TestTorture$(TORTURE_TEST)$$' ./torture/

@@ -99,4 +99,12 @@
 // the seed, TORTURE_NEMESES (make: NEMESES) the faults, and
 // TORTURE_REPORT_DIR keeps the report. TestRaftMesh and TestFaultFS test
 // the partitions and the disk faults themselves.
+//
+// TestTortureCluster runs three real processes in cluster mode with every
+// process, partition and client fault (`make torture` runs it;
+// TORTURE_TEST=SingleNode the single node), and TestTortureInProcess a
+// seeded 60-second run on three in-process nodes with every nemesis,
+// including ENOSPC and slow fsyncs. While clusterBugs (cluster_test.go)
+// lists violations they find on main, both run only with
+// TORTURE_CLUSTER=1.
 package torture

@@ -136,6 +136,9 @@ func (c *InProcessCluster) start(n *inprocNode) error {
 	n.srv, n.logf = srv, logf
 	n.mu.Unlock()
 	n.proxy.SetCut(false)
+	if c.mesh != nil {
+		c.mesh.SetDown(n.id, false)
+	}
 	return nil
 }
 
@@ -174,9 +177,10 @@ func (c *InProcessCluster) Kill(node int) error {
 	if srv == nil {
 		return fmt.Errorf("torture: kill node %d: not running", node)
 	}
-	// As a dead process's, its clients' connections are reset and new ones
-	// refused until it restarts.
+	// As a dead process's, its clients' connections and Raft links are
+	// reset and new ones refused until it restarts.
 	n.proxy.Cut()
+	c.mesh.SetDown(node, true)
 	n.fs.Crash()
 	done := make(chan error, 1)
 	go func() { done <- srv.Close() }()

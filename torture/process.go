@@ -155,8 +155,8 @@ func (c *ProcessCluster) RaftAddr(node int) string { return c.nodes[node].raftAd
 
 // ClusterArgs are the `logd serve` cluster flags of node (DESIGN.md's CLI
 // contract): ids from 1, the chosen Raft address, node 0 bootstraps and the
-// others join it. Use it as ProcessConfig.Args once logd serve has cluster
-// mode (today it refuses these flags); untested against a cluster so far.
+// others join it (both are no-ops when a node restarts on its data). Use
+// it as ProcessConfig.Args, with RaftMesh for partitions.
 func ClusterArgs(node int, c *ProcessCluster) []string {
 	args := []string{"--node-id", fmt.Sprint(node + 1), "--raft-addr", c.RaftAddr(node)}
 	if node == 0 {

@@ -25,6 +25,7 @@ type RaftMesh struct {
 	split     map[[2]int]bool // pairs partitioned
 	blackhole bool            // the partition holds bytes rather than resets
 	frozen    map[int]bool
+	down      map[int]bool
 }
 
 // NewRaftMesh starts a proxy for every ordered pair of nodes whose Raft
@@ -99,23 +100,30 @@ func (m *RaftMesh) HealPartition() { m.Partition(Split{}, false) }
 func (m *RaftMesh) Freeze(node int) { m.setFrozen(node, true) }
 
 // Thaw ends Freeze.
-func (m *RaftMesh) Thaw(node int) { m.setFrozen(node, false) }
+func (m *RaftMesh) Thaw(node int) { m.set(&m.frozen, node, false) }
 
-func (m *RaftMesh) setFrozen(node int, on bool) {
+// SetDown resets every link of node and refuses new ones (true), as the
+// kernel does for a killed process, or ends that (false). In-process
+// clusters need it: a stopping server's connections do not die at once.
+func (m *RaftMesh) SetDown(node int, down bool) { m.set(&m.down, node, down) }
+
+func (m *RaftMesh) setFrozen(node int, on bool) { m.set(&m.frozen, node, on) }
+
+func (m *RaftMesh) set(nodes *map[int]bool, node int, on bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.frozen == nil {
-		m.frozen = map[int]bool{}
+	if *nodes == nil {
+		*nodes = map[int]bool{}
 	}
-	m.frozen[node] = on
+	(*nodes)[node] = on
 	m.apply()
 }
 
-// Heal removes the partition and thaws every node.
+// Heal removes the partition, thaws every node and ends SetDown.
 func (m *RaftMesh) Heal() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.split, m.frozen = nil, nil
+	m.split, m.frozen, m.down = nil, nil, nil
 	m.apply()
 }
 
@@ -127,7 +135,7 @@ func (m *RaftMesh) apply() {
 				continue
 			}
 			parted := m.split[pair(a, b)]
-			p.SetCut(parted && !m.blackhole)
+			p.SetCut((parted && !m.blackhole) || m.down[a] || m.down[b])
 			p.SetBlackhole(m.frozen[a] || m.frozen[b] || (parted && m.blackhole))
 		}
 	}

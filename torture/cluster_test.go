@@ -1,0 +1,97 @@
+package torture
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clusterBugs are the violations the cluster tortures find on main today
+// (see the issue's notes for each one's minimal history). While there are
+// any, the cluster tortures run only when asked, with TORTURE_CLUSTER=1
+// (`make torture` sets it), so that make test passes; empty the list when
+// they are fixed and TestTortureInProcess runs in every make test.
+var clusterBugs = []string{
+	"a read began after an append was acknowledged and did not see it (a partitioned-away leader answers reads)",
+	"an observation of a group's committed offsets misses a commit acknowledged before it (stale metadata reads)",
+}
+
+// requireClusterRun skips t while clusterBugs is not empty, unless
+// TORTURE_CLUSTER is set.
+func requireClusterRun(t *testing.T) {
+	t.Helper()
+	if len(clusterBugs) > 0 && os.Getenv("TORTURE_CLUSTER") == "" {
+		t.Skipf("torture: fails on main today (%s); TORTURE_CLUSTER=1 runs it", strings.Join(clusterBugs, "; "))
+	}
+}
+
+// clusterKinds are the faults of the process cluster: every process,
+// partition and client-network fault, and a full disk when root can mount
+// one.
+func clusterKinds() []string {
+	kinds := []string{NemesisKill, NemesisPause, NemesisPauseKill,
+		NemesisPartitionIsolate, NemesisPartitionHalves, NemesisPartitionBridge, NemesisNetCut}
+	if os.Geteuid() == 0 {
+		kinds = append(kinds, NemesisDiskFull)
+	}
+	return kinds
+}
+
+// TestTortureCluster runs the workload against three real logd processes
+// in cluster mode, every Raft link through its own proxy (RaftMesh, routed
+// by LOGD_RAFT_ROUTES) and every client through a proxy, while kill -9,
+// SIGSTOP longer than an election, SIGSTOP then kill, partitions (a node
+// isolated, a 1/2 split, a bridge), cut client connections and, as root, a
+// full disk strike: alone or two at once, half of them the leader of a
+// partition. `make torture DURATION=10m` runs it at length; TORTURE_NEMESES
+// picks the faults.
+func TestTortureCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("torture: skipped in -short mode")
+	}
+	requireClusterRun(t)
+	d, seed, dir := tortureParams(t)
+	kinds := clusterKinds()
+	if s := os.Getenv("TORTURE_NEMESES"); s != "" {
+		kinds = strings.Split(s, ",")
+	}
+	cfg := ProcessConfig{Binary: logdBinary(t), Nodes: 3, Dir: dir, Args: ClusterArgs, RaftMesh: true, Proxy: true,
+		StartTimeout: time.Minute}
+	for _, k := range kinds {
+		if k == NemesisDiskFull {
+			cfg.DiskBytes = 256 << 20
+		}
+	}
+	c, err := StartProcessCluster(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if err := WaitClusterReady(ctx, c, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(ctx, c, RunConfig{
+		Duration:  d,
+		Seed:      seed,
+		ReportDir: dir,
+		Nemesis: NemesisConfig{Kinds: kinds, Combine: true, TargetLeader: true, LeaderShare: 0.5,
+			MinDown: 2 * time.Second, MaxDown: 5 * time.Second},
+		Logf: t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("report in %s\n%s", dir, rep.Text())
+	if len(rep.Faults) == 0 && d >= 10*time.Second {
+		t.Errorf("no fault was injected in %s", d)
+	}
+	if rep.Ops[OpProduce][OutcomeOK] == 0 {
+		t.Errorf("no produce was acknowledged")
+	}
+	if !rep.Valid {
+		t.Errorf("torture found violations; report in %s (node logs node-N.log)", dir)
+	}
+}
