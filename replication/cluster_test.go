@@ -225,9 +225,9 @@ func TestMinorityLeaderTailTruncatedOnRejoin(t *testing.T) {
 }
 
 // A follower that fell behind the leader's log start (retention deleted
-// the segments it needs) gets a snapshot install. Until segment copy
-// exists, it must stay behind rather than give the leader's records other
-// offsets: an offset never changes, on any replica.
+// the segments it needs) gets a snapshot install. Whether or not it has
+// caught up (by segment copy, catchup_test.go), it never gives the leader's
+// records other offsets: an offset never changes, on any replica.
 func TestFollowerBehindLogStartNeverRenumbersOffsets(t *testing.T) {
 	c := clustertest.New(t, clustertest.Options{Groups: []string{group}, Log: func(o *log.Options) { o.SegmentBytes = 4096 }})
 	a := newAcked()

@@ -52,15 +52,12 @@
 //     Raft keeps seeing the older entries, which is harmless;
 //   - the removal of every entry after a snapshot is installed or restored
 //     (the log store is a raft.MonotonicLogStore, so Raft deletes all entries
-//     rather than leaving a gap): TruncateIndexFrom(first), after which the
-//     log accepts any first index (snapshot index + 1) -- but only when the
-//     emptied log's next offset (its start offset) equals the snapshot's high
-//     watermark, so the leader's offsets carry on unchanged. Otherwise the
-//     state machine refuses the leader's snapshot install (ErrOffsetGap;
-//     Raft's leader then retries with exponential backoff) and the store
-//     refuses the removal: the replica keeps its log and stays behind,
-//     safely, rather than give records other offsets than the leader did. Catching such a follower up needs segment copy and a log
-//     that can restart empty at a given offset; neither exists yet.
+//     rather than leaving a gap): a log that ends exactly at the snapshot
+//     (its index, and the snapshot's high watermark as next offset) is kept
+//     and Raft appends after it; otherwise TruncateIndexFrom(first), after
+//     which the log accepts any first index (snapshot index + 1) -- but
+//     only when the emptied log's next offset (its start offset) equals the
+//     snapshot's high watermark, so the leader's offsets carry on unchanged.
 //
 // Offsets never diverge: StoreLogs into an empty log at an index above 1
 // also requires a restored snapshot whose high watermark is the log's next
@@ -73,6 +70,42 @@
 //
 // The Raft configuration must keep TrailingLogs >= 1 so that a compaction
 // never covers the last index (see DeleteRange).
+//
+// # Catching up by segment copy
+//
+// A follower whose log cannot continue at the snapshot the leader installs
+// (it fell behind the leader's log start: retention deleted the segments
+// holding the entries it lacks) is brought up to date by copying the
+// leader's segments, not by replaying history through Raft.
+// PartitionFSM.Restore, which Raft calls while the install waits, asks the
+// leader (Raft has just learned its address from the install) for every
+// segment holding an entry up to the snapshot's index (Raft's snapshot
+// metadata, remembered when Raft opens the snapshot), streams them into a
+// log.Install -- bounded chunks, a CRC-32C per segment on the wire, every
+// entry verified, entries after the snapshot's index cut, temp files
+// fsynced, then committed behind a marker so that a crash leaves the old
+// log or the new one -- and checks that the result ends at the snapshot's
+// index and high watermark. The follower's log then holds the leader's
+// records at the leader's offsets and Raft indexes from the leader's log
+// start, the log store keeps it through Raft's removal above, and Raft
+// appends from the snapshot index + 1. When the leader holds no entry up
+// to the snapshot's index any more, the log restarts empty there
+// (log.ResetTo). The copy travels on the group's own connections on the
+// node's Raft port: a connection whose first byte is 0xC5 (never a Raft
+// RPC type) is a copy request, served by the leader's Partition from its
+// log (segcopy.go has the wire format).
+//
+// When the copy fails (leader unreachable, a segment deleted meanwhile,
+// bad bytes) or the partition closes, the log is unchanged and the install
+// refused (ErrOffsetGap); Raft's leader retries it with backoff. Raft has
+// already stored the installed snapshot, so a follower restarted then
+// restores it over its old log, refuses the leader's appends (the store
+// refuses a gap in indexes) until the leader walks back to its log start,
+// and is sent the snapshot again. The copy runs while the leader's
+// InstallSnapshot RPC waits (10s): a longer copy makes the RPC time out,
+// the copy goes on, and the leader's retry finds the log caught up. Each
+// catch-up copies the whole retained range again (not only what is new
+// since an earlier, timed-out one).
 //
 // # Partition state machine
 //

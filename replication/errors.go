@@ -14,8 +14,8 @@ var (
 	// ErrOffsetGap: appending would give records other offsets than the
 	// leader gave them (a replica restarting from a snapshot whose log does
 	// not end where the snapshot's high watermark is). The replica refuses
-	// and stays behind until its records are copied (segment copy, not
-	// built yet) rather than renumber them.
+	// rather than renumber them, and stays behind until a catch-up by
+	// segment copy succeeds.
 	ErrOffsetGap = errors.New("replication: log offsets would diverge from the leader's")
 	// ErrNotLeader is returned by Partition.Append on a replica that is not the
 	// group's leader; NotLeaderError carries the leader's address when known.

@@ -29,6 +29,13 @@ type PartitionFSM struct {
 	// onApply, when set, sees every applied batch's header, in log order
 	// (the server keeps its producers' dedup state with it on every replica).
 	onApply func(batch.Info)
+	// snapshotIndex, when set, returns the Raft index of the snapshot being
+	// restored (the partition reads it from its snapshot store).
+	snapshotIndex func() uint64
+	// catchUp, when set, copies the leader's segments through a snapshot
+	// this log cannot continue at (a follower behind the leader's log
+	// start); it leaves the log ending at the snapshot, or unchanged.
+	catchUp func(s PartitionSnapshot, index uint64) error
 
 	mu        sync.Mutex
 	lastIndex uint64 // of the last applied batch entry
@@ -92,9 +99,14 @@ func (f *PartitionFSM) Snapshot() (raft.FSMSnapshot, error) {
 }
 
 // Restore loads a snapshot's metadata. The records it covers are either
-// already in the log (restart) or, when the leader installed it, Raft
-// removes the log next and this replica's records restart from there
-// (catching up by segment copy is follow-up work).
+// already in the log (restart), or, when the leader installed it, Raft
+// removes the log next and this replica's records restart from there. When
+// the removed log would not restart at the snapshot's high watermark (this
+// replica fell behind the leader's log start), the leader's segments up to
+// the snapshot are copied first (catchUp): the log then ends exactly at
+// the snapshot, holding the leader's records at the leader's offsets, and
+// the log store keeps it. Without catchUp, or when the copy fails, the
+// install is refused (ErrOffsetGap) and the leader retries it later.
 func (f *PartitionFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	var s PartitionSnapshot
@@ -104,15 +116,25 @@ func (f *PartitionFSM) Restore(rc io.ReadCloser) error {
 	if s.Version != partitionSnapshotVersion {
 		return fmt.Errorf("replication: restore partition snapshot: version %d, want %d", s.Version, partitionSnapshotVersion)
 	}
-	if f.store.running() && !f.store.fits(s.HighWatermark) {
+	var index uint64
+	if f.snapshotIndex != nil {
+		index = f.snapshotIndex()
+	}
+	if f.store.running() && !f.store.fits(s.HighWatermark, index) {
 		// Installed by the leader, but this log cannot continue at the
 		// snapshot's offsets. Refusing the install (rather than accepting it
 		// and refusing the log's removal) makes the leader back off
 		// exponentially instead of resending it at once, forever.
-		return fmt.Errorf("%w: the snapshot ends at offset %d; this replica's log starts at %d and ends at %d",
+		gap := fmt.Errorf("%w: the snapshot ends at offset %d; this replica's log starts at %d and ends at %d",
 			ErrOffsetGap, s.HighWatermark, f.log.StartOffset(), f.log.NextOffset())
+		if f.catchUp == nil || index == 0 {
+			return gap
+		}
+		if err := f.catchUp(s, index); err != nil {
+			return fmt.Errorf("%w; catching up by segment copy: %w", gap, err)
+		}
 	}
-	f.store.snapshotRestored(s.HighWatermark)
+	f.store.snapshotRestored(s.HighWatermark, index)
 	f.log.SetHighWatermark(s.HighWatermark)
 	f.mu.Lock()
 	f.lastIndex, f.lastTerm = s.LastIndex, s.LastTerm

@@ -32,6 +32,9 @@ type LogStore struct {
 	// snapshotHW is the high watermark of the last snapshot restored, -1
 	// for none: the offset the leader gave the first record after it.
 	snapshotHW atomic.Int64
+	// snapshotIndex is the Raft index of the last snapshot restored (0:
+	// none, or unknown).
+	snapshotIndex atomic.Uint64
 
 	// stored holds the waiters of acks=leader appends, by the address of
 	// their batch: on the leader, Raft hands StoreLogs the very slice given
@@ -183,9 +186,12 @@ func (s *LogStore) notifyStored(ls []*raft.Log, err error) {
 // DeleteRange deletes [min, max], serving Raft's three uses:
 //
 //   - a snapshot was restored (FSM.Restore) and Raft removes every entry:
-//     the log is emptied (it then accepts any first index), but only when
-//     its offsets then continue where the snapshot's end; otherwise it is
-//     kept and ErrOffsetGap returned (the replica stays behind, safely);
+//     a log that ends exactly at the snapshot (index and offset: it was
+//     just caught up by segment copy) is kept, Raft appends after it;
+//     otherwise the log is emptied (it then accepts any first index), but
+//     only when its offsets then continue where the snapshot's end; else
+//     it is kept and ErrOffsetGap returned (the replica stays behind,
+//     safely);
 //   - min is above the applied index: a conflicting, uncommitted suffix is
 //     truncated (max must reach the last index);
 //   - max is at or below the applied index: compaction after a snapshot,
@@ -199,6 +205,9 @@ func (s *LogStore) DeleteRange(min, max uint64) error {
 	}
 	if s.restored.Load() && min <= first && max >= last {
 		s.restored.Store(false)
+		if idx := s.snapshotIndex.Load(); idx != 0 && last == idx && s.log.NextOffset() == s.snapshotHW.Load() {
+			return nil
+		}
 		// Emptied, the log's next offset falls back to its start offset.
 		if start, hw := s.log.StartOffset(), s.snapshotHW.Load(); start != hw {
 			return fmt.Errorf("%w: emptied, the log would restart at offset %d, the snapshot ends at %d; keeping it", ErrOffsetGap, start, hw)
@@ -238,19 +247,26 @@ func (s *LogStore) truncate(from uint64) error {
 // snapshot restored then was installed by the leader, not loaded at start.
 func (s *LogStore) running() bool { return s.applied.Load() != nil }
 
-// fits reports whether the log can continue at offset hw once Raft removes
-// its entries: emptied, a log restarts at its start offset.
-func (s *LogStore) fits(hw int64) bool {
-	if s.log.LastIndex() == 0 {
+// fits reports whether the log can continue at the snapshot whose high
+// watermark is hw and Raft index index (0: unknown) once Raft removes its
+// entries: a log ending exactly at the snapshot is kept (DeleteRange);
+// emptied, a log restarts at its start offset.
+func (s *LogStore) fits(hw int64, index uint64) bool {
+	last := s.log.LastIndex()
+	if last == 0 {
 		return s.log.NextOffset() == hw
+	}
+	if index != 0 && last == index && s.log.NextOffset() == hw {
+		return true
 	}
 	return s.log.StartOffset() == hw
 }
 
 // snapshotRestored is called by the state machine when Raft restores it
-// from a snapshot whose high watermark is hw.
-func (s *LogStore) snapshotRestored(hw int64) {
+// from a snapshot whose high watermark is hw and Raft index index.
+func (s *LogStore) snapshotRestored(hw int64, index uint64) {
 	s.snapshotHW.Store(hw)
+	s.snapshotIndex.Store(index)
 	s.restored.Store(true)
 }
 

@@ -259,7 +259,7 @@ func TestSnapshotRestoreRefusesOffsetGap(t *testing.T) {
 
 	// Had the install been accepted, Raft's removal of the log is refused too.
 	s.SetAppliedIndex(applied(100))
-	s.snapshotRestored(500)
+	s.snapshotRestored(500, 0)
 	if err := s.DeleteRange(1, 3); !errors.Is(err, ErrOffsetGap) {
 		t.Fatalf("DeleteRange after restoring a snapshot ending at offset 500: %v, want ErrOffsetGap", err)
 	}

@@ -52,7 +52,7 @@ func (p *Partition) Status() PartitionStatus {
 
 // AddVoter adds a replica to the group (called on the leader). The new
 // replica catches up from the leader's log; if the leader's log no longer
-// starts at index 1 it needs segment copy (see the package comment).
+// starts at index 1, by segment copy (see the package comment).
 func (p *Partition) AddVoter(id raft.ServerID, addr raft.ServerAddress, timeout time.Duration) error {
 	return p.membership("add voter "+string(id), p.raft.AddVoter(id, addr, 0, timeout).Error())
 }

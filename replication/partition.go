@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -65,13 +68,46 @@ type PartitionConfig struct {
 
 // Partition is this node's replica of a partition's Raft group.
 type Partition struct {
-	group string
-	log   *log.Log
-	store *LogStore
-	fsm   *PartitionFSM
-	trans *raft.NetworkTransport
-	snaps raft.SnapshotStore
-	raft  *raft.Raft
+	group  string
+	log    *log.Log
+	store  *LogStore
+	fsm    *PartitionFSM
+	stream *copyStream
+	trans  *raft.NetworkTransport
+	snaps  *snapshotStore
+	raft   *raft.Raft
+	logger hclog.Logger
+
+	// copyCtx ends at Close: it aborts a catch-up in progress, which
+	// Raft's shutdown waits for.
+	copyCtx    context.Context
+	copyCancel context.CancelFunc
+	copied     atomic.Int64 // bytes copied by catch-ups
+	catchUps   atomic.Int64
+}
+
+// snapshotStore is the partition's raft.SnapshotStore, remembering the
+// metadata of the snapshot Raft opened last: Raft opens a snapshot just
+// before restoring the state machine from it, and the state machine needs
+// its index to catch up.
+type snapshotStore struct {
+	raft.SnapshotStore
+	opened atomic.Pointer[raft.SnapshotMeta]
+}
+
+func (s *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
+	meta, rc, err := s.SnapshotStore.Open(id)
+	if err == nil {
+		s.opened.Store(meta)
+	}
+	return meta, rc, err
+}
+
+func (s *snapshotStore) openedIndex() uint64 {
+	if m := s.opened.Load(); m != nil {
+		return m.Index
+	}
+	return 0
 }
 
 // OpenPartition starts the replica. A new group must then be bootstrapped
@@ -99,24 +135,30 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 	if err := os.MkdirAll(cfg.SnapshotDir, 0o755); err != nil {
 		return nil, fmt.Errorf("replication: %s: %w", cfg.Group, err)
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.SnapshotDir, 2, logger)
+	fsnaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.SnapshotDir, 2, logger)
 	if err != nil {
 		return nil, fmt.Errorf("replication: %s: snapshot store: %w", cfg.Group, err)
 	}
-	p := &Partition{group: cfg.Group, log: cfg.Log, snaps: snaps}
+	p := &Partition{group: cfg.Group, log: cfg.Log, snaps: &snapshotStore{SnapshotStore: fsnaps}, logger: logger}
+	p.copyCtx, p.copyCancel = context.WithCancel(context.Background())
 	p.store = NewLogStore(cfg.Log)
 	p.fsm = NewPartitionFSM(cfg.Log, p.store)
 	p.fsm.onApply = cfg.OnApply
+	p.fsm.snapshotIndex = p.snaps.openedIndex
+	p.fsm.catchUp = p.catchUp
+	p.stream = newCopyStream(cfg.Stream, func(c net.Conn) { serveCopy(c, cfg.Log, logger) })
 	p.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  cfg.Stream,
+		Stream:  p.stream,
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
 		Logger:  logger,
 	})
 	stable := NewStableStore(cfg.DB, cfg.Group)
-	r, err := raft.NewRaft(rc, p.fsm, p.store, stable, snaps, p.trans)
+	r, err := raft.NewRaft(rc, p.fsm, p.store, stable, p.snaps, p.trans)
 	if err != nil {
+		p.copyCancel()
 		p.trans.Close()
+		p.stream.wait()
 		return nil, fmt.Errorf("replication: %s: start raft: %w", cfg.Group, err)
 	}
 	p.raft = r
@@ -268,11 +310,41 @@ func (p *Partition) applyError(err error) error {
 	return fmt.Errorf("replication: %s: append: %w", p.group, err)
 }
 
-// Close stops the replica's Raft and its transport. The log stays open.
+// Close stops the replica's Raft and its transport, aborting a catch-up
+// in progress and waiting for the copies it serves. The log stays open.
 func (p *Partition) Close() error {
+	p.copyCancel()
 	err := p.raft.Shutdown().Error()
 	if cerr := p.trans.Close(); err == nil {
 		err = cerr
 	}
+	p.stream.wait()
 	return err
 }
+
+// catchUp copies the leader's segments through a snapshot this replica's
+// log cannot continue at (see PartitionFSM.Restore). It runs in Raft's
+// state machine goroutine while Raft waits for the restore: the leader's
+// InstallSnapshot RPC may time out first (10s), in which case the leader
+// retries and the second install finds the log caught up.
+func (p *Partition) catchUp(s PartitionSnapshot, index uint64) error {
+	leader, _ := p.raft.LeaderWithID()
+	if leader == "" {
+		return errNoLeader
+	}
+	t0 := time.Now()
+	res, err := fetchSegments(p.copyCtx, p.stream, leader, p.log, index, s.HighWatermark)
+	if err != nil {
+		p.logger.Warn("catch-up by segment copy failed", "leader", leader, "index", index, "error", err)
+		return err
+	}
+	p.catchUps.Add(1)
+	p.copied.Add(res.Bytes)
+	p.logger.Info("caught up by segment copy", "leader", leader, "index", index, "offset", s.HighWatermark,
+		"segments", res.Segments, "bytes", res.Bytes, "duration", time.Since(t0))
+	return nil
+}
+
+// CatchUps reports how many times this replica caught up by segment copy
+// since it was opened, and the bytes it copied.
+func (p *Partition) CatchUps() (count, bytes int64) { return p.catchUps.Load(), p.copied.Load() }
