@@ -200,6 +200,11 @@ const (
 	producerScanBytes = 256 << 20
 )
 
+// RebuildProducers rebuilds the producers' state from the log's recent
+// batches, as at open: a replicated partition calls it when Raft restored a
+// snapshot, whose batches it never saw applied.
+func (p *Partition) RebuildProducers() error { return p.recoverProducers() }
+
 // recoverProducers rebuilds the producers' state from the batches of the
 // recent segments (see producerMemory). Reads are bounded (1 MiB at a time).
 func (p *Partition) recoverProducers() error {

@@ -29,6 +29,11 @@ type PartitionFSM struct {
 	// onApply, when set, sees every applied batch's header, in log order
 	// (the server keeps its producers' dedup state with it on every replica).
 	onApply func(batch.Info)
+	// onRestore, when set, is called after a snapshot was restored (at
+	// start or installed by the leader, segments copied or not): the
+	// batches up to it were never applied here, so state kept with
+	// onApply must be rebuilt from the log.
+	onRestore func()
 	// snapshotIndex, when set, returns the Raft index of the snapshot being
 	// restored (the partition reads it from its snapshot store).
 	snapshotIndex func() uint64
@@ -139,6 +144,9 @@ func (f *PartitionFSM) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	f.lastIndex, f.lastTerm = s.LastIndex, s.LastTerm
 	f.mu.Unlock()
+	if f.onRestore != nil {
+		f.onRestore()
+	}
 	return nil
 }
 

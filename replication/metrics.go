@@ -61,7 +61,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 func groupLabels(group string) []string {
 	if rest, ok := strings.CutPrefix(group, "p/"); ok {
 		if i := strings.LastIndexByte(rest, '/'); i >= 0 {
-			return []string{group, rest[:i], rest[i+1:]}
+			// A cluster names the topic's incarnation: "<topic>@<created>".
+			topic, _, _ := strings.Cut(rest[:i], "@")
+			return []string{group, topic, rest[i+1:]}
 		}
 	}
 	return []string{group, "", ""}

@@ -99,6 +99,8 @@ func (n *Node) OpenPartition(group string, l *log.Log) (*Partition, error) {
 type ReplicaOptions struct {
 	// OnApply: see PartitionConfig.OnApply.
 	OnApply func(batch.Info)
+	// OnRestore: see PartitionConfig.OnRestore.
+	OnRestore func()
 }
 
 // OpenReplica is OpenPartition with per-replica options.
@@ -125,6 +127,7 @@ func (n *Node) OpenReplica(group string, l *log.Log, opts ReplicaOptions) (*Part
 		Raft:        n.cfg.Raft,
 		Logger:      n.log,
 		OnApply:     opts.OnApply,
+		OnRestore:   opts.OnRestore,
 	})
 	if err != nil {
 		stream.Close()

@@ -64,6 +64,9 @@ type PartitionConfig struct {
 	// in log order, on every replica (also when Raft replays entries after
 	// a restart).
 	OnApply func(batch.Info)
+	// OnRestore, when set, is called after a snapshot is restored (see
+	// PartitionFSM): the batches it covers were never applied here.
+	OnRestore func()
 }
 
 // Partition is this node's replica of a partition's Raft group.
@@ -144,6 +147,7 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 	p.store = NewLogStore(cfg.Log)
 	p.fsm = NewPartitionFSM(cfg.Log, p.store)
 	p.fsm.onApply = cfg.OnApply
+	p.fsm.onRestore = cfg.OnRestore
 	p.fsm.snapshotIndex = p.snaps.openedIndex
 	p.fsm.catchUp = p.catchUp
 	p.stream = newCopyStream(cfg.Stream, func(c net.Conn) { serveCopy(c, cfg.Log, logger) })

@@ -298,7 +298,14 @@ func (c *cluster) reconcileReplica(ctx context.Context, st meta.State, t meta.To
 	switch {
 	case want && r == nil:
 		var err error
-		r, err = c.node.OpenReplica(group, p.Log, replication.ReplicaOptions{OnApply: p.Observe})
+		r, err = c.node.OpenReplica(group, p.Log, replication.ReplicaOptions{
+			OnApply: p.Observe,
+			OnRestore: func() {
+				if err := p.RebuildProducers(); err != nil {
+					c.s.logger.Error("rebuilding producer state after a snapshot restore", "partition", p.Name(), "err", err)
+				}
+			},
+		})
 		if err != nil {
 			return err
 		}
