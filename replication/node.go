@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -214,6 +215,23 @@ func (n *Node) ClosePartition(group string) error {
 		return nil
 	}
 	return p.Close()
+}
+
+// DropGroup removes what a closed group left on this node: its term and
+// vote and its snapshots (its log is the caller's). For a group whose
+// replica left the node or whose topic was deleted; the group must not be
+// open.
+func (n *Node) DropGroup(group string) error {
+	if n.Partition(group) != nil {
+		return fmt.Errorf("replication: drop group %s: still open", group)
+	}
+	if err := NewStableStore(n.cfg.DB, group).Drop(); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(filepath.Join(n.cfg.DataDir, "raft", groupDir(group))); err != nil {
+		return fmt.Errorf("replication: drop group %s: %w", group, err)
+	}
+	return nil
 }
 
 // Close stops every replica and the Raft port. Logs and the DB stay open.

@@ -257,7 +257,12 @@ func (c *cluster) reconcile(ctx context.Context) error {
 			continue
 		}
 		for i := range lc.Partitions {
-			errs = append(errs, c.node.ClosePartition(meta.GroupOf(lc, i)))
+			g := meta.GroupOf(lc, i)
+			if err := c.node.ClosePartition(g); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			errs = append(errs, c.node.DropGroup(g))
 		}
 		if err := topics.Delete(lc.Name); err != nil {
 			errs = append(errs, err)
