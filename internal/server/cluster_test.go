@@ -448,6 +448,31 @@ func TestClusterMinorityLeaderStopsAcknowledging(t *testing.T) {
 	if err != nil {
 		t.Fatalf("majority side: %v", err)
 	}
+	// The cut-off node must not answer a read at the end of the log as if
+	// nothing had been appended since: it answers the record or an error.
+	f, err := pb.NewLogClient(cs.get(lead.APIAddr)).Fetch(ctx, &pb.FetchRequest{Topic: "t", Partition: 0, Offset: 3, Decode: true})
+	if err == nil && len(f.Records) == 0 {
+		t.Fatal("a node cut off from the majority answered an empty read at the end of the log (stale)")
+	}
+	lo, err := pb.NewLogClient(cs.get(lead.APIAddr)).ListOffsets(ctx, &pb.ListOffsetsRequest{Topic: "t"})
+	if err == nil && lo.Partitions[0].Offset < 4 {
+		t.Fatalf("a node cut off from the majority answered latest = %d, 4 records are acknowledged", lo.Partitions[0].Offset)
+	}
+	// Committed offsets too: a commit acknowledged by the majority is seen,
+	// or the cut-off node refuses to answer.
+	cctx, cancel = context.WithTimeout(ctx, 20*time.Second)
+	_, err = cs.call(cctx, majority, func(cc *grpc.ClientConn) error {
+		_, err := pb.NewOffsetsClient(cc).CommitOffsets(cctx, &pb.CommitOffsetsRequest{Group: "g", Offsets: []*pb.CommittedOffset{{Topic: "t", Partition: 0, Offset: 2}}})
+		return err
+	})
+	cancel()
+	if err != nil {
+		t.Fatalf("commit on the majority side: %v", err)
+	}
+	fo, err := pb.NewOffsetsClient(cs.get(lead.APIAddr)).FetchOffsets(ctx, &pb.FetchOffsetsRequest{Group: "g"})
+	if err == nil && (len(fo.Offsets) != 1 || fo.Offsets[0].Offset != 2) {
+		t.Fatalf("a node cut off from the majority answered committed offsets %v", fo.Offsets)
+	}
 	c.Net.Heal()
 	// After healing, every node agrees; the minority's unacknowledged
 	// append may or may not be there (it was never acknowledged), but the

@@ -130,8 +130,16 @@ func (s *Server) fetchTarget(topic string, part int32, offset int64, maxBytes in
 	if s.cl != nil {
 		// Reads are served by the leader: a follower may lag behind what
 		// was committed and acknowledged.
-		if _, err := s.cl.replica(p); err != nil {
+		r, err := s.cl.replica(p)
+		if err != nil {
 			return nil, 0, err
+		}
+		// A read that may come back empty must not miss a record another
+		// leader acknowledged: see cluster.linearizable.
+		if offset >= p.Log.HighWatermark() {
+			if err := s.cl.linearizable(r.Raft(), "partition "+p.Name()); err != nil {
+				return nil, 0, err
+			}
 		}
 	}
 	if offset < 0 {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -171,9 +173,10 @@ func (s *Server) clusterStatus(err error) error {
 // listOffset answers ListOffsets for one partition this node does not
 // lead by asking its leader; nil when this node leads it (answer locally).
 func (c *cluster) listOffset(ctx context.Context, p *partition.Partition, req *pb.ListOffsetsRequest) (*pb.PartitionOffset, error) {
-	_, err := c.replica(p)
+	r, err := c.replica(p)
 	if err == nil {
-		return nil, nil
+		// Served here: the answer (the high watermark) must be current.
+		return nil, c.linearizable(r.Raft(), "partition "+p.Name())
 	}
 	lead := leaderHint(err)
 	if lead == "" || forwarded(ctx) {
@@ -221,4 +224,35 @@ func (c *cluster) partitionLog(ctx context.Context, p *partition.Partition) (off
 			return at.Offset, nil
 		},
 	}, nil
+}
+
+// linearizable makes a read served by the leader of group r current: every
+// record (or metadata change) acknowledged before it is applied here, and
+// this replica still leads. Without it a leader cut off from the others (or
+// paused past an election) would answer from its stale state until its lease
+// runs out. Once per term the leader waits for a barrier (everything
+// committed by earlier leaders applied); every read then confirms its
+// leadership with a quorum round trip (Raft's read-index protocol). A node
+// that turns out not to lead answers UNAVAILABLE naming the leader.
+func (c *cluster) linearizable(r *raft.Raft, what string) error {
+	ready, _ := c.readyTerm.LoadOrStore(r, new(atomic.Uint64))
+	term := r.CurrentTerm()
+	if ready.(*atomic.Uint64).Load() != term {
+		if err := r.Barrier(5 * time.Second).Error(); err != nil {
+			return c.readError(r, what, err)
+		}
+		ready.(*atomic.Uint64).Store(term)
+	}
+	if err := r.VerifyLeader().Error(); err != nil {
+		return c.readError(r, what, err)
+	}
+	return nil
+}
+
+func (c *cluster) readError(r *raft.Raft, what string, err error) error {
+	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+		_, id := r.LeaderWithID()
+		return unavailableLeader(what, c.apiAddr(string(id)))
+	}
+	return status.Errorf(codes.Unavailable, "%s: cannot confirm this node still leads (%v): retry", what, err)
 }

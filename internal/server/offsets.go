@@ -48,26 +48,61 @@ func (s *Server) CommitOffsets(ctx context.Context, req *pb.CommitOffsetsRequest
 }
 
 // FetchOffsets returns a group's committed offsets with each partition's
-// bounds and the group's lag.
+// bounds and the group's lag. In a cluster the offsets are read from the
+// metadata leader, current (see cluster.linearizable), and the bounds from
+// each partition's leader.
 func (s *Server) FetchOffsets(ctx context.Context, req *pb.FetchOffsetsRequest) (*pb.FetchOffsetsResponse, error) {
 	if req.Topic != "" {
 		if _, err := s.topics.Config(req.Topic); err != nil {
 			return nil, toStatus(err)
 		}
 	}
-	cs, err := s.offsets.Fetch(req.Group, req.Topic)
-	if err != nil {
-		return nil, toStatus(err)
+	var cs []offsets.Committed
+	if s.cl != nil && !s.cl.meta.IsLeader() {
+		if forwarded(ctx) {
+			return nil, unavailableLeader("the cluster metadata", s.cl.metaLeaderAPI())
+		}
+		lead := s.cl.metaLeaderAPI()
+		if lead == "" {
+			return nil, unavailableLeader("the cluster metadata", "")
+		}
+		fresp := &pb.FetchOffsetsResponse{}
+		if err := s.cl.fwd.invoke(ctx, lead, pb.Offsets_FetchOffsets_FullMethodName, req, fresp); err != nil {
+			return nil, err
+		}
+		for _, o := range fresp.Offsets {
+			cs = append(cs, offsets.Committed{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset,
+				Metadata: o.Metadata, CommitTime: time.UnixMilli(o.CommitTimeMs)})
+		}
+	} else {
+		if s.cl != nil {
+			if err := s.cl.linearizable(s.cl.meta.Raft(), "the cluster metadata"); err != nil {
+				return nil, err
+			}
+		}
+		var err error
+		if cs, err = s.offsets.Fetch(req.Group, req.Topic); err != nil {
+			return nil, toStatus(err)
+		}
 	}
 	resp := &pb.FetchOffsetsResponse{Group: req.Group}
 	for _, c := range cs {
 		co := &pb.CommittedOffset{Topic: c.Topic, Partition: c.Partition, Offset: c.Offset,
 			Metadata: c.Metadata, CommitTimeMs: c.CommitTime.UnixMilli()}
-		if p, err := s.topics.Partition(c.Topic, c.Partition); err == nil {
-			co.LogStartOffset, co.HighWatermark = p.Log.StartOffset(), p.Log.HighWatermark()
-			lag := s.lag.Observe(offsets.GroupPosition{Group: req.Group, Topic: c.Topic, Partition: c.Partition,
-				Committed: c.Offset, LogStart: co.LogStartOffset, HighWatermark: co.HighWatermark})
-			co.Lag, co.Trimmed = lag.Lag, lag.Trimmed
+		// A forwarded request's bounds are filled by the node that asked.
+		if p, err := s.topics.Partition(c.Topic, c.Partition); err == nil && !forwarded(ctx) {
+			var l offsets.PartitionLog = p.Log
+			if s.cl != nil {
+				if l, err = s.cl.partitionLog(ctx, p); err != nil {
+					l = nil // bounds unknown now: report the offset alone
+				}
+			}
+			if l != nil {
+				co.LogStartOffset, co.HighWatermark = l.StartOffset(), l.HighWatermark()
+				lag := s.lag.Observe(offsets.GroupPosition{Group: req.Group, Topic: c.Topic, Partition: c.Partition,
+					Committed: c.Offset, LogStart: co.LogStartOffset, HighWatermark: co.HighWatermark})
+				co.Lag, co.Trimmed = lag.Lag, lag.Trimmed
+			}
 		}
 		resp.Offsets = append(resp.Offsets, co)
 	}
@@ -76,6 +111,20 @@ func (s *Server) FetchOffsets(ctx context.Context, req *pb.FetchOffsetsRequest) 
 
 // ListGroups lists groups that have committed offsets.
 func (s *Server) ListGroups(ctx context.Context, req *pb.ListGroupsRequest) (*pb.ListGroupsResponse, error) {
+	if s.cl != nil && !s.cl.meta.IsLeader() && !forwarded(ctx) {
+		if lead := s.cl.metaLeaderAPI(); lead != "" {
+			resp := &pb.ListGroupsResponse{}
+			if err := s.cl.fwd.invoke(ctx, lead, pb.Offsets_ListGroups_FullMethodName, req, resp); err != nil {
+				return nil, err
+			}
+			return resp, nil
+		}
+	}
+	if s.cl != nil {
+		if err := s.cl.linearizable(s.cl.meta.Raft(), "the cluster metadata"); err != nil {
+			return nil, err
+		}
+	}
 	gs, err := s.offsets.Groups()
 	if err != nil {
 		return nil, toStatus(err)
