@@ -44,6 +44,8 @@ func toStatus(err error) error {
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, log.ErrClosed), errors.Is(err, partition.ErrClosed), errors.Is(err, errShuttingDown):
 		return status.Error(codes.Unavailable, "the server is shutting down: retry against another node or after restart")
+	case errors.Is(err, syscall.ENOSPC):
+		return status.Error(codes.ResourceExhausted, "the server's disk is full: retry after an operator frees space (or retention trims)")
 	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
 		return status.Error(codes.ResourceExhausted, "the server is out of file descriptors: raise its limit (ulimit -n) or use fewer partitions or connections")
 	case errors.Is(err, context.Canceled):

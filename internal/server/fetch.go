@@ -125,7 +125,7 @@ func (s *Server) Subscribe(req *pb.SubscribeRequest, stream pb.Log_SubscribeServ
 func (s *Server) fetchTarget(topic string, part int32, offset int64, maxBytes int32) (*partition.Partition, int, error) {
 	p, err := s.topics.Partition(topic, part)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, s.topicLookup(context.Background(), topic, err)
 	}
 	if s.cl != nil {
 		// Reads are served by the leader: a follower may lag behind what
@@ -241,7 +241,7 @@ func (s *Server) readAt(p *partition.Partition, offset int64, maxBytes int, deco
 func (s *Server) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (*pb.ListOffsetsResponse, error) {
 	cfg, parts, err := s.topics.Partitions(req.Topic)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, s.topicLookup(ctx, req.Topic, err)
 	}
 	ids := req.Partitions
 	if len(ids) == 0 {

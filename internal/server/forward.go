@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -166,8 +167,16 @@ func (s *Server) clusterStatus(err error) error {
 		return unavailableLeader(what, addr)
 	case errors.Is(err, replication.ErrOutcomeUnknown):
 		return status.Errorf(codes.Unavailable, "%v: the outcome is unknown; retry (an idempotent producer's retry is not duplicated)", err)
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return toStatus(errShuttingDown)
 	}
-	return toStatus(err)
+	st := toStatus(err)
+	if status.Code(st) == codes.Internal {
+		// A failure on the Raft path (the leader's disk, a lost leader):
+		// the append may or may not have happened; a retry is safe.
+		return status.Errorf(codes.Unavailable, "%v: retry (an idempotent producer's retry is not duplicated)", err)
+	}
+	return st
 }
 
 // listOffset answers ListOffsets for one partition this node does not
@@ -255,4 +264,33 @@ func (c *cluster) readError(r *raft.Raft, what string, err error) error {
 		return unavailableLeader(what, c.apiAddr(string(id)))
 	}
 	return status.Errorf(codes.Unavailable, "%s: cannot confirm this node still leads (%v): retry", what, err)
+}
+
+// topicLookup answers a request for a topic this node does not have. On a
+// single node the topic does not exist. In a cluster this node may only be
+// behind: the metadata lists the topic and the node has not created it yet
+// (it answers UNAVAILABLE: retry), or the node has not heard of a topic
+// just created (it sends the client to the metadata leader, which knows).
+// Only the metadata leader, current, answers NOT_FOUND.
+func (s *Server) topicLookup(ctx context.Context, topic string, err error) error {
+	if s.cl == nil || !errors.Is(err, partition.ErrTopicNotFound) {
+		return toStatus(err)
+	}
+	c := s.cl
+	if _, ok := c.meta.FSM.State().Topics[topic]; ok {
+		return status.Errorf(codes.Unavailable, "topic %q is being set up on this node: retry", topic)
+	}
+	if !c.meta.IsLeader() {
+		if lead := c.metaLeaderAPI(); lead != "" && !forwarded(ctx) {
+			return unavailableLeader("the cluster metadata (this node has not heard of topic "+strconv.Quote(topic)+" yet)", lead)
+		}
+		return unavailableLeader("the cluster metadata", "")
+	}
+	if err := c.linearizable(c.meta.Raft(), "the cluster metadata"); err != nil {
+		return err
+	}
+	if _, ok := c.meta.FSM.State().Topics[topic]; ok {
+		return status.Errorf(codes.Unavailable, "topic %q is being set up on this node: retry", topic)
+	}
+	return toStatus(err)
 }

@@ -48,7 +48,7 @@ func (s *Server) produce(ctx context.Context, req *pb.ProduceRequest) (*pb.Produ
 	}
 	cfg, parts, err := s.topics.Partitions(req.Topic)
 	if err != nil {
-		return nil, err
+		return nil, s.topicLookup(ctx, req.Topic, err)
 	}
 	if err := s.disk.checkAppend(); err != nil {
 		return nil, err
