@@ -123,3 +123,36 @@ func BenchmarkRead(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(bytes)/1e6/b.Elapsed().Seconds(), "MB/s")
 }
+
+// BenchmarkReadInto is BenchmarkRead through one reused buffer, as the
+// server's Subscribe reads.
+func BenchmarkReadInto(b *testing.B) {
+	l, err := Open(benchDir(b), Options{Fsync: FsyncPolicy{Mode: FsyncNever}, SegmentBytes: 16 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	buf := benchBatch(16, 1024)
+	for l.Size() < 64<<20 {
+		if _, err := l.Append(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	dst := make([]byte, 1<<20+ReadBufferSlack)
+	b.ResetTimer()
+	var bytes int64
+	off := int64(0)
+	for i := 0; i < b.N; i++ {
+		out, err := l.ReadInto(dst, off, 1<<20)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bytes += int64(len(out))
+		off += int64(len(out)/len(buf)) * 16
+		if off >= l.HighWatermark() {
+			off = 0
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(bytes)/1e6/b.Elapsed().Seconds(), "MB/s")
+}

@@ -15,7 +15,19 @@ import (
 // CRC-checked as read; a bad one is an error wrapping ErrCorrupt that names
 // the segment file and position (returned once the batches before it have
 // been). A Read covers one segment; the next Read continues in the next.
+// Entries that are not batches (Raft configuration entries) are skipped.
 func (l *Log) Read(offset int64, maxBytes int) ([]byte, error) {
+	return l.ReadInto(nil, offset, maxBytes)
+}
+
+// ReadInto is Read into dst's memory: the segment file is read straight
+// into dst[:cap(dst)] (its contents are overwritten) and the batches are
+// returned as a part of it, without a copy or an allocation. When they do
+// not fit (dst too small for maxBytes, or for the first batch, which is
+// returned whole even beyond maxBytes) a larger buffer is allocated. A
+// capacity of maxBytes + ReadBufferSlack reads most requests with one
+// pread. dst must not be used elsewhere until the result is no longer.
+func (l *Log) ReadInto(dst []byte, offset int64, maxBytes int) ([]byte, error) {
 	l.mu.Lock()
 	if err := l.checkOpenLocked(); err != nil {
 		l.mu.Unlock()
@@ -51,37 +63,7 @@ func (l *Log) Read(offset int64, maxBytes int) ([]byte, error) {
 			return nil, err
 		}
 	}
-
-	chunk := min(max(maxBytes, 16<<10), 1<<20)
-	sc := newScanner(h.f, int64(ie.pos), end, chunk)
-	var out []byte
-	for {
-		pos, raw, e, err := sc.next()
-		if err == io.EOF {
-			if len(out) == 0 {
-				// Below the high watermark there is always a batch; a
-				// concurrent truncation can take it away.
-				return nil, fmt.Errorf("%w: %s: no batch holds offset %d", ErrCorrupt, s.path(), offset)
-			}
-			return out, nil
-		}
-		if err != nil {
-			if len(out) > 0 {
-				return out, nil
-			}
-			return nil, corruptAt(s.path(), pos, err)
-		}
-		if e.typ != entryBatch || e.nextOffset <= offset {
-			continue
-		}
-		if e.baseOffset >= hw || (len(out) > 0 && len(out)+len(raw) > maxBytes) {
-			return out, nil
-		}
-		if out == nil {
-			out = make([]byte, 0, max(len(raw), min(maxBytes, int(end-pos))))
-		}
-		out = append(out, raw...)
-	}
+	return readBatches(s, h.f, dst, int64(ie.pos), end, offset, hw, maxBytes)
 }
 
 // Entry returns the entry at a Raft index, or ErrNotFound.
