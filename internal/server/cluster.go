@@ -129,7 +129,8 @@ func (c *cluster) localStatus() *pb.ClusterStatusResponse {
 			resp.Partitions = append(resp.Partitions, &pb.PartitionStatus{
 				Topic: t.Config.Name, Partition: int32(i), Leader: string(rs.LeaderID),
 				Replicas: serverIDs(rs.Servers), CommitIndex: rs.CommitIndex, Term: rs.Term,
-				RaftState: rs.State.String() + " on " + c.self,
+				RaftState:    rs.State.String() + " on " + c.self,
+				AppliedIndex: rs.AppliedIndex, LastIndex: rs.LastIndex,
 			})
 		}
 	}

@@ -240,6 +240,42 @@ func TestClusterTopicsProduceFetchOffsets(t *testing.T) {
 		}
 	}
 
+	// Leaders move to their preferred replicas (placement's first), spread
+	// over the nodes, and each leader measures its followers' lag.
+	byID := map[string]*servertest.Node{}
+	for _, n := range nodes {
+		byID[n.ID] = n
+	}
+	deadline := time.Now().Add(40 * time.Second)
+	for {
+		resp, err := pb.NewClusterClient(cs.get(nodes[0].APIAddr)).Status(ctx, &pb.ClusterStatusRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spread, measured := true, true
+		leaders := map[string]bool{}
+		for _, p := range resp.Partitions {
+			leaders[p.Leader] = true
+			if p.Leader != p.Replicas[0] {
+				spread = false
+				continue
+			}
+			for _, f := range p.Replicas[1:] {
+				lag, ok := byID[p.Leader].Server().FollowerLagForTest("orders", fmt.Sprint(p.Partition), f)
+				if !ok || lag < 0 {
+					measured = false
+				}
+			}
+		}
+		if spread && measured && len(leaders) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 40s: leaders spread %v (on %d nodes), followers' lag measured %v: %v", spread, len(leaders), measured, resp.Partitions)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
 	// Deleting the topic removes it on every node.
 	if _, err := cs.call(ctx, nodes[0].APIAddr, func(cc *grpc.ClientConn) error {
 		_, err := pb.NewAdminClient(cc).DeleteTopic(ctx, &pb.DeleteTopicRequest{Name: "orders"})

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/logd/logd/partition"
+	pb "github.com/logd/logd/proto/logd/v1"
 	"github.com/logd/logd/replication"
 	"github.com/logd/logd/replication/meta"
 )
@@ -148,7 +150,8 @@ func (s *Server) startCluster(cfg ClusterConfig) (*cluster, error) {
 func (c *cluster) run() {
 	ctx, stop := context.WithCancel(context.Background())
 	c.stop = stop
-	c.wg.Add(3)
+	c.wg.Add(4)
+	go func() { defer c.wg.Done(); c.lagLoop(ctx) }()
 	go func() { defer c.wg.Done(); c.registerLoop(ctx) }()
 	go func() { defer c.wg.Done(); c.reconcileLoop(ctx) }()
 	go func() { defer c.wg.Done(); c.spreadLoop(ctx) }()
@@ -428,4 +431,74 @@ func (c *cluster) replica(p *partition.Partition) (*replication.Partition, error
 	}
 	_, id := r.Raft().LeaderWithID()
 	return nil, notLeader(p, st.Nodes[string(id)].APIAddr)
+}
+
+// lagInterval is how often a leader measures its followers' lag.
+const lagInterval = 5 * time.Second
+
+// lagLoop measures, every lagInterval, how far each follower of the
+// partitions this node leads is behind (the leader's last index minus the
+// follower's applied index), for logd_raft_follower_lag_entries. A
+// follower that does not answer is reported at -1.
+func (c *cluster) lagLoop(ctx context.Context) {
+	t := time.NewTicker(lagInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		st := c.meta.FSM.State()
+		type led struct {
+			topic string
+			id    int32
+			last  uint64
+		}
+		leading := map[string]led{} // by "topic/partition"
+		followers := map[string]bool{}
+		for _, tp := range st.Topics {
+			for i, set := range tp.Replicas {
+				r := c.node.Partition(meta.GroupOf(tp.Config, int32(i)))
+				if r == nil || r.Raft().State() != raft.Leader {
+					continue
+				}
+				leading[fmt.Sprintf("%s/%d", tp.Config.Name, i)] = led{tp.Config.Name, int32(i), r.Raft().LastIndex()}
+				for _, n := range set {
+					if n != c.self {
+						followers[n] = true
+					}
+				}
+			}
+		}
+		type sample struct {
+			topic, partition, follower string
+			lag                        float64
+		}
+		var samples []sample
+		for n := range followers {
+			cctx, cancel := context.WithTimeout(ctx, statusTimeout)
+			resp := &pb.ClusterStatusResponse{}
+			err := c.fwd.invoke(cctx, st.Nodes[n].APIAddr, pb.Cluster_Status_FullMethodName, &pb.ClusterStatusRequest{Local: true}, resp)
+			cancel()
+			seen := map[string]uint64{}
+			for _, p := range resp.GetPartitions() {
+				seen[fmt.Sprintf("%s/%d", p.Topic, p.Partition)] = p.AppliedIndex
+			}
+			for key, l := range leading {
+				if !slices.Contains(st.Topics[l.topic].Replicas[l.id], n) {
+					continue
+				}
+				lag := -1.0
+				if applied, ok := seen[key]; ok && err == nil {
+					lag = float64(l.last) - float64(applied)
+				}
+				samples = append(samples, sample{l.topic, strconv.Itoa(int(l.id)), n, lag})
+			}
+		}
+		c.s.m.followerLag.Reset()
+		for _, s := range samples {
+			c.s.m.followerLag.WithLabelValues(s.topic, s.partition, s.follower).Set(s.lag)
+		}
+	}
 }

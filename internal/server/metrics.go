@@ -23,6 +23,7 @@ type metrics struct {
 	fetchBytes       *prometheus.CounterVec
 	fsyncLatency     prometheus.Histogram
 	diskWrittenBytes prometheus.Counter
+	followerLag      *prometheus.GaugeVec
 }
 
 var latencyBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
@@ -48,9 +49,13 @@ func newMetrics(topics func() *partition.Topics) *metrics {
 			Name: "logd_fsync_duration_seconds", Help: "Duration of each fsync of a segment.", Buckets: latencyBuckets}),
 		diskWrittenBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "logd_disk_written_bytes_total", Help: "Bytes written to disk by the logs (segments and indexes)."}),
+		followerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "logd_raft_follower_lag_entries",
+			Help: "On a partition's leader: Raft entries each follower has yet to apply (-1: it did not answer). Measured every 5s."},
+			[]string{"topic", "partition", "follower"}),
 	}
 	m.reg.MustRegister(m.produceRecords, m.produceBytes, m.produceDupes, m.produceErrors, m.produceLatency,
-		m.fetchRecords, m.fetchBytes, m.fsyncLatency, m.diskWrittenBytes,
+		m.fetchRecords, m.fetchBytes, m.fsyncLatency, m.diskWrittenBytes, m.followerLag,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&partitionCollector{topics: topics})
 	return m

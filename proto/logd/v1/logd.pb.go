@@ -2465,14 +2465,17 @@ func (x *NodeStatus) GetAlive() bool {
 }
 
 type PartitionStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
-	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
-	Leader        string                 `protobuf:"bytes,3,opt,name=leader,proto3" json:"leader,omitempty"`
-	Replicas      []string               `protobuf:"bytes,4,rep,name=replicas,proto3" json:"replicas,omitempty"`
-	CommitIndex   uint64                 `protobuf:"varint,5,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
-	RaftState     string                 `protobuf:"bytes,6,opt,name=raft_state,json=raftState,proto3" json:"raft_state,omitempty"`
-	Term          uint64                 `protobuf:"varint,7,opt,name=term,proto3" json:"term,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Topic       string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition   int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Leader      string                 `protobuf:"bytes,3,opt,name=leader,proto3" json:"leader,omitempty"`
+	Replicas    []string               `protobuf:"bytes,4,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	CommitIndex uint64                 `protobuf:"varint,5,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
+	RaftState   string                 `protobuf:"bytes,6,opt,name=raft_state,json=raftState,proto3" json:"raft_state,omitempty"`
+	Term        uint64                 `protobuf:"varint,7,opt,name=term,proto3" json:"term,omitempty"`
+	// The answering replica's own Raft indexes (Status with local).
+	AppliedIndex  uint64 `protobuf:"varint,8,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	LastIndex     uint64 `protobuf:"varint,9,opt,name=last_index,json=lastIndex,proto3" json:"last_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2552,6 +2555,20 @@ func (x *PartitionStatus) GetRaftState() string {
 func (x *PartitionStatus) GetTerm() uint64 {
 	if x != nil {
 		return x.Term
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetLastIndex() uint64 {
+	if x != nil {
+		return x.LastIndex
 	}
 	return 0
 }
@@ -2802,7 +2819,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
 	"\bapi_addr\x18\x02 \x01(\tR\aapiAddr\x12\x1b\n" +
 	"\traft_addr\x18\x03 \x01(\tR\braftAddr\x12\x14\n" +
-	"\x05alive\x18\x04 \x01(\bR\x05alive\"\xcf\x01\n" +
+	"\x05alive\x18\x04 \x01(\bR\x05alive\"\x93\x02\n" +
 	"\x0fPartitionStatus\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
@@ -2811,7 +2828,10 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\fcommit_index\x18\x05 \x01(\x04R\vcommitIndex\x12\x1d\n" +
 	"\n" +
 	"raft_state\x18\x06 \x01(\tR\traftState\x12\x12\n" +
-	"\x04term\x18\a \x01(\x04R\x04term\"\x90\x01\n" +
+	"\x04term\x18\a \x01(\x04R\x04term\x12#\n" +
+	"\rapplied_index\x18\b \x01(\x04R\fappliedIndex\x12\x1d\n" +
+	"\n" +
+	"last_index\x18\t \x01(\x04R\tlastIndex\"\x90\x01\n" +
 	"\x15ClusterStatusResponse\x12)\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x13.logd.v1.NodeStatusR\x05nodes\x128\n" +
 	"\n" +
