@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -31,19 +32,46 @@ type Partition struct {
 }
 
 type producerState struct {
-	// appendMu is held across a producer's append, so that its batches go
-	// in order; the fields below are guarded by the partition's mu (Observe
-	// updates them while an append holds appendMu).
+	// appendMu is held across a producer's sequence check and the start
+	// of its write, so that its batches enter the log in order; the fields
+	// below are guarded by the partition's mu (Observe updates them while
+	// an append holds appendMu).
 	appendMu sync.Mutex
 	epoch    int16
 	lastSeq  int32 // sequence of the last record appended
 	recent   []appendedBatch
 	lastUsed time.Time
+	// pending are the batches started (StartAppendVia) and not yet
+	// appended for good, in the order they were started, which is the
+	// order they enter the log.
+	pending []*pendingBatch
 }
 
 type appendedBatch struct {
 	firstSeq, lastSeq int32
 	base, last        int64
+}
+
+type pendingBatch struct {
+	epoch             int16
+	firstSeq, lastSeq int32
+	lead              uint64
+	w                 Write
+}
+
+// Write is a batch on its way to the log through a replicated path (see
+// StartAppendVia): started, with an outcome to wait for.
+type Write interface {
+	// Wait waits for the answer its starter asked for (acks), or for ctx.
+	// An error after ctx ended leaves the outcome unknown: the batch stays
+	// pending until Done.
+	Wait(ctx context.Context) (AppendResult, error)
+	// Done is closed when the outcome is final: the batch is appended for
+	// good (applied, and Observed before Done is closed) or failed.
+	Done() <-chan struct{}
+	// Result is the final outcome, once Done is closed: the offsets, or
+	// why the batch was not appended.
+	Result() (AppendResult, error)
 }
 
 // AppendResult is where a batch landed.
@@ -68,10 +96,10 @@ func (p *Partition) Append(b []byte, info batch.Info) (AppendResult, error) {
 	return p.AppendVia(b, info, p.Log.Append)
 }
 
-// AppendVia is Append through another path to the log (a replicated
-// partition appends through Raft): write stores b and returns its header
-// with the offsets it got. The producer's state is checked before write and
-// updated after it; a producer's batches are written one at a time.
+// AppendVia is Append through another path to the log: write stores b and
+// returns its header with the offsets it got. The producer's state is
+// checked before write and updated after it; a producer's batches are
+// written one at a time.
 func (p *Partition) AppendVia(b []byte, info batch.Info, write func([]byte) (batch.Info, error)) (AppendResult, error) {
 	if info.ProducerID < 0 {
 		got, err := write(b)
@@ -85,53 +113,190 @@ func (p *Partition) AppendVia(b []byte, info batch.Info, write func([]byte) (bat
 	defer st.appendMu.Unlock()
 	firstSeq := info.FirstSequence
 	lastSeq := firstSeq + info.LastOffsetDelta
-	if res, err, done := p.checkSequence(st, info, firstSeq, lastSeq); done {
+	p.mu.Lock()
+	res, _, done, err := p.checkSequence(st, info, firstSeq, lastSeq, 0)
+	p.mu.Unlock()
+	if done {
 		return res, err
 	}
 	got, err := write(b)
 	if err != nil {
 		return AppendResult{}, err
 	}
-	res := AppendResult{BaseOffset: got.BaseOffset, LastOffset: got.LastOffset()}
+	res = AppendResult{BaseOffset: got.BaseOffset, LastOffset: got.LastOffset()}
 	p.mu.Lock()
-	// A replicated append may have been Observed already, as Raft applied it.
-	if !(st.epoch == info.ProducerEpoch && st.lastSeq >= lastSeq) {
+	if !st.covers(info.ProducerEpoch, lastSeq) {
 		st.remember(info.ProducerEpoch, appendedBatch{firstSeq, lastSeq, res.BaseOffset, res.LastOffset})
 	}
 	p.mu.Unlock()
 	return res, nil
 }
 
-// checkSequence answers a batch that must not be written: a retry of a
-// remembered batch, an old one, a fenced epoch or a sequence gap.
-func (p *Partition) checkSequence(st *producerState, info batch.Info, firstSeq, lastSeq int32) (AppendResult, error, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	known := st.lastSeq >= 0
-	if known && info.ProducerEpoch < st.epoch {
-		return AppendResult{}, fmt.Errorf("%w: producer %d epoch %d is older than epoch %d", ErrOutOfOrderSequence, info.ProducerID, info.ProducerEpoch, st.epoch), true
+// StartAppendVia starts appending b through a replicated path that orders
+// writes as they are started (Raft orders entries as they are applied) and
+// returns, without waiting for the outcome, the function that waits for it.
+// The producer's lock is held only across the sequence check and start, so
+// that a producer's batches pipeline: the check sees the batches started and
+// not yet appended (pending), a retry of a pending batch is not started
+// again but answered with the original's outcome (wait waits for it), and
+// the state is updated as the batches are applied (Observe).
+//
+// lead identifies the leadership the write is started under (the Raft
+// term); the caller must only start writes once its replica has applied
+// every entry of earlier leaderships, so that the Observed state is whole.
+// Batches still pending from another leadership are forgotten: they were
+// applied (and Observed) or are lost. A pending batch that fails is
+// forgotten with every batch of the producer started after it (they are
+// failed too, or will be); one whose outcome is unknown (its waiter's
+// context ended) stays pending until it is Done.
+func (p *Partition) StartAppendVia(b []byte, info batch.Info, lead uint64, start func([]byte) (Write, error)) (func(context.Context) (AppendResult, error), error) {
+	if info.ProducerID < 0 {
+		w, err := start(b)
+		if err != nil {
+			return nil, err
+		}
+		return w.Wait, nil
 	}
-	if known && info.ProducerEpoch == st.epoch {
+	st := p.producer(info.ProducerID)
+	st.appendMu.Lock()
+	defer st.appendMu.Unlock()
+	firstSeq := info.FirstSequence
+	lastSeq := firstSeq + info.LastOffsetDelta
+	p.mu.Lock()
+	st.prunePending(lead)
+	res, orig, done, err := p.checkSequence(st, info, firstSeq, lastSeq, lead)
+	p.mu.Unlock()
+	if orig != nil {
+		return waitOriginal(orig), nil
+	}
+	if done {
+		return func(context.Context) (AppendResult, error) { return res, err }, nil
+	}
+	w, err := start(b)
+	if err != nil {
+		return nil, err
+	}
+	pb := &pendingBatch{epoch: info.ProducerEpoch, firstSeq: firstSeq, lastSeq: lastSeq, lead: lead, w: w}
+	p.mu.Lock()
+	// The batch may have been applied (and Observed) already.
+	if !st.covers(info.ProducerEpoch, lastSeq) {
+		st.pending = append(st.pending, pb)
+	}
+	p.mu.Unlock()
+	return func(ctx context.Context) (AppendResult, error) {
+		res, err := w.Wait(ctx)
+		if err != nil && ctx.Err() == nil {
+			p.mu.Lock()
+			st.dropPending(pb)
+			p.mu.Unlock()
+		}
+		return res, err
+	}, nil
+}
+
+// waitOriginal answers a retry of a pending batch with the original's
+// final outcome.
+func waitOriginal(w Write) func(context.Context) (AppendResult, error) {
+	return func(ctx context.Context) (AppendResult, error) {
+		select {
+		case <-w.Done():
+		case <-ctx.Done():
+			return AppendResult{}, fmt.Errorf("waiting for the original of a retried batch: %w", ctx.Err())
+		}
+		res, err := w.Result()
+		if err != nil {
+			return AppendResult{}, err
+		}
+		res.Duplicate = true
+		return res, nil
+	}
+}
+
+// checkSequence answers a batch that must not be written: a retry of a
+// remembered batch, an old one, a fenced epoch or a sequence gap; or,
+// orig, the pending write it retries. The producer's pending batches
+// (pruned) come after its remembered ones. p.mu is held.
+func (p *Partition) checkSequence(st *producerState, info batch.Info, firstSeq, lastSeq int32, lead uint64) (res AppendResult, orig Write, done bool, err error) {
+	epoch, last := st.epoch, st.lastSeq
+	if n := len(st.pending); n > 0 {
+		epoch, last = st.pending[n-1].epoch, st.pending[n-1].lastSeq
+	}
+	known := last >= 0
+	if known && info.ProducerEpoch < epoch {
+		return AppendResult{}, nil, true, fmt.Errorf("%w: producer %d epoch %d is older than epoch %d", ErrOutOfOrderSequence, info.ProducerID, info.ProducerEpoch, epoch)
+	}
+	if !known || info.ProducerEpoch != epoch {
+		return AppendResult{}, nil, false, nil
+	}
+	for _, pb := range st.pending {
+		if pb.epoch == epoch && pb.firstSeq == firstSeq && pb.lastSeq == lastSeq {
+			return AppendResult{}, pb.w, true, nil
+		}
+	}
+	if st.epoch == epoch {
 		for _, r := range st.recent {
 			if r.firstSeq == firstSeq && r.lastSeq == lastSeq {
-				return AppendResult{BaseOffset: r.base, LastOffset: r.last, Duplicate: true}, nil, true
+				return AppendResult{BaseOffset: r.base, LastOffset: r.last, Duplicate: true}, nil, true, nil
 			}
 		}
 		if firstSeq <= st.lastSeq {
-			return AppendResult{BaseOffset: -1, LastOffset: -1, Duplicate: true}, nil, true
-		}
-		if firstSeq != st.lastSeq+1 {
-			return AppendResult{}, fmt.Errorf("%w: producer %d sent sequence %d, expected %d: resend the earlier batches first",
-				ErrOutOfOrderSequence, info.ProducerID, firstSeq, st.lastSeq+1), true
+			return AppendResult{BaseOffset: -1, LastOffset: -1, Duplicate: true}, nil, true, nil
 		}
 	}
-	return AppendResult{}, nil, false
+	if firstSeq != last+1 {
+		return AppendResult{}, nil, true, fmt.Errorf("%w: producer %d sent sequence %d, expected %d: resend the earlier batches first",
+			ErrOutOfOrderSequence, info.ProducerID, firstSeq, last+1)
+	}
+	return AppendResult{}, nil, false, nil
+}
+
+// covers reports whether the appended state holds the batch of epoch
+// ending at lastSeq. p.mu is held.
+func (st *producerState) covers(epoch int16, lastSeq int32) bool {
+	return st.lastSeq >= 0 && st.epoch == epoch && st.lastSeq >= lastSeq
+}
+
+// prunePending forgets pending batches started under another leadership
+// than lead, and the first failed one with every one after it. p.mu is
+// held.
+func (st *producerState) prunePending(lead uint64) {
+	for i, pb := range st.pending {
+		if pb.lead != lead {
+			st.truncatePending(i)
+			return
+		}
+		select {
+		case <-pb.w.Done():
+			if _, err := pb.w.Result(); err != nil {
+				st.truncatePending(i)
+				return
+			}
+		default:
+		}
+	}
+}
+
+// dropPending forgets pb, failed, and every batch started after it. p.mu
+// is held.
+func (st *producerState) dropPending(pb *pendingBatch) {
+	for i, q := range st.pending {
+		if q == pb {
+			st.truncatePending(i)
+			return
+		}
+	}
+}
+
+func (st *producerState) truncatePending(i int) {
+	clear(st.pending[i:])
+	st.pending = st.pending[:i]
 }
 
 // Observe records a batch appended to the log by another path: a
 // replicated partition's batches as Raft applies them on every replica, so
 // that a replica that becomes leader knows its producers. A batch the state
-// already holds is ignored.
+// already holds is ignored. Pending batches it covers are appended for
+// good.
 func (p *Partition) Observe(info batch.Info) {
 	if info.ProducerID < 0 {
 		return
@@ -140,6 +305,17 @@ func (p *Partition) Observe(info batch.Info) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	lastSeq := info.FirstSequence + info.LastOffsetDelta
+	n := 0
+	for _, pb := range st.pending {
+		if pb.epoch > info.ProducerEpoch || (pb.epoch == info.ProducerEpoch && pb.lastSeq > lastSeq) {
+			break
+		}
+		n++
+	}
+	if n > 0 {
+		clear(st.pending[:n])
+		st.pending = st.pending[n:]
+	}
 	if st.lastSeq >= 0 && info.ProducerEpoch == st.epoch && lastSeq <= st.lastSeq {
 		return
 	}
@@ -183,6 +359,9 @@ func (p *Partition) evictOldest() {
 	var oldest time.Time
 	first := true
 	for id, st := range p.producers {
+		if len(st.pending) > 0 {
+			continue // its retries must find the pending batches
+		}
 		if first || st.lastUsed.Before(oldest) {
 			oldID, oldest, first = id, st.lastUsed, false
 		}

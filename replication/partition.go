@@ -18,6 +18,11 @@ import (
 	"github.com/logd/logd/log"
 )
 
+// ErrNotReady: the replica leads but has not applied the entries of
+// earlier terms yet (Partition.Leading); the Cause of a NotLeaderError
+// naming this replica. A retry soon succeeds.
+var ErrNotReady = errors.New("replication: leader not ready: applying earlier entries")
+
 // NotLeaderError says who leads instead. errors.Is(err, ErrNotLeader) holds.
 type NotLeaderError struct {
 	Group    string
@@ -87,6 +92,10 @@ type Partition struct {
 	copyCancel context.CancelFunc
 	copied     atomic.Int64 // bytes copied by catch-ups
 	catchUps   atomic.Int64
+
+	// ready proves, for a term this replica leads, that every entry of
+	// earlier terms is applied (see Leading).
+	ready atomic.Pointer[readiness]
 }
 
 // snapshotStore is the partition's raft.SnapshotStore, remembering the
@@ -134,6 +143,9 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 	// DeleteRange tells compaction from suffix truncation by the range:
 	// a compaction must never reach the last index.
 	rc.TrailingLogs = max(rc.TrailingLogs, 1)
+	// A buffered apply channel lets the leader take every pipelined
+	// entry at once (one StoreLogs, one fsync) and Start return at once.
+	rc.BatchApplyCh = true
 
 	if err := os.MkdirAll(cfg.SnapshotDir, 0o755); err != nil {
 		return nil, fmt.Errorf("replication: %s: %w", cfg.Group, err)
@@ -186,33 +198,69 @@ func (p *Partition) Raft() *raft.Raft { return p.raft }
 func (p *Partition) Log() *log.Log { return p.log }
 
 // Append replicates one record batch and returns its offsets once a
-// quorum has stored it and it is applied here (acks=all). Append takes b
-// over: it is modified in place (base offset, leader epoch) and Raft may
-// still read it after Append returns early (ctx ended), so the caller must
-// not reuse it.
+// quorum has stored it and it is applied here (acks=all): Start and Wait.
 //
 // When ctx ends first, or leadership is lost during the append (a
 // NotLeaderError whose Cause is raft.ErrLeadershipLost), the outcome is
 // unknown: the entry may still commit, so a retry must go through the
 // idempotent producer. errors.Is(err, ErrOutcomeUnknown) holds for the
-// former. The context is the only bound on the wait: Raft's own timeout
-// covers enqueuing only, and a future whose node shuts down after the
-// entry committed but before it was applied is never answered
-// (hashicorp/raft issue 498).
+// former.
 func (p *Partition) Append(ctx context.Context, b []byte) (ApplyResult, error) {
-	if err := checkAppend(b); err != nil {
+	w, err := p.Start(b, false)
+	if err != nil {
 		return ApplyResult{}, err
 	}
-	f := p.raft.Apply(b, enqueueTimeout(ctx))
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			return ApplyResult{}, p.applyError(err)
-		}
-	case <-ctx.Done():
-		return ApplyResult{}, fmt.Errorf("%w: %s: %w", ErrOutcomeUnknown, p.group, ctx.Err())
+	return w.Wait(ctx)
+}
+
+// Write is a batch entry on its way through Raft (Partition.Start).
+type Write struct {
+	p      *Partition
+	stored <-chan storedResult // leaderOnly: the leader's log stored it
+	done   chan struct{}       // closed once res and err are final
+	res    ApplyResult
+	err    error
+}
+
+// Start hands one record batch to Raft and returns without waiting for
+// it to be stored: Raft orders entries in the order Start is called (its
+// apply channel), so a caller that serializes its Starts gets its batches
+// into the log in that order, while they share the leader's fsyncs and
+// AppendEntries. Start takes b over: it is modified in place (base offset,
+// leader epoch) and read by the state machine when the entry is applied,
+// so the caller must not reuse it.
+//
+// Start blocks until Raft takes the entry (never long: the apply channel
+// is buffered and drained in every Raft state), with no timeout: an entry
+// refused after a later one of the same caller was taken would break that
+// caller's order. leaderOnly makes Wait answer once the leader's own log
+// stored the batch durably (acks=leader) rather than once a quorum stored
+// it and it is applied here (acks=all).
+func (p *Partition) Start(b []byte, leaderOnly bool) (*Write, error) {
+	if err := checkAppend(b); err != nil {
+		return nil, err
+	}
+	w := &Write{p: p, done: make(chan struct{})}
+	cancel := func() {}
+	if leaderOnly {
+		w.stored, cancel = p.store.awaitStored(b)
+	}
+	f := p.raft.Apply(b, 0)
+	go func() {
+		// Raft answers every future but one whose node shuts down after
+		// the entry committed and before it was applied (hashicorp/raft
+		// issue 498): this goroutine then waits for good.
+		w.res, w.err = p.applied(f)
+		close(w.done)
+		cancel()
+	}()
+	return w, nil
+}
+
+// applied waits for f and returns its outcome.
+func (p *Partition) applied(f raft.ApplyFuture) (ApplyResult, error) {
+	if err := f.Error(); err != nil {
+		return ApplyResult{}, p.applyError(err)
 	}
 	switch r := f.Response().(type) {
 	case ApplyResult:
@@ -224,13 +272,78 @@ func (p *Partition) Append(ctx context.Context, b []byte) (ApplyResult, error) {
 	}
 }
 
-// enqueueTimeout bounds Raft's wait to take an entry: ctx's time left, or
-// none.
-func enqueueTimeout(ctx context.Context) time.Duration {
-	if d, ok := ctx.Deadline(); ok {
-		return max(time.Until(d), time.Nanosecond)
+// Wait waits for the batch's offsets: once applied, or with leaderOnly
+// once the leader's log stored it. When ctx ends first the outcome is
+// unknown (ErrOutcomeUnknown): the entry may still commit.
+func (w *Write) Wait(ctx context.Context) (ApplyResult, error) {
+	select {
+	case r := <-w.stored: // nil unless leaderOnly
+		return r.r, r.err
+	case <-w.done:
+		return w.res, w.err
+	case <-ctx.Done():
+		return ApplyResult{}, fmt.Errorf("%w: %s: %w", ErrOutcomeUnknown, w.p.group, ctx.Err())
 	}
-	return 0
+}
+
+// Done is closed when the outcome is final: applied here, or failed.
+func (w *Write) Done() <-chan struct{} { return w.done }
+
+// Result is the final outcome; it waits for Done.
+func (w *Write) Result() (ApplyResult, error) {
+	<-w.done
+	return w.res, w.err
+}
+
+// Leading returns the Raft term in which this replica leads, once its
+// state machine has applied every entry of the earlier terms (a Barrier
+// in this term returned; the first call of a term waits for it, up to
+// ctx), so that state kept with OnApply (the producers' dedup state) is
+// whole; a NotLeaderError otherwise, whose Cause is ErrNotReady when the
+// replica leads but has not applied them yet. Raft's AppliedIndex is no
+// such proof: it moves when entries are handed to the state machine,
+// before they are applied.
+func (p *Partition) Leading(ctx context.Context) (uint64, error) {
+	if p.raft.State() != raft.Leader {
+		return 0, p.applyError(raft.ErrNotLeader)
+	}
+	term := p.raft.CurrentTerm()
+	r := p.ready.Load()
+	if r == nil || r.term != term || r.failed() {
+		nr := &readiness{term: term, done: make(chan struct{})}
+		if p.ready.CompareAndSwap(r, nr) {
+			go func() {
+				nr.ok = p.raft.Barrier(0).Error() == nil
+				close(nr.done)
+			}()
+		}
+		r = p.ready.Load()
+	}
+	select {
+	case <-r.done:
+		if r.ok && r.term == term {
+			return term, nil
+		}
+	case <-ctx.Done():
+	}
+	return 0, p.applyError(ErrNotReady)
+}
+
+// readiness is a leader's proof, for its term, that every earlier entry
+// is applied: a Barrier, ok once done.
+type readiness struct {
+	term uint64
+	done chan struct{}
+	ok   bool // set before done is closed
+}
+
+func (r *readiness) failed() bool {
+	select {
+	case <-r.done:
+		return !r.ok
+	default:
+		return false
+	}
 }
 
 // TrimLimit is the offset below which retention may delete this replica's
@@ -265,32 +378,15 @@ func (p *Partition) TrimLimit() (int64, error) {
 
 // AppendLeader replicates one record batch and returns its offsets once
 // the leader's own log has stored it durably, without waiting for a quorum
-// (acks=leader). The batch is committed later, or lost with this leader if
-// it fails before a quorum stores it; readers see it only once committed.
-// AppendLeader takes b over, as Append does: the leader's state machine
-// reads it when the batch commits, after AppendLeader has returned.
+// (acks=leader): Start and Wait. The batch is committed later, or lost
+// with this leader if it fails before a quorum stores it; readers see it
+// only once committed. AppendLeader takes b over, as Append does.
 func (p *Partition) AppendLeader(ctx context.Context, b []byte) (ApplyResult, error) {
-	if err := checkAppend(b); err != nil {
+	w, err := p.Start(b, true)
+	if err != nil {
 		return ApplyResult{}, err
 	}
-	stored, cancel := p.store.awaitStored(b)
-	defer cancel()
-	f := p.raft.Apply(b, enqueueTimeout(ctx))
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
-	select {
-	case r := <-stored:
-		return r.r, r.err
-	case err := <-done:
-		if err != nil {
-			return ApplyResult{}, p.applyError(err)
-		}
-		// Committed before the store's notice was read: both are ready.
-		r := <-stored
-		return r.r, r.err
-	case <-ctx.Done():
-		return ApplyResult{}, fmt.Errorf("%w: %s: %w", ErrOutcomeUnknown, p.group, ctx.Err())
-	}
+	return w.Wait(ctx)
 }
 
 // checkAppend verifies a batch before it enters Raft: the log store would
@@ -307,7 +403,7 @@ func checkAppend(b []byte) error {
 }
 
 func (p *Partition) applyError(err error) error {
-	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) || errors.Is(err, ErrNotReady) {
 		addr, id := p.raft.LeaderWithID()
 		return &NotLeaderError{Group: p.group, LeaderID: id, Leader: addr, Cause: err}
 	}

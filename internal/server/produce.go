@@ -135,16 +135,22 @@ func (s *Server) appendBatch(ctx context.Context, p *partition.Partition, b []by
 		if err != nil {
 			return nil, err
 		}
-		res, err = p.AppendVia(b, info, func(b []byte) (batch.Info, error) {
-			var a replication.ApplyResult
-			var err error
-			if acks == pb.Acks_ACKS_LEADER {
-				a, err = r.AppendLeader(ctx, b)
-			} else {
-				a, err = r.Append(ctx, b)
+		// The producer's next batches may start while this one waits:
+		// they pipeline through Raft (see partition.StartAppendVia).
+		lead, err := r.Leading(ctx)
+		if err != nil {
+			return nil, s.clusterStatus(err)
+		}
+		wait, err := p.StartAppendVia(b, info, lead, func(b []byte) (partition.Write, error) {
+			w, err := r.Start(b, acks == pb.Acks_ACKS_LEADER)
+			if err != nil {
+				return nil, err
 			}
-			return batch.Info{BaseOffset: a.BaseOffset, LastOffsetDelta: int32(a.LastOffset - a.BaseOffset)}, err
+			return raftWrite{w}, nil
 		})
+		if err == nil {
+			res, err = wait(ctx)
+		}
 		if err != nil {
 			return nil, s.clusterStatus(err)
 		}
@@ -166,6 +172,22 @@ func (s *Server) appendBatch(ctx context.Context, p *partition.Partition, b []by
 		s.m.produceBytes.WithLabelValues(p.Topic).Add(float64(len(b)))
 	}
 	return &pb.PartitionAppend{Partition: p.ID, BaseOffset: res.BaseOffset, LastOffset: res.LastOffset, Duplicate: res.Duplicate}, nil
+}
+
+// raftWrite is a batch on its way through a partition's Raft group, as
+// the partition's dedup sees it.
+type raftWrite struct{ w *replication.Write }
+
+func (r raftWrite) Wait(ctx context.Context) (partition.AppendResult, error) {
+	a, err := r.w.Wait(ctx)
+	return partition.AppendResult{BaseOffset: a.BaseOffset, LastOffset: a.LastOffset}, err
+}
+
+func (r raftWrite) Done() <-chan struct{} { return r.w.Done() }
+
+func (r raftWrite) Result() (partition.AppendResult, error) {
+	a, err := r.w.Result()
+	return partition.AppendResult{BaseOffset: a.BaseOffset, LastOffset: a.LastOffset}, err
 }
 
 var roundRobin atomic.Uint32

@@ -1,0 +1,313 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/logd/logd/internal/batch"
+)
+
+// fakeRaft stands for a replicated path that orders writes as started:
+// started is its log of entries in order; apply applies the next one
+// (Observe, then Done), fail fails the next ones.
+type fakeRaft struct {
+	t       *testing.T
+	p       *Partition
+	next    int64 // next offset
+	started []*fakeWrite
+	applied int // entries of started applied or failed
+}
+
+type fakeWrite struct {
+	info batch.Info
+	done chan struct{}
+	res  AppendResult
+	err  error
+}
+
+func (w *fakeWrite) Wait(ctx context.Context) (AppendResult, error) {
+	select {
+	case <-w.done:
+		return w.res, w.err
+	case <-ctx.Done():
+		return AppendResult{}, ctx.Err()
+	}
+}
+func (w *fakeWrite) Done() <-chan struct{}         { return w.done }
+func (w *fakeWrite) Result() (AppendResult, error) { <-w.done; return w.res, w.err }
+
+var errLost = errors.New("leadership lost")
+
+func (f *fakeRaft) start(info batch.Info) func([]byte) (Write, error) {
+	return func([]byte) (Write, error) {
+		info.BaseOffset = f.next
+		f.next += int64(info.LastOffsetDelta) + 1
+		w := &fakeWrite{info: info, done: make(chan struct{})}
+		f.started = append(f.started, w)
+		return w, nil
+	}
+}
+
+// apply applies the next started entry, as Raft's state machine does.
+func (f *fakeRaft) apply() {
+	w := f.started[f.applied]
+	f.applied++
+	f.p.Observe(w.info)
+	w.res = AppendResult{BaseOffset: w.info.BaseOffset, LastOffset: w.info.LastOffset()}
+	close(w.done)
+}
+
+// fail fails every started entry not yet applied (a leader stepping down).
+func (f *fakeRaft) fail() {
+	for ; f.applied < len(f.started); f.applied++ {
+		w := f.started[f.applied]
+		w.err = errLost
+		close(w.done)
+	}
+}
+
+func info(epoch int16, seq, n int32) batch.Info {
+	return batch.Info{ProducerID: 7, ProducerEpoch: epoch, FirstSequence: seq, LastOffsetDelta: n - 1, NumRecords: n}
+}
+
+type started struct {
+	wait func(context.Context) (AppendResult, error)
+	err  error
+}
+
+func (f *fakeRaft) send(lead uint64, in batch.Info) started {
+	f.t.Helper()
+	wait, err := f.p.StartAppendVia(nil, in, lead, f.start(in))
+	return started{wait, err}
+}
+
+func (s started) result(t *testing.T) (AppendResult, error) {
+	t.Helper()
+	if s.err != nil {
+		return AppendResult{}, s.err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return s.wait(ctx)
+}
+
+// pendingAnswer reports whether s's answer is still to come.
+func (s started) blocked() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err := s.wait(ctx)
+	return errors.Is(err, context.DeadlineExceeded)
+}
+
+func newFake(t *testing.T) *fakeRaft {
+	return &fakeRaft{t: t, p: newPartition("t", 0, nil)}
+}
+
+func TestPipelinedRetryOfPendingIsNotStartedAgain(t *testing.T) {
+	f := newFake(t)
+	a := f.send(1, info(0, 0, 2))
+	b := f.send(1, info(0, 2, 2))
+	c := f.send(1, info(0, 4, 2))
+	if len(f.started) != 3 {
+		t.Fatalf("%d started, want 3 (pipelined)", len(f.started))
+	}
+	retryB := f.send(1, info(0, 2, 2))
+	if retryB.err != nil || len(f.started) != 3 {
+		t.Fatalf("retry of a pending batch: err %v, %d started, want it answered by the original", retryB.err, len(f.started))
+	}
+	if !retryB.blocked() {
+		t.Fatal("the retry of a pending batch was answered before the original")
+	}
+	f.apply()
+	f.apply()
+	if r, err := retryB.result(t); err != nil || !r.Duplicate || r.BaseOffset != 2 || r.LastOffset != 3 {
+		t.Fatalf("retry of pending b: %+v, %v; want duplicate at 2..3", r, err)
+	}
+	f.apply()
+	for i, s := range []started{a, b, c} {
+		if r, err := s.result(t); err != nil || r.Duplicate || r.BaseOffset != int64(2*i) {
+			t.Fatalf("batch %d: %+v, %v", i, r, err)
+		}
+	}
+	// A retry of an applied batch is answered from the remembered ones.
+	if r, err := f.send(1, info(0, 0, 2)).result(t); err != nil || !r.Duplicate || r.BaseOffset != 0 || len(f.started) != 3 {
+		t.Fatalf("retry of applied a: %+v, %v, %d started", r, err, len(f.started))
+	}
+}
+
+func TestPipelinedGapIsRefused(t *testing.T) {
+	f := newFake(t)
+	f.send(1, info(0, 0, 2))
+	f.send(1, info(0, 2, 2))
+	for _, in := range []batch.Info{info(0, 5, 1), info(0, 3, 2)} {
+		if _, err := f.send(1, in).result(t); !errors.Is(err, ErrOutOfOrderSequence) {
+			t.Fatalf("seq %d after pending 0..3: %v, want ErrOutOfOrderSequence", in.FirstSequence, err)
+		}
+	}
+	if s := f.send(1, info(0, 4, 1)); s.err != nil || len(f.started) != 3 {
+		t.Fatalf("seq 4 after pending 0..3: %v, %d started", s.err, len(f.started))
+	}
+}
+
+// A failed pending batch fails the ones started after it; the producer's
+// state is then what was applied, so the client's resends start over from
+// the first failed one.
+func TestPipelinedFailureDropsLaterPending(t *testing.T) {
+	f := newFake(t)
+	f.send(1, info(0, 0, 2))
+	b := f.send(1, info(0, 2, 2))
+	c := f.send(1, info(0, 4, 2))
+	f.apply()
+	f.fail()
+	if _, err := b.result(t); !errors.Is(err, errLost) {
+		t.Fatalf("b: %v", err)
+	}
+	if _, err := c.result(t); !errors.Is(err, errLost) {
+		t.Fatalf("c: %v", err)
+	}
+	// c's resend alone is a gap: b is not in the log.
+	if _, err := f.send(1, info(0, 4, 2)).result(t); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("c resent before b: %v, want ErrOutOfOrderSequence", err)
+	}
+	rb := f.send(1, info(0, 2, 2))
+	rc := f.send(1, info(0, 4, 2))
+	if rb.err != nil || rc.err != nil || len(f.started) != 5 {
+		t.Fatalf("resends: %v, %v, %d started, want both started again", rb.err, rc.err, len(f.started))
+	}
+	f.apply()
+	f.apply()
+	if r, err := rc.result(t); err != nil || r.Duplicate || r.BaseOffset != f.started[4].info.BaseOffset {
+		t.Fatalf("c resent: %+v, %v", r, err)
+	}
+}
+
+// A batch failed while nobody waits for it is forgotten at the next
+// check, with the ones after it.
+func TestPipelinedFailureSeenWithoutWaiter(t *testing.T) {
+	f := newFake(t)
+	f.send(1, info(0, 0, 1))
+	f.send(1, info(0, 1, 1))
+	f.fail()
+	if s := f.send(1, info(0, 0, 1)); s.err != nil || len(f.started) != 3 {
+		t.Fatalf("resend of failed first batch: %v, %d started, want started again", s.err, len(f.started))
+	}
+}
+
+// A waiter whose context ends leaves its batch pending: a retry waits for
+// the original instead of appending it again.
+func TestPipelinedOutcomeUnknownStaysPending(t *testing.T) {
+	f := newFake(t)
+	a := f.send(1, info(0, 0, 3))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := a.wait(ctx); err == nil {
+		t.Fatal("no error for an ended context")
+	}
+	retry := f.send(1, info(0, 0, 3))
+	if retry.err != nil || len(f.started) != 1 {
+		t.Fatalf("retry after outcome unknown: %v, %d started", retry.err, len(f.started))
+	}
+	f.apply()
+	if r, err := retry.result(t); err != nil || !r.Duplicate || r.BaseOffset != 0 || r.LastOffset != 2 {
+		t.Fatalf("retry: %+v, %v", r, err)
+	}
+}
+
+// Under a new leadership, batches pending from the old one are forgotten:
+// the replica applied them (and Observed) or they are lost.
+func TestPipelinedNewLeadershipForgetsPending(t *testing.T) {
+	f := newFake(t)
+	f.send(1, info(0, 0, 1))
+	f.send(1, info(0, 1, 1))
+	f.apply() // seq 0 applied; seq 1 lost with leadership 1 (not failed yet)
+	if s := f.send(2, info(0, 1, 1)); s.err != nil || len(f.started) != 3 {
+		t.Fatalf("resend of seq 1 under leadership 2: %v, %d started", s.err, len(f.started))
+	}
+	if _, err := f.send(2, info(0, 3, 1)).result(t); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("seq 3 after 1: %v", err)
+	}
+}
+
+func TestPipelinedEpochs(t *testing.T) {
+	f := newFake(t)
+	f.send(1, info(0, 0, 1))
+	f.send(1, info(0, 1, 1))
+	// A new epoch starts at any sequence, behind the old one's pending.
+	n := f.send(1, info(1, 0, 1))
+	if n.err != nil || len(f.started) != 3 {
+		t.Fatalf("new epoch: %v", n.err)
+	}
+	for _, in := range []batch.Info{info(0, 2, 1), info(0, 1, 1)} {
+		if _, err := f.send(1, in).result(t); !errors.Is(err, ErrOutOfOrderSequence) {
+			t.Fatalf("old epoch seq %d: %v, want fenced", in.FirstSequence, err)
+		}
+	}
+	f.apply()
+	f.apply()
+	f.apply()
+	if r, err := f.send(1, info(1, 0, 1)).result(t); err != nil || !r.Duplicate || r.BaseOffset != 2 {
+		t.Fatalf("retry in the new epoch: %+v, %v", r, err)
+	}
+	if s := f.send(1, info(1, 1, 1)); s.err != nil || len(f.started) != 4 {
+		t.Fatalf("next in the new epoch: %v", s.err)
+	}
+}
+
+// A batch applied before StartAppendVia records it as pending is not left
+// pending (it would make its retries wait for good).
+func TestPipelinedAppliedDuringStart(t *testing.T) {
+	f := newFake(t)
+	in := info(0, 0, 1)
+	start := f.start(in)
+	wait, err := f.p.StartAppendVia(nil, in, 1, func(b []byte) (Write, error) {
+		w, err := start(b)
+		f.apply()
+		return w, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := (started{wait: wait}).result(t); err != nil || r.BaseOffset != 0 {
+		t.Fatalf("%+v, %v", r, err)
+	}
+	if n := len(f.p.producers[7].pending); n != 0 {
+		t.Fatalf("%d pending after apply", n)
+	}
+	if r, err := f.send(1, in).result(t); err != nil || !r.Duplicate {
+		t.Fatalf("retry: %+v, %v", r, err)
+	}
+}
+
+// Append (one write at a time) keeps its rules.
+func TestAppendViaSequences(t *testing.T) {
+	p := newPartition("t", 0, nil)
+	next := int64(0)
+	write := func(in batch.Info) func([]byte) (batch.Info, error) {
+		return func([]byte) (batch.Info, error) {
+			in.BaseOffset = next
+			next += int64(in.LastOffsetDelta) + 1
+			return in, nil
+		}
+	}
+	tests := []struct {
+		in      batch.Info
+		base    int64
+		dup     bool
+		wantErr error
+	}{
+		{info(0, 0, 2), 0, false, nil},
+		{info(0, 2, 1), 2, false, nil},
+		{info(0, 0, 2), 0, true, nil},
+		{info(0, 5, 1), 0, false, ErrOutOfOrderSequence},
+		{info(1, 9, 1), 3, false, nil},
+		{info(0, 3, 1), 0, false, ErrOutOfOrderSequence},
+	}
+	for i, tc := range tests {
+		r, err := p.AppendVia(nil, tc.in, write(tc.in))
+		if !errors.Is(err, tc.wantErr) || (err == nil && (r.BaseOffset != tc.base || r.Duplicate != tc.dup)) {
+			t.Fatalf("%d: %+v, %v; want base %d dup %v err %v", i, r, err, tc.base, tc.dup, tc.wantErr)
+		}
+	}
+}
