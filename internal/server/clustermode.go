@@ -65,20 +65,20 @@ func (c *ClusterConfig) Validate() error {
 
 // cluster is a node's cluster side.
 type cluster struct {
-	s      *Server
-	cfg    ClusterConfig
-	self   string
-	node   *replication.Node
-	meta   *meta.Group
-	fwd    *forwarder
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
-	recMu  sync.Mutex // one reconcile at a time
+	s     *Server
+	cfg   ClusterConfig
+	self  string
+	node  *replication.Node
+	meta  *meta.Group
+	fwd   *forwarder
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
+	recMu sync.Mutex // one reconcile at a time
 	// readyTerm: per *raft.Raft, the term in which this node, leading,
 	// applied everything committed before (see linearizable).
 	readyTerm sync.Map
-	kick   chan struct{}
-	logger hclog.Logger
+	kick      chan struct{}
+	logger    hclog.Logger
 }
 
 // startCluster starts the Raft port and the metadata group. Its
