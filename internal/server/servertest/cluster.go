@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -98,13 +99,38 @@ func (n *Node) start(bootstrap bool) error {
 	return nil
 }
 
+// AddNode starts one more node, which joins through the first node.
+func (c *Cluster) AddNode() *Node {
+	c.t.Helper()
+	nd := &Node{ID: fmt.Sprintf("n%d", len(c.nodes)+1), Dir: filepath.Join(filepath.Dir(c.nodes[0].Dir), fmt.Sprintf("n%d", len(c.nodes)+1)), c: c}
+	for _, a := range []*string{&nd.APIAddr, &nd.RaftAddr} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		*a = l.Addr().String()
+		l.Close()
+	}
+	c.mu.Lock()
+	c.nodes = append(c.nodes, nd)
+	c.mu.Unlock()
+	if err := nd.start(false); err != nil {
+		c.t.Fatalf("servertest: start %s: %v", nd.ID, err)
+	}
+	return nd
+}
+
 // Nodes are the members, in order.
-func (c *Cluster) Nodes() []*Node { return c.nodes }
+func (c *Cluster) Nodes() []*Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.nodes)
+}
 
 // Addrs are every node's API address, for a client's seeds.
 func (c *Cluster) Addrs() []string {
 	var out []string
-	for _, n := range c.nodes {
+	for _, n := range c.Nodes() {
 		out = append(out, n.APIAddr)
 	}
 	return out
@@ -142,7 +168,7 @@ func (c *Cluster) WaitMembers(want int, timeout time.Duration) {
 	c.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		for _, n := range c.nodes {
+		for _, n := range c.Nodes() {
 			if s := n.Server(); s != nil {
 				if len(s.ClusterMembers()) >= want {
 					return
@@ -158,7 +184,7 @@ func (c *Cluster) WaitMembers(want int, timeout time.Duration) {
 // Close stops every node.
 func (c *Cluster) Close() {
 	var wg sync.WaitGroup
-	for _, n := range c.nodes {
+	for _, n := range c.Nodes() {
 		wg.Add(1)
 		go func() { defer wg.Done(); n.Stop() }()
 	}
