@@ -67,13 +67,21 @@ func (s *Server) DescribeTopic(ctx context.Context, req *pb.DescribeTopicRequest
 	}
 	resp := &pb.DescribeTopicResponse{Topic: topicInfo(c)}
 	for _, p := range parts {
-		resp.Partitions = append(resp.Partitions, &pb.PartitionInfo{
+		pi := &pb.PartitionInfo{
 			Partition:      p.ID,
 			LogStartOffset: p.Log.StartOffset(),
 			HighWatermark:  p.Log.HighWatermark(),
 			SizeBytes:      p.Log.Size(),
 			Segments:       int32(len(p.Log.Segments())),
-		})
+		}
+		if s.cl != nil {
+			// The bounds are the leader's (size and segments stay this
+			// node's replica's, 0 without one).
+			if l, err := s.cl.partitionLog(ctx, p); err == nil {
+				pi.LogStartOffset, pi.HighWatermark = l.StartOffset(), l.HighWatermark()
+			}
+		}
+		resp.Partitions = append(resp.Partitions, pi)
 	}
 	return resp, nil
 }
