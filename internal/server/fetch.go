@@ -38,7 +38,7 @@ func (s *Server) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchResp
 	}
 	for {
 		changed := p.Log.Changed()
-		resp, release, err := s.boundedRead(ctx, p, req.Offset, maxBytes, req.Decode)
+		resp, release, err := s.boundedRead(ctx, p, req.Offset, maxBytes, req.Decode, nil)
 		if err != nil {
 			return nil, toStatus(err)
 		}
@@ -90,9 +90,35 @@ func (s *Server) Subscribe(req *pb.SubscribeRequest, stream pb.Log_SubscribeServ
 	ctx := stream.Context()
 	off := req.Offset
 	maxBytes = min(maxBytes, maxSubscribeBytes)
+	// Catching up, raw batches are read into one buffer, reused from
+	// message to message: by the time Send returns, gRPC has marshalled
+	// the message into buffers of its own (serverStream.SendMsg encodes,
+	// then queues the frame; only a stats handler or grpc.EnableTracing
+	// would keep the message, and the server installs neither). The buffer
+	// counts against the read budget while the subscription holds it. It
+	// is let go when the subscription reaches the end of the log and when
+	// others wait for budget (the subscription then queues behind them),
+	// so no subscription holds budget while it waits. A tailing
+	// subscription (its last message less than half full) reads into a
+	// buffer sized by what there is, as do decoded ones (for clients
+	// without the batch codec): a wake-up of many tailers allocates little.
+	bufBytes := int64(maxBytes + log.ReadBufferSlack)
+	var buf []byte
+	catchingUp := false
+	defer func() {
+		if buf != nil {
+			s.readBudget.Release(bufBytes)
+		}
+	}()
 	for {
 		changed := p.Log.Changed()
-		resp, release, err := s.boundedRead(ctx, p, off, maxBytes, req.Decode)
+		if buf == nil && catchingUp && !req.Decode {
+			if err := s.readBudget.Acquire(ctx, bufBytes); err != nil {
+				return toStatus(err)
+			}
+			buf = make([]byte, bufBytes)
+		}
+		resp, release, err := s.boundedRead(ctx, p, off, maxBytes, req.Decode, buf)
 		if err != nil {
 			return toStatus(err)
 		}
@@ -106,9 +132,21 @@ func (s *Server) Subscribe(req *pb.SubscribeRequest, stream pb.Log_SubscribeServ
 				return err
 			}
 			off = resp.NextOffset
+			catchingUp = len(resp.Batches) >= maxBytes/2
+			if buf != nil {
+				s.readBudget.Release(bufBytes)
+				if !catchingUp || !s.readBudget.TryAcquire(bufBytes) {
+					buf = nil
+				}
+			}
 			continue
 		}
 		release()
+		catchingUp = false
+		if buf != nil {
+			s.readBudget.Release(bufBytes)
+			buf = nil
+		}
 		select {
 		case <-changed:
 			if err := s.stillServed(p); err != nil {
@@ -154,37 +192,49 @@ func (s *Server) fetchTarget(topic string, part int32, offset int64, maxBytes in
 	return p, min(int(maxBytes), maxFetchBytes), nil
 }
 
-// boundedRead is readAt under the server-wide read budget: it reserves
-// maxBytes before reading and returns the unused part at once; release
-// returns the rest once the response is sent. Waiting for budget ends with
-// ctx.
-func (s *Server) boundedRead(ctx context.Context, p *partition.Partition, offset int64, maxBytes int, decode bool) (*pb.FetchResponse, func(), error) {
-	want := int64(maxBytes)
+// boundedRead is readAt under the server-wide read budget. buf, when not
+// nil, is the caller's read buffer, charged by the caller; what the read
+// allocates is charged here: its buffer when buf is nil (up to maxBytes),
+// the decoded records when decode is set (as much again). It reserves that
+// before reading and returns the unused part at once; release returns the
+// rest once the response is sent. Waiting for budget ends with ctx.
+func (s *Server) boundedRead(ctx context.Context, p *partition.Partition, offset int64, maxBytes int, decode bool, buf []byte) (*pb.FetchResponse, func(), error) {
+	var want int64
+	if buf == nil {
+		want += int64(maxBytes)
+	}
 	if decode {
-		want *= 2 // decoded records copy what they hold
+		want += int64(maxBytes) // decoded records copy what they hold
 	}
 	want = min(want, readBudgetBytes)
-	if err := s.readBudget.Acquire(ctx, want); err != nil {
-		return nil, nil, err
+	if want > 0 {
+		if err := s.readBudget.Acquire(ctx, want); err != nil {
+			return nil, nil, err
+		}
 	}
-	resp, err := s.readAt(p, offset, maxBytes, decode)
+	resp, err := s.readAt(p, offset, maxBytes, decode, buf)
 	if err != nil {
 		s.readBudget.Release(want)
 		return nil, nil, err
 	}
-	used := min(int64(len(resp.Batches)), want)
-	if decode {
-		used = min(2*used, want)
+	var used int64
+	if b := resp.Batches; cap(b) > 0 && (cap(buf) == 0 || &b[:cap(b)][cap(b)-1] != &buf[:cap(buf)][cap(buf)-1]) {
+		// Read into memory of its own: nil buf, or a batch larger than buf.
+		used += int64(cap(b))
 	}
+	if decode {
+		used += int64(len(resp.Batches))
+	}
+	used = min(used, want)
 	s.readBudget.Release(want - used)
 	var once sync.Once
 	return resp, func() { once.Do(func() { s.readBudget.Release(used) }) }, nil
 }
 
-// readAt reads what is committed at offset. Offsets past the high watermark
-// read as empty (the caller may wait for them); offsets below the log start
+// readAt reads what is committed at offset, into buf when it is large
+// enough (see log.ReadInto). Offsets past the high watermark read as empty (the caller may wait for them); offsets below the log start
 // are OUT_OF_RANGE.
-func (s *Server) readAt(p *partition.Partition, offset int64, maxBytes int, decode bool) (*pb.FetchResponse, error) {
+func (s *Server) readAt(p *partition.Partition, offset int64, maxBytes int, decode bool, buf []byte) (*pb.FetchResponse, error) {
 	l := p.Log
 	resp := &pb.FetchResponse{Topic: p.Topic, Partition: p.ID, NextOffset: offset}
 	start, hw := l.StartOffset(), l.HighWatermark()
@@ -195,7 +245,7 @@ func (s *Server) readAt(p *partition.Partition, offset int64, maxBytes int, deco
 	if offset >= hw {
 		return resp, nil
 	}
-	b, err := l.Read(offset, maxBytes)
+	b, err := l.ReadInto(buf, offset, maxBytes)
 	if errors.Is(err, log.ErrClosed) {
 		if live := s.stillServed(p); live != nil {
 			return nil, live
