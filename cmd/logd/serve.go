@@ -86,6 +86,7 @@ partition is a Raft group on its topic's --replicas nodes.`,
 	f.IntVar(&cfg.MaxBatchBytes, "max-batch-bytes", server.DefaultMaxBatchBytes, "largest accepted batch or record, in bytes")
 	f.StringVar(&minFree, "min-free-bytes", "auto", "refuse appends while the data disk has less free space (auto: 5% of it, 1 MiB to 1 GiB)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.IntVar(&cfg.MaxConnections, "max-connections", server.DefaultMaxConnections, "most client connections open at once; past it new ones are closed on arrival")
 	f.StringVar(&cluster.nodeID, "node-id", "", "cluster mode: this node's id")
 	f.StringVar(&cluster.raftAddr, "raft-addr", "", "cluster mode: Raft listen address")
 	f.BoolVar(&cluster.bootstrap, "bootstrap", false, "cluster mode: start a new cluster")

@@ -19,6 +19,9 @@ type Config struct {
 	// system has less free space (metadata writes at half of it); 0: 5% of
 	// the file system, between 1 MiB and 1 GiB.
 	MinFreeBytes int64
+	// MaxConnections caps the API's open client connections; past it new
+	// connections are closed at once. 0: DefaultMaxConnections.
+	MaxConnections int
 	// LogFS, when set, is the file system the partitions' logs use (tests
 	// inject I/O faults through it); nil: the operating system's.
 	LogFS log.FS

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/semaphore"
 	"google.golang.org/grpc"
@@ -101,6 +102,9 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.MaxBatchBytes <= 0 {
 		cfg.MaxBatchBytes = DefaultMaxBatchBytes
 	}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -175,10 +179,18 @@ func Start(cfg Config) (*Server, error) {
 	s.bg.Add(1)
 	go func() { defer s.bg.Done(); s.trimmer.Run(bgCtx) }()
 
-	lis, err := net.Listen("tcp", cfg.Addr)
+	tcp, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fail(fmt.Errorf("listen on --addr %s: %w (is another logd running?)", cfg.Addr, err))
 	}
+	rejected := prometheus.NewCounter(prometheus.CounterOpts{Name: "logd_connections_rejected_total",
+		Help: "Client connections closed on arrival because --max-connections were open."})
+	lis := newCapListener(tcp, cfg.MaxConnections, rejected, func(open int64) {
+		s.logger.Warn("refusing connections: the connection limit is reached (raise --max-connections, or find the client that opens so many)",
+			"open", open, "max", cfg.MaxConnections)
+	})
+	s.m.reg.MustRegister(rejected, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "logd_connections",
+		Help: "Client connections open on the API."}, func() float64 { return float64(lis.Open()) }))
 	s.lis = lis
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(cfg.MaxBatchBytes+64<<10),

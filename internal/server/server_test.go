@@ -524,3 +524,45 @@ func TestShutdownStatusAndClientDisconnect(t *testing.T) {
 	}
 	s.Close()
 }
+
+func TestConnectionCap(t *testing.T) {
+	s := servertest.Start(t, func(c *server.Config) { c.MaxConnections = 2 })
+	call := func(cc *grpc.ClientConn) error {
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := pb.NewAdminClient(cc).ListTopics(cctx, &pb.ListTopicsRequest{})
+		return err
+	}
+	var held []*grpc.ClientConn
+	for range 2 {
+		cc := dial(t, s).cc
+		if err := call(cc); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, cc)
+	}
+	// A third connection is closed on arrival: its calls fail, the two
+	// open ones keep working.
+	third := dial(t, s).cc
+	if err := call(third); status.Code(err) != codes.Unavailable && status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("third connection: %v, want UNAVAILABLE", err)
+	}
+	for _, cc := range held {
+		if err := call(cc); err != nil {
+			t.Fatalf("an open connection stopped working: %v", err)
+		}
+	}
+	// Once one closes, a new connection is served.
+	held[0].Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := call(dial(t, s).cc)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no connection served after one closed: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
