@@ -147,7 +147,7 @@ func (cons *Consumer) pollSubscribed(ctx context.Context, active []*consumedPart
 		select {
 		case <-cons.ready:
 		case <-timeout:
-			return nil, nil
+			return cons.confirmEmpty(ctx, active)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-cons.closed:
@@ -192,4 +192,21 @@ func (cons *Consumer) advanceSubscribed(res []fetched) ([]ConsumedRecord, error)
 		r.cp.sub.off = r.next
 	}
 	return out, nil
+}
+
+// confirmEmpty is what a Poll whose subscriptions brought nothing answers.
+// A subscription served by a node that stopped leading its partition (cut
+// off from the others, or paused past an election) brings nothing new
+// while the new leader appends, so "nothing new" is confirmed by one Fetch
+// that does not wait: a leader serves it only after confirming its
+// leadership (redirects are followed). Records it finds are returned (the
+// stale subscriptions restart from the new positions at the next Poll);
+// its error is returned; else there is truly nothing yet.
+func (cons *Consumer) confirmEmpty(ctx context.Context, active []*consumedPartition) ([]ConsumedRecord, error) {
+	res := cons.fetchAll(ctx, active, 0)
+	n, err := count(res)
+	if err != nil || n > 0 {
+		return cons.advance(res, err)
+	}
+	return nil, nil
 }
