@@ -137,7 +137,9 @@ func (l *Log) prepareLocked(index uint64) error {
 		return err
 	}
 	if !l.hasEntriesLocked() {
-		if index != l.active.firstIndex {
+		// A header rewrite that failed left no header (size 0): rewrite it
+		// even for the old first index.
+		if index != l.active.firstIndex || l.active.size < segmentHeaderSize {
 			if err := l.restartIndexLocked(index); err != nil {
 				return err
 			}
@@ -174,7 +176,10 @@ func (l *Log) restartIndexLocked(index uint64) error {
 		return fmt.Errorf("log: rewrite header of %s: %w", s.path(), err)
 	}
 	if _, err := s.h.f.WriteAt(hdr, 0); err != nil {
+		// The file holds no header now: the next append rewrites it
+		// (prepareLocked), whatever its index.
 		l.repairAt = 0
+		s.size = 0
 		return fmt.Errorf("log: rewrite header of %s: %w", s.path(), err)
 	}
 	l.countWritten(len(hdr))

@@ -3,6 +3,7 @@ package log
 import (
 	"bytes"
 	"errors"
+	"syscall"
 	"testing"
 
 	"github.com/logd/logd/internal/batch"
@@ -248,4 +249,38 @@ func TestTruncateFrom(t *testing.T) {
 		readAll(t, l, 0)
 		l.Close()
 	}
+}
+
+// TestHeaderRewriteFailsThenOldFirstIndex: an emptied log's header rewrite
+// (a new first index) fails on a full disk; a later append at the old first
+// index must still land behind a whole header, so it survives a reopen
+// (the file was cut to nothing before the failed write: writing the entry
+// at the old header's end left zeros where the header was, and recovery
+// then cut the acknowledged entry away as a torn header).
+func TestHeaderRewriteFailsThenOldFirstIndex(t *testing.T) {
+	fs := newFaultFS()
+	l := mustOpen(t, fs, Options{})
+	if err := l.AppendEntries(raftEntries(1000, 4, 9)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.TruncateIndexFrom(1000); err != nil {
+		t.Fatal(err)
+	}
+	fs.setSpace(0)
+	if err := l.AppendEntries(raftEntries(5000, 2, 10)); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("append on a full disk: %v", err)
+	}
+	fs.setSpace(-1)
+	want := raftEntries(1000, 3, 11)
+	if err := l.AppendEntries(want); err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, l, want)
+	l.Close()
+	l = mustOpen(t, fs, Options{})
+	defer l.Close()
+	if rep := l.Recovery(); rep.TruncatedBytes != 0 {
+		t.Fatalf("recovery cut %d bytes", rep.TruncatedBytes)
+	}
+	checkEntries(t, l, want)
 }
