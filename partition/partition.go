@@ -141,6 +141,10 @@ func (p *Partition) AppendVia(b []byte, info batch.Info, write func([]byte) (bat
 // again but answered with the original's outcome (wait waits for it), and
 // the state is updated as the batches are applied (Observe).
 //
+// start gets the producer's previous batch when it is still pending
+// (after), so that the path can refuse to store b unless after was stored
+// first: b must never land after a gap.
+//
 // lead identifies the leadership the write is started under (the Raft
 // term); the caller must only start writes once its replica has applied
 // every entry of earlier leaderships, so that the Observed state is whole.
@@ -149,9 +153,9 @@ func (p *Partition) AppendVia(b []byte, info batch.Info, write func([]byte) (bat
 // forgotten with every batch of the producer started after it (they are
 // failed too, or will be); one whose outcome is unknown (its waiter's
 // context ended) stays pending until it is Done.
-func (p *Partition) StartAppendVia(b []byte, info batch.Info, lead uint64, start func([]byte) (Write, error)) (func(context.Context) (AppendResult, error), error) {
+func (p *Partition) StartAppendVia(b []byte, info batch.Info, lead uint64, start func(b []byte, after Write) (Write, error)) (func(context.Context) (AppendResult, error), error) {
 	if info.ProducerID < 0 {
-		w, err := start(b)
+		w, err := start(b, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -165,6 +169,10 @@ func (p *Partition) StartAppendVia(b []byte, info batch.Info, lead uint64, start
 	p.mu.Lock()
 	st.prunePending(lead)
 	res, orig, done, err := p.checkSequence(st, info, firstSeq, lastSeq, lead)
+	var after Write
+	if n := len(st.pending); n > 0 {
+		after = st.pending[n-1].w
+	}
 	p.mu.Unlock()
 	if orig != nil {
 		return waitOriginal(orig), nil
@@ -172,7 +180,7 @@ func (p *Partition) StartAppendVia(b []byte, info batch.Info, lead uint64, start
 	if done {
 		return func(context.Context) (AppendResult, error) { return res, err }, nil
 	}
-	w, err := start(b)
+	w, err := start(b, after)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,8 @@ type fakeRaft struct {
 	p       *Partition
 	next    int64 // next offset
 	started []*fakeWrite
-	applied int // entries of started applied or failed
+	after   []Write // each start's after
+	applied int     // entries of started applied or failed
 }
 
 type fakeWrite struct {
@@ -40,8 +41,9 @@ func (w *fakeWrite) Result() (AppendResult, error) { <-w.done; return w.res, w.e
 
 var errLost = errors.New("leadership lost")
 
-func (f *fakeRaft) start(info batch.Info) func([]byte) (Write, error) {
-	return func([]byte) (Write, error) {
+func (f *fakeRaft) start(info batch.Info) func([]byte, Write) (Write, error) {
+	return func(_ []byte, after Write) (Write, error) {
+		f.after = append(f.after, after)
 		info.BaseOffset = f.next
 		f.next += int64(info.LastOffsetDelta) + 1
 		w := &fakeWrite{info: info, done: make(chan struct{})}
@@ -112,6 +114,9 @@ func TestPipelinedRetryOfPendingIsNotStartedAgain(t *testing.T) {
 	c := f.send(1, info(0, 4, 2))
 	if len(f.started) != 3 {
 		t.Fatalf("%d started, want 3 (pipelined)", len(f.started))
+	}
+	if f.after[0] != nil || f.after[1] != f.started[0] || f.after[2] != f.started[1] {
+		t.Fatalf("started after %v, want nil and each one's predecessor", f.after)
 	}
 	retryB := f.send(1, info(0, 2, 2))
 	if retryB.err != nil || len(f.started) != 3 {
@@ -261,8 +266,8 @@ func TestPipelinedAppliedDuringStart(t *testing.T) {
 	f := newFake(t)
 	in := info(0, 0, 1)
 	start := f.start(in)
-	wait, err := f.p.StartAppendVia(nil, in, 1, func(b []byte) (Write, error) {
-		w, err := start(b)
+	wait, err := f.p.StartAppendVia(nil, in, 1, func(b []byte, after Write) (Write, error) {
+		w, err := start(b, after)
 		f.apply()
 		return w, err
 	})

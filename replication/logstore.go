@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -41,6 +42,21 @@ type LogStore struct {
 	// to Apply, so its first byte identifies the append.
 	waitMu sync.Mutex
 	stored map[*byte]chan storedResult
+
+	// started holds the entries started on this leader that must follow
+	// another (Partition.Start's after), by the address of their batch.
+	startedMu sync.Mutex
+	started   map[*byte]*startedEntry
+}
+
+// startedEntry is a command started on this leader (Partition.Start).
+// Raft may refuse an entry and then take a later one in the same term (a
+// leadership transfer that failed): StoreLogs refuses an entry whose
+// predecessor of the same caller was not stored, which would otherwise
+// land after a gap in a producer's sequence.
+type startedEntry struct {
+	after  *startedEntry // guarded by LogStore.startedMu; nil once settled
+	stored atomic.Bool
 }
 
 type storedResult struct {
@@ -115,6 +131,10 @@ func (s *LogStore) StoreLogs(ls []*raft.Log) error {
 	} else if last != 0 && ls[0].Index != last+1 {
 		return fmt.Errorf("replication: store logs from index %d after last index %d", ls[0].Index, last)
 	}
+	mine, err := s.checkOrder(ls)
+	if err != nil {
+		return err
+	}
 	es := make([]log.Entry, len(ls))
 	for i, l := range ls {
 		es[i] = log.Entry{Index: l.Index, Term: l.Term, Kind: entryKind(l.Type), Data: l.Data}
@@ -132,12 +152,60 @@ func (s *LogStore) StoreLogs(ls []*raft.Log) error {
 		batch.SetLeaderEpoch(l.Data, int32(l.Term))
 		next += int64(info.LastOffsetDelta) + 1
 	}
-	err := s.log.AppendEntries(es)
+	err = s.log.AppendEntries(es)
 	if err != nil {
 		err = fmt.Errorf("replication: store logs %d..%d: %w", ls[0].Index, ls[len(ls)-1].Index, err)
 	}
+	for _, e := range mine {
+		e.stored.Store(err == nil)
+	}
 	s.notifyStored(ls, err)
 	return err
+}
+
+// startEntry registers b (an Apply's command) as one that must follow
+// after's (nil: none); settle must be called once the entry's outcome is
+// known.
+func (s *LogStore) startEntry(b []byte, after *startedEntry) (e *startedEntry, settle func()) {
+	e = &startedEntry{after: after}
+	key := &b[0]
+	s.startedMu.Lock()
+	if s.started == nil {
+		s.started = map[*byte]*startedEntry{}
+	}
+	s.started[key] = e
+	s.startedMu.Unlock()
+	return e, func() {
+		s.startedMu.Lock()
+		delete(s.started, key)
+		e.after = nil // no chain of settled entries
+		s.startedMu.Unlock()
+	}
+}
+
+// checkOrder returns the started entries among ls, or ErrOutOfOrder when
+// one of them follows an entry that was not stored before it.
+func (s *LogStore) checkOrder(ls []*raft.Log) ([]*startedEntry, error) {
+	s.startedMu.Lock()
+	defer s.startedMu.Unlock()
+	if len(s.started) == 0 {
+		return nil, nil
+	}
+	var mine []*startedEntry
+	for _, l := range ls {
+		if l.Type != raft.LogCommand || len(l.Data) == 0 {
+			continue
+		}
+		e, ok := s.started[&l.Data[0]]
+		if !ok {
+			continue
+		}
+		if a := e.after; a != nil && !a.stored.Load() && !slices.Contains(mine, a) {
+			return nil, fmt.Errorf("%w: index %d follows an entry Raft did not store", ErrOutOfOrder, l.Index)
+		}
+		mine = append(mine, e)
+	}
+	return mine, nil
 }
 
 // awaitStored registers b (an Apply's command) and returns the channel

@@ -324,3 +324,38 @@ func TestStartupRestoreDoesNotArmRemoval(t *testing.T) {
 	}
 	checkStore(t, s, es)
 }
+
+// An entry started after another that Raft did not store (it refused it,
+// then took the next one in the same term) is refused, so that a producer's
+// batches never land after a gap; after the predecessor, or in the same
+// call behind it, it is stored.
+func TestStoreLogsRefusesEntryAfterUnstoredOne(t *testing.T) {
+	l := openLog(t, t.TempDir())
+	defer l.Close()
+	s := NewLogStore(l)
+	es := entries(1, 1, raft.LogCommand, raft.LogCommand, raft.LogCommand, raft.LogCommand)
+	a, settleA := s.startEntry(es[0].Data, nil)
+	b, settleB := s.startEntry(es[1].Data, a)
+	_, settleC := s.startEntry(es[2].Data, b)
+	// es[0] refused by Raft: es[1] must not be stored in its place.
+	refused := &raft.Log{Index: 1, Term: 1, Type: raft.LogCommand, Data: es[1].Data}
+	if err := s.StoreLogs([]*raft.Log{refused}); !errors.Is(err, ErrOutOfOrder) {
+		t.Fatalf("entry after an unstored one: %v, want ErrOutOfOrder", err)
+	}
+	if last, _ := s.LastIndex(); last != 0 {
+		t.Fatalf("last index %d after a refused StoreLogs", last)
+	}
+	if err := s.StoreLogs(es[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StoreLogs(es[1:3]); err != nil { // b behind a, c behind b in the same call
+		t.Fatal(err)
+	}
+	settleA()
+	settleB()
+	settleC()
+	if err := s.StoreLogs(es[3:]); err != nil { // not started here: a follower's
+		t.Fatal(err)
+	}
+	checkStore(t, s, es)
+}

@@ -18,6 +18,11 @@ import (
 	"github.com/logd/logd/log"
 )
 
+// ErrOutOfOrder: the leader's log store refused an entry started after
+// another (Partition.Start's after) that Raft did not store; the leader
+// steps down and the entry fails, as every later one of its term.
+var ErrOutOfOrder = errors.New("replication: entry would follow one that was not stored")
+
 // ErrNotReady: the replica leads but has not applied the entries of
 // earlier terms yet (Partition.Leading); the Cause of a NotLeaderError
 // naming this replica. A retry soon succeeds.
@@ -206,7 +211,7 @@ func (p *Partition) Log() *log.Log { return p.log }
 // idempotent producer. errors.Is(err, ErrOutcomeUnknown) holds for the
 // former.
 func (p *Partition) Append(ctx context.Context, b []byte) (ApplyResult, error) {
-	w, err := p.Start(b, false)
+	w, err := p.Start(b, false, nil)
 	if err != nil {
 		return ApplyResult{}, err
 	}
@@ -216,6 +221,7 @@ func (p *Partition) Append(ctx context.Context, b []byte) (ApplyResult, error) {
 // Write is a batch entry on its way through Raft (Partition.Start).
 type Write struct {
 	p      *Partition
+	entry  *startedEntry
 	stored <-chan storedResult // leaderOnly: the leader's log stored it
 	done   chan struct{}       // closed once res and err are final
 	res    ApplyResult
@@ -236,11 +242,23 @@ type Write struct {
 // caller's order. leaderOnly makes Wait answer once the leader's own log
 // stored the batch durably (acks=leader) rather than once a quorum stored
 // it and it is applied here (acks=all).
-func (p *Partition) Start(b []byte, leaderOnly bool) (*Write, error) {
+//
+// after, when not nil, is the caller's previous write, still under way:
+// Raft may refuse an entry (a leadership transfer in progress) and take
+// the next one when the transfer failed, in the same term, so the log
+// store refuses to store b unless after's entry was stored (the leader
+// then steps down, failing b and the entries after it).
+func (p *Partition) Start(b []byte, leaderOnly bool, after *Write) (*Write, error) {
 	if err := checkAppend(b); err != nil {
 		return nil, err
 	}
 	w := &Write{p: p, done: make(chan struct{})}
+	var prev *startedEntry
+	if after != nil {
+		prev = after.entry
+	}
+	var settle func()
+	w.entry, settle = p.store.startEntry(b, prev)
 	cancel := func() {}
 	if leaderOnly {
 		w.stored, cancel = p.store.awaitStored(b)
@@ -253,6 +271,7 @@ func (p *Partition) Start(b []byte, leaderOnly bool) (*Write, error) {
 		w.res, w.err = p.applied(f)
 		close(w.done)
 		cancel()
+		settle()
 	}()
 	return w, nil
 }
@@ -382,7 +401,7 @@ func (p *Partition) TrimLimit() (int64, error) {
 // with this leader if it fails before a quorum stores it; readers see it
 // only once committed. AppendLeader takes b over, as Append does.
 func (p *Partition) AppendLeader(ctx context.Context, b []byte) (ApplyResult, error) {
-	w, err := p.Start(b, true)
+	w, err := p.Start(b, true, nil)
 	if err != nil {
 		return ApplyResult{}, err
 	}

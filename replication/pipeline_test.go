@@ -23,12 +23,13 @@ func TestStartPipelinesInOrder(t *testing.T) {
 	p := c.Leader(group).Partition(group)
 	const n = 300
 	ws := make([]*replication.Write, n)
+	var prev *replication.Write
 	for i := range ws {
-		w, err := p.Start(valueBatch(i), i%2 == 0)
+		w, err := p.Start(valueBatch(i), i%2 == 0, prev)
 		if err != nil {
 			t.Fatalf("start %d: %v", i, err)
 		}
-		ws[i] = w
+		ws[i], prev = w, w
 	}
 	ctx := within(t, 30*time.Second)
 	for i, w := range ws {
@@ -66,15 +67,16 @@ func TestPipelineCutMidwayLeavesNoGap(t *testing.T) {
 	old := c.Leader(group)
 	p := old.Partition(group)
 	var ws []*replication.Write
+	var prev *replication.Write
 	for i := range 400 {
 		if i == 100 {
 			c.Net.Isolate(old.ID, c.IDs()...)
 		}
-		w, err := p.Start(valueBatch(i), i%3 == 0)
+		w, err := p.Start(valueBatch(i), i%3 == 0, prev)
 		if err != nil {
 			t.Fatalf("start %d: %v", i, err)
 		}
-		ws = append(ws, w)
+		ws, prev = append(ws, w), w
 		if i >= 100 {
 			time.Sleep(time.Millisecond) // some start after the leader steps down
 		}

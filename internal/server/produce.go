@@ -141,8 +141,12 @@ func (s *Server) appendBatch(ctx context.Context, p *partition.Partition, b []by
 		if err != nil {
 			return nil, s.clusterStatus(err)
 		}
-		wait, err := p.StartAppendVia(b, info, lead, func(b []byte) (partition.Write, error) {
-			w, err := r.Start(b, acks == pb.Acks_ACKS_LEADER)
+		wait, err := p.StartAppendVia(b, info, lead, func(b []byte, after partition.Write) (partition.Write, error) {
+			var prev *replication.Write
+			if a, ok := after.(raftWrite); ok {
+				prev = a.w
+			}
+			w, err := r.Start(b, acks == pb.Acks_ACKS_LEADER, prev)
 			if err != nil {
 				return nil, err
 			}
