@@ -259,7 +259,7 @@ func (c *cluster) reconcile(ctx context.Context) error {
 	topics := c.s.topics
 	var errs []error
 	for _, lc := range topics.List() {
-		if t, ok := st.Topics[lc.Name]; ok && t.Config.CreatedMs == lc.CreatedMs {
+		if !st.Supersedes(lc) {
 			continue
 		}
 		for i := range lc.Partitions {
@@ -276,6 +276,9 @@ func (c *cluster) reconcile(ctx context.Context) error {
 	}
 	for _, t := range st.Topics {
 		lc, err := topics.Config(t.Config.Name)
+		if err == nil && lc.CreatedMs > t.Config.CreatedMs {
+			continue // a newer incarnation than this state knows: it lags
+		}
 		if errors.Is(err, partition.ErrTopicNotFound) {
 			lc, err = topics.Create(t.Config)
 		} else if err == nil && lc != t.Config {

@@ -72,10 +72,16 @@ func GroupOf(c partition.TopicConfig, p int32) string {
 type State struct {
 	Nodes  map[string]Node  `json:"nodes"`
 	Topics map[string]Topic `json:"topics"`
+	// Deleted is, per topic name, the creation time (CreatedMs) of the
+	// latest incarnation deleted: a replica deletes its local copy of a
+	// topic only on this evidence (or a newer incarnation), never because
+	// the topic is missing from a state that may not have caught up yet
+	// (after a restart the state is the snapshot's until the log replays).
+	Deleted map[string]int64 `json:"deleted,omitempty"`
 }
 
 func (s State) clone() State {
-	out := State{Nodes: maps.Clone(s.Nodes), Topics: make(map[string]Topic, len(s.Topics))}
+	out := State{Nodes: maps.Clone(s.Nodes), Topics: make(map[string]Topic, len(s.Topics)), Deleted: maps.Clone(s.Deleted)}
 	for n, t := range s.Topics {
 		t.Replicas = cloneSets(t.Replicas)
 		t.Initial = cloneSets(t.Initial)
@@ -217,6 +223,10 @@ func (f *FSM) apply(c Command) error {
 		if _, ok := st.Topics[c.Name]; !ok {
 			return fmt.Errorf("%w: %q", partition.ErrTopicNotFound, c.Name)
 		}
+		if st.Deleted == nil {
+			st.Deleted = map[string]int64{}
+		}
+		st.Deleted[c.Name] = max(st.Deleted[c.Name], st.Topics[c.Name].Config.CreatedMs)
 		delete(st.Topics, c.Name)
 		return f.offs.DeleteTopic(c.Name)
 	case OpSetReplicas:
@@ -324,4 +334,16 @@ func (quiet) Infof(string, ...any)  {}
 func (quiet) Errorf(string, ...any) {}
 func (quiet) Fatalf(f string, args ...any) {
 	panic(fmt.Sprintf("meta: pebble: "+f, args...))
+}
+
+// Supersedes reports whether the state says a local topic's incarnation
+// is gone: deleted, or replaced by a newer one. A topic merely missing
+// from the state proves nothing: the state may lag (a restarted replica's
+// is its snapshot's until its log replays).
+func (s State) Supersedes(local partition.TopicConfig) bool {
+	if t, ok := s.Topics[local.Name]; ok {
+		return t.Config.CreatedMs > local.CreatedMs
+	}
+	d, ok := s.Deleted[local.Name]
+	return ok && d >= local.CreatedMs
 }

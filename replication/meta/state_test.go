@@ -131,3 +131,36 @@ func TestGroupOfNamesTheIncarnation(t *testing.T) {
 		t.Fatal("group ids collide")
 	}
 }
+
+func TestSupersedesNeedsEvidence(t *testing.T) {
+	old := partition.TopicConfig{Name: "t", CreatedMs: 10}
+	s := State{Topics: map[string]Topic{}}
+	if s.Supersedes(old) {
+		t.Fatal("a topic missing from a (possibly lagging) state was judged deleted")
+	}
+	s.Topics["t"] = Topic{Config: partition.TopicConfig{Name: "t", CreatedMs: 10}}
+	if s.Supersedes(old) {
+		t.Fatal("the same incarnation judged superseded")
+	}
+	s.Topics["t"] = Topic{Config: partition.TopicConfig{Name: "t", CreatedMs: 20}}
+	if !s.Supersedes(old) {
+		t.Fatal("a newer incarnation does not supersede")
+	}
+	f, err := NewFSM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := apply(t, f, 1, Command{Op: OpCreateTopic, Topic: &Topic{Config: old}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := apply(t, f, 2, Command{Op: OpDeleteTopic, Name: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if !f.State().Supersedes(old) {
+		t.Fatal("a deleted topic's incarnation not superseded")
+	}
+	if f.State().Supersedes(partition.TopicConfig{Name: "t", CreatedMs: 30}) {
+		t.Fatal("a later incarnation (the state lags) judged deleted")
+	}
+}
