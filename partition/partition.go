@@ -374,7 +374,9 @@ func (p *Partition) evictOldest() {
 			oldID, oldest, first = id, st.lastUsed, false
 		}
 	}
-	delete(p.producers, oldID)
+	if !first {
+		delete(p.producers, oldID)
+	}
 }
 
 // Producer state is rebuilt on open from recent batches: those of every

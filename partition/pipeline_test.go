@@ -316,3 +316,19 @@ func TestAppendViaSequences(t *testing.T) {
 		}
 	}
 }
+
+// A producer with pending batches is not evicted: its retries must find
+// them.
+func TestPendingProducerNotEvicted(t *testing.T) {
+	f := newFake(t)
+	f.send(1, info(0, 0, 1))
+	for id := int64(100); id < 100+maxProducers; id++ {
+		f.p.Observe(batch.Info{ProducerID: id, LastOffsetDelta: 0, NumRecords: 1})
+	}
+	if _, ok := f.p.producers[7]; !ok {
+		t.Fatal("the producer with a pending batch was evicted")
+	}
+	if s := f.send(1, info(0, 0, 1)); s.err != nil || len(f.started) != 1 {
+		t.Fatalf("retry of the pending batch: %v, %d started", s.err, len(f.started))
+	}
+}
