@@ -35,6 +35,55 @@ func (s *Server) Produce(ctx context.Context, req *pb.ProduceRequest) (*pb.Produ
 	return resp, nil
 }
 
+// startProduce starts a produce request and returns what waits for its
+// answer: a single batch's write is started (in order with the
+// partition's other requests) and waited for by finish; other requests
+// are done before startProduce returns.
+func (s *Server) startProduce(ctx context.Context, req *pb.ProduceRequest) (finish func() (*pb.ProduceResponse, error)) {
+	done := func(resp *pb.ProduceResponse, err error) func() (*pb.ProduceResponse, error) {
+		return func() (*pb.ProduceResponse, error) { return resp, err }
+	}
+	if len(req.Batch) == 0 || len(req.Records) > 0 || req.Partition == nil {
+		return done(s.produce(ctx, req))
+	}
+	start := time.Now()
+	if err := s.enter(); err != nil {
+		return done(nil, err)
+	}
+	if err := ctx.Err(); err != nil {
+		s.leave()
+		return done(nil, err)
+	}
+	cfg, parts, err := s.topics.Partitions(req.Topic)
+	if err != nil {
+		s.leave()
+		return done(nil, s.topicLookup(ctx, req.Topic, err))
+	}
+	if err := s.disk.checkAppend(); err != nil {
+		s.leave()
+		return done(nil, err)
+	}
+	id := *req.Partition
+	if id < 0 || int(id) >= len(parts) {
+		s.leave()
+		return done(nil, status.Errorf(codes.NotFound, "topic %q has partitions 0 to %d, not %d (list topics with `logd topic list`)", req.Topic, cfg.Partitions-1, id))
+	}
+	wait, err := s.startAppendBatch(ctx, parts[id], req.Batch, req.Acks)
+	if err != nil {
+		s.leave()
+		return done(nil, err)
+	}
+	return func() (*pb.ProduceResponse, error) {
+		defer s.leave()
+		a, err := wait()
+		if err != nil {
+			return nil, err
+		}
+		s.m.produceLatency.Observe(time.Since(start).Seconds())
+		return &pb.ProduceResponse{RequestId: req.RequestId, Topic: req.Topic, Appends: []*pb.PartitionAppend{a}}, nil
+	}
+}
+
 func (s *Server) produce(ctx context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
 	start := time.Now()
 	if err := s.enter(); err != nil {
@@ -108,6 +157,16 @@ func (s *Server) produce(ctx context.Context, req *pb.ProduceRequest) (*pb.Produ
 // appendBatch checks a client's batch and appends it: to the log on a
 // single node, through the partition's Raft group in a cluster.
 func (s *Server) appendBatch(ctx context.Context, p *partition.Partition, b []byte, acks pb.Acks) (*pb.PartitionAppend, error) {
+	finish, err := s.startAppendBatch(ctx, p, b, acks)
+	if err != nil {
+		return nil, err
+	}
+	return finish()
+}
+
+// startAppendBatch is appendBatch up to the start of the write: finish
+// waits for it (at once on a single node).
+func (s *Server) startAppendBatch(ctx context.Context, p *partition.Partition, b []byte, acks pb.Acks) (func() (*pb.PartitionAppend, error), error) {
 	if len(b) > s.cfg.MaxBatchBytes {
 		return nil, status.Errorf(codes.ResourceExhausted,
 			"produce: batch of %d bytes is over the %d-byte limit: send smaller batches", len(b), s.cfg.MaxBatchBytes)
@@ -129,38 +188,46 @@ func (s *Server) appendBatch(ctx context.Context, p *partition.Partition, b []by
 	if err := batch.ValidateRecords(b, info); err != nil {
 		return nil, invalidArg("produce: malformed records in the batch (%v): encode records as Kafka v2 records with offset deltas 0, 1, 2...", err)
 	}
-	var res partition.AppendResult
-	if s.cl != nil {
-		r, err := s.cl.replica(p)
+	if s.cl == nil {
+		res, err := p.Append(b, info)
+		return func() (*pb.PartitionAppend, error) { return s.appended(p, len(b), info, res, err) }, nil
+	}
+	r, err := s.cl.replica(p)
+	if err != nil {
+		return nil, err
+	}
+	// The producer's next batches may start while this one waits:
+	// they pipeline through Raft (see partition.StartAppendVia).
+	lead, err := r.Leading(ctx)
+	if err != nil {
+		return nil, s.clusterStatus(err)
+	}
+	wait, err := p.StartAppendVia(b, info, lead, func(b []byte, after partition.Write) (partition.Write, error) {
+		var prev *replication.Write
+		if a, ok := after.(raftWrite); ok {
+			prev = a.w
+		}
+		w, err := r.Start(b, acks == pb.Acks_ACKS_LEADER, prev)
 		if err != nil {
 			return nil, err
 		}
-		// The producer's next batches may start while this one waits:
-		// they pipeline through Raft (see partition.StartAppendVia).
-		lead, err := r.Leading(ctx)
-		if err != nil {
-			return nil, s.clusterStatus(err)
-		}
-		wait, err := p.StartAppendVia(b, info, lead, func(b []byte, after partition.Write) (partition.Write, error) {
-			var prev *replication.Write
-			if a, ok := after.(raftWrite); ok {
-				prev = a.w
-			}
-			w, err := r.Start(b, acks == pb.Acks_ACKS_LEADER, prev)
-			if err != nil {
-				return nil, err
-			}
-			return raftWrite{w}, nil
-		})
-		if err == nil {
-			res, err = wait(ctx)
-		}
-		if err != nil {
-			return nil, s.clusterStatus(err)
-		}
-	} else {
-		res, err = p.Append(b, info)
+		return raftWrite{w}, nil
+	})
+	if err != nil {
+		return nil, s.clusterStatus(err)
 	}
+	n := len(b)
+	return func() (*pb.PartitionAppend, error) {
+		res, err := wait(ctx)
+		if err != nil {
+			err = s.clusterStatus(err)
+		}
+		return s.appended(p, n, info, res, err)
+	}, nil
+}
+
+// appended answers an append and counts it.
+func (s *Server) appended(p *partition.Partition, size int, info batch.Info, res partition.AppendResult, err error) (*pb.PartitionAppend, error) {
 	if errors.Is(err, log.ErrClosed) {
 		if live := s.stillServed(p); live != nil {
 			return nil, live // the topic was deleted meanwhile
@@ -173,7 +240,7 @@ func (s *Server) appendBatch(ctx context.Context, p *partition.Partition, b []by
 		s.m.produceDupes.WithLabelValues(p.Topic).Inc()
 	} else {
 		s.m.produceRecords.WithLabelValues(p.Topic).Add(float64(info.NumRecords))
-		s.m.produceBytes.WithLabelValues(p.Topic).Add(float64(len(b)))
+		s.m.produceBytes.WithLabelValues(p.Topic).Add(float64(size))
 	}
 	return &pb.PartitionAppend{Partition: p.ID, BaseOffset: res.BaseOffset, LastOffset: res.LastOffset, Duplicate: res.Duplicate}, nil
 }
@@ -283,6 +350,8 @@ func (s *Server) ProduceStream(stream pb.Log_ProduceStreamServer) error {
 	var lanesWG sync.WaitGroup
 	work := func(key string, ch chan *pb.ProduceRequest) {
 		defer lanesWG.Done()
+		prev := make(chan struct{})
+		close(prev)
 		for {
 			var req *pb.ProduceRequest
 			select {
@@ -297,15 +366,26 @@ func (s *Server) ProduceStream(stream pb.Log_ProduceStreamServer) error {
 				lanesMu.Unlock()
 				continue
 			}
-			resp, err := s.produce(ctx, req)
-			if err != nil {
-				st := status.Convert(toStatus(err))
-				s.m.produceErrors.WithLabelValues(st.Code().String()).Inc()
-				resp = &pb.ProduceResponse{RequestId: req.RequestId, Topic: req.Topic,
-					ErrorCode: int32(st.Code()), ErrorMessage: st.Message()}
-			}
-			out <- resp
-			<-slots
+			// Started in order here; answered in order by a goroutine
+			// each, so the lane starts its next request meanwhile.
+			finish := s.startProduce(ctx, req)
+			done := make(chan struct{})
+			lanesWG.Add(1)
+			go func(prev <-chan struct{}) {
+				defer lanesWG.Done()
+				defer close(done)
+				resp, err := finish()
+				if err != nil {
+					st := status.Convert(toStatus(err))
+					s.m.produceErrors.WithLabelValues(st.Code().String()).Inc()
+					resp = &pb.ProduceResponse{RequestId: req.RequestId, Topic: req.Topic,
+						ErrorCode: int32(st.Code()), ErrorMessage: st.Message()}
+				}
+				<-prev
+				out <- resp
+				<-slots
+			}(prev)
+			prev = done
 		}
 	}
 	dispatch := func(req *pb.ProduceRequest) {
