@@ -29,4 +29,14 @@
 //     restart is caught when the original is that recent; a client retries
 //     for its delivery timeout, two minutes by default. (Kafka snapshots
 //     producer state at each roll instead; that would lift the bound.)
+//   - Pipelined producing (StartAppendVia): a producer's lock covers only
+//     the sequence check and the start of its write; batches started and
+//     not yet applied are pending in its state, in order, and the next
+//     sequence follows the last pending one. A retry of a pending batch
+//     waits for the original's outcome; a failed batch drops itself and the
+//     producer's later pending batches (so the state is what was applied);
+//     a new leadership term forgets another term's pending batches. In a
+//     cluster, Observe (called as Raft applies each batch on every replica)
+//     turns pending batches into remembered ones, and a restored Raft
+//     snapshot rebuilds the state from the log (RebuildProducers).
 package partition

@@ -144,6 +144,17 @@
 //	r, err := p.Append(ctx, batch) // acks=all; AppendLeader for acks=leader
 //	// r.BaseOffset..r.LastOffset; readers use l.Read below l.HighWatermark()
 //
+// Pipelining: Append and AppendLeader are Start followed by Write.Wait.
+// Start hands the batch to Raft at once (entries are stored in the order
+// Start is called) and returns a *Write to wait on, so one producer's
+// batches share AppendEntries and fsyncs; its after argument (the
+// producer's previous pending write) makes the leader's log store refuse a
+// batch whose predecessor Raft did not store, so a producer's batches
+// never land after a gap. Leading waits, once per term, for a barrier
+// proving everything committed before is applied, before the leader checks
+// idempotent producers' sequences against its state. The server's dedup of
+// started-but-not-applied batches lives in partition (StartAppendVia).
+//
 // A replica that is not the leader answers a *NotLeaderError naming the
 // leader's node id and Raft address; mapping it to the leader's API address
 // is the metadata group's job. Retention of a replicated log trims below
