@@ -13,12 +13,7 @@ import (
 // any, the cluster tortures run only when asked, with TORTURE_CLUSTER=1
 // (`make torture` sets it), so that make test passes; empty the list when
 // they are fixed and TestTortureInProcess runs in every make test.
-var clusterBugs = []string{
-	"a read began after an append was acknowledged and did not see it (a partitioned-away leader answers reads)",
-	"an observation of a group's committed offsets misses a commit acknowledged before it (stale metadata reads)",
-	"after a leader is paused with an uncommitted record, the new leader acknowledges the next record at the offset the old one takes (offsets shift by one)",
-	"a 10-minute run ends with partitions 0 and 2 missing every record acknowledged after 260s and 290s",
-}
+var clusterBugs = []string{}
 
 // requireClusterRun skips t while clusterBugs is not empty, unless
 // TORTURE_CLUSTER is set.
