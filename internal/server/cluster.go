@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -80,12 +81,7 @@ func (s *Server) Status(ctx context.Context, req *pb.ClusterStatusRequest) (*pb.
 	}
 	wg.Wait()
 	sort.Slice(resp.Nodes, func(i, j int) bool { return resp.Nodes[i].Id < resp.Nodes[j].Id })
-	names := make([]string, 0, len(st.Topics))
-	for name := range st.Topics {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(st.Topics)) {
 		t := st.Topics[name]
 		for i, set := range t.Replicas {
 			ps := &pb.PartitionStatus{Topic: name, Partition: int32(i), Replicas: slices.Clone(set), RaftState: "no replica answered"}
@@ -183,12 +179,7 @@ func (c *cluster) removeNode(ctx context.Context, id string) (*pb.RemoveNodeResp
 	}
 	resp := &pb.RemoveNodeResponse{}
 	others := loads(st, id)
-	names := make([]string, 0, len(st.Topics))
-	for name := range st.Topics {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(st.Topics)) {
 		t := st.Topics[name]
 		sets, err := replication.ReplaceNode(t.Replicas, id, others)
 		if err != nil {

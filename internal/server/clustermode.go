@@ -379,14 +379,7 @@ func (c *cluster) reconcileReplica(ctx context.Context, st meta.State, t meta.To
 // preferred leaders (placement's first replica), so leaders are balanced
 // across the nodes and come back after failures.
 func (c *cluster) spreadLoop(ctx context.Context) {
-	t := time.NewTicker(10 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, 10*time.Second, func() {
 		st := c.meta.FSM.State()
 		preferred := map[string]raft.ServerID{}
 		for _, t := range st.Topics {
@@ -405,6 +398,20 @@ func (c *cluster) spreadLoop(ctx context.Context) {
 		}
 		if err != nil && ctx.Err() == nil {
 			c.s.logger.Debug("spreading leaders", "err", err)
+		}
+	})
+}
+
+// every runs fn every d until ctx ends.
+func every(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fn()
 		}
 	}
 }
@@ -444,14 +451,7 @@ const lagInterval = 5 * time.Second
 // follower's applied index), for logd_raft_follower_lag_entries. A
 // follower that does not answer is reported at -1.
 func (c *cluster) lagLoop(ctx context.Context) {
-	t := time.NewTicker(lagInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, lagInterval, func() {
 		st := c.meta.FSM.State()
 		type led struct {
 			topic string
@@ -503,5 +503,5 @@ func (c *cluster) lagLoop(ctx context.Context) {
 		for _, s := range samples {
 			c.s.m.followerLag.WithLabelValues(s.topic, s.partition, s.follower).Set(s.lag)
 		}
-	}
+	})
 }
