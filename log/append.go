@@ -16,16 +16,35 @@ var errTruncated = errors.New("log: truncated while the append waited for fsync"
 // with the assigned offsets, once durable per the fsync policy. b is
 // modified in place (base offset, leader epoch) and not retained. The entry
 // gets the next Raft index (LastIndex()+1, or the first index the empty
-// log was truncated to) and term 0.
+// log was truncated to) and term 0. It is AppendStart, then its wait.
 func (l *Log) Append(b []byte) (batch.Info, error) {
-	info, err := checkBatch(b)
+	info, wait, err := l.AppendStart(b)
 	if err != nil {
 		return info, err
+	}
+	return info, wait()
+}
+
+// AppendStart is Append up to the write: b gets its offsets and is written
+// in order, under the log's lock, before AppendStart returns (b is not
+// retained); wait returns once it is durable per the fsync policy, with
+// Append's errors (a failed fsync, a truncation that may have cut it, a
+// close before it was synced). Nothing may be acknowledged before wait
+// returned nil. Readers see the batch only once the high watermark covers
+// it: with FsyncAlways, once synced.
+//
+// wait may be called from any goroutine, more than once, late: the waits
+// of batches written meanwhile share fsyncs (group commit), so an appender
+// can write its next batch while the previous one's fsync runs.
+func (l *Log) AppendStart(b []byte) (info batch.Info, wait func() error, err error) {
+	info, err = checkBatch(b)
+	if err != nil {
+		return info, nil, err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.prepareLocked(l.active.nextIndex()); err != nil {
-		return info, err
+		return info, nil, err
 	}
 	info.BaseOffset = l.active.next
 	info.LeaderEpoch = 0
@@ -34,9 +53,14 @@ func (l *Log) Append(b []byte) (batch.Info, error) {
 	e := entryInfo{typ: entryBatch, size: len(b), baseOffset: info.BaseOffset, nextOffset: info.NextOffset(), maxTS: info.MaxTimestamp}
 	seq, err := l.writeLocked(b, []entryInfo{e})
 	if err != nil {
-		return info, err
+		return info, nil, err
 	}
-	return info, l.waitDurableLocked(seq)
+	gen := l.wroteLocked()
+	return info, func() error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.waitDurableLocked(seq, gen)
+	}, nil
 }
 
 // checkBatch verifies a batch given to the log: whole, CRC right, at least
@@ -120,7 +144,7 @@ func (l *Log) AppendEntries(es []Entry) error {
 	if err != nil {
 		return err
 	}
-	return l.waitDurableLocked(seq)
+	return l.waitDurableLocked(seq, l.wroteLocked())
 }
 
 // prepareLocked readies the active segment for an append at Raft index

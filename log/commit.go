@@ -13,15 +13,26 @@ import (
 // fdatasync outside the lock, publish it as l.synced, wake everyone. Appends
 // that arrive during an fsync are covered by the next one.
 
-// waitDurableLocked returns once the bytes up to seq are durable per the
-// fsync policy, and moves the high watermark.
-func (l *Log) waitDurableLocked(seq uint64) error {
-	if l.opts.Fsync.Mode != FsyncAlways {
+// wroteLocked follows a write: with FsyncAlways it wakes the syncer, so
+// the fsync starts before anyone waits for it; otherwise what is written
+// is durable per the policy and the high watermark moves now. It returns
+// the truncation generation the write belongs to, for waitDurableLocked.
+func (l *Log) wroteLocked() (gen uint64) {
+	if l.opts.Fsync.Mode == FsyncAlways {
+		l.syncWork.Signal()
+	} else {
 		l.publishLocked()
+	}
+	return l.gen
+}
+
+// waitDurableLocked returns once the bytes up to seq, written in
+// generation gen, are durable per the fsync policy. The syncer publishes
+// them (moves the high watermark) before waking the waiters.
+func (l *Log) waitDurableLocked(seq, gen uint64) error {
+	if l.opts.Fsync.Mode != FsyncAlways {
 		return nil
 	}
-	gen := l.gen
-	l.syncWork.Signal()
 	for l.synced.seq < seq {
 		switch {
 		case l.gen != gen:
@@ -31,6 +42,7 @@ func (l *Log) waitDurableLocked(seq uint64) error {
 		case l.closed:
 			return ErrClosed
 		}
+		l.syncWork.Signal()
 		l.durable.Wait()
 	}
 	if l.gen != gen {

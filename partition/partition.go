@@ -91,9 +91,101 @@ func newPartition(topic string, id int32, l *log.Log) *Partition {
 func (p *Partition) Name() string { return fmt.Sprintf("%s-%d", p.Topic, p.ID) }
 
 // Append appends one verified batch (see batch.Verify), deduplicating
-// idempotent producers' retries. b is modified in place by the log.
+// idempotent producers' retries, and returns once it is durable. b is
+// modified in place by the log. It is StartAppend, then its wait.
 func (p *Partition) Append(b []byte, info batch.Info) (AppendResult, error) {
-	return p.AppendVia(b, info, p.Log.Append)
+	wait, err := p.StartAppend(b, info)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	return wait(context.Background())
+}
+
+// StartAppend is Append on a single node in two steps: the batch is
+// checked against its producer's state and written to the log, in order,
+// before StartAppend returns (b is not retained); wait waits until it is
+// durable (log.AppendStart). A producer's next batch may start meanwhile:
+// its sequence is checked against the batches written and not yet durable
+// too (see StartAppendVia for the rules: a retry of such a batch waits for
+// the original, a failed wait drops the producer's later pending batches).
+//
+// A wait that ends with its context leaves the batch pending until its
+// fsync ends (or fails, or the log closes): a retry then waits for it.
+func (p *Partition) StartAppend(b []byte, info batch.Info) (wait func(context.Context) (AppendResult, error), err error) {
+	return p.StartAppendVia(b, info, 0, p.startLocal)
+}
+
+// startLocal writes b to the partition's own log (StartAppendVia's start
+// on a single node).
+func (p *Partition) startLocal(b []byte, after Write) (Write, error) {
+	got, wait, err := p.Log.AppendStart(b)
+	if err != nil {
+		return nil, err
+	}
+	w := &localWrite{p: p, info: got, wait: wait, done: make(chan struct{})}
+	if a, ok := after.(*localWrite); ok {
+		w.prev = a
+	}
+	return w, nil
+}
+
+// localWrite is a batch written to the partition's own log and maybe not
+// durable yet. It is settled once, by the first to wait for it: its
+// producer's earlier pending batch first (the log makes them durable in
+// order), so that they are Observed in order.
+type localWrite struct {
+	p    *Partition
+	info batch.Info // as written: with its offsets
+	wait func() error
+	prev *localWrite // the producer's previous pending batch, until settled
+
+	once sync.Once
+	done chan struct{}
+	res  AppendResult
+	err  error
+}
+
+func (w *localWrite) settle() {
+	w.once.Do(func() {
+		if w.prev != nil {
+			w.prev.settle()
+			w.prev = nil
+		}
+		w.err = w.wait()
+		if w.err == nil {
+			w.p.Observe(w.info)
+			w.res = AppendResult{BaseOffset: w.info.BaseOffset, LastOffset: w.info.LastOffset()}
+		}
+		close(w.done)
+	})
+}
+
+// Wait waits until the batch is durable, or for ctx; the batch is settled
+// anyway (see StartAppend).
+func (w *localWrite) Wait(ctx context.Context) (AppendResult, error) {
+	if ctx.Done() == nil {
+		w.settle()
+		return w.res, w.err
+	}
+	select {
+	case <-w.done:
+		return w.res, w.err
+	default:
+	}
+	go w.settle()
+	select {
+	case <-w.done:
+		return w.res, w.err
+	case <-ctx.Done():
+		return AppendResult{}, ctx.Err()
+	}
+}
+
+func (w *localWrite) Done() <-chan struct{} { return w.done }
+
+func (w *localWrite) Result() (AppendResult, error) {
+	<-w.done
+	return w.res, w.err
 }
 
 // AppendVia is Append through another path to the log: write stores b and
@@ -206,6 +298,9 @@ func (p *Partition) StartAppendVia(b []byte, info batch.Info, lead uint64, start
 // final outcome.
 func waitOriginal(w Write) func(context.Context) (AppendResult, error) {
 	return func(ctx context.Context) (AppendResult, error) {
+		if lw, ok := w.(*localWrite); ok {
+			go lw.settle() // nobody may be waiting for it yet
+		}
 		select {
 		case <-w.Done():
 		case <-ctx.Done():

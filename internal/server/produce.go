@@ -165,7 +165,7 @@ func (s *Server) appendBatch(ctx context.Context, p *partition.Partition, b []by
 }
 
 // startAppendBatch is appendBatch up to the start of the write: finish
-// waits for it (at once on a single node).
+// waits for it.
 func (s *Server) startAppendBatch(ctx context.Context, p *partition.Partition, b []byte, acks pb.Acks) (func() (*pb.PartitionAppend, error), error) {
 	if len(b) > s.cfg.MaxBatchBytes {
 		return nil, status.Errorf(codes.ResourceExhausted,
@@ -188,9 +188,18 @@ func (s *Server) startAppendBatch(ctx context.Context, p *partition.Partition, b
 	if err := batch.ValidateRecords(b, info); err != nil {
 		return nil, invalidArg("produce: malformed records in the batch (%v): encode records as Kafka v2 records with offset deltas 0, 1, 2...", err)
 	}
+	n := len(b)
 	if s.cl == nil {
-		res, err := p.Append(b, info)
-		return func() (*pb.PartitionAppend, error) { return s.appended(p, len(b), info, res, err) }, nil
+		// Written in order now; finish waits for the fsync, which the
+		// producer's next batches, started meanwhile, share.
+		wait, err := p.StartAppend(b, info)
+		return func() (*pb.PartitionAppend, error) {
+			if err != nil {
+				return s.appended(p, n, info, partition.AppendResult{}, err)
+			}
+			res, err := wait(ctx)
+			return s.appended(p, n, info, res, err)
+		}, nil
 	}
 	r, err := s.cl.replica(p)
 	if err != nil {
@@ -216,7 +225,6 @@ func (s *Server) startAppendBatch(ctx context.Context, p *partition.Partition, b
 	if err != nil {
 		return nil, s.clusterStatus(err)
 	}
-	n := len(b)
 	return func() (*pb.PartitionAppend, error) {
 		res, err := wait(ctx)
 		if err != nil {
@@ -347,11 +355,12 @@ func (s *Server) ProduceStream(stream pb.Log_ProduceStreamServer) error {
 	slots := make(chan struct{}, streamInflight)
 	var lanesMu sync.Mutex
 	lanes := map[string]chan *pb.ProduceRequest{}
+	// tails: the last answer of a lane that exited, which the next lane
+	// for its key answers after (its requests may still be waiting).
+	tails := map[string]<-chan struct{}{}
 	var lanesWG sync.WaitGroup
-	work := func(key string, ch chan *pb.ProduceRequest) {
+	work := func(key string, ch chan *pb.ProduceRequest, prev <-chan struct{}) {
 		defer lanesWG.Done()
-		prev := make(chan struct{})
-		close(prev)
 		for {
 			var req *pb.ProduceRequest
 			select {
@@ -360,6 +369,11 @@ func (s *Server) ProduceStream(stream pb.Log_ProduceStreamServer) error {
 				lanesMu.Lock()
 				if len(ch) == 0 {
 					delete(lanes, key)
+					select {
+					case <-prev:
+					default:
+						tails[key] = prev
+					}
 					lanesMu.Unlock()
 					return
 				}
@@ -399,8 +413,16 @@ func (s *Server) ProduceStream(stream pb.Log_ProduceStreamServer) error {
 		if !ok {
 			ch = make(chan *pb.ProduceRequest, streamInflight)
 			lanes[key] = ch
+			prev, ok := tails[key]
+			if ok {
+				delete(tails, key)
+			} else {
+				c := make(chan struct{})
+				close(c)
+				prev = c
+			}
 			lanesWG.Add(1)
-			go work(key, ch)
+			go work(key, ch, prev)
 		}
 		ch <- req // never blocks: at most streamInflight requests are admitted
 	}
