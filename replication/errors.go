@@ -1,6 +1,10 @@
 package replication
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/hashicorp/raft"
+)
 
 // Sentinel errors of the package. Returned errors wrap one of them (or are
 // a *NotLeaderError, which matches ErrNotLeader) with context.
@@ -28,3 +32,14 @@ var (
 	// raft-boltdb), so the text must not change.
 	ErrKeyNotFound = errors.New("not found")
 )
+
+// AsNotLeader returns a *NotLeaderError for group when err is one of
+// Raft's answers that this replica does not (or no longer) lead -- naming
+// the leader r knows -- and nil for any other error.
+func AsNotLeader(group string, r *raft.Raft, err error) error {
+	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+		addr, id := r.LeaderWithID()
+		return &NotLeaderError{Group: group, LeaderID: id, Leader: addr, Cause: err}
+	}
+	return nil
+}

@@ -422,7 +422,10 @@ func checkAppend(b []byte) error {
 }
 
 func (p *Partition) applyError(err error) error {
-	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) || errors.Is(err, ErrNotReady) {
+	if nl := AsNotLeader(p.group, p.raft, err); nl != nil {
+		return nl
+	}
+	if errors.Is(err, ErrNotReady) {
 		addr, id := p.raft.LeaderWithID()
 		return &NotLeaderError{Group: p.group, LeaderID: id, Leader: addr, Cause: err}
 	}

@@ -259,9 +259,9 @@ func (c *cluster) linearizable(r *raft.Raft, what string) error {
 }
 
 func (c *cluster) readError(r *raft.Raft, what string, err error) error {
-	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
-		_, id := r.LeaderWithID()
-		return unavailableLeader(what, c.apiAddr(string(id)))
+	var nl *replication.NotLeaderError
+	if errors.As(replication.AsNotLeader(what, r, err), &nl) {
+		return unavailableLeader(what, c.apiAddr(string(nl.LeaderID)))
 	}
 	return status.Errorf(codes.Unavailable, "%s: cannot confirm this node still leads (%v): retry", what, err)
 }

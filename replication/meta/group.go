@@ -125,9 +125,8 @@ func (g *Group) Apply(ctx context.Context, c Command) error {
 }
 
 func (g *Group) raftError(err error) error {
-	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
-		addr, id := g.raft.LeaderWithID()
-		return &replication.NotLeaderError{Group: replication.MetaGroup, LeaderID: id, Leader: addr, Cause: err}
+	if nl := replication.AsNotLeader(replication.MetaGroup, g.raft, err); nl != nil {
+		return nl
 	}
 	return fmt.Errorf("meta: %w", err)
 }
