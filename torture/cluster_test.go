@@ -8,22 +8,6 @@ import (
 	"time"
 )
 
-// clusterBugs are the violations the cluster tortures find on main today
-// (see the issue's notes for each one's minimal history). While there are
-// any, the cluster tortures run only when asked, with TORTURE_CLUSTER=1
-// (`make torture` sets it), so that make test passes; empty the list when
-// they are fixed and TestTortureInProcess runs in every make test.
-var clusterBugs = []string{}
-
-// requireClusterRun skips t while clusterBugs is not empty, unless
-// TORTURE_CLUSTER is set.
-func requireClusterRun(t *testing.T) {
-	t.Helper()
-	if len(clusterBugs) > 0 && os.Getenv("TORTURE_CLUSTER") == "" {
-		t.Skipf("torture: fails on main today (%s); TORTURE_CLUSTER=1 runs it", strings.Join(clusterBugs, "; "))
-	}
-}
-
 // clusterKinds are the faults of the process cluster: every process,
 // partition and client-network fault, and a full disk when root can mount
 // one.
@@ -48,7 +32,6 @@ func TestTortureCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("torture: skipped in -short mode")
 	}
-	requireClusterRun(t)
 	d, seed, dir := tortureParams(t)
 	kinds := clusterKinds()
 	if s := os.Getenv("TORTURE_NEMESES"); s != "" {

@@ -104,7 +104,6 @@
 // process, partition and client fault (`make torture` runs it;
 // TORTURE_TEST=SingleNode the single node), and TestTortureInProcess a
 // seeded 60-second run on three in-process nodes with every nemesis,
-// including ENOSPC and slow fsyncs. While clusterBugs (cluster_test.go)
-// lists violations they find on main, both run only with
-// TORTURE_CLUSTER=1.
+// including ENOSPC and slow fsyncs; `make test` runs both (the process one
+// for 30 s).
 package torture

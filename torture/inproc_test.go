@@ -31,7 +31,6 @@ func TestTortureInProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("torture: skipped in -short mode")
 	}
-	requireClusterRun(t)
 	d, seed, nodes := 60*time.Second, int64(1), 3
 	if s := os.Getenv("TORTURE_INPROC_DURATION"); s != "" {
 		v, err := time.ParseDuration(s)
