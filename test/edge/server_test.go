@@ -12,7 +12,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/logd/logd/internal/logdtest"
 	"io"
 	"os"
 	"os/exec"
@@ -23,10 +22,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/logd/logd/internal/logdtest"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -84,16 +85,21 @@ func startServerIn(t *testing.T, dataDir string) *server {
 func startServerWith(t *testing.T, dataDir string, nofile int) *server {
 	t.Helper()
 	args := []string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--http-addr", ""}
-	var cmd *exec.Cmd
-	if nofile > 0 {
-		cmd = exec.Command("prlimit", append([]string{"--nofile=" + strconv.Itoa(nofile), logdBinary(t)}, args...)...)
-	} else {
-		cmd = exec.Command(logdBinary(t), args...)
-	}
+	cmd := exec.Command(logdBinary(t), args...)
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
+	}
+	if nofile > 0 {
+		// The limit applies from here on: long before the test's flood,
+		// while the server is still opening its data directory.
+		lim := syscall.Rlimit{Cur: uint64(nofile), Max: uint64(nofile)}
+		if _, _, errno := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, uintptr(cmd.Process.Pid), syscall.RLIMIT_NOFILE,
+			uintptr(unsafe.Pointer(&lim)), 0, 0, 0); errno != 0 {
+			cmd.Process.Kill()
+			t.Fatalf("limit the server's descriptors to %d: %v", nofile, errno)
+		}
 	}
 	s := &server{t: t, cmd: cmd, exited: make(chan struct{}), stderr: &tail{}}
 	go func() { cmd.Wait(); pw.Close(); close(s.exited) }()
