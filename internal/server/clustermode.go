@@ -74,9 +74,9 @@ type cluster struct {
 	stop  context.CancelFunc
 	wg    sync.WaitGroup
 	recMu sync.Mutex // one reconcile at a time
-	// readyTerm: per *raft.Raft, the term in which this node, leading,
-	// applied everything committed before (see linearizable).
-	readyTerm sync.Map
+	// readIndex: per *raft.Raft, the replication.ReadIndex that makes
+	// reads served by this node as the group's leader linearizable.
+	readIndex sync.Map
 	kick      chan struct{}
 	logger    hclog.Logger
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -238,21 +237,16 @@ func (c *cluster) partitionLog(ctx context.Context, p *partition.Partition) (off
 // linearizable makes a read served by the leader of group r current: every
 // record (or metadata change) acknowledged before it is applied here, and
 // this replica still leads. Without it a leader cut off from the others (or
-// paused past an election) would answer from its stale state until its lease
-// runs out. Once per term the leader waits for a barrier (everything
-// committed by earlier leaders applied); every read then confirms its
-// leadership with a quorum round trip (Raft's read-index protocol). A node
+// paused past an election) would answer from its stale state. The proof is a
+// barrier started after the read arrived (replication.ReadIndex, which says
+// why Raft's VerifyLeader is not one), shared by concurrent reads. A node
 // that turns out not to lead answers UNAVAILABLE naming the leader.
 func (c *cluster) linearizable(r *raft.Raft, what string) error {
-	ready, _ := c.readyTerm.LoadOrStore(r, new(atomic.Uint64))
-	term := r.CurrentTerm()
-	if ready.(*atomic.Uint64).Load() != term {
-		if err := r.Barrier(5 * time.Second).Error(); err != nil {
-			return c.readError(r, what, err)
-		}
-		ready.(*atomic.Uint64).Store(term)
+	ri, ok := c.readIndex.Load(r)
+	if !ok {
+		ri, _ = c.readIndex.LoadOrStore(r, replication.NewReadIndex(r, 5*time.Second))
 	}
-	if err := r.VerifyLeader().Error(); err != nil {
+	if err := ri.(*replication.ReadIndex).Confirm(context.Background()); err != nil {
 		return c.readError(r, what, err)
 	}
 	return nil
