@@ -112,3 +112,13 @@ torture:
 	rm -rf $(TORTURE_REPORT_DIR)
 	TORTURE_DURATION=$(DURATION) TORTURE_SEED=$(SEED) TORTURE_NEMESES=$(NEMESES) TORTURE_REPORT_DIR=$(TORTURE_REPORT_DIR) \
 	  $(GO) test -count=1 -v -timeout 0 -run '^TestTorture$(TORTURE_TEST)$$' ./torture/
+
+# torture-soak: the 3-process cluster torture once per seed, DURATION each,
+# one line per seed (torture/soak.sh): `make torture-soak SEEDS="1 2 3"
+# DURATION=10m PARALLEL=2`. Before calling a change to the replicated path
+# safe, soak at least ten seeds for ten minutes.
+.PHONY: torture-soak
+SEEDS ?= 1 2 3 4 5 6 7 8 9 10
+PARALLEL ?= 1
+torture-soak:
+	SEEDS="$(SEEDS)" DURATION=$(DURATION) PARALLEL=$(PARALLEL) NEMESES=$(NEMESES) torture/soak.sh

@@ -2,6 +2,7 @@ package torture
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -70,7 +71,14 @@ type procNode struct {
 
 var servingLine = regexp.MustCompile(`logd serving"? addr=(\S+)`)
 
+// errPortTaken: a node could not bind a port freePort had found free;
+// another process took it in between.
+var errPortTaken = errors.New("torture: a port picked as free was taken before the node bound it")
+
 // StartProcessCluster starts cfg.Nodes processes and waits until each serves.
+// Ports are picked free and then bound by the nodes, so another process can
+// take one in between (parallel soaks do): then the nodes start again, from
+// empty data directories, on new ports.
 func StartProcessCluster(cfg ProcessConfig) (*ProcessCluster, error) {
 	if cfg.Nodes <= 0 {
 		cfg.Nodes = 1
@@ -81,6 +89,18 @@ func StartProcessCluster(cfg ProcessConfig) (*ProcessCluster, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("torture: %w", err)
 	}
+	for attempt := 1; ; attempt++ {
+		c, err := startProcessCluster(cfg)
+		if !errors.Is(err, errPortTaken) || attempt == 3 {
+			return c, err
+		}
+		for i := range cfg.Nodes {
+			os.RemoveAll(filepath.Join(cfg.Dir, fmt.Sprintf("node-%d", i)))
+		}
+	}
+}
+
+func startProcessCluster(cfg ProcessConfig) (*ProcessCluster, error) {
 	c := &ProcessCluster{cfg: cfg}
 	for i := range cfg.Nodes {
 		addr, err := freePort()
@@ -215,7 +235,9 @@ func (c *ProcessCluster) start(n *procNode) error {
 	n.mu.Unlock()
 	go func() { cmd.Wait(); pw.Close(); close(exited) }()
 	serving := make(chan struct{})
+	scanned := make(chan struct{}) // the log holds everything the node wrote
 	go func() {
+		defer close(scanned)
 		defer logf.Close()
 		once := sync.Once{}
 		sc := bufio.NewScanner(pr)
@@ -231,6 +253,10 @@ func (c *ProcessCluster) start(n *procNode) error {
 	case <-serving:
 		return nil
 	case <-exited:
+		<-scanned
+		if b, err := os.ReadFile(n.logPath); err == nil && bytes.Contains(b, []byte("address already in use")) {
+			return fmt.Errorf("%w: node %d (see %s)", errPortTaken, n.id, n.logPath)
+		}
 		return fmt.Errorf("torture: node %d exited before serving (see %s)", n.id, n.logPath)
 	case <-time.After(c.cfg.StartTimeout):
 		cmd.Process.Kill()
