@@ -1,0 +1,150 @@
+// Package groups is the consumer-group coordinator: it decides which live
+// member of a group reads which partition, and fences members that no longer
+// own what they think they own. It is transport-neutral: the gRPC, Kafka and
+// HTTP front-ends (through the core) call the same Coordinator, so a group is
+// one group whichever API its members use.
+//
+// # What it owns
+//
+//   - Membership: members join a group, get a member id chosen by the
+//     coordinator, and stay members while they heartbeat within their session
+//     timeout.
+//   - Generations: every completed rebalance starts a new generation; the
+//     generation number only grows while the coordinator runs.
+//   - Assignment: either carried opaquely from the group's leader to every
+//     member (Kafka's classic protocol: the leader client computes it), or
+//     computed here by a server-side Assignor (range, roundrobin,
+//     cooperative-sticky) for members that ask for it (logd's own clients).
+//   - Liveness: session expiry, rebalance timeouts, members that never sync.
+//   - Fencing: ValidateCommit refuses an offset commit from an unknown member
+//     or an older generation.
+//
+// It does not store offsets: committed offsets stay in package offsets (and in
+// a cluster, the metadata group). The core calls ValidateCommit and then
+// stores the commit itself. Membership is soft state held in memory.
+//
+// # Invariants
+//
+//   - A generation's assignment gives each partition to at most one member
+//     (the server-side assignors give every subscribed partition to exactly
+//     one member, or to none while a cooperative revocation is pending; with
+//     client-side assignment the leader is trusted, as in Kafka).
+//   - The generation increases by one at each completed join phase, also when
+//     the group becomes Empty; it never goes back while the coordinator runs.
+//   - A commit from a member that is not in the group, or that names a
+//     generation other than the current one, is refused (ErrUnknownMember,
+//     *GenerationError wrapping ErrIllegalGeneration). A commit while the
+//     group is CompletingRebalance is refused with ErrRebalanceInProgress,
+//     as Kafka does: the new assignment is not known yet.
+//   - Member ids are unique for the coordinator's life and never reused, so
+//     a paused zombie that was removed stays unknown forever.
+//
+// # State machine (Kafka's classic group protocol)
+//
+//	from                 event                                      to
+//	Empty                a member joins                             PreparingRebalance
+//	PreparingRebalance   every member has joined, or the rebalance  CompletingRebalance
+//	                     timeout passed (absent members removed)    (Empty if none is left)
+//	CompletingRebalance  the leader's SyncGroup, or the server-side Stable
+//	                     assignment when the join phase ends
+//	CompletingRebalance  a new member, a join with new metadata     PreparingRebalance
+//	or Stable            (any join from the leader when Stable),
+//	                     a leave, a session expiry, a member that
+//	                     did not sync within the rebalance timeout,
+//	                     RequestRebalance
+//
+// Dead is the state of a group the coordinator does not hold (deleted, or the
+// coordinator closed): Describe reports ErrGroupNotFound, the Kafka front-end
+// answers DescribeGroups with state "Dead".
+//
+//   - JoinGroup blocks until the join phase completes (every current member
+//     has re-joined, or the largest rebalance timeout of the members passed)
+//     and returns the generation, the chosen protocol, the leader and, to a
+//     client-side leader only, every member's metadata.
+//   - SyncGroup blocks until the assignment is known and returns the
+//     member's share. The leader's SyncGroup carries every member's opaque
+//     assignment; members without one get an empty assignment.
+//   - Heartbeat returns ErrRebalanceInProgress while a rebalance is being
+//     prepared: the member must re-join (revoking first, see below).
+//   - LeaveGroup removes the member and starts a rebalance at once. Session
+//     expiry does the same without the member's help.
+//   - A member that joined but does not SyncGroup within the rebalance timeout
+//     (a leader that never sends the assignment, say) is removed and the
+//     group rebalances.
+//
+// The protocol type must be the same for every member, and the protocol (the
+// assignor) is chosen among those every member supports: each member votes
+// for the first of its protocols that all support, most votes wins, ties go
+// to the leader's preference (Kafka's rule).
+//
+// Choices where Kafka has options:
+//
+//   - Member ids are assigned on the first JoinGroup and returned with its
+//     result; MEMBER_ID_REQUIRED is not used. The ghost members it protects
+//     Kafka from (a first join whose answer never reached the client) are
+//     avoided differently: when a first JoinGroup's context ends before the
+//     join phase completes, the member is removed again.
+//   - Static membership (group.instance.id) is not implemented: a restarted
+//     member re-joins as a new member. JoinRequest has no instance id yet.
+//   - The initial rebalance delay (group.initial.rebalance.delay.ms) is not
+//     implemented: the first join phase completes as soon as every member
+//     has joined; with cooperative-sticky a quick second rebalance is cheap.
+//   - Empty groups stay in memory (with their generation) until DeleteGroup.
+//
+// # Server-side assignment and the cooperative protocol
+//
+// Subscriptions and assignments use Kafka's consumer protocol encoding
+// (protocol type "consumer", kmsg.ConsumerMemberMetadata and
+// kmsg.ConsumerMemberAssignment) for every member, so logd's own clients and
+// Kafka clients can share a group and read each other's metadata. A member
+// that sets JoinRequest.ServerAssign (logd's clients) lets the coordinator
+// compute the assignment when that member is the leader; the other members,
+// Kafka clients included, are followers and just SyncGroup.
+//
+// With "cooperative-sticky" (the default for logd's clients) a partition that
+// stays with its member is never revoked. A partition that moves from A to B
+// is, in the generation that decides the move, given to nobody: A sees it
+// missing from its assignment, stops reading it, commits, and re-joins with
+// its owned partitions updated; that re-join starts the next generation,
+// which gives the partition to B (Kafka's KIP-429 incremental cooperative
+// rebalancing). With the eager assignors (range, roundrobin) a member revokes
+// all its partitions before it re-joins.
+//
+// # How a front-end uses it
+//
+//	res, err := c.JoinGroup(ctx, groups.JoinRequest{Group: g, MemberID: id, ...})
+//	// id = res.MemberID from now on
+//	asg, err := c.SyncGroup(ctx, groups.SyncRequest{Group: g, MemberID: id,
+//	        Generation: res.Generation, Assignments: leaderAssignments})
+//	// every session timeout / 3:
+//	err = c.Heartbeat(g, id, res.Generation) // ErrRebalanceInProgress: re-join
+//	// before storing an offset commit:
+//	err = c.ValidateCommit(g, id, generation)
+//	// on shutdown:
+//	c.LeaveGroup(g, id)
+//
+// The Kafka front-end maps its requests one to one (JoinGroup, SyncGroup,
+// Heartbeat, LeaveGroup, DescribeGroups, ListGroups, DeleteGroups; OffsetCommit
+// calls ValidateCommit) and each sentinel error to one Kafka error code; the
+// gRPC front-end maps them to status codes (ErrIllegalGeneration and
+// ErrUnknownMember to FAILED_PRECONDITION). A consumer that names its
+// partitions (Kafka's assign()) does not join: it commits with an empty member
+// id and generation -1, which ValidateCommit accepts while the group has no
+// members.
+//
+// # Coordinator failover
+//
+// Membership is soft state. In a cluster one node runs the coordinator (the
+// metadata leader); when it changes, the new coordinator knows no group:
+// members' heartbeats and commits get ErrUnknownMember, and they re-join as
+// new members. Their subscriptions carry the partitions they owned, so
+// cooperative-sticky gives every member the same partitions again where the
+// membership is unchanged, without revoking them: consumption of those
+// partitions need not stop, only commits are refused between the failover and
+// the member's next sync. Generations restart from the new coordinator's
+// numbering; fencing still holds because the old member ids are unknown to it.
+// A failover therefore stops commits for about one heartbeat interval plus
+// one join phase (every member re-joins, so the phase ends as soon as the
+// last member's heartbeat has noticed, at most one session timeout for a
+// member that lost contact entirely).
+package groups

@@ -1,0 +1,216 @@
+package groups
+
+import (
+	"sort"
+	"time"
+)
+
+// The state transitions. Every function here runs with c.mu held.
+
+// prepareRebalance moves g to PreparingRebalance: every member must join
+// again within the group's rebalance timeout. A blocked SyncGroup learns
+// that its generation is over.
+func (c *Coordinator) prepareRebalance(g *group) {
+	for _, m := range g.members {
+		m.joined = false
+		m.pendingSync = false
+		m.answerSync(SyncResult{}, rebalancing(g.name))
+	}
+	g.state = PreparingRebalance
+	g.rebalances++
+	c.armGroupTimer(g, g.rebalanceTimeout())
+}
+
+// maybeCompleteJoin ends the join phase once every member has joined.
+func (c *Coordinator) maybeCompleteJoin(g *group) {
+	if g.state == PreparingRebalance && g.allJoined() {
+		c.completeJoin(g)
+	}
+}
+
+// completeJoin ends the join phase: members that did not join are removed,
+// the generation advances, and every blocked JoinGroup is answered. If the
+// leader asked for server-side assignment the assignment is computed here
+// and the group is Stable before anyone syncs.
+func (c *Coordinator) completeJoin(g *group) {
+	for _, m := range g.members {
+		if !m.joined {
+			c.dropMember(g, m)
+		}
+	}
+	g.generation++
+	c.stopGroupTimer(g)
+	if len(g.members) == 0 {
+		g.state, g.protocol, g.leader = Empty, "", ""
+		return
+	}
+	g.chooseLeader()
+	g.protocol = g.chooseProtocol()
+	g.state = CompletingRebalance
+	for _, m := range g.members {
+		m.pendingSync = true
+		m.assignment = nil
+		c.touch(m)
+	}
+	c.armGroupTimer(g, g.rebalanceTimeout())
+	if leader := g.members[g.leader]; leader.serverAssign {
+		c.setAssignments(g, c.serverAssignment(g))
+	}
+	for _, m := range g.members {
+		m.answerJoin(g.joinResult(m), nil)
+	}
+}
+
+// setAssignments installs the generation's assignment and answers every
+// blocked SyncGroup. Members without an entry get an empty assignment.
+func (c *Coordinator) setAssignments(g *group, assignments map[string][]byte) {
+	g.state = Stable
+	for id, m := range g.members {
+		m.assignment = assignments[id]
+		if m.sync != nil {
+			m.answerSync(g.syncResult(m), nil)
+			c.synced(g, m)
+		}
+	}
+}
+
+// synced records that m knows its assignment; when every member does, the
+// sync window closes.
+func (c *Coordinator) synced(g *group, m *member) {
+	m.pendingSync = false
+	if g.pendingSyncs() == 0 {
+		c.stopGroupTimer(g)
+	}
+}
+
+// serverAssignment runs the group's protocol as a server-side Assignor over
+// the members' consumer-protocol subscriptions.
+func (c *Coordinator) serverAssignment(g *group) map[string][]byte {
+	assignor, err := findAssignor(c.cfg.Assignors, g.protocol)
+	if err != nil {
+		// JoinGroup checked that a server-assigning member names only
+		// known assignors, and the protocol is one it supports.
+		return nil
+	}
+	members := make([]MemberSubscription, 0, len(g.members))
+	partitions := make(map[string]int32)
+	for id, m := range g.members {
+		// An undecodable subscription (a Kafka client's bug) subscribes to
+		// nothing rather than failing the whole group.
+		sub, _ := DecodeSubscription(m.metadata(g.protocol))
+		members = append(members, MemberSubscription{MemberID: id, Subscription: sub})
+		for _, t := range sub.Topics {
+			if _, ok := partitions[t]; !ok {
+				partitions[t] = c.cfg.Partitions(t)
+			}
+		}
+	}
+	sort.Slice(members, func(i, j int) bool { return members[i].MemberID < members[j].MemberID })
+	out := make(map[string][]byte, len(members))
+	for id, tps := range assignor.Assign(members, partitions) {
+		out[id] = EncodeAssignment(tps)
+	}
+	return out
+}
+
+// removeMember takes m out of the group for good (it left, or its session
+// or a timeout expired) and rebalances the others.
+func (c *Coordinator) removeMember(g *group, m *member) {
+	c.dropMember(g, m)
+	if g.state == Stable || g.state == CompletingRebalance {
+		c.prepareRebalance(g)
+	}
+	c.maybeCompleteJoin(g)
+}
+
+// dropMember deletes m and answers its blocked calls; the caller decides
+// what happens to the group.
+func (c *Coordinator) dropMember(g *group, m *member) {
+	delete(g.members, m.id)
+	if m.timer != nil {
+		m.timer.Stop()
+		m.timer = nil
+	}
+	err := unknownMember(g.name, m.id)
+	m.answerJoin(JoinResult{}, err)
+	m.answerSync(SyncResult{}, err)
+	if g.leader == m.id {
+		g.leader = ""
+	}
+}
+
+// touch restarts m's session: any call from the member proves it alive.
+func (c *Coordinator) touch(m *member) {
+	m.deadline = c.clock.Now().Add(m.sessionTimeout)
+}
+
+// armSession starts m's session timer. The timer does not move at each
+// heartbeat: when it fires before the deadline it re-arms for the rest.
+func (c *Coordinator) armSession(g *group, m *member) {
+	c.touch(m)
+	m.timer = c.clock.AfterFunc(m.sessionTimeout, func() { c.onSessionTimer(g, m) })
+}
+
+func (c *Coordinator) onSessionTimer(g *group, m *member) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.groups[g.name] != g || g.members[m.id] != m {
+		return
+	}
+	now := c.clock.Now()
+	if m.join != nil || m.sync != nil {
+		// A member blocked in JoinGroup or SyncGroup cannot heartbeat;
+		// the rebalance and sync timeouts bound its wait instead.
+		c.touch(m)
+	}
+	if now.Before(m.deadline) {
+		m.timer = c.clock.AfterFunc(m.deadline.Sub(now), func() { c.onSessionTimer(g, m) })
+		return
+	}
+	m.timer = nil
+	c.removeMember(g, m)
+}
+
+func (c *Coordinator) armGroupTimer(g *group, d time.Duration) {
+	c.stopGroupTimer(g)
+	g.timerSeq++
+	seq := g.timerSeq
+	g.timer = c.clock.AfterFunc(d, func() { c.onGroupTimer(g, seq) })
+}
+
+func (c *Coordinator) stopGroupTimer(g *group) {
+	if g.timer != nil {
+		g.timer.Stop()
+		g.timer = nil
+	}
+	g.timerSeq++
+}
+
+// onGroupTimer ends a join phase that waited long enough (members that did
+// not re-join are removed), or a sync window: members that never synced
+// (a leader that never sends the assignment, say) are removed and the group
+// rebalances without them.
+func (c *Coordinator) onGroupTimer(g *group, seq uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.groups[g.name] != g || g.timerSeq != seq {
+		return
+	}
+	g.timer = nil
+	switch g.state {
+	case PreparingRebalance:
+		c.completeJoin(g)
+	case CompletingRebalance, Stable:
+		removed := false
+		for _, m := range g.members {
+			if m.pendingSync {
+				c.dropMember(g, m)
+				removed = true
+			}
+		}
+		if removed {
+			c.prepareRebalance(g)
+			c.maybeCompleteJoin(g)
+		}
+	}
+}

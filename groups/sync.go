@@ -1,0 +1,70 @@
+package groups
+
+import (
+	"context"
+	"fmt"
+)
+
+// SyncGroup returns the member's assignment for its generation. The
+// client-side leader's call carries every member's assignment and completes
+// the generation; other members block until it does (or until the server
+// assignment, already done when the leader asked for it), ctx ends, the
+// generation is replaced (ErrRebalanceInProgress) or the member is removed.
+func (c *Coordinator) SyncGroup(ctx context.Context, req SyncRequest) (SyncResult, error) {
+	c.mu.Lock()
+	m, w, res, err := c.sync(req)
+	c.mu.Unlock()
+	if w == nil {
+		return res, err
+	}
+	select {
+	case out := <-w.ch:
+		return out.res, out.err
+	case <-c.done:
+		return SyncResult{}, ErrCoordinatorClosed
+	case <-ctx.Done():
+	}
+	c.mu.Lock()
+	if m.sync == w {
+		// The member stays pending: it must sync again before the sync
+		// window closes.
+		m.sync = nil
+		c.mu.Unlock()
+		return SyncResult{}, ctx.Err()
+	}
+	c.mu.Unlock()
+	out := <-w.ch
+	return out.res, out.err
+}
+
+func (c *Coordinator) sync(req SyncRequest) (*member, *syncWaiter, SyncResult, error) {
+	g, m, err := c.lookup(req.Group, req.MemberID)
+	if err != nil {
+		return nil, nil, SyncResult{}, err
+	}
+	if (req.ProtocolType != "" && req.ProtocolType != g.protocolType) || (req.Protocol != "" && req.Protocol != g.protocol) {
+		return nil, nil, SyncResult{}, fmt.Errorf("%w: group %q uses %q/%q, the sync names %q/%q",
+			ErrInconsistentProtocol, g.name, g.protocolType, g.protocol, req.ProtocolType, req.Protocol)
+	}
+	if req.Generation != g.generation {
+		return nil, nil, SyncResult{}, &GenerationError{Group: g.name, Member: m.id, Given: req.Generation, Current: g.generation}
+	}
+	c.touch(m)
+	switch g.state {
+	case CompletingRebalance:
+		if m.id == g.leader && !m.serverAssign {
+			c.setAssignments(g, req.Assignments)
+			c.synced(g, m)
+			return m, nil, g.syncResult(m), nil
+		}
+		m.answerSync(SyncResult{}, rebalancing(g.name)) // a repeated sync replaces the first
+		w := &syncWaiter{ch: make(chan syncOutcome, 1)}
+		m.sync = w
+		return m, w, SyncResult{}, nil
+	case Stable:
+		c.synced(g, m)
+		return m, nil, g.syncResult(m), nil
+	default: // PreparingRebalance: the generation is being replaced
+		return nil, nil, SyncResult{}, rebalancing(g.name)
+	}
+}
