@@ -70,20 +70,6 @@ func newJoinWaiter(isNew bool) *joinWaiter {
 	return &joinWaiter{ch: make(chan joinOutcome, 1), isNew: isNew}
 }
 
-func (m *member) answerJoin(res JoinResult, err error) {
-	if m.join != nil {
-		m.join.ch <- joinOutcome{res, err}
-		m.join = nil
-	}
-}
-
-func (m *member) answerSync(res SyncResult, err error) {
-	if m.sync != nil {
-		m.sync.ch <- syncOutcome{res, err}
-		m.sync = nil
-	}
-}
-
 // update records what a JoinGroup says about the member.
 func (m *member) update(req JoinRequest) {
 	m.clientID, m.clientHost = req.ClientID, req.ClientHost

@@ -144,7 +144,7 @@ func (c *Coordinator) enterJoinPhase(g *group, m *member, isNew bool) *joinWaite
 	}
 	// A second JoinGroup from a member already waiting replaces the first,
 	// which learns the rebalance is still going on.
-	m.answerJoin(JoinResult{}, rebalancing(g.name))
+	c.answerJoin(m, JoinResult{}, rebalancing(g.name))
 	w := newJoinWaiter(isNew)
 	m.join, m.joined = w, true
 	c.maybeCompleteJoin(g)

@@ -14,7 +14,7 @@ func (c *Coordinator) prepareRebalance(g *group) {
 	for _, m := range g.members {
 		m.joined = false
 		m.pendingSync = false
-		m.answerSync(SyncResult{}, rebalancing(g.name))
+		c.answerSync(m, SyncResult{}, rebalancing(g.name))
 	}
 	g.state = PreparingRebalance
 	g.rebalances++
@@ -57,7 +57,7 @@ func (c *Coordinator) completeJoin(g *group) {
 		c.setAssignments(g, c.serverAssignment(g))
 	}
 	for _, m := range g.members {
-		m.answerJoin(g.joinResult(m), nil)
+		c.answerJoin(m, g.joinResult(m), nil)
 	}
 }
 
@@ -68,7 +68,7 @@ func (c *Coordinator) setAssignments(g *group, assignments map[string][]byte) {
 	for id, m := range g.members {
 		m.assignment = assignments[id]
 		if m.sync != nil {
-			m.answerSync(g.syncResult(m), nil)
+			c.answerSync(m, g.syncResult(m), nil)
 			c.synced(g, m)
 		}
 	}
@@ -132,10 +132,29 @@ func (c *Coordinator) dropMember(g *group, m *member) {
 		m.timer = nil
 	}
 	err := unknownMember(g.name, m.id)
-	m.answerJoin(JoinResult{}, err)
-	m.answerSync(SyncResult{}, err)
+	c.answerJoin(m, JoinResult{}, err)
+	c.answerSync(m, SyncResult{}, err)
 	if g.leader == m.id {
 		g.leader = ""
+	}
+}
+
+// answerJoin answers m's blocked JoinGroup, if any. The answer restarts
+// the member's session: it had no way to heartbeat while it waited.
+func (c *Coordinator) answerJoin(m *member, res JoinResult, err error) {
+	if m.join != nil {
+		m.join.ch <- joinOutcome{res, err}
+		m.join = nil
+		c.touch(m)
+	}
+}
+
+// answerSync is answerJoin for a blocked SyncGroup.
+func (c *Coordinator) answerSync(m *member, res SyncResult, err error) {
+	if m.sync != nil {
+		m.sync.ch <- syncOutcome{res, err}
+		m.sync = nil
+		c.touch(m)
 	}
 }
 

@@ -26,8 +26,6 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req SyncRequest) (SyncResul
 	}
 	c.mu.Lock()
 	if m.sync == w {
-		// The member stays pending: it must sync again before the sync
-		// window closes.
 		m.sync = nil
 		c.mu.Unlock()
 		return SyncResult{}, ctx.Err()
@@ -57,7 +55,10 @@ func (c *Coordinator) sync(req SyncRequest) (*member, *syncWaiter, SyncResult, e
 			c.synced(g, m)
 			return m, nil, g.syncResult(m), nil
 		}
-		m.answerSync(SyncResult{}, rebalancing(g.name)) // a repeated sync replaces the first
+		// Having asked is what the sync window waits for (Kafka's pending
+		// sync set): a follower blocked on a slow leader is not removed.
+		c.synced(g, m)
+		c.answerSync(m, SyncResult{}, rebalancing(g.name)) // a repeated sync replaces the first
 		w := &syncWaiter{ch: make(chan syncOutcome, 1)}
 		m.sync = w
 		return m, w, SyncResult{}, nil
