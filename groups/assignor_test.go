@@ -186,7 +186,7 @@ func spread(got map[string][]TopicPartition) int {
 
 func TestAssignorProperties(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
-	for i := 0; i < 2000; i++ {
+	for i := 0; i < 1000; i++ {
 		members, partitions := randomGroup(r, i%2 == 0)
 		for _, a := range []Assignor{Range{}, RoundRobin{}, CooperativeSticky{}} {
 			got := a.Assign(members, partitions)
@@ -258,7 +258,7 @@ func minMoves(owned []int, n int) int {
 // one.
 func TestCooperativeStickyProperties(t *testing.T) {
 	r := rand.New(rand.NewSource(2))
-	for run := 0; run < 300; run++ {
+	for run := 0; run < 150; run++ {
 		partitions := map[string]int32{"a": int32(r.Intn(20)), "b": int32(r.Intn(5))}
 		n := int(partitions["a"] + partitions["b"])
 		var members []MemberSubscription
