@@ -86,9 +86,10 @@
 //     join phase completes, the member is removed again.
 //   - Static membership (group.instance.id) is not implemented: a restarted
 //     member re-joins as a new member. JoinRequest has no instance id yet.
-//   - The initial rebalance delay (group.initial.rebalance.delay.ms) is not
-//     implemented: the first join phase completes as soon as every member
-//     has joined; with cooperative-sticky a quick second rebalance is cheap.
+//   - The initial rebalance delay (group.initial.rebalance.delay.ms) is
+//     Config.InitialRebalanceDelay, off by default: the core should set it
+//     (Kafka: 3 s) so that members starting together or re-joining after a
+//     failover share one generation.
 //   - Empty groups stay in memory (with their generation) until DeleteGroup.
 //
 // # Server-side assignment and the cooperative protocol

@@ -24,6 +24,11 @@ type group struct {
 	timer      Timer
 	timerSeq   uint64
 	rebalances uint64
+
+	// joinDeadline ends the current join phase; notBefore, set when the
+	// phase started from Empty, is the initial rebalance delay's end.
+	joinDeadline time.Time
+	notBefore    time.Time
 }
 
 // member is one member's soft state.

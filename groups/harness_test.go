@@ -15,14 +15,18 @@ type harness struct {
 	parts map[string]int32
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T) *harness { return newHarnessWith(t, func(*Config) {}) }
+
+func newHarnessWith(t *testing.T, configure func(*Config)) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: NewFakeClock(time.Unix(1_700_000_000, 0)), parts: map[string]int32{"orders": 6}}
-	h.c = New(Config{
+	cfg := Config{
 		Clock:             h.clock,
 		MinSessionTimeout: time.Second,
 		Partitions:        func(topic string) int32 { return h.parts[topic] },
-	})
+	}
+	configure(&cfg)
+	h.c = New(cfg)
 	t.Cleanup(func() { _ = h.c.Close() })
 	return h
 }

@@ -119,6 +119,10 @@ func (c *Coordinator) joinNew(g *group, req JoinRequest) (*member, *joinWaiter) 
 	}
 	g.members[m.id] = m
 	c.armSession(g, m)
+	if g.state == PreparingRebalance && !g.notBefore.IsZero() {
+		c.delayJoin(g)
+		c.armJoinTimer(g)
+	}
 	return m, c.enterJoinPhase(g, m, true)
 }
 

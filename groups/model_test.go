@@ -61,7 +61,11 @@ func TestRandomizedModel(t *testing.T) {
 	}
 	for seed := int64(1); seed <= int64(seeds); seed++ {
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
-			h := newHarness(t)
+			h := newHarnessWith(t, func(c *Config) {
+				if seed%2 == 0 {
+					c.InitialRebalanceDelay = 2 * time.Second
+				}
+			})
 			r := rand.New(rand.NewSource(seed))
 			h.parts["orders"] = int32(1 + r.Intn(12))
 			m := &model{t: t, r: r, h: h, done: make(chan completion, 64)}

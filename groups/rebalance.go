@@ -16,14 +16,45 @@ func (c *Coordinator) prepareRebalance(g *group) {
 		m.pendingSync = false
 		c.answerSync(m, SyncResult{}, rebalancing(g.name))
 	}
+	now := c.clock.Now()
+	g.joinDeadline, g.notBefore = now.Add(g.rebalanceTimeout()), time.Time{}
+	if g.state == Empty && c.cfg.InitialRebalanceDelay > 0 {
+		g.notBefore = now
+		c.delayJoin(g)
+	}
 	g.state = PreparingRebalance
 	g.rebalances++
-	c.armGroupTimer(g, g.rebalanceTimeout())
+	c.armJoinTimer(g)
 }
 
-// maybeCompleteJoin ends the join phase once every member has joined.
+// delayJoin extends the initial rebalance delay of a group that was Empty:
+// each new member gives others another delay to arrive, up to the end of
+// the join phase (Kafka's group.initial.rebalance.delay.ms).
+func (c *Coordinator) delayJoin(g *group) {
+	if g.notBefore.IsZero() {
+		return
+	}
+	g.notBefore = c.clock.Now().Add(c.cfg.InitialRebalanceDelay)
+	if g.notBefore.After(g.joinDeadline) {
+		g.notBefore = g.joinDeadline
+	}
+}
+
+// armJoinTimer wakes the group at the end of the initial delay if one is
+// pending, else at the end of the join phase.
+func (c *Coordinator) armJoinTimer(g *group) {
+	now := c.clock.Now()
+	at := g.joinDeadline
+	if now.Before(g.notBefore) {
+		at = g.notBefore
+	}
+	c.armGroupTimer(g, at.Sub(now))
+}
+
+// maybeCompleteJoin ends the join phase once every member has joined (and
+// the initial delay, if any, is over).
 func (c *Coordinator) maybeCompleteJoin(g *group) {
-	if g.state == PreparingRebalance && g.allJoined() {
+	if g.state == PreparingRebalance && g.allJoined() && !c.clock.Now().Before(g.notBefore) {
 		c.completeJoin(g)
 	}
 }
@@ -218,6 +249,15 @@ func (c *Coordinator) onGroupTimer(g *group, seq uint64) {
 	g.timer = nil
 	switch g.state {
 	case PreparingRebalance:
+		if c.clock.Now().Before(g.joinDeadline) {
+			// The initial delay ended: complete if everyone is here, else
+			// wait for the rest until the join phase ends.
+			c.maybeCompleteJoin(g)
+			if g.state == PreparingRebalance {
+				c.armJoinTimer(g)
+			}
+			return
+		}
 		c.completeJoin(g)
 	case CompletingRebalance, Stable:
 		removed := false

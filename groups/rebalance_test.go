@@ -263,3 +263,47 @@ func TestRequestRebalance(t *testing.T) {
 		t.Fatalf("%d partitions after the topic grew, want 8", n)
 	}
 }
+
+// With an initial rebalance delay, members that arrive one after another
+// into an Empty group share the first generation; the delay stops at the
+// rebalance timeout.
+func TestInitialRebalanceDelay(t *testing.T) {
+	h := newHarnessWith(t, func(c *Config) { c.InitialRebalanceDelay = 3 * time.Second })
+	var pending []pendingJoin
+	for i := 0; i < 3; i++ {
+		pending = append(pending, h.joinAsync(logdJoin("g", "", nil, -1, "orders")))
+		h.waitJoined("g", i+1)
+		h.clock.Advance(time.Second)
+	}
+	h.clock.Advance(2*time.Second - time.Nanosecond) // 3 s after the last join, less a tick
+	h.wantState("g", PreparingRebalance)
+	h.clock.Advance(time.Nanosecond)
+	for _, p := range pending {
+		res := p.ok(t)
+		if res.Generation != 1 {
+			t.Fatalf("generation %d, want 1", res.Generation)
+		}
+		if n := len(h.syncPartitions("g", res)); n != 2 {
+			t.Fatalf("%d partitions, want 2", n)
+		}
+	}
+	if d := h.describe("g"); d.Rebalances != 1 {
+		t.Fatalf("%d rebalances, want 1", d.Rebalances)
+	}
+
+	// Members arriving every 2 s keep extending the delay, but the phase
+	// ends at the first member's rebalance timeout (20 s).
+	pending = []pendingJoin{h.joinAsync(logdJoin("h", "", nil, -1, "orders"))}
+	h.waitJoined("h", 1)
+	for i := 1; i < 10; i++ {
+		h.clock.Advance(2 * time.Second)
+		pending = append(pending, h.joinAsync(logdJoin("h", "", nil, -1, "orders")))
+		h.waitJoined("h", i+1)
+	}
+	h.clock.Advance(2 * time.Second)
+	for _, p := range pending {
+		if res := p.ok(t); res.Generation != 1 {
+			t.Fatalf("generation %d, want 1", res.Generation)
+		}
+	}
+}

@@ -156,6 +156,13 @@ type Config struct {
 	MaxSessionTimeout time.Duration
 	// DefaultSessionTimeout is used when a join names none. Default 10 s.
 	DefaultSessionTimeout time.Duration
+	// InitialRebalanceDelay holds the first join phase of an Empty group
+	// open this long after each new member (up to the rebalance timeout), so
+	// members starting together, or re-joining after a coordinator
+	// failover, land in one generation instead of one each. Kafka's
+	// group.initial.rebalance.delay.ms, 3 s there; 0 (the default here)
+	// completes the phase as soon as every member has joined.
+	InitialRebalanceDelay time.Duration
 	// Partitions returns a topic's partition count (0 if it does not
 	// exist). Only the server-side assignors use it. It is called with the
 	// coordinator's lock held and must not call back into the Coordinator.
