@@ -17,7 +17,7 @@ func (m *model) check(when string) {
 		m.t.Fatalf("%s: generation went from %d back to %d", when, m.lastGen, g.generation)
 	}
 	m.lastGen = g.generation
-	if (g.state == Empty) != (len(g.members) == 0) && g.state != PreparingRebalance {
+	if (g.state == Empty) != (len(g.members) == 0) {
 		m.t.Fatalf("%s: state %v with %d members", when, g.state, len(g.members))
 	}
 	if g.state == Stable || g.state == CompletingRebalance {

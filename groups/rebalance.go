@@ -52,9 +52,12 @@ func (c *Coordinator) armJoinTimer(g *group) {
 }
 
 // maybeCompleteJoin ends the join phase once every member has joined (and
-// the initial delay, if any, is over).
+// the initial delay, if any, is over), or at once when no member is left.
 func (c *Coordinator) maybeCompleteJoin(g *group) {
-	if g.state == PreparingRebalance && g.allJoined() && !c.clock.Now().Before(g.notBefore) {
+	if g.state != PreparingRebalance {
+		return
+	}
+	if len(g.members) == 0 || (g.allJoined() && !c.clock.Now().Before(g.notBefore)) {
 		c.completeJoin(g)
 	}
 }
