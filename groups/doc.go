@@ -29,8 +29,10 @@
 //     (the server-side assignors give every subscribed partition to exactly
 //     one member, or to none while a cooperative revocation is pending; with
 //     client-side assignment the leader is trusted, as in Kafka).
-//   - The generation increases by one at each completed join phase, also when
-//     the group becomes Empty; it never goes back while the coordinator runs.
+//   - The generation increases at each completed join phase, also when the
+//     group becomes Empty, and never goes back: by one, or to one above the
+//     highest generation a member's consumer subscription claims (members
+//     re-joining after a coordinator failover carry the old numbering).
 //   - A commit from a member that is not in the group, or that names a
 //     generation other than the current one, is refused (ErrUnknownMember,
 //     *GenerationError wrapping ErrIllegalGeneration). A commit while the
@@ -85,7 +87,8 @@
 //     avoided differently: when a first JoinGroup's context ends before the
 //     join phase completes, the member is removed again.
 //   - Static membership (group.instance.id) is not implemented: a restarted
-//     member re-joins as a new member. JoinRequest has no instance id yet.
+//     member re-joins as a new member. JoinRequest has no instance id; the
+//     Kafka front-end treats a member that sends one as a dynamic member.
 //   - The initial rebalance delay (group.initial.rebalance.delay.ms) is
 //     Config.InitialRebalanceDelay, off by default: the core should set it
 //     (Kafka: 3 s) so that members starting together or re-joining after a
@@ -138,14 +141,21 @@
 // Membership is soft state. In a cluster one node runs the coordinator (the
 // metadata leader); when it changes, the new coordinator knows no group:
 // members' heartbeats and commits get ErrUnknownMember, and they re-join as
-// new members. Their subscriptions carry the partitions they owned, so
-// cooperative-sticky gives every member the same partitions again where the
-// membership is unchanged, without revoking them: consumption of those
-// partitions need not stop, only commits are refused between the failover and
-// the member's next sync. Generations restart from the new coordinator's
-// numbering; fencing still holds because the old member ids are unknown to it.
-// A failover therefore stops commits for about one heartbeat interval plus
-// one join phase (every member re-joins, so the phase ends as soon as the
-// last member's heartbeat has noticed, at most one session timeout for a
-// member that lost contact entirely).
+// new members.
+//
+//   - logd's clients keep reading their partitions meanwhile and re-join
+//     claiming them (Subscription.Owned, with the generation they came
+//     from). Cooperative-sticky gives each member the same partitions again
+//     where the membership is unchanged, without revoking any, and the new
+//     generation continues above the claimed one, so an owner's claim keeps
+//     outranking an older zombie's. Consumption does not stop; commits are
+//     refused from the failover until the member's next sync: about one
+//     heartbeat interval (session timeout / 3) plus the initial rebalance
+//     delay, which lets all members land in one generation.
+//   - Kafka clients treat UNKNOWN_MEMBER_ID as losing their partitions: they
+//     stop reading, re-join owning nothing and get an assignment in the new
+//     generation. Their consumption pauses for the same time.
+//   - A member that lost contact with the cluster entirely is removed after
+//     its session timeout (at the latest the rebalance timeout, if the others
+//     already re-joined); its partitions move then.
 package groups

@@ -2,6 +2,7 @@ package groups
 
 import (
 	"bytes"
+	"math"
 	"sort"
 	"time"
 )
@@ -188,6 +189,25 @@ func (g *group) chooseProtocol() string {
 	for _, c := range candidates {
 		if best == "" || votes[c] > votes[best] {
 			best = c
+		}
+	}
+	return best
+}
+
+// claimedGeneration is the highest generation the members' consumer
+// subscriptions say their owned partitions come from (-1 if none). After a
+// coordinator failover it is the old coordinator's; continuing above it keeps
+// generations growing as members see them, so an owner's claim from the new
+// coordinator outranks a zombie's from the old one.
+func (g *group) claimedGeneration() int32 {
+	best := int32(-1)
+	if g.protocolType != ConsumerProtocolType {
+		return best
+	}
+	for _, m := range g.members {
+		sub, err := DecodeSubscription(m.metadata(g.protocol))
+		if err == nil && sub.Generation > best && sub.Generation < math.MaxInt32-1 {
+			best = sub.Generation
 		}
 	}
 	return best

@@ -72,14 +72,15 @@ func (c *Coordinator) completeJoin(g *group) {
 			c.dropMember(g, m)
 		}
 	}
-	g.generation++
 	c.stopGroupTimer(g)
 	if len(g.members) == 0 {
+		g.generation++
 		g.state, g.protocol, g.leader = Empty, "", ""
 		return
 	}
 	g.chooseLeader()
 	g.protocol = g.chooseProtocol()
+	g.generation = max(g.generation, g.claimedGeneration()) + 1
 	g.state = CompletingRebalance
 	for _, m := range g.members {
 		m.pendingSync = true

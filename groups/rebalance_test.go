@@ -3,6 +3,7 @@ package groups
 import (
 	"context"
 	"errors"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -305,5 +306,57 @@ func TestInitialRebalanceDelay(t *testing.T) {
 		if res := p.ok(t); res.Generation != 1 {
 			t.Fatalf("generation %d, want 1", res.Generation)
 		}
+	}
+}
+
+// After a coordinator failover members re-join a coordinator that never saw
+// the group: generations continue above the ones they claim, and their owned
+// partitions stay with them, without revocation.
+func TestFailoverKeepsGenerationsAndPartitions(t *testing.T) {
+	old := newHarness(t)
+	ms := stableGroup(old, "g", 3)
+	owned := make(map[string][]TopicPartition)
+	for _, m := range old.describe("g").Members {
+		owned[m.MemberID] = m.Partitions
+	}
+	for i := 0; i < 40; i++ { // move the old generation well past 1
+		old.c.RequestRebalance("g")
+		var pending []pendingJoin
+		for _, m := range ms {
+			pending = append(pending, old.joinAsync(logdJoin("g", m.MemberID, owned[m.MemberID], m.Generation, "orders")))
+		}
+		for j, p := range pending {
+			ms[j] = p.ok(t)
+		}
+	}
+	oldGen := ms[0].Generation
+	old.c.Close()
+
+	h := newHarnessWith(t, func(c *Config) { c.InitialRebalanceDelay = time.Second })
+	var pending []pendingJoin
+	for _, m := range ms {
+		pending = append(pending, h.joinAsync(logdJoin("g", "", owned[m.MemberID], m.Generation, "orders")))
+	}
+	h.waitJoined("g", 3)
+	h.clock.Advance(time.Second)
+	for i, p := range pending {
+		res := p.ok(t)
+		if res.Generation != oldGen+1 {
+			t.Fatalf("generation %d after failover, want %d", res.Generation, oldGen+1)
+		}
+		if got := h.syncPartitions("g", res); !reflect.DeepEqual(got, owned[ms[i].MemberID]) {
+			t.Fatalf("member %d got %v after failover, owned %v", i, got, owned[ms[i].MemberID])
+		}
+	}
+	if d := h.describe("g"); d.Rebalances != 1 {
+		t.Fatalf("%d rebalances after failover, want 1", d.Rebalances)
+	}
+}
+
+func TestClaimedGenerationCannotOverflow(t *testing.T) {
+	h := newHarness(t)
+	res := h.join(logdJoin("g", "", nil, math.MaxInt32, "orders"))
+	if res.Generation != 1 {
+		t.Fatalf("generation %d", res.Generation)
 	}
 }
