@@ -50,6 +50,7 @@ type member struct {
 
 	deadline time.Time // session expiry; the timer re-arms itself lazily
 	timer    Timer
+	timerSeq uint64
 }
 
 type joinOutcome struct {

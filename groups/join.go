@@ -131,12 +131,19 @@ func (c *Coordinator) joinNew(g *group, req JoinRequest) (*member, *joinWaiter) 
 // from a follower just gets the current generation back, anything else
 // starts a rebalance.
 func (c *Coordinator) joinKnown(g *group, m *member, req JoinRequest) (*joinWaiter, JoinResult) {
-	c.touch(m)
 	settled := g.state == CompletingRebalance || g.state == Stable
 	if settled && m.sameJoin(req) && (m.id != g.leader || g.state == CompletingRebalance) {
+		c.touch(m)
 		return nil, g.joinResult(m)
 	}
+	if req.SessionTimeout != m.sessionTimeout {
+		// The running timer was armed for the old timeout; a shorter
+		// one must not wait for it.
+		m.update(req)
+		c.armSession(g, m)
+	}
 	m.update(req)
+	c.touch(m)
 	return c.enterJoinPhase(g, m, false), JoinResult{}
 }
 

@@ -198,17 +198,23 @@ func (c *Coordinator) touch(m *member) {
 	m.deadline = c.clock.Now().Add(m.sessionTimeout)
 }
 
-// armSession starts m's session timer. The timer does not move at each
+// armSession (re)starts m's session timer. The timer does not move at each
 // heartbeat: when it fires before the deadline it re-arms for the rest.
+// timerSeq retires a replaced timer whose callback was already running.
 func (c *Coordinator) armSession(g *group, m *member) {
+	if m.timer != nil {
+		m.timer.Stop()
+	}
 	c.touch(m)
-	m.timer = c.clock.AfterFunc(m.sessionTimeout, func() { c.onSessionTimer(g, m) })
+	m.timerSeq++
+	seq := m.timerSeq
+	m.timer = c.clock.AfterFunc(m.sessionTimeout, func() { c.onSessionTimer(g, m, seq) })
 }
 
-func (c *Coordinator) onSessionTimer(g *group, m *member) {
+func (c *Coordinator) onSessionTimer(g *group, m *member, seq uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed || c.groups[g.name] != g || g.members[m.id] != m {
+	if c.closed || c.groups[g.name] != g || g.members[m.id] != m || m.timerSeq != seq {
 		return
 	}
 	now := c.clock.Now()
@@ -218,7 +224,7 @@ func (c *Coordinator) onSessionTimer(g *group, m *member) {
 		c.touch(m)
 	}
 	if now.Before(m.deadline) {
-		m.timer = c.clock.AfterFunc(m.deadline.Sub(now), func() { c.onSessionTimer(g, m) })
+		m.timer = c.clock.AfterFunc(m.deadline.Sub(now), func() { c.onSessionTimer(g, m, seq) })
 		return
 	}
 	m.timer = nil

@@ -360,3 +360,17 @@ func TestClaimedGenerationCannotOverflow(t *testing.T) {
 		t.Fatalf("generation %d", res.Generation)
 	}
 }
+
+// A re-join with a shorter session timeout takes effect at once.
+func TestRejoinShortensSession(t *testing.T) {
+	h := newHarness(t)
+	ms := stableGroup(h, "g", 1)
+	req := logdJoin("g", ms[0].MemberID, nil, ms[0].Generation, "orders")
+	req.SessionTimeout = 2 * time.Second
+	res := h.join(req)
+	h.syncPartitions("g", res)
+	h.clock.Advance(2*time.Second - time.Nanosecond)
+	h.wantState("g", Stable)
+	h.clock.Advance(time.Nanosecond)
+	h.wantState("g", Empty)
+}
