@@ -5,11 +5,13 @@ import (
 	"fmt"
 )
 
-// SyncGroup returns the member's assignment for its generation. The
-// client-side leader's call carries every member's assignment and completes
-// the generation; other members block until it does (or until the server
-// assignment, already done when the leader asked for it), ctx ends, the
-// generation is replaced (ErrRebalanceInProgress) or the member is removed.
+// SyncGroup returns the member's assignment for its generation. With
+// client-side assignment the leader's call carries every member's share and
+// makes the group Stable; the others block until it arrives, ctx ends, the
+// generation is replaced (ErrRebalanceInProgress) or the member is removed
+// (ErrUnknownMember). With server-side assignment the group is Stable when
+// the join phase ends, so SyncGroup returns at once. If ctx ends first the
+// member stays; it may sync again.
 func (c *Coordinator) SyncGroup(ctx context.Context, req SyncRequest) (SyncResult, error) {
 	c.mu.Lock()
 	m, w, res, err := c.sync(req)
