@@ -180,3 +180,43 @@ func TestFencing(t *testing.T) {
 		t.Fatalf("commit in the new generation: %v", err)
 	}
 }
+
+// A logd member and a Kafka client share one group: while the logd member
+// leads, the coordinator assigns for both; once it leaves, the Kafka client
+// leads, reads the subscriptions and assigns client-side.
+func TestMixedGroup(t *testing.T) {
+	h := newHarness(t)
+	logd := h.join(logdJoin("g", "", nil, -1, "orders"))
+	kreq := kafkaJoin("g", "", CooperativeStickyAssignorName)
+	kreq.Protocols[0].Metadata = EncodeSubscription(Subscription{Topics: []string{"orders"}, Generation: -1})
+	pk := h.joinAsync(kreq)
+	h.waitJoined("g", 1)
+	logd = h.join(logdJoin("g", logd.MemberID, nil, logd.Generation, "orders"))
+	kafka := pk.ok(t)
+	if kafka.Leader != logd.MemberID || len(kafka.Members) != 0 || len(logd.Members) != 0 {
+		t.Fatalf("logd leads, nobody gets metadata: %+v / %+v", logd, kafka)
+	}
+	if n := len(h.syncPartitions("g", kafka)); n != 3 {
+		t.Fatalf("the Kafka follower got %d partitions, want 3", n)
+	}
+
+	h.c.LeaveGroup("g", logd.MemberID)
+	kreq.MemberID = kafka.MemberID
+	kafka = h.join(kreq)
+	if kafka.Leader != kafka.MemberID || len(kafka.Members) != 1 {
+		t.Fatalf("the Kafka client should lead with every subscription: %+v", kafka)
+	}
+	sub, err := DecodeSubscription(kafka.Members[0].Metadata)
+	if err != nil || sub.Topics[0] != "orders" {
+		t.Fatalf("subscription %+v, %v", sub, err)
+	}
+	all := EncodeAssignment([]TopicPartition{tp("orders", 0), tp("orders", 1)})
+	out, err := h.syncAsync(SyncRequest{Group: "g", MemberID: kafka.MemberID, Generation: kafka.Generation,
+		Assignments: map[string][]byte{kafka.MemberID: all}}).wait(t)
+	if err != nil || !bytes.Equal(out.Assignment, all) {
+		t.Fatalf("client-side sync: %v", err)
+	}
+	if d := h.describe("g"); len(d.Members[0].Partitions) != 2 {
+		t.Fatalf("describe decodes the client-side assignment: %+v", d.Members[0])
+	}
+}
