@@ -49,6 +49,12 @@ func (m *model) check(when string) {
 				}
 			}
 		}
+		// A member behind by a generation is fenced.
+		if m.isMember(c) && c.gen != m.lastGen {
+			if err := m.h.c.ValidateCommit("g", c.id, c.gen); !errors.Is(err, ErrIllegalGeneration) {
+				m.t.Fatalf("%s: a commit from generation %d when the group is at %d: %v", when, c.gen, m.lastGen, err)
+			}
+		}
 		// A removed member is fenced.
 		if c.id != "" && !m.isMember(c) {
 			if err := m.h.c.ValidateCommit("g", c.id, c.gen); !errors.Is(err, ErrUnknownMember) && !errors.Is(err, ErrCoordinatorClosed) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"sort"
 	"testing"
 	"time"
 )
@@ -34,6 +35,9 @@ type simClient struct {
 	gen   int32
 	held  map[TopicPartition]bool
 	phase simPhase
+	// leaderShare is what this client, as an eager client-side leader,
+	// sends in its SyncGroup.
+	leaderShare map[string][]byte
 }
 
 type completion struct {
@@ -52,6 +56,9 @@ type model struct {
 	inflight int
 	lastGen  int32
 	closing  bool
+	// eager clients are Kafka-style: they assign client-side (roundrobin)
+	// and revoke everything before each re-join.
+	eager bool
 }
 
 func TestRandomizedModel(t *testing.T) {
@@ -62,13 +69,13 @@ func TestRandomizedModel(t *testing.T) {
 	for seed := int64(1); seed <= int64(seeds); seed++ {
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
 			h := newHarnessWith(t, func(c *Config) {
-				if seed%2 == 0 {
+				if seed%4 >= 2 {
 					c.InitialRebalanceDelay = 2 * time.Second
 				}
 			})
 			r := rand.New(rand.NewSource(seed))
 			h.parts["orders"] = int32(1 + r.Intn(12))
-			m := &model{t: t, r: r, h: h, done: make(chan completion, 64)}
+			m := &model{t: t, r: r, h: h, done: make(chan completion, 64), eager: seed%2 == 1}
 			for step := 0; step < 400; step++ {
 				m.step()
 				m.check(fmt.Sprintf("step %d", step))
@@ -153,6 +160,11 @@ func (m *model) startJoin(c *simClient) {
 	c.phase = joining
 	m.inflight++
 	req := logdJoin("g", c.id, c.owned(), c.gen, "orders")
+	if m.eager {
+		c.held = map[TopicPartition]bool{} // revoke everything first
+		req = kafkaJoin("g", c.id, RoundRobinAssignorName)
+		req.Protocols[0].Metadata = EncodeSubscription(Subscription{Topics: []string{"orders"}, Generation: -1})
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if m.r.Intn(20) == 0 {
 		cancel() // an impatient client: the join may or may not get through
@@ -167,7 +179,7 @@ func (m *model) startJoin(c *simClient) {
 func (m *model) startSync(c *simClient) {
 	c.phase = syncing
 	m.inflight++
-	req := SyncRequest{Group: "g", MemberID: c.id, Generation: c.gen}
+	req := SyncRequest{Group: "g", MemberID: c.id, Generation: c.gen, Assignments: c.leaderShare}
 	go func() {
 		res, err := m.h.c.SyncGroup(context.Background(), req)
 		m.done <- completion{c: c, sync: &res, err: err}
@@ -211,6 +223,10 @@ func (m *model) complete(out completion) {
 		// The answer may be stale (the goroutine forwarding it was slow and
 		// the group moved on): the member's next call finds out.
 		c.id, c.gen, c.phase = out.join.MemberID, out.join.Generation, needSync
+		c.leaderShare = nil
+		if out.join.Leader == c.id && len(out.join.Members) > 0 {
+			c.leaderShare = m.assignAsLeader(out.join.Members)
+		}
 	default:
 		m.applyAssignment(c, out.sync.Assignment)
 	}
@@ -259,4 +275,23 @@ func (m *model) isMember(c *simClient) bool {
 	defer m.h.c.mu.Unlock()
 	g := m.h.c.groups["g"]
 	return c.id != "" && g != nil && g.members[c.id] != nil
+}
+
+// assignAsLeader is a Kafka client leading its group: it decodes every
+// member's subscription and runs the assignor itself.
+func (m *model) assignAsLeader(joined []JoinedMember) map[string][]byte {
+	var members []MemberSubscription
+	for _, j := range joined {
+		sub, err := DecodeSubscription(j.Metadata)
+		if err != nil {
+			m.t.Fatalf("the leader cannot read %s's subscription: %v", j.MemberID, err)
+		}
+		members = append(members, MemberSubscription{MemberID: j.MemberID, Subscription: sub})
+	}
+	sort.Slice(members, func(i, j int) bool { return members[i].MemberID < members[j].MemberID })
+	out := make(map[string][]byte)
+	for id, tps := range (RoundRobin{}).Assign(members, map[string]int32{"orders": m.h.parts["orders"]}) {
+		out[id] = EncodeAssignment(tps)
+	}
+	return out
 }
