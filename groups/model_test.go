@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"os"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -61,9 +63,13 @@ type model struct {
 	eager bool
 }
 
+// TestRandomizedModel runs 12 seeds; LOGD_GROUPS_MODEL_SEEDS=N runs N (a
+// longer hunt: go test -run RandomizedModel -timeout 0 ./groups/).
 func TestRandomizedModel(t *testing.T) {
 	seeds := 12
-	if testing.Short() {
+	if n, err := strconv.Atoi(os.Getenv("LOGD_GROUPS_MODEL_SEEDS")); err == nil && n > 0 {
+		seeds = n
+	} else if testing.Short() {
 		seeds = 3
 	}
 	for seed := int64(1); seed <= int64(seeds); seed++ {
