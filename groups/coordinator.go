@@ -10,8 +10,10 @@ import (
 
 // Coordinator holds every group this node coordinates. Its methods are safe
 // for concurrent use. One mutex guards all groups: every operation is a few
-// map updates (a server-side assignment of thousands of partitions takes
-// milliseconds), far below the network round trips that carry them.
+// map updates, far below the network round trips that carry them; the
+// longest is a server-side assignment (cooperative-sticky over 1,000
+// partitions and 100 members: about 15 ms, BenchmarkCooperativeSticky).
+// Per-group locks are the step if many large groups rebalance at once.
 type Coordinator struct {
 	cfg   Config
 	clock Clock
