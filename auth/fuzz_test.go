@@ -94,3 +94,30 @@ func fuzzAuthenticator(f *testing.F) (*Authenticator, *MemoryCredentialStore) {
 	}
 	return a, store
 }
+
+func FuzzDecodeACL(f *testing.F) {
+	for _, a := range []ACL{
+		aclOn(alice, Allow, OpRead, ResourceTopic, PatternLiteral, "orders"),
+		aclOn(AnyUser, Deny, OpAll, ResourceGroup, PatternPrefixed, "g-"),
+		aclOn(root, Allow, OpAlter, ResourceCluster, PatternLiteral, ""),
+	} {
+		b, err := a.MarshalBinary()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, err := DecodeACL(b)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error %v is not ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := a.MarshalBinary()
+		if err != nil || string(again) != string(b) {
+			t.Fatalf("re-encoding %x gave %x, %v", b, again, err)
+		}
+	})
+}
