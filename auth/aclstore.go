@@ -53,10 +53,7 @@ func (f ACLFilter) Matches(a ACL) bool {
 
 // ExactFilter is the filter that matches a and nothing else (`logd acl
 // remove` builds one from its flags).
-func ExactFilter(a ACL) ACLFilter {
-	return ACLFilter{Principal: a.Principal, Permission: a.Permission, Operation: a.Operation,
-		ResourceType: a.ResourceType, PatternType: a.PatternType, Name: a.Name}
-}
+func ExactFilter(a ACL) ACLFilter { return ACLFilter(a) }
 
 // MemoryACLStore is an ACLStore in memory: for tests, and the model of the
 // core's.
