@@ -1,11 +1,11 @@
 // Package auth is logd's security layer, shared by every front-end (gRPC,
 // Kafka, HTTP) and by the Raft transport. It owns:
 //
-//   - TLS configurations: a listener's (ServerTLS, optionally mutual), a
-//     client's (NewClientTLS) and the Raft transport's (RaftTLS, always
-//     mutual under one cluster CA). Certificates and CA bundles are re-read
-//     when their files change, or on Reload (the server calls it on SIGHUP),
-//     without a restart.
+//   - TLS configurations, in the leaf package auth/tlsconfig (so the Go
+//     client links it alone): a listener's (optionally mutual), a client's
+//     and the Raft transport's (always mutual under one cluster CA).
+//     Certificates and CA bundles are re-read when their files change, or
+//     on Reload (the server calls it on SIGHUP), without a restart.
 //   - Principals: who a request is from. A verified client certificate names
 //     User:<CN>; a SASL or password login names User:<user>; nothing names
 //     User:ANONYMOUS. AuthMode (--auth none|optional|required) decides

@@ -23,6 +23,4 @@ var (
 	ErrMechanism = errors.New("auth: unsupported SASL mechanism")
 	// ErrDenied is a request the ACLs refuse; the error is a *DeniedError.
 	ErrDenied = errors.New("auth: permission denied")
-	// ErrTLS is a certificate, key or CA file that cannot be used.
-	ErrTLS = errors.New("auth: tls")
 )

@@ -108,3 +108,5 @@ func TestCertificatePrincipalNeedsAVerifiedChain(t *testing.T) {
 		}
 	}
 }
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -1,4 +1,4 @@
-package auth
+package tlsconfig
 
 import (
 	"crypto/tls"
@@ -10,6 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 )
+
+// ErrInvalid is a certificate, key or CA file that cannot be used, or a
+// configuration that lacks one; the message names the file.
+var ErrInvalid = errors.New("tlsconfig: invalid TLS configuration")
 
 // watched is a value loaded from files that is loaded again when the files
 // change. Every handshake calls current, which stats the files (a few
@@ -86,7 +90,7 @@ func statAll(paths []string) ([]os.FileInfo, error) {
 	for i, p := range paths {
 		fi, err := os.Stat(p)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrTLS, err)
+			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
 		out[i] = fi
 	}
@@ -113,17 +117,17 @@ func sameStamps(a, b []os.FileInfo) bool {
 func loadKeyPair(certFile, keyFile string) (*tls.Certificate, error) {
 	c, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
-		return nil, fmt.Errorf("%w: certificate %s, key %s: %v", ErrTLS, certFile, keyFile, err)
+		return nil, fmt.Errorf("%w: certificate %s, key %s: %v", ErrInvalid, certFile, keyFile, err)
 	}
 	leaf := c.Leaf
 	if leaf == nil {
 		if leaf, err = x509.ParseCertificate(c.Certificate[0]); err != nil {
-			return nil, fmt.Errorf("%w: certificate %s: %v", ErrTLS, certFile, err)
+			return nil, fmt.Errorf("%w: certificate %s: %v", ErrInvalid, certFile, err)
 		}
 		c.Leaf = leaf
 	}
 	if now := time.Now(); now.After(leaf.NotAfter) {
-		return nil, fmt.Errorf("%w: certificate %s expired at %s", ErrTLS, certFile, leaf.NotAfter.UTC().Format(time.RFC3339))
+		return nil, fmt.Errorf("%w: certificate %s expired at %s", ErrInvalid, certFile, leaf.NotAfter.UTC().Format(time.RFC3339))
 	}
 	return &c, nil
 }
@@ -133,18 +137,18 @@ func loadKeyPair(certFile, keyFile string) (*tls.Certificate, error) {
 func loadCAPool(caFile string) (*x509.CertPool, error) {
 	b, err := os.ReadFile(caFile)
 	if err != nil {
-		return nil, fmt.Errorf("%w: CA file: %v", ErrTLS, err)
+		return nil, fmt.Errorf("%w: CA file: %v", ErrInvalid, err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(b) {
-		return nil, fmt.Errorf("%w: CA file %s holds no PEM certificate", ErrTLS, caFile)
+		return nil, fmt.Errorf("%w: CA file %s holds no PEM certificate", ErrInvalid, caFile)
 	}
 	return pool, nil
 }
 
 func watchKeyPair(certFile, keyFile string, onError func(error)) (*watched[tls.Certificate], error) {
 	if certFile == "" || keyFile == "" {
-		return nil, fmt.Errorf("%w: a certificate needs both a certificate file and a key file (got %q and %q)", ErrTLS, certFile, keyFile)
+		return nil, fmt.Errorf("%w: a certificate needs both a certificate file and a key file (got %q and %q)", ErrInvalid, certFile, keyFile)
 	}
 	return newWatched([]string{certFile, keyFile}, func() (*tls.Certificate, error) {
 		return loadKeyPair(certFile, keyFile)

@@ -1,13 +1,13 @@
-package auth
+package tlsconfig
 
 import (
 	"crypto/tls"
 	"testing"
 )
 
-func newRaftTLS(t *testing.T, p *pki, certFile, keyFile string) *RaftTLS {
+func newRaftTLS(t *testing.T, p *pki, certFile, keyFile string) *Raft {
 	t.Helper()
-	r, err := NewRaftTLS(RaftTLSConfig{CertFile: certFile, KeyFile: keyFile, CAFile: p.caFile})
+	r, err := NewRaft(RaftFiles{CertFile: certFile, KeyFile: keyFile, CAFile: p.caFile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestRaftTLSIsAlwaysMutual(t *testing.T) {
 		t.Fatal("a certificate of another CA was accepted")
 	}
 	// ...nor without any certificate...
-	bare, err := NewClientTLS(ClientTLSConfig{CAFile: cluster.caFile})
+	bare, err := NewClient(ClientFiles{CAFile: cluster.caFile})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package auth
+package tlsconfig
 
 import (
 	"crypto/ecdsa"

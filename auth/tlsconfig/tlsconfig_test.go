@@ -1,4 +1,4 @@
-package auth
+package tlsconfig
 
 import (
 	"bufio"
@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/logd/logd/auth"
 )
 
 // tlsServer accepts on 127.0.0.1 with cfg and answers each connection whose
@@ -55,7 +57,7 @@ func (s *tlsServer) answer(c *tls.Conn) {
 		return
 	}
 	name := "-"
-	if p, ok := CertificatePrincipal(c.ConnectionState()); ok {
+	if p, ok := auth.CertificatePrincipal(c.ConnectionState()); ok {
 		name = p.String()
 	}
 	_, _ = c.Write([]byte(name + "\n"))
@@ -105,13 +107,13 @@ func newPKI(t *testing.T, name string) *pki {
 	return p
 }
 
-func (p *pki) serverTLS(t *testing.T, mutual bool) *ServerTLS {
+func (p *pki) serverTLS(t *testing.T, mutual bool) *Server {
 	t.Helper()
-	c := ServerTLSConfig{CertFile: p.srvCert, KeyFile: p.srvKey}
+	c := ServerFiles{CertFile: p.srvCert, KeyFile: p.srvKey}
 	if mutual {
 		c.ClientCAFile = p.caFile
 	}
-	s, err := NewServerTLS(c)
+	s, err := NewServer(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,11 +122,11 @@ func (p *pki) serverTLS(t *testing.T, mutual bool) *ServerTLS {
 
 func (p *pki) client(t *testing.T, withCert bool) *tls.Config {
 	t.Helper()
-	c := ClientTLSConfig{CAFile: p.caFile}
+	c := ClientFiles{CAFile: p.caFile}
 	if withCert {
 		c.CertFile, c.KeyFile = p.aliceCert, p.aliceKey
 	}
-	cfg, err := NewClientTLS(c)
+	cfg, err := NewClient(c)
 	if err != nil {
 		t.Fatal(err)
 	}

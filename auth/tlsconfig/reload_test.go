@@ -1,4 +1,4 @@
-package auth
+package tlsconfig
 
 import (
 	"crypto/tls"
@@ -28,7 +28,7 @@ func (l *errorLog) count() int {
 func TestServerTLSPicksUpRotatedFilesOnNextHandshake(t *testing.T) {
 	p := newPKI(t, "main")
 	var reports errorLog
-	st, err := NewServerTLS(ServerTLSConfig{CertFile: p.srvCert, KeyFile: p.srvKey, OnReloadError: reports.report})
+	st, err := NewServer(ServerFiles{CertFile: p.srvCert, KeyFile: p.srvKey, OnReloadError: reports.report})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +48,8 @@ func TestServerTLSPicksUpRotatedFilesOnNextHandshake(t *testing.T) {
 	if reports.count() != 1 {
 		t.Fatalf("%d reload errors reported, want 1", reports.count())
 	}
-	if err := st.Reload(); !errors.Is(err, ErrTLS) {
-		t.Fatalf("Reload of a broken key: %v, want ErrTLS", err)
+	if err := st.Reload(); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Reload of a broken key: %v, want ErrInvalid", err)
 	}
 	expectServerCN(t, s.addr, client, "server-rotated")
 
@@ -96,22 +96,22 @@ func TestTLSConfigErrorsNameTheFile(t *testing.T) {
 		new  func() error
 		want string
 	}{
-		{"missing key", func() error { _, err := NewServerTLS(ServerTLSConfig{CertFile: p.srvCert}); return err }, "key file"},
+		{"missing key", func() error { _, err := NewServer(ServerFiles{CertFile: p.srvCert}); return err }, "key file"},
 		{"missing CA file", func() error {
-			_, err := NewServerTLS(ServerTLSConfig{CertFile: p.srvCert, KeyFile: p.srvKey, ClientCAFile: p.dir + "/nope.crt"})
+			_, err := NewServer(ServerFiles{CertFile: p.srvCert, KeyFile: p.srvKey, ClientCAFile: p.dir + "/nope.crt"})
 			return err
 		}, "nope.crt"},
-		{"CA file without certificates", func() error { _, err := NewClientTLS(ClientTLSConfig{CAFile: p.srvKey}); return err }, "holds no PEM certificate"},
+		{"CA file without certificates", func() error { _, err := NewClient(ClientFiles{CAFile: p.srvKey}); return err }, "holds no PEM certificate"},
 		{"mismatched pair", func() error {
-			_, err := NewServerTLS(ServerTLSConfig{CertFile: p.srvCert, KeyFile: p.aliceKey})
+			_, err := NewServer(ServerFiles{CertFile: p.srvCert, KeyFile: p.aliceKey})
 			return err
 		}, "server.crt"},
-		{"Raft without CA", func() error { _, err := NewRaftTLS(RaftTLSConfig{CertFile: p.srvCert, KeyFile: p.srvKey}); return err }, "--raft-tls-ca"},
+		{"Raft without CA", func() error { _, err := NewRaft(RaftFiles{CertFile: p.srvCert, KeyFile: p.srvKey}); return err }, "--raft-tls-ca"},
 	}
 	for _, tc := range cases {
 		err := tc.new()
-		if !errors.Is(err, ErrTLS) || !contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want ErrTLS naming %q", tc.name, err, tc.want)
+		if !errors.Is(err, ErrInvalid) || !contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want ErrInvalid naming %q", tc.name, err, tc.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package auth
+package tlsconfig
 
 import (
 	"crypto/tls"
@@ -6,12 +6,12 @@ import (
 	"fmt"
 )
 
-// MinTLSVersion is the oldest protocol any logd endpoint speaks.
-const MinTLSVersion = tls.VersionTLS12
+// MinVersion is the oldest protocol any logd endpoint speaks.
+const MinVersion = tls.VersionTLS12
 
-// ServerTLSConfig names a listener's files (--tls-cert, --tls-key,
+// ServerFiles names a listener's files (--tls-cert, --tls-key,
 // --tls-client-ca).
-type ServerTLSConfig struct {
+type ServerFiles struct {
 	CertFile, KeyFile string
 	// ClientCAFile, when set, turns on mutual TLS: every client must present
 	// a certificate that chains to one of these CAs.
@@ -22,20 +22,20 @@ type ServerTLSConfig struct {
 	OnReloadError func(error)
 }
 
-// ServerTLS is a listener's TLS: the gRPC API, the Kafka listener and the
+// Server is a listener's TLS: the gRPC API, the Kafka listener and the
 // HTTP port each build their tls.Config from one.
-type ServerTLS struct {
+type Server struct {
 	keys      *watched[tls.Certificate]
 	clientCAs *watched[x509.CertPool] // nil: no client certificates asked for
 }
 
-// NewServerTLS loads the files; each later handshake sees changes to them.
-func NewServerTLS(c ServerTLSConfig) (*ServerTLS, error) {
+// NewServer loads the files; each later handshake sees changes to them.
+func NewServer(c ServerFiles) (*Server, error) {
 	keys, err := watchKeyPair(c.CertFile, c.KeyFile, c.OnReloadError)
 	if err != nil {
 		return nil, err
 	}
-	s := &ServerTLS{keys: keys}
+	s := &Server{keys: keys}
 	if c.ClientCAFile != "" {
 		if s.clientCAs, err = watchCAPool(c.ClientCAFile, c.OnReloadError); err != nil {
 			return nil, err
@@ -45,20 +45,20 @@ func NewServerTLS(c ServerTLSConfig) (*ServerTLS, error) {
 }
 
 // Mutual reports whether clients must present a verified certificate.
-func (s *ServerTLS) Mutual() bool { return s.clientCAs != nil }
+func (s *Server) Mutual() bool { return s.clientCAs != nil }
 
 // Reload re-reads every file now (on SIGHUP). Files that fail keep the old
 // values in use; the error names them.
-func (s *ServerTLS) Reload() error { return reloadAll(s.keys, s.clientCAs) }
+func (s *Server) Reload() error { return reloadAll(s.keys, s.clientCAs) }
 
 // TLSConfig is the listener's configuration. The configuration of each
 // handshake is built from the current files, so nextProtos must be given
 // here: a change to the returned config's NextProtos (as
 // grpc/credentials.NewTLS makes, adding "h2") does not reach the handshake.
 // gRPC passes "h2"; HTTP passes "h2", "http/1.1"; Kafka nothing.
-func (s *ServerTLS) TLSConfig(nextProtos ...string) *tls.Config {
+func (s *Server) TLSConfig(nextProtos ...string) *tls.Config {
 	return &tls.Config{
-		MinVersion: MinTLSVersion,
+		MinVersion: MinVersion,
 		NextProtos: nextProtos,
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
 			return s.handshakeConfig(nextProtos), nil
@@ -66,9 +66,9 @@ func (s *ServerTLS) TLSConfig(nextProtos ...string) *tls.Config {
 	}
 }
 
-func (s *ServerTLS) handshakeConfig(nextProtos []string) *tls.Config {
+func (s *Server) handshakeConfig(nextProtos []string) *tls.Config {
 	c := &tls.Config{
-		MinVersion:   MinTLSVersion,
+		MinVersion:   MinVersion,
 		NextProtos:   nextProtos,
 		Certificates: []tls.Certificate{*s.keys.current()},
 	}
@@ -79,9 +79,9 @@ func (s *ServerTLS) handshakeConfig(nextProtos []string) *tls.Config {
 	return c
 }
 
-// ClientTLSConfig names a client's files (--tls-ca, --tls-cert, --tls-key,
+// ClientFiles names a client's files (--tls-ca, --tls-cert, --tls-key,
 // or LOGD_TLS_CA, LOGD_TLS_CERT, LOGD_TLS_KEY).
-type ClientTLSConfig struct {
+type ClientFiles struct {
 	// CAFile is the CA bundle that signs the server's certificate; empty
 	// trusts the system's roots.
 	CAFile string
@@ -93,11 +93,11 @@ type ClientTLSConfig struct {
 	ServerName string
 }
 
-// NewClientTLS is a client's tls.Config. The client certificate is re-read
+// NewClient is a client's tls.Config. The client certificate is re-read
 // when its files change (a long-running client survives a rotation); the
 // CA bundle is read once.
-func NewClientTLS(c ClientTLSConfig) (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: MinTLSVersion, ServerName: c.ServerName}
+func NewClient(c ClientFiles) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: MinVersion, ServerName: c.ServerName}
 	if c.CAFile != "" {
 		pool, err := loadCAPool(c.CAFile)
 		if err != nil {
@@ -117,10 +117,10 @@ func NewClientTLS(c ClientTLSConfig) (*tls.Config, error) {
 	return cfg, nil
 }
 
-// RaftTLSConfig names the Raft transport's files (--raft-tls-cert,
+// RaftFiles names the Raft transport's files (--raft-tls-cert,
 // --raft-tls-key, --raft-tls-ca). All three are required: Raft TLS is
 // always mutual.
-type RaftTLSConfig struct {
+type RaftFiles struct {
 	CertFile, KeyFile string
 	// CAFile is the cluster CA: it signs every node's certificate, and a
 	// peer whose certificate it did not sign cannot connect either way. It
@@ -130,18 +130,18 @@ type RaftTLSConfig struct {
 	OnReloadError func(error)
 }
 
-// RaftTLS is the Raft transport's TLS: the node's certificate serves
+// Raft is the Raft transport's TLS: the node's certificate serves
 // incoming connections and authenticates outgoing ones, and the cluster CA
 // verifies peers in both directions.
-type RaftTLS struct {
+type Raft struct {
 	keys *watched[tls.Certificate]
 	ca   *watched[x509.CertPool]
 }
 
-// NewRaftTLS loads the three files.
-func NewRaftTLS(c RaftTLSConfig) (*RaftTLS, error) {
+// NewRaft loads the three files.
+func NewRaft(c RaftFiles) (*Raft, error) {
 	if c.CAFile == "" {
-		return nil, fmt.Errorf("%w: Raft TLS needs the cluster CA file (--raft-tls-ca) as well as a certificate and key", ErrTLS)
+		return nil, fmt.Errorf("%w: Raft TLS needs the cluster CA file (--raft-tls-ca) as well as a certificate and key", ErrInvalid)
 	}
 	keys, err := watchKeyPair(c.CertFile, c.KeyFile, c.OnReloadError)
 	if err != nil {
@@ -151,20 +151,20 @@ func NewRaftTLS(c RaftTLSConfig) (*RaftTLS, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &RaftTLS{keys: keys, ca: ca}, nil
+	return &Raft{keys: keys, ca: ca}, nil
 }
 
 // Reload re-reads the three files now.
-func (r *RaftTLS) Reload() error { return reloadAll(r.keys, r.ca) }
+func (r *Raft) Reload() error { return reloadAll(r.keys, r.ca) }
 
 // ServerConfig is the Raft listener's configuration: a client certificate
 // from the cluster CA is required.
-func (r *RaftTLS) ServerConfig() *tls.Config {
+func (r *Raft) ServerConfig() *tls.Config {
 	return &tls.Config{
-		MinVersion: MinTLSVersion,
+		MinVersion: MinVersion,
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
 			return &tls.Config{
-				MinVersion:   MinTLSVersion,
+				MinVersion:   MinVersion,
 				Certificates: []tls.Certificate{*r.keys.current()},
 				ClientAuth:   tls.RequireAndVerifyClientCert,
 				ClientCAs:    r.ca.current(),
@@ -177,9 +177,9 @@ func (r *RaftTLS) ServerConfig() *tls.Config {
 // peer named serverName (the host of its Raft address, which its
 // certificate must name). Call it per dial: it carries the CA bundle as of
 // now.
-func (r *RaftTLS) ClientConfig(serverName string) *tls.Config {
+func (r *Raft) ClientConfig(serverName string) *tls.Config {
 	return &tls.Config{
-		MinVersion: MinTLSVersion,
+		MinVersion: MinVersion,
 		ServerName: serverName,
 		RootCAs:    r.ca.current(),
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
