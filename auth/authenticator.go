@@ -59,6 +59,9 @@ type Authenticator struct {
 	decoyKey []byte
 	checks   chan struct{}
 	cache    *passwordCache
+	// nonce replaces the library's server nonce generator in tests of
+	// published exchanges; nil in use.
+	nonce func() string
 }
 
 // NewAuthenticator checks logins against store.

@@ -43,6 +43,9 @@ func (a *Authenticator) Start(m Mechanism, overTLS bool) (*SASLExchange, error) 
 		if err != nil {
 			return nil, err
 		}
+		if a.nonce != nil {
+			srv = srv.WithNonceGenerator(a.nonce)
+		}
 		x.conv = srv.NewConversation()
 		return x, nil
 	}

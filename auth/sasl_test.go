@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"strings"
 	"sync"
@@ -312,4 +313,58 @@ func TestBasicAuthorization(t *testing.T) {
 			t.Errorf("%q: %q %q %v", tc.header, u, p, err)
 		}
 	}
+}
+
+// TestScramRFC7677Exchange replays the SCRAM-SHA-256 example of RFC 7677
+// section 3 (user "user", password "pencil") against credentials stored
+// the way logd stores them: what a conforming client sends is accepted, and
+// the server's answers are the RFC's byte for byte.
+func TestScramRFC7677Exchange(t *testing.T) {
+	salt, err := base64.StdEncoding.DecodeString("W22ZaJ0SNY7soEsUEjb6gQ==")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := deriveCredential(ScramSHA256, "pencil", salt, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := NewMemoryCredentialStore()
+	if err := store.Put("user", Credentials{Scram: []ScramCredential{sc}}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewAuthenticator(store, AuthenticatorConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.nonce = func() string { return "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0" }
+	x, err := a.Start(ScramSHA256, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct{ client, server string }{
+		{"n,,n=user,r=rOprNGfwEbeRWgbNEkqO",
+			"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"},
+		{"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
+			"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="},
+	}
+	for i, s := range steps {
+		got, err := x.Step(context.Background(), []byte(s.client))
+		if err != nil {
+			t.Fatalf("step %d: %v (reason %v)", i, err, reasonOf(err))
+		}
+		if string(got) != s.server {
+			t.Fatalf("step %d answered %q, want %q", i, got, s.server)
+		}
+	}
+	if p, ok := x.Principal(); !ok || p != User("user") || !x.Done() {
+		t.Fatalf("after the exchange: %v %v", p, ok)
+	}
+}
+
+func reasonOf(err error) error {
+	var ae *AuthenticationError
+	if errors.As(err, &ae) {
+		return ae.Reason()
+	}
+	return nil
 }
