@@ -108,18 +108,8 @@ func (a *Authenticator) CheckPassword(ctx context.Context, user, password string
 	fail := func(reason error) (Principal, error) {
 		return Principal{}, &AuthenticationError{Mechanism: Plain, User: user, reason: reason}
 	}
-	creds, err := a.store.Lookup(user)
-	if err != nil {
-		return fail(err)
-	}
-	sc, ok := creds.For(ScramSHA256)
-	if !ok {
-		sc, ok = creds.For(ScramSHA512)
-	}
-	if !ok {
-		return fail(errors.New("no SCRAM credential"))
-	}
-	if a.cache != nil && a.cache.has(user, sc, password) {
+	sc, known := a.passwordCredential(user)
+	if known && a.cache != nil && a.cache.has(user, sc, password) {
 		return User(user), nil
 	}
 	select {
@@ -127,15 +117,35 @@ func (a *Authenticator) CheckPassword(ctx context.Context, user, password string
 	case <-ctx.Done():
 		return fail(ctx.Err())
 	}
+	// An unknown user is checked against a decoy, so it costs the same
+	// time as a wrong password and its answer cannot be told apart by
+	// timing.
 	good := sc.matches(password)
 	<-a.checks
-	if !good {
+	switch {
+	case !known:
+		return fail(ErrUnknownUser)
+	case !good:
 		return fail(errors.New("wrong password"))
 	}
 	if a.cache != nil {
 		a.cache.add(user, sc, password)
 	}
 	return User(user), nil
+}
+
+// passwordCredential is the credential a password is checked against:
+// the user's SCRAM-SHA-256 one (either would do; it is the cheaper), or a
+// decoy when there is none.
+func (a *Authenticator) passwordCredential(user string) (ScramCredential, bool) {
+	if creds, err := a.store.Lookup(user); err == nil {
+		for _, m := range ScramMechanisms {
+			if sc, ok := creds.For(m); ok {
+				return sc, true
+			}
+		}
+	}
+	return a.decoy(ScramSHA256, user), false
 }
 
 // decoy is the credential an unknown user is answered with: a salt derived

@@ -292,6 +292,11 @@ func TestFailedLoginFloodDoesNotSlowOthers(t *testing.T) {
 	if _, err := a.CheckPassword(ctx, "alice", "alice-secret"); !errors.Is(err, ErrAuthenticationFailed) {
 		t.Fatalf("a check with no slot free: %v, want a failure when its context ends", err)
 	}
+	// An unknown user waits for a slot and derives like a known one: its
+	// failure takes as long as a wrong password's.
+	if _, err := a.CheckPassword(ctx, "mallory", "x"); !errors.Is(reasonOf(err), context.DeadlineExceeded) {
+		t.Fatalf("an unknown user with no slot free: %v (reason %v), want it to wait for one", err, reasonOf(err))
+	}
 	<-a.checks
 	if _, err := a.CheckPassword(context.Background(), "alice", "alice-secret"); err != nil {
 		t.Fatalf("with a slot free again: %v", err)
