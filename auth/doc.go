@@ -9,7 +9,8 @@
 //   - Principals: who a request is from. A verified client certificate names
 //     User:<CN>; a SASL or password login names User:<user>; nothing names
 //     User:ANONYMOUS. AuthMode (--auth none|optional|required) decides
-//     whether an unauthenticated connection is admitted.
+//     whether an unauthenticated connection is admitted; Gate.Identify
+//     applies these rules for every front-end.
 //   - SCRAM credentials (SCRAM-SHA-256 and SCRAM-SHA-512, through
 //     github.com/xdg-go/scram), their storage encoding, the CredentialStore
 //     the core backs with the cluster metadata, and the Authenticator that

@@ -18,6 +18,9 @@ var (
 	// ErrUnauthenticated is a connection without credentials under
 	// --auth required.
 	ErrUnauthenticated = errors.New("auth: authentication required")
+	// ErrPlaintextCredentials is a password sent on a connection without
+	// TLS: refused, since anyone on the path could read it.
+	ErrPlaintextCredentials = errors.New("auth: a password is accepted over TLS only")
 	// ErrMechanism is a SASL mechanism logd does not offer, or PLAIN
 	// offered over a connection without TLS.
 	ErrMechanism = errors.New("auth: unsupported SASL mechanism")
