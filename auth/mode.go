@@ -2,6 +2,7 @@ package auth
 
 import (
 	"fmt"
+	"net"
 	"strings"
 )
 
@@ -110,4 +111,26 @@ func ParseSuperUsers(s string) ([]Principal, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// NonLoopback returns the listen addresses (host:port) that other machines
+// can reach: any host but a loopback IP or "localhost" (an empty host or
+// 0.0.0.0 listens everywhere; a name is assumed reachable). The server
+// warns loudly at start when it listens on one of them under AuthNone.
+func NonLoopback(addrs ...string) []string {
+	var out []string
+	for _, a := range addrs {
+		host, _, err := net.SplitHostPort(a)
+		if err != nil {
+			host = a
+		}
+		if host == "localhost" {
+			continue
+		}
+		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }

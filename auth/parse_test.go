@@ -110,3 +110,11 @@ func TestCertificatePrincipalNeedsAVerifiedChain(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestNonLoopback(t *testing.T) {
+	got := NonLoopback("127.0.0.1:7070", "localhost:9092", "[::1]:7071", "127.0.0.2:1", ":7070", "0.0.0.0:9092", "10.0.0.5:7070", "node1.example:7070")
+	want := []string{":7070", "0.0.0.0:9092", "10.0.0.5:7070", "node1.example:7070"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("NonLoopback = %v, want %v", got, want)
+	}
+}
