@@ -162,8 +162,14 @@ func TestAuthorizerModes(t *testing.T) {
 		t.Errorf("--authz on without ACLs: %v", err)
 	}
 	on := authorizer(t, deny, aclOn(AnyUser, Allow, OpAll, ResourceTopic, PatternLiteral, Wildcard))
-	if on.Allowed(alice, OpAll, Topic("t")) || on.Allowed(Principal{}, OpRead, Topic("t")) {
-		t.Error("a request for OpAll, or from no principal, was allowed")
+	if on.Allowed(alice, OpAll, Topic("t")) {
+		t.Error("a request for OpAll was allowed")
+	}
+	anonOnly := authorizer(t, aclOn(Anonymous, Deny, OpRead, ResourceTopic, PatternLiteral, "t"),
+		aclOn(AnyUser, Allow, OpRead, ResourceTopic, PatternLiteral, "t"))
+	var de *DeniedError
+	if err := anonOnly.Authorize(Identity{}, OpRead, Topic("t")); !errors.As(err, &de) || de.Principal != Anonymous {
+		t.Errorf("a request from no principal is not judged as Anonymous: %v", err)
 	}
 	if err := on.AuthorizeContext(NewContext(t.Context(), Identity{Principal: alice}), OpRead, Topic("t")); err == nil {
 		t.Error("the context's identity was not used")

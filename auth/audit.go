@@ -28,13 +28,17 @@ type DenialAudit struct {
 }
 
 // NewDenialAudit logs at most perSecond denials a second on average, and
-// burst at once. perSecond <= 0 means 10, burst <= 0 means 20.
+// burst at once. perSecond <= 0 means 10, burst <= 0 means 20, a nil log
+// slog's default.
 func NewDenialAudit(log *slog.Logger, perSecond float64, burst int) *DenialAudit {
 	if perSecond <= 0 {
 		perSecond = 10
 	}
 	if burst <= 0 {
 		burst = 20
+	}
+	if log == nil {
+		log = slog.Default()
 	}
 	return &DenialAudit{
 		log: log,

@@ -87,6 +87,9 @@ func NewAuthorizer(c AuthorizerConfig) (*Authorizer, error) {
 // the audit records) when it may not. op is never OpAll: a request asks for
 // one operation.
 func (a *Authorizer) Authorize(id Identity, op Operation, r Resource) error {
+	if id.Principal.IsZero() {
+		id.Principal = Anonymous // no one proved anything: the same as IdentityFrom
+	}
 	d := a.decide(id.Principal, op, r)
 	if d == Allowed {
 		return nil
@@ -113,8 +116,10 @@ func (a *Authorizer) decide(p Principal, op Operation, r Resource) Decision {
 	switch {
 	case a.mode == AuthzOff:
 		return Allowed
-	case op == OpAll || p.IsZero():
+	case op == OpAll:
 		return NoMatch
+	case p.IsZero():
+		p = Anonymous
 	case a.super[p]:
 		return Allowed
 	}
