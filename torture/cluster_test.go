@@ -72,6 +72,9 @@ func TestTortureCluster(t *testing.T) {
 		t.Errorf("no produce was acknowledged")
 	}
 	if !rep.Valid {
-		t.Errorf("torture found violations; report in %s (node logs node-N.log)", dir)
+		if err := c.SaveData(); err != nil {
+			t.Log(err)
+		}
+		t.Errorf("torture found violations; report in %s (node logs node-N.log, data node-N.data)", dir)
 	}
 }

@@ -383,6 +383,22 @@ func (c *ProcessCluster) Close() error {
 	return errors.Join(errs...)
 }
 
+// SaveData copies each node's data directory that lives on a tmpfs (see
+// ProcessConfig.DiskBytes) to node-N.data beside it, so that the logs of a
+// failed run outlive Close, which unmounts them.
+func (c *ProcessCluster) SaveData() error {
+	var errs []error
+	for _, n := range c.nodes {
+		if !n.mounted {
+			continue
+		}
+		if out, err := exec.Command("cp", "-a", n.dataDir, n.dataDir+".data").CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("torture: save %s: %v: %s", n.dataDir, err, out))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // mountTmpfs mounts a tmpfs of size bytes on dir.
 func mountTmpfs(dir string, size int64) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
