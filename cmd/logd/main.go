@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logd/logd/client"
+	"github.com/logd/logd/internal/buildinfo"
 )
 
 // defaultServer is where client commands connect without --server or
@@ -33,8 +34,11 @@ func newRootCmd() *cobra.Command {
 		Short:         "logd: an append-only, partitioned, replicated log stream server",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version prints what `logd version` prints.
+		Version: buildinfo.Get().String(),
 	}
-	root.AddCommand(newServeCmd(), newTopicCmd(), newProduceCmd(), newConsumeCmd(), newOffsetsCmd(), newClusterCmd(), newBenchCmd())
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.AddCommand(newVersionCmd(), newServeCmd(), newTopicCmd(), newProduceCmd(), newConsumeCmd(), newOffsetsCmd(), newClusterCmd(), newBenchCmd())
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see `%s --help`)", err, cmd.CommandPath())
 	})

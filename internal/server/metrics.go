@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/logd/logd/internal/buildinfo"
 	"github.com/logd/logd/partition"
 )
 
@@ -57,8 +58,20 @@ func newMetrics(topics func() *partition.Topics) *metrics {
 	m.reg.MustRegister(m.produceRecords, m.produceBytes, m.produceDupes, m.produceErrors, m.produceLatency,
 		m.fetchRecords, m.fetchBytes, m.fsyncLatency, m.diskWrittenBytes, m.followerLag,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&partitionCollector{topics: topics})
+		&partitionCollector{topics: topics}, buildInfoGauge())
 	return m
+}
+
+// buildInfoGauge is logd_build_info: 1, labelled with what `logd version`
+// prints, so a dashboard can tell which build each node runs.
+func buildInfoGauge() prometheus.Gauge {
+	in := buildinfo.Get()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "logd_build_info", Help: "1, labelled with the build's module version, VCS revision and Go version.",
+		ConstLabels: prometheus.Labels{"version": in.Version, "revision": in.Revision, "goversion": in.GoVersion},
+	})
+	g.Set(1)
+	return g
 }
 
 // partitionCollector reports per-partition gauges at scrape time.
