@@ -7,23 +7,30 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/logd/logd/internal/server"
 	"github.com/logd/logd/log"
 )
 
+// serveFlags are the flags of `logd serve`, as given (on the command line,
+// in LOGD_* variables or in the --config file).
+type serveFlags struct {
+	cfg      server.Config
+	fsync    string
+	minFree  string
+	logLevel string
+	cluster  struct {
+		nodeID, raftAddr, join, advertise string
+		bootstrap                         bool
+	}
+	configFile  string
+	printConfig bool
+}
+
 // newServeCmd is `logd serve`.
 func newServeCmd() *cobra.Command {
-	var (
-		cfg      server.Config
-		fsync    string
-		minFree  string
-		logLevel string
-		cluster  struct {
-			nodeID, raftAddr, join, advertise string
-			bootstrap                         bool
-		}
-	)
+	var fl serveFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a logd node",
@@ -34,39 +41,22 @@ it gracefully: in-flight appends finish and are fsynced.
 Cluster mode: --node-id and --raft-addr, with --bootstrap on the first node and
 --join <API address of any member> on the others. A restarted node resumes
 from its data directory (--bootstrap and --join are then ignored). Every
-partition is a Raft group on its topic's --replicas nodes.`,
+partition is a Raft group on its topic's --replicas nodes.
+
+` + configHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			policy, err := log.ParseFsyncPolicy(fsync)
+			sources, err := applyConfig(cmd.Flags(), fl.configFile, os.LookupEnv)
 			if err != nil {
-				return fmt.Errorf("--fsync: %w", err)
+				return err
 			}
-			cfg.Fsync = policy
-			if minFree != "auto" {
-				n, err := parseSize(minFree)
-				if err != nil || n <= 0 {
-					return fmt.Errorf("--min-free-bytes %q: want auto or a positive size such as 1GiB", minFree)
-				}
-				cfg.MinFreeBytes = n
+			if fl.printConfig {
+				return printConfig(cmd.OutOrStdout(), cmd.Flags(), sources)
 			}
-			if cluster.nodeID != "" || cluster.raftAddr != "" || cluster.join != "" || cluster.bootstrap {
-				cc := &server.ClusterConfig{NodeID: cluster.nodeID, RaftAddr: cluster.raftAddr, Advertise: cluster.advertise,
-					Bootstrap: cluster.bootstrap, Join: cluster.join}
-				routes, err := parseRoutes(os.Getenv("LOGD_RAFT_ROUTES"))
-				if err != nil {
-					return err
-				}
-				cc.Routes = routes
-				if err := cc.Validate(); err != nil {
-					return err
-				}
-				cfg.Cluster = cc
+			cfg, err := fl.serverConfig()
+			if err != nil {
+				return err
 			}
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel)
-			}
-			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			s, err := server.Start(cfg)
 			if err != nil {
 				return err
@@ -77,22 +67,65 @@ partition is a Raft group on its topic's --replicas nodes.`,
 			return s.Close()
 		},
 	}
-	f := cmd.Flags()
+	fl.register(cmd.Flags())
+	return cmd
+}
+
+func (fl *serveFlags) register(f *pflag.FlagSet) {
+	cfg := &fl.cfg
+	f.StringVar(&fl.configFile, "config", "", "read flags not given on the command line from this TOML file (env LOGD_CONFIG)")
+	f.BoolVar(&fl.printConfig, "print-config", false, "print the effective configuration as TOML, with where each value came from, and exit")
 	f.StringVar(&cfg.DataDir, "data-dir", server.DefaultDataDir, "directory holding the node's data")
 	f.StringVar(&cfg.Addr, "addr", server.DefaultAddr, "gRPC listen address")
 	f.StringVar(&cfg.HTTPAddr, "http-addr", server.DefaultHTTPAddr, "HTTP address for /metrics, /healthz, /readyz, pprof (empty: none)")
-	f.StringVar(&fsync, "fsync", "always", "when appends are fsynced: always (before acknowledging; group commit), never, or an interval such as 100ms")
+	f.StringVar(&fl.fsync, "fsync", "always", "when appends are fsynced: always (before acknowledging; group commit), never, or an interval such as 100ms")
 	f.DurationVar(&cfg.RetentionInterval, "retention-interval", server.DefaultRetentionInterval, "how often the retention trimmer runs")
 	f.IntVar(&cfg.MaxBatchBytes, "max-batch-bytes", server.DefaultMaxBatchBytes, "largest accepted batch or record, in bytes")
-	f.StringVar(&minFree, "min-free-bytes", "auto", "refuse appends while the data disk has less free space (auto: 5% of it, 1 MiB to 1 GiB)")
-	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringVar(&fl.minFree, "min-free-bytes", "auto", "refuse appends while the data disk has less free space (auto: 5% of it, 1 MiB to 1 GiB)")
+	f.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.IntVar(&cfg.MaxConnections, "max-connections", server.DefaultMaxConnections, "most client connections open at once; past it new ones are closed on arrival")
-	f.StringVar(&cluster.nodeID, "node-id", "", "cluster mode: this node's id")
-	f.StringVar(&cluster.raftAddr, "raft-addr", "", "cluster mode: Raft listen address")
-	f.BoolVar(&cluster.bootstrap, "bootstrap", false, "cluster mode: start a new cluster")
-	f.StringVar(&cluster.join, "join", "", "cluster mode: API address of a member to join")
-	f.StringVar(&cluster.advertise, "raft-advertise", "", "cluster mode: Raft address other nodes dial (default: --raft-addr)")
-	return cmd
+	f.StringVar(&fl.cluster.nodeID, "node-id", "", "cluster mode: this node's id")
+	f.StringVar(&fl.cluster.raftAddr, "raft-addr", "", "cluster mode: Raft listen address")
+	f.BoolVar(&fl.cluster.bootstrap, "bootstrap", false, "cluster mode: start a new cluster")
+	f.StringVar(&fl.cluster.join, "join", "", "cluster mode: API address of a member to join")
+	f.StringVar(&fl.cluster.advertise, "raft-advertise", "", "cluster mode: Raft address other nodes dial (default: --raft-addr)")
+}
+
+// serverConfig checks the flags and turns them into the server's Config.
+func (fl *serveFlags) serverConfig() (server.Config, error) {
+	cfg := fl.cfg
+	policy, err := log.ParseFsyncPolicy(fl.fsync)
+	if err != nil {
+		return cfg, fmt.Errorf("--fsync: %w", err)
+	}
+	cfg.Fsync = policy
+	if fl.minFree != "auto" {
+		n, err := parseSize(fl.minFree)
+		if err != nil || n <= 0 {
+			return cfg, fmt.Errorf("--min-free-bytes %q: want auto or a positive size such as 1GiB", fl.minFree)
+		}
+		cfg.MinFreeBytes = n
+	}
+	cl := fl.cluster
+	if cl.nodeID != "" || cl.raftAddr != "" || cl.join != "" || cl.bootstrap {
+		cc := &server.ClusterConfig{NodeID: cl.nodeID, RaftAddr: cl.raftAddr, Advertise: cl.advertise,
+			Bootstrap: cl.bootstrap, Join: cl.join}
+		routes, err := parseRoutes(os.Getenv("LOGD_RAFT_ROUTES"))
+		if err != nil {
+			return cfg, err
+		}
+		cc.Routes = routes
+		if err := cc.Validate(); err != nil {
+			return cfg, err
+		}
+		cfg.Cluster = cc
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(fl.logLevel)); err != nil {
+		return cfg, fmt.Errorf("--log-level %q: want debug, info, warn or error", fl.logLevel)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	return cfg, nil
 }
 
 // parseRoutes reads LOGD_RAFT_ROUTES, "A=B,C=D": dial B when Raft dials
