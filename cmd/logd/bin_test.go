@@ -104,7 +104,9 @@ type binNode struct {
 	log        strings.Builder
 }
 
-var servingLine = regexp.MustCompile(`logd serving"? addr=(\S+) "?http"?[=:]"?([^" ]*)`)
+// servingLine finds the node's addresses in its "logd serving" line, in
+// the text or the JSON log format.
+var servingLine = regexp.MustCompile(`logd serving"? addr=(\S+) http="?([^" ]*)|"msg":"logd serving","addr":"([^"]+)","http":"([^"]*)"`)
 
 // startBin starts `logd serve args...` with env and waits until it serves.
 // It is killed when the test ends.
@@ -137,7 +139,7 @@ func startBin(t *testing.T, env []string, args ...string) *binNode {
 	}()
 	select {
 	case m := <-found:
-		n.addr, n.http = m[1], m[2]
+		n.addr, n.http = m[1]+m[3], m[2]+m[4]
 	case <-n.exited:
 		t.Fatalf("logd serve exited before serving:\n%s", n.stderr())
 	case <-time.After(30 * time.Second):

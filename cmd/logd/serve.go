@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/logd/logd/internal/logging"
 	"github.com/logd/logd/internal/server"
 	"github.com/logd/logd/log"
 )
@@ -16,11 +16,12 @@ import (
 // serveFlags are the flags of `logd serve`, as given (on the command line,
 // in LOGD_* variables or in the --config file).
 type serveFlags struct {
-	cfg      server.Config
-	fsync    string
-	minFree  string
-	logLevel string
-	cluster  struct {
+	cfg       server.Config
+	fsync     string
+	minFree   string
+	logLevel  string
+	logFormat string
+	cluster   struct {
 		nodeID, raftAddr, join, advertise string
 		bootstrap                         bool
 	}
@@ -82,7 +83,8 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.DurationVar(&cfg.RetentionInterval, "retention-interval", server.DefaultRetentionInterval, "how often the retention trimmer runs")
 	f.IntVar(&cfg.MaxBatchBytes, "max-batch-bytes", server.DefaultMaxBatchBytes, "largest accepted batch or record, in bytes")
 	f.StringVar(&fl.minFree, "min-free-bytes", "auto", "refuse appends while the data disk has less free space (auto: 5% of it, 1 MiB to 1 GiB)")
-	f.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn, error (Raft's per-partition events are debug)")
+	f.StringVar(&fl.logFormat, "log-format", "text", "log format: text (key=value) or json (one object a line)")
 	f.IntVar(&cfg.MaxConnections, "max-connections", server.DefaultMaxConnections, "most client connections open at once; past it new ones are closed on arrival")
 	f.StringVar(&fl.cluster.nodeID, "node-id", "", "cluster mode: this node's id")
 	f.StringVar(&fl.cluster.raftAddr, "raft-addr", "", "cluster mode: Raft listen address")
@@ -120,11 +122,11 @@ func (fl *serveFlags) serverConfig() (server.Config, error) {
 		}
 		cfg.Cluster = cc
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(fl.logLevel)); err != nil {
-		return cfg, fmt.Errorf("--log-level %q: want debug, info, warn or error", fl.logLevel)
+	logger, err := logging.New(os.Stderr, fl.logLevel, fl.logFormat)
+	if err != nil {
+		return cfg, err
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Logger = logger
 	return cfg, nil
 }
 

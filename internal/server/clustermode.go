@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/logd/logd/internal/logging"
 	"github.com/logd/logd/partition"
 	pb "github.com/logd/logd/proto/logd/v1"
 	"github.com/logd/logd/replication"
@@ -115,7 +116,9 @@ func (s *Server) startCluster(cfg ClusterConfig) (*cluster, error) {
 			return d.DialContext(ctx, "tcp", addr)
 		}
 	}
-	logger := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
+	// Raft and the transport log into the node's slog logger (one format,
+	// one level); logging.HCLog lowers their routine lines.
+	logger := logging.HCLog(s.logger, "raft")
 	n, err := replication.NewNode(replication.NodeConfig{
 		ID: raft.ServerID(cfg.NodeID), Listener: ln, Advertise: adv, Dial: dial,
 		DataDir: s.cfg.DataDir, DB: s.db, Raft: cfg.Raft, Logger: logger,
@@ -176,6 +179,7 @@ func (c *cluster) raftAddr() string { return string(c.node.Addr()) }
 // starts it updates its addresses. It ends once they are listed.
 func (c *cluster) registerLoop(ctx context.Context) {
 	self := meta.Node{ID: c.self, APIAddr: c.s.Addr(), RaftAddr: c.raftAddr()}
+	started := time.Now()
 	for wait := time.Duration(0); ; wait = time.Second {
 		select {
 		case <-ctx.Done():
@@ -202,7 +206,13 @@ func (c *cluster) registerLoop(ctx context.Context) {
 			cancel()
 		}
 		if err != nil && ctx.Err() == nil {
-			c.s.logger.Warn("joining the cluster", "err", err)
+			// A join that waits for the cluster's election is routine; one
+			// that keeps failing (a wrong --join) is worth a warning.
+			level := slog.LevelInfo
+			if time.Since(started) > 30*time.Second {
+				level = slog.LevelWarn
+			}
+			c.s.logger.Log(ctx, level, "joining the cluster: retrying", "err", err)
 		}
 	}
 }

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// One logger: with --log-format json every line a node writes, Raft's
+// included, is a JSON object; a start, a restart and a clean SIGTERM of a
+// cluster node write nothing at WARN or ERROR.
+func TestBinLogFormatJSONAndRoutineLevels(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--data-dir", dir, "--addr", "127.0.0.1:0", "--http-addr", "", "--node-id", "n1",
+		"--raft-addr", "127.0.0.1:0", "--bootstrap", "--log-format", "json", "--log-level", "debug"}
+	var logs strings.Builder
+	for run := range 2 { // the second run is a restart from the same directory
+		n := startBin(t, nil, args...)
+		if run == 0 {
+			okBin(t, nil, "", "topic", "create", "t", "--partitions", "2", "--server", n.addr)
+		}
+		okBin(t, nil, "a\nb\n", "produce", "t", "--server", n.addr)
+		n.signal(syscall.SIGTERM)
+		logs.WriteString(n.stderr())
+	}
+	raftLines := 0
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var rec struct {
+			Level, Msg, Component string
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("not a JSON log line: %q", line)
+		}
+		if strings.HasPrefix(rec.Component, "raft") {
+			raftLines++
+		}
+		if rec.Level == "WARN" || rec.Level == "ERROR" {
+			t.Errorf("routine start, restart or SIGTERM logged %s: %s", rec.Level, line)
+		}
+	}
+	if raftLines == 0 {
+		t.Fatalf("no Raft line in the node's log at --log-level debug:\n%s", logs.String())
+	}
+	failBin(t, nil, "", "--log-format", "serve", "--log-format", "xml")
+}

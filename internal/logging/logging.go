@@ -1,0 +1,37 @@
+// Package logging is logd's one logger: log/slog, text or JSON, at a level
+// chosen with --log-level; and an hclog.Logger that routes
+// hashicorp/raft's (and the replication transport's) logging into it, so a
+// node writes one format, at one level, to one place.
+//
+// Levels follow what an operator should act on. Raft's INFO lines are per
+// partition group (one election, one "entering follower state" per group
+// on every start) and go to DEBUG; a few WARN lines that are routine (see
+// routine) go lower too.
+package logging
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+)
+
+// Formats are the accepted --log-format values.
+var Formats = []string{"text", "json"}
+
+// New returns a logger writing to w at level (debug, info, warn, error) in
+// format (text, json).
+func New(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want %s", format, strings.Join(Formats, " or "))
+}
