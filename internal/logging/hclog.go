@@ -87,6 +87,7 @@ func routine(msg, errText string, sinceStart time.Duration) (slog.Level, bool) {
 		msg == "failed to decode incoming command" || msg == "failed to accept connection"):
 		return slog.LevelDebug, true
 	case msg == "failed to get previous log", msg == "appendEntries rejected, sending older logs",
+		msg == "no known peers, aborting election", // a joining node, before the cluster added it
 		strings.HasPrefix(msg, "rejecting pre-vote request since"), strings.HasPrefix(msg, "rejecting vote request since"):
 		// A joining or restarted follower catching up; an election another
 		// node started while this one still heard its leader.

@@ -37,6 +37,7 @@ func TestHCLogLevels(t *testing.T) {
 		{hclog.Error, "failed to accept connection", []any{"error", `transport: closed: group "meta"`}, time.Hour, slog.LevelDebug},
 		{hclog.Warn, "failed to get previous log", []any{"error", "log not found"}, 0, slog.LevelDebug},
 		{hclog.Warn, "appendEntries rejected, sending older logs", nil, 0, slog.LevelDebug},
+		{hclog.Warn, "no known peers, aborting election", nil, 0, slog.LevelDebug},
 		{hclog.Warn, "rejecting pre-vote request since we have a leader", nil, 0, slog.LevelDebug},
 		{hclog.Warn, "failed to contact", []any{"server-id", "n3"}, time.Hour, slog.LevelInfo},
 		{hclog.Warn, "heartbeat timeout reached, starting election", nil, time.Hour, slog.LevelInfo},
