@@ -96,13 +96,24 @@ func (a *Admin) offsetsCall(ctx context.Context, fn func(ctx context.Context, oc
 	})
 }
 
-// CreateTopic creates a topic with partitions partitions (0: 1) and replicas
-// replicas (0: the server's default).
-func (a *Admin) CreateTopic(ctx context.Context, name string, partitions, replicas int32, cfg TopicConfig) (TopicInfo, error) {
+// TopicOptions are the settings of a new topic. Zero values take the
+// defaults.
+type TopicOptions struct {
+	Partitions int32 // default 1
+	Replicas   int32 // copies of each partition; default: the server's (1 on a single node, 3 in a cluster)
+	Config     TopicConfig
+}
+
+// CreateTopic creates a topic. It fails with ErrTopicExists when the topic
+// exists, ErrInvalidArgument for a bad name or configuration.
+func (a *Admin) CreateTopic(ctx context.Context, name string, opts TopicOptions) (TopicInfo, error) {
+	if opts.Partitions == 0 {
+		opts.Partitions = 1
+	}
 	var resp *logdv1.CreateTopicResponse
 	err := a.adminCall(ctx, func(ctx context.Context, ac logdv1.AdminClient) (err error) {
 		resp, err = ac.CreateTopic(ctx, &logdv1.CreateTopicRequest{
-			Name: name, Partitions: partitions, Replicas: replicas, Config: cfg.proto(),
+			Name: name, Partitions: opts.Partitions, Replicas: opts.Replicas, Config: opts.Config.proto(),
 		})
 		return err
 	})

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -32,6 +33,11 @@ type Client struct {
 	conns  map[string]*grpc.ClientConn // by API address
 	closed bool
 
+	// answered is set once a node answered a call (even with an error):
+	// from then on an unreachable node is a node restarting, worth
+	// retrying, rather than no server at all.
+	answered atomic.Bool
+
 	topics topicCache
 }
 
@@ -39,9 +45,14 @@ type Client struct {
 type Option func(*options)
 
 type options struct {
-	dialOptions []grpc.DialOption
-	callTimeout time.Duration
+	dialOptions  []grpc.DialOption
+	callTimeout  time.Duration
+	retryTimeout time.Duration
 }
+
+// DefaultRetryTimeout is how long admin and metadata calls retry an
+// unavailable cluster unless WithRetryTimeout says otherwise.
+const DefaultRetryTimeout = 30 * time.Second
 
 // HTTP/2 flow-control windows and the largest message accepted.
 const (
@@ -63,12 +74,23 @@ func WithCallTimeout(d time.Duration) Option {
 	return func(o *options) { o.callTimeout = d }
 }
 
+// WithRetryTimeout bounds how long an admin or metadata call retries a
+// cluster that cannot answer right now (ErrUnavailable: an election, a node
+// restarting or setting up a new topic), with backoff, before returning the
+// last error (default DefaultRetryTimeout; 0: no retries). A call's context
+// deadline, when earlier, ends the retries too. When no node has ever
+// answered this Client, an unreachable cluster (ErrUnreachable) fails at
+// once: nothing is running there.
+func WithRetryTimeout(d time.Duration) Option {
+	return func(o *options) { o.retryTimeout = d }
+}
+
 // Dial returns a Client of the nodes at addr: "host:port", or several
 // separated by commas. Requests go to the first that answers (then to the
 // leaders they name). Dial does not wait for a connection: the first call
 // reports unreachable nodes.
 func Dial(addr string, opts ...Option) (*Client, error) {
-	o := options{callTimeout: 10 * time.Second}
+	o := options{callTimeout: 10 * time.Second, retryTimeout: DefaultRetryTimeout}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -146,8 +168,17 @@ func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
 // call runs fn against addr (a bootstrap address when empty), following
 // "not leader" answers to the leader they name. From the bootstrap, a node
 // that cannot answer (UNAVAILABLE naming no leader) makes it try the next
-// seed. It returns the address that answered last.
+// seed. It returns the address that answered last; a status error comes
+// back as an *apiError (errors.Is matches the sentinels).
 func (c *Client) call(ctx context.Context, addr string, fn func(ctx context.Context, cc *grpc.ClientConn) error) (string, error) {
+	addr, err := c.callOnce(ctx, addr, fn)
+	if st, ok := status.FromError(err); err == nil || (ok && !unreachable(st)) {
+		c.answered.Store(true)
+	}
+	return addr, wrapStatus(err)
+}
+
+func (c *Client) callOnce(ctx context.Context, addr string, fn func(ctx context.Context, cc *grpc.ClientConn) error) (string, error) {
 	seedsLeft := 0
 	if addr == "" {
 		addr, seedsLeft = c.bootstrap(), len(c.seeds)-1
@@ -175,9 +206,41 @@ func (c *Client) call(ctx context.Context, addr string, fn func(ctx context.Cont
 	}
 }
 
-// unary is call for admin and metadata RPCs: it applies the call timeout when
-// ctx has no deadline and uses the bootstrap address.
+// Backoff between retries of an unavailable cluster.
+const (
+	firstAdminBackoff = 50 * time.Millisecond
+	maxAdminBackoff   = time.Second
+)
+
+// unary is call for admin and metadata RPCs: from the bootstrap address,
+// each attempt bounded by the call timeout when ctx has no deadline, and
+// retried while the cluster is unavailable, up to the retry timeout. fn
+// must be safe to repeat.
 func (c *Client) unary(ctx context.Context, fn func(ctx context.Context, cc *grpc.ClientConn) error) error {
+	start := time.Now()
+	backoff := firstAdminBackoff
+	for {
+		err := c.unaryOnce(ctx, fn)
+		if err == nil || !c.retriable(err) || ctx.Err() != nil {
+			return err
+		}
+		waited := time.Since(start)
+		if waited+backoff > c.opts.retryTimeout || pastDeadline(ctx, backoff) {
+			if waited < firstAdminBackoff {
+				return err // retries are off, or the deadline allows none
+			}
+			return fmt.Errorf("still failing after retrying for %s: %w", waited.Round(100*time.Millisecond), err)
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return err
+		}
+		backoff = min(2*backoff, maxAdminBackoff)
+	}
+}
+
+func (c *Client) unaryOnce(ctx context.Context, fn func(ctx context.Context, cc *grpc.ClientConn) error) error {
 	if _, ok := ctx.Deadline(); !ok && c.opts.callTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.opts.callTimeout)
@@ -185,6 +248,22 @@ func (c *Client) unary(ctx context.Context, fn func(ctx context.Context, cc *grp
 	}
 	_, err := c.call(ctx, "", fn)
 	return err
+}
+
+// retriable reports an error worth another attempt of an admin call: the
+// cluster answered that it cannot answer now, or a node that answered this
+// Client before is unreachable (restarting).
+func (c *Client) retriable(err error) bool {
+	if !errors.Is(err, ErrUnavailable) {
+		return false
+	}
+	return !errors.Is(err, ErrUnreachable) || c.answered.Load()
+}
+
+// pastDeadline reports whether ctx's deadline comes within d.
+func pastDeadline(ctx context.Context, d time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	return ok && time.Until(deadline) < d
 }
 
 // topicCache caches topics' partition counts for routing.

@@ -4,14 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
-// Sentinel errors. Errors the client returns wrap one of these, or a gRPC
-// status (use status.Code on them: errors.As-compatible wrapping is kept).
+// Sentinel errors: every error the client returns for a condition an
+// application branches on matches one of these with errors.Is. Errors from
+// the server also keep their gRPC status (status.Code works on them).
 var (
 	// ErrClosed is returned by a Client, Producer or Consumer after Close.
 	ErrClosed = errors.New("client: closed")
@@ -26,7 +28,123 @@ var (
 	// ErrInvalidRecord is returned for a record the producer cannot route
 	// (no topic, a partition the topic does not have).
 	ErrInvalidRecord = errors.New("client: invalid record")
+
+	// ErrTopicNotFound: the topic does not exist (or was deleted).
+	ErrTopicNotFound = errors.New("client: topic not found")
+	// ErrPartitionNotFound: the topic has no such partition.
+	ErrPartitionNotFound = errors.New("client: partition not found")
+	// ErrTopicExists: CreateTopic of a topic that already exists.
+	ErrTopicExists = errors.New("client: topic already exists")
+	// ErrNodeNotFound: RemoveNode of a node that is not a member.
+	ErrNodeNotFound = errors.New("client: node not found")
+	// ErrInvalidArgument: the server refused the request's content (a bad
+	// topic name, configuration, offset reset or batch); retrying it
+	// unchanged fails again.
+	ErrInvalidArgument = errors.New("client: invalid argument")
+	// ErrResourceExhausted: the server lacks room for the request (a batch
+	// over its --max-batch-bytes, a full disk, too many connections).
+	ErrResourceExhausted = errors.New("client: server resources exhausted")
+	// ErrUnavailable: the cluster cannot answer right now (no leader during
+	// an election, a node shutting down or still setting up, no node
+	// reachable). Admin calls retry it up to the retry timeout
+	// (WithRetryTimeout) before returning it.
+	ErrUnavailable = errors.New("client: unavailable")
+	// ErrNotLeader: the node asked does not lead the partition and the
+	// redirects did not reach one that does. It also matches ErrUnavailable.
+	ErrNotLeader = errors.New("client: not the leader")
+	// ErrUnreachable: no node answered at all (nothing listens at the
+	// addresses, or the network is down). It also matches ErrUnavailable.
+	ErrUnreachable = errors.New("client: no logd node answered")
 )
+
+// apiError is an error status from a logd node (or from gRPC about one),
+// with errors.Is matching the sentinel of its condition. Error and
+// GRPCStatus are the status's own, so status.Code and errdetails work.
+type apiError struct {
+	err error
+	st  *status.Status
+}
+
+func (e *apiError) Error() string              { return e.err.Error() }
+func (e *apiError) Unwrap() error              { return e.err }
+func (e *apiError) GRPCStatus() *status.Status { return e.st }
+
+// Is matches the sentinel of the status's code (and, where one code
+// covers several conditions, of its reason or message).
+func (e *apiError) Is(target error) bool {
+	msg := e.st.Message()
+	switch e.st.Code() {
+	case codes.NotFound:
+		switch {
+		case strings.Contains(msg, "has partitions") || strings.Contains(msg, "partition not found"):
+			return target == ErrPartitionNotFound
+		case strings.Contains(msg, "is not a member"):
+			return target == ErrNodeNotFound
+		}
+		return target == ErrTopicNotFound
+	case codes.AlreadyExists:
+		return target == ErrTopicExists
+	case codes.InvalidArgument:
+		return target == ErrInvalidArgument
+	case codes.ResourceExhausted:
+		return target == ErrResourceExhausted
+	case codes.OutOfRange:
+		return target == ErrOffsetOutOfRange
+	case codes.Unavailable:
+		switch target {
+		case ErrUnavailable:
+			return true
+		case ErrNotLeader:
+			return isNotLeader(e.st)
+		case ErrUnreachable:
+			return unreachable(e.st)
+		}
+	}
+	return false
+}
+
+// wrapStatus makes a status error an *apiError; other errors (and nil) are
+// returned as they are.
+func wrapStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return err
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	return &apiError{err: err, st: st}
+}
+
+// isNotLeader reports a "this node does not lead" answer, with or without
+// a leader named.
+func isNotLeader(st *status.Status) bool {
+	for _, d := range st.Details() {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.GetReason() == "NOT_LEADER" {
+			return true
+		}
+	}
+	msg := st.Message()
+	return strings.Contains(msg, "does not lead") || strings.Contains(msg, "has no leader") || strings.Contains(msg, "not the leader")
+}
+
+// unreachable tells a failure to reach any node (gRPC's transport errors)
+// from a node answering UNAVAILABLE (no leader, shutting down).
+func unreachable(st *status.Status) bool {
+	if st.Code() != codes.Unavailable {
+		return false
+	}
+	for _, s := range []string{"connection refused", "connection error", "dial tcp", "no such host", "name resolver", "error reading from server", "transport is closing"} {
+		if strings.Contains(st.Message(), s) {
+			return true
+		}
+	}
+	return false
+}
 
 // OutOfRangeError reports a read at an offset the partition does not hold:
 // below its log start (already removed by retention) or past its end.

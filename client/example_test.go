@@ -40,10 +40,10 @@ func ExampleAdmin() {
 	defer c.Close()
 	admin := c.Admin()
 
-	_, err = admin.CreateTopic(ctx, "orders", 3, 0, client.TopicConfig{
+	_, err = admin.CreateTopic(ctx, "orders", client.TopicOptions{Partitions: 3, Config: client.TopicConfig{
 		RetentionTime:  7 * 24 * time.Hour,
 		RetentionBytes: 10 << 30, // per partition
-	})
+	}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func ExampleProducer() {
 		log.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Admin().CreateTopic(ctx, "payments", 4, 0, client.TopicConfig{}); err != nil {
+	if _, err := c.Admin().CreateTopic(ctx, "payments", client.TopicOptions{Partitions: 4}); err != nil {
 		log.Fatal(err)
 	}
 
@@ -115,7 +115,7 @@ func ExampleConsumer() {
 		log.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Admin().CreateTopic(ctx, "events", 1, 0, client.TopicConfig{}); err != nil {
+	if _, err := c.Admin().CreateTopic(ctx, "events", client.TopicOptions{Partitions: 1}); err != nil {
 		log.Fatal(err)
 	}
 	p := c.NewProducer(client.ProducerOptions{})

@@ -27,7 +27,7 @@ func TestServerRestartDuringProduce(t *testing.T) {
 	}
 	defer c.Close()
 	ctx := context.Background()
-	if _, err := c.Admin().CreateTopic(ctx, "t", 2, 0, client.TopicConfig{}); err != nil {
+	if _, err := c.Admin().CreateTopic(ctx, "t", client.TopicOptions{Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
 	p := c.NewProducer(client.ProducerOptions{Linger: time.Millisecond, MaxBatchBytes: 2048, RetryBackoff: 20 * time.Millisecond})

@@ -52,7 +52,7 @@ func readAll(t *testing.T, c *client.Client, opts client.ConsumerOptions) []clie
 func TestServerProduceConsumeKeyedInOrder(t *testing.T) {
 	c, _ := dialServer(t)
 	ctx := context.Background()
-	if _, err := c.Admin().CreateTopic(ctx, "orders", 3, 0, client.TopicConfig{}); err != nil {
+	if _, err := c.Admin().CreateTopic(ctx, "orders", client.TopicOptions{Partitions: 3}); err != nil {
 		t.Fatal(err)
 	}
 	p := c.NewProducer(client.ProducerOptions{MaxBatchBytes: 16 << 10})
@@ -99,7 +99,7 @@ func TestServerProduceConsumeKeyedInOrder(t *testing.T) {
 func TestServerSeekByTimeAndOffset(t *testing.T) {
 	c, _ := dialServer(t)
 	ctx := context.Background()
-	if _, err := c.Admin().CreateTopic(ctx, "t", 1, 0, client.TopicConfig{}); err != nil {
+	if _, err := c.Admin().CreateTopic(ctx, "t", client.TopicOptions{Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
@@ -127,7 +127,7 @@ func TestServerSeekByTimeAndOffset(t *testing.T) {
 func TestServerGroupCommitAndResume(t *testing.T) {
 	c, _ := dialServer(t)
 	ctx := context.Background()
-	if _, err := c.Admin().CreateTopic(ctx, "t", 2, 0, client.TopicConfig{}); err != nil {
+	if _, err := c.Admin().CreateTopic(ctx, "t", client.TopicOptions{Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
 	p := c.NewProducer(client.ProducerOptions{})
@@ -181,7 +181,7 @@ func TestServerUnknownTopicAndBadPartition(t *testing.T) {
 	if _, err := c.NewConsumer(ctx, client.ConsumerOptions{Topic: "nope"}); err == nil {
 		t.Fatal("consume of an unknown topic succeeded")
 	}
-	if _, err := c.Admin().CreateTopic(ctx, "t", 1, 0, client.TopicConfig{}); err != nil {
+	if _, err := c.Admin().CreateTopic(ctx, "t", client.TopicOptions{Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.Produce(ctx, client.Record{Topic: "t", Partition: client.ToPartition(3)}).Get(ctx); !errors.Is(err, client.ErrInvalidRecord) {
@@ -192,7 +192,7 @@ func TestServerUnknownTopicAndBadPartition(t *testing.T) {
 func TestServerProducerCloseLeavesNothingRunning(t *testing.T) {
 	c, s := dialServer(t)
 	ctx := context.Background()
-	if _, err := c.Admin().CreateTopic(ctx, "t", 4, 0, client.TopicConfig{}); err != nil {
+	if _, err := c.Admin().CreateTopic(ctx, "t", client.TopicOptions{Partitions: 4}); err != nil {
 		t.Fatal(err)
 	}
 	p := c.NewProducer(client.ProducerOptions{Linger: time.Hour})
@@ -225,7 +225,7 @@ func TestServerProducerCloseLeavesNothingRunning(t *testing.T) {
 func TestServerOutOfRangeAfterRetention(t *testing.T) {
 	c, _ := dialServer(t, func(cfg *server.Config) { cfg.RetentionInterval = 50 * time.Millisecond })
 	ctx := context.Background()
-	if _, err := c.Admin().CreateTopic(ctx, "r", 1, 0, client.TopicConfig{SegmentBytes: 4096}); err != nil {
+	if _, err := c.Admin().CreateTopic(ctx, "r", client.TopicOptions{Partitions: 1, Config: client.TopicConfig{SegmentBytes: 4096}}); err != nil {
 		t.Fatal(err)
 	}
 	p := c.NewProducer(client.ProducerOptions{Linger: -1, MaxBatchBytes: 2048})
@@ -265,7 +265,7 @@ func TestServerOutOfRangeAfterRetention(t *testing.T) {
 func TestServerHeadersAndTimestampsRoundTrip(t *testing.T) {
 	c, _ := dialServer(t)
 	ctx := context.Background()
-	if _, err := c.Admin().CreateTopic(ctx, "h", 1, 0, client.TopicConfig{}); err != nil {
+	if _, err := c.Admin().CreateTopic(ctx, "h", client.TopicOptions{Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
 	ts := time.UnixMilli(1_700_000_000_123)

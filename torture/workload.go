@@ -148,7 +148,7 @@ func (w *Workload) Setup(ctx context.Context) error {
 		if w.cfg.TopicConfig != nil {
 			tc = *w.cfg.TopicConfig
 		}
-		_, err := c.Admin().CreateTopic(ctx, w.cfg.Topic, w.cfg.Partitions, 0, tc)
+		_, err := c.Admin().CreateTopic(ctx, w.cfg.Topic, client.TopicOptions{Partitions: w.cfg.Partitions, Config: tc})
 		if err == nil {
 			return nil
 		}

@@ -53,10 +53,17 @@ func explain(err error, server string) error {
 	var s string
 	switch st.Code() {
 	case codes.Unavailable:
-		if unreachable(msg) {
+		if errors.Is(err, client.ErrUnreachable) && !strings.Contains(prefix, "retrying") {
+			// No node answered at all, not even once.
 			return fmt.Errorf("cannot reach logd at %s: is `logd serve` running? (choose the server with --server or LOGD_SERVER)", server)
 		}
-		s = fmt.Sprintf("logd at %s is unavailable: %s; retry in a moment", server, msg)
+		s = fmt.Sprintf("logd at %s is unavailable: %s", server, msg)
+		switch {
+		case strings.Contains(prefix, "retrying"):
+			s += " (raise --timeout to wait longer)"
+		case !strings.Contains(msg, "retry"):
+			s += "; retry in a moment"
+		}
 	case codes.DeadlineExceeded:
 		s = fmt.Sprintf("timed out waiting for logd at %s (%s); check that the server is healthy and retry", server, msg)
 	case codes.NotFound, codes.AlreadyExists, codes.InvalidArgument:
@@ -75,15 +82,4 @@ func explain(err error, server string) error {
 		s = fmt.Sprintf("logd at %s failed: %s (%s); see the server's log", server, msg, st.Code())
 	}
 	return errors.New(prefix + s)
-}
-
-// unreachable tells a connection failure from a server answering
-// UNAVAILABLE (shutting down, no leader).
-func unreachable(msg string) bool {
-	for _, s := range []string{"connection refused", "connection error", "dial tcp", "no such host", "transport", "name resolver", "produce stream"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // One logger: with --log-format json every line a node writes, Raft's
@@ -20,7 +21,17 @@ func TestBinLogFormatJSONAndRoutineLevels(t *testing.T) {
 		if run == 0 {
 			okBin(t, nil, "", "topic", "create", "t", "--partitions", "2", "--server", n.addr)
 		}
-		okBin(t, nil, "a\nb\n", "produce", "t", "--server", n.addr)
+		// Until topic create waits for the partitions' leaders (issue 15,
+		// item 1), a produce right after it can find no partition yet.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			r := runBin(t, nil, "a\nb\n", "produce", "t", "--server", n.addr)
+			if r.code == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("produce: %s", r.stderr)
+			}
+		}
 		n.signal(syscall.SIGTERM)
 		logs.WriteString(n.stderr())
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -45,8 +46,11 @@ func newRootCmd() *cobra.Command {
 	return root
 }
 
-// serverFlag is --server of client commands.
-type serverFlag struct{ addr string }
+// serverFlag is --server and --timeout of client commands.
+type serverFlag struct {
+	addr    string
+	timeout time.Duration
+}
 
 func (s *serverFlag) register(cmd *cobra.Command, persistent bool) {
 	def := defaultServer
@@ -58,11 +62,13 @@ func (s *serverFlag) register(cmd *cobra.Command, persistent bool) {
 		fs = cmd.PersistentFlags()
 	}
 	fs.StringVar(&s.addr, "server", def, "logd server address HOST:PORT, or several separated by commas (env LOGD_SERVER)")
+	fs.DurationVar(&s.timeout, "timeout", client.DefaultRetryTimeout,
+		"how long to retry while the cluster cannot answer (an election, a node restarting) before giving up")
 }
 
 // run dials the server, runs fn, closes the client and explains fn's error.
 func (s *serverFlag) run(fn func(c *client.Client) error) error {
-	c, err := client.Dial(s.addr)
+	c, err := client.Dial(s.addr, client.WithRetryTimeout(s.timeout))
 	if err != nil {
 		return fmt.Errorf("invalid --server %q: %v", s.addr, err)
 	}

@@ -106,7 +106,7 @@ func newTopicCreateCmd(srv *serverFlag) *cobra.Command {
 				return err
 			}
 			return srv.run(func(c *client.Client) error {
-				ti, err := c.Admin().CreateTopic(cmd.Context(), name, partitions, replicas, cfg)
+				ti, err := c.Admin().CreateTopic(cmd.Context(), name, client.TopicOptions{Partitions: partitions, Replicas: replicas, Config: cfg})
 				if err != nil {
 					return err
 				}

@@ -98,7 +98,7 @@ func summarize(records, bytes int64, elapsed time.Duration, lat []time.Duration,
 
 // ensureTopic creates the topic unless it exists.
 func ensureTopic(ctx context.Context, c *client.Client, o Options) error {
-	_, err := c.Admin().CreateTopic(ctx, o.Topic, int32(o.Partitions), 0, client.TopicConfig{})
+	_, err := c.Admin().CreateTopic(ctx, o.Topic, client.TopicOptions{Partitions: int32(o.Partitions)})
 	if err != nil && status.Code(err) != codes.AlreadyExists {
 		return fmt.Errorf("create topic %q: %w", o.Topic, err)
 	}

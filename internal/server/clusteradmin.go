@@ -31,6 +31,11 @@ func (c *cluster) createTopic(ctx context.Context, req *pb.CreateTopicRequest) (
 	if _, ok := st.Topics[req.Name]; ok {
 		return nil, toStatus(fmt.Errorf("%w: %q", partition.ErrTopicExists, req.Name))
 	}
+	if len(st.Nodes) == 0 {
+		// Right after bootstrap the metadata group has a leader but no node
+		// registered yet: not the request's fault, and over in a moment.
+		return nil, status.Error(codes.Unavailable, "create topic: the cluster is still being set up (no node registered yet): retry")
+	}
 	replicas := req.Replicas
 	if replicas == 0 {
 		replicas = int32(min(defaultReplicas, len(st.Nodes)))

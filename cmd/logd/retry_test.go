@@ -1,0 +1,40 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// An admin command right after a cluster node starts rides out its first
+// election instead of failing with "no leader".
+func TestBinAdminRidesOutAnElection(t *testing.T) {
+	n := startBin(t, nil, "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http-addr", "",
+		"--node-id", "n1", "--raft-addr", "127.0.0.1:0", "--bootstrap")
+	if out := okBin(t, nil, "", "topic", "create", "t", "--server", n.addr); !strings.Contains(out, "created topic t") {
+		t.Fatalf("topic create: %q", out)
+	}
+}
+
+// Past --timeout the command fails with one line: what failed, that it
+// retried, and the hint once; "is logd serve running?" only when nothing
+// answers at all.
+func TestBinAdminTimeoutIsOneClearLine(t *testing.T) {
+	// A node that joins a cluster nobody runs never has a metadata leader.
+	n := startBin(t, nil, "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http-addr", "",
+		"--node-id", "n2", "--raft-addr", "127.0.0.1:0", "--join", "127.0.0.1:1")
+	start := time.Now()
+	line := failBin(t, nil, "", "still failing after retrying", "topic", "create", "t", "--server", n.addr, "--timeout", "2s")
+	if d := time.Since(start); d < time.Second || d > 20*time.Second {
+		t.Errorf("gave up after %v with --timeout 2s", d)
+	}
+	if strings.Count(line, "retry") > 2 || strings.Contains(line, "retry in a moment") || strings.Contains(line, "logd serve") || strings.Contains(line, "rpc error") {
+		t.Errorf("not one clear line: %s", line)
+	}
+	t.Log(line)
+	start = time.Now()
+	failBin(t, nil, "", "cannot reach logd at 127.0.0.1:1: is `logd serve` running?", "topic", "list", "--server", "127.0.0.1:1")
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("an address where nothing listens took %v to fail: nothing to wait for", d)
+	}
+}
