@@ -260,7 +260,7 @@ func TestCLIGroupCommitPrintedOnly(t *testing.T) {
 	t.Logf("offsets show:\n%s", table)
 
 	out = c.ok("", "offsets", "reset", "--group", "g", "t", "--to", "10", "--partition", "0")
-	if !strings.Contains(out, "reset group g on t to offset 10") {
+	if !strings.Contains(out, "reset group g on t (asked for offset 10); stored:") {
 		t.Fatalf("reset: %q", out)
 	}
 	if got := strings.Fields(c.ok("", "consume", "t", "--group", "g", "--count", "1")); len(got) != 1 || got[0] != "10" {
@@ -391,7 +391,7 @@ func TestCLIFollowSurvivesRestart(t *testing.T) {
 	type result struct{ out, stderr string }
 	done := make(chan result)
 	go func() {
-		out, stderr, _ := c.run("", "consume", "t", "--follow", "--count", "2", "--max-wait", "100ms")
+		out, stderr, _ := c.run("", "consume", "t", "--follow", "--from", "earliest", "--count", "2", "--max-wait", "100ms")
 		done <- result{out, stderr}
 	}()
 	time.Sleep(300 * time.Millisecond)

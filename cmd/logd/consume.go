@@ -43,7 +43,9 @@ Where to start (--from): earliest, latest, an offset (42), a time in RFC 3339
 (2024-05-01T12:00:00Z) or a duration ago (-1h, -7d): the first record at or
 after that time. Default: earliest, or with --group the group's committed
 offset (earliest for partitions without one); --from overrides the committed
-offset. A committed offset that retention already removed is reported on
+offset. --follow tails new records: without --from it starts at the end (with
+--group, at the committed offsets, and at the end where there is none); with
+--from it replays from there, then follows. A committed offset that retention already removed is reported on
 stderr and consumption resumes at the log start. With --group and --commit, the
 offset after each printed record is committed as it is printed, so a consumer
 that stops, or --count N, resumes exactly after the last record printed.
@@ -75,6 +77,8 @@ A newline is added after each record unless FMT ends with \n.`,
 					return fmt.Errorf("--from: %w", err)
 				}
 				opts.IgnoreCommitted = true
+			} else if fl.follow {
+				opts.Start = client.Latest()
 			}
 			if fl.commit && fl.group == "" {
 				return errors.New("--commit needs --group: the committed offsets belong to a consumer group")
@@ -95,7 +99,7 @@ A newline is added after each record unless FMT ends with \n.`,
 				}
 			}
 			return srv.run(func(c *client.Client) error {
-				return consume(cmd.Context(), c, opts, fl, pr, cmd.OutOrStdout(), cmd.ErrOrStderr())
+				return consume(cmd.Context(), c, opts, fl, srv.timeout, pr, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			})
 		},
 	}
@@ -114,12 +118,9 @@ A newline is added after each record unless FMT ends with \n.`,
 	return cmd
 }
 
-// How long consume retries a server that cannot answer (without --follow;
-// with it, for good), and how often.
-var (
-	transientPatience = 30 * time.Second
-	transientBackoff  = 500 * time.Millisecond
-)
+// transientBackoff is how often consume retries a server that cannot
+// answer: without --follow for --timeout, with it for good.
+var transientBackoff = 500 * time.Millisecond
 
 // transient reports errors worth retrying: the server or its leader is
 // (briefly) unavailable.
@@ -135,9 +136,20 @@ func transient(err error) bool {
 	return false
 }
 
+// retryNote is the line consume prints when it starts retrying. The
+// consumer was reading, so a node that does not answer is restarting or
+// gone, not "not running": explain's hint would mislead.
+func retryNote(err error, server string) string {
+	if errors.Is(err, client.ErrUnreachable) {
+		return fmt.Sprintf("logd: lost the connection to a logd node of %s (%s); retrying", server, status.Convert(err).Message())
+	}
+	return fmt.Sprintf("logd: %v; retrying", explain(err, server))
+}
+
 // consume prints records until the end of the log (or --count, or forever
 // with --follow), committing what it printed when asked.
-func consume(ctx context.Context, c *client.Client, opts client.ConsumerOptions, fl consumeFlags, pr printer, stdout, stderr io.Writer) error {
+func consume(ctx context.Context, c *client.Client, opts client.ConsumerOptions, fl consumeFlags, patience time.Duration,
+	pr printer, stdout, stderr io.Writer) error {
 	server := c.Addr()
 	cons, err := c.NewConsumer(ctx, opts)
 	if err != nil {
@@ -176,9 +188,9 @@ func consume(ctx context.Context, c *client.Client, opts client.ConsumerOptions,
 			// good with --follow, else for a while.
 			if failingSince.IsZero() {
 				failingSince = time.Now()
-				fmt.Fprintf(stderr, "logd: %v; retrying\n", explain(err, server))
+				fmt.Fprintln(stderr, retryNote(err, server))
 			}
-			if !fl.follow && time.Since(failingSince) > transientPatience {
+			if !fl.follow && time.Since(failingSince) > patience {
 				return err
 			}
 			select {

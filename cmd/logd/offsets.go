@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,22 +37,16 @@ func newOffsetsShowCmd(srv *serverFlag) *cobra.Command {
 		Short: "Show a group's committed offsets, the high watermarks and the lag",
 		Long: `Show a group's committed offset of each partition, the partition's log start
 and high watermark, and the lag (records not yet consumed). An offset below the
-log start is marked: retention removed records the group had not consumed. With
-TOPIC, partitions the group has not committed are listed too (lag from the log
-start). --json prints one object a line.`,
+log start is marked: retention removed records the group had not consumed.
+Every partition of the topics shown is listed, those the group never
+committed too (lag from the log start): TOPIC, or without it every topic the
+group committed in. --json prints one object a line: group, topic, partition,
+committed_offset (null: none), log_start_offset, high_watermark, lag, trimmed,
+metadata, commit_time.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if group == "" {
-				return srv.run(func(c *client.Client) error {
-					groups, err := c.Admin().ListGroups(cmd.Context())
-					if err != nil {
-						return err
-					}
-					if len(groups) == 0 {
-						return errors.New("--group is required, and no group has committed offsets yet (consume with --group G --commit)")
-					}
-					return fmt.Errorf("--group is required: groups with committed offsets: %s", strings.Join(groups, ", "))
-				})
+				return srv.run(func(c *client.Client) error { return groupRequired(cmd.Context(), c) })
 			}
 			topic := ""
 			if len(args) == 1 {
@@ -61,41 +56,14 @@ start). --json prints one object a line.`,
 				}
 			}
 			return srv.run(func(c *client.Client) error {
-				ctx := cmd.Context()
-				offs, err := c.Admin().FetchOffsets(ctx, group, topic)
+				rows, err := groupOffsets(cmd.Context(), c.Admin(), group, topic)
 				if err != nil {
 					return err
-				}
-				rows := make([]offsetRow, 0, len(offs))
-				for _, o := range offs {
-					rows = append(rows, offsetRow{CommittedOffset: o, committed: true})
-				}
-				if topic != "" {
-					// Partitions without a commit: the group would start at the log start.
-					ends, err := c.Admin().ListOffsets(ctx, topic, nil, client.Latest())
-					if err != nil {
-						return err
-					}
-					for _, e := range ends {
-						if !slices.ContainsFunc(rows, func(r offsetRow) bool { return r.Partition == e.Partition }) {
-							rows = append(rows, offsetRow{CommittedOffset: client.CommittedOffset{
-								Topic: topic, Partition: e.Partition, Offset: -1,
-								LogStartOffset: e.LogStartOffset, HighWatermark: e.HighWatermark,
-								Lag: e.HighWatermark - e.LogStartOffset,
-							}})
-						}
-					}
 				}
 				if len(rows) == 0 {
 					fmt.Fprintf(cmd.ErrOrStderr(), "group %s has no committed offsets\n", group)
 					return nil
 				}
-				slices.SortFunc(rows, func(a, b offsetRow) int {
-					if c := strings.Compare(a.Topic, b.Topic); c != 0 {
-						return c
-					}
-					return int(a.Partition - b.Partition)
-				})
 				if asJSON {
 					return writeOffsetsJSON(cmd.OutOrStdout(), group, rows)
 				}
@@ -108,9 +76,70 @@ start). --json prints one object a line.`,
 	return cmd
 }
 
+// groupRequired is the error of offsets show without --group: it names
+// the groups there are.
+func groupRequired(ctx context.Context, c *client.Client) error {
+	groups, err := c.Admin().ListGroups(ctx)
+	if err != nil {
+		return err
+	}
+	if len(groups) == 0 {
+		return errors.New("--group is required, and no group has committed offsets yet (consume with --group G --commit)")
+	}
+	return fmt.Errorf("--group is required: groups with committed offsets: %s", strings.Join(groups, ", "))
+}
+
+// groupOffsets is group's committed offsets of topic (empty: of every
+// topic it committed in), with a row for each partition of those topics
+// the group never committed: its lag counts from the log start.
+func groupOffsets(ctx context.Context, admin *client.Admin, group, topic string) ([]offsetRow, error) {
+	offs, err := admin.FetchOffsets(ctx, group, topic)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]offsetRow, 0, len(offs))
+	topics := map[string]bool{}
+	if topic != "" {
+		topics[topic] = true
+	}
+	for _, o := range offs {
+		rows = append(rows, offsetRow{CommittedOffset: o, committed: true})
+		topics[o.Topic] = true
+	}
+	for _, t := range sortedKeys(topics) {
+		ends, err := admin.ListOffsets(ctx, t, nil, client.Latest())
+		if errors.Is(err, client.ErrTopicNotFound) && topic == "" {
+			continue // deleted since the group committed in it
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ends {
+			if !slices.ContainsFunc(rows, func(r offsetRow) bool { return r.Topic == t && r.Partition == e.Partition }) {
+				rows = append(rows, offsetRow{CommittedOffset: client.CommittedOffset{
+					Topic: t, Partition: e.Partition, Offset: -1,
+					LogStartOffset: e.LogStartOffset, HighWatermark: e.HighWatermark,
+					Lag: e.HighWatermark - e.LogStartOffset,
+				}})
+			}
+		}
+	}
+	slices.SortFunc(rows, func(a, b offsetRow) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return rows, nil
+}
+
 type offsetRow struct {
 	client.CommittedOffset
 	committed bool
+	// requested is the offset offsets reset was asked for (nil: none), and
+	// clamped why the stored offset differs from it.
+	requested *int64
+	clamped   string
 }
 
 func writeOffsetsTable(w io.Writer, rows []offsetRow) error {
@@ -125,6 +154,9 @@ func writeOffsetsTable(w io.Writer, rows []offsetRow) error {
 		}
 		if r.Trimmed {
 			note = fmt.Sprintf("trimmed: %d records removed by retention before the group read them", r.LogStartOffset-r.Offset)
+		}
+		if r.clamped != "" {
+			note = r.clamped
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%s\n", r.Topic, r.Partition, committed, r.LogStartOffset, r.HighWatermark, r.Lag, note)
 	}
@@ -142,6 +174,9 @@ type offsetJSON struct {
 	Trimmed        bool   `json:"trimmed"`
 	Metadata       string `json:"metadata,omitempty"`
 	CommitTime     string `json:"commit_time,omitempty"`
+	// Set by offsets reset --json when it was asked for an offset.
+	RequestedOffset *int64 `json:"requested_offset,omitempty"`
+	Clamped         string `json:"clamped,omitempty"`
 }
 
 func writeOffsetsJSON(w io.Writer, group string, rows []offsetRow) error {
@@ -156,6 +191,7 @@ func writeOffsetsJSON(w io.Writer, group string, rows []offsetRow) error {
 		if !r.CommitTime.IsZero() {
 			j.CommitTime = r.CommitTime.UTC().Format(time.RFC3339Nano)
 		}
+		j.RequestedOffset, j.Clamped = r.requested, r.clamped
 		if err := enc.Encode(j); err != nil {
 			return err
 		}
@@ -165,14 +201,20 @@ func writeOffsetsJSON(w io.Writer, group string, rows []offsetRow) error {
 
 func newOffsetsResetCmd(srv *serverFlag) *cobra.Command {
 	var (
-		group string
-		to    string
-		part  int32
+		group  string
+		to     string
+		part   int32
+		asJSON bool
 	)
 	cmd := &cobra.Command{
 		Use:   "reset --group G TOPIC --to earliest|latest|OFFSET|RFC3339|-DURATION [--partition P]",
 		Short: "Move a group's committed offsets (stop its consumers first)",
-		Args:  exactArgs("TOPIC"),
+		Long: `Move a group's committed offsets and print the offsets stored. An offset
+outside a partition's records is clamped, as Kafka does: past the end to the
+high watermark, below the log start (removed by retention) to the log start;
+the NOTE column (and a line on stderr) says so. --json prints one object a
+line, as offsets show does, with requested_offset and clamped.`,
+		Args: exactArgs("TOPIC"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			topic, err := topicArg(args)
 			if err != nil {
@@ -196,24 +238,19 @@ func newOffsetsResetCmd(srv *serverFlag) *cobra.Command {
 				p = part
 			}
 			return srv.run(func(c *client.Client) error {
-				reset, err := c.Admin().ResetOffsets(cmd.Context(), group, topic, p, pos)
+				rows, err := resetOffsets(cmd.Context(), c.Admin(), group, topic, p, pos)
 				if err != nil {
 					return err
 				}
-				// The reset answer carries only the offsets: read them back
-				// with the partitions' bounds and lag.
-				offs, err := c.Admin().FetchOffsets(cmd.Context(), group, topic)
-				if err != nil {
-					return err
-				}
-				rows := make([]offsetRow, 0, len(reset))
-				for _, o := range offs {
-					if slices.ContainsFunc(reset, func(r client.CommittedOffset) bool { return r.Partition == o.Partition }) {
-						rows = append(rows, offsetRow{CommittedOffset: o, committed: true})
+				for _, r := range rows {
+					if r.clamped != "" {
+						fmt.Fprintf(cmd.ErrOrStderr(), "logd: %s/%d: %s\n", r.Topic, r.Partition, r.clamped)
 					}
 				}
-				slices.SortFunc(rows, func(a, b offsetRow) int { return int(a.Partition - b.Partition) })
-				fmt.Fprintf(cmd.OutOrStdout(), "reset group %s on %s to %s:\n", group, topic, pos)
+				if asJSON {
+					return writeOffsetsJSON(cmd.OutOrStdout(), group, rows)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "reset group %s on %s (asked for %s); stored:\n", group, topic, pos)
 				return writeOffsetsTable(cmd.OutOrStdout(), rows)
 			})
 		},
@@ -221,5 +258,40 @@ func newOffsetsResetCmd(srv *serverFlag) *cobra.Command {
 	cmd.Flags().StringVar(&group, "group", "", "consumer group (required)")
 	cmd.Flags().StringVar(&to, "to", "", "new position: earliest, latest, OFFSET, RFC3339 time or -DURATION (required)")
 	cmd.Flags().Int32Var(&part, "partition", 0, "reset only this partition (default: all)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object a line")
 	return cmd
+}
+
+// resetOffsets resets group's offsets and returns the offsets stored, read
+// back with the partitions' bounds, each saying whether (and why) the
+// server clamped the offset asked for.
+func resetOffsets(ctx context.Context, admin *client.Admin, group, topic string, p int32, pos client.Position) ([]offsetRow, error) {
+	reset, err := admin.ResetOffsets(ctx, group, topic, p, pos)
+	if err != nil {
+		return nil, err
+	}
+	offs, err := admin.FetchOffsets(ctx, group, topic)
+	if err != nil {
+		return nil, err
+	}
+	requested, explicit := pos.Offset()
+	rows := make([]offsetRow, 0, len(reset))
+	for _, o := range offs {
+		if !slices.ContainsFunc(reset, func(r client.CommittedOffset) bool { return r.Partition == o.Partition }) {
+			continue
+		}
+		r := offsetRow{CommittedOffset: o, committed: true}
+		if explicit {
+			r.requested = &requested
+			switch {
+			case o.Offset < requested:
+				r.clamped = fmt.Sprintf("clamped: offset %d is past the end of the partition; stored the high watermark, %d", requested, o.Offset)
+			case o.Offset > requested:
+				r.clamped = fmt.Sprintf("clamped: offset %d was removed by retention; stored the log start, %d", requested, o.Offset)
+			}
+		}
+		rows = append(rows, r)
+	}
+	slices.SortFunc(rows, func(a, b offsetRow) int { return int(a.Partition - b.Partition) })
+	return rows, nil
 }

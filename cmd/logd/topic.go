@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -25,17 +26,23 @@ func newTopicCmd() *cobra.Command {
 	return cmd
 }
 
+// retentionRule is the one statement of what retention deletes: the same
+// words in topic create and alter --help, topic describe and the README
+// (a test holds them together).
+const retentionRule = `Retention deletes whole closed segments only, oldest first, never the active one: a closed segment goes once all its records are older than --retention-time, or once the segments after it still hold at least --retention-bytes and --retention-records. So a partition keeps at least the newest --retention-records records and --retention-bytes bytes, and what shares a segment with them; records stay in the active segment until it rolls, at --segment-bytes or --segment-age.`
+
 // retentionFlags are the policy flags of topic create and alter, as given.
 type retentionFlags struct {
-	time, bytes, records, segmentBytes string
+	time, bytes, records, segmentBytes, segmentAge string
 }
 
 func (r *retentionFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&r.time, "retention-time", "", "delete records older than this: 7d, 12h, 90m, or unlimited (default 7d)")
-	f.StringVar(&r.bytes, "retention-bytes", "", "keep at most this much per partition: 10GiB, 500MB, or unlimited (default unlimited)")
-	f.StringVar(&r.records, "retention-records", "", "keep at most this many records per partition, or unlimited (default unlimited)")
-	f.StringVar(&r.segmentBytes, "segment-bytes", "", "roll segment files at this size: 128MiB (default 128MiB)")
+	f.StringVar(&r.time, "retention-time", "", "delete closed segments whose records are all older: 7d, 12h, 90m, or unlimited (default 7d)")
+	f.StringVar(&r.bytes, "retention-bytes", "", "per partition: keep at least this much, deleting older closed segments: 10GiB, 500MB, or unlimited (default unlimited)")
+	f.StringVar(&r.records, "retention-records", "", "per partition: keep at least the newest N records, deleting older closed segments, or unlimited (default unlimited)")
+	f.StringVar(&r.segmentBytes, "segment-bytes", "", "roll the active segment at this size: 128MiB (default 128MiB)")
+	f.StringVar(&r.segmentAge, "segment-age", "", "roll the active segment at this age, so a quiet topic's records can be trimmed: 1d, 12h (default 7d)")
 }
 
 // config parses the flags that were set.
@@ -63,6 +70,14 @@ func (r *retentionFlags) config() (cfg client.TopicConfig, set bool, err error) 
 			return cfg, false, fmt.Errorf("--retention-records: invalid count %q: use a positive number or unlimited", r.records)
 		}
 	}
+	if r.segmentAge != "" {
+		if cfg.SegmentAge, err = parseDuration(r.segmentAge); err != nil {
+			return cfg, false, fmt.Errorf("--segment-age: %w", err)
+		}
+		if cfg.SegmentAge <= 0 {
+			return cfg, false, fmt.Errorf("--segment-age: must be a positive duration such as 1d")
+		}
+	}
 	if r.segmentBytes != "" {
 		if cfg.SegmentBytes, err = parseSize(r.segmentBytes); err != nil {
 			return cfg, false, fmt.Errorf("--segment-bytes: %w", err)
@@ -71,7 +86,7 @@ func (r *retentionFlags) config() (cfg client.TopicConfig, set bool, err error) 
 			return cfg, false, fmt.Errorf("--segment-bytes: must be a positive size such as 128MiB")
 		}
 	}
-	return cfg, r.time != "" || r.bytes != "" || r.records != "" || r.segmentBytes != "", nil
+	return cfg, r.time != "" || r.bytes != "" || r.records != "" || r.segmentBytes != "" || r.segmentAge != "", nil
 }
 
 func topicArg(args []string) (string, error) {
@@ -89,6 +104,7 @@ func newTopicCreateCmd(srv *serverFlag) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a topic",
+		Long:  "Create a topic.\n\n" + retentionRule,
 		Args:  exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, err := topicArg(args)
@@ -129,15 +145,28 @@ func policy(c client.TopicConfig) string {
 }
 
 func newTopicListCmd(srv *serverFlag) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List topics",
-		Args:  cobra.NoArgs,
+		Long: `List topics. --json prints one object a line: name, partitions, replicas,
+created, retention_ms, retention_bytes, retention_records, segment_bytes,
+segment_ms (-1: unlimited).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return srv.run(func(c *client.Client) error {
 				topics, err := c.Admin().ListTopics(cmd.Context())
 				if err != nil {
 					return err
+				}
+				if asJSON {
+					enc := json.NewEncoder(cmd.OutOrStdout())
+					for _, t := range topics {
+						if err := enc.Encode(toTopicJSON(t)); err != nil {
+							return err
+						}
+					}
+					return nil
 				}
 				if len(topics) == 0 {
 					fmt.Fprintln(cmd.ErrOrStderr(), "no topics yet: create one with `logd topic create NAME`")
@@ -153,13 +182,21 @@ func newTopicListCmd(srv *serverFlag) *cobra.Command {
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object a line")
+	return cmd
 }
 
 func newTopicDescribeCmd(srv *serverFlag) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "describe NAME",
 		Short: "Show a topic's configuration and each partition's offsets, size and segments",
-		Args:  exactArgs("NAME"),
+		Long: `Show a topic's configuration and each partition's offsets, size and segments.
+--json prints one object: topic (as topic list --json prints it),
+retention_rule, and partitions, each with partition, log_start_offset,
+high_watermark, records, size_bytes, segments, and in a cluster leader and
+replicas.`,
+		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, err := topicArg(args)
 			if err != nil {
@@ -170,11 +207,16 @@ func newTopicDescribeCmd(srv *serverFlag) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if asJSON {
+					return writeTopicDetailJSON(cmd.OutOrStdout(), d)
+				}
 				writeTopicDetail(cmd.OutOrStdout(), d)
 				return nil
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return cmd
 }
 
 func writeTopicDetail(w io.Writer, d client.TopicDetail) {
@@ -183,7 +225,7 @@ func writeTopicDetail(w io.Writer, d client.TopicDetail) {
 	if !t.Created.IsZero() {
 		fmt.Fprintf(w, ", created %s", t.Created.UTC().Format(time.RFC3339))
 	}
-	fmt.Fprintf(w, "\n%s (segments also roll after %s)\n\n", policy(t.Config), formatDuration(t.Config.SegmentAge))
+	fmt.Fprintf(w, "\n%s (segments also roll after %s)\n%s\n\n", policy(t.Config), formatDuration(t.Config.SegmentAge), retentionRule)
 	cluster := false
 	for _, p := range d.Partitions {
 		cluster = cluster || p.Leader != ""
@@ -210,6 +252,7 @@ func newTopicAlterCmd(srv *serverFlag) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "alter NAME",
 		Short: "Change a topic's retention; it applies at the next retention pass, without a restart",
+		Long:  "Change a topic's retention; it applies at the next retention pass, without a restart.\n\n" + retentionRule,
 		Args:  exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, err := topicArg(args)
@@ -221,7 +264,7 @@ func newTopicAlterCmd(srv *serverFlag) *cobra.Command {
 				return err
 			}
 			if !set {
-				return fmt.Errorf("nothing to change: give --retention-time, --retention-bytes, --retention-records or --segment-bytes")
+				return fmt.Errorf("nothing to change: give --retention-time, --retention-bytes, --retention-records, --segment-bytes or --segment-age")
 			}
 			return srv.run(func(c *client.Client) error {
 				ti, err := c.Admin().AlterTopic(cmd.Context(), name, cfg)
