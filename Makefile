@@ -14,7 +14,7 @@ RACE_PKGS  := ./log/... ./partition/... ./offsets/... ./retention/... ./client/.
 PLAIN_PKGS := ./cmd/... ./test/... ./torture/... ./proto/...
 FUZZTIME  ?= 5s
 
-.PHONY: check-pkgs all build run test test-race test-fuzz fuzz lint proto tools bench bench-compare bench-cluster clean
+.PHONY: check-pkgs verify-deploy all build run test test-race test-fuzz fuzz lint proto tools bench bench-compare bench-cluster clean
 
 all: build
 
@@ -62,6 +62,11 @@ test-fuzz:
 
 fuzz:
 	$(MAKE) test-fuzz FUZZTIME=2m
+
+# verify-deploy: deploy/logd.service's hardening, and systemd-analyze
+# verify of it (the test skips that part, saying so, without systemd).
+verify-deploy:
+	$(GO) test -count=1 -v -run '^TestDeploySystemdUnit$$' ./cmd/logd/
 
 lint: $(TOOLS)/staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: run gofmt -w"; exit 1)
