@@ -69,11 +69,26 @@
 // returned so far as the group's committed offsets (commit after processing
 // for at-least-once delivery).
 //
+// # Errors and retries
+//
+// Every condition an application branches on is a sentinel matched with
+// errors.Is: ErrTopicNotFound, ErrTopicExists, ErrPartitionNotFound,
+// ErrOffsetOutOfRange (errors.As gives the *OutOfRangeError), ErrNotLeader,
+// ErrUnavailable, ErrUnreachable, ErrInvalidArgument, ... Errors from a node
+// keep their gRPC status too (status.Code works). Admin and metadata calls
+// retry ErrUnavailable (an election, a node restarting or still setting up)
+// with backoff for up to WithRetryTimeout (default 30s) before returning it;
+// when no node has ever answered the Client, nothing is running there and
+// the call fails at once with ErrUnreachable.
+//
 // # Example
 //
 //	c, err := client.Dial("127.0.0.1:7070") // or "host1:7070,host2:7070"
 //	if err != nil { ... }
 //	defer c.Close()
+//
+//	_, err = c.Admin().CreateTopic(ctx, "orders", client.TopicOptions{Partitions: 3})
+//	if err != nil && !errors.Is(err, client.ErrTopicExists) { ... }
 //
 //	p := c.NewProducer(client.ProducerOptions{})
 //	f := p.Produce(ctx, client.Record{Topic: "orders", Key: []byte("alice"), Value: []byte("42")})

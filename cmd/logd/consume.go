@@ -45,8 +45,9 @@ after that time. Default: earliest, or with --group the group's committed
 offset (earliest for partitions without one); --from overrides the committed
 offset. --follow tails new records: without --from it starts at the end (with
 --group, at the committed offsets, and at the end where there is none); with
---from it replays from there, then follows. A committed offset that retention already removed is reported on
-stderr and consumption resumes at the log start. With --group and --commit, the
+--from it replays from there, then follows. A committed offset that retention
+already removed is reported on stderr and consumption resumes at the log
+start. With --group and --commit, the
 offset after each printed record is committed as it is printed, so a consumer
 that stops, or --count N, resumes exactly after the last record printed.
 
@@ -65,38 +66,9 @@ A newline is added after each record unless FMT ends with \n.`,
 			if err != nil {
 				return err
 			}
-			opts := client.ConsumerOptions{Topic: topic, Group: fl.group, Follow: fl.follow, MaxWait: fl.maxWait}
-			if cmd.Flags().Changed("partition") {
-				if fl.part < 0 {
-					return fmt.Errorf("--partition %d: partitions are numbered from 0", fl.part)
-				}
-				opts.Partitions = []int32{fl.part}
-			}
-			if fl.from != "" {
-				if opts.Start, err = parsePosition(fl.from, time.Now()); err != nil {
-					return fmt.Errorf("--from: %w", err)
-				}
-				opts.IgnoreCommitted = true
-			} else if fl.follow {
-				opts.Start = client.Latest()
-			}
-			if fl.commit && fl.group == "" {
-				return errors.New("--commit needs --group: the committed offsets belong to a consumer group")
-			}
-			if fl.count < 0 {
-				return fmt.Errorf("--count %d: give a positive number of records", fl.count)
-			}
-			if fl.json && fl.format != "" {
-				return errors.New("--json and --format exclude each other: give one")
-			}
-			pr := valuePrinter
-			switch {
-			case fl.json:
-				pr = jsonPrinter
-			case fl.format != "":
-				if pr, err = formatPrinter(fl.format); err != nil {
-					return fmt.Errorf("--format: %w", err)
-				}
+			opts, pr, err := fl.options(topic, cmd.Flags().Changed("partition"))
+			if err != nil {
+				return err
 			}
 			return srv.run(func(c *client.Client) error {
 				return consume(cmd.Context(), c, opts, fl, srv.timeout, pr, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -116,6 +88,47 @@ A newline is added after each record unless FMT ends with \n.`,
 	f.DurationVar(&fl.maxWait, "max-wait", time.Second, "how long one fetch waits for new records")
 	f.MarkHidden("max-wait")
 	return cmd
+}
+
+// options checks the flags and turns them into the consumer's options and
+// the record printer. partitionSet: --partition was given.
+func (fl *consumeFlags) options(topic string, partitionSet bool) (client.ConsumerOptions, printer, error) {
+	opts := client.ConsumerOptions{Topic: topic, Group: fl.group, Follow: fl.follow, MaxWait: fl.maxWait}
+	if partitionSet {
+		if fl.part < 0 {
+			return opts, nil, fmt.Errorf("--partition %d: partitions are numbered from 0", fl.part)
+		}
+		opts.Partitions = []int32{fl.part}
+	}
+	var err error
+	if fl.from != "" {
+		if opts.Start, err = parsePosition(fl.from, time.Now()); err != nil {
+			return opts, nil, fmt.Errorf("--from: %w", err)
+		}
+		opts.IgnoreCommitted = true
+	} else if fl.follow {
+		// Tailing: what arrives from now on, as tail -f does.
+		opts.Start = client.Latest()
+	}
+	if fl.commit && fl.group == "" {
+		return opts, nil, errors.New("--commit needs --group: the committed offsets belong to a consumer group")
+	}
+	if fl.count < 0 {
+		return opts, nil, fmt.Errorf("--count %d: give a positive number of records", fl.count)
+	}
+	if fl.json && fl.format != "" {
+		return opts, nil, errors.New("--json and --format exclude each other: give one")
+	}
+	pr := valuePrinter
+	switch {
+	case fl.json:
+		pr = jsonPrinter
+	case fl.format != "":
+		if pr, err = formatPrinter(fl.format); err != nil {
+			return opts, nil, fmt.Errorf("--format: %w", err)
+		}
+	}
+	return opts, pr, nil
 }
 
 // transientBackoff is how often consume retries a server that cannot
