@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/logd/logd/client"
 )
 
 // An admin command right after a cluster node starts rides out its first
@@ -36,5 +39,22 @@ func TestBinAdminTimeoutIsOneClearLine(t *testing.T) {
 	failBin(t, nil, "", "cannot reach logd at 127.0.0.1:1: is `logd serve` running?", "topic", "list", "--server", "127.0.0.1:1")
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("an address where nothing listens took %v to fail: nothing to wait for", d)
+	}
+}
+
+// A consumer that was reading and loses its node says so; it does not ask
+// whether logd runs (that is for a command nothing ever answered).
+func TestRetryNoteOfAReadingConsumer(t *testing.T) {
+	c, err := client.Dial("127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.Admin().ListTopics(context.Background())
+	if note := retryNote(err, "127.0.0.1:1"); !strings.Contains(note, "lost the connection") || strings.Contains(note, "logd serve") {
+		t.Errorf("retry note: %s", note)
+	}
+	if msg := explain(err, "127.0.0.1:1").Error(); !strings.Contains(msg, "is `logd serve` running?") {
+		t.Errorf("explain: %s", msg)
 	}
 }

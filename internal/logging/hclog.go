@@ -92,10 +92,13 @@ func routine(msg, errText string, sinceStart time.Duration) (slog.Level, bool) {
 		// A joining or restarted follower catching up; an election another
 		// node started while this one still heard its leader.
 		return slog.LevelDebug, true
-	case msg == "failed to contact", msg == "heartbeat timeout reached, starting election",
-		msg == "Election timeout reached, restarting election":
-		// A follower went silent, or this node lost its leader: a restart,
-		// a SIGTERM. Losing the quorum stays a warning.
+	case msg == "failed to contact":
+		// A follower went silent (a restart, a SIGTERM): each group says it
+		// about twice a second until the follower is back.
+		return slog.LevelDebug, true
+	case msg == "heartbeat timeout reached, starting election", msg == "Election timeout reached, restarting election":
+		// This node lost its leader: an election follows. Losing the
+		// quorum stays a warning.
 		return slog.LevelInfo, true
 	}
 	return 0, false

@@ -39,7 +39,7 @@ func TestHCLogLevels(t *testing.T) {
 		{hclog.Warn, "appendEntries rejected, sending older logs", nil, 0, slog.LevelDebug},
 		{hclog.Warn, "no known peers, aborting election", nil, 0, slog.LevelDebug},
 		{hclog.Warn, "rejecting pre-vote request since we have a leader", nil, 0, slog.LevelDebug},
-		{hclog.Warn, "failed to contact", []any{"server-id", "n3"}, time.Hour, slog.LevelInfo},
+		{hclog.Warn, "failed to contact", []any{"server-id", "n3"}, time.Hour, slog.LevelDebug},
 		{hclog.Warn, "heartbeat timeout reached, starting election", nil, time.Hour, slog.LevelInfo},
 		// Not routine: these keep their level.
 		{hclog.Warn, "failed to contact quorum of nodes, stepping down", nil, time.Hour, slog.LevelWarn},
