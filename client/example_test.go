@@ -66,6 +66,37 @@ func ExampleAdmin() {
 	// partition 2: offsets 0 to 0
 }
 
+// Branching on an error: every condition is a sentinel for errors.Is.
+func ExampleAdmin_CreateTopic() {
+	addr, stop := startExampleServer()
+	defer stop()
+	ctx := context.Background()
+	c, err := client.Dial(addr, client.WithRetryTimeout(10*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	for range 2 {
+		_, err := c.Admin().CreateTopic(ctx, "payments", client.TopicOptions{Partitions: 4})
+		switch {
+		case errors.Is(err, client.ErrTopicExists):
+			fmt.Println("payments exists already")
+		case err != nil:
+			log.Fatal(err)
+		default:
+			fmt.Println("created payments")
+		}
+	}
+	if _, err := c.Admin().DescribeTopic(ctx, "refunds"); errors.Is(err, client.ErrTopicNotFound) {
+		fmt.Println("no topic refunds")
+	}
+	// Output:
+	// created payments
+	// payments exists already
+	// no topic refunds
+}
+
 func ExampleProducer() {
 	addr, stop := startExampleServer()
 	defer stop()
