@@ -360,6 +360,11 @@ func TestCLIRetentionTrimmedGroup(t *testing.T) {
 	}
 	t.Logf("after trim:\n%s%s", c.ok("", "topic", "describe", "r"), table)
 
+	// A reset below the log start stores the log start, and says so.
+	if out := c.ok("", "offsets", "reset", "--group", "other", "r", "--to", "0"); !strings.Contains(out,
+		fmt.Sprintf("clamped: offset 0 was removed by retention; stored the log start, %d", start)) {
+		t.Fatalf("reset below the log start:\n%s", out)
+	}
 	_, _, err := c.run("", "consume", "r", "--from", "0")
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("offset 0 of r/0 was removed by retention: the partition now starts at %d", start)) {
 		t.Fatalf("--from 0 after trim: %v", err)
