@@ -225,14 +225,17 @@ func (c *Client) unary(ctx context.Context, fn func(ctx context.Context, cc *grp
 			return err
 		}
 		waited := time.Since(start)
-		if waited+backoff > c.opts.retryTimeout || pastDeadline(ctx, backoff) {
+		// The last wait is cut short so the last attempt comes at the
+		// timeout, not a backoff before it.
+		wait := min(backoff, c.opts.retryTimeout-waited)
+		if wait < firstAdminBackoff/2 || pastDeadline(ctx, wait) {
 			if waited < firstAdminBackoff {
 				return err // retries are off, or the deadline allows none
 			}
 			return fmt.Errorf("still failing after retrying for %s: %w", waited.Round(100*time.Millisecond), err)
 		}
 		select {
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		case <-ctx.Done():
 			return err
 		}
