@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -58,6 +59,9 @@ partition is a Raft group on its topic's --replicas nodes.
 			if err != nil {
 				return err
 			}
+			// Whatever falls back to slog's (or the log package's) default
+			// logger writes in the node's format and level too.
+			slog.SetDefault(cfg.Logger)
 			s, err := server.Start(cfg)
 			if err != nil {
 				return err
