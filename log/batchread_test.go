@@ -14,42 +14,24 @@ import (
 // its own chunk buffer and each batch is appended to a new slice. ReadInto
 // must return the same bytes and the same errors.
 func readByScanner(l *Log, offset int64, maxBytes int) ([]byte, error) {
-	l.mu.Lock()
-	if err := l.checkOpenLocked(); err != nil {
-		l.mu.Unlock()
-		return nil, err
-	}
-	hw, start := l.hw, l.start
-	if offset < start || offset > hw {
-		l.mu.Unlock()
-		return nil, &OutOfRangeError{Offset: offset, StartOffset: start, HighWatermark: hw}
-	}
-	if offset == hw {
-		l.mu.Unlock()
-		return nil, nil
-	}
-	s := l.segmentForOffset(offset)
-	h, err := l.acquireLocked(s)
-	if err != nil {
-		l.mu.Unlock()
-		return nil, err
-	}
-	defer l.release(s)
-	rel := uint32(offset - s.base)
-	var ie indexEntry
-	mem := s.mem != nil
-	if mem {
-		e, _ := s.mem.byOffset(rel)
-		ie = orHeader(e)
-	}
-	end := s.size
-	l.mu.Unlock()
-	if !mem {
-		if ie, err = l.startForOffset(s, h, rel); err != nil {
-			return nil, err
+	var hw int64
+	loc, err := l.locate(func() (*segment, seek, error) {
+		hw = l.hw
+		if offset < l.start || offset > hw {
+			return nil, seek{}, &OutOfRangeError{Offset: offset, StartOffset: l.start, HighWatermark: hw}
 		}
+		if offset == hw {
+			return nil, seek{}, nil
+		}
+		s := l.segmentForOffset(offset)
+		return s, seek{by: byOffset, key: offset - s.base}, nil
+	})
+	if loc.s == nil {
+		return nil, err
 	}
-	sc := newScanner(h.f, int64(ie.pos), end, min(max(maxBytes, 16<<10), 1<<20))
+	s := loc.s
+	defer l.release(s)
+	sc := newScanner(loc.h.f, loc.pos, loc.end, min(max(maxBytes, 16<<10), 1<<20))
 	var out []byte
 	for {
 		pos, raw, e, err := sc.next()

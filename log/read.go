@@ -28,78 +28,43 @@ func (l *Log) Read(offset int64, maxBytes int) ([]byte, error) {
 // capacity of maxBytes + ReadBufferSlack reads most requests with one
 // pread. dst must not be used elsewhere until the result is no longer.
 func (l *Log) ReadInto(dst []byte, offset int64, maxBytes int) ([]byte, error) {
-	l.mu.Lock()
-	if err := l.checkOpenLocked(); err != nil {
-		l.mu.Unlock()
-		return nil, err
-	}
-	hw, start := l.hw, l.start
-	if offset < start || offset > hw {
-		l.mu.Unlock()
-		return nil, &OutOfRangeError{Offset: offset, StartOffset: start, HighWatermark: hw}
-	}
-	if offset == hw {
-		l.mu.Unlock()
-		return nil, nil
-	}
-	s := l.segmentForOffset(offset)
-	h, err := l.acquireLocked(s)
-	if err != nil {
-		l.mu.Unlock()
-		return nil, err
-	}
-	defer l.release(s)
-	rel := uint32(offset - s.base)
-	var ie indexEntry
-	mem := s.mem != nil
-	if mem {
-		e, _ := s.mem.byOffset(rel)
-		ie = orHeader(e)
-	}
-	end := s.size
-	l.mu.Unlock()
-	if !mem {
-		if ie, err = l.startForOffset(s, h, rel); err != nil {
-			return nil, err
+	var hw int64
+	loc, err := l.locate(func() (*segment, seek, error) {
+		hw = l.hw
+		if offset < l.start || offset > hw {
+			return nil, seek{}, &OutOfRangeError{Offset: offset, StartOffset: l.start, HighWatermark: hw}
 		}
+		if offset == hw {
+			return nil, seek{}, nil
+		}
+		s := l.segmentForOffset(offset)
+		return s, seek{by: byOffset, key: offset - s.base}, nil
+	})
+	if loc.s == nil {
+		return nil, err
 	}
-	return readBatches(s, h.f, dst, int64(ie.pos), end, offset, hw, maxBytes)
+	defer l.release(loc.s)
+	return readBatches(loc.s, loc.h.f, dst, loc.pos, loc.end, offset, hw, maxBytes)
 }
 
 // Entry returns the entry at a Raft index, or ErrNotFound.
 func (l *Log) Entry(index uint64) (Entry, error) {
-	l.mu.Lock()
-	if err := l.checkOpenLocked(); err != nil {
-		l.mu.Unlock()
-		return Entry{}, err
-	}
-	s := l.segmentForIndex(index)
-	if s == nil {
-		l.mu.Unlock()
-		return Entry{}, fmt.Errorf("%w: index %d", ErrNotFound, index)
-	}
-	h, err := l.acquireLocked(s)
-	if err != nil {
-		l.mu.Unlock()
-		return Entry{}, err
-	}
-	defer l.release(s)
-	ord := uint32(index - s.firstIndex)
-	var ie indexEntry
-	mem := s.mem != nil
-	if mem {
-		e, _ := s.mem.byOrdinal(ord)
-		ie = orHeader(e)
-	}
-	end := s.size
-	l.mu.Unlock()
-	if !mem {
-		if ie, err = l.startForOrdinal(s, h, ord); err != nil {
-			return Entry{}, err
+	var ord uint32
+	loc, err := l.locate(func() (*segment, seek, error) {
+		s := l.segmentForIndex(index)
+		if s == nil {
+			return nil, seek{}, fmt.Errorf("%w: index %d", ErrNotFound, index)
 		}
+		ord = uint32(index - s.firstIndex)
+		return s, seek{by: byOrdinal, key: int64(ord)}, nil
+	})
+	if loc.s == nil {
+		return Entry{}, err
 	}
-	sc := newScanner(h.f, int64(ie.pos), end, 2*l.opts.IndexIntervalBytes)
-	for n := ie.ordinal; ; n++ {
+	s := loc.s
+	defer l.release(s)
+	sc := newScanner(loc.h.f, loc.pos, loc.end, 2*l.opts.IndexIntervalBytes)
+	for n := loc.ordinal; ; n++ {
 		pos, raw, e, err := sc.next()
 		if err == io.EOF {
 			return Entry{}, fmt.Errorf("%w: index %d: %s ends first", ErrNotFound, index, s.path())
@@ -126,43 +91,28 @@ func (l *Log) Entry(index uint64) (Entry, error) {
 // timestamp, then the time index skips within the segment, then batches are
 // decoded to find the first record.
 func (l *Log) OffsetForTime(ts int64) (int64, error) {
-	l.mu.Lock()
-	if err := l.checkOpenLocked(); err != nil {
-		l.mu.Unlock()
+	var hw int64
+	loc, err := l.locate(func() (*segment, seek, error) {
+		hw = l.hw
+		for _, s := range l.segs {
+			if s.maxTS >= ts {
+				if s.base >= hw {
+					return nil, seek{}, nil
+				}
+				return s, seek{by: byTime, key: ts}, nil
+			}
+		}
+		return nil, seek{}, nil
+	})
+	if err != nil {
 		return 0, err
 	}
-	hw := l.hw
-	var s *segment
-	for _, c := range l.segs {
-		if c.maxTS >= ts {
-			s = c
-			break
-		}
-	}
-	if s == nil || s.base >= hw {
-		l.mu.Unlock()
+	if loc.s == nil {
 		return hw, nil
 	}
-	h, err := l.acquireLocked(s)
-	if err != nil {
-		l.mu.Unlock()
-		return 0, err
-	}
+	s := loc.s
 	defer l.release(s)
-	var te timeEntry
-	mem := s.mem != nil
-	if mem {
-		e, _ := s.mem.byTime(ts)
-		te = orHeaderT(e)
-	}
-	end := s.size
-	l.mu.Unlock()
-	if !mem {
-		if te, err = l.startForTime(s, h, ts); err != nil {
-			return 0, err
-		}
-	}
-	sc := newScanner(h.f, int64(te.pos), end, 0)
+	sc := newScanner(loc.h.f, loc.pos, loc.end, 0)
 	for {
 		pos, raw, e, err := sc.next()
 		if err == io.EOF {
