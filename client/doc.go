@@ -16,7 +16,7 @@
 // # Producer guarantees
 //
 //   - Routing: an explicit Record.Partition wins; else a keyed record goes to
-//     partition.ForKey(key, n), the partition a Kafka client would choose;
+//     routing.ForKey(key, n), the partition a Kafka client would choose;
 //     else records are spread in sticky batches, one partition per batch,
 //     round-robin.
 //   - Acknowledgement: a record's Future completes once the server

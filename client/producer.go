@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/logd/logd/internal/batch"
-	"github.com/logd/logd/partition"
 	logdv1 "github.com/logd/logd/proto/logd/v1"
+	"github.com/logd/logd/routing"
 )
 
 // Acks says when the server acknowledges a batch.
@@ -224,7 +224,7 @@ func (p *Producer) enqueue(ctx context.Context, rec Record, f *Future) error {
 			return fmt.Errorf("%w: topic %q has partitions 0 to %d, not %d", ErrInvalidRecord, rec.Topic, n-1, part)
 		}
 	case rec.Key != nil:
-		part = partition.ForKey(rec.Key, int(n))
+		part = routing.ForKey(rec.Key, int(n))
 	}
 	if rec.Timestamp.IsZero() {
 		rec.Timestamp = time.Now()

@@ -15,8 +15,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/logd/logd/partition"
 	logdv1 "github.com/logd/logd/proto/logd/v1"
+	"github.com/logd/logd/routing"
 )
 
 // checkNoLeaks fails the test when goroutines started during it are still
@@ -65,7 +65,7 @@ func TestProducerRoutesKeyedRecordsAndBatches(t *testing.T) {
 		if err != nil {
 			t.Fatalf("record %d: %v", i, err)
 		}
-		want := partition.ForKey([]byte(fmt.Sprintf("key-%d", i%17)), 3)
+		want := routing.ForKey([]byte(fmt.Sprintf("key-%d", i%17)), 3)
 		if ack.Partition != want {
 			t.Fatalf("record %d went to partition %d, want %d", i, ack.Partition, want)
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/logd/logd/client"
 	"github.com/logd/logd/internal/server"
 	"github.com/logd/logd/internal/server/servertest"
-	"github.com/logd/logd/partition"
+	"github.com/logd/logd/routing"
 )
 
 func dialServer(t *testing.T, mutate ...func(*server.Config)) (*client.Client, *server.Server) {
@@ -84,7 +84,7 @@ func TestServerProduceConsumeKeyedInOrder(t *testing.T) {
 	}
 	last := map[string]int{}
 	for _, r := range recs {
-		if want := partition.ForKey(r.Key, 3); r.Partition != want {
+		if want := routing.ForKey(r.Key, 3); r.Partition != want {
 			t.Fatalf("key %s in partition %d, want %d", r.Key, r.Partition, want)
 		}
 		var v int

@@ -8,7 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/logd/logd/partition"
+	"github.com/logd/logd/routing"
 )
 
 // Limits on what a commit may carry.
@@ -110,7 +110,7 @@ func (s *Store) Fetch(group, topic string) ([]Committed, error) {
 	}
 	prefix := groupPrefix(group)
 	if topic != "" {
-		if err := partition.ValidateTopicName(topic); err != nil {
+		if err := routing.ValidateTopicName(topic); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 		}
 		prefix = topicPrefix(group, topic)
@@ -178,7 +178,7 @@ func (s *Store) Groups() ([]string, error) {
 // listed first, so the caller must already refuse commits to the topic (a
 // commit naming a group new to the store could land in between).
 func (s *Store) DeleteTopic(topic string) error {
-	if err := partition.ValidateTopicName(topic); err != nil {
+	if err := routing.ValidateTopicName(topic); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 	}
 	groups, err := s.Groups()
@@ -280,7 +280,7 @@ func validatePartition(group, topic string, part int32) error {
 	if err := validateGroup(group); err != nil {
 		return err
 	}
-	if err := partition.ValidateTopicName(topic); err != nil {
+	if err := routing.ValidateTopicName(topic); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 	}
 	if part < 0 {
@@ -290,7 +290,7 @@ func validatePartition(group, topic string, part int32) error {
 }
 
 func validateCommitted(c Committed) error {
-	if err := partition.ValidateTopicName(c.Topic); err != nil {
+	if err := routing.ValidateTopicName(c.Topic); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 	}
 	if c.Partition < 0 {

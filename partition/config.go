@@ -4,12 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/logd/logd/routing"
 )
 
 // Sentinel errors of this package; the server maps them to gRPC codes.
 var (
 	ErrTopicNotFound      = errors.New("topic not found")
-	ErrInvalidTopicName   = errors.New("invalid topic name")
 	ErrTopicExists        = errors.New("topic already exists")
 	ErrPartitionNotFound  = errors.New("partition not found")
 	ErrInvalidConfig      = errors.New("invalid topic config")
@@ -81,7 +82,7 @@ func (c TopicConfig) Apply(ch ConfigChange) TopicConfig {
 
 // Validate checks a config; errors wrap ErrInvalidConfig and say what to do.
 func (c TopicConfig) Validate() error {
-	if err := ValidateTopicName(c.Name); err != nil {
+	if err := routing.ValidateTopicName(c.Name); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	if c.Partitions < 1 || c.Partitions > MaxPartitions {

@@ -1,7 +1,7 @@
 // Package partition owns topics and their partitions on one node: topic
 // configs (persisted in the node's Pebble DB), the partitions' logs on disk,
-// key -> partition routing (Kafka's murmur2, shared with the client), and the
-// append path's producer deduplication.
+// and the append path's producer deduplication. Key -> partition routing and
+// topic-name validation live in package routing, shared with the client.
 //
 // # Layout
 //

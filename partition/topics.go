@@ -14,6 +14,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/logd/logd/log"
+	"github.com/logd/logd/routing"
 )
 
 // Options configure Topics.
@@ -220,7 +221,7 @@ func (t *Topics) Config(name string) (TopicConfig, error) {
 
 // Partitions returns a topic's config and partitions.
 func (t *Topics) Partitions(name string) (TopicConfig, []*Partition, error) {
-	if err := ValidateTopicName(name); err != nil {
+	if err := routing.ValidateTopicName(name); err != nil {
 		return TopicConfig{}, nil, err
 	}
 	t.mu.RLock()

@@ -15,7 +15,7 @@ import (
 
 	"github.com/logd/logd/internal/server"
 	"github.com/logd/logd/internal/server/servertest"
-	"github.com/logd/logd/partition"
+	"github.com/logd/logd/routing"
 )
 
 type cli struct {
@@ -140,7 +140,7 @@ func TestCLIProduceKeyedConsumeJSON(t *testing.T) {
 		if r.Key == nil || r.Topic != "ev" || r.Timestamp == "" {
 			t.Fatalf("bad record %+v", r)
 		}
-		if want := partition.ForKey([]byte(*r.Key), 4); r.Partition != want {
+		if want := routing.ForKey([]byte(*r.Key), 4); r.Partition != want {
 			t.Fatalf("key %s in partition %d, want %d", *r.Key, r.Partition, want)
 		}
 		var i int

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logd/logd/client"
-	"github.com/logd/logd/partition"
+	"github.com/logd/logd/routing"
 )
 
 func newTopicCmd() *cobra.Command {
@@ -90,7 +90,7 @@ func (r *retentionFlags) config() (cfg client.TopicConfig, set bool, err error) 
 }
 
 func topicArg(args []string) (string, error) {
-	if err := partition.ValidateTopicName(args[0]); err != nil {
+	if err := routing.ValidateTopicName(args[0]); err != nil {
 		return "", err
 	}
 	return args[0], nil

@@ -6,6 +6,7 @@ import (
 
 	"github.com/logd/logd/partition"
 	pb "github.com/logd/logd/proto/logd/v1"
+	"github.com/logd/logd/routing"
 )
 
 // CreateTopic creates a topic.
@@ -13,7 +14,7 @@ func (s *Server) CreateTopic(ctx context.Context, req *pb.CreateTopicRequest) (*
 	if err := s.disk.checkMetadata(); err != nil {
 		return nil, err
 	}
-	if err := partition.ValidateTopicName(req.Name); err != nil {
+	if err := routing.ValidateTopicName(req.Name); err != nil {
 		return nil, invalidArg("create topic: %v", err)
 	}
 	if req.Partitions <= 0 {

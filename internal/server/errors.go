@@ -14,6 +14,7 @@ import (
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
+	"github.com/logd/logd/routing"
 )
 
 // errorDomain names logd in ErrorInfo details.
@@ -36,7 +37,7 @@ func toStatus(err error) error {
 		return status.Error(codes.NotFound, err.Error()+" (list topics with `logd topic list`)")
 	case errors.Is(err, partition.ErrTopicExists):
 		return status.Error(codes.AlreadyExists, err.Error())
-	case errors.Is(err, partition.ErrInvalidConfig), errors.Is(err, partition.ErrInvalidTopicName), errors.Is(err, batch.ErrCorrupt),
+	case errors.Is(err, partition.ErrInvalidConfig), errors.Is(err, routing.ErrInvalidTopicName), errors.Is(err, batch.ErrCorrupt),
 		errors.Is(err, batch.ErrShort), errors.Is(err, batch.ErrUnsupported), errors.Is(err, log.ErrInvalidBatch),
 		errors.Is(err, offsets.ErrInvalidArgument), errors.Is(err, offsets.ErrInvalidReset):
 		return status.Error(codes.InvalidArgument, err.Error())

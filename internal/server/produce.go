@@ -17,6 +17,7 @@ import (
 	"github.com/logd/logd/partition"
 	pb "github.com/logd/logd/proto/logd/v1"
 	"github.com/logd/logd/replication"
+	"github.com/logd/logd/routing"
 )
 
 // streamInflight bounds the requests one ProduceStream may have in flight;
@@ -306,7 +307,7 @@ func (s *Server) routeRecords(req *pb.ProduceRequest, parts []*partition.Partiti
 		case req.Partition != nil:
 			pid = *req.Partition
 		case len(r.Key) > 0:
-			pid = partition.ForKey(r.Key, n)
+			pid = routing.ForKey(r.Key, n)
 		default:
 			pid = sticky
 		}

@@ -20,8 +20,8 @@ import (
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/internal/server"
 	"github.com/logd/logd/internal/server/servertest"
-	"github.com/logd/logd/partition"
 	pb "github.com/logd/logd/proto/logd/v1"
+	"github.com/logd/logd/routing"
 )
 
 type conn struct {
@@ -84,7 +84,7 @@ func TestProduceFetchRecords(t *testing.T) {
 	if total != 30 {
 		t.Fatalf("appended %d records: %+v", total, resp.Appends)
 	}
-	// Every key lands on partition.ForKey's partition, in order.
+	// Every key lands on routing.ForKey's partition, in order.
 	seen := 0
 	for p := range int32(3) {
 		f, err := c.log.Fetch(ctx(t), &pb.FetchRequest{Topic: "orders", Partition: p, Decode: true})
@@ -96,7 +96,7 @@ func TestProduceFetchRecords(t *testing.T) {
 			if r.Offset != int64(i) {
 				t.Fatalf("partition %d record %d has offset %d", p, i, r.Offset)
 			}
-			if want := partition.ForKey(r.Key, 3); want != p {
+			if want := routing.ForKey(r.Key, 3); want != p {
 				t.Fatalf("key %s on partition %d, want %d", r.Key, p, want)
 			}
 			var n int

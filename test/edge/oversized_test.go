@@ -14,8 +14,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/logd/logd/internal/batch"
-	"github.com/logd/logd/partition"
 	pb "github.com/logd/logd/proto/logd/v1"
+	"github.com/logd/logd/routing"
 )
 
 // The server's defaults (internal/server): a batch or request of records is
@@ -111,7 +111,7 @@ func TestRejectedProduceAppendsNothing(t *testing.T) {
 	keyFor := func(part int32) []byte {
 		for i := 0; ; i++ {
 			k := []byte(fmt.Sprintf("k%d", i))
-			if partition.ForKey(k, 2) == part {
+			if routing.ForKey(k, 2) == part {
 				return k
 			}
 		}

@@ -1,8 +1,12 @@
-package partition
+package routing
 
 import (
+	"errors"
 	"fmt"
 )
+
+// ErrInvalidTopicName is wrapped by ValidateTopicName's errors.
+var ErrInvalidTopicName = errors.New("invalid topic name")
 
 // Murmur2 is Kafka's murmur2 hash (org.apache.kafka.common.utils.Utils.murmur2),
 // so that a key lands on the partition a Kafka client would choose.
