@@ -101,6 +101,8 @@ type Partition struct {
 	// ready proves, for a term this replica leads, that every entry of
 	// earlier terms is applied (see Leading).
 	ready atomic.Pointer[readiness]
+	// reads proves leadership for linearizable reads (ConfirmRead).
+	reads *ReadIndex
 }
 
 // snapshotStore is the partition's raft.SnapshotStore, remembering the
@@ -183,6 +185,7 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 		return nil, fmt.Errorf("replication: %s: start raft: %w", cfg.Group, err)
 	}
 	p.raft = r
+	p.reads = NewReadIndex(r, ReadBarrierTimeout)
 	p.store.SetAppliedIndex(r.AppliedIndex)
 	return p, nil
 }
@@ -196,7 +199,9 @@ func (p *Partition) Bootstrap(servers []raft.Server) error {
 // Group is the group id.
 func (p *Partition) Group() string { return p.group }
 
-// Raft exposes the group's Raft instance (state, stats, membership).
+// Raft exposes the group's Raft instance to this package's tests and
+// harness (clustertest); other packages use the methods of control.go and
+// membership.go instead.
 func (p *Partition) Raft() *raft.Raft { return p.raft }
 
 // Log is the partition's log.

@@ -75,11 +75,9 @@ type cluster struct {
 	stop  context.CancelFunc
 	wg    sync.WaitGroup
 	recMu sync.Mutex // one reconcile at a time
-	// readIndex: per *raft.Raft, the replication.ReadIndex that makes
-	// reads served by this node as the group's leader linearizable.
-	readIndex sync.Map
-	kick      chan struct{}
-	logger    hclog.Logger
+
+	kick   chan struct{}
+	logger hclog.Logger
 }
 
 // startCluster starts the Raft port and the metadata group. Its
@@ -347,18 +345,18 @@ func (c *cluster) reconcileReplica(ctx context.Context, st meta.State, t meta.To
 	case !want:
 		return nil
 	}
-	if r.Raft().State() != raft.Leader {
+	if !r.IsLeader() {
 		return nil
 	}
 	// The leader makes the group's voters the placement's: adds first, so a
 	// partition never runs on fewer replicas than asked, then removals
 	// (itself last: a leader removing itself steps down).
-	f := r.Raft().GetConfiguration()
-	if err := f.Error(); err != nil {
+	servers, err := r.Servers()
+	if err != nil {
 		return err
 	}
 	var have []string
-	for _, s := range f.Configuration().Servers {
+	for _, s := range servers {
 		have = append(have, string(s.ID))
 	}
 	for _, n := range t.Replicas[id] {
@@ -446,10 +444,10 @@ func (c *cluster) replica(p *partition.Partition) (*replication.Partition, error
 		}
 		return nil, notLeader(p, "")
 	}
-	if r.Raft().State() == raft.Leader {
+	if r.IsLeader() {
 		return r, nil
 	}
-	_, id := r.Raft().LeaderWithID()
+	id, _ := r.Leader()
 	return nil, notLeader(p, st.Nodes[string(id)].APIAddr)
 }
 
@@ -473,10 +471,10 @@ func (c *cluster) lagLoop(ctx context.Context) {
 		for _, tp := range st.Topics {
 			for i, set := range tp.Replicas {
 				r := c.node.Partition(meta.GroupOf(tp.Config, int32(i)))
-				if r == nil || r.Raft().State() != raft.Leader {
+				if r == nil || !r.IsLeader() {
 					continue
 				}
-				leading[fmt.Sprintf("%s/%d", tp.Config.Name, i)] = led{tp.Config.Name, int32(i), r.Raft().LastIndex()}
+				leading[fmt.Sprintf("%s/%d", tp.Config.Name, i)] = led{tp.Config.Name, int32(i), r.LastIndex()}
 				for _, n := range set {
 					if n != c.self {
 						followers[n] = true

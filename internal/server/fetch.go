@@ -175,7 +175,7 @@ func (s *Server) fetchTarget(topic string, part int32, offset int64, maxBytes in
 		// A read that may come back empty must not miss a record another
 		// leader acknowledged: see cluster.linearizable.
 		if offset >= p.Log.HighWatermark() {
-			if err := s.cl.linearizable(r.Raft(), "partition "+p.Name()); err != nil {
+			if err := s.cl.linearizable(context.Background(), r, "partition "+p.Name()); err != nil {
 				return nil, 0, err
 			}
 		}

@@ -184,7 +184,7 @@ func (c *cluster) listOffset(ctx context.Context, p *partition.Partition, req *p
 	r, err := c.replica(p)
 	if err == nil {
 		// Served here: the answer (the high watermark) must be current.
-		return nil, c.linearizable(r.Raft(), "partition "+p.Name())
+		return nil, c.linearizable(ctx, r, "partition "+p.Name())
 	}
 	lead := leaderHint(err)
 	if lead == "" || forwarded(ctx) {
@@ -234,27 +234,27 @@ func (c *cluster) partitionLog(ctx context.Context, p *partition.Partition) (off
 	}, nil
 }
 
-// linearizable makes a read served by the leader of group r current: every
-// record (or metadata change) acknowledged before it is applied here, and
-// this replica still leads. Without it a leader cut off from the others (or
-// paused past an election) would answer from its stale state. The proof is a
-// barrier started after the read arrived (replication.ReadIndex, which says
-// why Raft's VerifyLeader is not one), shared by concurrent reads. A node
-// that turns out not to lead answers UNAVAILABLE naming the leader.
-func (c *cluster) linearizable(r *raft.Raft, what string) error {
-	ri, ok := c.readIndex.Load(r)
-	if !ok {
-		ri, _ = c.readIndex.LoadOrStore(r, replication.NewReadIndex(r, 5*time.Second))
-	}
-	if err := ri.(*replication.ReadIndex).Confirm(context.Background()); err != nil {
-		return c.readError(r, what, err)
-	}
-	return nil
+// readConfirmer is a Raft group whose leader serves reads: a partition's
+// replica or the metadata group.
+type readConfirmer interface {
+	ConfirmRead(ctx context.Context) error
 }
 
-func (c *cluster) readError(r *raft.Raft, what string, err error) error {
+// linearizable makes a read served by the leader of group g current:
+// every record (or metadata change) acknowledged before it is applied
+// here, and this replica still leads. Without it a leader cut off from the
+// others (or paused past an election) would answer from its stale state.
+// The proof is a barrier started after the read arrived (g.ConfirmRead:
+// replication.ReadIndex, which says why Raft's VerifyLeader is not one),
+// shared by concurrent reads. A node that turns out not to lead answers
+// UNAVAILABLE naming the leader.
+func (c *cluster) linearizable(ctx context.Context, g readConfirmer, what string) error {
+	err := g.ConfirmRead(ctx)
+	if err == nil {
+		return nil
+	}
 	var nl *replication.NotLeaderError
-	if errors.As(replication.AsNotLeader(what, r, err), &nl) {
+	if errors.As(err, &nl) {
 		return unavailableLeader(what, c.apiAddr(string(nl.LeaderID)))
 	}
 	return status.Errorf(codes.Unavailable, "%s: cannot confirm this node still leads (%v): retry", what, err)
@@ -280,7 +280,7 @@ func (s *Server) topicLookup(ctx context.Context, topic string, err error) error
 		}
 		return unavailableLeader("the cluster metadata", "")
 	}
-	if err := c.linearizable(c.meta.Raft(), "the cluster metadata"); err != nil {
+	if err := c.linearizable(ctx, c.meta, "the cluster metadata"); err != nil {
 		return err
 	}
 	if _, ok := c.meta.FSM.State().Topics[topic]; ok {

@@ -76,7 +76,7 @@ func (s *Server) FetchOffsets(ctx context.Context, req *pb.FetchOffsetsRequest) 
 		}
 	} else {
 		if s.cl != nil {
-			if err := s.cl.linearizable(s.cl.meta.Raft(), "the cluster metadata"); err != nil {
+			if err := s.cl.linearizable(ctx, s.cl.meta, "the cluster metadata"); err != nil {
 				return nil, err
 			}
 		}
@@ -121,7 +121,7 @@ func (s *Server) ListGroups(ctx context.Context, req *pb.ListGroupsRequest) (*pb
 		}
 	}
 	if s.cl != nil {
-		if err := s.cl.linearizable(s.cl.meta.Raft(), "the cluster metadata"); err != nil {
+		if err := s.cl.linearizable(ctx, s.cl.meta, "the cluster metadata"); err != nil {
 			return nil, err
 		}
 	}

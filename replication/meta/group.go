@@ -20,6 +20,7 @@ type Group struct {
 	raft     *raft.Raft
 	trans    *raft.NetworkTransport
 	store    *replication.PebbleLogStore
+	reads    *replication.ReadIndex
 	existing bool
 }
 
@@ -72,6 +73,7 @@ func Open(n *replication.Node) (*Group, error) {
 		return nil, fmt.Errorf("meta: start raft: %w", err)
 	}
 	g.raft = r
+	g.reads = replication.NewReadIndex(r, replication.ReadBarrierTimeout)
 	return g, nil
 }
 
@@ -87,9 +89,6 @@ func (g *Group) Bootstrap(id raft.ServerID, addr raft.ServerAddress) error {
 	}
 	return err
 }
-
-// Raft is the group's Raft instance.
-func (g *Group) Raft() *raft.Raft { return g.raft }
 
 // IsLeader reports whether this replica leads the group.
 func (g *Group) IsLeader() bool { return g.raft.State() == raft.Leader }
@@ -151,6 +150,17 @@ func (g *Group) RemoveServer(id raft.ServerID) error {
 // committed before, so its state is current.
 func (g *Group) Barrier(timeout time.Duration) error {
 	if err := g.raft.Barrier(timeout).Error(); err != nil {
+		return g.raftError(err)
+	}
+	return nil
+}
+
+// ConfirmRead makes a read of the metadata served by this replica
+// linearizable: it returns once a barrier started after the call committed
+// and was applied here (replication.ReadIndex). A replica that does not,
+// or no longer, leads answers a *replication.NotLeaderError.
+func (g *Group) ConfirmRead(ctx context.Context) error {
+	if err := g.reads.Confirm(ctx); err != nil {
 		return g.raftError(err)
 	}
 	return nil

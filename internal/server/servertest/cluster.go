@@ -64,9 +64,9 @@ func NewCluster(t testing.TB, n int, mutate ...func(*server.Config)) *Cluster {
 	return c
 }
 
-// Raft is the Raft configuration of the test clusters: timeouts generous
+// RaftConfig is the Raft configuration of the test clusters: timeouts generous
 // enough for a loaded 2-core CI machine.
-func Raft() *raft.Config {
+func RaftConfig() *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.HeartbeatTimeout = 1500 * time.Millisecond
 	rc.ElectionTimeout = 1500 * time.Millisecond
@@ -80,7 +80,7 @@ func (n *Node) start(bootstrap bool) error {
 		return err
 	}
 	cfg := server.Config{DataDir: n.Dir, Addr: n.APIAddr, Cluster: &server.ClusterConfig{
-		NodeID: n.ID, RaftListener: ln, Bootstrap: bootstrap, RaftDial: n.c.Net.Dialer(n.ID), Raft: Raft(),
+		NodeID: n.ID, RaftListener: ln, Bootstrap: bootstrap, RaftDial: n.c.Net.Dialer(n.ID), Raft: RaftConfig(),
 	}}
 	if !bootstrap {
 		cfg.Cluster.Join = n.c.nodes[0].APIAddr
