@@ -38,8 +38,9 @@ $(TOOLS)/protoc-gen-go:
 $(TOOLS)/protoc-gen-go-grpc:
 	$(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
 
-# test: lint (gofmt, vet, staticcheck), every package once, the concurrent
-# ones under -race, and a few seconds of each fuzz target.
+# test: lint (gofmt, go mod tidy, vet, staticcheck, no *raft.Raft outside
+# replication), every package once, the concurrent ones under -race, and a
+# few seconds of each fuzz target.
 test: tools build lint
 	@$(MAKE) --no-print-directory check-pkgs
 	$(GO) test -count=1 -race -timeout 10m $(RACE_PKGS)
@@ -70,6 +71,9 @@ verify-deploy:
 
 lint: $(TOOLS)/staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: run gofmt -w"; exit 1)
+	@$(GO) mod tidy -diff >/dev/null || ($(GO) mod tidy -diff; echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1)
+	@if grep -n 'Raft()' $$(git ls-files '*.go' | grep -v '^replication/'); then \
+	  echo "only package replication touches *raft.Raft: give replication a method (see replication/control.go)"; exit 1; fi
 	$(GO) vet ./...
 	staticcheck ./...
 
