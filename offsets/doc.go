@@ -41,7 +41,7 @@
 //   - Commit writes one Pebble batch with Sync: all offsets of a call become
 //     durable together, or none do; when Commit returns nil they survive a
 //     crash. Each offset is its own small key: a commit never rewrites a
-//     group's other offsets (DESIGN: offsets are small keyed writes).
+//     group's other offsets (docs/architecture.md: offsets are small keyed writes).
 //   - Committed offsets are >= 0. The store keeps what the group committed,
 //     even when retention has since trimmed it: Lag reports such an offset as
 //     trimmed instead of the store silently clamping it.
@@ -49,7 +49,7 @@
 //
 // # Lag, trimmed offsets and resets
 //
-// Lag follows DESIGN: lag = high watermark - committed. An offset below the
+// Lag follows docs/architecture.md: lag = high watermark - committed. An offset below the
 // log start was trimmed by retention: Lag says so, counts the records lost
 // (log start - committed) and resumes the consumer at the log start.
 //

@@ -2,7 +2,7 @@ package offsets
 
 // LagInfo is where a group stands in one partition.
 type LagInfo struct {
-	// Lag is high watermark - committed (DESIGN), never negative. For a
+	// Lag is high watermark - committed (docs/architecture.md), never negative. For a
 	// trimmed offset it includes the Lost records.
 	Lag int64
 	// Trimmed is true when retention removed records the group had not yet

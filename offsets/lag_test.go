@@ -12,7 +12,7 @@ func TestLag(t *testing.T) {
 		{"behind", 40, 0, 100, LagInfo{Lag: 60, ResumeAt: 40}},
 		{"at log start", 50, 50, 80, LagInfo{Lag: 30, ResumeAt: 50}},
 		{"empty log", 0, 0, 0, LagInfo{Lag: 0, ResumeAt: 0}},
-		// DESIGN: lag = HW - committed, including what retention removed.
+		// docs/architecture.md: lag = HW - committed, including what retention removed.
 		{"trimmed", 10, 50, 80, LagInfo{Lag: 70, Trimmed: true, Lost: 40, ResumeAt: 50}},
 		{"trimmed to empty log", 10, 80, 80, LagInfo{Lag: 70, Trimmed: true, Lost: 70, ResumeAt: 80}},
 		{"one record trimmed", 49, 50, 50, LagInfo{Lag: 1, Trimmed: true, Lost: 1, ResumeAt: 50}},

@@ -65,7 +65,8 @@
 //
 // # Invariants the checkers hold the server to
 //
-// They are DESIGN.md's: an acknowledged record is never lost and keeps its
+// They are logd's guarantees (README.md, docs/architecture.md): an
+// acknowledged record is never lost and keeps its
 // offset; a retried batch is never appended twice; records of one key are
 // read back in the order they were acknowledged; an offset never changes its
 // record; reads see only what a sequential append-only log would show

@@ -173,8 +173,8 @@ func (c *ProcessCluster) Addr(node int) string {
 // RaftAddr is the Raft address chosen for node (see ClusterArgs).
 func (c *ProcessCluster) RaftAddr(node int) string { return c.nodes[node].raftAddr }
 
-// ClusterArgs are the `logd serve` cluster flags of node (DESIGN.md's CLI
-// contract): ids from 1, the chosen Raft address, node 0 bootstraps and the
+// ClusterArgs are the `logd serve` cluster flags of node (README.md, A
+// cluster): ids from 1, the chosen Raft address, node 0 bootstraps and the
 // others join it (both are no-ops when a node restarts on its data). Use
 // it as ProcessConfig.Args, with RaftMesh for partitions.
 func ClusterArgs(node int, c *ProcessCluster) []string {

@@ -241,7 +241,7 @@ func TestIdleConnectionsAtDescriptorLimit(t *testing.T) {
 
 // TestTopicsBeyondDescriptorLimit creates one-partition topics, writing a
 // record to each, under a limit of 256 descriptors until the server runs
-// out: that failure must be a clear status (RESOURCE_EXHAUSTED, as DESIGN.md
+// out: that failure must be a clear status (RESOURCE_EXHAUSTED, as docs/architecture.md
 // has for exhausted resources, not INTERNAL), the server must stay up, and
 // after a kill -9 it must restart under the same limit with every record
 // readable.
