@@ -111,8 +111,8 @@ func Produce(ctx context.Context, o Options) (Result, error) {
 	return produce(ctx, o, nil)
 }
 
-// produce appends o.Records records; onSent, when set, stamps each value
-// with its send time (e2e).
+// produce appends o.Records records; stamp, when set, makes each value
+// start with its send time (e2e).
 func produce(ctx context.Context, o Options, stamp *atomic.Bool) (Result, error) {
 	admin, err := client.Dial(o.Server)
 	if err != nil {
@@ -122,24 +122,9 @@ func produce(ctx context.Context, o Options, stamp *atomic.Bool) (Result, error)
 	if err := ensureTopic(ctx, admin, o); err != nil {
 		return Result{}, err
 	}
-	keys := make([][]byte, o.Keys)
-	for i := range keys {
-		keys[i] = fmt.Appendf(nil, "key-%d", i)
-	}
-	value := make([]byte, o.RecordSize)
-	for i := range value {
-		value[i] = byte('a' + rand.IntN(26))
-	}
-	bar := newProgress(o.Progress, "produce", int64(o.Records))
-	defer bar.stop()
-
-	var (
-		acked, errs atomic.Int64
-		lats        = make([][]time.Duration, o.Producers)
-		wg          sync.WaitGroup
-		firstErr    error
-		errOnce     sync.Once
-	)
+	r := newProduceRun(o, stamp)
+	defer r.bar.stop()
+	var wg sync.WaitGroup
 	start := time.Now()
 	for w := range o.Producers {
 		n := o.Records / o.Producers
@@ -149,70 +134,115 @@ func produce(ctx context.Context, o Options, stamp *atomic.Bool) (Result, error)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := client.Dial(o.Server)
-			if err != nil {
-				errOnce.Do(func() { firstErr = err })
-				return
-			}
-			defer c.Close()
-			p := c.NewProducer(client.ProducerOptions{Acks: o.Acks, Linger: o.Linger})
-			var mu sync.Mutex
-			lat := make([]time.Duration, 0, n)
-			var interval time.Duration
-			if o.Rate > 0 {
-				interval = time.Duration(float64(time.Second) * float64(o.Producers) / float64(o.Rate))
-			}
-			t0 := time.Now()
-			for i := range n {
-				sent := time.Now()
-				if interval > 0 {
-					sent = t0.Add(time.Duration(i) * interval)
-					if d := time.Until(sent); d > 0 {
-						time.Sleep(d)
-					}
-				}
-				rec := client.Record{Topic: o.Topic, Value: value}
-				if stamp != nil {
-					v := make([]byte, max(o.RecordSize, 8))
-					binary.BigEndian.PutUint64(v, uint64(time.Now().UnixNano()))
-					rec.Value = v
-				}
-				if len(keys) > 0 {
-					rec.Key = keys[(w+i*o.Producers)%len(keys)]
-				}
-				p.ProduceFunc(ctx, rec, func(_ client.Ack, err error) {
-					if err != nil {
-						errs.Add(1)
-						errOnce.Do(func() { firstErr = err })
-						return
-					}
-					d := time.Since(sent)
-					mu.Lock()
-					lat = append(lat, d)
-					mu.Unlock()
-					bar.add(1)
-					acked.Add(1)
-				})
-			}
-			if err := p.Close(); err != nil {
-				errOnce.Do(func() { firstErr = err })
-			}
-			mu.Lock()
-			lats[w] = lat
-			mu.Unlock()
+			r.lats[w] = r.producer(ctx, w, n)
 		}()
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
 	var all []time.Duration
-	for _, l := range lats {
+	for _, l := range r.lats {
 		all = append(all, l...)
 	}
-	res := summarize(acked.Load(), acked.Load()*int64(o.RecordSize), elapsed, all, errs.Load())
-	if res.Records == 0 && firstErr != nil {
-		return res, firstErr
+	res := summarize(r.acked.Load(), r.acked.Load()*int64(o.RecordSize), elapsed, all, r.errs.Load())
+	if res.Records == 0 && r.firstErr != nil {
+		return res, r.firstErr
 	}
 	return res, nil
+}
+
+// produceRun is one produce benchmark: what its producers send and what
+// they measure.
+type produceRun struct {
+	o     Options
+	stamp *atomic.Bool
+	keys  [][]byte
+	value []byte
+	bar   *progress
+
+	acked, errs atomic.Int64
+	lats        [][]time.Duration // per producer, written as it ends
+	errOnce     sync.Once
+	firstErr    error
+}
+
+func newProduceRun(o Options, stamp *atomic.Bool) *produceRun {
+	r := &produceRun{o: o, stamp: stamp, keys: make([][]byte, o.Keys), value: make([]byte, o.RecordSize),
+		lats: make([][]time.Duration, o.Producers)}
+	for i := range r.keys {
+		r.keys[i] = fmt.Appendf(nil, "key-%d", i)
+	}
+	for i := range r.value {
+		r.value[i] = byte('a' + rand.IntN(26))
+	}
+	r.bar = newProgress(o.Progress, "produce", int64(o.Records))
+	return r
+}
+
+func (r *produceRun) fail(err error) { r.errOnce.Do(func() { r.firstErr = err }) }
+
+// producer is producer w of the run: its own connection and Producer,
+// sending n records (paced when o.Rate is set). It returns the latency of
+// each acknowledged record, from its send time (its scheduled time when
+// paced, so a server that falls behind is charged for the wait).
+func (r *produceRun) producer(ctx context.Context, w, n int) []time.Duration {
+	o := r.o
+	c, err := client.Dial(o.Server)
+	if err != nil {
+		r.fail(err)
+		return nil
+	}
+	defer c.Close()
+	p := c.NewProducer(client.ProducerOptions{Acks: o.Acks, Linger: o.Linger})
+	var mu sync.Mutex
+	lat := make([]time.Duration, 0, n)
+	var interval time.Duration
+	if o.Rate > 0 {
+		interval = time.Duration(float64(time.Second) * float64(o.Producers) / float64(o.Rate))
+	}
+	t0 := time.Now()
+	for i := range n {
+		sent := time.Now()
+		if interval > 0 {
+			sent = t0.Add(time.Duration(i) * interval)
+			if d := time.Until(sent); d > 0 {
+				time.Sleep(d)
+			}
+		}
+		p.ProduceFunc(ctx, r.record(w, i), func(_ client.Ack, err error) {
+			if err != nil {
+				r.errs.Add(1)
+				r.fail(err)
+				return
+			}
+			d := time.Since(sent)
+			mu.Lock()
+			lat = append(lat, d)
+			mu.Unlock()
+			r.bar.add(1)
+			r.acked.Add(1)
+		})
+	}
+	if err := p.Close(); err != nil {
+		r.fail(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return lat
+}
+
+// record is producer w's i-th record: the run's value (or, stamped, one
+// starting with the time now) under the next key of the producer's share.
+func (r *produceRun) record(w, i int) client.Record {
+	rec := client.Record{Topic: r.o.Topic, Value: r.value}
+	if r.stamp != nil {
+		v := make([]byte, max(r.o.RecordSize, 8))
+		binary.BigEndian.PutUint64(v, uint64(time.Now().UnixNano()))
+		rec.Value = v
+	}
+	if len(r.keys) > 0 {
+		rec.Key = r.keys[(w+i*r.o.Producers)%len(r.keys)]
+	}
+	return rec
 }
 
 // Consume reads the topic from the earliest offset to the high watermark
