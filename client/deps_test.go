@@ -18,9 +18,11 @@ func TestDependencies(t *testing.T) {
 		dir  string
 		ours []string // the module's packages it may link, itself included
 	}{
-		{".", []string{"client", "internal/batch", "proto/logd/v1", "routing"}},
+		// auth/tlsconfig is a leaf made for the client's TLS options.
+		{".", []string{"client", "internal/batch", "proto/logd/v1", "routing", "auth/tlsconfig"}},
 		{"../routing", []string{"routing"}},
 		{"../internal/batch", []string{"internal/batch"}},
+		{"../auth/tlsconfig", []string{"auth/tlsconfig"}},
 	} {
 		out, err := exec.Command("go", "list", "-deps", c.dir).CombinedOutput()
 		if err != nil {
