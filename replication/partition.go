@@ -86,7 +86,7 @@ type Partition struct {
 	store  *LogStore
 	fsm    *PartitionFSM
 	stream *copyStream
-	trans  *raft.NetworkTransport
+	trans  *NetworkTransport
 	snaps  *snapshotStore
 	raft   *raft.Raft
 	logger hclog.Logger
@@ -170,7 +170,7 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 	p.fsm.snapshotIndex = p.snaps.openedIndex
 	p.fsm.catchUp = p.catchUp
 	p.stream = newCopyStream(cfg.Stream, func(c net.Conn) { serveCopy(c, cfg.Log, logger) })
-	p.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	p.trans = NewNetworkTransport(&raft.NetworkTransportConfig{
 		Stream:  p.stream,
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
@@ -186,6 +186,7 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 	}
 	p.raft = r
 	p.reads = NewReadIndex(r, ReadBarrierTimeout)
+	p.trans.Bind(r)
 	p.store.SetAppliedIndex(r.AppliedIndex)
 	return p, nil
 }

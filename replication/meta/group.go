@@ -18,7 +18,7 @@ import (
 type Group struct {
 	FSM      *FSM
 	raft     *raft.Raft
-	trans    *raft.NetworkTransport
+	trans    *replication.NetworkTransport
 	store    *replication.PebbleLogStore
 	reads    *replication.ReadIndex
 	existing bool
@@ -56,7 +56,7 @@ func Open(n *replication.Node) (*Group, error) {
 		return nil, err
 	}
 	g := &Group{FSM: fsm, store: replication.NewPebbleLogStore(cfg.DB, replication.MetaGroup)}
-	g.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	g.trans = replication.NewNetworkTransport(&raft.NetworkTransportConfig{
 		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: logger,
 	})
 	stable := replication.NewStableStore(cfg.DB, replication.MetaGroup)
@@ -74,6 +74,7 @@ func Open(n *replication.Node) (*Group, error) {
 	}
 	g.raft = r
 	g.reads = replication.NewReadIndex(r, replication.ReadBarrierTimeout)
+	g.trans.Bind(r)
 	return g, nil
 }
 
