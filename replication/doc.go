@@ -20,7 +20,12 @@
 // group (magic, version, group id); the accepting node reads it under a
 // deadline, answers with one status byte and hands the connection to that
 // group's Raft transport, or closes it when the header is bad or the group
-// unknown. Raft's own RPC framing follows unchanged.
+// unknown. Raft's own RPC framing follows unchanged. Each group's Raft
+// transport (NetworkTransport) takes Raft's heartbeat fast path only for a
+// follower's heartbeat of its own term: hashicorp/raft handles a fast-path
+// heartbeat outside its loop, and one of a newer term would let a leader
+// store its last appends under the new leader's term (hashicorp/raft#695,
+// issue 18).
 //
 // # Each record written once
 //
