@@ -153,3 +153,58 @@ func TestStaleLeaderDoesNotStoreEntriesUnderANewerLeadersTerm(t *testing.T) {
 		t.Errorf("the new leader's batch at index %d got offset %d here, the new leader gave it %d", last+2, info.BaseOffset, next)
 	}
 }
+
+// The fast path stays open to what it is for: a follower's heartbeat of
+// its own term (or an older one, which Raft ignores). A heartbeat of a
+// newer term, or one reaching a leader or candidate, goes through Raft's
+// loop.
+func TestHeartbeatFastPathOnlyForAFollowersTerm(t *testing.T) {
+	dir := t.TempDir()
+	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux, err := transport.New(transport.Config{Listener: ln, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mux.Close()
+	db := openPebble(t, filepath.Join(dir, "meta"), vfs.Default)
+	defer db.Close()
+	stream, err := mux.Group("p/t/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := OpenPartition(PartitionConfig{
+		Group: "p/t/0", NodeID: "n1", Log: openLog(t, filepath.Join(dir, "log")), DB: db,
+		SnapshotDir: filepath.Join(dir, "snap"), Stream: stream, Logger: logger,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { p.Close(); p.Log().Close() }()
+	heartbeat := func(term uint64) raft.RPC {
+		return raft.RPC{Command: &raft.AppendEntriesRequest{Term: term}}
+	}
+	// Not bootstrapped: a follower of term 0.
+	if p.Raft().State() != raft.Follower || p.Raft().CurrentTerm() != 0 {
+		t.Fatalf("new replica: %v in term %d", p.Raft().State(), p.Raft().CurrentTerm())
+	}
+	if !p.trans.fastPathSafe(heartbeat(0)) {
+		t.Error("a follower's heartbeat of its own term kept off the fast path")
+	}
+	if p.trans.fastPathSafe(heartbeat(1)) {
+		t.Error("a follower's heartbeat of a newer term on the fast path")
+	}
+	if err := p.Bootstrap([]raft.Server{{ID: "n1", Address: raft.ServerAddress(mux.Addr().String())}}); err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, p)
+	term := p.Raft().CurrentTerm()
+	for _, hb := range []uint64{term - 1, term, term + 1} {
+		if p.trans.fastPathSafe(heartbeat(hb)) {
+			t.Errorf("a leader of term %d takes a heartbeat of term %d on the fast path", term, hb)
+		}
+	}
+}
