@@ -2,10 +2,10 @@ package batch
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"math"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -106,19 +106,22 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		info, recs, err := Decode(b, math.MinInt64) // any base offset, even negative
-		if verr := func() error {
-			vi, err := Verify(b)
+		vinfo, verr := Validate(b)
+		if verr == nil {
+			// What Validate accepts, every decoding reader can read.
 			if err != nil {
-				return err
+				t.Fatalf("Validate accepts a batch Decode refuses: %v", err)
 			}
-			return ValidateRecords(b, vi)
-		}(); (verr == nil) != (err == nil) {
-			// Validation and decoding agree on what is well-formed, except
-			// where Decode reads deeper (keys, values, headers).
-			if verr == nil && err != nil {
-				return
+			for _, r := range recs {
+				for _, h := range r.Headers {
+					if !utf8.ValidString(h.Key) {
+						t.Fatalf("Validate accepts header key %q", h.Key)
+					}
+				}
 			}
-			t.Fatalf("ValidateRecords %v, Decode %v", verr, err)
+			if vinfo != info {
+				t.Fatalf("Validate %+v, Decode %+v", vinfo, info)
+			}
 		}
 		if err != nil {
 			return
@@ -133,35 +136,4 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("re-encode: %v", err)
 		}
 	})
-}
-
-// TestValidateRecordsRejectsBadOffsetDeltas: a batch whose CRC is right but
-// whose records are numbered wrongly is refused before it is stored.
-func TestValidateRecordsRejectsBadOffsetDeltas(t *testing.T) {
-	good := Encode(nil, 0, NoProducer, sample())
-	info, err := Verify(good)
-	if err != nil || ValidateRecords(good, info) != nil {
-		t.Fatalf("good batch: %v %v", err, ValidateRecords(good, info))
-	}
-	// Re-encode the records with offset deltas 0, 0, 1 and a fresh CRC.
-	var recs []byte
-	for i, d := range []int32{0, 0, 1} {
-		r := kmsg.Record{OffsetDelta: d, Value: sample()[i].Value}
-		body := r.AppendTo(nil)[1:] // drop the zero length prefix
-		recs = binary.AppendVarint(recs, int64(len(body)))
-		recs = append(recs, body...)
-	}
-	bad := append(bytes.Clone(good[:HeaderSize]), recs...)
-	binary.BigEndian.PutUint32(bad[lengthOffset:], uint32(len(bad)-12))
-	binary.BigEndian.PutUint32(bad[crcOffset:], Checksum(bad))
-	info, err = Verify(bad)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ValidateRecords(bad, info); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("bad offset deltas: %v", err)
-	}
-	if _, _, err := Decode(bad, 0); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("Decode of bad offset deltas: %v", err)
-	}
 }

@@ -39,3 +39,25 @@ func BenchmarkEncodeFresh1KiB(b *testing.B) {
 		_ = Encode(nil, 0, NoProducer, recs)
 	}
 }
+
+// The cost of the checks on a produced batch: CheckFrame (CRC) alone, as
+// the log runs it, and Validate (CRC and every record), as produce runs it.
+func benchCheck(b *testing.B, size int, check func([]byte) (Info, error)) {
+	recs := make([]Record, 1000)
+	v := make([]byte, size)
+	for i := range recs {
+		recs[i] = Record{Timestamp: int64(i), Key: []byte("key-1"), Value: v}
+	}
+	enc := Encode(nil, 0, NoProducer, recs)
+	b.SetBytes(int64(len(enc)))
+	for b.Loop() {
+		if _, err := check(enc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCheckFrame1KiB(b *testing.B) { benchCheck(b, 1024, CheckFrame) }
+func BenchmarkValidate1KiB(b *testing.B)   { benchCheck(b, 1024, Validate) }
+func BenchmarkCheckFrame100B(b *testing.B) { benchCheck(b, 100, CheckFrame) }
+func BenchmarkValidate100B(b *testing.B)   { benchCheck(b, 100, Validate) }

@@ -171,38 +171,3 @@ func Split(b []byte, fn func(batch []byte, info Info) error) error {
 	}
 	return nil
 }
-
-// ValidateRecords walks the records of a verified, uncompressed batch
-// without decoding them: each record's length must lie inside the batch and
-// its offset delta must be its position, and nothing may follow the last.
-// The server runs it on every produced batch, so what it stores decodes.
-func ValidateRecords(b []byte, info Info) error {
-	if info.Compressed() {
-		return fmt.Errorf("%w: compression codec %d", ErrUnsupported, info.Attributes&AttrCompressionMask)
-	}
-	rest := b[HeaderSize:info.Size()]
-	for i := int32(0); i < info.NumRecords; i++ {
-		n, k := binary.Varint(rest)
-		if k <= 0 || n <= 0 || int64(len(rest)-k) < n {
-			return fmt.Errorf("%w: record %d of %d: bad length", ErrCorrupt, i, info.NumRecords)
-		}
-		rec := rest[k : k+int(n)]
-		rest = rest[k+int(n):]
-		// attributes (1 byte), timestamp delta (varlong), offset delta (varint)
-		if len(rec) < 1 {
-			return fmt.Errorf("%w: record %d of %d: truncated", ErrCorrupt, i, info.NumRecords)
-		}
-		_, k1 := binary.Varint(rec[1:])
-		if k1 <= 0 {
-			return fmt.Errorf("%w: record %d of %d: bad timestamp delta", ErrCorrupt, i, info.NumRecords)
-		}
-		od, k2 := binary.Varint(rec[1+k1:])
-		if k2 <= 0 || od != int64(i) {
-			return fmt.Errorf("%w: record %d of %d: offset delta %d", ErrCorrupt, i, info.NumRecords, od)
-		}
-	}
-	if len(rest) != 0 {
-		return fmt.Errorf("%w: %d bytes after the last record", ErrCorrupt, len(rest))
-	}
-	return nil
-}

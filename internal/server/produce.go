@@ -172,22 +172,12 @@ func (s *Server) startAppendBatch(ctx context.Context, p *partition.Partition, b
 		return nil, status.Errorf(codes.ResourceExhausted,
 			"produce: batch of %d bytes is over the %d-byte limit: send smaller batches", len(b), s.cfg.MaxBatchBytes)
 	}
-	info, err := batch.Verify(b)
-	if err != nil {
-		return nil, invalidArg("produce: malformed record batch (%v): send one Kafka v2 record batch", err)
-	}
+	info, err := batch.Validate(b)
 	switch {
-	case info.Size() != len(b):
-		return nil, invalidArg("produce: %d bytes after the batch: send exactly one batch per request", len(b)-info.Size())
-	case info.NumRecords == 0:
-		return nil, invalidArg("produce: empty batch: a batch needs at least one record")
-	case info.Compressed():
-		return nil, invalidArg("produce: compressed batches are not supported yet: produce uncompressed")
-	case info.Attributes&batch.AttrControl != 0:
-		return nil, invalidArg("produce: control batches cannot be produced")
-	}
-	if err := batch.ValidateRecords(b, info); err != nil {
-		return nil, invalidArg("produce: malformed records in the batch (%v): encode records as Kafka v2 records with offset deltas 0, 1, 2...", err)
+	case errors.Is(err, batch.ErrUnsupported):
+		return nil, invalidArg("produce: %v", err)
+	case err != nil:
+		return nil, invalidArg("produce: malformed record batch (%v): send exactly one Kafka v2 record batch (magic 2, CRC-32C, records with offset deltas 0, 1, 2...)", err)
 	}
 	n := len(b)
 	if s.cl == nil {
