@@ -3,6 +3,7 @@ package partition
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/logd/logd/routing"
@@ -25,6 +26,11 @@ const (
 	DefaultSegmentAge   = 7 * 24 * time.Hour
 	MinSegmentBytes     = 4 << 10
 	MaxPartitions       = 10000
+	// MaxDurationMs is the largest time limit a config may hold, in the
+	// ms it arrives in: the longest time.Duration (about 292 years).
+	// Checking in ms, before converting, keeps a larger value from
+	// wrapping around to a small duration.
+	MaxDurationMs = int64(math.MaxInt64 / time.Millisecond)
 )
 
 // TopicConfig is a topic's persisted configuration. For the retention
@@ -100,11 +106,14 @@ func (c TopicConfig) Validate() error {
 			return fmt.Errorf("%w: %s must be positive or -1 (unlimited), got %d", ErrInvalidConfig, l.name, l.v)
 		}
 	}
+	if c.RetentionMs > MaxDurationMs {
+		return fmt.Errorf("%w: retention-time must be at most %dms (about 292 years), got %dms: use -1 for unlimited", ErrInvalidConfig, MaxDurationMs, c.RetentionMs)
+	}
 	if c.SegmentBytes < MinSegmentBytes || c.SegmentBytes > 1<<31 {
 		return fmt.Errorf("%w: segment-bytes must be between %d and %d, got %d", ErrInvalidConfig, MinSegmentBytes, int64(1)<<31, c.SegmentBytes)
 	}
-	if c.SegmentMs < 1000 {
-		return fmt.Errorf("%w: segment age must be at least 1s, got %dms", ErrInvalidConfig, c.SegmentMs)
+	if c.SegmentMs < 1000 || c.SegmentMs > MaxDurationMs {
+		return fmt.Errorf("%w: segment age must be between 1s and %dms (about 292 years), got %dms", ErrInvalidConfig, MaxDurationMs, c.SegmentMs)
 	}
 	return nil
 }

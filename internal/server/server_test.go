@@ -220,6 +220,16 @@ func TestBadInput(t *testing.T) {
 			_, err := c.admin.CreateTopic(ctx(t), &pb.CreateTopicRequest{Name: "z", Partitions: 1, Config: &pb.TopicConfig{RetentionBytes: &bad}})
 			return err
 		}, codes.InvalidArgument},
+		{"segment_ms that overflows a duration", func() error {
+			huge := int64(1<<58 + 1) // wrapped to 1ms before being checked
+			_, err := c.admin.CreateTopic(ctx(t), &pb.CreateTopicRequest{Name: "z", Partitions: 1, Config: &pb.TopicConfig{SegmentMs: &huge}})
+			return err
+		}, codes.InvalidArgument},
+		{"alter to a retention_ms that overflows a duration", func() error {
+			huge := int64(1<<58 + 1)
+			_, err := c.admin.AlterTopic(ctx(t), &pb.AlterTopicRequest{Name: "t", Config: &pb.TopicConfig{RetentionMs: &huge}})
+			return err
+		}, codes.InvalidArgument},
 		{"oversized batch", func() error {
 			_, err := c.log.Produce(ctx(t), &pb.ProduceRequest{Topic: "t", Partition: &p0, Batch: big})
 			return err
