@@ -192,7 +192,7 @@ func Start(cfg Config) (*Server, error) {
 	s.m.reg.MustRegister(rejected, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "logd_connections",
 		Help: "Client connections open on the API."}, func() float64 { return float64(lis.Open()) }))
 	s.lis = lis
-	s.grpc = grpc.NewServer(
+	s.grpc = grpc.NewServer(append(requestCodecOptions(),
 		grpc.MaxRecvMsgSize(cfg.MaxBatchBytes+64<<10),
 		grpc.MaxConcurrentStreams(1024),
 		// Batches and fetch responses are up to several MiB; larger
@@ -203,7 +203,7 @@ func Start(cfg Config) (*Server, error) {
 		// while, as Kafka's connections.max.idle.ms does; clients reconnect
 		// transparently.
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: maxConnectionIdle}),
-	)
+	)...)
 	pb.RegisterLogServer(s.grpc, s)
 	pb.RegisterAdminServer(s.grpc, s)
 	pb.RegisterOffsetsServer(s.grpc, s)

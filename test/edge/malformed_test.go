@@ -130,25 +130,16 @@ func (s statusTally) String() string {
 	return b.String()
 }
 
-// unmarshalFailure is grpc-go's own answer to bytes that are not the
-// method's message: INTERNAL, before any logd code runs. (grpc offers no
-// hook to make it INVALID_ARGUMENT.)
-func unmarshalFailure(err error) bool {
-	st, _ := status.FromError(err)
-	return st.Code() == codes.Internal && strings.Contains(st.Message(), "unmarshal")
-}
-
-// acceptable reports whether err is a clear answer to bad input for m:
-// a logd status, or grpc's unmarshal failure. UNKNOWN (a handler's raw
-// error or panic), DATA_LOSS and an INTERNAL from logd are not; nor is a
-// unary call that does not answer in time, except Fetch, which long-polls.
+// acceptable reports whether err is a clear answer to bad input for m: a
+// logd status. UNKNOWN (a handler's raw error or panic), DATA_LOSS and
+// INTERNAL are not (bytes that do not unmarshal are INVALID_ARGUMENT, not
+// grpc-go's INTERNAL); nor is a unary call that does not answer in time,
+// except Fetch, which long-polls.
 func acceptable(m rpcMethod, err error) bool {
 	switch status.Code(err) {
 	case codes.OK, codes.InvalidArgument, codes.NotFound, codes.AlreadyExists, codes.OutOfRange,
 		codes.ResourceExhausted, codes.FailedPrecondition, codes.Unimplemented:
 		return true
-	case codes.Internal:
-		return unmarshalFailure(err)
 	case codes.DeadlineExceeded:
 		return strings.HasSuffix(m.path, "/Fetch")
 	}
