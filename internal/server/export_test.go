@@ -38,3 +38,15 @@ func (s *Server) FollowerLagForTest(topic, partition, follower string) (float64,
 	}
 	return v, found
 }
+
+// AppendUncheckedForTest appends b to a partition's log as it is, past the
+// produce path's batch.Validate: a batch stored before produce validated
+// records, which readers must still get past.
+func (s *Server) AppendUncheckedForTest(topic string, part int32, b []byte) error {
+	p, err := s.topics.Partition(topic, part)
+	if err != nil {
+		return err
+	}
+	_, err = p.Log.Append(b)
+	return err
+}

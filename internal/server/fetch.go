@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/partition"
 	pb "github.com/logd/logd/proto/logd/v1"
@@ -258,32 +257,12 @@ func (s *Server) readAt(p *partition.Partition, offset int64, maxBytes int, deco
 		}
 		return nil, err
 	}
-	resp.Batches = b
-	records := 0
-	err = batch.Split(b, func(one []byte, info batch.Info) error {
-		resp.NextOffset = info.NextOffset()
-		records += int(info.NumRecords)
-		if !decode {
-			return nil
-		}
-		_, recs, err := batch.Decode(one, offset)
-		if err != nil {
-			return err
-		}
-		for _, r := range recs {
-			pr := &pb.Record{Offset: r.Offset, Key: r.Key, Value: r.Value, TimestampMs: r.Timestamp}
-			for _, h := range r.Headers {
-				pr.Headers = append(pr.Headers, &pb.Header{Key: h.Key, Value: h.Value})
-			}
-			resp.Records = append(resp.Records, pr)
-		}
-		return nil
-	})
+	records, err := fillResponse(p, resp, b, offset, decode)
 	if err != nil {
-		return nil, status.Errorf(codes.DataLoss, "fetch %s at offset %d: stored batch unreadable: %v", p.Name(), offset, err)
+		return nil, err
 	}
 	s.m.fetchRecords.WithLabelValues(p.Topic).Add(float64(records))
-	s.m.fetchBytes.WithLabelValues(p.Topic).Add(float64(len(b)))
+	s.m.fetchBytes.WithLabelValues(p.Topic).Add(float64(len(resp.Batches)))
 	return resp, nil
 }
 
