@@ -229,6 +229,9 @@ type fetched struct {
 	recs []ConsumedRecord
 	next int64
 	err  error
+	// corrupt: a batch at next that does not decode, met after recs
+	// (a subscription delivers it as its next result).
+	corrupt *CorruptBatchError
 }
 
 // Poll returns the next records of the partitions that have any, each
@@ -412,13 +415,29 @@ func (cons *Consumer) readError(err error, cp *consumedPartition, off int64) err
 }
 
 // decode returns the records of resp at or after off (and, without Follow,
-// before the partition's end).
+// before the partition's end). A batch that does not decode ends the
+// records: when it is the first with records to return, the result fails
+// with a *CorruptBatchError; after others, they are returned and the error
+// is kept in corrupt for a subscription to deliver next (a fetch from the
+// new position meets the batch first).
 func (cons *Consumer) decode(cp *consumedPartition, off int64, resp *logdv1.FetchResponse) fetched {
 	r := fetched{cp: cp, from: off, next: off}
+	errStop := errors.New("stop")
 	err := batch.Split(resp.GetBatches(), func(b []byte, info batch.Info) error {
+		if !cons.opts.Follow && info.BaseOffset >= cp.end {
+			return errStop
+		}
 		_, recs, err := batch.Decode(b, r.next)
 		if err != nil {
-			return err
+			if info.LastOffset() < r.next {
+				return nil // all below the position: not ours to report
+			}
+			cerr := &CorruptBatchError{Topic: cons.opts.Topic, Partition: cp.partition, FirstOffset: info.BaseOffset, LastOffset: info.LastOffset(), Err: err}
+			if len(r.recs) == 0 {
+				return cerr
+			}
+			r.corrupt = cerr
+			return errStop
 		}
 		r.recs = slices.Grow(r.recs, len(recs))
 		for _, br := range recs {
@@ -437,9 +456,16 @@ func (cons *Consumer) decode(cp *consumedPartition, off int64, resp *logdv1.Fetc
 		}
 		return nil
 	})
-	if err != nil {
+	var cerr *CorruptBatchError
+	switch {
+	case errors.As(err, &cerr):
+		r.recs, r.next, r.err = nil, off, cerr
+		return r
+	case err != nil && err != errStop:
 		r.recs, r.next = nil, off
 		r.err = fmt.Errorf("fetch %s/%d at offset %d: bad batch from the server: %w", cons.opts.Topic, cp.partition, off, err)
+		return r
+	case r.corrupt != nil:
 		return r
 	}
 	// Offsets with no record (skipped by the server) still advance the position.

@@ -2,11 +2,14 @@ package client
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"testing"
 	"time"
+
+	"github.com/logd/logd/internal/batch"
 )
 
 // fill produces n records "0".."n-1" to topic's partition p, timestamps one
@@ -224,5 +227,49 @@ func TestConsumerCloseInterruptsPoll(t *testing.T) {
 	}
 	if _, err := cons.Poll(ctx); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Poll after Close: %v", err)
+	}
+}
+
+// TestConsumerSkipsACorruptBatch: a stored batch that does not decode costs
+// the consumer its own records only: Poll returns the records before it,
+// then a *CorruptBatchError naming its offsets, and after SeekPartition
+// past it the records after it (issue 17 item 1).
+func TestConsumerSkipsACorruptBatch(t *testing.T) {
+	f, c := dialFake(t)
+	f.createTopic("t", 1)
+	fill(t, c, "t", 0, 2, time.Now())
+	// A batch at offsets 2 to 3 whose record lengths lie, CRC right.
+	bad := batch.Encode(nil, 2, batch.NoProducer, []batch.Record{{Value: []byte("x")}, {Value: []byte("y")}})
+	bad[batch.HeaderSize] = 0x7e
+	binary.BigEndian.PutUint32(bad[17:], batch.Checksum(bad))
+	f.mu.Lock()
+	p := f.topics["t"][0]
+	p.batches = append(p.batches, bad, batch.Encode(nil, 4, batch.NoProducer, []batch.Record{{Value: []byte("z")}}))
+	p.hw = 5
+	f.mu.Unlock()
+	ctx := context.Background()
+	cons, err := c.NewConsumer(ctx, ConsumerOptions{Topic: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	var got []ConsumedRecord
+	var cerr *CorruptBatchError
+	for !errors.As(err, &cerr) {
+		var recs []ConsumedRecord
+		recs, err = cons.Poll(ctx)
+		if err != nil && !errors.As(err, &cerr) {
+			t.Fatal(err)
+		}
+		got = append(got, recs...)
+	}
+	if len(got) != 2 || cerr.FirstOffset != 2 || cerr.LastOffset != 3 || !errors.Is(err, ErrCorruptBatch) {
+		t.Fatalf("%d records before %v, want 2 and offsets 2 to 3", len(got), err)
+	}
+	if err := cons.SeekPartition(ctx, 0, AtOffset(cerr.LastOffset+1)); err != nil {
+		t.Fatal(err)
+	}
+	if recs := drain(t, cons); len(recs) != 1 || string(recs[0].Value) != "z" {
+		t.Fatalf("after the bad batch: %v", recs)
 	}
 }

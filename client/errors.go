@@ -25,6 +25,8 @@ var (
 	ErrRecordTooLarge = errors.New("client: record too large")
 	// ErrOffsetOutOfRange is matched (errors.Is) by every *OutOfRangeError.
 	ErrOffsetOutOfRange = errors.New("client: offset out of range")
+	// ErrCorruptBatch is matched (errors.Is) by every *CorruptBatchError.
+	ErrCorruptBatch = errors.New("client: corrupt batch")
 	// ErrInvalidRecord is returned for a record the producer cannot route
 	// (no topic, a partition the topic does not have).
 	ErrInvalidRecord = errors.New("client: invalid record")
@@ -164,6 +166,30 @@ func (e *OutOfRangeError) Error() string {
 
 // Is makes errors.Is(err, ErrOffsetOutOfRange) true.
 func (e *OutOfRangeError) Is(target error) bool { return target == ErrOffsetOutOfRange }
+
+// CorruptBatchError reports a stored batch that does not decode (stored
+// before the server validated every record of a produced batch). Its
+// records, FirstOffset to LastOffset, cannot be read; the records around
+// them can: SeekPartition(Partition, AtOffset(LastOffset+1)) skips it.
+// Poll returns the records before it first, and fails only when the
+// partition's position reaches it. errors.Is(err, ErrCorruptBatch) holds.
+type CorruptBatchError struct {
+	Topic       string
+	Partition   int32
+	FirstOffset int64
+	LastOffset  int64
+	Err         error // what is wrong with it
+}
+
+func (e *CorruptBatchError) Error() string {
+	return fmt.Sprintf("%s/%d: the stored batch at offsets %d to %d does not decode (%v): seek to offset %d to skip it",
+		e.Topic, e.Partition, e.FirstOffset, e.LastOffset, e.Err, e.LastOffset+1)
+}
+
+// Is makes errors.Is(err, ErrCorruptBatch) true.
+func (e *CorruptBatchError) Is(target error) bool { return target == ErrCorruptBatch }
+
+func (e *CorruptBatchError) Unwrap() error { return e.Err }
 
 // errorInfo returns the metadata of the first google.rpc.ErrorInfo detail of
 // err's status, or nil.

@@ -96,6 +96,12 @@ func (cons *Consumer) stream(ctx context.Context, cp *consumedPartition, sub *su
 		if !push(r) || r.err != nil {
 			return
 		}
+		if r.corrupt != nil {
+			// The stream went on past the batch: what follows it waits
+			// for the application to skip it.
+			push(fetched{cp: cp, from: r.next, next: r.next, addr: addr, err: r.corrupt})
+			return
+		}
 		off = r.next
 		if !cons.opts.Follow && off >= cp.end {
 			return

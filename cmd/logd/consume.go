@@ -47,7 +47,8 @@ offset. --follow tails new records: without --from it starts at the end (with
 --group, at the committed offsets, and at the end where there is none); with
 --from it replays from there, then follows. A committed offset that retention
 already removed is reported on stderr and consumption resumes at the log
-start. With --group and --commit, the
+start. A stored batch that does not decode is reported on stderr with its
+offsets and skipped. With --group and --commit, the
 offset after each printed record is committed as it is printed, so a consumer
 that stops, or --count N, resumes exactly after the last record printed.
 
@@ -135,6 +136,27 @@ func (fl *consumeFlags) options(topic string, partitionSet bool) (client.Consume
 // answer: without --follow for --timeout, with it for good.
 var transientBackoff = 500 * time.Millisecond
 
+// skipLost moves a partition past records that cannot be read, reporting
+// it on stderr: a group's committed offset that retention removed (resumed
+// at the log start), and a stored batch that does not decode (its records
+// are lost to readers; the ones after it are not). It reports whether err
+// was one of those.
+func skipLost(ctx context.Context, cons *client.Consumer, err error, resumed bool, group string, stderr io.Writer) (bool, error) {
+	var oor *client.OutOfRangeError
+	var bad *client.CorruptBatchError
+	switch {
+	case errors.As(err, &oor) && resumed && oor.LogStartOffset > oor.Offset:
+		fmt.Fprintf(stderr, "logd: group %s's offset %d of %s/%d was removed by retention: %d records lost; resuming at the log start, %d\n",
+			group, oor.Offset, oor.Topic, oor.Partition, oor.LogStartOffset-oor.Offset, oor.LogStartOffset)
+		return true, cons.SeekPartition(ctx, oor.Partition, client.AtOffset(oor.LogStartOffset))
+	case errors.As(err, &bad):
+		fmt.Fprintf(stderr, "logd: %s/%d: the stored batch at offsets %d to %d does not decode (%v): %d records skipped; resuming at %d\n",
+			bad.Topic, bad.Partition, bad.FirstOffset, bad.LastOffset, bad.Err, bad.LastOffset-bad.FirstOffset+1, bad.LastOffset+1)
+		return true, cons.SeekPartition(ctx, bad.Partition, client.AtOffset(bad.LastOffset+1))
+	}
+	return false, nil
+}
+
 // transient reports errors worth retrying: the server or its leader is
 // (briefly) unavailable.
 func transient(err error) bool {
@@ -181,11 +203,8 @@ func consume(ctx context.Context, c *client.Client, opts client.ConsumerOptions,
 		if err == io.EOF {
 			break
 		}
-		var oor *client.OutOfRangeError
-		if errors.As(err, &oor) && resumed && oor.LogStartOffset > oor.Offset {
-			fmt.Fprintf(stderr, "logd: group %s's offset %d of %s/%d was removed by retention: %d records lost; resuming at the log start, %d\n",
-				opts.Group, oor.Offset, oor.Topic, oor.Partition, oor.LogStartOffset-oor.Offset, oor.LogStartOffset)
-			if err := cons.SeekPartition(ctx, oor.Partition, client.AtOffset(oor.LogStartOffset)); err != nil {
+		if skipped, err := skipLost(ctx, cons, err, resumed, opts.Group, stderr); skipped || err != nil {
+			if err != nil {
 				return err
 			}
 			continue
