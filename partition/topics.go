@@ -189,23 +189,29 @@ func (t *Topics) Create(c TopicConfig) (TopicConfig, error) {
 	for i := int32(0); i < c.Partitions; i++ {
 		p, err := t.openPartition(c, i)
 		if err != nil {
-			for _, p := range tp.partitions {
-				p.Log.Close()
-				os.RemoveAll(t.partitionDir(c.Name, p.ID))
-			}
+			t.discardCreated(c, tp.partitions)
 			return c, err
 		}
 		tp.partitions = append(tp.partitions, p)
 	}
 	if err := t.reg.put(c); err != nil {
-		for _, p := range tp.partitions {
-			p.Log.Close()
-			os.RemoveAll(t.partitionDir(c.Name, p.ID))
-		}
+		t.discardCreated(c, tp.partitions)
 		return c, err
 	}
 	t.topics[c.Name] = tp
 	return c, nil
+}
+
+// discardCreated undoes a failed create: it closes the partitions opened
+// and removes their directories, and the directory of the one that failed
+// to open (log.Open may have made it before failing).
+func (t *Topics) discardCreated(c TopicConfig, opened []*Partition) {
+	for _, p := range opened {
+		p.Log.Close()
+	}
+	for i := range min(int32(len(opened))+1, c.Partitions) {
+		os.RemoveAll(t.partitionDir(c.Name, i))
+	}
 }
 
 // Config returns a topic's config.
