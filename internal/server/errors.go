@@ -64,9 +64,13 @@ var errShuttingDown = errors.New("server: shutting down")
 // outOfRange is the OUT_OF_RANGE status, with the log's bounds in an
 // ErrorInfo so clients can reset without another round trip.
 func outOfRange(offset, start, hw int64) error {
+	why := "earlier records were removed by retention"
+	if offset > hw {
+		why = "the next record gets offset " + strconv.FormatInt(hw, 10)
+	}
 	st := status.Newf(codes.OutOfRange,
-		"offset %d is out of range: the log holds offsets %d to %d (earlier records were removed by retention); seek to earliest or latest",
-		offset, start, hw)
+		"offset %d is out of range: the log holds offsets %d to %d (%s); seek to earliest or latest",
+		offset, start, hw, why)
 	st2, err := st.WithDetails(&errdetails.ErrorInfo{
 		Reason: "OFFSET_OUT_OF_RANGE",
 		Domain: errorDomain,

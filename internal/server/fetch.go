@@ -231,17 +231,20 @@ func (s *Server) boundedRead(ctx context.Context, p *partition.Partition, offset
 }
 
 // readAt reads what is committed at offset, into buf when it is large
-// enough (see log.ReadInto). Offsets past the high watermark read as empty (the caller may wait for them); offsets below the log start
-// are OUT_OF_RANGE.
+// enough (see log.ReadInto). The high watermark reads as empty (the
+// caller may wait for the next record); offsets below the log start or
+// past the high watermark are OUT_OF_RANGE.
 func (s *Server) readAt(p *partition.Partition, offset int64, maxBytes int, decode bool, buf []byte) (*pb.FetchResponse, error) {
 	l := p.Log
 	resp := &pb.FetchResponse{Topic: p.Topic, Partition: p.ID, NextOffset: offset}
 	start, hw := l.StartOffset(), l.HighWatermark()
 	resp.LogStartOffset, resp.HighWatermark = start, hw
-	if offset < start {
+	if offset < start || offset > hw {
+		// At hw the reader waits for the next record; past it, for
+		// offsets the log has not given out.
 		return nil, outOfRange(offset, start, hw)
 	}
-	if offset >= hw {
+	if offset == hw {
 		return resp, nil
 	}
 	b, err := l.ReadInto(buf, offset, maxBytes)

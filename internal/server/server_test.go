@@ -520,9 +520,11 @@ func TestShutdownStatusAndClientDisconnect(t *testing.T) {
 		}
 	}
 
-	// Far past the end: appends still finishing from the stream above must
-	// not reach it.
-	sub, err := c.log.Subscribe(context.Background(), &pb.SubscribeRequest{Topic: "t", Offset: 1 << 40})
+	// A topic nothing writes to: appends still finishing from the stream
+	// above must not reach the subscription (past the end of "t" is
+	// OUT_OF_RANGE).
+	createTopic(t, c, "idle", 1)
+	sub, err := c.log.Subscribe(context.Background(), &pb.SubscribeRequest{Topic: "idle", Offset: 0})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ func TestRapidReset(t *testing.T) {
 	const streams = 20_000
 	s := startServer(t, 0)
 	p := newProbe(t, s, "edge-probe")
+	newProbe(t, s, "edge-idle") // never written: a fetch of it long-polls
 	base := s.rss()
 
 	conn, err := net.Dial("tcp", s.addr)
@@ -52,7 +53,7 @@ func TestRapidReset(t *testing.T) {
 
 	var hb bytes.Buffer
 	enc := hpack.NewEncoder(&hb)
-	msg, _ := proto.Marshal(&pb.FetchRequest{Topic: "edge-probe", Offset: 1 << 40, MaxWaitMs: 60_000})
+	msg, _ := proto.Marshal(&pb.FetchRequest{Topic: "edge-idle", Offset: 0, MaxWaitMs: 60_000})
 	body := make([]byte, 5+len(msg))
 	binary.BigEndian.PutUint32(body[1:], uint32(len(msg)))
 	copy(body[5:], msg)
