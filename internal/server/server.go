@@ -108,6 +108,9 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if err := checkListenAddrs(cfg); err != nil {
+		return nil, err
+	}
 	s := &Server{cfg: cfg, logger: cfg.Logger, shutdown: make(chan struct{}), closed: make(chan struct{}),
 		readBudget: semaphore.NewWeighted(readBudgetBytes)}
 	s.m = newMetrics(func() *partition.Topics { return s.topics })
@@ -181,7 +184,7 @@ func Start(cfg Config) (*Server, error) {
 
 	tcp, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return fail(fmt.Errorf("listen on --addr %s: %w (is another logd running?)", cfg.Addr, err))
+		return fail(listenError("--addr", cfg.Addr, err))
 	}
 	rejected := prometheus.NewCounter(prometheus.CounterOpts{Name: "logd_connections_rejected_total",
 		Help: "Client connections closed on arrival because --max-connections were open."})
