@@ -123,21 +123,31 @@ func (a *Admin) CreateTopic(ctx context.Context, name string, opts TopicOptions)
 	return topicInfo(resp.GetTopic()), nil
 }
 
-// ListTopics lists every topic.
+// ListTopics lists every topic, in name order, following the server's
+// pages (one request per page of up to 1000 topics).
 func (a *Admin) ListTopics(ctx context.Context) ([]TopicInfo, error) {
-	var resp *logdv1.ListTopicsResponse
-	err := a.adminCall(ctx, func(ctx context.Context, ac logdv1.AdminClient) (err error) {
-		resp, err = ac.ListTopics(ctx, &logdv1.ListTopicsRequest{})
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list topics: %w", err)
+	var out []TopicInfo
+	token := ""
+	for {
+		var resp *logdv1.ListTopicsResponse
+		err := a.adminCall(ctx, func(ctx context.Context, ac logdv1.AdminClient) (err error) {
+			resp, err = ac.ListTopics(ctx, &logdv1.ListTopicsRequest{PageToken: token})
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list topics: %w", err)
+		}
+		for _, t := range resp.GetTopics() {
+			out = append(out, topicInfo(t))
+		}
+		next := resp.GetNextPageToken()
+		if next == "" || next <= token {
+			// The last page; or a token that does not move on, which
+			// a correct server never sends: stop rather than loop.
+			return out, nil
+		}
+		token = next
 	}
-	out := make([]TopicInfo, 0, len(resp.GetTopics()))
-	for _, t := range resp.GetTopics() {
-		out = append(out, topicInfo(t))
-	}
-	return out, nil
 }
 
 // DescribeTopic returns a topic's configuration and partitions' state.

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -369,6 +371,26 @@ func (f *fakeServer) DescribeTopic(ctx context.Context, req *logdv1.DescribeTopi
 	resp := &logdv1.DescribeTopicResponse{Topic: &logdv1.TopicInfo{Name: req.GetName(), Partitions: int32(len(ps)), Replicas: 1, Config: &logdv1.TopicConfig{}}}
 	for i, p := range ps {
 		resp.Partitions = append(resp.Partitions, &logdv1.PartitionInfo{Partition: int32(i), LogStartOffset: p.logStart, HighWatermark: p.hw, Segments: 1})
+	}
+	return resp, nil
+}
+
+// ListTopics answers two topics a page, in name order, so the client must
+// follow page tokens.
+func (f *fakeServer) ListTopics(ctx context.Context, req *logdv1.ListTopicsRequest) (*logdv1.ListTopicsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	names := slices.Sorted(maps.Keys(f.topics))
+	i := 0
+	for i < len(names) && names[i] <= req.GetPageToken() {
+		i++
+	}
+	resp := &logdv1.ListTopicsResponse{}
+	for _, n := range names[i:min(i+2, len(names))] {
+		resp.Topics = append(resp.Topics, &logdv1.TopicInfo{Name: n, Partitions: int32(len(f.topics[n])), Replicas: 1})
+	}
+	if i+2 < len(names) {
+		resp.NextPageToken = names[i+1]
 	}
 	return resp, nil
 }

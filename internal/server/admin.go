@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/logd/logd/partition"
 	pb "github.com/logd/logd/proto/logd/v1"
@@ -51,11 +53,38 @@ func (s *Server) CreateTopic(ctx context.Context, req *pb.CreateTopicRequest) (*
 	return &pb.CreateTopicResponse{Topic: topicInfo(c)}, nil
 }
 
-// ListTopics lists topics.
+// MaxListTopicsPage is the most topics one ListTopics answer holds (and
+// its default page size): a page of the longest names is about 0.3 MiB,
+// well within grpc's default 4 MiB message.
+const MaxListTopicsPage = 1000
+
+// ListTopics lists topics in name order, one page at a time: a page
+// starts after the topic named by page_token (the last of the previous
+// page), so topics created or deleted between pages shift nothing.
 func (s *Server) ListTopics(ctx context.Context, req *pb.ListTopicsRequest) (*pb.ListTopicsResponse, error) {
+	size := int(req.PageSize)
+	switch {
+	case size < 0:
+		return nil, invalidArg("list topics: page_size must be >= 0 (0: %d), got %d", MaxListTopicsPage, size)
+	case size == 0 || size > MaxListTopicsPage:
+		size = MaxListTopicsPage
+	}
+	if req.PageToken != "" {
+		if err := partition.ValidateTopicName(req.PageToken); err != nil {
+			return nil, invalidArg("list topics: page_token %q is not one this server gave: send the previous answer's next_page_token, or none for the first page", req.PageToken)
+		}
+	}
+	all := s.topics.List()
+	i, _ := slices.BinarySearchFunc(all, req.PageToken, func(c partition.TopicConfig, name string) int { return strings.Compare(c.Name, name) })
+	if i < len(all) && all[i].Name == req.PageToken {
+		i++
+	}
 	resp := &pb.ListTopicsResponse{}
-	for _, c := range s.topics.List() {
+	for _, c := range all[i:min(i+size, len(all))] {
 		resp.Topics = append(resp.Topics, topicInfo(c))
+	}
+	if i+size < len(all) {
+		resp.NextPageToken = all[i+size-1].Name
 	}
 	return resp, nil
 }

@@ -1136,8 +1136,14 @@ func (x *CreateTopicResponse) GetTopic() *TopicInfo {
 	return nil
 }
 
+// ListTopics answers in pages, in name order, so a node with many topics
+// never answers more than grpc's default 4 MiB message: a client lists
+// every topic by sending each answer's next_page_token back until it is
+// empty.
 type ListTopicsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
+	PageSize      int32                  `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`   // topics per page; 0: 1000, the most a page holds
+	PageToken     string                 `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"` // a previous answer's next_page_token; empty: the first page
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1172,9 +1178,24 @@ func (*ListTopicsRequest) Descriptor() ([]byte, []int) {
 	return file_logd_v1_logd_proto_rawDescGZIP(), []int{14}
 }
 
+func (x *ListTopicsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListTopicsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 type ListTopicsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Topics        []*TopicInfo           `protobuf:"bytes,1,rep,name=topics,proto3" json:"topics,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"` // empty: this was the last page
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1214,6 +1235,13 @@ func (x *ListTopicsResponse) GetTopics() []*TopicInfo {
 		return x.Topics
 	}
 	return nil
+}
+
+func (x *ListTopicsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 type TopicInfo struct {
@@ -2731,10 +2759,14 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\breplicas\x18\x03 \x01(\x05R\breplicas\x12,\n" +
 	"\x06config\x18\x04 \x01(\v2\x14.logd.v1.TopicConfigR\x06config\"?\n" +
 	"\x13CreateTopicResponse\x12(\n" +
-	"\x05topic\x18\x01 \x01(\v2\x12.logd.v1.TopicInfoR\x05topic\"\x13\n" +
-	"\x11ListTopicsRequest\"@\n" +
+	"\x05topic\x18\x01 \x01(\v2\x12.logd.v1.TopicInfoR\x05topic\"O\n" +
+	"\x11ListTopicsRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"h\n" +
 	"\x12ListTopicsResponse\x12*\n" +
-	"\x06topics\x18\x01 \x03(\v2\x12.logd.v1.TopicInfoR\x06topics\"\xa8\x01\n" +
+	"\x06topics\x18\x01 \x03(\v2\x12.logd.v1.TopicInfoR\x06topics\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xa8\x01\n" +
 	"\tTopicInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
 	"\n" +
