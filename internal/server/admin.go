@@ -70,7 +70,7 @@ func (s *Server) ListTopics(ctx context.Context, req *pb.ListTopicsRequest) (*pb
 		size = MaxListTopicsPage
 	}
 	if req.PageToken != "" {
-		if err := partition.ValidateTopicName(req.PageToken); err != nil {
+		if err := routing.ValidateTopicName(req.PageToken); err != nil {
 			return nil, invalidArg("list topics: page_token %q is not one this server gave: send the previous answer's next_page_token, or none for the first page", req.PageToken)
 		}
 	}
