@@ -22,6 +22,9 @@ type Config struct {
 	// MaxConnections caps the API's open client connections; past it new
 	// connections are closed at once. 0: DefaultMaxConnections.
 	MaxConnections int
+	// SendTimeout ends a Subscribe stream whose client has read nothing
+	// for this long while a message waited for it. 0: DefaultSendTimeout.
+	SendTimeout time.Duration
 	// LogFS, when set, is the file system the partitions' logs use (tests
 	// inject I/O faults through it); nil: the operating system's.
 	LogFS log.FS

@@ -37,7 +37,7 @@ func (s *Server) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchResp
 	}
 	for {
 		changed := p.Log.Changed()
-		resp, release, err := s.boundedRead(ctx, p, req.Offset, maxBytes, req.Decode, nil)
+		resp, release, err := s.boundedRead(ctx, s.readBudget, p, req.Offset, maxBytes, req.Decode, nil)
 		if err != nil {
 			return nil, toStatus(err)
 		}
@@ -76,89 +76,6 @@ func (s *Server) stillServed(p *partition.Partition) error {
 	return nil
 }
 
-// Subscribe streams batches from an offset until the client goes away.
-func (s *Server) Subscribe(req *pb.SubscribeRequest, stream pb.Log_SubscribeServer) error {
-	if err := s.enter(); err != nil {
-		return toStatus(err)
-	}
-	defer s.leave()
-	p, maxBytes, err := s.fetchTarget(req.Topic, req.Partition, req.Offset, req.MaxBytes)
-	if err != nil {
-		return toStatus(err)
-	}
-	ctx := stream.Context()
-	off := req.Offset
-	maxBytes = min(maxBytes, maxSubscribeBytes)
-	// Catching up, raw batches are read into one buffer, reused from
-	// message to message: by the time Send returns, gRPC has marshalled
-	// the message into buffers of its own (serverStream.SendMsg encodes,
-	// then queues the frame; only a stats handler or grpc.EnableTracing
-	// would keep the message, and the server installs neither). The buffer
-	// counts against the read budget while the subscription holds it. It
-	// is let go when the subscription reaches the end of the log and when
-	// others wait for budget (the subscription then queues behind them),
-	// so no subscription holds budget while it waits. A tailing
-	// subscription (its last message less than half full) reads into a
-	// buffer sized by what there is, as do decoded ones (for clients
-	// without the batch codec): a wake-up of many tailers allocates little.
-	bufBytes := int64(maxBytes + log.ReadBufferSlack)
-	var buf []byte
-	catchingUp := false
-	defer func() {
-		if buf != nil {
-			s.readBudget.Release(bufBytes)
-		}
-	}()
-	for {
-		changed := p.Log.Changed()
-		if buf == nil && catchingUp && !req.Decode {
-			if err := s.readBudget.Acquire(ctx, bufBytes); err != nil {
-				return toStatus(err)
-			}
-			buf = make([]byte, bufBytes)
-		}
-		resp, release, err := s.boundedRead(ctx, p, off, maxBytes, req.Decode, buf)
-		if err != nil {
-			return toStatus(err)
-		}
-		if len(resp.Batches) > 0 {
-			// Send blocks while the client does not read: flow control,
-			// not buffering, bounds a slow subscriber's memory to one
-			// message, which counts against the read budget meanwhile.
-			err := stream.Send(resp)
-			release()
-			if err != nil {
-				return err
-			}
-			off = resp.NextOffset
-			catchingUp = len(resp.Batches) >= maxBytes/2
-			if buf != nil {
-				s.readBudget.Release(bufBytes)
-				if !catchingUp || !s.readBudget.TryAcquire(bufBytes) {
-					buf = nil
-				}
-			}
-			continue
-		}
-		release()
-		catchingUp = false
-		if buf != nil {
-			s.readBudget.Release(bufBytes)
-			buf = nil
-		}
-		select {
-		case <-changed:
-			if err := s.stillServed(p); err != nil {
-				return toStatus(err)
-			}
-		case <-ctx.Done():
-			return toStatus(ctx.Err())
-		case <-s.shutdown:
-			return toStatus(errShuttingDown)
-		}
-	}
-}
-
 func (s *Server) fetchTarget(topic string, part int32, offset int64, maxBytes int32) (*partition.Partition, int, error) {
 	p, err := s.topics.Partition(topic, part)
 	if err != nil {
@@ -191,13 +108,14 @@ func (s *Server) fetchTarget(topic string, part int32, offset int64, maxBytes in
 	return p, min(int(maxBytes), maxFetchBytes), nil
 }
 
-// boundedRead is readAt under the server-wide read budget. buf, when not
+// boundedRead is readAt under a read budget (Fetch's or the
+// subscriptions'). buf, when not
 // nil, is the caller's read buffer, charged by the caller; what the read
 // allocates is charged here: its buffer when buf is nil (up to maxBytes),
 // the decoded records when decode is set (as much again). It reserves that
 // before reading and returns the unused part at once; release returns the
 // rest once the response is sent. Waiting for budget ends with ctx.
-func (s *Server) boundedRead(ctx context.Context, p *partition.Partition, offset int64, maxBytes int, decode bool, buf []byte) (*pb.FetchResponse, func(), error) {
+func (s *Server) boundedRead(ctx context.Context, budget *memBudget, p *partition.Partition, offset int64, maxBytes int, decode bool, buf []byte) (*pb.FetchResponse, func(), error) {
 	var want int64
 	if buf == nil {
 		want += int64(maxBytes)
@@ -205,15 +123,15 @@ func (s *Server) boundedRead(ctx context.Context, p *partition.Partition, offset
 	if decode {
 		want += int64(maxBytes) // decoded records copy what they hold
 	}
-	want = min(want, readBudgetBytes)
+	want = min(want, budget.bytes)
 	if want > 0 {
-		if err := s.readBudget.Acquire(ctx, want); err != nil {
+		if err := budget.Acquire(ctx, want); err != nil {
 			return nil, nil, err
 		}
 	}
 	resp, err := s.readAt(p, offset, maxBytes, decode, buf)
 	if err != nil {
-		s.readBudget.Release(want)
+		budget.Release(want)
 		return nil, nil, err
 	}
 	var used int64
@@ -225,9 +143,9 @@ func (s *Server) boundedRead(ctx context.Context, p *partition.Partition, offset
 		used += int64(len(resp.Batches))
 	}
 	used = min(used, want)
-	s.readBudget.Release(want - used)
+	budget.Release(want - used)
 	var once sync.Once
-	return resp, func() { once.Do(func() { s.readBudget.Release(used) }) }, nil
+	return resp, func() { once.Do(func() { budget.Release(used) }) }, nil
 }
 
 // readAt reads what is committed at offset, into buf when it is large

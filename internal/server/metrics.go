@@ -25,6 +25,7 @@ type metrics struct {
 	fsyncLatency     prometheus.Histogram
 	diskWrittenBytes prometheus.Counter
 	followerLag      *prometheus.GaugeVec
+	slowSubscribers  prometheus.Counter
 }
 
 var latencyBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
@@ -54,9 +55,12 @@ func newMetrics(topics func() *partition.Topics) *metrics {
 			Name: "logd_raft_follower_lag_entries",
 			Help: "On a partition's leader: Raft entries each follower has yet to apply (-1: it did not answer). Measured every 5s."},
 			[]string{"topic", "partition", "follower"}),
+		slowSubscribers: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "logd_subscriptions_ended_slow_total",
+			Help: "Subscribe streams ended because their client left a message unread for --send-timeout."}),
 	}
 	m.reg.MustRegister(m.produceRecords, m.produceBytes, m.produceDupes, m.produceErrors, m.produceLatency,
-		m.fetchRecords, m.fetchBytes, m.fsyncLatency, m.diskWrittenBytes, m.followerLag,
+		m.fetchRecords, m.fetchBytes, m.fsyncLatency, m.diskWrittenBytes, m.followerLag, m.slowSubscribers,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&partitionCollector{topics: topics}, buildInfoGauge())
 	return m

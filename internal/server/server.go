@@ -17,8 +17,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/sync/semaphore"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -43,8 +43,10 @@ const (
 	defaultFetchBytes        = 1 << 20
 	maxFetchBytes            = 16 << 20 // one Fetch response
 	maxSubscribeBytes        = 4 << 20  // one Subscribe message
-	// readBudgetBytes bounds the memory of all responses being read or sent
-	// at once (fetches and subscriptions); readers beyond it wait.
+	// readBudgetBytes bounds the memory of all Fetch responses being read
+	// or sent at once; fetches beyond it wait. Subscriptions have a budget
+	// of their own (subscribe.go), so that readers that do not read cannot
+	// hold up fetches.
 	readBudgetBytes = 128 << 20
 	maxWait         = 5 * time.Minute
 	shutdownGrace   = 10 * time.Second
@@ -79,13 +81,16 @@ type Server struct {
 	served     sync.WaitGroup
 	ready      atomic.Bool
 	shutdown   chan struct{} // closed when Close starts
-	readBudget *semaphore.Weighted
+	readBudget *memBudget    // Fetch's
 	disk       *diskGuard
 	inflight   sync.WaitGroup
 	mu         sync.Mutex // guards closing
 	closing    bool
 	closeErr   error
 	closed     chan struct{}
+
+	subBudget   *memBudget // the subscriptions' (subscribe.go)
+	subscribers atomic.Int64
 }
 
 // Start opens the data directory and starts serving.
@@ -112,7 +117,10 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, logger: cfg.Logger, shutdown: make(chan struct{}), closed: make(chan struct{}),
-		readBudget: semaphore.NewWeighted(readBudgetBytes)}
+		readBudget: newMemBudget(readBudgetBytes), subBudget: newMemBudget(subscribeBudgetBytes)}
+	if s.cfg.SendTimeout <= 0 {
+		s.cfg.SendTimeout = DefaultSendTimeout
+	}
 	s.m = newMetrics(func() *partition.Topics { return s.topics })
 
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
@@ -206,6 +214,7 @@ func Start(cfg Config) (*Server, error) {
 		// while, as Kafka's connections.max.idle.ms does; clients reconnect
 		// transparently.
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: maxConnectionIdle}),
+		experimental.BufferPool(messagePool),
 	)...)
 	pb.RegisterLogServer(s.grpc, s)
 	pb.RegisterAdminServer(s.grpc, s)

@@ -82,9 +82,11 @@ func startServerIn(t *testing.T, dataDir string) *server {
 	return startServerWith(t, dataDir, 0)
 }
 
-func startServerWith(t *testing.T, dataDir string, nofile int) *server {
+// startServerWith starts logd on dataDir under a descriptor limit (see
+// startServer), with extra flags.
+func startServerWith(t *testing.T, dataDir string, nofile int, extra ...string) *server {
 	t.Helper()
-	args := []string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--http-addr", ""}
+	args := append([]string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--http-addr", ""}, extra...)
 	cmd := exec.Command(logdBinary(t), args...)
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw

@@ -3,10 +3,14 @@ package edge
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/logd/logd/proto/logd/v1"
 )
@@ -131,4 +135,97 @@ func TestSlowCatchUpSubscribers(t *testing.T) {
 	s.checkRSS("8 stalled catch-up subscribers with max_bytes 1 GiB over 32 MiB", base, stalledReadBound)
 	produceAndFollow(t, s, "slow", 8<<20, 512<<10)
 	newProbe(t, s, "edge-probe").check("with the stalled subscribers")
+}
+
+// floodSubscribers is how many non-reading subscribers the flood test
+// opens, and floodRSSBound how much the server's memory may grow with
+// them: the subscriptions' budget (64 MiB, internal/server/subscribe.go),
+// twice for the garbage between two collections, and 128 MiB for the
+// connections' buffers, the goroutines and the runtime. (Measured: about
+// 140 MiB; before the subscriptions had a budget of their own, 380 to 590
+// MiB, and every Fetch waited.)
+const (
+	floodSubscribers = 300
+	floodRSSBound    = 256 << 20
+)
+
+// TestNonReadingSubscriberFlood: 300 subscribers, each on its own
+// connection, ask for 4 MiB messages from offset 0 of a partition holding
+// 32 MiB and never read. A slow reader may cost only its own stream: a
+// Fetch on the same partition and a probe's produce and fetch must still be
+// answered, and the server's memory must stay bounded. (Before the
+// subscriptions had a budget of their own, about 32 of them held the whole
+// read budget and every Fetch waited until they went away.)
+func TestNonReadingSubscriberFlood(t *testing.T) {
+	s := startServer(t, 0)
+	cc := s.dial()
+	if _, err := pb.NewAdminClient(cc).CreateTopic(timeout(t, 10*time.Second), &pb.CreateTopicRequest{Name: "flood", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	produceAndFollow(t, s, "flood", 32<<20, 512<<10)
+	p := newProbe(t, s, "edge-probe")
+	base := s.rss()
+	slowReaders(t, s, "flood", floodSubscribers, 4<<20)
+	time.Sleep(3 * time.Second)
+	s.alive()
+	logc := pb.NewLogClient(s.dial())
+	var worst time.Duration
+	for i := range 5 {
+		start := time.Now()
+		f, err := logc.Fetch(timeout(t, 30*time.Second), &pb.FetchRequest{Topic: "flood", Offset: int64(i), MaxBytes: 64 << 10})
+		worst = max(worst, time.Since(start))
+		if err != nil {
+			t.Errorf("a Fetch with %d non-reading subscribers: %v after %s", floodSubscribers, err, worst.Round(time.Millisecond))
+			break
+		}
+		if len(f.Batches) == 0 {
+			t.Fatalf("a Fetch at offset %d with %d non-reading subscribers read nothing", i, floodSubscribers)
+		}
+	}
+	t.Logf("with %d non-reading subscribers: slowest of the Fetches %s", floodSubscribers, worst.Round(time.Millisecond))
+	s.checkRSS(fmt.Sprintf("%d non-reading subscribers with max_bytes 4 MiB over 32 MiB", floodSubscribers), base, floodRSSBound)
+	if !t.Failed() {
+		p.check("with the non-reading subscribers")
+	}
+}
+
+// TestSlowSubscriberEnded: a subscriber that leaves its messages unread for
+// the server's --send-timeout gets, once it reads again, what was queued for
+// it and then RESOURCE_EXHAUSTED (reason SLOW_SUBSCRIBER) saying where to
+// subscribe again from; the server's other clients are served meanwhile.
+func TestSlowSubscriberEnded(t *testing.T) {
+	s := startServerWith(t, t.TempDir(), 0, "--send-timeout", "1s")
+	cc := s.dial()
+	if _, err := pb.NewAdminClient(cc).CreateTopic(timeout(t, 10*time.Second), &pb.CreateTopicRequest{Name: "slow", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	produceAndFollow(t, s, "slow", 32<<20, 256<<10)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sub, err := pb.NewLogClient(s.dial()).Subscribe(ctx, &pb.SubscribeRequest{Topic: "slow", MaxBytes: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * time.Second)
+	newProbe(t, s, "edge-probe").check("with a stalled subscriber")
+	var next int64
+	for {
+		resp, err := sub.Recv()
+		if err != nil {
+			st := status.Convert(err)
+			if st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "read nothing") {
+				t.Fatalf("the stalled subscription ended with %v, want RESOURCE_EXHAUSTED saying the client read nothing", err)
+			}
+			want := fmt.Sprintf("from offset %d", next)
+			if !strings.Contains(st.Message(), want) {
+				t.Errorf("the status does not say to subscribe again %s: %v", want, st.Message())
+			}
+			t.Logf("after offset %d: %v", next, err)
+			return
+		}
+		next = resp.NextOffset
+		if next >= 128 {
+			t.Fatalf("read the whole partition (to %d): the stalled subscription was not ended", next)
+		}
+	}
 }
