@@ -90,6 +90,7 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn, error (Raft's per-partition events are debug)")
 	f.StringVar(&fl.logFormat, "log-format", "text", "log format: text (key=value) or json (one object a line)")
 	f.IntVar(&cfg.MaxConnections, "max-connections", server.DefaultMaxConnections, "most client connections open at once; past it new ones are closed on arrival")
+	f.IntVar(&cfg.MaxHTTPConnections, "max-http-connections", server.DefaultMaxHTTPConnections, "most connections open at once on --http-addr; past it new ones are closed on arrival")
 	f.DurationVar(&cfg.SendTimeout, "send-timeout", server.DefaultSendTimeout, "end a Subscribe stream whose client leaves a message unread this long")
 	f.StringVar(&fl.cluster.nodeID, "node-id", "", "cluster mode: this node's id")
 	f.StringVar(&fl.cluster.raftAddr, "raft-addr", "", "cluster mode: Raft listen address")

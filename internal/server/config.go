@@ -22,6 +22,9 @@ type Config struct {
 	// MaxConnections caps the API's open client connections; past it new
 	// connections are closed at once. 0: DefaultMaxConnections.
 	MaxConnections int
+	// MaxHTTPConnections caps the HTTP port's open connections, apart
+	// from MaxConnections. 0: DefaultMaxHTTPConnections.
+	MaxHTTPConnections int
 	// SendTimeout ends a Subscribe stream whose client has read nothing
 	// for this long while a message waited for it. 0: DefaultSendTimeout.
 	SendTimeout time.Duration

@@ -1,16 +1,58 @@
 package server
 
 import (
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// DefaultMaxConnections caps the API's open client connections.
-const DefaultMaxConnections = 4096
+// Connection limits. The HTTP port (/metrics, /healthz, /readyz, pprof)
+// has a cap of its own, not a share of the API's: it serves scrapers and
+// probes, a handful of connections, and a flood of idle HTTP connections
+// must not take the API's slots (nor the other way round).
+const (
+	// DefaultMaxConnections caps the API's open client connections.
+	DefaultMaxConnections = 4096
+	// DefaultMaxHTTPConnections caps the HTTP port's open connections.
+	DefaultMaxHTTPConnections = 128
+	// handshakeTimeout closes an API connection that has not completed
+	// the HTTP/2 handshake (sent its preface and settings) by then, so
+	// that silent sockets do not hold connection slots for long.
+	handshakeTimeout = 10 * time.Second
+	// httpIdleTimeout closes keep-alive HTTP connections idle this long.
+	httpIdleTimeout = 30 * time.Second
+)
+
+// connectionCaps returns the caps to apply to the API's and the HTTP
+// port's connections: those asked for, lowered when together they would
+// leave too few of the process's descriptors (RLIMIT_NOFILE) for segment
+// files, indexes, Pebble and Raft: a quarter of the limit, at least 64, is
+// kept for them.
+func connectionCaps(api, http int, logger *slog.Logger) (int, int) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur > 1<<30 {
+		return api, http
+	}
+	return capsWithin(int(lim.Cur), api, http, logger)
+}
+
+func capsWithin(nofile, api, http int, logger *slog.Logger) (int, int) {
+	reserve := max(64, nofile/4)
+	avail := nofile - reserve
+	if api+http <= avail {
+		return api, http
+	}
+	h := min(http, max(4, avail/16))
+	a := max(min(api, avail-h), 1)
+	logger.Warn("lowering the connection caps to keep descriptors for files (raise the limit with ulimit -n, or lower --max-connections)",
+		"nofile", nofile, "reserved_for_files", reserve, "max_connections", a, "max_http_connections", h)
+	return a, h
+}
 
 // capListener caps the connections open at once: past max, a new
 // connection is closed as soon as it is accepted (the client sees it reset

@@ -110,6 +110,9 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.MaxConnections <= 0 {
 		cfg.MaxConnections = DefaultMaxConnections
 	}
+	if cfg.MaxHTTPConnections <= 0 {
+		cfg.MaxHTTPConnections = DefaultMaxHTTPConnections
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -129,13 +132,24 @@ func Start(cfg Config) (*Server, error) {
 	s.disk = newDiskGuard(cfg.DataDir, cfg.MinFreeBytes)
 	// The HTTP listener comes first so /healthz answers while a large log
 	// is being recovered (/readyz says when it is done).
+	s.cfg.MaxConnections, s.cfg.MaxHTTPConnections = connectionCaps(cfg.MaxConnections, cfg.MaxHTTPConnections, s.logger)
+	cfg = s.cfg
 	if cfg.HTTPAddr != "" {
-		lis, err := net.Listen("tcp", cfg.HTTPAddr)
+		tcp, err := net.Listen("tcp", cfg.HTTPAddr)
 		if err != nil {
 			return nil, fmt.Errorf("listen on --http-addr %s: %w (is another logd running?)", cfg.HTTPAddr, err)
 		}
+		rejected := prometheus.NewCounter(prometheus.CounterOpts{Name: "logd_http_connections_rejected_total",
+			Help: "HTTP connections closed on arrival because --max-http-connections were open."})
+		s.m.reg.MustRegister(rejected)
+		lis := newCapListener(tcp, cfg.MaxHTTPConnections, rejected, func(open int64) {
+			s.logger.Warn("refusing HTTP connections: the limit is reached (raise --max-http-connections, or find the client that opens so many)",
+				"open", open, "max", cfg.MaxHTTPConnections)
+		})
 		s.httpLis = lis
-		s.http = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
+		// Keep-alive connections idle for httpIdleTimeout are closed: a
+		// scraper reconnects at its next scrape.
+		s.http = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: httpIdleTimeout}
 		s.served.Add(1)
 		go func() { defer s.served.Done(); s.http.Serve(lis) }()
 	}
@@ -206,6 +220,7 @@ func Start(cfg Config) (*Server, error) {
 	s.grpc = grpc.NewServer(append(requestCodecOptions(),
 		grpc.MaxRecvMsgSize(cfg.MaxBatchBytes+64<<10),
 		grpc.MaxConcurrentStreams(1024),
+		grpc.ConnectionTimeout(handshakeTimeout),
 		// Batches and fetch responses are up to several MiB; larger
 		// windows keep a stream from waiting on HTTP/2 flow control.
 		grpc.InitialWindowSize(8<<20),

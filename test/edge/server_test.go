@@ -41,6 +41,7 @@ type server struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	addr   string
+	http   string // the HTTP address, when started with --http-addr
 	exited chan struct{}
 	stderr *tail
 }
@@ -66,7 +67,7 @@ func (l *tail) String() string {
 	return strings.Join(l.lines, "\n")
 }
 
-var addrLine = regexp.MustCompile(`logd serving"? addr=(\S+)`)
+var addrLine = regexp.MustCompile(`logd serving"? addr=(\S+) http=(\S+)`)
 
 // startServer starts logd on a free port. With nofile > 0 the process runs
 // under that descriptor limit (soft and hard: Go raises the soft limit to
@@ -113,7 +114,7 @@ func startServerWith(t *testing.T, dataDir string, nofile int, extra ...string) 
 			<-s.exited
 		}
 	})
-	found := make(chan string, 1)
+	found := make(chan []string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -121,7 +122,7 @@ func startServerWith(t *testing.T, dataDir string, nofile int, extra ...string) 
 			s.stderr.add(sc.Text())
 			if m := addrLine.FindStringSubmatch(sc.Text()); m != nil {
 				select {
-				case found <- m[1]:
+				case found <- m[1:]:
 				default:
 				}
 			}
@@ -129,7 +130,8 @@ func startServerWith(t *testing.T, dataDir string, nofile int, extra ...string) 
 		io.Copy(io.Discard, pr)
 	}()
 	select {
-	case s.addr = <-found:
+	case m := <-found:
+		s.addr, s.http = m[0], strings.Trim(m[1], `"`)
 	case <-s.exited:
 		t.Fatalf("logd exited before serving:\n%s", s.stderr)
 	case <-time.After(30 * time.Second):
