@@ -118,7 +118,9 @@ func (s *Server) DescribeTopic(ctx context.Context, req *pb.DescribeTopicRequest
 
 // AlterTopic changes a topic's retention and segment settings at runtime.
 func (s *Server) AlterTopic(ctx context.Context, req *pb.AlterTopicRequest) (*pb.AlterTopicResponse, error) {
-	if err := s.disk.checkMetadata(); err != nil {
+	// Lowering retention is how a full disk is freed: it passes until even
+	// its few bytes may not fit.
+	if err := s.disk.checkRemedy(); err != nil {
 		return nil, err
 	}
 	if s.cl != nil {

@@ -129,7 +129,8 @@ func Start(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
 	}
-	s.disk = newDiskGuard(cfg.DataDir, cfg.MinFreeBytes)
+	s.disk = newDiskGuard(cfg.DataDir, cfg.MinFreeBytes, s.logger)
+	s.disk.prepareStart()
 	// The HTTP listener comes first so /healthz answers while a large log
 	// is being recovered (/readyz says when it is done).
 	s.cfg.MaxConnections, s.cfg.MaxHTTPConnections = connectionCaps(cfg.MaxConnections, cfg.MaxHTTPConnections, s.logger)
@@ -174,7 +175,7 @@ func Start(cfg Config) (*Server, error) {
 	s.m.reg.MustRegister(s.trimmer)
 	db, err := pebble.Open(filepath.Join(cfg.DataDir, "meta"), &pebble.Options{Logger: quietPebble{}})
 	if err != nil {
-		return fail(fmt.Errorf("open metadata in %s: %w (is another logd using this --data-dir?)", cfg.DataDir, err))
+		return fail(openMetaError(cfg.DataDir, err))
 	}
 	s.db = db
 	topics, err := partition.Open(partition.Options{
@@ -248,10 +249,18 @@ func Start(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// logFS is the file system the logs use, before the disk guard.
+func (s *Server) logFS() log.FS {
+	if s.cfg.LogFS != nil {
+		return s.cfg.LogFS
+	}
+	return log.OSFS{}
+}
+
 // logOptions are the options of a partition's log.
 func (s *Server) logOptions(c partition.TopicConfig) log.Options {
 	return log.Options{
-		FS:           s.cfg.LogFS,
+		FS:           guardedFS{FS: s.logFS(), g: s.disk, serving: &s.ready},
 		SegmentBytes: c.SegmentBytes,
 		SegmentAge:   time.Duration(c.SegmentMs) * time.Millisecond,
 		Fsync:        s.cfg.Fsync,
@@ -395,14 +404,4 @@ func (s *Server) closeStorage() error {
 		errs = append(errs, s.db.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// quietPebble sends Pebble's info logs nowhere and its errors to stderr.
-type quietPebble struct{}
-
-func (quietPebble) Infof(string, ...any)         {}
-func (quietPebble) Errorf(f string, args ...any) { slog.Error(fmt.Sprintf("pebble: "+f, args...)) }
-func (quietPebble) Fatalf(f string, args ...any) {
-	slog.Error(fmt.Sprintf("pebble: "+f, args...))
-	os.Exit(1)
 }
