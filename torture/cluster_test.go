@@ -40,7 +40,7 @@ func TestTortureCluster(t *testing.T) {
 	cfg := ProcessConfig{Binary: logdBinary(t), Nodes: 3, Dir: dir, Args: ClusterArgs, RaftMesh: true, Proxy: true,
 		StartTimeout: time.Minute}
 	for _, k := range kinds {
-		if k == NemesisDiskFull {
+		if k == NemesisDiskFull || k == NemesisDiskFullRestart {
 			cfg.DiskBytes = 256 << 20
 		}
 	}

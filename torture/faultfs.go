@@ -143,7 +143,9 @@ func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (log.File, e
 func (f *FaultFS) ReadDir(dir string) ([]string, error) { return f.inner.ReadDir(dir) }
 func (f *FaultFS) Stat(name string) (int64, error)      { return f.inner.Stat(name) }
 func (f *FaultFS) MkdirAll(dir string, perm os.FileMode) error {
-	if err := f.check("mkdir", dir, true); err != nil {
+	// Like a real full disk: only a directory to be made needs space.
+	_, statErr := os.Stat(dir)
+	if err := f.check("mkdir", dir, statErr != nil); err != nil {
 		return err
 	}
 	return f.inner.MkdirAll(dir, perm)

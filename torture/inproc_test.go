@@ -16,7 +16,8 @@ import (
 // inProcessKinds are the faults an InProcessCluster of n nodes takes: all
 // of them (partitions need three nodes).
 func inProcessKinds(n int) []string {
-	kinds := []string{NemesisKill, NemesisPause, NemesisPauseKill, NemesisDiskFull, NemesisDiskSlow}
+	kinds := []string{NemesisKill, NemesisPause, NemesisPauseKill, NemesisDiskFull, NemesisDiskSlow,
+		NemesisSubscriberFlood, NemesisDiskFullRestart}
 	if n >= 3 {
 		kinds = append(kinds, NemesisPartitionIsolate, NemesisPartitionHalves, NemesisPartitionBridge)
 	}

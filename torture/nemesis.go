@@ -142,7 +142,13 @@ func RunNemesis(ctx context.Context, c Cluster, h *History, cfg NemesisConfig) e
 				return fmt.Errorf("torture: nemesis %q needs NemesisConfig.ClientNet (and the workload's)", k)
 			}
 		default:
-			return fmt.Errorf("torture: unknown nemesis %q", k)
+			n, ok := hostileNemeses[k]
+			if !ok {
+				return fmt.Errorf("torture: unknown nemesis %q", k)
+			}
+			if err := n.check(c, cfg); err != nil {
+				return err
+			}
 		}
 	}
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 5000))
@@ -200,7 +206,7 @@ func processFault(kind string) bool {
 // partner picks, when cfg.Combine says so this time, a fault of the other
 // class than kind to run at the same time.
 func partner(kind string, cfg NemesisConfig, rng *rand.Rand) (string, bool) {
-	if !cfg.Combine || rng.IntN(2) == 0 {
+	if _, alone := hostileNemeses[kind]; alone || !cfg.Combine || rng.IntN(2) == 0 {
 		return "", false
 	}
 	// A node restarted on a full disk cannot open its store: disk-full
@@ -208,7 +214,7 @@ func partner(kind string, cfg NemesisConfig, rng *rand.Rand) (string, bool) {
 	restarts := func(k string) bool { return k == NemesisKill || k == NemesisPauseKill }
 	var others []string
 	for _, k := range cfg.Kinds {
-		if processFault(k) == processFault(kind) ||
+		if _, alone := hostileNemeses[k]; alone || processFault(k) == processFault(kind) ||
 			(k == NemesisDiskFull && restarts(kind)) || (kind == NemesisDiskFull && restarts(k)) {
 			continue
 		}
@@ -274,6 +280,8 @@ func inject(ctx context.Context, c Cluster, h *History, cfg NemesisConfig, kind 
 		fault(h, "client-heal", node, func() error { px.Heal(); return nil })
 	case NemesisPartitionIsolate, NemesisPartitionHalves, NemesisPartitionBridge:
 		err = partition(ctx, c.(Partitioner), c.Size(), h, kind, node, d)
+	default:
+		err = hostileNemeses[kind].inject(ctx, c, h, cfg, node, d)
 	case NemesisDiskSlow:
 		ds := c.(DiskSlower)
 		slow := min(d/10, 500*time.Millisecond)

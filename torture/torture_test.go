@@ -75,7 +75,7 @@ func TestTortureSingleNode(t *testing.T) {
 		switch k {
 		case NemesisNetCut, NemesisNetBlackhole, NemesisNetSlow:
 			cfg.Proxy = true
-		case NemesisDiskFull:
+		case NemesisDiskFull, NemesisDiskFullRestart:
 			cfg.DiskBytes = 256 << 20
 		}
 	}
