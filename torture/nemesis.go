@@ -280,8 +280,6 @@ func inject(ctx context.Context, c Cluster, h *History, cfg NemesisConfig, kind 
 		fault(h, "client-heal", node, func() error { px.Heal(); return nil })
 	case NemesisPartitionIsolate, NemesisPartitionHalves, NemesisPartitionBridge:
 		err = partition(ctx, c.(Partitioner), c.Size(), h, kind, node, d)
-	default:
-		err = hostileNemeses[kind].inject(ctx, c, h, cfg, node, d)
 	case NemesisDiskSlow:
 		ds := c.(DiskSlower)
 		slow := min(d/10, 500*time.Millisecond)
@@ -305,6 +303,8 @@ func inject(ctx context.Context, c Cluster, h *History, cfg NemesisConfig, kind 
 		})
 		sleep(ctx, d)
 		fault(h, "net-heal", node, func() error { px.Heal(); return nil })
+	default:
+		err = hostileNemeses[kind].inject(ctx, c, h, cfg, node, d)
 	}
 	return err
 }

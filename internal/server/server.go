@@ -136,23 +136,9 @@ func Start(cfg Config) (*Server, error) {
 	s.cfg.MaxConnections, s.cfg.MaxHTTPConnections = connectionCaps(cfg.MaxConnections, cfg.MaxHTTPConnections, s.logger)
 	cfg = s.cfg
 	if cfg.HTTPAddr != "" {
-		tcp, err := net.Listen("tcp", cfg.HTTPAddr)
-		if err != nil {
-			return nil, fmt.Errorf("listen on --http-addr %s: %w (is another logd running?)", cfg.HTTPAddr, err)
+		if err := s.startHTTP(); err != nil {
+			return nil, err
 		}
-		rejected := prometheus.NewCounter(prometheus.CounterOpts{Name: "logd_http_connections_rejected_total",
-			Help: "HTTP connections closed on arrival because --max-http-connections were open."})
-		s.m.reg.MustRegister(rejected)
-		lis := newCapListener(tcp, cfg.MaxHTTPConnections, rejected, func(open int64) {
-			s.logger.Warn("refusing HTTP connections: the limit is reached (raise --max-http-connections, or find the client that opens so many)",
-				"open", open, "max", cfg.MaxHTTPConnections)
-		})
-		s.httpLis = lis
-		// Keep-alive connections idle for httpIdleTimeout are closed: a
-		// scraper reconnects at its next scrape.
-		s.http = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: httpIdleTimeout}
-		s.served.Add(1)
-		go func() { defer s.served.Done(); s.http.Serve(lis) }()
 	}
 	fail := func(err error) (*Server, error) {
 		if s.stopBG != nil {
@@ -247,6 +233,29 @@ func Start(cfg Config) (*Server, error) {
 	s.ready.Store(true)
 	s.logger.Info("logd serving", "addr", lis.Addr().String(), "http", s.HTTPAddr(), "data_dir", cfg.DataDir, "fsync", cfg.Fsync.String())
 	return s, nil
+}
+
+// startHTTP serves /metrics, /healthz, /readyz and pprof on --http-addr,
+// under its own connection cap.
+func (s *Server) startHTTP() error {
+	tcp, err := net.Listen("tcp", s.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on --http-addr %s: %w (is another logd running?)", s.cfg.HTTPAddr, err)
+	}
+	rejected := prometheus.NewCounter(prometheus.CounterOpts{Name: "logd_http_connections_rejected_total",
+		Help: "HTTP connections closed on arrival because --max-http-connections were open."})
+	s.m.reg.MustRegister(rejected)
+	lis := newCapListener(tcp, s.cfg.MaxHTTPConnections, rejected, func(open int64) {
+		s.logger.Warn("refusing HTTP connections: the limit is reached (raise --max-http-connections, or find the client that opens so many)",
+			"open", open, "max", s.cfg.MaxHTTPConnections)
+	})
+	s.httpLis = lis
+	// Keep-alive connections idle for httpIdleTimeout are closed: a
+	// scraper reconnects at its next scrape.
+	s.http = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: httpIdleTimeout}
+	s.served.Add(1)
+	go func() { defer s.served.Done(); s.http.Serve(lis) }()
+	return nil
 }
 
 // logFS is the file system the logs use, before the disk guard.
