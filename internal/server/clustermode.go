@@ -431,7 +431,11 @@ func (c *cluster) replica(p *partition.Partition) (*replication.Partition, error
 	st := c.meta.FSM.State()
 	t, ok := st.Topics[p.Topic]
 	if !ok || p.ID >= int32(len(t.Replicas)) {
-		return nil, fmt.Errorf("%w: %q", partition.ErrTopicNotFound, p.Topic)
+		// This node has the topic but its metadata does not: it may be
+		// behind (a restarted node's metadata is its last snapshot's until
+		// a leader lets its log replay), or the topic is being deleted.
+		// Only the current metadata leader may say it is gone.
+		return nil, c.s.topicLookup(context.Background(), p.Topic, fmt.Errorf("%w: %q", partition.ErrTopicNotFound, p.Topic))
 	}
 	r := c.node.Partition(meta.GroupOf(t.Config, p.ID))
 	if r == nil {
