@@ -105,3 +105,44 @@ func TestClusterRestartedNodeBehindOnMetadataSaysRetryNotNotFound(t *testing.T) 
 func isConnError(msg string) bool {
 	return strings.Contains(msg, "connection error") || strings.Contains(msg, "connection refused")
 }
+
+// A topic just created through one node is not on every node yet: a client
+// that asks another node about it (as the Go client does before its first
+// produce) must be told to retry or sent to the metadata leader, not
+// NOT_FOUND (the torture harness's producers, started right after the
+// create, failed so).
+func TestClusterNodeNotYetToldOfANewTopicDoesNotSayNotFound(t *testing.T) {
+	c := servertest.NewCluster(t, 3)
+	nodes := c.Nodes()
+	behind := nodes[2]
+	cs := newCCs(t, nodes[0].APIAddr, nodes[1].APIAddr)
+	ctx := ctx(t)
+
+	c.Net.Isolate(behind.ID, nodes[0].ID, nodes[1].ID)
+	if _, err := cs.call(ctx, nodes[0].APIAddr, func(cc *grpc.ClientConn) error {
+		_, err := pb.NewAdminClient(cc).CreateTopic(ctx, &pb.CreateTopicRequest{Name: "fresh", Partitions: 1})
+		return err
+	}); err != nil {
+		t.Fatalf("create topic: %v", err)
+	}
+	_, err := pb.NewAdminClient(cs.get(behind.APIAddr)).DescribeTopic(ctx, &pb.DescribeTopicRequest{Name: "fresh"})
+	t.Logf("describe on %s: %v", behind.ID, err)
+	if status.Code(err) != codes.Unavailable {
+		t.Errorf("describe on %s, which has not heard of the topic yet: %v, want UNAVAILABLE (retry, or ask the metadata leader)", behind.ID, err)
+	}
+	// A topic nobody created is still NOT_FOUND, from the metadata leader.
+	if _, err := cs.call(ctx, behind.APIAddr, func(cc *grpc.ClientConn) error {
+		_, err := pb.NewAdminClient(cc).DescribeTopic(ctx, &pb.DescribeTopicRequest{Name: "never"})
+		return err
+	}); status.Code(err) != codes.NotFound {
+		t.Errorf("describe of a topic never created: %v, want NOT_FOUND", err)
+	}
+
+	c.Net.Heal()
+	if _, err := cs.call(ctx, behind.APIAddr, func(cc *grpc.ClientConn) error {
+		_, err := pb.NewAdminClient(cc).DescribeTopic(ctx, &pb.DescribeTopicRequest{Name: "fresh"})
+		return err
+	}); err != nil {
+		t.Fatalf("describe on %s once healed: %v", behind.ID, err)
+	}
+}
