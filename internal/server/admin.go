@@ -93,7 +93,8 @@ func (s *Server) ListTopics(ctx context.Context, req *pb.ListTopicsRequest) (*pb
 func (s *Server) DescribeTopic(ctx context.Context, req *pb.DescribeTopicRequest) (*pb.DescribeTopicResponse, error) {
 	c, parts, err := s.topics.Partitions(req.Name)
 	if err != nil {
-		return nil, toStatus(err)
+		// In a cluster this node may not have the topic yet.
+		return nil, s.topicLookup(ctx, req.Name, err)
 	}
 	resp := &pb.DescribeTopicResponse{Topic: topicInfo(c)}
 	for _, p := range parts {
