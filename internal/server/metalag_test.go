@@ -108,7 +108,7 @@ func isConnError(msg string) bool {
 
 // A topic just created through one node is not on every node yet: a client
 // that asks another node about it (as the Go client does before its first
-// produce) must be told to retry or sent to the metadata leader, not
+// produce), or commits or reads offsets of it there, must be told to retry or sent to the metadata leader, not
 // NOT_FOUND (the torture harness's producers, started right after the
 // create, failed so).
 func TestClusterNodeNotYetToldOfANewTopicDoesNotSayNotFound(t *testing.T) {
@@ -125,10 +125,32 @@ func TestClusterNodeNotYetToldOfANewTopicDoesNotSayNotFound(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("create topic: %v", err)
 	}
-	_, err := pb.NewAdminClient(cs.get(behind.APIAddr)).DescribeTopic(ctx, &pb.DescribeTopicRequest{Name: "fresh"})
-	t.Logf("describe on %s: %v", behind.ID, err)
-	if status.Code(err) != codes.Unavailable {
-		t.Errorf("describe on %s, which has not heard of the topic yet: %v, want UNAVAILABLE (retry, or ask the metadata leader)", behind.ID, err)
+	cc := cs.get(behind.APIAddr)
+	calls := map[string]func() error{
+		"describe": func() error {
+			_, err := pb.NewAdminClient(cc).DescribeTopic(ctx, &pb.DescribeTopicRequest{Name: "fresh"})
+			return err
+		},
+		"commit offsets": func() error {
+			_, err := pb.NewOffsetsClient(cc).CommitOffsets(ctx, &pb.CommitOffsetsRequest{Group: "g",
+				Offsets: []*pb.CommittedOffset{{Topic: "fresh", Partition: 0, Offset: 0}}})
+			return err
+		},
+		"fetch offsets": func() error {
+			_, err := pb.NewOffsetsClient(cc).FetchOffsets(ctx, &pb.FetchOffsetsRequest{Group: "g", Topic: "fresh"})
+			return err
+		},
+		"reset offsets": func() error {
+			_, err := pb.NewOffsetsClient(cc).ResetOffsets(ctx, &pb.ResetOffsetsRequest{Group: "g", Topic: "fresh", Spec: pb.OffsetSpec_OFFSET_SPEC_EARLIEST})
+			return err
+		},
+	}
+	for what, call := range calls {
+		err := call()
+		t.Logf("%s on %s: %v", what, behind.ID, err)
+		if status.Code(err) != codes.Unavailable {
+			t.Errorf("%s on %s, which has not heard of the topic yet: %v, want UNAVAILABLE (retry, or ask the metadata leader)", what, behind.ID, err)
+		}
 	}
 	// A topic nobody created is still NOT_FOUND, from the metadata leader.
 	if _, err := cs.call(ctx, behind.APIAddr, func(cc *grpc.ClientConn) error {
