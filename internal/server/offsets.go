@@ -27,7 +27,7 @@ func (s *Server) CommitOffsets(ctx context.Context, req *pb.CommitOffsetsRequest
 	for _, o := range req.Offsets {
 		p, err := s.topics.Partition(o.Topic, o.Partition)
 		if err != nil {
-			return nil, toStatus(err)
+			return nil, s.topicLookup(ctx, o.Topic, err)
 		}
 		// In a cluster only the leader knows the high watermark for sure (a
 		// follower's may lag): others leave the check to it.
@@ -54,7 +54,7 @@ func (s *Server) CommitOffsets(ctx context.Context, req *pb.CommitOffsetsRequest
 func (s *Server) FetchOffsets(ctx context.Context, req *pb.FetchOffsetsRequest) (*pb.FetchOffsetsResponse, error) {
 	if req.Topic != "" {
 		if _, err := s.topics.Config(req.Topic); err != nil {
-			return nil, toStatus(err)
+			return nil, s.topicLookup(ctx, req.Topic, err)
 		}
 	}
 	var cs []offsets.Committed
@@ -140,7 +140,7 @@ func (s *Server) ResetOffsets(ctx context.Context, req *pb.ResetOffsetsRequest) 
 	}
 	cfg, parts, err := s.topics.Partitions(req.Topic)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, s.topicLookup(ctx, req.Topic, err)
 	}
 	var spec offsets.ResetSpec
 	switch {
