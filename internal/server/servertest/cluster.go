@@ -42,9 +42,12 @@ type Node struct {
 // test ends. mutate adjusts each node's config.
 func NewCluster(t testing.TB, n int, mutate ...func(*server.Config)) *Cluster {
 	t.Helper()
+	// The directory first: cleanups run last registered first, so the
+	// nodes stop before their directories are removed (a node still
+	// writing made RemoveAll fail with "directory not empty").
+	dir := t.TempDir()
 	c := &Cluster{t: t, Net: faultnet.New(), mut: mutate}
 	t.Cleanup(c.Close)
-	dir := t.TempDir()
 	for i := range n {
 		nd := &Node{ID: fmt.Sprintf("n%d", i+1), Dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)), c: c}
 		for _, a := range []*string{&nd.APIAddr, &nd.RaftAddr} {
