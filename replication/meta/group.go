@@ -103,6 +103,13 @@ func (g *Group) Leader() string {
 // Apply replicates a command (on the leader) and returns once this node
 // applied it. A non-leader answers a *replication.NotLeaderError.
 func (g *Group) Apply(ctx context.Context, c Command) error {
+	// A command whose caller already gave up is not proposed: proposed now
+	// (after a barrier, or a forward the network held up), it would be
+	// applied after the write the caller sent next, and undo it (a
+	// committed offset going back).
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("meta: not proposed, the request ended first: %w", err)
+	}
 	if c.TimeMs == 0 {
 		c.TimeMs = time.Now().UnixMilli()
 	}
