@@ -87,9 +87,26 @@ type consumedPartition struct {
 	position  int64  // next offset to return
 	end       int64  // without Follow: the high watermark at start
 	committed int64  // last offset committed or read from the group; -1: none
-	addr      string // the partition leader's address, learnt from redirects
 	pre       *prefetch
 	sub       *subscription
+
+	// addr is the partition leader's address, learnt from redirects: a
+	// hint that Poll and a prefetch still running from an earlier Poll
+	// both update, so it has its own lock (leader, setLeader).
+	addrMu sync.Mutex
+	addr   string
+}
+
+func (cp *consumedPartition) leader() string {
+	cp.addrMu.Lock()
+	defer cp.addrMu.Unlock()
+	return cp.addr
+}
+
+func (cp *consumedPartition) setLeader(addr string) {
+	cp.addrMu.Lock()
+	cp.addr = addr
+	cp.addrMu.Unlock()
 }
 
 // prefetch is the next fetch of a partition, started as soon as Poll
@@ -382,20 +399,20 @@ func (cons *Consumer) fetchAll(ctx context.Context, parts []*consumedPartition, 
 func (cons *Consumer) fetch(ctx context.Context, cp *consumedPartition, off int64, wait time.Duration) fetched {
 	r := fetched{cp: cp, next: off}
 	var resp *logdv1.FetchResponse
-	addr, err := cons.c.call(ctx, cp.addr, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+	addr, err := cons.c.call(ctx, cp.leader(), func(ctx context.Context, cc *grpc.ClientConn) (err error) {
 		resp, err = logdv1.NewLogClient(cc).Fetch(ctx, &logdv1.FetchRequest{
 			Topic: cons.opts.Topic, Partition: cp.partition, Offset: off,
 			MaxBytes: cons.opts.MaxBytes, MaxWaitMs: int32(wait.Milliseconds()),
 		})
 		return err
 	})
-	// Only this Poll's goroutine for cp touches cp.addr. After a failure
-	// that names no leader, ask the bootstrap node again next time.
+	// After a failure that names no leader, ask the bootstrap node again
+	// next time.
 	switch {
 	case err == nil:
-		cp.addr = addr
+		cp.setLeader(addr)
 	case leaderOf(err) == "" && status.Code(err) != codes.OutOfRange:
-		cp.addr = ""
+		cp.setLeader("")
 	}
 	if err != nil {
 		r.err = cons.readError(err, cp, off)

@@ -30,7 +30,7 @@ type subscription struct {
 func (cons *Consumer) subscribe(cp *consumedPartition) *subscription {
 	ctx, cancel := context.WithCancel(cons.ctx)
 	sub := &subscription{off: cp.position, cancel: cancel, ch: make(chan fetched, 1), done: make(chan struct{})}
-	off, leader := cp.position, cp.addr
+	off, leader := cp.position, cp.leader()
 	cons.subMu.Lock()
 	defer cons.subMu.Unlock()
 	if cons.ctx.Err() != nil { // closed: Close waits for no more goroutines
@@ -169,7 +169,7 @@ func (cons *Consumer) advanceSubscribed(res []fetched) ([]ConsumedRecord, error)
 	var err error
 	for _, r := range res {
 		if r.addr != "" && r.err == nil {
-			r.cp.addr = r.addr
+			r.cp.setLeader(r.addr)
 		}
 		if r.err != nil && err == nil {
 			err = r.err
@@ -177,7 +177,7 @@ func (cons *Consumer) advanceSubscribed(res []fetched) ([]ConsumedRecord, error)
 				cons.noSubscribe = true // a server without Subscribe: fetch
 				err = nil
 			} else if leaderOf(r.err) == "" && status.Code(r.err) != codes.OutOfRange {
-				r.cp.addr = ""
+				r.cp.setLeader("")
 			}
 		}
 	}
