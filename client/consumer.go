@@ -84,9 +84,9 @@ type Consumer struct {
 
 type consumedPartition struct {
 	partition int32
-	position  int64  // next offset to return
-	end       int64  // without Follow: the high watermark at start
-	committed int64  // last offset committed or read from the group; -1: none
+	position  int64 // next offset to return
+	end       int64 // without Follow: the high watermark at start
+	committed int64 // last offset committed or read from the group; -1: none
 	pre       *prefetch
 	sub       *subscription
 

@@ -163,6 +163,9 @@ func TestRaftMetrics(t *testing.T) {
 	c := clustertest.New(t, clustertest.Options{Groups: groups})
 	for _, g := range groups {
 		c.Leader(g)
+		// Every replica has stored the leader's first entries (a leader
+		// can exist before its followers have a log: load made this flaky).
+		c.WaitConverged(g, 10*time.Second)
 	}
 	for _, n := range c.Nodes() {
 		reg := prometheus.NewPedanticRegistry()
