@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -188,7 +189,8 @@ func (c *InProcessCluster) Kill(node int) error {
 	select {
 	case <-done: // an error closing on a dead disk is expected
 	case <-time.After(c.cfg.StopTimeout):
-		stuck = fmt.Errorf("torture: kill node %d: its server did not stop within %s", node, c.cfg.StopTimeout)
+		stuck = fmt.Errorf("torture: kill node %d: its server did not stop within %s (goroutines in %s)",
+			node, c.cfg.StopTimeout, c.dumpGoroutines(node))
 	}
 	if paused { // its links and clients' connections held bytes: now gone
 		c.mesh.Thaw(node)
@@ -204,6 +206,21 @@ func (c *InProcessCluster) Kill(node int) error {
 	}
 	logf.Close()
 	return errors.Join(stuck, lost)
+}
+
+// dumpGoroutines writes every goroutine's stack next to node's log, for a
+// server that does not stop, and returns the file's path.
+func (c *InProcessCluster) dumpGoroutines(node int) string {
+	path := c.nodes[node].logPath + ".stuck-goroutines"
+	f, err := os.Create(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	if err := pprof.Lookup("goroutine").WriteTo(f, 2); err != nil {
+		return err.Error()
+	}
+	return path
 }
 
 // Restart starts a killed node again on its data.
