@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
+
+	"github.com/logd/logd/internal/server"
 )
 
 // Nemesis kinds.
@@ -358,8 +360,16 @@ func restartCrashed(c Cluster, h *History, logf func(string, ...any)) error {
 			continue
 		}
 		now := h.Now()
-		h.AddFault(Fault{Kind: "crashed", Node: node, Start: now, End: now, Err: "the node's process exited on its own"})
-		logf("nemesis: node %d exited on its own; restarting it", node)
+		if e, ok := c.(interface{ ExitCode(int) int }); ok && e.ExitCode(node) == server.ExitDiskFull {
+			// Documented (server.ExitDiskFull): the fill-disk nemesis took
+			// the space logd keeps for its metadata store.
+			h.AddFault(Fault{Kind: "disk-full-exit", Node: node, Start: now, End: now,
+				Err: "the node exited: its metadata store could not write to the full disk"})
+			logf("nemesis: node %d exited on the full disk; restarting it", node)
+		} else {
+			h.AddFault(Fault{Kind: "crashed", Node: node, Start: now, End: now, Err: "the node's process exited on its own"})
+			logf("nemesis: node %d exited on its own; restarting it", node)
+		}
 		if err := fault(h, "restart", node, func() error { return c.Restart(node) }); err != nil {
 			return err
 		}

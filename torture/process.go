@@ -62,11 +62,13 @@ type procNode struct {
 	dataDir  string
 	logPath  string
 
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	paused  bool
-	mounted bool
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	// exitCode is the last process's exit status (-1: killed by a signal).
+	exitCode int
+	paused   bool
+	mounted  bool
 }
 
 var servingLine = regexp.MustCompile(`logd serving"? addr=(\S+)`)
@@ -233,7 +235,14 @@ func (c *ProcessCluster) start(n *procNode) error {
 	n.mu.Lock()
 	n.cmd, n.exited, n.paused = cmd, exited, false
 	n.mu.Unlock()
-	go func() { cmd.Wait(); pw.Close(); close(exited) }()
+	go func() {
+		cmd.Wait()
+		n.mu.Lock()
+		n.exitCode = cmd.ProcessState.ExitCode()
+		n.mu.Unlock()
+		pw.Close()
+		close(exited)
+	}()
 	serving := make(chan struct{})
 	scanned := make(chan struct{}) // the log holds everything the node wrote
 	go func() {
@@ -277,6 +286,18 @@ func (n *procNode) running() (*exec.Cmd, chan struct{}, bool) {
 	default:
 		return n.cmd, n.exited, true
 	}
+}
+
+// ExitCode is the exit status of node's last process once it has exited
+// (-1 when a signal ended it or it runs).
+func (c *ProcessCluster) ExitCode(node int) int {
+	n := c.nodes[node]
+	if _, _, ok := n.running(); ok {
+		return -1
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.exitCode
 }
 
 // Kill sends SIGKILL to node and waits for it to exit.

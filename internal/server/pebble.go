@@ -54,10 +54,20 @@ func (quietPebble) Errorf(f string, args ...any) {
 	slog.Error(msg)
 }
 
+// ExitDiskFull is the exit status of a node whose metadata store could not
+// write because the disk is full. logd's own writes stop before the disk
+// fills (diskGuard), so another process filled it; Pebble cannot go on
+// after a failed write to its write-ahead log (like Kafka after a log
+// directory fails), so the node exits, and a supervisor restarts it: it
+// starts on a full disk (diskGuard.prepareStart) and refuses appends until
+// space is freed.
+const ExitDiskFull = 75
+
 func (quietPebble) Fatalf(f string, args ...any) {
 	msg := fmt.Sprintf("pebble: "+f, args...)
 	if strings.Contains(msg, "no space left on device") {
-		msg += " (the disk under --data-dir is full: free space on its file system and start again)"
+		slog.Error(msg + " (the disk under --data-dir is full: free space on its file system; logd exits and starts again on a full disk)")
+		os.Exit(ExitDiskFull)
 	}
 	slog.Error(msg)
 	os.Exit(1)
