@@ -24,7 +24,23 @@ build:
 run: build
 	./bin/logd serve --data-dir ./data
 
-tools: $(TOOLS)/grpcurl
+tools: debs $(TOOLS)/grpcurl
+
+# Debian packages the tests need, as command:package; `make tools` installs
+# the missing ones with apt-get when run as root (CI), and otherwise says
+# which to install.
+DEB_TOOLS := systemd-analyze:systemd
+
+.PHONY: debs
+debs:
+	@for t in $(DEB_TOOLS); do cmd=$${t%%:*}; pkg=$${t#*:}; \
+	  command -v $$cmd >/dev/null && continue; \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "apt-get install $$pkg"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$pkg >/dev/null 2>&1 || \
+	      { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$pkg >/dev/null; } || exit 1; \
+	  else echo "$$cmd is missing: install the Debian package $$pkg (some tests skip without it)"; fi; \
+	done
 
 $(TOOLS)/grpcurl:
 	$(GO) install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4
