@@ -5,11 +5,11 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
-	"google.golang.org/grpc/status"
+
+	"github.com/logd/logd/cluster"
 )
 
 // requestCodec is the server's protobuf codec: grpc-go's, except that a
@@ -38,11 +38,12 @@ func (c requestCodec) check(v any) error {
 	if !ok {
 		return nil
 	}
-	return status.Errorf(codes.InvalidArgument, "the request is not a valid protobuf message of this method (%v): send the message the method's proto defines, strings in UTF-8", err)
+	return badMessage(err.(error))
 }
 
 // requestCodecOptions installs requestCodec: the codec and the
-// interceptors that answer its parked errors, for unary calls (whose
+// interceptors that answer its parked errors (the unary one also marks a
+// request another node forwarded, for the broker: cluster.WithForwarded), for unary calls (whose
 // request is decoded before the interceptor runs) and streams (whose
 // messages are decoded on each RecvMsg).
 func requestCodecOptions() []grpc.ServerOption {
@@ -52,6 +53,9 @@ func requestCodecOptions() []grpc.ServerOption {
 		grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			if err := c.check(req); err != nil {
 				return nil, err
+			}
+			if forwardedIn(ctx) {
+				ctx = cluster.WithForwarded(ctx)
 			}
 			return h(ctx, req)
 		}),

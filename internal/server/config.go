@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/logd/logd/broker"
+	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/log"
 )
 
@@ -34,4 +36,43 @@ type Config struct {
 	// Cluster, when set, runs the node as a member of a cluster.
 	Cluster *ClusterConfig
 	Logger  *slog.Logger
+}
+
+// ClusterConfig turns a node into a member of a cluster (package cluster).
+type ClusterConfig = cluster.Config
+
+// withDefaults fills in the defaults.
+func (cfg Config) withDefaults() Config {
+	if cfg.DataDir == "" {
+		cfg.DataDir = DefaultDataDir
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = DefaultAddr
+	}
+	if cfg.RetentionInterval <= 0 {
+		cfg.RetentionInterval = DefaultRetentionInterval
+	}
+	if cfg.MaxBatchBytes <= 0 {
+		cfg.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.MaxHTTPConnections <= 0 {
+		cfg.MaxHTTPConnections = DefaultMaxHTTPConnections
+	}
+	if cfg.SendTimeout <= 0 {
+		cfg.SendTimeout = DefaultSendTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return cfg
+}
+
+// brokerConfig is the broker's part of the config.
+func (cfg Config) brokerConfig() broker.Config {
+	return broker.Config{DataDir: cfg.DataDir, Fsync: cfg.Fsync, RetentionInterval: cfg.RetentionInterval,
+		MaxBatchBytes: cfg.MaxBatchBytes, MinFreeBytes: cfg.MinFreeBytes, LogFS: cfg.LogFS,
+		Cluster: cfg.Cluster, Logger: cfg.Logger}
 }

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
@@ -20,8 +21,9 @@ import (
 // errorDomain names logd in ErrorInfo details.
 const errorDomain = "logd"
 
-// toStatus maps an error from the storage and topic packages to a gRPC
-// status. It is the only place that does.
+// toStatus maps an error of the broker (and the packages whose errors it
+// passes on) to a gRPC status. It is the only place that does: every
+// status of this package is made in this file.
 func toStatus(err error) error {
 	if err == nil {
 		return nil
@@ -30,36 +32,68 @@ func toStatus(err error) error {
 		return err
 	}
 	var oor *log.OutOfRangeError
+	var nl *broker.NotLeaderError
+	var nc *broker.NotCoordinatorError
 	switch {
 	case errors.As(err, &oor):
 		return outOfRange(oor.Offset, oor.StartOffset, oor.HighWatermark)
-	case errors.Is(err, partition.ErrTopicNotFound), errors.Is(err, partition.ErrPartitionNotFound):
-		return status.Error(codes.NotFound, err.Error()+" (list topics with `logd topic list`)")
-	case errors.Is(err, partition.ErrTopicExists):
-		return status.Error(codes.AlreadyExists, err.Error())
-	case errors.Is(err, partition.ErrInvalidConfig), errors.Is(err, routing.ErrInvalidTopicName), errors.Is(err, batch.ErrCorrupt),
-		errors.Is(err, batch.ErrShort), errors.Is(err, batch.ErrUnsupported), errors.Is(err, log.ErrInvalidBatch),
-		errors.Is(err, offsets.ErrInvalidArgument), errors.Is(err, offsets.ErrInvalidReset):
-		return status.Error(codes.InvalidArgument, err.Error())
-	case errors.Is(err, partition.ErrOutOfOrderSequence):
-		return status.Error(codes.FailedPrecondition, err.Error())
-	case errors.Is(err, log.ErrClosed), errors.Is(err, partition.ErrClosed), errors.Is(err, errShuttingDown):
-		return status.Error(codes.Unavailable, "the server is shutting down: retry against another node or after restart")
-	case errors.Is(err, syscall.ENOSPC):
-		return status.Error(codes.ResourceExhausted, "the server's disk is full: retry after an operator frees space (or retention trims)")
-	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
-		return status.Error(codes.ResourceExhausted, "the server is out of file descriptors: raise its limit (ulimit -n) or use fewer partitions or connections")
-	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, err.Error())
-	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, err.Error())
-	case errors.Is(err, log.ErrCorrupt), errors.Is(err, offsets.ErrCorrupt):
-		return status.Error(codes.DataLoss, err.Error())
+	case errors.As(err, &nl):
+		return unavailableLeader(nl.What, nl.Leader.APIAddr)
+	case errors.As(err, &nc):
+		return unavailableLeader("the consumer groups", nc.Leader.APIAddr)
+	}
+	if c, ok := codeOf(err); ok {
+		return status.Error(c, messageOf(c, err))
 	}
 	return status.Error(codes.Internal, err.Error())
 }
 
-var errShuttingDown = errors.New("server: shutting down")
+// codeOf is the code of an error of a known kind.
+func codeOf(err error) (codes.Code, bool) {
+	for _, k := range errorCodes {
+		for _, e := range k.errs {
+			if errors.Is(err, e) {
+				return k.code, true
+			}
+		}
+	}
+	return codes.Unknown, false
+}
+
+// errorCodes maps the kinds of error to codes, first match wins.
+var errorCodes = []struct {
+	code codes.Code
+	errs []error
+}{
+	{codes.NotFound, []error{partition.ErrTopicNotFound, partition.ErrPartitionNotFound, broker.ErrUnknownNode}},
+	{codes.AlreadyExists, []error{partition.ErrTopicExists}},
+	{codes.InvalidArgument, []error{partition.ErrInvalidConfig, routing.ErrInvalidTopicName, batch.ErrCorrupt,
+		batch.ErrShort, batch.ErrUnsupported, log.ErrInvalidBatch, offsets.ErrInvalidArgument, offsets.ErrInvalidReset,
+		broker.ErrInvalidArgument, broker.ErrInvalidBatch}},
+	{codes.ResourceExhausted, []error{broker.ErrBatchTooLarge, broker.ErrDiskFull, syscall.ENOSPC, syscall.EMFILE, syscall.ENFILE}},
+	{codes.FailedPrecondition, []error{partition.ErrOutOfOrderSequence, broker.ErrFailedPrecondition}},
+	{codes.Unavailable, []error{log.ErrClosed, partition.ErrClosed, broker.ErrShuttingDown, broker.ErrUnavailable}},
+	{codes.PermissionDenied, []error{broker.ErrDenied}},
+	{codes.Canceled, []error{context.Canceled}},
+	{codes.DeadlineExceeded, []error{context.DeadlineExceeded}},
+	{codes.DataLoss, []error{log.ErrCorrupt, offsets.ErrCorrupt}},
+}
+
+// messageOf is the status message of err: its own, but for the kinds
+// whose cause the client cannot act on as written.
+func messageOf(c codes.Code, err error) string {
+	switch {
+	case errors.Is(err, partition.ErrTopicNotFound), errors.Is(err, partition.ErrPartitionNotFound):
+		return err.Error() + " (list topics with `logd topic list`)"
+	case errors.Is(err, log.ErrClosed), errors.Is(err, partition.ErrClosed), errors.Is(err, broker.ErrShuttingDown):
+		return "the server is shutting down: retry against another node or after restart"
+	case c == codes.ResourceExhausted && errors.Is(err, syscall.ENOSPC) && !errors.Is(err, broker.ErrDiskFull):
+		return "the server's disk is full: retry after an operator frees space (or retention trims)"
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
+		return "the server is out of file descriptors: raise its limit (ulimit -n) or use fewer partitions or connections"
+	}
+	return err.Error()
+}
 
 // outOfRange is the OUT_OF_RANGE status, with the log's bounds in an
 // ErrorInfo so clients can reset without another round trip.
@@ -71,20 +105,81 @@ func outOfRange(offset, start, hw int64) error {
 	st := status.Newf(codes.OutOfRange,
 		"offset %d is out of range: the log holds offsets %d to %d (%s); seek to earliest or latest",
 		offset, start, hw, why)
-	st2, err := st.WithDetails(&errdetails.ErrorInfo{
-		Reason: "OFFSET_OUT_OF_RANGE",
-		Domain: errorDomain,
-		Metadata: map[string]string{
-			"log_start_offset": strconv.FormatInt(start, 10),
-			"high_watermark":   strconv.FormatInt(hw, 10),
-		},
+	return withInfo(st, "OFFSET_OUT_OF_RANGE", map[string]string{
+		"log_start_offset": strconv.FormatInt(start, 10),
+		"high_watermark":   strconv.FormatInt(hw, 10),
 	})
+}
+
+// withInfo is st with an ErrorInfo of reason and metadata.
+func withInfo(st *status.Status, reason string, md map[string]string) error {
+	st2, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: errorDomain, Metadata: md})
 	if err != nil {
 		return st.Err()
 	}
 	return st2.Err()
 }
 
+// unavailableLeader is the UNAVAILABLE answer of a node that does not lead
+// what: leader, when known, is the API address to ask instead (in an
+// ErrorInfo, reason NOT_LEADER; clients follow it transparently).
+func unavailableLeader(what, leader string) error {
+	if leader == "" {
+		return status.Errorf(codes.Unavailable, "%s has no leader right now (an election is under way, or too few replicas are up): retry shortly", what)
+	}
+	st := status.Newf(codes.Unavailable, "this node does not lead %s: the leader is at %s", what, leader)
+	return withInfo(st, "NOT_LEADER", map[string]string{"leader": leader})
+}
+
+// leaderHint is the API address a "not leader" status names, or "".
+func leaderHint(err error) string {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.Unavailable {
+		return ""
+	}
+	for _, d := range st.Details() {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok {
+			return ei.GetMetadata()["leader"]
+		}
+	}
+	return ""
+}
+
 func invalidArg(format string, args ...any) error {
 	return status.Errorf(codes.InvalidArgument, format, args...)
+}
+
+// Statuses of the gRPC front-end's own checks.
+
+func tooLarge(format string, args ...any) error {
+	return status.Errorf(codes.ResourceExhausted, format, args...)
+}
+
+// corruptBatch is the DATA_LOSS status of a read that starts at a stored
+// batch that does not decode, with the batch's offsets in an ErrorInfo
+// (reason CORRUPT_BATCH) so a reader can skip past it.
+func corruptBatch(name string, info batch.Info, err error) error {
+	st := status.Newf(codes.DataLoss,
+		"%s: the stored batch at offsets %d to %d does not decode (%v): its records cannot be read; read from offset %d to skip it",
+		name, info.BaseOffset, info.LastOffset(), err, info.NextOffset())
+	return withInfo(st, "CORRUPT_BATCH", map[string]string{
+		"first_offset": strconv.FormatInt(info.BaseOffset, 10),
+		"last_offset":  strconv.FormatInt(info.LastOffset(), 10),
+		"next_offset":  strconv.FormatInt(info.NextOffset(), 10),
+	})
+}
+
+// slowSubscriber is the status a stream ends with when its client does not
+// read: RESOURCE_EXHAUSTED with an ErrorInfo (reason SLOW_SUBSCRIBER)
+// carrying the offset to subscribe again from.
+func slowSubscriber(name string, off int64, timeout string) error {
+	st := status.Newf(codes.ResourceExhausted,
+		"subscription to %s ended at offset %d: the client read nothing for %s while a message waited; read faster (or ask for smaller messages with max_bytes) and subscribe again from offset %d",
+		name, off, timeout, off)
+	return withInfo(st, "SLOW_SUBSCRIBER", map[string]string{"next_offset": strconv.FormatInt(off, 10)})
+}
+
+// badMessage is the status of a request that did not unmarshal.
+func badMessage(err error) error {
+	return status.Errorf(codes.InvalidArgument, "the request is not a valid protobuf message of this method (%v): send the message the method's proto defines, strings in UTF-8", err)
 }

@@ -3,16 +3,11 @@ package server
 import (
 	"context"
 	"math/bits"
-	"strconv"
 	"time"
 
-	"golang.org/x/sync/semaphore"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/mem"
-	"google.golang.org/grpc/status"
 
-	"github.com/logd/logd/partition"
+	"github.com/logd/logd/broker"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -69,28 +64,17 @@ var messagePool = func() mem.BufferPool {
 	return p
 }()
 
-// memBudget is a bound on memory held by readers at once.
-type memBudget struct {
-	*semaphore.Weighted
-	bytes int64
-}
-
-func newMemBudget(n int64) *memBudget { return &memBudget{semaphore.NewWeighted(n), n} }
-
 // Subscribe streams batches from an offset until the client goes away.
 func (s *Server) Subscribe(req *pb.SubscribeRequest, stream pb.Log_SubscribeServer) error {
-	if err := s.enter(); err != nil {
-		return toStatus(err)
-	}
-	defer s.leave()
-	p, maxBytes, err := s.fetchTarget(req.Topic, req.Partition, req.Offset, req.MaxBytes)
+	r, err := s.b.OpenReader(stream.Context(), "", req.Topic, req.Partition, req.Offset, int(req.MaxBytes))
 	if err != nil {
 		return toStatus(err)
 	}
+	defer r.Close()
 	s.subscribers.Add(1)
 	defer s.subscribers.Add(-1)
-	sub := &subscription{s: s, stream: stream, p: p, off: req.Offset, decode: req.Decode,
-		maxBytes: min(maxBytes, maxSubscribeBytes), size: minSubscribeBytes}
+	sub := &subscription{s: s, stream: stream, r: r, off: req.Offset, decode: req.Decode,
+		maxBytes: min(r.MaxBytes(), maxSubscribeBytes), size: minSubscribeBytes}
 	defer sub.releaseSent()
 	return sub.run(stream.Context())
 }
@@ -99,7 +83,7 @@ func (s *Server) Subscribe(req *pb.SubscribeRequest, stream pb.Log_SubscribeServ
 type subscription struct {
 	s        *Server
 	stream   pb.Log_SubscribeServer
-	p        *partition.Partition
+	r        *broker.Reader
 	off      int64 // the next offset to send
 	decode   bool
 	maxBytes int // what the client asked for a message, capped
@@ -114,7 +98,7 @@ type subscription struct {
 func (sub *subscription) run(ctx context.Context) error {
 	s := sub.s
 	for {
-		changed := sub.p.Log.Changed()
+		changed := sub.r.Changed()
 		resp, charge, err := sub.read(ctx)
 		if err != nil {
 			return toStatus(err)
@@ -137,13 +121,13 @@ func (sub *subscription) run(ctx context.Context) error {
 		sub.releaseSent()
 		select {
 		case <-changed:
-			if err := s.stillServed(sub.p); err != nil {
+			if err := sub.r.StillServed(); err != nil {
 				return toStatus(err)
 			}
 		case <-ctx.Done():
 			return toStatus(ctx.Err())
-		case <-s.shutdown:
-			return toStatus(errShuttingDown)
+		case <-s.b.Done():
+			return toStatus(broker.ErrShuttingDown)
 		}
 	}
 }
@@ -156,16 +140,16 @@ func (sub *subscription) read(ctx context.Context) (*pb.FetchResponse, int64, er
 	b := sub.s.subBudget
 	want := sub.messageBytes()
 	for {
-		charge := min(messageCharge(want, sub.decode), b.bytes)
+		charge := min(messageCharge(want, sub.decode), b.Bytes)
 		if err := sub.acquire(ctx, charge); err != nil {
 			return nil, 0, err
 		}
-		resp, err := sub.s.readAt(sub.p, sub.off, want, sub.decode, nil)
+		resp, err := sub.readAt(want)
 		if err != nil {
 			b.Release(charge)
 			return nil, 0, err
 		}
-		need := min(messageCharge(len(resp.Batches), sub.decode), b.bytes)
+		need := min(messageCharge(len(resp.Batches), sub.decode), b.Bytes)
 		switch {
 		case need <= charge:
 			b.Release(charge - need)
@@ -217,7 +201,7 @@ func (sub *subscription) acquire(ctx context.Context, n int64) error {
 // of two less messageOverhead.
 func (sub *subscription) messageBytes() int {
 	n := max(sub.s.subscribers.Load(), 1)
-	share := int(sub.s.subBudget.bytes / (4 * n))
+	share := int(sub.s.subBudget.Bytes / (4 * n))
 	m := min(sub.size, max(share, minSubscribeBytes))
 	return 1<<(bits.Len(uint(m))-1) - messageOverhead
 }
@@ -242,26 +226,17 @@ func (sub *subscription) send(resp *pb.FetchResponse) error {
 		return err
 	case <-t.C:
 		sub.s.m.slowSubscribers.Inc()
-		sub.s.logger.Debug("ended a subscription whose client read nothing", "partition", sub.p.Name(),
+		sub.s.logger.Debug("ended a subscription whose client read nothing", "partition", sub.r.Name(),
 			"offset", sub.off, "send_timeout", sub.s.cfg.SendTimeout)
-		return slowSubscriber(sub.p, sub.off, sub.s.cfg.SendTimeout)
+		return slowSubscriber(sub.r.Name(), sub.off, sub.s.cfg.SendTimeout.String())
 	}
 }
 
-// slowSubscriber is the status a stream ends with when its client does not
-// read: RESOURCE_EXHAUSTED with an ErrorInfo (reason SLOW_SUBSCRIBER)
-// carrying the offset to subscribe again from.
-func slowSubscriber(p *partition.Partition, off int64, timeout time.Duration) error {
-	st := status.Newf(codes.ResourceExhausted,
-		"subscription to %s ended at offset %d: the client read nothing for %s while a message waited; read faster (or ask for smaller messages with max_bytes) and subscribe again from offset %d",
-		p.Name(), off, timeout, off)
-	st2, err := st.WithDetails(&errdetails.ErrorInfo{
-		Reason:   "SLOW_SUBSCRIBER",
-		Domain:   errorDomain,
-		Metadata: map[string]string{"next_offset": strconv.FormatInt(off, 10)},
-	})
+// readAt reads the next message, of at most want bytes of batches.
+func (sub *subscription) readAt(want int) (*pb.FetchResponse, error) {
+	fp, err := sub.r.Read(sub.off, want)
 	if err != nil {
-		return st.Err()
+		return nil, err
 	}
-	return st2.Err()
+	return fetchResponse(fp, sub.off, sub.decode)
 }

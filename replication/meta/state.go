@@ -3,6 +3,7 @@ package meta
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"maps"
 	"slices"
@@ -18,11 +19,56 @@ import (
 	"github.com/logd/logd/partition"
 )
 
-// Node is a member of the cluster.
+// Node is a member of the cluster and the addresses it advertises ("" for
+// a front-end it does not serve). KafkaID is the stable int32 the Kafka
+// protocol names it by: given once, when the node is first added (see
+// assignKafkaID), and kept; 0 in metadata written before it existed, until
+// the node registers again.
 type Node struct {
-	ID       string `json:"id"`
-	APIAddr  string `json:"api_addr"`
-	RaftAddr string `json:"raft_addr"`
+	ID        string `json:"id"`
+	KafkaID   int32  `json:"kafka_id,omitempty"`
+	APIAddr   string `json:"api_addr"`
+	KafkaAddr string `json:"kafka_addr,omitempty"`
+	HTTPAddr  string `json:"http_addr,omitempty"`
+	RaftAddr  string `json:"raft_addr"`
+}
+
+// Registered reports whether n, as listed in the metadata, is self as it
+// registers: the same addresses, and a Kafka id given.
+func (n Node) Registered(self Node) bool {
+	return n.KafkaID != 0 && n.ID == self.ID && n.APIAddr == self.APIAddr && n.KafkaAddr == self.KafkaAddr &&
+		n.HTTPAddr == self.HTTPAddr && n.RaftAddr == self.RaftAddr
+}
+
+// KafkaIDOf derives a node's Kafka id from its id: FNV-1a, as a positive
+// int32. assignKafkaID starts from it and skips ids taken.
+func KafkaIDOf(id string) int32 {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	if v := int32(h.Sum32() & 0x7fffffff); v != 0 {
+		return v
+	}
+	return 1
+}
+
+// assignKafkaID gives n the Kafka id it had, or the first free one from
+// KafkaIDOf(n.ID) on: deterministic, so every replica of the state agrees.
+func assignKafkaID(nodes map[string]Node, n *Node) {
+	if old, ok := nodes[n.ID]; ok && old.KafkaID != 0 {
+		n.KafkaID = old.KafkaID
+		return
+	}
+	taken := map[int32]bool{}
+	for id, o := range nodes {
+		if id != n.ID {
+			taken[o.KafkaID] = true
+		}
+	}
+	k := KafkaIDOf(n.ID)
+	for taken[k] {
+		k = k%0x7fffffff + 1
+	}
+	n.KafkaID = k
 }
 
 // Topic is a topic's config and placement.
@@ -166,7 +212,9 @@ func (f *FSM) apply(c Command) error {
 		if c.Node == nil || c.Node.ID == "" {
 			return fmt.Errorf("meta: add node: no node")
 		}
-		st.Nodes[c.Node.ID] = *c.Node
+		n := *c.Node
+		assignKafkaID(st.Nodes, &n)
+		st.Nodes[n.ID] = n
 	case OpRemoveNode:
 		delete(st.Nodes, c.Name)
 	case OpCreateTopic:

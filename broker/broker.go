@@ -1,0 +1,340 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/logd/logd/cluster"
+	"github.com/logd/logd/log"
+	"github.com/logd/logd/offsets"
+	"github.com/logd/logd/partition"
+	"github.com/logd/logd/replication"
+	"github.com/logd/logd/replication/meta"
+	"github.com/logd/logd/retention"
+)
+
+// Defaults.
+const (
+	DefaultDataDir           = "./data"
+	DefaultRetentionInterval = 30 * time.Second
+	DefaultMaxBatchBytes     = 1 << 20
+	// SelfID names a node that runs alone.
+	SelfID = "1"
+)
+
+// Principal is who makes a request; "" is anonymous. Authorization (issue
+// 14) will be decided inside the broker from it; front-ends pass it along.
+type Principal string
+
+// Config configures the broker. Zero values take the documented defaults.
+type Config struct {
+	DataDir           string // default ./data
+	Fsync             log.FsyncPolicy
+	RetentionInterval time.Duration // default 30s
+	MaxBatchBytes     int           // largest accepted batch; default 1 MiB
+	// MinFreeBytes: appends are refused while the data directory's file
+	// system has less free space (metadata writes at half of it); 0: 5% of
+	// the file system, between 1 MiB and 1 GiB.
+	MinFreeBytes int64
+	// LogFS, when set, is the file system the partitions' logs use (tests
+	// inject I/O faults through it); nil: the operating system's.
+	LogFS log.FS
+	// Cluster, when set, runs the node as a member of a cluster; Peers is
+	// then how it reaches the other nodes (the gRPC front-end's).
+	Cluster *cluster.Config
+	Peers   cluster.Peers
+	// Registry is the node's Prometheus registry; nil: a new one.
+	Registry *prometheus.Registry
+	Logger   *slog.Logger
+}
+
+// Broker is one node's core.
+type Broker struct {
+	cfg     Config
+	logger  *slog.Logger
+	db      *pebble.DB
+	topics  *partition.Topics
+	offsets *offsets.Store
+	lag     *offsets.LagCollector
+	trimmer *retention.Trimmer
+	cl      *cluster.Cluster   // nil on a node that runs alone
+	stopBG  context.CancelFunc // stops background work (the trimmer)
+	bg      sync.WaitGroup
+	m       *metrics
+	disk    *diskGuard
+	budget  *MemBudget // Fetch's
+	serving atomic.Bool
+	self    atomic.Pointer[Node] // the advertised addresses, from Ready
+	coord   coordinator
+
+	mu        sync.Mutex // guards closing
+	closing   bool
+	inflight  sync.WaitGroup
+	shutdown  chan struct{} // closed when Shutdown starts
+	closeErr  error
+	closeOnce sync.Once
+}
+
+// Open opens the data directory: topics, offsets, retention, the disk
+// guard, the metrics, and in a cluster the control plane (package
+// cluster). Background loops that need the node's advertised addresses
+// start with Ready.
+func Open(cfg Config) (*Broker, error) {
+	if cfg.DataDir == "" {
+		cfg.DataDir = DefaultDataDir
+	}
+	if cfg.RetentionInterval <= 0 {
+		cfg.RetentionInterval = DefaultRetentionInterval
+	}
+	if cfg.MaxBatchBytes <= 0 {
+		cfg.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	b := &Broker{cfg: cfg, logger: cfg.Logger, budget: NewMemBudget(readBudgetBytes),
+		shutdown: make(chan struct{})}
+	b.self.Store(&Node{ID: SelfID, KafkaID: 1})
+	b.m = newMetrics(cfg.Registry, func() *partition.Topics { return b.topics })
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
+	}
+	b.disk = newDiskGuard(cfg.DataDir, cfg.MinFreeBytes, b.logger)
+	b.disk.prepareStart()
+	if err := b.openStorage(); err != nil {
+		b.closeStorage()
+		return nil, err
+	}
+	b.lag = offsets.NewLagCollector(b.groupPositions)
+	b.m.reg.MustRegister(b.lag, b.coord.collector())
+	b.coord.b = b
+	bgCtx, stopBG := context.WithCancel(context.Background())
+	b.stopBG = stopBG
+	b.bg.Add(1)
+	go func() { defer b.bg.Done(); b.trimmer.Run(bgCtx) }()
+	return b, nil
+}
+
+// openStorage opens the metadata store, the topics, the offsets and, in a
+// cluster, the control plane.
+func (b *Broker) openStorage() error {
+	// The trimmer exists before the logs open: their roll hook kicks it.
+	b.trimmer = retention.NewTrimmer(retention.Options{
+		Targets:  b.retentionTargets,
+		Interval: b.cfg.RetentionInterval,
+		Logger:   b.logger,
+	})
+	b.m.reg.MustRegister(b.trimmer)
+	db, err := pebble.Open(filepath.Join(b.cfg.DataDir, "meta"), &pebble.Options{Logger: quietPebble{}})
+	if err != nil {
+		return openMetaError(b.cfg.DataDir, err)
+	}
+	b.db = db
+	topics, err := partition.Open(partition.Options{
+		DataDir:    b.cfg.DataDir,
+		DB:         db,
+		Logger:     b.logger,
+		LogOptions: b.logOptions,
+	})
+	if err != nil {
+		return err
+	}
+	b.topics = topics
+	b.offsets = offsets.New(db, offsets.Options{})
+	if b.cfg.Cluster == nil {
+		return nil
+	}
+	cl, err := cluster.Start(*b.cfg.Cluster, cluster.Options{DataDir: b.cfg.DataDir, DB: db, Topics: topics,
+		Peers: b.cfg.Peers, Logger: b.logger, Registry: b.m.reg})
+	if err != nil {
+		return err
+	}
+	b.cl = cl
+	// Committed offsets are the metadata group's.
+	b.offsets = cl.Offsets()
+	return nil
+}
+
+// Ready is called once the front-ends listen, with the addresses they
+// advertise (self's APIAddr, KafkaAddr, HTTPAddr; the rest is filled in):
+// from then on log writes pass the disk guard, and in a cluster the node
+// registers these addresses and its background loops run.
+func (b *Broker) Ready(self Node) {
+	self.ID, self.KafkaID = SelfID, 1
+	if b.cl != nil {
+		self.ID, self.KafkaID, self.RaftAddr = b.cl.Self(), meta.KafkaIDOf(b.cl.Self()), b.cl.RaftAddr()
+	}
+	b.self.Store(&self)
+	b.serving.Store(true)
+	if b.cl != nil {
+		b.cl.Run(self)
+	}
+}
+
+// Registry is the node's Prometheus registry.
+func (b *Broker) Registry() *prometheus.Registry { return b.m.reg }
+
+// Cluster is the node's control plane, nil on a node that runs alone.
+func (b *Broker) Cluster() *cluster.Cluster { return b.cl }
+
+// Done is closed when the broker starts shutting down: long polls end.
+func (b *Broker) Done() <-chan struct{} { return b.shutdown }
+
+// logFS is the file system the logs use, before the disk guard.
+func (b *Broker) logFS() log.FS {
+	if b.cfg.LogFS != nil {
+		return b.cfg.LogFS
+	}
+	return log.OSFS{}
+}
+
+// logOptions are the options of a partition's log.
+func (b *Broker) logOptions(c partition.TopicConfig) log.Options {
+	return log.Options{
+		FS:           guardedFS{FS: b.logFS(), g: b.disk, serving: &b.serving},
+		SegmentBytes: c.SegmentBytes,
+		SegmentAge:   time.Duration(c.SegmentMs) * time.Millisecond,
+		Fsync:        b.cfg.Fsync,
+		// In a cluster, readers see what Raft committed only.
+		ManualHighWatermark: b.cfg.Cluster != nil,
+		Hooks: log.Hooks{
+			Fsync:   func(d time.Duration) { b.m.fsyncLatency.Observe(d.Seconds()) },
+			Written: func(n int) { b.m.diskWrittenBytes.Add(float64(n)) },
+			Rolled:  func(log.SegmentInfo) { b.trimmer.Kick() },
+		},
+	}
+}
+
+// retentionTargets lists every partition with its topic's current policy:
+// read at each trim, so `topic alter` takes effect at the next one.
+func (b *Broker) retentionTargets() ([]retention.Target, error) {
+	var ts []retention.Target
+	b.topics.Each(func(c partition.TopicConfig, p *partition.Partition) {
+		var l retention.Log = p.Log
+		if b.cl != nil {
+			r := b.cl.LocalReplica(meta.GroupOf(c, p.ID))
+			if r == nil {
+				return // no replica here
+			}
+			l = raftTrimmed{p.Log, r}
+		}
+		ts = append(ts, retention.Target{Topic: c.Name, Partition: p.ID, Log: l,
+			Policy: retention.PolicyFromLimits(c.RetentionMs, c.RetentionBytes, c.RetentionRecords)})
+	})
+	return ts, nil
+}
+
+// raftTrimmed is a replicated partition's log as retention sees it:
+// segments are deleted below the replica's TrimLimit only, never an entry
+// Raft still needs to replay after a restart.
+type raftTrimmed struct {
+	*log.Log
+	r *replication.Partition
+}
+
+func (l raftTrimmed) DeleteSegmentsBefore(offset int64) ([]log.SegmentInfo, error) {
+	limit, err := l.r.TrimLimit()
+	if err != nil {
+		return nil, err
+	}
+	return l.Log.DeleteSegmentsBefore(min(offset, limit))
+}
+
+// enter admits a request unless the broker is shutting down; every
+// admitted request calls leave when done, and Close waits for them before
+// closing the logs.
+func (b *Broker) enter() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closing {
+		return ErrShuttingDown
+	}
+	b.inflight.Add(1)
+	return nil
+}
+
+func (b *Broker) leave() { b.inflight.Done() }
+
+// Shutdown starts stopping: new requests are refused (ErrShuttingDown),
+// long polls and live tails end (Done is closed), and log writes pass the
+// disk guard unchecked no more. Close finishes. Safe to call more than
+// once.
+func (b *Broker) Shutdown() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closing {
+		return
+	}
+	b.closing = true
+	b.serving.Store(false)
+	close(b.shutdown)
+}
+
+// Close stops the broker: Shutdown, wait for the requests admitted, stop
+// the background work, fsync and close the logs. Safe to call more than
+// once.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		b.Shutdown()
+		b.inflight.Wait()
+		b.stopBG()
+		b.bg.Wait()
+		b.coord.close()
+		b.closeErr = b.closeStorage()
+	})
+	return b.closeErr
+}
+
+func (b *Broker) closeStorage() error {
+	var errs []error
+	if b.cl != nil {
+		errs = append(errs, b.cl.Close())
+	}
+	if b.topics != nil {
+		errs = append(errs, b.topics.Close())
+	}
+	if b.db != nil {
+		errs = append(errs, b.db.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// LocalNode is this node with the addresses it advertises.
+func (b *Broker) LocalNode() Node {
+	n := *b.self.Load()
+	if b.cl != nil {
+		if m, ok := b.cl.Members()[n.ID]; ok && m.KafkaID != 0 {
+			n.KafkaID = m.KafkaID
+		}
+	}
+	return n
+}
+
+// Nodes lists the members in id order: this node alone, or the nodes the
+// cluster metadata holds (as this node has applied it).
+func (b *Broker) Nodes(ctx context.Context) ([]Node, error) {
+	if b.cl == nil {
+		return []Node{b.LocalNode()}, nil
+	}
+	var out []Node
+	for _, n := range b.cl.Members() {
+		if n.KafkaID == 0 {
+			n.KafkaID = meta.KafkaIDOf(n.ID)
+		}
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b Node) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}

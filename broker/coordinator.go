@@ -1,0 +1,107 @@
+package broker
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/logd/logd/groups"
+)
+
+// coordinator holds the node's group coordinator (docs/groups.md, "Wiring
+// in the core"): on a node that runs alone, always; in a cluster on the
+// metadata leader only, made when first asked for there and closed when
+// the node is found no longer leading (its members then re-join at the
+// new leader).
+type coordinator struct {
+	b      *Broker
+	mu     sync.Mutex
+	c      *groups.Coordinator
+	closed bool
+}
+
+// Coordinator is the node's consumer-group coordinator, or
+// *NotCoordinatorError naming the metadata leader on a node of a cluster
+// that does not lead it.
+func (b *Broker) Coordinator() (*groups.Coordinator, error) {
+	return b.coord.get()
+}
+
+func (k *coordinator) get() (*groups.Coordinator, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closed {
+		return nil, ErrShuttingDown
+	}
+	if cl := k.b.cl; cl != nil && !cl.IsMetaLeader() {
+		if k.c != nil {
+			k.c.Close()
+			k.c = nil
+		}
+		return nil, &NotCoordinatorError{Leader: cl.MetaLeader()}
+	}
+	if k.c == nil {
+		k.c = groups.New(groups.Config{
+			Partitions:            k.b.partitionCount,
+			InitialRebalanceDelay: 3 * time.Second,
+		})
+	}
+	return k.c, nil
+}
+
+// partitionCount is a topic's partition count, 0 when it does not exist
+// here (the coordinator's Config.Partitions).
+func (b *Broker) partitionCount(topic string) int32 {
+	c, err := b.topics.Config(topic)
+	if err != nil {
+		return 0
+	}
+	return c.Partitions
+}
+
+func (k *coordinator) close() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.closed = true
+	if k.c != nil {
+		k.c.Close()
+		k.c = nil
+	}
+}
+
+// validateCommit checks an offset commit with the coordinator where this
+// node has one (groups.Coordinator.ValidateCommit).
+func (k *coordinator) validateCommit(group, member string, generation int32) error {
+	k.mu.Lock()
+	c := k.c
+	k.mu.Unlock()
+	if c == nil {
+		if member == "" && generation < 0 {
+			return nil // no coordinator here has members of any group
+		}
+		var err error
+		if c, err = k.get(); err != nil {
+			return err
+		}
+	}
+	return c.ValidateCommit(group, member, generation)
+}
+
+// collector reports the current coordinator's metrics.
+func (k *coordinator) collector() prometheus.Collector { return coordCollector{k} }
+
+type coordCollector struct{ k *coordinator }
+
+func (c coordCollector) Describe(ch chan<- *prometheus.Desc) {
+	// Unchecked: the coordinator (and so its descriptors) comes and goes.
+}
+
+func (c coordCollector) Collect(ch chan<- prometheus.Metric) {
+	c.k.mu.Lock()
+	gc := c.k.c
+	c.k.mu.Unlock()
+	if gc != nil {
+		gc.Collector().Collect(ch)
+	}
+}

@@ -1,0 +1,33 @@
+// Package broker is one logd node's transport-neutral core: what the gRPC
+// front-end (internal/server), the Kafka listener (kafka/) and the HTTP
+// API (internal/httpapi/) call. None of them touches partition, offsets,
+// replication or groups to handle a request.
+//
+// It owns, for one node: the data directory (Pebble metadata store, the
+// partitions' segment logs), the topics (single node, or Raft-backed
+// through package cluster), produce (CheckBatch, producer dedup and
+// pipelining through partition, acks), fetch over many partitions with a
+// long poll (MinBytes, MaxBytes, MaxWait) under a read budget, live-tail
+// readers, list offsets, committed offsets and their lag, the disk guard
+// (diskspace.go, guardedfs.go), retention, the node's Prometheus metrics,
+// and the consumer-group coordinator (coordinator.go).
+//
+// Invariants:
+//
+//   - The API speaks Go types and typed errors (errors.go), never a
+//     transport's: front-ends map errors in one file each.
+//   - Batches pass as stored bytes, never re-encoded.
+//   - In a cluster a partition is served by its leader only: writes once
+//     replication.Partition.Leading proves the term, reads once a barrier
+//     started after the read arrived confirms the leadership
+//     (cluster.Linearizable). Metadata writes (topics, committed offsets)
+//     run on the metadata leader; other nodes answer *NotLeaderError with
+//     Untouched set, which a front-end may forward or hand to its client.
+//   - Every request is admitted (enter) and counted until it is answered;
+//     Close waits for them before closing the logs.
+//
+// Lifecycle: Open (recovery; the front-ends' listeners may not exist
+// yet), Ready with the addresses the front-ends advertise (the disk guard
+// and, in a cluster, registration and the control loops start), Shutdown
+// (refuse new requests, end long polls), Close.
+package broker

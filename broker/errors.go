@@ -1,0 +1,76 @@
+package broker
+
+import (
+	"errors"
+
+	"github.com/logd/logd/cluster"
+	"github.com/logd/logd/log"
+	"github.com/logd/logd/partition"
+	"github.com/logd/logd/replication/meta"
+)
+
+// The broker's errors. Front-ends map them (each in one file); see
+// /work/shared-contract/broker-api.md and internal/server/errors.go. An
+// error "of a kind" matches it with errors.Is and carries its own message
+// (Errorf). Errors of the packages below that a front-end also sees:
+// *log.OutOfRangeError (an offset outside the log, with its bounds),
+// partition.ErrOutOfOrderSequence, partition.ErrInvalidConfig,
+// routing.ErrInvalidTopicName, offsets.ErrInvalidArgument and
+// offsets.ErrInvalidReset (bad input), log.ErrCorrupt and
+// offsets.ErrCorrupt (stored data unreadable), syscall.ENOSPC, EMFILE,
+// ENFILE, and the context's errors.
+var (
+	// ErrUnknownTopic: no such topic.
+	ErrUnknownTopic = partition.ErrTopicNotFound
+	// ErrUnknownPartition: the topic has no such partition.
+	ErrUnknownPartition = partition.ErrPartitionNotFound
+	// ErrTopicExists: a topic of that name exists.
+	ErrTopicExists = partition.ErrTopicExists
+	// ErrInvalidBatch: a produced batch is not one whole, well-formed,
+	// uncompressed v2 batch; the message says what is wrong.
+	ErrInvalidBatch = errors.New("invalid record batch")
+	// ErrBatchTooLarge: a produced batch is over Config.MaxBatchBytes.
+	ErrBatchTooLarge = errors.New("batch too large")
+	// ErrDiskFull: the data directory's file system is (nearly) full.
+	ErrDiskFull = errors.New("disk full")
+	// ErrDenied: the principal may not do this (issue 14; unused yet).
+	ErrDenied = errors.New("denied")
+
+	ErrInvalidArgument    = cluster.ErrInvalidArgument
+	ErrUnavailable        = cluster.ErrUnavailable
+	ErrFailedPrecondition = cluster.ErrFailedPrecondition
+	ErrUnknownNode        = cluster.ErrUnknownNode
+	ErrShuttingDown       = cluster.ErrShuttingDown
+	ErrNoLeader           = cluster.ErrNoLeader
+)
+
+// NotLeaderError is the answer of a node that does not lead the partition
+// (or the cluster metadata) a request needs: Leader is the node to ask
+// (ID "" when no leader is known: errors.Is(err, ErrNoLeader)). Untouched
+// says nothing of the request was done, so a front-end may forward it.
+type NotLeaderError = cluster.NotLeaderError
+
+// NotCoordinatorError is the answer of Coordinator on a node that does not
+// coordinate groups: Leader is the metadata leader, which does.
+type NotCoordinatorError struct {
+	Leader Node
+}
+
+func (e *NotCoordinatorError) Error() string {
+	if e.Leader.ID == "" {
+		return "no node coordinates consumer groups right now (an election is under way): retry shortly"
+	}
+	return "this node does not coordinate consumer groups: node " + e.Leader.ID + " does"
+}
+
+// Node is a member of the cluster and the addresses it advertises.
+type Node = meta.Node
+
+// OutOfRangeError is an offset outside a partition's log.
+type OutOfRangeError = log.OutOfRangeError
+
+// Errorf is an error of kind (errors.Is(err, kind)) whose message is the
+// formatted text alone.
+func Errorf(kind error, format string, args ...any) error {
+	return cluster.Errorf(kind, format, args...)
+}

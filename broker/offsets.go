@@ -1,0 +1,186 @@
+package broker
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/logd/logd/offsets"
+	"github.com/logd/logd/partition"
+)
+
+// CommitOffsets stores a group's offsets atomically and durably. Offsets
+// must name existing partitions; an offset beyond the high watermark is
+// refused (it would skip records that do not exist yet). member and
+// generation are the committer's in the group ("" and -1 from outside
+// it), checked by the coordinator where there is one. In a cluster only
+// the metadata leader stores: others answer *NotLeaderError (Untouched).
+func (b *Broker) CommitOffsets(ctx context.Context, pr Principal, group, member string, generation int32, cs []offsets.Committed) error {
+	if err := b.disk.checkMetadata(); err != nil {
+		return err
+	}
+	if len(cs) == 0 {
+		return Errorf(ErrInvalidArgument, "commit offsets: no offsets given")
+	}
+	for _, o := range cs {
+		p, err := b.topics.Partition(o.Topic, o.Partition)
+		if err != nil {
+			return b.topicLookup(ctx, o.Topic, err)
+		}
+		// In a cluster only the leader knows the high watermark for sure (a
+		// follower's may lag): others leave the check to it.
+		if hw := p.Log.HighWatermark(); o.Offset > hw && (b.cl == nil || b.cl.Leads(p)) {
+			return Errorf(ErrInvalidArgument, "commit offsets: offset %d of %s is beyond its high watermark %d", o.Offset, p.Name(), hw)
+		}
+	}
+	if err := b.coord.validateCommit(group, member, generation); err != nil {
+		return err
+	}
+	if b.cl != nil {
+		return b.cl.CommitOffsets(ctx, group, cs)
+	}
+	return b.offsets.Commit(group, cs)
+}
+
+// FetchOffsets returns a group's committed offsets in topics (none: all).
+// In a cluster they are read on the metadata leader, current; others
+// answer *NotLeaderError (Untouched).
+func (b *Broker) FetchOffsets(ctx context.Context, pr Principal, group string, topics []string) ([]offsets.Committed, error) {
+	for _, t := range topics {
+		if _, err := b.topics.Config(t); err != nil {
+			return nil, b.topicLookup(ctx, t, err)
+		}
+	}
+	if err := b.currentMeta(ctx); err != nil {
+		return nil, err
+	}
+	if len(topics) == 0 {
+		return b.offsets.Fetch(group, "")
+	}
+	var out []offsets.Committed
+	for _, t := range topics {
+		cs, err := b.offsets.Fetch(group, t)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cs...)
+	}
+	return out, nil
+}
+
+// currentMeta makes a read of the metadata current: in a cluster, on the
+// metadata leader after a read barrier; *NotLeaderError elsewhere.
+func (b *Broker) currentMeta(ctx context.Context) error {
+	if b.cl == nil {
+		return nil
+	}
+	if !b.cl.IsMetaLeader() {
+		return &NotLeaderError{What: "the cluster metadata", Leader: b.cl.MetaLeader(), Untouched: true}
+	}
+	return b.cl.MetaLinearizable(ctx)
+}
+
+// ListGroups lists the groups that have committed offsets.
+func (b *Broker) ListGroups(ctx context.Context, pr Principal) ([]string, error) {
+	if err := b.currentMeta(ctx); err != nil {
+		return nil, err
+	}
+	return b.offsets.Groups()
+}
+
+// GroupOffset is a committed offset with its partition's bounds and the
+// group's lag there; Known is false when the bounds could not be had.
+type GroupOffset struct {
+	offsets.Committed
+	Known                   bool
+	LogStart, HighWatermark int64
+	Lag                     int64
+	Trimmed                 bool
+}
+
+// Lag adds each offset's partition bounds (its leader's, in a cluster)
+// and the group's lag, and records the lag for the metrics.
+func (b *Broker) Lag(ctx context.Context, group string, cs []offsets.Committed) []GroupOffset {
+	out := make([]GroupOffset, len(cs))
+	for i, c := range cs {
+		out[i].Committed = c
+		p, err := b.topics.Partition(c.Topic, c.Partition)
+		if err != nil {
+			continue
+		}
+		var l offsets.PartitionLog = p.Log
+		if b.cl != nil {
+			if l, err = b.cl.PartitionLog(ctx, p); err != nil {
+				continue // bounds unknown now: the offset alone
+			}
+		}
+		g := &out[i]
+		g.Known, g.LogStart, g.HighWatermark = true, l.StartOffset(), l.HighWatermark()
+		lag := b.lag.Observe(offsets.GroupPosition{Group: group, Topic: c.Topic, Partition: c.Partition,
+			Committed: c.Offset, LogStart: g.LogStart, HighWatermark: g.HighWatermark})
+		g.Lag, g.Trimmed = lag.Lag, lag.Trimmed
+	}
+	return out
+}
+
+// ResolveReset resolves a reset of a group's offsets in a topic (one
+// partition, or all with nil) to earliest, latest, a time or an explicit
+// offset, clamped to each log's bounds (as Kafka does). The caller
+// commits them (CommitOffsets).
+func (b *Broker) ResolveReset(ctx context.Context, pr Principal, topic string, part *int32, spec offsets.ResetSpec) ([]offsets.Committed, error) {
+	if err := b.disk.checkMetadata(); err != nil {
+		return nil, err
+	}
+	cfg, parts, err := b.topics.Partitions(topic)
+	if err != nil {
+		return nil, b.topicLookup(ctx, topic, err)
+	}
+	targets := parts
+	if part != nil {
+		if *part < 0 || *part >= cfg.Partitions {
+			return nil, partitionRange(topic, cfg.Partitions, *part)
+		}
+		targets = []*partition.Partition{parts[*part]}
+	}
+	var cs []offsets.Committed
+	for _, p := range targets {
+		var l offsets.PartitionLog = p.Log
+		if b.cl != nil {
+			if l, err = b.cl.PartitionLog(ctx, p); err != nil {
+				return nil, err
+			}
+		}
+		r, err := spec.Resolve(time.Now(), l)
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, offsets.Committed{Topic: p.Topic, Partition: p.ID, Offset: r.Offset})
+	}
+	return cs, nil
+}
+
+// groupPositions enumerates every committed offset with its partition's
+// bounds, for the lag metrics at scrape time.
+func (b *Broker) groupPositions() ([]offsets.GroupPosition, error) {
+	groups, err := b.offsets.Groups()
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(groups)
+	var out []offsets.GroupPosition
+	for _, g := range groups {
+		cs, err := b.offsets.Fetch(g, "")
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			p, err := b.topics.Partition(c.Topic, c.Partition)
+			if err != nil {
+				continue
+			}
+			out = append(out, offsets.GroupPosition{Group: g, Topic: c.Topic, Partition: c.Partition,
+				Committed: c.Offset, LogStart: p.Log.StartOffset(), HighWatermark: p.Log.HighWatermark()})
+		}
+	}
+	return out, nil
+}

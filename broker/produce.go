@@ -1,0 +1,233 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"time"
+
+	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/log"
+	"github.com/logd/logd/partition"
+	"github.com/logd/logd/replication"
+)
+
+// Acks is how durable a produce is before it is answered.
+type Acks int
+
+const (
+	// AcksAll answers once a quorum of the partition's replicas has the
+	// batch (on a single node: once it is durable). The default.
+	AcksAll Acks = iota
+	// AcksLeader answers once the leader's own append is durable.
+	AcksLeader
+)
+
+// ProduceRequest is one batch for one partition.
+type ProduceRequest struct {
+	Principal Principal
+	Topic     string
+	Partition int32
+	// Batch is one Kafka v2 record batch as stored: producer id, epoch
+	// and base sequence in its header (batch.NoProducer without).
+	Batch []byte
+	Acks  Acks
+}
+
+// ProduceResult is where a batch was stored.
+type ProduceResult struct {
+	BaseOffset, LastOffset int64
+	LogStart               int64
+	AppendTimeMs           int64 // -1: the batch's CreateTime stands
+	Duplicate              bool  // a retry answered with the original offsets
+}
+
+// Produce appends a batch and answers once it is durable per r.Acks.
+func (b *Broker) Produce(ctx context.Context, r ProduceRequest) (ProduceResult, error) {
+	wait, err := b.StartProduce(ctx, r)
+	if err != nil {
+		return ProduceResult{}, err
+	}
+	return wait()
+}
+
+// StartProduce checks r and starts its write, in order with the
+// partition's earlier writes, and returns what waits for its result
+// (called exactly once). Pipelining front-ends call it in arrival order
+// and wait later: a producer's next batches start while this one waits.
+func (b *Broker) StartProduce(ctx context.Context, r ProduceRequest) (wait func() (ProduceResult, error), err error) {
+	start := time.Now()
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	p, err := b.producePartition(ctx, r)
+	var appended func() (ProduceResult, error)
+	if err == nil {
+		appended, err = b.startAppend(ctx, p, r.Batch, r.Acks)
+	}
+	if err != nil {
+		b.leave()
+		return nil, err
+	}
+	return func() (ProduceResult, error) {
+		defer b.leave()
+		res, err := appended()
+		if err == nil {
+			b.m.produceLatency.Observe(time.Since(start).Seconds())
+		}
+		return res, err
+	}, nil
+}
+
+// producePartition finds the partition a produce goes to, and refuses it
+// when the disk is full.
+func (b *Broker) producePartition(ctx context.Context, r ProduceRequest) (*partition.Partition, error) {
+	// A request its client already gave up on is not applied (a cancelled
+	// request that is already being appended still may be).
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cfg, parts, err := b.topics.Partitions(r.Topic)
+	if err != nil {
+		return nil, b.topicLookup(ctx, r.Topic, err)
+	}
+	if err := b.disk.checkAppend(); err != nil {
+		return nil, err
+	}
+	if r.Partition < 0 || int(r.Partition) >= len(parts) {
+		return nil, partitionRange(r.Topic, cfg.Partitions, r.Partition)
+	}
+	return parts[r.Partition], nil
+}
+
+// partitionRange is the error of a partition id a topic does not have.
+func partitionRange(topic string, n, id int32) error {
+	return Errorf(ErrUnknownPartition, "topic %q has partitions 0 to %d, not %d", topic, n-1, id)
+}
+
+// PartitionCount is a topic's partition count.
+func (b *Broker) PartitionCount(ctx context.Context, p Principal, topic string) (int32, error) {
+	c, err := b.topics.Config(topic)
+	if err != nil {
+		return 0, b.topicLookup(ctx, topic, err)
+	}
+	return c.Partitions, nil
+}
+
+// CheckBatch checks a batch as produce does: its size, then that it is
+// one whole, uncompressed, well-formed v2 batch with a valid CRC.
+func (b *Broker) CheckBatch(data []byte) (batch.Info, error) {
+	if len(data) > b.cfg.MaxBatchBytes {
+		return batch.Info{}, Errorf(ErrBatchTooLarge,
+			"produce: batch of %d bytes is over the %d-byte limit: send smaller batches", len(data), b.cfg.MaxBatchBytes)
+	}
+	info, err := batch.Validate(data)
+	switch {
+	case errors.Is(err, batch.ErrUnsupported):
+		return info, Errorf(ErrInvalidBatch, "produce: %v", err)
+	case err != nil:
+		return info, Errorf(ErrInvalidBatch, "produce: malformed record batch (%v): send exactly one Kafka v2 record batch (magic 2, CRC-32C, records with offset deltas 0, 1, 2...)", err)
+	}
+	return info, nil
+}
+
+// MaxBatchBytes is the largest batch a produce accepts.
+func (b *Broker) MaxBatchBytes() int { return b.cfg.MaxBatchBytes }
+
+// startAppend checks a batch and starts its append: to the log on a
+// single node, through the partition's Raft group in a cluster.
+func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, data []byte, acks Acks) (func() (ProduceResult, error), error) {
+	info, err := b.CheckBatch(data)
+	if err != nil {
+		return nil, err
+	}
+	n := len(data)
+	if b.cl == nil {
+		// Written in order now; the wait joins the fsync, which the
+		// producer's next batches, started meanwhile, share.
+		wait, err := p.StartAppend(data, info)
+		return func() (ProduceResult, error) {
+			if err != nil {
+				return b.appended(p, n, info, partition.AppendResult{}, err)
+			}
+			res, err := wait(ctx)
+			return b.appended(p, n, info, res, err)
+		}, nil
+	}
+	r, err := b.cl.Replica(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	// The producer's next batches may start while this one waits:
+	// they pipeline through Raft (see partition.StartAppendVia).
+	lead, err := r.Leading(ctx)
+	if err != nil {
+		return nil, b.cl.RaftError(err)
+	}
+	wait, err := p.StartAppendVia(data, info, lead, func(data []byte, after partition.Write) (partition.Write, error) {
+		var prev *replication.Write
+		if a, ok := after.(raftWrite); ok {
+			prev = a.w
+		}
+		w, err := r.Start(data, acks == AcksLeader, prev)
+		if err != nil {
+			return nil, err
+		}
+		return raftWrite{w}, nil
+	})
+	if err != nil {
+		return nil, b.cl.RaftError(err)
+	}
+	return func() (ProduceResult, error) {
+		res, err := wait(ctx)
+		return b.appended(p, n, info, res, b.cl.RaftError(err))
+	}, nil
+}
+
+// appended answers an append and counts it.
+func (b *Broker) appended(p *partition.Partition, size int, info batch.Info, res partition.AppendResult, err error) (ProduceResult, error) {
+	if errors.Is(err, log.ErrClosed) {
+		if live := b.stillServed(p); live != nil {
+			return ProduceResult{}, live // the topic was deleted meanwhile
+		}
+	}
+	if err != nil {
+		return ProduceResult{}, err
+	}
+	if res.Duplicate {
+		b.m.produceDupes.WithLabelValues(p.Topic).Inc()
+	} else {
+		b.m.produceRecords.WithLabelValues(p.Topic).Add(float64(info.NumRecords))
+		b.m.produceBytes.WithLabelValues(p.Topic).Add(float64(size))
+	}
+	return ProduceResult{BaseOffset: res.BaseOffset, LastOffset: res.LastOffset, LogStart: p.Log.StartOffset(),
+		AppendTimeMs: -1, Duplicate: res.Duplicate}, nil
+}
+
+// raftWrite is a batch on its way through a partition's Raft group, as
+// the partition's dedup sees it.
+type raftWrite struct{ w *replication.Write }
+
+func (r raftWrite) Wait(ctx context.Context) (partition.AppendResult, error) {
+	a, err := r.w.Wait(ctx)
+	return partition.AppendResult{BaseOffset: a.BaseOffset, LastOffset: a.LastOffset}, err
+}
+
+func (r raftWrite) Done() <-chan struct{} { return r.w.Done() }
+
+func (r raftWrite) Result() (partition.AppendResult, error) {
+	a, err := r.w.Result()
+	return partition.AppendResult{BaseOffset: a.BaseOffset, LastOffset: a.LastOffset}, err
+}
+
+// NewProducerID answers Kafka's InitProducerId: a fresh producer id
+// (epoch 0), random in 63 bits as the Go client's own, which the dedup
+// state knows nothing of.
+func (b *Broker) NewProducerID(ctx context.Context) (id int64, epoch int16, err error) {
+	var buf [8]byte
+	if _, err := rand.Read(buf[:]); err != nil {
+		return 0, 0, err
+	}
+	return int64(binary.BigEndian.Uint64(buf[:]) >> 1), 0, nil
+}

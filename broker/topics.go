@@ -1,0 +1,294 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/logd/logd/cluster"
+	"github.com/logd/logd/partition"
+	"github.com/logd/logd/replication/meta"
+	"github.com/logd/logd/routing"
+)
+
+// PartitionInfo is a partition's state. In a cluster the bounds are its
+// leader's (size and segments stay this node's replica's, 0 without one).
+type PartitionInfo struct {
+	ID            int32
+	LogStart      int64
+	HighWatermark int64
+	SizeBytes     int64
+	Segments      int32
+	Leader        string   // node id; "" when unknown
+	Replicas, ISR []string // node ids; ISR: the replicas (Raft has no ISR)
+	LeaderEpoch   int32    // the leader's Raft term (truncated); 0 on a single node
+}
+
+// TopicInfo is a topic's config and its partitions.
+type TopicInfo struct {
+	Config     partition.TopicConfig
+	Partitions []PartitionInfo
+}
+
+// TopicConfigs lists the topics this node has, in name order (cheap: no
+// partition state).
+func (b *Broker) TopicConfigs(ctx context.Context, p Principal) ([]partition.TopicConfig, error) {
+	return b.topics.List(), nil
+}
+
+// Topics lists the topics with their partitions' state.
+func (b *Broker) Topics(ctx context.Context, p Principal) ([]TopicInfo, error) {
+	var out []TopicInfo
+	for _, c := range b.topics.List() {
+		t, err := b.Topic(ctx, p, c.Name)
+		if err != nil {
+			continue // deleted meanwhile
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// Topic is one topic's config and partitions' state.
+func (b *Broker) Topic(ctx context.Context, pr Principal, name string) (TopicInfo, error) {
+	c, parts, err := b.topics.Partitions(name)
+	if err != nil {
+		// In a cluster this node may not have the topic yet.
+		return TopicInfo{}, b.topicLookup(ctx, name, err)
+	}
+	t := TopicInfo{Config: c}
+	var st meta.State
+	if b.cl != nil {
+		st = b.cl.State()
+	}
+	for _, p := range parts {
+		pi := PartitionInfo{ID: p.ID, LogStart: p.Log.StartOffset(), HighWatermark: p.Log.HighWatermark(),
+			SizeBytes: p.Log.Size(), Segments: int32(len(p.Log.Segments())),
+			Leader: SelfID, Replicas: []string{SelfID}, ISR: []string{SelfID}}
+		if b.cl != nil {
+			if l, err := b.cl.PartitionLog(ctx, p); err == nil {
+				pi.LogStart, pi.HighWatermark = l.StartOffset(), l.HighWatermark()
+			}
+			b.clusterView(st, c, p, &pi)
+		}
+		t.Partitions = append(t.Partitions, pi)
+	}
+	return t, nil
+}
+
+// clusterView fills a partition's leader, replicas and epoch from the
+// metadata and this node's replica.
+func (b *Broker) clusterView(st meta.State, c partition.TopicConfig, p *partition.Partition, pi *PartitionInfo) {
+	pi.Leader, pi.Replicas, pi.ISR = "", nil, nil
+	if mt, ok := st.Topics[c.Name]; ok && int(p.ID) < len(mt.Replicas) {
+		pi.Replicas = append([]string(nil), mt.Replicas[p.ID]...)
+		pi.ISR = pi.Replicas
+	}
+	if r := b.cl.LocalReplica(meta.GroupOf(c, p.ID)); r != nil {
+		rs := r.Status()
+		pi.Leader, pi.LeaderEpoch = string(rs.LeaderID), int32(rs.Term)
+	}
+}
+
+// CreateTopic creates a topic. cfg is partition.DefaultConfig(name) with
+// Partitions, Replicas (0: the default) and any settings changed.
+func (b *Broker) CreateTopic(ctx context.Context, pr Principal, cfg partition.TopicConfig) (partition.TopicConfig, error) {
+	if err := b.disk.checkMetadata(); err != nil {
+		return cfg, err
+	}
+	if err := routing.ValidateTopicName(cfg.Name); err != nil {
+		return cfg, Errorf(ErrInvalidArgument, "create topic: %v", err)
+	}
+	if cfg.Partitions <= 0 {
+		return cfg, Errorf(ErrInvalidArgument, "create topic: partitions must be at least 1, got %d", cfg.Partitions)
+	}
+	if b.cl != nil {
+		return b.cl.CreateTopic(ctx, cfg)
+	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.Replicas != 1 {
+		return cfg, Errorf(ErrInvalidArgument, "create topic: this node runs alone, so replicas must be 1, got %d (start a cluster for more)", cfg.Replicas)
+	}
+	if _, err := b.topics.Config(cfg.Name); err == nil {
+		return cfg, fmt.Errorf("%w: %q", partition.ErrTopicExists, cfg.Name)
+	}
+	// Offsets left by a deleted topic of the same name (a crash between the
+	// two steps of DeleteTopic) must not pass to the new one.
+	if err := b.offsets.DeleteTopic(cfg.Name); err != nil {
+		return cfg, err
+	}
+	return b.topics.Create(cfg)
+}
+
+// AlterTopic changes a topic's retention and segment settings at runtime.
+func (b *Broker) AlterTopic(ctx context.Context, pr Principal, name string, ch partition.ConfigChange) (partition.TopicConfig, error) {
+	// Lowering retention is how a full disk is freed: it passes until even
+	// its few bytes may not fit.
+	if err := b.disk.checkRemedy(); err != nil {
+		return partition.TopicConfig{}, err
+	}
+	if b.cl != nil {
+		return b.cl.AlterTopic(ctx, name, ch)
+	}
+	return b.topics.Alter(name, ch)
+}
+
+// DeleteTopic deletes a topic, its data and its committed offsets.
+func (b *Broker) DeleteTopic(ctx context.Context, pr Principal, name string) error {
+	if b.cl != nil {
+		return b.cl.DeleteTopic(ctx, name)
+	}
+	if err := b.topics.Delete(name); err != nil {
+		return err
+	}
+	return b.offsets.DeleteTopic(name)
+}
+
+// Offset specs for ListOffsets: the log start, the high watermark; a spec
+// >= 0 is a time in ms (the first record at or after it).
+const (
+	Earliest = cluster.Earliest
+	Latest   = cluster.Latest
+)
+
+// PartitionOffset is an offset ListOffsets resolved, with the log's bounds.
+type PartitionOffset struct {
+	Partition                       int32
+	Offset, LogStart, HighWatermark int64
+}
+
+// ListOffsets resolves spec on each of a topic's partitions (nil: all).
+// In a cluster each is answered by the partition's leader: here, current,
+// or asked through Peers.
+func (b *Broker) ListOffsets(ctx context.Context, pr Principal, topic string, ids []int32, spec int64) ([]PartitionOffset, error) {
+	cfg, parts, err := b.topics.Partitions(topic)
+	if err != nil {
+		return nil, b.topicLookup(ctx, topic, err)
+	}
+	if len(ids) == 0 {
+		for i := range cfg.Partitions {
+			ids = append(ids, i)
+		}
+	}
+	var out []PartitionOffset
+	for _, id := range ids {
+		if id < 0 || id >= cfg.Partitions {
+			return nil, partitionRange(topic, cfg.Partitions, id)
+		}
+		po, err := b.listOffset(ctx, parts[id], spec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, po)
+	}
+	return out, nil
+}
+
+func (b *Broker) listOffset(ctx context.Context, p *partition.Partition, spec int64) (PartitionOffset, error) {
+	if b.cl != nil {
+		po, err := b.cl.ListOffset(ctx, p, spec)
+		if err != nil {
+			return PartitionOffset{}, err
+		}
+		if po != nil {
+			return PartitionOffset{Partition: p.ID, Offset: po.Offset, LogStart: po.LogStart, HighWatermark: po.HighWatermark}, nil
+		}
+	}
+	l := p.Log
+	po := PartitionOffset{Partition: p.ID, LogStart: l.StartOffset(), HighWatermark: l.HighWatermark()}
+	switch {
+	case spec == Earliest:
+		po.Offset = po.LogStart
+	case spec == Latest:
+		po.Offset = po.HighWatermark
+	case spec >= 0:
+		off, err := l.OffsetForTime(spec)
+		if err != nil {
+			return po, err
+		}
+		po.Offset = off
+	default:
+		return po, Errorf(ErrInvalidArgument, "list offsets: unknown spec %d (earliest -2, latest -1, or a time in ms)", spec)
+	}
+	return po, nil
+}
+
+// ListOffset resolves spec on one partition. The timestamp is -1: logd
+// does not look up the record's time.
+func (b *Broker) ListOffset(ctx context.Context, pr Principal, topic string, part int32, spec int64) (offset, timestampMs int64, err error) {
+	pos, err := b.ListOffsets(ctx, pr, topic, []int32{part}, spec)
+	if err != nil {
+		return 0, 0, err
+	}
+	return pos[0].Offset, -1, nil
+}
+
+// ClusterStatus reports the nodes and every partition's leader, replicas
+// and Raft state (local: this node's replicas only). A node that runs
+// alone leads every partition.
+func (b *Broker) ClusterStatus(ctx context.Context, local bool) cluster.Status {
+	self := b.LocalNode()
+	if b.cl == nil {
+		st := cluster.Status{Self: SelfID, Nodes: []cluster.NodeStatus{{Node: self, Alive: true}}}
+		for _, c := range b.topics.List() {
+			for i := range c.Partitions {
+				st.Partitions = append(st.Partitions, cluster.ReplicaStatus{Topic: c.Name, Partition: i,
+					Leader: SelfID, Replicas: []string{SelfID}, RaftState: "Leader (single node)"})
+			}
+		}
+		return st
+	}
+	if local {
+		return b.cl.LocalStatus(self)
+	}
+	return b.cl.Status(ctx, self)
+}
+
+// errAlone is the answer to cluster membership changes on a node that
+// runs alone.
+func errAlone(more string) error {
+	return Errorf(ErrFailedPrecondition, "this node runs alone, not in a cluster%s", more)
+}
+
+// Join adds a node to the cluster.
+func (b *Broker) Join(ctx context.Context, pr Principal, n Node) error {
+	if b.cl == nil {
+		return errAlone(": restart it with --node-id, --raft-addr and --bootstrap to start one")
+	}
+	return b.cl.Join(ctx, n)
+}
+
+// RemoveNode removes a node from the cluster and returns the partitions
+// whose replicas moved ("topic/partition").
+func (b *Broker) RemoveNode(ctx context.Context, pr Principal, id string) ([]string, error) {
+	if b.cl == nil {
+		return nil, errAlone("")
+	}
+	return b.cl.RemoveNode(ctx, id)
+}
+
+// Members lists the ids of the nodes the cluster metadata holds (nil on a
+// node that runs alone).
+func (b *Broker) Members() []string {
+	if b.cl == nil {
+		return nil
+	}
+	var ids []string
+	for id := range b.cl.Members() {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// LocalHighWatermark is this node's high watermark of a partition (its
+// replica's view: what it knows is committed), -1 without the partition.
+func (b *Broker) LocalHighWatermark(topic string, id int32) int64 {
+	p, err := b.topics.Partition(topic, id)
+	if err != nil {
+		return -1
+	}
+	return p.Log.HighWatermark()
+}

@@ -1,0 +1,208 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/logd/logd/offsets"
+	"github.com/logd/logd/partition"
+	"github.com/logd/logd/replication"
+	"github.com/logd/logd/replication/meta"
+)
+
+// The metadata writes of a cluster, run on the metadata leader only (on
+// others they answer *NotLeaderError, Untouched, which a front-end may
+// forward). Each checks the request against the current state (after
+// OnMetaLeader's barrier), decides what is not deterministic (creation
+// time, placement) and applies one command; the nodes' reconcilers then
+// create, alter or delete their local topics and replicas.
+
+// defaultReplicas is a new topic's replica count when the request gives
+// none: three, or every node of a smaller cluster.
+const defaultReplicas = 3
+
+// CreateTopic creates a topic of cfg (Name, Partitions, Replicas: 0 for
+// the default, and its settings), places its replicas and waits until this
+// node has it.
+func (c *Cluster) CreateTopic(ctx context.Context, cfg partition.TopicConfig) (partition.TopicConfig, error) {
+	if err := c.OnMetaLeader(); err != nil {
+		return cfg, err
+	}
+	st := c.State()
+	if _, ok := st.Topics[cfg.Name]; ok {
+		return cfg, fmt.Errorf("%w: %q", partition.ErrTopicExists, cfg.Name)
+	}
+	if len(st.Nodes) == 0 {
+		// Right after bootstrap the metadata group has a leader but no node
+		// registered yet: not the request's fault, and over in a moment.
+		return cfg, Errorf(ErrUnavailable, "create topic: the cluster is still being set up (no node registered yet): retry")
+	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = int32(min(defaultReplicas, len(st.Nodes)))
+	}
+	if cfg.Replicas < 1 || int(cfg.Replicas) > len(st.Nodes) {
+		return cfg, Errorf(ErrInvalidArgument, "create topic: %d replicas asked, but the cluster has %d nodes: ask for 1 to %d", cfg.Replicas, len(st.Nodes), len(st.Nodes))
+	}
+	cfg.CreatedMs = time.Now().UnixMilli()
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	sets, err := replication.PlaceReplicas(loads(st, ""), int(cfg.Partitions), int(cfg.Replicas))
+	if err != nil {
+		return cfg, Errorf(ErrInvalidArgument, "create topic: %v", err)
+	}
+	t := meta.Topic{Config: cfg, Replicas: sets, Initial: sets}
+	if err := c.meta.Apply(ctx, meta.Command{Op: meta.OpCreateTopic, Topic: &t}); err != nil {
+		return cfg, c.RaftError(err)
+	}
+	return cfg, c.awaitLocal(ctx, cfg)
+}
+
+// AlterTopic changes a topic's settings.
+func (c *Cluster) AlterTopic(ctx context.Context, name string, ch partition.ConfigChange) (partition.TopicConfig, error) {
+	if err := c.OnMetaLeader(); err != nil {
+		return partition.TopicConfig{}, err
+	}
+	t, ok := c.State().Topics[name]
+	if !ok {
+		return partition.TopicConfig{}, fmt.Errorf("%w: %q", partition.ErrTopicNotFound, name)
+	}
+	cfg := t.Config.Apply(ch)
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	if err := c.meta.Apply(ctx, meta.Command{Op: meta.OpAlterTopic, Name: name, Topic: &meta.Topic{Config: cfg}}); err != nil {
+		return cfg, c.RaftError(err)
+	}
+	return cfg, c.awaitLocal(ctx, cfg)
+}
+
+// DeleteTopic deletes a topic (its committed offsets go with it).
+func (c *Cluster) DeleteTopic(ctx context.Context, name string) error {
+	if err := c.OnMetaLeader(); err != nil {
+		return err
+	}
+	if _, ok := c.State().Topics[name]; !ok {
+		return fmt.Errorf("%w: %q", partition.ErrTopicNotFound, name)
+	}
+	if err := c.meta.Apply(ctx, meta.Command{Op: meta.OpDeleteTopic, Name: name}); err != nil {
+		return c.RaftError(err)
+	}
+	return c.awaitLocal(ctx, partition.TopicConfig{Name: name})
+}
+
+// CommitOffsets stores a group's offsets through the metadata group.
+func (c *Cluster) CommitOffsets(ctx context.Context, group string, cs []offsets.Committed) error {
+	if err := c.OnMetaLeader(); err != nil {
+		return err
+	}
+	return c.RaftError(c.meta.Apply(ctx, meta.Command{Op: meta.OpCommitOffsets, Group: group, Offsets: cs}))
+}
+
+// awaitLocal waits until this node's reconciler has made the topic as
+// the metadata says (or removed it, for a cfg with CreatedMs 0).
+func (c *Cluster) awaitLocal(ctx context.Context, cfg partition.TopicConfig) error {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		lc, err := c.o.Topics.Config(cfg.Name)
+		switch {
+		case cfg.CreatedMs == 0 && errors.Is(err, partition.ErrTopicNotFound):
+			return nil
+		case err == nil && lc == cfg:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return Errorf(ErrUnavailable, "topic %q: the change is committed but this node has not applied it yet: retry to see it", cfg.Name)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// loads counts each node's replicas and preferred leaderships.
+func loads(st meta.State, without string) []replication.NodeLoad {
+	m := map[string]*replication.NodeLoad{}
+	for id := range st.Nodes {
+		if id != without {
+			m[id] = &replication.NodeLoad{ID: id}
+		}
+	}
+	for _, t := range st.Topics {
+		for _, set := range t.Replicas {
+			for i, n := range set {
+				if l, ok := m[n]; ok {
+					l.Replicas++
+					if i == 0 {
+						l.Leaders++
+					}
+				}
+			}
+		}
+	}
+	out := make([]replication.NodeLoad, 0, len(m))
+	for _, l := range m {
+		out = append(out, *l)
+	}
+	return out
+}
+
+// RemoveNode removes a node from the cluster: each of its replicas moves
+// to the least loaded other node (ReplaceNode), the partitions' leaders
+// change their groups to match, and the node leaves the metadata group. It
+// returns the partitions moved ("topic/partition").
+func (c *Cluster) RemoveNode(ctx context.Context, id string) ([]string, error) {
+	if err := c.OnMetaLeader(); err != nil {
+		return nil, err
+	}
+	st := c.State()
+	if _, ok := st.Nodes[id]; !ok {
+		return nil, Errorf(ErrUnknownNode, "node %q is not a member (see `logd cluster status`)", id)
+	}
+	if len(st.Nodes) == 1 {
+		return nil, Errorf(ErrFailedPrecondition, "node %q is the cluster's last node", id)
+	}
+	var moved []string
+	others := loads(st, id)
+	for _, name := range slices.Sorted(maps.Keys(st.Topics)) {
+		t := st.Topics[name]
+		sets, err := replication.ReplaceNode(t.Replicas, id, others)
+		if err != nil {
+			return nil, Errorf(ErrFailedPrecondition, "topic %q: %v: add a node first", name, err)
+		}
+		changed := false
+		for i := range sets {
+			if !slices.Equal(sets[i], t.Replicas[i]) {
+				changed = true
+				moved = append(moved, fmt.Sprintf("%s/%d", name, i))
+			}
+		}
+		if !changed {
+			continue
+		}
+		if err := c.meta.Apply(ctx, meta.Command{Op: meta.OpSetReplicas, Name: name, Topic: &meta.Topic{Replicas: sets}}); err != nil {
+			return nil, c.RaftError(err)
+		}
+		// The loads move with the placement, for the next topic.
+		t.Replicas = sets
+		st.Topics[name] = t
+		others = loads(st, id)
+	}
+	if err := c.meta.Apply(ctx, meta.Command{Op: meta.OpRemoveNode, Name: id}); err != nil {
+		return nil, c.RaftError(err)
+	}
+	if err := c.meta.RemoveServer(raft.ServerID(id)); err != nil {
+		return nil, c.RaftError(err)
+	}
+	return moved, nil
+}

@@ -1,0 +1,327 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/logd/logd/internal/logging"
+	"github.com/logd/logd/offsets"
+	"github.com/logd/logd/partition"
+	"github.com/logd/logd/replication"
+	"github.com/logd/logd/replication/meta"
+)
+
+// Config turns a node into a member of a cluster: every partition is a
+// Raft group on its replicas, and the metadata (nodes, topics, placement,
+// committed offsets) is replicated by the metadata group on every node.
+type Config struct {
+	NodeID string
+	// RaftAddr is the Raft listen address; RaftListener, when set, is used
+	// instead (tests).
+	RaftAddr     string
+	RaftListener net.Listener
+	// Advertise is the Raft address other nodes dial; "": the listener's.
+	Advertise string
+	// Bootstrap starts a new cluster of this node (ignored when the node
+	// already has cluster state). Join is any member's API address, to
+	// join through (ignored when the node already has state).
+	Bootstrap bool
+	Join      string
+	// RaftDial overrides how Raft dials peers (fault injection in tests);
+	// nil: TCP, through Routes.
+	RaftDial func(ctx context.Context, addr string) (net.Conn, error)
+	// Routes maps a Raft address to the address dialled instead (a test
+	// harness puts a proxy on each link). From LOGD_RAFT_ROUTES in serve.
+	Routes map[string]string
+	// Raft is the base Raft configuration of every group; nil: defaults.
+	Raft *raft.Config
+}
+
+// Validate checks the settings a user gives.
+func (c *Config) Validate() error {
+	switch {
+	case c.NodeID == "":
+		return errors.New("cluster mode needs --node-id")
+	case strings.ContainsAny(c.NodeID, ", \t\n/"):
+		return fmt.Errorf("--node-id %q: use letters, digits, '-', '_' or '.'", c.NodeID)
+	case c.RaftAddr == "" && c.RaftListener == nil:
+		return errors.New("cluster mode needs --raft-addr HOST:PORT")
+	case c.Bootstrap && c.Join != "":
+		return errors.New("give either --bootstrap (a new cluster) or --join ADDR (an existing one), not both")
+	}
+	return nil
+}
+
+// Options are what the node gives its control plane.
+type Options struct {
+	DataDir  string
+	DB       *pebble.DB        // the node's metadata store (Raft's stable state)
+	Topics   *partition.Topics // the node's local topics, which reconciliation drives
+	Peers    Peers
+	Logger   *slog.Logger
+	Registry prometheus.Registerer
+}
+
+// Cluster is a node's cluster side.
+type Cluster struct {
+	cfg    Config
+	o      Options
+	self   string
+	rn     *replication.Node
+	meta   *meta.Group
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+	recMu  sync.Mutex // one reconcile at a time
+	kick   chan struct{}
+	logger *slog.Logger
+	lag    *prometheus.GaugeVec
+}
+
+// Start starts the Raft port and the metadata group. The background loops
+// start with Run, once the front-ends listen.
+func Start(cfg Config, o Options) (*Cluster, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	ln, adv, err := raftListener(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// Raft and the transport log into the node's slog logger (one format,
+	// one level); logging.HCLog lowers their routine lines.
+	var hl hclog.Logger = logging.HCLog(o.Logger, "raft")
+	n, err := replication.NewNode(replication.NodeConfig{
+		ID: raft.ServerID(cfg.NodeID), Listener: ln, Advertise: adv, Dial: raftDial(cfg),
+		DataDir: o.DataDir, DB: o.DB, Raft: cfg.Raft, Logger: hl,
+	})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	g, err := meta.Open(n)
+	if err != nil {
+		n.Close()
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg, o: o, self: cfg.NodeID, rn: n, meta: g, kick: make(chan struct{}, 1), logger: o.Logger,
+		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "logd_raft_follower_lag_entries",
+			Help: "On a partition's leader: Raft entries each follower has yet to apply (-1: it did not answer). Measured every 5s."},
+			[]string{"topic", "partition", "follower"})}
+	if cfg.Bootstrap && !g.HadState() {
+		if err := g.Bootstrap(raft.ServerID(cfg.NodeID), n.Addr()); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("bootstrap the cluster: %w", err)
+		}
+	}
+	if !cfg.Bootstrap && cfg.Join == "" && !g.HadState() {
+		c.Close()
+		return nil, errors.New("this node has no cluster state: start the first node with --bootstrap and the others with --join ADDR")
+	}
+	o.Registry.MustRegister(replication.NewCollector(n), c.lag)
+	return c, nil
+}
+
+func raftListener(cfg Config) (net.Listener, net.Addr, error) {
+	ln := cfg.RaftListener
+	if ln == nil {
+		var err error
+		ln, err = net.Listen("tcp", cfg.RaftAddr)
+		if err != nil {
+			return nil, nil, fmt.Errorf("listen on --raft-addr %s: %w", cfg.RaftAddr, err)
+		}
+	}
+	var adv net.Addr
+	if cfg.Advertise != "" {
+		a, err := net.ResolveTCPAddr("tcp", cfg.Advertise)
+		if err != nil {
+			ln.Close()
+			return nil, nil, fmt.Errorf("raft advertise address %q: %w", cfg.Advertise, err)
+		}
+		adv = a
+	}
+	return ln, adv, nil
+}
+
+func raftDial(cfg Config) func(ctx context.Context, addr string) (net.Conn, error) {
+	if cfg.RaftDial != nil {
+		return cfg.RaftDial
+	}
+	routes := cfg.Routes
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		if to, ok := routes[addr]; ok {
+			addr = to
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
+}
+
+// Run starts the background loops: registration (join) with self's
+// advertised addresses, reconciling local replicas with the metadata,
+// spreading leaders and measuring follower lag.
+func (c *Cluster) Run(self meta.Node) {
+	self.ID, self.RaftAddr = c.self, c.RaftAddr()
+	ctx, stop := context.WithCancel(context.Background())
+	c.stop = stop
+	c.wg.Add(4)
+	go func() { defer c.wg.Done(); c.lagLoop(ctx) }()
+	go func() { defer c.wg.Done(); c.registerLoop(ctx, self) }()
+	go func() { defer c.wg.Done(); c.reconcileLoop(ctx) }()
+	go func() { defer c.wg.Done(); c.spreadLoop(ctx) }()
+}
+
+// Close stops the loops, every replica, the metadata group and the Raft
+// port. The logs and the DB stay open (the node closes them).
+func (c *Cluster) Close() error {
+	if c.stop != nil {
+		c.stop()
+	}
+	c.wg.Wait()
+	return errors.Join(c.rn.Close(), c.meta.Close())
+}
+
+// Self is this node's id.
+func (c *Cluster) Self() string { return c.self }
+
+// RaftAddr is this node's advertised Raft address.
+func (c *Cluster) RaftAddr() string { return string(c.rn.Addr()) }
+
+// State is the metadata as this node has applied it.
+func (c *Cluster) State() meta.State { return c.meta.FSM.State() }
+
+// Changed is closed at the next metadata change applied here.
+func (c *Cluster) Changed() <-chan struct{} { return c.meta.FSM.Changed() }
+
+// Offsets is the committed offsets' store: the metadata group's.
+func (c *Cluster) Offsets() *offsets.Store { return c.meta.FSM.Offsets() }
+
+// Members lists the nodes the metadata holds.
+func (c *Cluster) Members() map[string]meta.Node { return c.State().Nodes }
+
+// LocalReplica is this node's replica of a partition group, nil without
+// one.
+func (c *Cluster) LocalReplica(group string) *replication.Partition { return c.rn.Partition(group) }
+
+// node is a member by id: only its ID when the metadata does not list it
+// (yet), the zero Node for "".
+func (c *Cluster) node(id string) meta.Node {
+	if id == "" {
+		return meta.Node{}
+	}
+	n, ok := c.State().Nodes[id]
+	if !ok {
+		n.ID = id
+	}
+	return n
+}
+
+// IsMetaLeader reports whether this node leads the metadata group.
+func (c *Cluster) IsMetaLeader() bool { return c.meta.IsLeader() }
+
+// MetaLeader is the metadata group's leader (the zero Node when unknown).
+func (c *Cluster) MetaLeader() meta.Node { return c.node(c.meta.Leader()) }
+
+// metaNotLeader is the answer of a node that does not lead the metadata
+// group, to a request it has not acted on.
+func (c *Cluster) metaNotLeader() error {
+	return &NotLeaderError{What: metaWhat, Leader: c.MetaLeader(), Untouched: true}
+}
+
+// OnMetaLeader makes a metadata request current on the metadata leader:
+// a barrier in this term (so this node's state includes every earlier
+// write), or *NotLeaderError (Untouched) on any other node.
+func (c *Cluster) OnMetaLeader() error {
+	if !c.meta.IsLeader() {
+		return c.metaNotLeader()
+	}
+	return c.RaftError(c.meta.Barrier(5 * time.Second))
+}
+
+// registerLoop makes sure the metadata lists this node with its current
+// addresses: on the first start it joins (through cfg.Join), on later
+// starts it updates its addresses. It ends once they are listed.
+func (c *Cluster) registerLoop(ctx context.Context, self meta.Node) {
+	started := time.Now()
+	for wait := time.Duration(0); ; wait = time.Second {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		if n, ok := c.State().Nodes[c.self]; ok && n.Registered(self) {
+			return
+		}
+		var err error
+		switch {
+		case c.meta.IsLeader():
+			err = c.join(ctx, self)
+		default:
+			target := c.cfg.Join
+			if lead := c.MetaLeader().APIAddr; lead != "" {
+				target = lead
+			}
+			if target == "" {
+				continue // a bootstrapping node waits to be elected
+			}
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err = c.o.Peers.Join(cctx, target, self)
+			cancel()
+		}
+		if err != nil && ctx.Err() == nil {
+			// A join that waits for the cluster's election is routine; one
+			// that keeps failing (a wrong --join) is worth a warning.
+			level := slog.LevelInfo
+			if time.Since(started) > 30*time.Second {
+				level = slog.LevelWarn
+			}
+			c.logger.Log(ctx, level, "joining the cluster: retrying", "err", err)
+		}
+	}
+}
+
+// join adds a node to the metadata group and the node list (on the
+// metadata leader).
+func (c *Cluster) join(ctx context.Context, n meta.Node) error {
+	if err := c.meta.AddVoter(raft.ServerID(n.ID), raft.ServerAddress(n.RaftAddr)); err != nil {
+		return err
+	}
+	return c.meta.Apply(ctx, meta.Command{Op: meta.OpAddNode, Node: &n})
+}
+
+// Join adds a node to the cluster (on the metadata leader, else
+// *NotLeaderError).
+func (c *Cluster) Join(ctx context.Context, n meta.Node) error {
+	if n.ID == "" || n.APIAddr == "" || n.RaftAddr == "" {
+		return Errorf(ErrInvalidArgument, "join: node_id, api_addr and raft_addr are all needed")
+	}
+	if err := c.OnMetaLeader(); err != nil {
+		return err
+	}
+	return c.RaftError(c.join(ctx, n))
+}
+
+// every runs fn every d until ctx ends.
+func every(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fn()
+		}
+	}
+}

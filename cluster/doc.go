@@ -1,0 +1,32 @@
+// Package cluster is a node's control plane in cluster mode: its Raft port
+// (replication.Node), its membership in the metadata group
+// (replication/meta), and the loops that keep its replicas in line with
+// the metadata.
+//
+// It owns:
+//
+//   - membership: joining through any member (Config.Join), registering the
+//     node's advertised addresses, removing a node (its replicas move to the
+//     least loaded others first);
+//   - placement: a new topic's replica sets (replication.PlaceReplicas over
+//     each node's load);
+//   - reconciliation: local topics created, altered or deleted and replicas
+//     opened or closed as the metadata says; on each partition this node
+//     leads, the group's voters made the placement's;
+//   - leader spreading: leadership handed to each partition's preferred
+//     replica (the first of its set);
+//   - follower lag: logd_raft_follower_lag_entries, measured by each leader;
+//   - the metadata writes (topics, placement, committed offsets), run on the
+//     metadata leader only, and the answer to "who leads this partition".
+//
+// Invariants: only the metadata leader writes metadata, after a barrier in
+// its term (Cluster.Barrier); a partition is served by the leader of its
+// group only (Cluster.Replica); a read that must be current is confirmed by
+// a barrier started after it arrived (Cluster.Linearizable). Everything of
+// Raft goes through package replication's methods: no *raft.Raft here.
+//
+// The package speaks Go types and errors only. What it needs of other
+// nodes (joining through one, their replicas' state, a partition leader's
+// offsets) goes through Peers, which the gRPC front-end implements.
+// Its errors wrap the kinds in errors.go; package broker re-exports them.
+package cluster

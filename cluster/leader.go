@@ -1,0 +1,154 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/logd/logd/offsets"
+	"github.com/logd/logd/partition"
+	"github.com/logd/logd/replication"
+	"github.com/logd/logd/replication/meta"
+)
+
+// Replica returns this node's replica of p when it leads p's group, or
+// *NotLeaderError naming the leader (or, when this node has no replica,
+// the preferred leader, which leads or knows who does).
+func (c *Cluster) Replica(ctx context.Context, p *partition.Partition) (*replication.Partition, error) {
+	st := c.State()
+	t, ok := st.Topics[p.Topic]
+	if !ok || p.ID >= int32(len(t.Replicas)) {
+		// This node has the topic but its metadata does not: it may be
+		// behind (a restarted node's metadata is its last snapshot's until
+		// a leader lets its log replay), or the topic is being deleted.
+		// Only the current metadata leader may say it is gone.
+		return nil, c.TopicLookup(ctx, p.Topic, fmt.Errorf("%w: %q", partition.ErrTopicNotFound, p.Topic))
+	}
+	what := "partition " + p.Name()
+	r := c.rn.Partition(meta.GroupOf(t.Config, p.ID))
+	if r == nil {
+		for _, n := range t.Replicas[p.ID] {
+			if n != c.self {
+				return nil, &NotLeaderError{What: what, Leader: c.node(n), Untouched: true}
+			}
+		}
+		return nil, &NotLeaderError{What: what, Untouched: true}
+	}
+	if r.IsLeader() {
+		return r, nil
+	}
+	id, _ := r.Leader()
+	return nil, &NotLeaderError{What: what, Leader: c.node(string(id)), Untouched: true}
+}
+
+// Leads reports whether this node leads p's group.
+func (c *Cluster) Leads(p *partition.Partition) bool {
+	_, err := c.Replica(context.Background(), p)
+	return err == nil
+}
+
+// readConfirmer is a Raft group whose leader serves reads: a partition's
+// replica or the metadata group.
+type readConfirmer interface {
+	ConfirmRead(ctx context.Context) error
+}
+
+// Linearizable makes a read served by the leader of g current: every
+// record (or metadata change) acknowledged before it is applied here, and
+// this replica still leads. Without it a leader cut off from the others
+// (or paused past an election) would answer from its stale state. The
+// proof is a barrier started after the read arrived (g.ConfirmRead:
+// replication.ReadIndex, which says why Raft's VerifyLeader is not one),
+// shared by concurrent reads. A node that turns out not to lead answers
+// *NotLeaderError.
+func (c *Cluster) Linearizable(ctx context.Context, g readConfirmer, what string) error {
+	err := g.ConfirmRead(ctx)
+	if err == nil {
+		return nil
+	}
+	var nl *replication.NotLeaderError
+	if errors.As(err, &nl) {
+		return &NotLeaderError{What: what, Leader: c.node(string(nl.LeaderID)), Untouched: true}
+	}
+	return Errorf(ErrUnavailable, "%s: cannot confirm this node still leads (%v): retry", what, err)
+}
+
+// MetaLinearizable is Linearizable for the metadata group.
+func (c *Cluster) MetaLinearizable(ctx context.Context) error {
+	return c.Linearizable(ctx, c.meta, metaWhat)
+}
+
+// TopicLookup answers a request for a topic this node does not have: it
+// may only be behind. When the metadata lists the topic and the node has
+// not created it yet it answers ErrUnavailable (retry); when the node has
+// not heard of a topic just created, *NotLeaderError sending the client
+// to the metadata leader, which knows. Only the metadata leader, current,
+// answers err (partition.ErrTopicNotFound).
+func (c *Cluster) TopicLookup(ctx context.Context, topic string, err error) error {
+	if !errors.Is(err, partition.ErrTopicNotFound) {
+		return err
+	}
+	if _, ok := c.State().Topics[topic]; ok {
+		return Errorf(ErrUnavailable, "topic %q is being set up on this node: retry", topic)
+	}
+	if !c.meta.IsLeader() {
+		if lead := c.MetaLeader(); lead.APIAddr != "" && !Forwarded(ctx) {
+			return &NotLeaderError{What: metaWhat + " (this node has not heard of topic " + strconv.Quote(topic) + " yet)", Leader: lead}
+		}
+		return &NotLeaderError{What: metaWhat}
+	}
+	if err := c.MetaLinearizable(ctx); err != nil {
+		return err
+	}
+	if _, ok := c.State().Topics[topic]; ok {
+		return Errorf(ErrUnavailable, "topic %q is being set up on this node: retry", topic)
+	}
+	return err
+}
+
+// ListOffset resolves spec on the leader of p: nil, nil when this node
+// leads p (current: after a read barrier), so the caller answers from the
+// local log; else the leader's answer through Peers.
+func (c *Cluster) ListOffset(ctx context.Context, p *partition.Partition, spec int64) (*PartitionOffset, error) {
+	r, err := c.Replica(ctx, p)
+	if err == nil {
+		// Served here: the answer (the high watermark) must be current.
+		return nil, c.Linearizable(ctx, r, "partition "+p.Name())
+	}
+	var nl *NotLeaderError
+	if !errors.As(err, &nl) || nl.Leader.APIAddr == "" || Forwarded(ctx) {
+		return nil, err
+	}
+	po, err := c.o.Peers.ListOffset(ctx, nl.Leader.APIAddr, p.Topic, p.ID, spec)
+	if err != nil {
+		return nil, err
+	}
+	return &po, nil
+}
+
+// PartitionLog is p's log for resolving offsets: the local log when this
+// node leads p, else the leader's answers.
+func (c *Cluster) PartitionLog(ctx context.Context, p *partition.Partition) (offsets.PartitionLog, error) {
+	po, err := c.ListOffset(ctx, p, Latest)
+	if err != nil {
+		return nil, err
+	}
+	if po == nil {
+		return p.Log, nil
+	}
+	return offsets.LogFuncs{
+		Start: func() int64 { return po.LogStart },
+		HW:    func() int64 { return po.HighWatermark },
+		ForTime: func(ts int64) (int64, error) {
+			at, err := c.ListOffset(ctx, p, ts)
+			if err != nil {
+				return 0, err
+			}
+			if at == nil {
+				return p.Log.OffsetForTime(ts)
+			}
+			return at.Offset, nil
+		},
+	}, nil
+}

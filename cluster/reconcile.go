@@ -1,0 +1,208 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/logd/logd/partition"
+	"github.com/logd/logd/replication"
+	"github.com/logd/logd/replication/meta"
+)
+
+func (c *Cluster) reconcileLoop(ctx context.Context) {
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		changed := c.meta.FSM.Changed()
+		if err := c.reconcile(ctx); err != nil && ctx.Err() == nil {
+			c.logger.Warn("reconciling replicas with the cluster metadata", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-c.kick:
+		case <-t.C:
+		}
+	}
+}
+
+// reconcile brings the local topics and replicas in line with the
+// metadata: topics created, altered or deleted; replicas opened (and
+// bootstrapped with their initial configuration) or closed; and, on each
+// partition this node leads, the group's voters made the placement's.
+func (c *Cluster) reconcile(ctx context.Context) error {
+	c.recMu.Lock()
+	defer c.recMu.Unlock()
+	st := c.State()
+	errs := c.dropSuperseded(st)
+	topics := c.o.Topics
+	for _, t := range st.Topics {
+		lc, err := topics.Config(t.Config.Name)
+		if err == nil && lc.CreatedMs > t.Config.CreatedMs {
+			continue // a newer incarnation than this state knows: it lags
+		}
+		if errors.Is(err, partition.ErrTopicNotFound) {
+			lc, err = topics.Create(t.Config)
+		} else if err == nil && lc != t.Config {
+			lc, err = topics.Alter(t.Config.Name, changeTo(t.Config))
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		_, parts, err := topics.Partitions(lc.Name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for i, p := range parts {
+			errs = append(errs, c.reconcileReplica(st, t, int32(i), p))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// dropSuperseded deletes the local topics the metadata says were deleted
+// (or replaced by a newer incarnation), with their groups.
+func (c *Cluster) dropSuperseded(st meta.State) []error {
+	var errs []error
+	for _, lc := range c.o.Topics.List() {
+		if !st.Supersedes(lc) {
+			continue
+		}
+		for i := range lc.Partitions {
+			g := meta.GroupOf(lc, i)
+			if err := c.rn.ClosePartition(g); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			errs = append(errs, c.rn.DropGroup(g))
+		}
+		if err := c.o.Topics.Delete(lc.Name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+func changeTo(c partition.TopicConfig) partition.ConfigChange {
+	return partition.ConfigChange{RetentionMs: &c.RetentionMs, RetentionBytes: &c.RetentionBytes,
+		RetentionRecords: &c.RetentionRecords, SegmentBytes: &c.SegmentBytes, SegmentMs: &c.SegmentMs}
+}
+
+func (c *Cluster) reconcileReplica(st meta.State, t meta.Topic, id int32, p *partition.Partition) error {
+	group := meta.GroupOf(t.Config, id)
+	want := slices.Contains(t.Replicas[id], c.self)
+	r := c.rn.Partition(group)
+	switch {
+	case want && r == nil:
+		var err error
+		if r, err = c.openReplica(st, t, id, p); err != nil {
+			return err
+		}
+	case !want && r != nil:
+		return c.rn.ClosePartition(group)
+	case !want:
+		return nil
+	}
+	if !r.IsLeader() {
+		return nil
+	}
+	return c.matchVoters(st, t.Replicas[id], r)
+}
+
+// openReplica opens this node's replica of a partition, bootstrapping its
+// group when this node is in the initial configuration.
+func (c *Cluster) openReplica(st meta.State, t meta.Topic, id int32, p *partition.Partition) (*replication.Partition, error) {
+	group := meta.GroupOf(t.Config, id)
+	r, err := c.rn.OpenReplica(group, p.Log, replication.ReplicaOptions{
+		OnApply: p.Observe,
+		OnRestore: func() {
+			if err := p.RebuildProducers(); err != nil {
+				c.logger.Error("rebuilding producer state after a snapshot restore", "partition", p.Name(), "err", err)
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if slices.Contains(t.Initial[id], c.self) {
+		var servers []raft.Server
+		for _, n := range t.Initial[id] {
+			servers = append(servers, raft.Server{ID: raft.ServerID(n), Address: raft.ServerAddress(st.Nodes[n].RaftAddr)})
+		}
+		if err := r.Bootstrap(servers); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			return nil, fmt.Errorf("bootstrap %s: %w", group, err)
+		}
+	}
+	return r, nil
+}
+
+// matchVoters makes the voters of a group this node leads the placement's
+// set: adds first, so a partition never runs on fewer replicas than asked,
+// then removals (itself last: a leader removing itself steps down).
+func (c *Cluster) matchVoters(st meta.State, set []string, r *replication.Partition) error {
+	servers, err := r.Servers()
+	if err != nil {
+		return err
+	}
+	var have []string
+	for _, s := range servers {
+		have = append(have, string(s.ID))
+	}
+	for _, n := range set {
+		if !slices.Contains(have, n) {
+			addr := st.Nodes[n].RaftAddr
+			if addr == "" {
+				continue
+			}
+			if err := r.AddVoter(raft.ServerID(n), raft.ServerAddress(addr), 30*time.Second); err != nil {
+				return err
+			}
+		}
+	}
+	for _, n := range have {
+		if !slices.Contains(set, n) && n != c.self {
+			if err := r.RemoveServer(raft.ServerID(n), 30*time.Second); err != nil {
+				return err
+			}
+		}
+	}
+	if !slices.Contains(set, c.self) && slices.Contains(have, c.self) {
+		return r.RemoveServer(raft.ServerID(c.self), 30*time.Second)
+	}
+	return nil
+}
+
+// spreadLoop hands leadership of the partitions this node leads to their
+// preferred leaders (placement's first replica), so leaders are balanced
+// across the nodes and come back after failures.
+func (c *Cluster) spreadLoop(ctx context.Context) {
+	every(ctx, 10*time.Second, func() {
+		st := c.State()
+		preferred := map[string]raft.ServerID{}
+		for _, t := range st.Topics {
+			for i, set := range t.Replicas {
+				if len(set) > 0 {
+					preferred[meta.GroupOf(t.Config, int32(i))] = raft.ServerID(set[0])
+				}
+			}
+		}
+		moved, err := c.rn.SpreadLeaders(func(g string) (raft.ServerID, bool) {
+			id, ok := preferred[g]
+			return id, ok
+		})
+		if len(moved) > 0 {
+			c.logger.Info("moved partition leaders to their preferred nodes", "groups", moved)
+		}
+		if err != nil && ctx.Err() == nil {
+			c.logger.Debug("spreading leaders", "err", err)
+		}
+	})
+}
