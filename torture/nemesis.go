@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/logd/logd/internal/server"
+	"github.com/logd/logd/broker"
 )
 
 // Nemesis kinds.
@@ -360,8 +360,8 @@ func restartCrashed(c Cluster, h *History, logf func(string, ...any)) error {
 			continue
 		}
 		now := h.Now()
-		if e, ok := c.(interface{ ExitCode(int) int }); ok && e.ExitCode(node) == server.ExitDiskFull {
-			// Documented (server.ExitDiskFull): the fill-disk nemesis took
+		if e, ok := c.(interface{ ExitCode(int) int }); ok && e.ExitCode(node) == broker.ExitDiskFull {
+			// Documented (broker.ExitDiskFull): the fill-disk nemesis took
 			// the space logd keeps for its metadata store.
 			h.AddFault(Fault{Kind: "disk-full-exit", Node: node, Start: now, End: now,
 				Err: "the node exited: its metadata store could not write to the full disk"})
