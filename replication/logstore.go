@@ -43,6 +43,13 @@ type LogStore struct {
 	waitMu sync.Mutex
 	stored map[*byte]chan storedResult
 
+	// cut is set when Raft removed a conflicting suffix and no StoreLogs
+	// has succeeded since (guarded by mu); onStale is called (once, in its
+	// own goroutine) when a StoreLogs then fails: see SetOnStale.
+	cut       bool
+	onStale   func()
+	staleOnce sync.Once
+
 	// started holds the entries started on this leader that must follow
 	// another (Partition.Start's after), by the address of their batch.
 	startedMu sync.Mutex
@@ -121,6 +128,12 @@ func (s *LogStore) StoreLogs(ls []*raft.Log) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	err := s.storeLogs(ls)
+	s.afterStore(err)
+	return err
+}
+
+func (s *LogStore) storeLogs(ls []*raft.Log) error {
 	next := s.log.NextOffset()
 	if last := s.log.LastIndex(); last == 0 && ls[0].Index > 1 {
 		// An empty log takes any first index: the entries follow a
@@ -297,11 +310,44 @@ func (s *LogStore) DeleteRange(min, max uint64) error {
 		if max < last {
 			return fmt.Errorf("%w: [%d, %d] above the applied index %d stops short of the last index %d", ErrDeleteRange, min, max, applied, last)
 		}
-		return s.truncate(min)
+		if err := s.truncate(min); err != nil {
+			return err
+		}
+		s.cut = true
+		return nil
 	case max <= applied:
 		return nil
 	}
 	return fmt.Errorf("%w: [%d, %d] spans the applied index %d", ErrDeleteRange, min, max, applied)
+}
+
+// SetOnStale sets what is called when Raft's idea of the last entry is
+// wrong: hashicorp/raft (v1.8.0, a TODO in appendEntries) removes a
+// conflicting suffix, then stores the leader's entries, and when that
+// store fails it keeps its cached last index, the one from before the
+// removal. Every later append from the leader then asks for an entry in
+// the removed range, gets "log not found", and fails: the replica never
+// takes an entry again, and a leadership transfer to it never ends (soak
+// seed 16: a follower's disk was full when it removed a suffix). Only a
+// Raft started again reads the last index from the store, so the callback
+// restarts the replica's Raft. It is called once, in its own goroutine.
+func (s *LogStore) SetOnStale(fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onStale = fn
+}
+
+// afterStore notes a StoreLogs outcome (under mu): a failure after a
+// suffix was removed leaves Raft's cached last index stale.
+func (s *LogStore) afterStore(err error) {
+	if err == nil {
+		s.cut = false
+		return
+	}
+	if s.cut && s.onStale != nil {
+		fn := s.onStale
+		s.staleOnce.Do(func() { go fn() })
+	}
 }
 
 func (s *LogStore) truncate(from uint64) error {

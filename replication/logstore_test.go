@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -358,4 +359,62 @@ func TestStoreLogsRefusesEntryAfterUnstoredOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkStore(t, s, es)
+}
+
+// hashicorp/raft removes a conflicting suffix, then stores the leader's
+// entries; when that store fails it keeps its cached last index from
+// before the removal, and every later append asks for a removed entry
+// (soak seed 16). The store says so, once, so that the replica's Raft is
+// started again; a failed store without a removal before it, or after a
+// successful one, is an ordinary failure.
+func TestStoreFailureAfterSuffixRemovalReportsStaleRaft(t *testing.T) {
+	l := openLog(t, t.TempDir())
+	defer l.Close()
+	s := NewLogStore(l)
+	s.SetAppliedIndex(applied(2))
+	stale := make(chan struct{}, 4)
+	s.SetOnStale(func() { stale <- struct{}{} })
+	if err := s.StoreLogs(entries(1, 1, raft.LogConfiguration, raft.LogCommand, raft.LogCommand, raft.LogCommand)); err != nil {
+		t.Fatal(err)
+	}
+	bad := &raft.Log{Index: 3, Term: 2, Type: raft.LogCommand, Data: []byte("not a batch")}
+	// A failure with no removal before it.
+	if err := s.StoreLogs([]*raft.Log{{Index: 5, Term: 1, Type: raft.LogCommand, Data: []byte("x")}}); err == nil {
+		t.Fatal("a command that is not a batch was stored")
+	}
+	// A removal, then a store that succeeds, then one that fails.
+	if err := s.DeleteRange(4, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StoreLogs(entries(4, 2, raft.LogNoop)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StoreLogs([]*raft.Log{{Index: 5, Term: 2, Type: raft.LogCommand, Data: []byte("x")}}); err == nil {
+		t.Fatal("a command that is not a batch was stored")
+	}
+	select {
+	case <-stale:
+		t.Fatal("stale reported without a failed store right after a removal")
+	case <-time.After(100 * time.Millisecond):
+	}
+	// The seed-16 sequence: a removal, then the leader's entries fail.
+	if err := s.DeleteRange(3, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StoreLogs([]*raft.Log{bad}); err == nil {
+		t.Fatal("a command that is not a batch was stored")
+	}
+	if err := s.StoreLogs([]*raft.Log{bad}); err == nil {
+		t.Fatal("a command that is not a batch was stored")
+	}
+	select {
+	case <-stale:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a store failed after a suffix removal and nothing said Raft's last index is stale")
+	}
+	select {
+	case <-stale:
+		t.Fatal("stale reported twice")
+	case <-time.After(100 * time.Millisecond):
+	}
 }

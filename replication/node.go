@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/hashicorp/go-hclog"
@@ -65,7 +66,28 @@ type Node struct {
 	mu     sync.Mutex
 	parts  map[string]*Partition
 	closed bool
+
+	// spreadMu guards failedMoves: the groups whose last leadership
+	// transfer failed, skipped by SpreadLeaders until their time.
+	spreadMu    sync.Mutex
+	failedMoves map[string]failedMove
 }
+
+// failedMove is a group whose leadership transfer failed: it is not tried
+// again before next, and each failure doubles the wait.
+type failedMove struct {
+	next time.Time
+	wait time.Duration
+}
+
+// Waits between leadership transfers of a group that failed: while Raft
+// transfers leadership it refuses every write (up to an election
+// timeout), so a replica that cannot catch up must not be offered the
+// leadership every spreading round.
+const (
+	firstMoveRetry = 30 * time.Second
+	maxMoveRetry   = 10 * time.Minute
+)
 
 // NewNode starts the node's Raft port. Groups are opened with
 // OpenPartition.
@@ -134,8 +156,30 @@ func (n *Node) OpenReplica(group string, l *log.Log, opts ReplicaOptions) (*Part
 		stream.Close()
 		return nil, err
 	}
+	p.store.SetOnStale(func() { n.restartStale(group, p, opts) })
 	n.parts[group] = p
 	return p, nil
+}
+
+// restartStale starts the Raft of group's replica p again on the same log:
+// Raft's cached last index is stale (LogStore.SetOnStale), and only a Raft
+// started again reads it from the store. Nothing is done when p was closed
+// or replaced meanwhile.
+func (n *Node) restartStale(group string, p *Partition, opts ReplicaOptions) {
+	n.mu.Lock()
+	if n.closed || n.parts[group] != p {
+		n.mu.Unlock()
+		return
+	}
+	delete(n.parts, group)
+	n.mu.Unlock()
+	n.log.Error("restarting the replica's Raft: a store failed after Raft removed a conflicting suffix, and Raft's last index is stale until it starts again", "group", group)
+	if err := p.Close(); err != nil {
+		n.log.Warn("closing the replica to restart it", "group", group, "error", err)
+	}
+	if _, err := n.OpenReplica(group, p.Log(), opts); err != nil {
+		n.log.Error("restarting the replica's Raft failed; the cluster's reconciliation opens it again", "group", group, "error", err)
+	}
 }
 
 // Stream returns the node's stream layer for a group that is not a
@@ -193,16 +237,44 @@ func (n *Node) SpreadLeaders(preferred func(group string) (raft.ServerID, bool))
 			continue
 		}
 		for _, s := range f.Configuration().Servers {
-			if s.ID == want && s.Suffrage == raft.Voter {
-				if err := p.TransferLeadership(s.ID, s.Address); err != nil {
-					errs = append(errs, err)
-				} else {
-					moved = append(moved, p.group)
-				}
+			if s.ID != want || s.Suffrage != raft.Voter || !n.mayMove(p.group) {
+				continue
+			}
+			err := p.TransferLeadership(s.ID, s.Address)
+			n.moveDone(p.group, err)
+			if err != nil {
+				errs = append(errs, err)
+			} else {
+				moved = append(moved, p.group)
 			}
 		}
 	}
 	return moved, errors.Join(errs...)
+}
+
+// mayMove reports whether group's leadership may be transferred now.
+func (n *Node) mayMove(group string) bool {
+	n.spreadMu.Lock()
+	defer n.spreadMu.Unlock()
+	f, ok := n.failedMoves[group]
+	return !ok || !time.Now().Before(f.next)
+}
+
+// moveDone records the outcome of a leadership transfer of group.
+func (n *Node) moveDone(group string, err error) {
+	n.spreadMu.Lock()
+	defer n.spreadMu.Unlock()
+	if err == nil {
+		delete(n.failedMoves, group)
+		return
+	}
+	if n.failedMoves == nil {
+		n.failedMoves = map[string]failedMove{}
+	}
+	f := n.failedMoves[group]
+	f.wait = min(max(2*f.wait, firstMoveRetry), maxMoveRetry)
+	f.next = time.Now().Add(f.wait)
+	n.failedMoves[group] = f
 }
 
 // ClosePartition stops the replica of group. Its log stays open.
