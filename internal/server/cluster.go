@@ -18,7 +18,8 @@ func (s *Server) Status(ctx context.Context, req *pb.ClusterStatusRequest) (*pb.
 func statusResponse(st cluster.Status) *pb.ClusterStatusResponse {
 	resp := &pb.ClusterStatusResponse{Self: st.Self}
 	for _, n := range st.Nodes {
-		resp.Nodes = append(resp.Nodes, &pb.NodeStatus{Id: n.ID, ApiAddr: n.APIAddr, RaftAddr: n.RaftAddr, Alive: n.Alive})
+		resp.Nodes = append(resp.Nodes, &pb.NodeStatus{Id: n.ID, ApiAddr: n.APIAddr, RaftAddr: n.RaftAddr, Alive: n.Alive,
+			KafkaAddr: n.KafkaAddr, HttpAddr: n.HTTPAddr, KafkaId: n.KafkaID})
 	}
 	for _, p := range st.Partitions {
 		resp.Partitions = append(resp.Partitions, &pb.PartitionStatus{Topic: p.Topic, Partition: p.Partition,
@@ -30,7 +31,8 @@ func statusResponse(st cluster.Status) *pb.ClusterStatusResponse {
 
 // Join adds a node to the cluster.
 func (s *Server) Join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinResponse, error) {
-	err := s.b.Join(ctx, "", broker.Node{ID: req.NodeId, APIAddr: req.ApiAddr, RaftAddr: req.RaftAddr})
+	err := s.b.Join(ctx, "", broker.Node{ID: req.NodeId, APIAddr: req.ApiAddr, RaftAddr: req.RaftAddr,
+		KafkaAddr: req.KafkaAddr, HTTPAddr: req.HttpAddr})
 	if _, err := s.forward(ctx, err, pb.Cluster_Join_FullMethodName, req, &pb.JoinResponse{}); err != nil {
 		return nil, toStatus(err)
 	}

@@ -33,6 +33,10 @@ type Config struct {
 	// LogFS, when set, is the file system the partitions' logs use (tests
 	// inject I/O faults through it); nil: the operating system's.
 	LogFS log.FS
+	// Advertise holds the addresses this node's other front-ends serve
+	// (KafkaAddr, HTTPAddr; "" for none): the broker advertises them with
+	// the API address, and a cluster records them in its metadata.
+	Advertise broker.Node
 	// Cluster, when set, runs the node as a member of a cluster.
 	Cluster *ClusterConfig
 	Logger  *slog.Logger

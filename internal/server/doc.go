@@ -1,34 +1,37 @@
-// Package server is a logd node: the gRPC services of proto/logd/v1 over
-// the node's topics (package partition), consumer offsets (package
-// offsets) and retention (package retention), plus the HTTP endpoints
+// Package server is logd's gRPC front-end: the services of proto/logd/v1
+// over package broker (the node's core), plus the HTTP endpoints
 // /metrics, /healthz, /readyz and /debug/pprof/.
 //
-// Errors from the packages below are mapped to gRPC statuses in one place,
-// errors.go. Handlers validate every request before touching storage.
+// Each handler decodes its request, calls the broker and encodes the
+// answer. It holds no produce, fetch, dedup or cluster logic of its own:
+// what it keeps is what is gRPC's — request framing, ProduceStream's
+// ordering of a stream's requests, Subscribe's pace and memory, and
+// forwarding to another node over gRPC.
+//
+// The broker answers typed errors; they become gRPC statuses in one place,
+// errors.go (every status this package makes is made there).
 //
 // # Files
 //
-//	server.go        Start and Close: the data directory, the listeners, the HTTP endpoints, the trimmer
-//	config.go        Config and its defaults
-//	produce.go       Produce and ProduceStream: validate, route, dedup, append or replicate, answer
-//	fetch.go         Fetch, Subscribe, ListOffsets: leader check, read budget, long-poll on the log
-//	offsets.go       CommitOffsets, FetchOffsets, ListGroups, ResetOffsets, lag
-//	admin.go         topic create, list, describe, alter, delete
-//	errors.go        the error -> status mapping
-//	conns.go         the connection cap; diskspace.go: the free-space guard
-//	metrics.go       the Prometheus collectors
-//	clustermode.go   cluster mode: start, reconcile replicas, spread leaders, follower lag
-//	cluster.go       Cluster.Status, join and remove-node
-//	clusteradmin.go  the metadata writes a cluster runs on its metadata leader
-//	forward.go       forwarding to leaders, "not leader" answers, linearizable reads
+//	server.go         Start and Close: the listeners, the broker, the HTTP endpoints
+//	config.go         Config, its defaults, the broker's part of it
+//	produce.go        Produce: a batch, or plain records routed and encoded into batches
+//	producestream.go  ProduceStream: receive, dispatch on lanes, send
+//	lanes.go          the per-(topic, partition) lane scheduler of ProduceStream
+//	fetch.go          Fetch and ListOffsets
+//	decode.go         a read as a FetchResponse, records decoded on request
+//	subscribe.go      Subscribe: a broker.Reader paced by its client, on a budget of its own
+//	offsets.go        CommitOffsets, FetchOffsets, ListGroups, ResetOffsets
+//	admin.go          topic create, list, describe, alter, delete
+//	cluster.go        Cluster.Status, Join, RemoveNode
+//	forward.go        the connections to other nodes: forwarding, cluster.Peers
+//	errors.go         the error -> status mapping
+//	codec.go          the request codec (bad protobuf is INVALID_ARGUMENT)
+//	conns.go          the connection caps; listenaddr.go: address checks
+//	metrics.go        the front-end's own collectors
 //
-// In a cluster a node serves a partition only while it leads the
-// partition's Raft group: writes once replication.Partition.Leading proves
-// the term, reads once ConfirmRead proves the leadership after the read
-// arrived. Everything it needs of Raft is a method of package replication;
-// it holds no *raft.Raft.
-//
-// This package is both the gRPC front-end and, today, the core and the
-// cluster control plane; docs/architecture.md describes the split planned
-// (broker/, cluster/) so that the Kafka and HTTP front-ends share one core.
+// In a cluster a request the broker did not act on because another node
+// leads the metadata (broker.NotLeaderError with Untouched) is forwarded
+// to that node once, marked so it is never forwarded again; a partition
+// request answers UNAVAILABLE naming the leader, which clients follow.
 package server

@@ -94,7 +94,9 @@ func Start(cfg Config) (*Server, error) {
 	if err := s.serveAPI(); err != nil {
 		return nil, s.fail(err)
 	}
-	b.Ready(broker.Node{APIAddr: s.Addr()})
+	self := cfg.Advertise
+	self.APIAddr = s.Addr()
+	b.Ready(self)
 	s.ready.Store(true)
 	s.logger.Info("logd serving", "addr", s.Addr(), "http", s.HTTPAddr(), "data_dir", cfg.DataDir, "fsync", cfg.Fsync.String())
 	return s, nil

@@ -2244,6 +2244,8 @@ type JoinRequest struct {
 	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
 	ApiAddr       string                 `protobuf:"bytes,2,opt,name=api_addr,json=apiAddr,proto3" json:"api_addr,omitempty"`
 	RaftAddr      string                 `protobuf:"bytes,3,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
+	KafkaAddr     string                 `protobuf:"bytes,4,opt,name=kafka_addr,json=kafkaAddr,proto3" json:"kafka_addr,omitempty"` // advertised Kafka listener; empty: none
+	HttpAddr      string                 `protobuf:"bytes,5,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`    // advertised HTTP API; empty: none
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2295,6 +2297,20 @@ func (x *JoinRequest) GetApiAddr() string {
 func (x *JoinRequest) GetRaftAddr() string {
 	if x != nil {
 		return x.RaftAddr
+	}
+	return ""
+}
+
+func (x *JoinRequest) GetKafkaAddr() string {
+	if x != nil {
+		return x.KafkaAddr
+	}
+	return ""
+}
+
+func (x *JoinRequest) GetHttpAddr() string {
+	if x != nil {
+		return x.HttpAddr
 	}
 	return ""
 }
@@ -2430,6 +2446,9 @@ type NodeStatus struct {
 	ApiAddr       string                 `protobuf:"bytes,2,opt,name=api_addr,json=apiAddr,proto3" json:"api_addr,omitempty"`
 	RaftAddr      string                 `protobuf:"bytes,3,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
 	Alive         bool                   `protobuf:"varint,4,opt,name=alive,proto3" json:"alive,omitempty"`
+	KafkaAddr     string                 `protobuf:"bytes,5,opt,name=kafka_addr,json=kafkaAddr,proto3" json:"kafka_addr,omitempty"`
+	HttpAddr      string                 `protobuf:"bytes,6,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
+	KafkaId       int32                  `protobuf:"varint,7,opt,name=kafka_id,json=kafkaId,proto3" json:"kafka_id,omitempty"` // the node's id in the Kafka protocol
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2490,6 +2509,27 @@ func (x *NodeStatus) GetAlive() bool {
 		return x.Alive
 	}
 	return false
+}
+
+func (x *NodeStatus) GetKafkaAddr() string {
+	if x != nil {
+		return x.KafkaAddr
+	}
+	return ""
+}
+
+func (x *NodeStatus) GetHttpAddr() string {
+	if x != nil {
+		return x.HttpAddr
+	}
+	return ""
+}
+
+func (x *NodeStatus) GetKafkaId() int32 {
+	if x != nil {
+		return x.KafkaId
+	}
+	return 0
 }
 
 type PartitionStatus struct {
@@ -2836,22 +2876,29 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x14ResetOffsetsResponse\x122\n" +
 	"\aoffsets\x18\x01 \x03(\v2\x18.logd.v1.CommittedOffsetR\aoffsets\",\n" +
 	"\x14ClusterStatusRequest\x12\x14\n" +
-	"\x05local\x18\x01 \x01(\bR\x05local\"^\n" +
+	"\x05local\x18\x01 \x01(\bR\x05local\"\x9a\x01\n" +
 	"\vJoinRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x19\n" +
 	"\bapi_addr\x18\x02 \x01(\tR\aapiAddr\x12\x1b\n" +
-	"\traft_addr\x18\x03 \x01(\tR\braftAddr\"\x0e\n" +
+	"\traft_addr\x18\x03 \x01(\tR\braftAddr\x12\x1d\n" +
+	"\n" +
+	"kafka_addr\x18\x04 \x01(\tR\tkafkaAddr\x12\x1b\n" +
+	"\thttp_addr\x18\x05 \x01(\tR\bhttpAddr\"\x0e\n" +
 	"\fJoinResponse\",\n" +
 	"\x11RemoveNodeRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"*\n" +
 	"\x12RemoveNodeResponse\x12\x14\n" +
-	"\x05moved\x18\x01 \x03(\tR\x05moved\"j\n" +
+	"\x05moved\x18\x01 \x03(\tR\x05moved\"\xc1\x01\n" +
 	"\n" +
 	"NodeStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
 	"\bapi_addr\x18\x02 \x01(\tR\aapiAddr\x12\x1b\n" +
 	"\traft_addr\x18\x03 \x01(\tR\braftAddr\x12\x14\n" +
-	"\x05alive\x18\x04 \x01(\bR\x05alive\"\x93\x02\n" +
+	"\x05alive\x18\x04 \x01(\bR\x05alive\x12\x1d\n" +
+	"\n" +
+	"kafka_addr\x18\x05 \x01(\tR\tkafkaAddr\x12\x1b\n" +
+	"\thttp_addr\x18\x06 \x01(\tR\bhttpAddr\x12\x19\n" +
+	"\bkafka_id\x18\a \x01(\x05R\akafkaId\"\x93\x02\n" +
 	"\x0fPartitionStatus\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
