@@ -116,29 +116,38 @@ func (b *Broker) Fetch(ctx context.Context, r FetchRequest) (FetchResult, error)
 		release()
 		n, rel, err := b.readAll(ctx, r, targets, res)
 		if err != nil {
-			changed.stop()
 			return FetchResult{}, err
 		}
 		release = rel
 		if n >= max(r.MinBytes, 1) || wait == 0 || !anyTarget(targets) {
-			changed.stop()
 			return FetchResult{Partitions: res, Release: release}, nil
 		}
-		select {
-		case <-changed.c:
-			changed.stop()
-			b.recheck(targets, res)
-		case <-timeout:
-			changed.stop()
-			return FetchResult{Partitions: res, Release: release}, nil
-		case <-ctx.Done():
-			changed.stop()
+		woke, err := b.await(ctx, changed, timeout)
+		if err != nil {
 			release()
-			return FetchResult{}, ctx.Err()
-		case <-b.shutdown:
-			changed.stop()
+			return FetchResult{}, err
+		}
+		if !woke {
 			return FetchResult{Partitions: res, Release: release}, nil
 		}
+		b.recheck(targets, res)
+	}
+}
+
+// await waits for a commit to one of a fetch's partitions (true), its
+// max wait or the broker's shutdown (false), or the context's end.
+func (b *Broker) await(ctx context.Context, changed *anyChanged, timeout <-chan time.Time) (bool, error) {
+	c := changed.c()
+	defer changed.stop()
+	select {
+	case <-c:
+		return true, nil
+	case <-timeout:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-b.shutdown:
+		return false, nil
 	}
 }
 
@@ -220,31 +229,50 @@ func (b *Broker) readAll(ctx context.Context, r FetchRequest, targets []*fetchTa
 }
 
 // anyChanged is closed at the next commit to any of a fetch's partitions.
+// Their Changed channels are taken before a read (so no commit after it
+// is missed); goroutines to merge them start only when the fetch waits on
+// more than one.
 type anyChanged struct {
-	c    chan struct{}
-	quit chan struct{}
+	chans []<-chan struct{}
+	quit  chan struct{}
 }
 
-func (a anyChanged) stop() { close(a.quit) }
-
-// changedAny watches the targets' logs: one goroutine each, ended by stop.
-func (b *Broker) changedAny(targets []*fetchTarget) anyChanged {
-	a := anyChanged{c: make(chan struct{}), quit: make(chan struct{})}
-	var once sync.Once
+// changedAny takes the targets' Changed channels.
+func (b *Broker) changedAny(targets []*fetchTarget) *anyChanged {
+	a := &anyChanged{}
 	for _, t := range targets {
-		if t == nil {
-			continue
+		if t != nil {
+			a.chans = append(a.chans, t.p.Log.Changed())
 		}
-		ch := t.p.Log.Changed()
+	}
+	return a
+}
+
+// c is a channel closed at the first of the commits: the one partition's
+// own, or one merged by a goroutine each, which stop ends.
+func (a *anyChanged) c() <-chan struct{} {
+	if len(a.chans) == 1 {
+		return a.chans[0]
+	}
+	c := make(chan struct{})
+	a.quit = make(chan struct{})
+	var once sync.Once
+	for _, ch := range a.chans {
 		go func() {
 			select {
 			case <-ch:
-				once.Do(func() { close(a.c) })
+				once.Do(func() { close(c) })
 			case <-a.quit:
 			}
 		}()
 	}
-	return a
+	return c
+}
+
+func (a *anyChanged) stop() {
+	if a.quit != nil {
+		close(a.quit)
+	}
 }
 
 // target resolves a partition a fetch or live tail reads. In a cluster
