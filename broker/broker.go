@@ -106,6 +106,7 @@ func Open(cfg Config) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, logger: cfg.Logger, budget: NewMemBudget(readBudgetBytes),
 		shutdown: make(chan struct{})}
+	b.coord.b = b
 	b.self.Store(&Node{ID: SelfID, KafkaID: 1})
 	b.m = newMetrics(cfg.Registry, func() *partition.Topics { return b.topics })
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
@@ -119,11 +120,14 @@ func Open(cfg Config) (*Broker, error) {
 	}
 	b.lag = offsets.NewLagCollector(b.groupPositions)
 	b.m.reg.MustRegister(b.lag, b.coord.collector())
-	b.coord.b = b
 	bgCtx, stopBG := context.WithCancel(context.Background())
 	b.stopBG = stopBG
 	b.bg.Add(1)
 	go func() { defer b.bg.Done(); b.trimmer.Run(bgCtx) }()
+	if b.cl != nil {
+		b.bg.Add(1)
+		go func() { defer b.bg.Done(); b.coord.watch(bgCtx) }()
+	}
 	return b, nil
 }
 

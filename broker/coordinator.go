@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -12,8 +13,8 @@ import (
 // coordinator holds the node's group coordinator (docs/groups.md, "Wiring
 // in the core"): on a node that runs alone, always; in a cluster on the
 // metadata leader only, made when first asked for there and closed when
-// the node is found no longer leading (its members then re-join at the
-// new leader).
+// the node is found no longer leading (asked, or by watch within a
+// second; its members then re-join at the new leader).
 type coordinator struct {
 	b      *Broker
 	mu     sync.Mutex
@@ -58,6 +59,28 @@ func (b *Broker) partitionCount(topic string) int32 {
 		return 0
 	}
 	return c.Partitions
+}
+
+// watch closes the coordinator, every second it finds this node no
+// longer leading the metadata group, until ctx ends: members blocked in
+// it return ErrCoordinatorClosed and re-join at the new leader, even if
+// no request reaches this node meanwhile.
+func (k *coordinator) watch(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		k.mu.Lock()
+		if k.c != nil && !k.b.cl.IsMetaLeader() {
+			k.c.Close()
+			k.c = nil
+		}
+		k.mu.Unlock()
+	}
 }
 
 func (k *coordinator) close() {
