@@ -1,0 +1,115 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleProduce starts every partition's write in request order (so that a
+// client's pipelined produces are appended in the order sent) and answers
+// once all are acknowledged. The batch goes to the core as the client sent
+// it: the core checks it (CRC, counts, compression) and its producer id,
+// epoch and sequence drive the core's deduplication. acks=0 is not
+// answered; a failure closes the connection instead, as in Kafka.
+func handleProduce(s *Server, r *request) func() kmsg.Response {
+	req := r.kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	acks, ackErr := produceAcks(req.Acks)
+	if req.TransactionID != nil {
+		ackErr = kerr.TransactionalIDAuthorizationFailed
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, requestTimeout(req.TimeoutMillis))
+	type started struct {
+		p    *kmsg.ProduceResponseTopicPartition
+		wait func() (ProduceResult, error)
+	}
+	var waits []started
+	for _, rt := range req.Topics {
+		t := kmsg.NewProduceResponseTopic()
+		t.Topic = rt.Topic
+		t.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		for i, rp := range rt.Partitions {
+			p := &t.Partitions[i]
+			*p = kmsg.NewProduceResponseTopicPartition()
+			p.Partition = rp.Partition
+			p.BaseOffset, p.LogAppendTime, p.LogStartOffset = -1, -1, -1
+			if ackErr != nil {
+				p.ErrorCode = ackErr.Code
+				continue
+			}
+			wait, err := s.core.StartProduce(ctx, ProduceRequest{
+				Principal: r.c.principal, Topic: rt.Topic, Partition: rp.Partition,
+				Batch: rp.Records, Acks: acks,
+			})
+			if err != nil {
+				setProduceError(p, err)
+				continue
+			}
+			waits = append(waits, started{p, wait})
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return func() kmsg.Response {
+		defer cancel()
+		for _, w := range waits {
+			res, err := w.wait()
+			if err != nil {
+				setProduceError(w.p, err)
+				continue
+			}
+			w.p.BaseOffset, w.p.LogAppendTime, w.p.LogStartOffset = res.BaseOffset, res.AppendTimeMs, res.LogStart
+		}
+		if req.Acks != 0 {
+			return resp
+		}
+		if err := firstProduceError(resp); err != nil {
+			r.fatal = err
+		}
+		return nil
+	}
+}
+
+func produceAcks(a int16) (Acks, *kerr.Error) {
+	switch a {
+	case 0, 1:
+		return AcksLeader, nil
+	case -1:
+		return AcksAll, nil
+	default:
+		return 0, kerr.InvalidRequiredAcks
+	}
+}
+
+func setProduceError(p *kmsg.ProduceResponseTopicPartition, err error) {
+	p.ErrorCode = topicCode(err)
+	p.ErrorMessage = kmsg.StringPtr(err.Error())
+}
+
+func firstProduceError(resp *kmsg.ProduceResponse) error {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return fmt.Errorf("acks=0 produce to %s/%d failed: %v", t.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode))
+			}
+		}
+	}
+	return nil
+}
+
+// requestTimeout turns a request's timeout into a duration; a missing or
+// absurd one gets Kafka's default request timeout.
+func requestTimeout(ms int32) time.Duration {
+	if ms <= 0 {
+		return 30 * time.Second
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// contextWithTimeout is the request's context bounded by its timeout.
+func contextWithTimeout(r *request, ms int32) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.ctx, requestTimeout(ms))
+}

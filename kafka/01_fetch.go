@@ -1,0 +1,87 @@
+package kafka
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// maxFetchWait caps a fetch's long poll whatever the client asks.
+const maxFetchWait = 30 * time.Second
+
+// handleFetch is a long poll over the core's Fetch: it returns once
+// MinBytes are available or MaxWaitMillis passed, with the stored batches
+// as they are (never re-encoded). Fetch sessions (KIP-227) are refused: the
+// answer's session id is always 0, so clients send full fetches; an
+// incremental fetch naming a session gets FETCH_SESSION_ID_NOT_FOUND.
+func handleFetch(s *Server, r *request) func() kmsg.Response {
+	req := r.kreq.(*kmsg.FetchRequest)
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	return func() kmsg.Response {
+		if req.SessionID != 0 {
+			resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+			return resp
+		}
+		freq := FetchRequest{
+			Principal: r.c.principal,
+			MinBytes:  int(max(req.MinBytes, 0)),
+			MaxBytes:  int(max(req.MaxBytes, 0)),
+			MaxWait:   min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxFetchWait),
+		}
+		if req.Version < 3 || freq.MaxBytes == 0 {
+			freq.MaxBytes = 0 // the core's default
+		}
+		for _, rt := range req.Topics {
+			for _, rp := range rt.Partitions {
+				freq.Partitions = append(freq.Partitions, FetchPartition{
+					Topic: rt.Topic, Partition: rp.Partition, Offset: rp.FetchOffset,
+					MaxBytes: int(max(rp.PartitionMaxBytes, 0)),
+				})
+			}
+		}
+		res, err := s.core.Fetch(r.ctx, freq)
+		if err != nil {
+			fetchFailed(resp, req, err)
+			return resp
+		}
+		r.afterWrite = res.Release
+		byTopic := map[string]int{}
+		for _, fp := range res.Partitions {
+			i, ok := byTopic[fp.Topic]
+			if !ok {
+				i = len(resp.Topics)
+				byTopic[fp.Topic] = i
+				t := kmsg.NewFetchResponseTopic()
+				t.Topic = fp.Topic
+				resp.Topics = append(resp.Topics, t)
+			}
+			p := kmsg.NewFetchResponseTopicPartition()
+			p.Partition = fp.Partition
+			p.ErrorCode = topicCode(fp.Err)
+			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = fp.HighWatermark, fp.HighWatermark, fp.LogStart
+			if fp.Err != nil {
+				p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
+			}
+			p.RecordBatches = fp.Batches
+			resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, p)
+		}
+		return resp
+	}
+}
+
+// fetchFailed answers every partition asked for with err's code.
+func fetchFailed(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, err error) {
+	code := topicCode(err)
+	for _, rt := range req.Topics {
+		t := kmsg.NewFetchResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewFetchResponseTopicPartition()
+			p.Partition, p.ErrorCode = rp.Partition, code
+			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+}

@@ -1,0 +1,34 @@
+package kafka
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleListOffsets answers each partition's earliest (-2), latest (-1, the
+// high watermark) or first offset at or after a timestamp (ms), through the
+// core's ListOffset. The leader epoch is not reported (-1), so clients do
+// not validate it with OffsetForLeaderEpoch.
+func handleListOffsets(s *Server, r *request) func() kmsg.Response {
+	req := r.kreq.(*kmsg.ListOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	return func() kmsg.Response {
+		for _, rt := range req.Topics {
+			t := kmsg.NewListOffsetsResponseTopic()
+			t.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				p := kmsg.NewListOffsetsResponseTopicPartition()
+				p.Partition = rp.Partition
+				off, ts, err := s.core.ListOffset(r.ctx, r.c.principal, rt.Topic, rp.Partition, rp.Timestamp)
+				if err != nil {
+					p.ErrorCode = topicCode(err)
+					p.Offset, p.Timestamp = -1, -1
+				} else {
+					p.Offset, p.Timestamp = off, ts
+				}
+				t.Partitions = append(t.Partitions, p)
+			}
+			resp.Topics = append(resp.Topics, t)
+		}
+		return resp
+	}
+}

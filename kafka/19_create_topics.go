@@ -1,0 +1,127 @@
+package kafka
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logd/logd/partition"
+	"github.com/logd/logd/routing"
+)
+
+// topicConfigs are the topic configs the Kafka API reads and writes, by
+// Kafka name, with the field of partition.TopicConfig each one is.
+// retention.records is logd's record-count retention (no Kafka
+// equivalent).
+var topicConfigs = []struct {
+	name  string
+	field func(*partition.ConfigChange) **int64
+	value func(partition.TopicConfig) int64
+}{
+	{"retention.ms", func(c *partition.ConfigChange) **int64 { return &c.RetentionMs }, func(c partition.TopicConfig) int64 { return c.RetentionMs }},
+	{"retention.bytes", func(c *partition.ConfigChange) **int64 { return &c.RetentionBytes }, func(c partition.TopicConfig) int64 { return c.RetentionBytes }},
+	{"retention.records", func(c *partition.ConfigChange) **int64 { return &c.RetentionRecords }, func(c partition.TopicConfig) int64 { return c.RetentionRecords }},
+	{"segment.bytes", func(c *partition.ConfigChange) **int64 { return &c.SegmentBytes }, func(c partition.TopicConfig) int64 { return c.SegmentBytes }},
+	{"segment.ms", func(c *partition.ConfigChange) **int64 { return &c.SegmentMs }, func(c partition.TopicConfig) int64 { return c.SegmentMs }},
+}
+
+// configChange parses Kafka config entries; a name logd does not have, or
+// a value that is not an integer, is an error naming it.
+func configChange(entries []kmsg.CreateTopicsRequestTopicConfig) (partition.ConfigChange, error) {
+	var ch partition.ConfigChange
+next:
+	for _, e := range entries {
+		for _, tc := range topicConfigs {
+			if tc.name != e.Name {
+				continue
+			}
+			if e.Value == nil {
+				continue next
+			}
+			v, err := strconv.ParseInt(*e.Value, 10, 64)
+			if err != nil {
+				return ch, fmt.Errorf("config %s: %q is not an integer", e.Name, *e.Value)
+			}
+			*tc.field(&ch) = &v
+			continue next
+		}
+		return ch, fmt.Errorf("config %s is not supported by logd (supported: retention.ms, retention.bytes, retention.records, segment.bytes, segment.ms)", e.Name)
+	}
+	return ch, nil
+}
+
+// handleCreateTopics creates each topic through the core. NumPartitions
+// -1 means 1; ReplicationFactor -1 means the core's default. Explicit
+// replica assignments are refused (INVALID_REPLICA_ASSIGNMENT): the core
+// places replicas.
+func handleCreateTopics(s *Server, r *request) func() kmsg.Response {
+	req := r.kreq.(*kmsg.CreateTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	for _, rt := range req.Topics {
+		resp.Topics = append(resp.Topics, s.createTopic(r, req, rt))
+	}
+	return func() kmsg.Response { return resp }
+}
+
+func (s *Server) createTopic(r *request, req *kmsg.CreateTopicsRequest, rt kmsg.CreateTopicsRequestTopic) kmsg.CreateTopicsResponseTopic {
+	t := kmsg.NewCreateTopicsResponseTopic()
+	t.Topic = rt.Topic
+	fail := func(code int16, err error) kmsg.CreateTopicsResponseTopic {
+		t.ErrorCode, t.ErrorMessage = code, kmsg.StringPtr(err.Error())
+		return t
+	}
+	if err := routing.ValidateTopicName(rt.Topic); err != nil {
+		return fail(kerr.InvalidTopicException.Code, err)
+	}
+	if len(rt.ReplicaAssignment) > 0 {
+		return fail(kerr.InvalidReplicaAssignment.Code, fmt.Errorf("logd places replicas itself: send ReplicationFactor, not a replica assignment"))
+	}
+	ch, err := configChange(rt.Configs)
+	if err != nil {
+		return fail(kerr.InvalidConfig.Code, err)
+	}
+	cfg := partition.DefaultConfig(rt.Topic).Apply(ch)
+	cfg.Partitions, cfg.Replicas = rt.NumPartitions, int32(rt.ReplicationFactor)
+	if rt.NumPartitions == -1 {
+		cfg.Partitions = 1
+	}
+	if rt.ReplicationFactor == -1 {
+		cfg.Replicas = 0
+	}
+	switch {
+	case cfg.Partitions < 1 || cfg.Partitions > partition.MaxPartitions:
+		return fail(kerr.InvalidPartitions.Code, fmt.Errorf("partitions must be between 1 and %d, got %d", partition.MaxPartitions, cfg.Partitions))
+	case cfg.Replicas < 0:
+		return fail(kerr.InvalidReplicationFactor.Code, fmt.Errorf("replication factor must be at least 1 (or -1 for the default), got %d", cfg.Replicas))
+	}
+	if req.ValidateOnly {
+		check := cfg
+		if check.Replicas == 0 {
+			check.Replicas = 1
+		}
+		if err := check.Validate(); err != nil {
+			return fail(kerr.InvalidConfig.Code, err)
+		}
+	} else {
+		ctx, cancel := contextWithTimeout(r, req.TimeoutMillis)
+		created, err := s.core.CreateTopic(ctx, r.c.principal, cfg)
+		cancel()
+		if err != nil {
+			return fail(topicCode(err), err)
+		}
+		cfg = created
+	}
+	t.NumPartitions, t.ReplicationFactor = cfg.Partitions, int16(cfg.Replicas)
+	for _, tc := range topicConfigs {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name, c.Value = tc.name, kmsg.StringPtr(strconv.FormatInt(tc.value(cfg), 10))
+		c.Source = 5 // DEFAULT_CONFIG
+		if *tc.field(&ch) != nil {
+			c.Source = 1 // DYNAMIC_TOPIC_CONFIG
+		}
+		t.Configs = append(t.Configs, c)
+	}
+	return t
+}

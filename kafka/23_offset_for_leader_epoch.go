@@ -1,0 +1,59 @@
+package kafka
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleOffsetForLeaderEpoch answers the end offset of a leader epoch, which
+// clients use to detect a log truncated under them. logd's leader epoch is
+// the partition's Raft term, and a committed record is never truncated, so
+// for the current epoch or an older one the answer is the high watermark
+// with the epoch asked for (logd keeps no per-epoch start offsets); an
+// epoch newer than the leader's is UNDEFINED (-1, -1), as in Kafka.
+func handleOffsetForLeaderEpoch(s *Server, r *request) func() kmsg.Response {
+	req := r.kreq.(*kmsg.OffsetForLeaderEpochRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	return func() kmsg.Response {
+		for _, rt := range req.Topics {
+			t := kmsg.NewOffsetForLeaderEpochResponseTopic()
+			t.Topic = rt.Topic
+			info, err := s.core.Topic(r.ctx, r.c.principal, rt.Topic)
+			for _, rp := range rt.Partitions {
+				p := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+				p.Partition, p.LeaderEpoch, p.EndOffset = rp.Partition, -1, -1
+				switch {
+				case err != nil:
+					p.ErrorCode = topicCode(err)
+				case partitionInfo(info, rp.Partition) == nil:
+					p.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				default:
+					pi := partitionInfo(info, rp.Partition)
+					local := s.core.LocalNode().ID
+					switch {
+					case pi.Leader != local:
+						p.ErrorCode = kerr.NotLeaderForPartition.Code
+					case rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch > pi.LeaderEpoch:
+						p.ErrorCode = kerr.UnknownLeaderEpoch.Code
+					case rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < pi.LeaderEpoch:
+						p.ErrorCode = kerr.FencedLeaderEpoch.Code
+					case rp.LeaderEpoch <= pi.LeaderEpoch:
+						p.LeaderEpoch, p.EndOffset = rp.LeaderEpoch, pi.HighWatermark
+					}
+				}
+				t.Partitions = append(t.Partitions, p)
+			}
+			resp.Topics = append(resp.Topics, t)
+		}
+		return resp
+	}
+}
+
+func partitionInfo(info TopicInfo, id int32) *PartitionInfo {
+	for i := range info.Partitions {
+		if info.Partitions[i].ID == id {
+			return &info.Partitions[i]
+		}
+	}
+	return nil
+}

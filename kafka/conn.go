@@ -1,0 +1,199 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// conn is one client connection: a reader that decodes and starts requests
+// in arrival order and a writer that answers them in the same order.
+type conn struct {
+	s          *Server
+	nc         net.Conn
+	remoteHost string
+	principal  Principal
+	log        *slog.Logger
+	ctx        context.Context
+	cancel     context.CancelFunc
+	// pending holds the requests not yet answered, in arrival order; its
+	// capacity is the connection's in-flight limit.
+	pending chan *request
+}
+
+// request is one request in flight on a connection.
+type request struct {
+	ctx  context.Context
+	c    *conn
+	hdr  header
+	kreq kmsg.Request
+
+	done chan struct{} // closed when resp, afterWrite and fatal are set
+	resp kmsg.Response // nil: nothing is sent
+	// afterWrite runs once the response is written (or dropped), e.g. to
+	// return a fetch's memory to the core's read budget.
+	afterWrite func()
+	// fatal closes the connection after this request (an acks=0 produce
+	// that failed: the client learns of it only that way, as in Kafka).
+	fatal error
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
+	ctx, cancel := context.WithCancel(s.ctx)
+	return &conn{
+		s: s, nc: nc, remoteHost: host, ctx: ctx, cancel: cancel,
+		log:     s.log.With("remote", nc.RemoteAddr().String()),
+		pending: make(chan *request, s.cfg.MaxInFlight),
+	}
+}
+
+// serve runs the connection until either side ends it, and returns once
+// every goroutine it started has returned.
+func (c *conn) serve() {
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		c.write()
+	}()
+	c.read()
+	close(c.pending)
+	<-writerDone
+	c.cancel()
+	c.nc.Close()
+}
+
+func (c *conn) read() {
+	defer c.cancel()
+	for {
+		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+		body, err := readFrame(c.nc, c.s.cfg.MaxRequestBytes)
+		if err != nil {
+			c.logReadError(err)
+			return
+		}
+		h, kreq, err := parseRequest(body)
+		if errors.Is(err, errUnsupportedVer) && h.key == apiVersionsKey {
+			if !c.enqueue(c.answered(h, unsupportedAPIVersions(h))) {
+				return
+			}
+			continue
+		}
+		if err != nil {
+			c.log.Warn("kafka connection closed: malformed request", "client_id", h.clientID,
+				"api_key", h.key, "api_version", h.version, "err", err)
+			return
+		}
+		r := &request{ctx: c.ctx, c: c, hdr: h, kreq: kreq, done: make(chan struct{})}
+		if !c.enqueue(r) {
+			return
+		}
+		finish, ok := c.start(r)
+		if !ok {
+			return
+		}
+		go c.finish(r, finish)
+	}
+}
+
+func (c *conn) logReadError(err error) {
+	switch {
+	case errors.Is(err, errMalformed):
+		c.log.Warn("kafka connection closed: malformed request", "err", err)
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), c.ctx.Err() != nil:
+	default:
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			c.log.Debug("kafka connection closed: idle", "timeout", c.s.cfg.IdleTimeout)
+			return
+		}
+		c.log.Debug("kafka connection closed", "err", err)
+	}
+}
+
+// enqueue appends r to the requests to answer; it blocks while the
+// connection has MaxInFlight requests outstanding.
+func (c *conn) enqueue(r *request) bool {
+	select {
+	case c.pending <- r:
+		return true
+	case <-c.ctx.Done():
+		close(r.done)
+		return false
+	}
+}
+
+// answered is a request whose response is already known.
+func (c *conn) answered(h header, resp kmsg.Response) *request {
+	r := &request{ctx: c.ctx, c: c, hdr: h, resp: resp, done: make(chan struct{})}
+	close(r.done)
+	return r
+}
+
+// start runs the handler's synchronous part. A panic there is a bug; it
+// closes this connection and is logged with its stack, never taking the
+// server down.
+func (c *conn) start(r *request) (finish func() kmsg.Response, ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("kafka connection closed: handler panicked", "api_key", r.hdr.key,
+				"api_version", r.hdr.version, "panic", p, "stack", string(debug.Stack()))
+			r.fatal = errors.New("handler panicked")
+			close(r.done)
+			ok = false
+		}
+	}()
+	return apis[r.hdr.key].handle(c.s, r), true
+}
+
+func (c *conn) finish(r *request, finish func() kmsg.Response) {
+	defer close(r.done)
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("kafka connection closed: handler panicked", "api_key", r.hdr.key,
+				"api_version", r.hdr.version, "panic", p, "stack", string(debug.Stack()))
+			r.resp, r.fatal = nil, errors.New("handler panicked")
+		}
+	}()
+	r.resp = finish()
+}
+
+// write answers the pending requests in order. After a write error or a
+// fatal request it keeps draining (without writing) so that every request's
+// afterWrite runs and the reader is never left blocked.
+func (c *conn) write() {
+	var buf []byte
+	dead := false
+	for r := range c.pending {
+		<-r.done
+		if r.resp != nil && !dead {
+			buf = appendResponse(buf[:0], r.hdr.corr, r.resp)
+			c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+			if _, err := c.nc.Write(buf); err != nil {
+				c.log.Debug("kafka connection closed: write failed", "err", err)
+				dead = true
+			}
+		}
+		if r.afterWrite != nil {
+			r.afterWrite()
+		}
+		if r.fatal != nil && !dead {
+			c.log.Warn("kafka connection closed", "client_id", r.hdr.clientID,
+				"api_key", r.hdr.key, "err", r.fatal)
+			dead = true
+		}
+		if dead {
+			c.cancel()
+			c.nc.Close()
+		}
+		if cap(buf) > 1<<20 {
+			buf = nil // do not pin one large fetch's buffer for the connection's life
+		}
+	}
+}

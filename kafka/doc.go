@@ -1,0 +1,60 @@
+// Package kafka is logd's Kafka wire-protocol front-end: a TCP listener that
+// lets the clients and tools Kafka users already have (franz-go, librdkafka
+// and kcat, confluent-kafka-python, kafkajs, ...) produce to, consume from and
+// administer a logd node unmodified.
+//
+// # What it owns
+//
+// Only translation. Every request is decoded with
+// github.com/twmb/franz-go/pkg/kmsg, turned into calls on the node's core
+// (package broker, through the Core interface) or its group coordinator
+// (package groups), and the answers are encoded with kmsg again. No storage,
+// dedup, routing or group logic lives here: a Kafka producer's batch is
+// handed to the core as the client sent it (the core checks it and stores it
+// as sent), a fetch serves the stored batches as they are, and a Kafka
+// consumer group is the same group logd's own clients join. Broker errors are
+// mapped to Kafka error codes in one place (errors.go).
+//
+// One file per API, named after its key (00_produce.go, 01_fetch.go, ...),
+// each a function from a kmsg request to a kmsg response; versions.go is the
+// table of what is implemented, and ApiVersions advertises exactly that
+// table.
+//
+// # Wire format
+//
+// Kafka's: every request and response is a frame
+//
+//	int32 size (bytes that follow, big-endian)
+//	request:  int16 api key, int16 api version, int32 correlation id,
+//	          nullable string client id, [tagged fields if flexible], body
+//	response: int32 correlation id, [tagged fields if flexible, except
+//	          ApiVersions], body
+//
+// # The connection loop
+//
+// A connection has one reader and one writer goroutine. The reader reads a
+// frame (at most Config.MaxRequestBytes; a larger size closes the
+// connection), decodes it and starts the request: the start runs in the
+// reader, in arrival order, so that produces on one connection are appended
+// in the order they were sent (Kafka's max.in.flight pipelining, and the
+// idempotent producer's sequence order, rely on it). What may block (a
+// produce waiting for its acknowledgement, a fetch's long poll, a group join)
+// finishes in its own goroutine. The writer sends the responses strictly in
+// request order. At most Config.MaxInFlight requests are outstanding per
+// connection; the reader stops reading until the oldest is answered, so a
+// client that never reads its responses holds no more than that.
+//
+// A frame that cannot be decoded (bad size, truncated, unknown API key, a
+// version this listener does not advertise, trailing garbage is tolerated as
+// Kafka does) closes that connection with one log line; it never panics the
+// server and never reaches the core. ApiVersions at an unknown version is
+// answered with UNSUPPORTED_VERSION and the supported table, as the protocol
+// requires, so clients can downgrade. Produce with acks=0 gets no response.
+//
+// # Invariants
+//
+//   - Responses on a connection are written in request order.
+//   - A request is passed to the core at most once; nothing is retried here.
+//   - Closing the Server closes every connection and waits for every
+//     goroutine it started.
+package kafka

@@ -1,0 +1,94 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/logd/logd/groups"
+	"github.com/logd/logd/log"
+	"github.com/logd/logd/partition"
+)
+
+// errorCode maps an error of the core or the coordinator to its Kafka error
+// code: the one place the listener does so (the table is in
+// /work/shared-contract/broker-api.md and docs/groups.md). nil is 0.
+func errorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var notLeader *NotLeaderError
+	var notCoord *NotCoordinatorError
+	var outOfRange *log.OutOfRangeError
+	switch {
+	case errors.As(err, &notLeader):
+		return kerr.NotLeaderForPartition.Code
+	case errors.As(err, &notCoord):
+		return kerr.NotCoordinator.Code
+	case errors.As(err, &outOfRange), errors.Is(err, log.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange.Code
+	}
+	for _, m := range errorCodes {
+		if errors.Is(err, m.err) {
+			return m.code.Code
+		}
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// errorCodes is checked in order; the first match wins.
+var errorCodes = []struct {
+	err  error
+	code *kerr.Error
+}{
+	{ErrUnknownTopic, kerr.UnknownTopicOrPartition},
+	{ErrUnknownPartition, kerr.UnknownTopicOrPartition},
+	{partition.ErrTopicNotFound, kerr.UnknownTopicOrPartition},
+	{partition.ErrPartitionNotFound, kerr.UnknownTopicOrPartition},
+	{ErrTopicExists, kerr.TopicAlreadyExists},
+	{partition.ErrTopicExists, kerr.TopicAlreadyExists},
+	{ErrNoLeader, kerr.LeaderNotAvailable},
+	{ErrInvalidBatch, kerr.InvalidRecord},
+	{ErrBatchTooLarge, kerr.MessageTooLarge},
+	{ErrDiskFull, kerr.KafkaStorageError},
+	{partition.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{partition.ErrInvalidConfig, kerr.InvalidConfig},
+	{ErrInvalidArgument, kerr.InvalidRequest},
+	{ErrDenied, kerr.ClusterAuthorizationFailed},
+	{context.DeadlineExceeded, kerr.RequestTimedOut},
+	{context.Canceled, kerr.RequestTimedOut},
+	{partition.ErrClosed, kerr.NotLeaderForPartition},
+
+	{groups.ErrUnknownMember, kerr.UnknownMemberID},
+	{groups.ErrIllegalGeneration, kerr.IllegalGeneration},
+	{groups.ErrRebalanceInProgress, kerr.RebalanceInProgress},
+	{groups.ErrInconsistentProtocol, kerr.InconsistentGroupProtocol},
+	{groups.ErrInvalidSessionTimeout, kerr.InvalidSessionTimeout},
+	{groups.ErrInvalidGroup, kerr.InvalidGroupID},
+	{groups.ErrUnknownAssignor, kerr.InconsistentGroupProtocol},
+	{groups.ErrGroupNotFound, kerr.GroupIDNotFound},
+	{groups.ErrGroupNotEmpty, kerr.NonEmptyGroup},
+	{groups.ErrCoordinatorClosed, kerr.CoordinatorNotAvailable},
+}
+
+// deniedCode is ErrDenied's code for a resource kind ("topic", "group",
+// "cluster"); other errors map as errorCode does.
+func deniedCode(err error, resource string) int16 {
+	if errors.Is(err, ErrDenied) {
+		switch resource {
+		case "topic":
+			return kerr.TopicAuthorizationFailed.Code
+		case "group":
+			return kerr.GroupAuthorizationFailed.Code
+		}
+	}
+	return errorCode(err)
+}
+
+// groupCode maps an error of a group API: the coordinator's errors, and
+// "this node does not coordinate" as NOT_COORDINATOR.
+func groupCode(err error) int16 { return deniedCode(err, "group") }
+
+// topicCode maps an error of a topic API.
+func topicCode(err error) int16 { return deniedCode(err, "topic") }

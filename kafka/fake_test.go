@@ -1,0 +1,268 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/logd/logd/groups"
+	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/log"
+	"github.com/logd/logd/offsets"
+	"github.com/logd/logd/partition"
+)
+
+// fakeCore is an in-memory Core for the listener's unit tests: one node,
+// batches kept as sent (base offset rewritten), no dedup, committed
+// offsets in a map. The end-to-end tests use the real core.
+type fakeCore struct {
+	mu      sync.Mutex
+	topics  map[string]*fakeTopic
+	order   []string
+	commits map[string]map[string]map[int32]offsets.Committed // group, topic, partition
+	changed chan struct{}
+	nextPID int64
+	coord   *groups.Coordinator
+	produce func(ProduceRequest) error // optional failure injection
+}
+
+type fakeTopic struct {
+	cfg   partition.TopicConfig
+	parts [][]fakeBatch
+}
+
+type fakeBatch struct {
+	base, next int64
+	data       []byte
+}
+
+func newFakeCore() *fakeCore {
+	f := &fakeCore{
+		topics:  map[string]*fakeTopic{},
+		commits: map[string]map[string]map[int32]offsets.Committed{},
+		changed: make(chan struct{}),
+	}
+	f.coord = groups.New(groups.Config{Partitions: func(t string) int32 {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if tp, ok := f.topics[t]; ok {
+			return tp.cfg.Partitions
+		}
+		return 0
+	}})
+	return f
+}
+
+func (f *fakeCore) LocalNode() Node {
+	return Node{ID: "n1", KafkaID: 1}
+}
+
+func (f *fakeCore) Nodes(context.Context) ([]Node, error) { return []Node{f.LocalNode()}, nil }
+
+func (f *fakeCore) info(t *fakeTopic) TopicInfo {
+	ti := TopicInfo{Config: t.cfg}
+	for i, p := range t.parts {
+		hw := int64(0)
+		if len(p) > 0 {
+			hw = p[len(p)-1].next
+		}
+		ti.Partitions = append(ti.Partitions, PartitionInfo{
+			ID: int32(i), HighWatermark: hw, Leader: "n1", Replicas: []string{"n1"}, ISR: []string{"n1"},
+		})
+	}
+	return ti
+}
+
+func (f *fakeCore) Topics(context.Context, Principal) ([]TopicInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []TopicInfo
+	for _, n := range f.order {
+		out = append(out, f.info(f.topics[n]))
+	}
+	return out, nil
+}
+
+func (f *fakeCore) Topic(_ context.Context, _ Principal, name string) (TopicInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.topics[name]
+	if !ok {
+		return TopicInfo{}, fmt.Errorf("%w %q", ErrUnknownTopic, name)
+	}
+	return f.info(t), nil
+}
+
+func (f *fakeCore) CreateTopic(_ context.Context, _ Principal, cfg partition.TopicConfig) (partition.TopicConfig, error) {
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.topics[cfg.Name]; ok {
+		return cfg, fmt.Errorf("%w: %q", ErrTopicExists, cfg.Name)
+	}
+	f.topics[cfg.Name] = &fakeTopic{cfg: cfg, parts: make([][]fakeBatch, cfg.Partitions)}
+	f.order = append(f.order, cfg.Name)
+	return cfg, nil
+}
+
+func (f *fakeCore) DeleteTopic(_ context.Context, _ Principal, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.topics[name]; !ok {
+		return fmt.Errorf("%w %q", ErrUnknownTopic, name)
+	}
+	delete(f.topics, name)
+	for i, n := range f.order {
+		if n == name {
+			f.order = append(f.order[:i], f.order[i+1:]...)
+			break
+		}
+	}
+	return nil
+}
+
+func (f *fakeCore) StartProduce(_ context.Context, r ProduceRequest) (func() (ProduceResult, error), error) {
+	if f.produce != nil {
+		if err := f.produce(r); err != nil {
+			return nil, err
+		}
+	}
+	info, err := batch.ParseHeader(r.Batch)
+	if err != nil || info.Size() != len(r.Batch) {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidBatch, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.topics[r.Topic]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownTopic, r.Topic)
+	}
+	if r.Partition < 0 || int(r.Partition) >= len(t.parts) {
+		return nil, ErrUnknownPartition
+	}
+	p := t.parts[r.Partition]
+	base := int64(0)
+	if len(p) > 0 {
+		base = p[len(p)-1].next
+	}
+	data := append([]byte(nil), r.Batch...)
+	batch.SetBaseOffset(data, base)
+	t.parts[r.Partition] = append(p, fakeBatch{base: base, next: base + int64(info.LastOffsetDelta) + 1, data: data})
+	close(f.changed)
+	f.changed = make(chan struct{})
+	return func() (ProduceResult, error) { return ProduceResult{BaseOffset: base, AppendTimeMs: -1}, nil }, nil
+}
+
+func (f *fakeCore) NewProducerID(context.Context) (int64, int16, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextPID++
+	return f.nextPID, 0, nil
+}
+
+func (f *fakeCore) read(r FetchRequest) (FetchResult, int, <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var res FetchResult
+	n := 0
+	for _, fp := range r.Partitions {
+		out := FetchedPartition{Topic: fp.Topic, Partition: fp.Partition}
+		t, ok := f.topics[fp.Topic]
+		if !ok || fp.Partition < 0 || int(fp.Partition) >= len(t.parts) {
+			out.Err = fmt.Errorf("%w %q", ErrUnknownTopic, fp.Topic)
+			res.Partitions = append(res.Partitions, out)
+			continue
+		}
+		p := t.parts[fp.Partition]
+		if len(p) > 0 {
+			out.HighWatermark = p[len(p)-1].next
+		}
+		if fp.Offset < 0 || fp.Offset > out.HighWatermark {
+			out.Err = &log.OutOfRangeError{Offset: fp.Offset, HighWatermark: out.HighWatermark}
+		}
+		for _, b := range p {
+			if b.next > fp.Offset && out.Err == nil {
+				out.Batches = append(out.Batches, b.data...)
+			}
+		}
+		n += len(out.Batches)
+		res.Partitions = append(res.Partitions, out)
+	}
+	return res, n, f.changed
+}
+
+func (f *fakeCore) Fetch(ctx context.Context, r FetchRequest) (FetchResult, error) {
+	deadline := time.NewTimer(r.MaxWait)
+	defer deadline.Stop()
+	for {
+		res, n, changed := f.read(r)
+		if n >= max(r.MinBytes, 1) {
+			return res, nil
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return res, nil
+		case <-ctx.Done():
+			return res, ctx.Err()
+		}
+	}
+}
+
+func (f *fakeCore) ListOffset(_ context.Context, _ Principal, topic string, part int32, spec int64) (int64, int64, error) {
+	ti, err := f.Topic(context.Background(), "", topic)
+	if err != nil {
+		return 0, 0, err
+	}
+	pi := partitionInfo(ti, part)
+	if pi == nil {
+		return 0, 0, ErrUnknownPartition
+	}
+	if spec == Earliest {
+		return 0, -1, nil
+	}
+	return pi.HighWatermark, -1, nil
+}
+
+func (f *fakeCore) CommitOffsets(_ context.Context, _ Principal, group, member string, gen int32, cs []offsets.Committed) error {
+	if err := f.coord.ValidateCommit(group, member, gen); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g := f.commits[group]
+	if g == nil {
+		g = map[string]map[int32]offsets.Committed{}
+		f.commits[group] = g
+	}
+	for _, c := range cs {
+		if g[c.Topic] == nil {
+			g[c.Topic] = map[int32]offsets.Committed{}
+		}
+		g[c.Topic][c.Partition] = c
+	}
+	return nil
+}
+
+func (f *fakeCore) FetchOffsets(_ context.Context, _ Principal, group string, topics []string) ([]offsets.Committed, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []offsets.Committed
+	for t, ps := range f.commits[group] {
+		if topics != nil && !contains(topics, t) {
+			continue
+		}
+		for _, c := range ps {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeCore) Coordinator() (*groups.Coordinator, error) { return f.coord, nil }

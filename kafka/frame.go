@@ -1,0 +1,109 @@
+package kafka
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Errors that close a connection. Each wraps errMalformed.
+var (
+	errMalformed        = errors.New("kafka: malformed request")
+	errFrameTooLarge    = fmt.Errorf("%w: frame larger than the listener's limit", errMalformed)
+	errUnknownAPI       = fmt.Errorf("%w: unknown api key", errMalformed)
+	errUnsupportedVer   = fmt.Errorf("%w: api version not advertised", errMalformed)
+	errTruncatedHeader  = fmt.Errorf("%w: truncated request header", errMalformed)
+	errNegativeFrameLen = fmt.Errorf("%w: negative frame size", errMalformed)
+)
+
+// header is a request's header (v1, or v2 when the API version is flexible).
+type header struct {
+	key      int16
+	version  int16
+	corr     int32
+	clientID string
+}
+
+// readFrame reads one size-prefixed frame of at most limit bytes. The body
+// grows as bytes arrive, so a size that is announced but never sent costs
+// no more memory than what was sent.
+func readFrame(r io.Reader, limit int) ([]byte, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(size[:]))
+	switch {
+	case n < 0:
+		return nil, errNegativeFrameLen
+	case int64(n) > int64(limit):
+		return nil, fmt.Errorf("%w (%d bytes, limit %d)", errFrameTooLarge, n, limit)
+	}
+	body, err := io.ReadAll(io.LimitReader(r, int64(n)))
+	if err != nil {
+		return nil, err
+	}
+	if len(body) < int(n) {
+		return nil, io.ErrUnexpectedEOF
+	}
+	return body, nil
+}
+
+// parseRequest decodes a frame's body into its header and request. A
+// request at a version the listener does not advertise is an error, except
+// ApiVersions, which is returned (with errUnsupportedVer) so that it can be
+// answered with UNSUPPORTED_VERSION as the protocol asks.
+func parseRequest(body []byte) (header, kmsg.Request, error) {
+	var h header
+	rd := kbin.Reader{Src: body}
+	h.key = rd.Int16()
+	h.version = rd.Int16()
+	h.corr = rd.Int32()
+	cid := rd.NullableString()
+	if !rd.Ok() {
+		return h, nil, errTruncatedHeader
+	}
+	if cid != nil {
+		h.clientID = *cid
+	}
+	req := kmsg.RequestForKey(h.key)
+	if req == nil {
+		return h, nil, fmt.Errorf("%w %d", errUnknownAPI, h.key)
+	}
+	if !supported(h.key, h.version) {
+		if h.key == apiVersionsKey {
+			return h, req, errUnsupportedVer
+		}
+		return h, nil, fmt.Errorf("%w: %s v%d", errUnsupportedVer, kmsg.NameForKey(h.key), h.version)
+	}
+	req.SetVersion(h.version)
+	if req.IsFlexible() {
+		kmsg.SkipTags(&rd)
+		if !rd.Ok() {
+			return h, nil, errTruncatedHeader
+		}
+	}
+	if err := req.ReadFrom(rd.Src); err != nil {
+		return h, nil, fmt.Errorf("%w: %s v%d: %v", errMalformed, kmsg.NameForKey(h.key), h.version, err)
+	}
+	return h, req, nil
+}
+
+// appendResponse appends resp's frame for correlation id corr to buf.
+func appendResponse(buf []byte, corr int32, resp kmsg.Response) []byte {
+	start := len(buf)
+	buf = append(buf, 0, 0, 0, 0)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(corr))
+	// ApiVersions' response header is never flexible: a client must be able
+	// to read it before it knows which versions the broker speaks.
+	if resp.IsFlexible() && resp.Key() != apiVersionsKey {
+		buf = append(buf, 0)
+	}
+	buf = resp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf[start:], uint32(len(buf)-start-4))
+	return buf
+}

@@ -1,0 +1,201 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Defaults for Config's limits.
+const (
+	// DefaultMaxRequestBytes is Kafka's socket.request.max.bytes.
+	DefaultMaxRequestBytes = 100 << 20
+	// DefaultMaxInFlight bounds the requests one connection may have
+	// outstanding (Kafka clients pipeline at most 5 produces by default).
+	DefaultMaxInFlight = 16
+	// DefaultIdleTimeout is Kafka's connections.max.idle.ms.
+	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultMaxConns bounds the open connections of one listener.
+	DefaultMaxConns = 4096
+)
+
+// Config configures a Server.
+type Config struct {
+	// Core is the node's core; required.
+	Core Core
+	// AdvertisedAddr is the HOST:PORT Metadata and FindCoordinator give
+	// clients for this node; empty means the listener's address.
+	AdvertisedAddr string
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+	// MaxRequestBytes bounds one request frame; a larger one closes the
+	// connection. Default DefaultMaxRequestBytes.
+	MaxRequestBytes int
+	// MaxInFlight bounds the requests one connection has outstanding.
+	MaxInFlight int
+	// IdleTimeout closes a connection that sends nothing for this long.
+	IdleTimeout time.Duration
+	// MaxConns bounds open connections; more are closed on accept.
+	MaxConns int
+}
+
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.MaxRequestBytes <= 0 {
+		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	return c
+}
+
+// Server is a Kafka protocol listener over a Core.
+type Server struct {
+	cfg    Config
+	core   Core
+	log    *slog.Logger
+	ln     net.Listener
+	host   string // advertised host and port
+	port   int32
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	conns  map[*conn]struct{}
+	closed bool
+}
+
+// Listen opens the listener on addr (HOST:PORT; port 0 picks one) and
+// starts serving. Close stops it.
+func Listen(addr string, cfg Config) (*Server, error) {
+	if cfg.Core == nil {
+		return nil, errors.New("kafka: Config.Core is required")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: listen on %s: %w", addr, err)
+	}
+	s, err := newServer(ln, cfg)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s.wg.Add(1)
+	go s.accept()
+	return s, nil
+}
+
+func newServer(ln net.Listener, cfg Config) (*Server, error) {
+	cfg = cfg.withDefaults()
+	adv := cfg.AdvertisedAddr
+	if adv == "" {
+		adv = ln.Addr().String()
+	}
+	host, port, err := splitHostPort(adv)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: advertised address %q: %w", adv, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		cfg: cfg, core: cfg.Core, log: cfg.Logger.With("component", "kafka"),
+		ln: ln, host: host, port: port, ctx: ctx, cancel: cancel,
+		conns: make(map[*conn]struct{}),
+	}, nil
+}
+
+func splitHostPort(addr string) (string, int32, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.ParseUint(p, 10, 16)
+	if err != nil {
+		return "", 0, fmt.Errorf("port %q is not a number from 0 to 65535", p)
+	}
+	return host, int32(port), nil
+}
+
+// Addr is the address the listener accepts on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// AdvertisedAddr is the HOST:PORT clients are told to use for this node.
+func (s *Server) AdvertisedAddr() string {
+	return net.JoinHostPort(s.host, strconv.Itoa(int(s.port)))
+}
+
+// Close stops accepting, closes every connection, and waits for every
+// goroutine the server started.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	err := s.ln.Close()
+	s.cancel()
+	for _, c := range conns {
+		c.nc.Close()
+	}
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			if !errors.Is(err, net.ErrClosed) {
+				s.log.Error("kafka listener stopped", "err", err)
+			}
+			return
+		}
+		s.mu.Lock()
+		if s.closed || len(s.conns) >= s.cfg.MaxConns {
+			full := !s.closed
+			s.mu.Unlock()
+			if full {
+				s.log.Warn("kafka connection refused: too many connections", "remote", nc.RemoteAddr(), "max", s.cfg.MaxConns)
+			}
+			nc.Close()
+			continue
+		}
+		c := newConn(s, nc)
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			c.serve()
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+}

@@ -1,0 +1,72 @@
+package kafka
+
+import (
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const apiVersionsKey = 18
+
+// handler starts a request (in the connection's reader, in arrival order)
+// and returns what finishes it (in its own goroutine). finish returns the
+// response, or nil when none is sent (produce with acks=0).
+type handler func(s *Server, r *request) (finish func() kmsg.Response)
+
+// api is one implemented API: the versions advertised and its handler.
+type api struct {
+	min, max int16
+	handle   handler
+}
+
+// apis is the table ApiVersions advertises and requests are dispatched by;
+// filled by init (ApiVersions' handler reads it, so a literal would be an
+// initialization cycle).
+var apis map[int16]api
+
+func init() {
+	apis = map[int16]api{
+		0:  {3, 11, handleProduce},
+		1:  {4, 12, handleFetch},
+		2:  {1, 6, handleListOffsets},
+		3:  {0, 12, handleMetadata},
+		8:  {0, 8, handleOffsetCommit},
+		9:  {0, 7, handleOffsetFetch},
+		10: {0, 4, handleFindCoordinator},
+		11: {0, 7, handleJoinGroup},
+		12: {0, 4, handleHeartbeat},
+		13: {0, 4, handleLeaveGroup},
+		14: {0, 5, handleSyncGroup},
+		15: {0, 5, handleDescribeGroups},
+		16: {0, 4, handleListGroups},
+		18: {0, 3, handleAPIVersions},
+		19: {0, 7, handleCreateTopics},
+		20: {0, 5, handleDeleteTopics},
+		22: {0, 4, handleInitProducerID},
+		23: {0, 4, handleOffsetForLeaderEpoch},
+	}
+	for key, a := range apis {
+		// Never advertise past what kmsg can encode.
+		if r := kmsg.RequestForKey(key); r == nil || r.MaxVersion() < a.max {
+			panic("kafka: api table names a version kmsg lacks")
+		}
+	}
+}
+
+// supported reports whether version of the API key is implemented.
+func supported(key, version int16) bool {
+	a, ok := apis[key]
+	return ok && version >= a.min && version <= a.max
+}
+
+// advertised returns the API table as ApiVersions sends it, by key.
+func advertised() []kmsg.ApiVersionsResponseApiKey {
+	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
+	for key, a := range apis {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = key, a.min, a.max
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].ApiKey < keys[j].ApiKey })
+	return keys
+}
