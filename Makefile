@@ -10,7 +10,7 @@ export GOBIN := $(TOOLS)
 # Packages where concurrency lives run under the race detector; the rest
 # (the CLI, tests of the real binary as processes, the torture harness) run
 # without it. Together they are every package: check-pkgs says so.
-RACE_PKGS  := ./log/... ./partition/... ./routing/... ./offsets/... ./retention/... ./client/... ./internal/... ./replication/... ./groups/... ./auth/... ./broker/... ./cluster/...
+RACE_PKGS  := ./log/... ./partition/... ./routing/... ./offsets/... ./retention/... ./client/... ./internal/... ./replication/... ./groups/... ./auth/... ./broker/... ./cluster/... ./kafka/...
 PLAIN_PKGS := ./cmd/... ./test/... ./torture/... ./proto/...
 FUZZTIME  ?= 5s
 
@@ -29,7 +29,10 @@ tools: debs $(TOOLS)/grpcurl
 # Debian packages the tests need, as command:package; `make tools` installs
 # the missing ones with apt-get when run as root (CI), and otherwise says
 # which to install.
-DEB_TOOLS := systemd-analyze:systemd
+DEB_TOOLS := systemd-analyze:systemd kcat:kcat
+# Debian's python3 modules the Kafka client tests import, as module:package
+# (they install into Debian's /usr/bin/python3, which the tests run).
+DEB_PY := confluent_kafka:python3-confluent-kafka
 
 .PHONY: debs
 debs:
@@ -40,6 +43,14 @@ debs:
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$pkg >/dev/null 2>&1 || \
 	      { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$pkg >/dev/null; } || exit 1; \
 	  else echo "$$cmd is missing: install the Debian package $$pkg (some tests skip without it)"; fi; \
+	done
+	@for t in $(DEB_PY); do mod=$${t%%:*}; pkg=$${t#*:}; \
+	  /usr/bin/python3 -c "import $$mod" 2>/dev/null && continue; \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "apt-get install $$pkg"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$pkg >/dev/null 2>&1 || \
+	      { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$pkg >/dev/null; } || exit 1; \
+	  else echo "python module $$mod is missing: install the Debian package $$pkg (the Kafka client tests need it)"; fi; \
 	done
 
 $(TOOLS)/grpcurl:
