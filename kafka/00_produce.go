@@ -24,8 +24,9 @@ func handleProduce(s *Server, r *request) func() kmsg.Response {
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, requestTimeout(req.TimeoutMillis))
 	type started struct {
-		p    *kmsg.ProduceResponseTopicPartition
-		wait func() (ProduceResult, error)
+		p     *kmsg.ProduceResponseTopicPartition
+		wait  func() (ProduceResult, error)
+		batch []byte
 	}
 	var waits []started
 	for _, rt := range req.Topics {
@@ -46,10 +47,10 @@ func handleProduce(s *Server, r *request) func() kmsg.Response {
 				Batch: rp.Records, Acks: acks,
 			})
 			if err != nil {
-				setProduceError(p, err)
+				setProduceError(p, err, rp.Records)
 				continue
 			}
-			waits = append(waits, started{p, wait})
+			waits = append(waits, started{p, wait, rp.Records})
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
@@ -58,7 +59,7 @@ func handleProduce(s *Server, r *request) func() kmsg.Response {
 		for _, w := range waits {
 			res, err := w.wait()
 			if err != nil {
-				setProduceError(w.p, err)
+				setProduceError(w.p, err, w.batch)
 				continue
 			}
 			w.p.BaseOffset, w.p.LogAppendTime, w.p.LogStartOffset = res.BaseOffset, res.AppendTimeMs, res.LogStart
@@ -84,8 +85,8 @@ func produceAcks(a int16) (Acks, *kerr.Error) {
 	}
 }
 
-func setProduceError(p *kmsg.ProduceResponseTopicPartition, err error) {
-	p.ErrorCode = topicCode(err)
+func setProduceError(p *kmsg.ProduceResponseTopicPartition, err error, batch []byte) {
+	p.ErrorCode = produceCode(err, batch)
 	p.ErrorMessage = kmsg.StringPtr(err.Error())
 }
 

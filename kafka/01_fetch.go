@@ -64,6 +64,9 @@ func handleFetch(s *Server, r *request) func() kmsg.Response {
 				p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
 			}
 			p.RecordBatches = fp.Batches
+			if p.RecordBatches == nil {
+				p.RecordBatches = []byte{} // a null record set is a parse error to librdkafka
+			}
 			resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, p)
 		}
 		return resp
@@ -80,6 +83,7 @@ func fetchFailed(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, err error) {
 			p := kmsg.NewFetchResponseTopicPartition()
 			p.Partition, p.ErrorCode = rp.Partition, code
 			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
+			p.RecordBatches = []byte{}
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, t)

@@ -118,9 +118,15 @@ var (
 	ErrDiskFull         = errors.New("broker: disk full")
 	ErrInvalidArgument  = errors.New("broker: invalid argument")
 	ErrDenied           = errors.New("broker: denied")
+	ErrUnavailable      = errors.New("broker: unavailable")
+	ErrShuttingDown     = errors.New("broker: shutting down")
 )
 
-type NotLeaderError struct{ Leader Node }
+type NotLeaderError struct {
+	What      string
+	Leader    Node
+	Untouched bool
+}
 
 func (e *NotLeaderError) Error() string { return "broker: not the leader" }
 

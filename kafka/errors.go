@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/logd/logd/groups"
+	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/partition"
 )
@@ -22,6 +23,8 @@ func errorCode(err error) int16 {
 	var notCoord *NotCoordinatorError
 	var outOfRange *log.OutOfRangeError
 	switch {
+	case errors.As(err, &notLeader) && notLeader.Leader.ID == "":
+		return kerr.LeaderNotAvailable.Code
 	case errors.As(err, &notLeader):
 		return kerr.NotLeaderForPartition.Code
 	case errors.As(err, &notCoord):
@@ -49,6 +52,8 @@ var errorCodes = []struct {
 	{ErrTopicExists, kerr.TopicAlreadyExists},
 	{partition.ErrTopicExists, kerr.TopicAlreadyExists},
 	{ErrNoLeader, kerr.LeaderNotAvailable},
+	{ErrUnavailable, kerr.LeaderNotAvailable},
+	{ErrShuttingDown, kerr.NotLeaderForPartition},
 	{ErrInvalidBatch, kerr.InvalidRecord},
 	{ErrBatchTooLarge, kerr.MessageTooLarge},
 	{ErrDiskFull, kerr.KafkaStorageError},
@@ -86,9 +91,41 @@ func deniedCode(err error, resource string) int16 {
 	return errorCode(err)
 }
 
-// groupCode maps an error of a group API: the coordinator's errors, and
-// "this node does not coordinate" as NOT_COORDINATOR.
-func groupCode(err error) int16 { return deniedCode(err, "group") }
+// groupCode maps an error of a group API (offsets included): "this node
+// does not coordinate" or "does not lead the cluster metadata" is
+// NOT_COORDINATOR, so the client finds the coordinator again.
+func groupCode(err error) int16 {
+	var notLeader *NotLeaderError
+	switch {
+	case errors.As(err, &notLeader):
+		return kerr.NotCoordinator.Code
+	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrShuttingDown):
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return deniedCode(err, "group")
+}
 
-// topicCode maps an error of a topic API.
+// topicCode maps an error of a request about topics' data.
 func topicCode(err error) int16 { return deniedCode(err, "topic") }
+
+// adminCode maps an error of CreateTopics and DeleteTopics: a node that
+// does not lead the cluster metadata answers NOT_CONTROLLER, and clients
+// send the request to Metadata's controller.
+func adminCode(err error) int16 {
+	var notLeader *NotLeaderError
+	if errors.As(err, &notLeader) {
+		return kerr.NotController.Code
+	}
+	return deniedCode(err, "topic")
+}
+
+// produceCode maps a produce error; a batch the core refused because it is
+// compressed is UNSUPPORTED_COMPRESSION_TYPE, which clients report as such.
+func produceCode(err error, b []byte) int16 {
+	if errors.Is(err, ErrInvalidBatch) {
+		if info, herr := batch.ParseHeader(b); herr == nil && info.Compressed() {
+			return kerr.UnsupportedCompressionType.Code
+		}
+	}
+	return topicCode(err)
+}
