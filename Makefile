@@ -24,7 +24,7 @@ build:
 run: build
 	./bin/logd serve --data-dir ./data
 
-tools: debs $(TOOLS)/grpcurl
+tools: debs $(TOOLS)/grpcurl $(TOOLS)/kafkajs/node_modules/kafkajs
 
 # Debian packages the tests need, as command:package; `make tools` installs
 # the missing ones with apt-get when run as root (CI), and otherwise says
@@ -55,6 +55,11 @@ debs:
 
 $(TOOLS)/grpcurl:
 	$(GO) install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4
+
+# kafkajs for the Kafka listener's client tests (kafka/clients_test.go).
+$(TOOLS)/kafkajs/node_modules/kafkajs:
+	@command -v npm >/dev/null || { echo "npm is missing: install Node.js (the kafkajs test needs it)"; exit 1; }
+	npm install --prefix $(TOOLS)/kafkajs kafkajs@2.2.4
 
 $(TOOLS)/staticcheck:
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2

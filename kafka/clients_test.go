@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -159,5 +161,78 @@ func TestConfluentKafkaPython(t *testing.T) {
 	}
 	if strings.Join(res.AfterDelete, ",") != "other" {
 		t.Errorf("topics after delete: %v", res.AfterDelete)
+	}
+}
+
+const kafkajsClient = `
+const { Kafka, logLevel } = require("kafkajs");
+const kafka = new Kafka({ clientId: "logd-test", brokers: [process.argv[process.argv.length - 1]], logLevel: logLevel.ERROR });
+(async () => {
+  const out = {};
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  const sent = await producer.send({ topic: "js", acks: -1,
+    messages: Array.from({ length: 15 }, (_, i) => ({ key: "k" + (i % 3), value: "v" + i })) });
+  out.sent = sent.length;
+  await producer.disconnect();
+
+  const consumer = kafka.consumer({ groupId: "jsg" });
+  await consumer.connect();
+  await consumer.subscribe({ topic: "js", fromBeginning: true });
+  const values = [];
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("consumed only " + values.length)), 30000);
+    consumer.run({ eachMessage: async ({ message }) => {
+      values.push(message.value.toString());
+      if (values.length === 15) { clearTimeout(timer); resolve(); }
+    } }).catch(reject);
+  });
+  await consumer.disconnect();
+  out.consumed = values.sort();
+  const admin = kafka.admin();
+  await admin.connect();
+  const offs = await admin.fetchOffsets({ groupId: "jsg", topics: ["js"] });
+  out.committed = offs[0].partitions.reduce((s, p) => s + Math.max(Number(p.offset), 0), 0);
+  await admin.disconnect();
+  console.log(JSON.stringify(out));
+})().catch((e) => { console.error(e); process.exit(1); });
+`
+
+func TestKafkaJS(t *testing.T) {
+	needCommand(t, "node", "nodejs")
+	modules, err := filepath.Abs("../.tools/kafkajs/node_modules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(modules, "kafkajs")); err != nil {
+		t.Fatalf("kafkajs is not installed in %s: run `make tools`", modules)
+	}
+	n := startNode(t)
+	n.createTopic(t, "js", 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "-e", kafkajsClient, n.addr)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kafkajs: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+	}
+	t.Logf("kafkajs printed: %s", out.String())
+	var res struct {
+		Sent      int      `json:"sent"`
+		Consumed  []string `json:"consumed"`
+		Committed int64    `json:"committed"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("kafkajs printed %q: %v", out.String(), err)
+	}
+	if len(res.Consumed) != 15 || res.Sent == 0 {
+		t.Fatalf("kafkajs sent to %d partitions, consumed %d records, want 15", res.Sent, len(res.Consumed))
+	}
+	// kafkajs commits on its own schedule; what it committed must not be
+	// past what exists.
+	if res.Committed > 15 {
+		t.Fatalf("kafkajs committed %d offsets in total, more than the 15 records", res.Committed)
 	}
 }
