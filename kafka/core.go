@@ -2,16 +2,16 @@ package kafka
 
 import (
 	"context"
-	"errors"
-	"time"
 
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
 )
 
-// Core is what the listener needs of the node's core (package broker's
-// *Broker implements it). Tests use a fake.
+// Core is what the listener needs of the node's core: the methods of
+// package broker's *Broker it calls. The unit tests use an in-memory fake;
+// the end-to-end tests the real broker.
 type Core interface {
 	LocalNode() Node
 	Nodes(ctx context.Context) ([]Node, error)
@@ -28,108 +28,43 @@ type Core interface {
 	Coordinator() (*groups.Coordinator, error)
 }
 
-// The core's types. Until package broker lands these mirror
-// /work/shared-contract/broker-api.md; then they become aliases of broker's.
+var _ Core = (*broker.Broker)(nil)
 
-type Principal string
-
-type Acks int
-
-const (
-	AcksLeader Acks = 1
-	AcksAll    Acks = -1
+// The core's types, named here for brevity.
+type (
+	Principal           = broker.Principal
+	Acks                = broker.Acks
+	Node                = broker.Node
+	PartitionInfo       = broker.PartitionInfo
+	TopicInfo           = broker.TopicInfo
+	ProduceRequest      = broker.ProduceRequest
+	ProduceResult       = broker.ProduceResult
+	FetchPartition      = broker.FetchPartition
+	FetchRequest        = broker.FetchRequest
+	FetchedPartition    = broker.FetchedPartition
+	FetchResult         = broker.FetchResult
+	NotLeaderError      = broker.NotLeaderError
+	NotCoordinatorError = broker.NotCoordinatorError
 )
 
 const (
-	Earliest = -2
-	Latest   = -1
+	AcksLeader = broker.AcksLeader
+	AcksAll    = broker.AcksAll
+	Earliest   = broker.Earliest
+	Latest     = broker.Latest
 )
 
-type Node struct {
-	ID                                     string
-	KafkaID                                int32
-	APIAddr, KafkaAddr, HTTPAddr, RaftAddr string
-}
-
-type PartitionInfo struct {
-	ID            int32
-	LogStart      int64
-	HighWatermark int64
-	SizeBytes     int64
-	Leader        string
-	Replicas, ISR []string
-	LeaderEpoch   int32
-}
-
-type TopicInfo struct {
-	Config     partition.TopicConfig
-	Partitions []PartitionInfo
-}
-
-type ProduceRequest struct {
-	Principal Principal
-	Topic     string
-	Partition int32
-	Batch     []byte
-	Acks      Acks
-}
-
-type ProduceResult struct {
-	BaseOffset   int64
-	LogStart     int64
-	AppendTimeMs int64
-	Duplicate    bool
-}
-
-type FetchPartition struct {
-	Topic     string
-	Partition int32
-	Offset    int64
-	MaxBytes  int
-}
-
-type FetchRequest struct {
-	Principal          Principal
-	Partitions         []FetchPartition
-	MinBytes, MaxBytes int
-	MaxWait            time.Duration
-}
-
-type FetchedPartition struct {
-	Topic                   string
-	Partition               int32
-	Err                     error
-	Batches                 []byte
-	HighWatermark, LogStart int64
-}
-
-type FetchResult struct {
-	Partitions []FetchedPartition
-	Release    func()
-}
-
+// The core's error kinds (errors.go maps them).
 var (
-	ErrUnknownTopic     = errors.New("broker: unknown topic")
-	ErrUnknownPartition = errors.New("broker: unknown partition")
-	ErrTopicExists      = errors.New("broker: topic exists")
-	ErrNoLeader         = errors.New("broker: no leader")
-	ErrInvalidBatch     = errors.New("broker: invalid batch")
-	ErrBatchTooLarge    = errors.New("broker: batch too large")
-	ErrDiskFull         = errors.New("broker: disk full")
-	ErrInvalidArgument  = errors.New("broker: invalid argument")
-	ErrDenied           = errors.New("broker: denied")
-	ErrUnavailable      = errors.New("broker: unavailable")
-	ErrShuttingDown     = errors.New("broker: shutting down")
+	ErrUnknownTopic     = broker.ErrUnknownTopic
+	ErrUnknownPartition = broker.ErrUnknownPartition
+	ErrTopicExists      = broker.ErrTopicExists
+	ErrNoLeader         = broker.ErrNoLeader
+	ErrInvalidBatch     = broker.ErrInvalidBatch
+	ErrBatchTooLarge    = broker.ErrBatchTooLarge
+	ErrDiskFull         = broker.ErrDiskFull
+	ErrInvalidArgument  = broker.ErrInvalidArgument
+	ErrDenied           = broker.ErrDenied
+	ErrUnavailable      = broker.ErrUnavailable
+	ErrShuttingDown     = broker.ErrShuttingDown
 )
-
-type NotLeaderError struct {
-	What      string
-	Leader    Node
-	Untouched bool
-}
-
-func (e *NotLeaderError) Error() string { return "broker: not the leader" }
-
-type NotCoordinatorError struct{ Leader Node }
-
-func (e *NotCoordinatorError) Error() string { return "broker: not the coordinator" }

@@ -30,9 +30,12 @@ func startServer(t *testing.T, core Core, cfg Config) *Server {
 	return s
 }
 
-func newClient(t *testing.T, s *Server, opts ...kgo.Opt) *kgo.Client {
+// newClient is a franz-go client of addr that does not compress (logd
+// refuses compressed batches).
+func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	opts = append([]kgo.Opt{kgo.SeedBrokers(s.Addr().String()), kgo.MetadataMinAge(50 * time.Millisecond)}, opts...)
+	opts = append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.MetadataMinAge(50 * time.Millisecond),
+		kgo.ProducerBatchCompression(kgo.NoCompression())}, opts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +52,7 @@ func testCtx(t *testing.T) context.Context {
 
 func TestAPIVersionsAdvertisesTheTable(t *testing.T) {
 	s := startServer(t, newFakeCore(), Config{})
-	cl := newClient(t, s)
+	cl := newClient(t, s.Addr().String())
 	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(testCtx(t), cl)
 	if err != nil {
 		t.Fatal(err)
@@ -66,16 +69,15 @@ func TestAPIVersionsAdvertisesTheTable(t *testing.T) {
 }
 
 func TestProduceConsumeWithKgo(t *testing.T) {
-	core := newFakeCore()
-	s := startServer(t, core, Config{})
+	n := startNode(t)
 	ctx := testCtx(t)
-	adm := kadm.NewClient(newClient(t, s))
+	adm := kadm.NewClient(newClient(t, n.addr))
 	if _, err := adm.CreateTopic(ctx, 3, -1, nil, "events"); err != nil {
 		t.Fatal(err)
 	}
-	prod := newClient(t, s, kgo.DefaultProduceTopic("events"), kgo.RequiredAcks(kgo.AllISRAcks()))
-	const n = 100
-	for i := 0; i < n; i++ {
+	prod := newClient(t, n.addr, kgo.DefaultProduceTopic("events"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	const count = 100
+	for i := 0; i < count; i++ {
 		r := &kgo.Record{Key: []byte(fmt.Sprint("k", i%7)), Value: []byte(fmt.Sprint("v", i))}
 		prod.Produce(ctx, r, func(_ *kgo.Record, err error) {
 			if err != nil {
@@ -86,12 +88,12 @@ func TestProduceConsumeWithKgo(t *testing.T) {
 	if err := prod.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cons := newClient(t, s, kgo.ConsumeTopics("events"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cons := newClient(t, n.addr, kgo.ConsumeTopics("events"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	seen := map[string]bool{}
-	for len(seen) < n {
+	for len(seen) < count {
 		fs := cons.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			t.Fatalf("consumed %d of %d: %v", len(seen), n, err)
+			t.Fatalf("consumed %d of %d: %v", len(seen), count, err)
 		}
 		fs.EachError(func(tp string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", tp, p, err) })
 		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
@@ -102,26 +104,25 @@ func TestProduceConsumeWithKgo(t *testing.T) {
 	}
 	total := int64(0)
 	offs.Each(func(o kadm.ListedOffset) { total += o.Offset })
-	if total != n {
-		t.Fatalf("end offsets sum to %d, want %d", total, n)
+	if total != count {
+		t.Fatalf("end offsets sum to %d, want %d", total, count)
 	}
 }
 
 func TestGroupConsumeWithKgo(t *testing.T) {
-	core := newFakeCore()
-	s := startServer(t, core, Config{})
+	n := startNode(t)
 	ctx := testCtx(t)
-	adm := kadm.NewClient(newClient(t, s))
+	adm := kadm.NewClient(newClient(t, n.addr))
 	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "orders"); err != nil {
 		t.Fatal(err)
 	}
-	prod := newClient(t, s, kgo.DefaultProduceTopic("orders"))
+	prod := newClient(t, n.addr, kgo.DefaultProduceTopic("orders"))
 	for i := 0; i < 20; i++ {
 		if err := prod.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cons := newClient(t, s, kgo.ConsumerGroup("g1"), kgo.ConsumeTopics("orders"),
+	cons := newClient(t, n.addr, kgo.ConsumerGroup("g1"), kgo.ConsumeTopics("orders"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
 	got := 0
 	for got < 20 {
