@@ -153,10 +153,12 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	err := s.ln.Close()
-	s.cancel()
+	// Connections close before the requests' context ends, so that nothing
+	// answered by the cancellation reaches a client.
 	for _, c := range conns {
 		c.nc.Close()
 	}
+	s.cancel()
 	s.wg.Wait()
 	return err
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/logging"
 	"github.com/logd/logd/internal/server"
 	"github.com/logd/logd/log"
@@ -28,6 +29,7 @@ type serveFlags struct {
 	}
 	configFile  string
 	printConfig bool
+	kafka       kafkaFlags
 }
 
 // newServeCmd is `logd serve`.
@@ -36,7 +38,8 @@ func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a logd node",
-		Long: `Run a logd node: the gRPC API on --addr, and /metrics, /healthz, /readyz and
+		Long: `Run a logd node: the gRPC API on --addr, the Kafka protocol on --kafka-addr
+(docs/kafka.md), and /metrics, /healthz, /readyz and
 /debug/pprof/ on --http-addr. Data lives in --data-dir. SIGINT or SIGTERM stop
 it gracefully: in-flight appends finish and are fsynced.
 
@@ -59,16 +62,22 @@ partition is a Raft group on its topic's --replicas nodes.
 			if err != nil {
 				return err
 			}
+			if err := fl.kafka.check(cmd.Flags()); err != nil {
+				return err
+			}
+			cfg.BeforeReady = func(b *broker.Broker) (broker.Node, error) { return fl.kafka.start(b, cfg.Logger) }
 			// Whatever falls back to slog's (or the log package's) default
 			// logger writes in the node's format and level too.
 			slog.SetDefault(cfg.Logger)
 			s, err := server.Start(cfg)
 			if err != nil {
+				fl.kafka.close()
 				return err
 			}
 			// main cancels the command's context on SIGINT or SIGTERM.
 			<-cmd.Context().Done()
 			cfg.Logger.Info("shutting down")
+			fl.kafka.close()
 			return s.Close()
 		},
 	}
@@ -97,6 +106,7 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&fl.cluster.bootstrap, "bootstrap", false, "cluster mode: start a new cluster")
 	f.StringVar(&fl.cluster.join, "join", "", "cluster mode: API address of a member to join")
 	f.StringVar(&fl.cluster.advertise, "raft-advertise", "", "cluster mode: Raft address other nodes dial (default: --raft-addr)")
+	fl.kafka.register(f)
 }
 
 // serverConfig checks the flags and turns them into the server's Config.

@@ -40,6 +40,11 @@ type Config struct {
 	// Cluster, when set, runs the node as a member of a cluster.
 	Cluster *ClusterConfig
 	Logger  *slog.Logger
+	// BeforeReady, when set, runs once the broker is open and the API
+	// listens, before the node advertises its addresses: it starts other
+	// front-ends over the broker (the Kafka listener) and returns the
+	// addresses they advertise (KafkaAddr, HTTPAddr). An error stops Start.
+	BeforeReady func(*broker.Broker) (broker.Node, error)
 }
 
 // ClusterConfig turns a node into a member of a cluster (package cluster).

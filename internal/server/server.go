@@ -96,6 +96,19 @@ func Start(cfg Config) (*Server, error) {
 	}
 	self := cfg.Advertise
 	self.APIAddr = s.Addr()
+	if cfg.BeforeReady != nil {
+		fe, err := cfg.BeforeReady(b)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		if fe.KafkaAddr != "" {
+			self.KafkaAddr = fe.KafkaAddr
+		}
+		if fe.HTTPAddr != "" {
+			self.HTTPAddr = fe.HTTPAddr
+		}
+	}
 	b.Ready(self)
 	s.ready.Store(true)
 	s.logger.Info("logd serving", "addr", s.Addr(), "http", s.HTTPAddr(), "data_dir", cfg.DataDir, "fsync", cfg.Fsync.String())
