@@ -1,0 +1,159 @@
+package kafka
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logd/logd/broker"
+	"github.com/logd/logd/internal/server"
+	"github.com/logd/logd/internal/server/servertest"
+)
+
+// startCluster starts three in-process nodes, each with a Kafka listener
+// on 127.0.0.1, and returns the listeners' addresses by node id.
+func startCluster(t *testing.T) map[string]string {
+	var mu sync.Mutex
+	var listeners []*Server
+	addrs := map[string]string{}
+	closeAll := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, s := range listeners {
+			s.Close()
+		}
+	}
+	t.Cleanup(closeAll) // after the nodes stop, should starting them fail
+	servertest.NewCluster(t, 3, func(cfg *server.Config) {
+		cfg.Logger = quietLogger()
+		cfg.BeforeReady = func(b *broker.Broker) (broker.Node, error) {
+			s, err := Listen("127.0.0.1:0", Config{Core: b, Logger: quietLogger()})
+			if err != nil {
+				return broker.Node{}, err
+			}
+			mu.Lock()
+			listeners = append(listeners, s)
+			addrs[b.LocalNode().ID] = s.AdvertisedAddr()
+			mu.Unlock()
+			return broker.Node{KafkaAddr: s.AdvertisedAddr()}, nil
+		}
+	})
+	t.Cleanup(closeAll) // before the nodes stop
+	mu.Lock()
+	defer mu.Unlock()
+	out := map[string]string{}
+	for id, a := range addrs {
+		out[id] = a
+	}
+	return out
+}
+
+// In a cluster Metadata lists every node, a node that does not lead a
+// partition answers NOT_LEADER_OR_FOLLOWER, and franz-go follows the
+// leaders to produce and consume, also in a group.
+func TestClusterMetadataLeadersAndGroups(t *testing.T) {
+	addrs := startCluster(t)
+	var seeds []string
+	for _, a := range addrs {
+		seeds = append(seeds, a)
+	}
+	ctx := testCtx(t)
+	cl := newClient(t, seeds[0], kgo.SeedBrokers(seeds...))
+	adm := kadm.NewClient(cl)
+	var md kadm.Metadata
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var err error
+		md, err = adm.Metadata(ctx)
+		if err == nil && len(md.Brokers) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metadata lists %d brokers (%v), want 3", len(md.Brokers), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := adm.CreateTopic(ctx, 3, 3, nil, "ct"); err != nil {
+		t.Fatal(err)
+	}
+	const count = 30
+	prod := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("ct"))
+	for i := 0; i < count; i++ {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Key: []byte(fmt.Sprint(i)), Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkFollowerRefuses(t, addrs, adm)
+
+	cons := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.ConsumerGroup("cg"), kgo.ConsumeTopics("ct"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := map[string]bool{}
+	for len(seen) < count {
+		fs := cons.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d: %v", len(seen), count, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+	}
+	if err := cons.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	offs, err := adm.FetchOffsets(ctx, "cg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := int64(0)
+	offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
+	if sum != count {
+		t.Fatalf("committed offsets sum to %d, want %d", sum, count)
+	}
+}
+
+// checkFollowerRefuses sends a produce for partition 0 straight to a node
+// that does not lead it: NOT_LEADER_OR_FOLLOWER, so clients refresh.
+func checkFollowerRefuses(t *testing.T, addrs map[string]string, adm *kadm.Client) {
+	t.Helper()
+	ctx := testCtx(t)
+	md, err := adm.Metadata(ctx, "ct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := md.Topics["ct"].Partitions[0].Leader
+	var follower string
+	for _, b := range md.Brokers {
+		if b.NodeID != leader {
+			follower = fmt.Sprintf("%s:%d", b.Host, b.Port)
+			break
+		}
+	}
+	direct := newClient(t, follower)
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "ct"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = testBatch(t, "to a follower")
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	var brokerID int32 = -1
+	for _, b := range md.Brokers {
+		if fmt.Sprintf("%s:%d", b.Host, b.Port) == follower {
+			brokerID = b.NodeID
+		}
+	}
+	resp, err := req.RequestWith(ctx, direct.Broker(int(brokerID)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := resp.Topics[0].Partitions[0].ErrorCode
+	if !errors.Is(kerr.ErrorForCode(code), kerr.NotLeaderForPartition) {
+		t.Fatalf("produce to follower %s: code %d, want NOT_LEADER_OR_FOLLOWER", follower, code)
+	}
+}
