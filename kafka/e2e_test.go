@@ -216,3 +216,48 @@ func TestGroupBalancers(t *testing.T) {
 		})
 	}
 }
+
+// OffsetForLeaderEpoch answers the high watermark for the current epoch
+// and UNDEFINED for a newer one; ListGroups lists a group that joined.
+func TestLeaderEpochAndListGroups(t *testing.T) {
+	n := startNode(t)
+	n.createTopic(t, "le", 1)
+	ctx := testCtx(t)
+	cl := newClient(t, n.addr, kgo.DefaultProduceTopic("le"))
+	for i := 0; i < 3; i++ {
+		if err := cl.ProduceSync(ctx, kgo.StringRecord("x")).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adm := kadm.NewClient(cl)
+	ask := func(epoch int32) kadm.OffsetForLeaderEpoch {
+		req := kadm.OffsetForLeaderEpochRequest{}
+		req.Add("le", 0, epoch)
+		res, err := adm.OffsetForLeaderEpoch(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res["le"][0]
+	}
+	if r := ask(0); r.Err != nil || r.EndOffset != 3 || r.LeaderEpoch != 0 {
+		t.Fatalf("epoch 0: end %d, epoch %d, err %v; want 3, 0", r.EndOffset, r.LeaderEpoch, r.Err)
+	}
+	if r := ask(5); r.Err != nil || r.EndOffset != -1 || r.LeaderEpoch != -1 {
+		t.Fatalf("epoch 5: end %d, epoch %d, err %v; want -1, -1", r.EndOffset, r.LeaderEpoch, r.Err)
+	}
+	cons := newClient(t, n.addr, kgo.ConsumerGroup("listed"), kgo.ConsumeTopics("le"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	for got := 0; got < 3; {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatal(ctx.Err())
+		}
+		got += len(fs.Records())
+	}
+	listed, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, ok := listed["listed"]; !ok || g.ProtocolType != "consumer" || g.State != "Stable" {
+		t.Fatalf("ListGroups: %+v", listed)
+	}
+}
