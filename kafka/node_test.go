@@ -15,7 +15,9 @@ type testNode struct {
 	srv  *Server
 }
 
-func startNode(t *testing.T) *testNode {
+func startNode(t *testing.T) *testNode { return startNodeTB(t) }
+
+func startNodeTB(t testing.TB) *testNode {
 	t.Helper()
 	b, err := broker.Open(broker.Config{DataDir: t.TempDir(), Logger: quietLogger()})
 	if err != nil {
@@ -38,6 +40,11 @@ func startNode(t *testing.T) *testNode {
 }
 
 func (n *testNode) createTopic(t *testing.T, name string, partitions int32) {
+	t.Helper()
+	n.createTopicTB(t, name, partitions)
+}
+
+func (n *testNode) createTopicTB(t testing.TB, name string, partitions int32) {
 	t.Helper()
 	if _, err := n.core.CreateTopic(context.Background(), "", topicConfig(name, partitions)); err != nil {
 		t.Fatal(err)
