@@ -88,13 +88,16 @@ func FuzzRequest(f *testing.F) {
 	for _, seed := range seedRequests(f) {
 		f.Add(seed)
 	}
-	core := newFakeCore()
-	if _, err := core.CreateTopic(context.Background(), "", topicConfig("t", 2)); err != nil {
-		f.Fatal(err)
-	}
-	s := &Server{core: core, log: quietLogger(), host: "127.0.0.1", port: 9092}
-	c := &conn{s: s, remoteHost: "127.0.0.1", log: s.log}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		// A fresh core each time: topics an input created (with up to
+		// MaxPartitions partitions) would slow every later input down.
+		core := newFakeCore()
+		defer core.coord.Close()
+		if _, err := core.CreateTopic(context.Background(), "", topicConfig("t", 2)); err != nil {
+			t.Fatal(err)
+		}
+		s := &Server{core: core, log: quietLogger(), host: "127.0.0.1", port: 9092}
+		c := &conn{s: s, remoteHost: "127.0.0.1", log: s.log}
 		h, req, err := parseRequest(body)
 		if err != nil {
 			if req != nil && h.key != apiVersionsKey {
