@@ -1794,9 +1794,17 @@ func (x *CommittedOffset) GetTrimmed() bool {
 }
 
 type CommitOffsetsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
-	Offsets       []*CommittedOffset     `protobuf:"bytes,2,rep,name=offsets,proto3" json:"offsets,omitempty"` // topic, partition, offset, metadata
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Group   string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Offsets []*CommittedOffset     `protobuf:"bytes,2,rep,name=offsets,proto3" json:"offsets,omitempty"` // topic, partition, offset, metadata
+	// A group member's commit names the member and its generation: a commit
+	// from a member the group removed, or from an older generation, is
+	// refused with FAILED_PRECONDITION (ErrorInfo reason UNKNOWN_MEMBER or
+	// ILLEGAL_GENERATION). Without them (a consumer that names its
+	// partitions, a reset) the commit is accepted only while the group has
+	// no members.
+	MemberId      string `protobuf:"bytes,3,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	Generation    *int32 `protobuf:"varint,4,opt,name=generation,proto3,oneof" json:"generation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1843,6 +1851,20 @@ func (x *CommitOffsetsRequest) GetOffsets() []*CommittedOffset {
 		return x.Offsets
 	}
 	return nil
+}
+
+func (x *CommitOffsetsRequest) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *CommitOffsetsRequest) GetGeneration() int32 {
+	if x != nil && x.Generation != nil {
+		return *x.Generation
+	}
+	return 0
 }
 
 type CommitOffsetsResponse struct {
@@ -2193,6 +2215,671 @@ func (x *ResetOffsetsResponse) GetOffsets() []*CommittedOffset {
 	return nil
 }
 
+type TopicPartitions struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partitions    []int32                `protobuf:"varint,2,rep,packed,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopicPartitions) Reset() {
+	*x = TopicPartitions{}
+	mi := &file_logd_v1_logd_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopicPartitions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopicPartitions) ProtoMessage() {}
+
+func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopicPartitions.ProtoReflect.Descriptor instead.
+func (*TopicPartitions) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *TopicPartitions) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *TopicPartitions) GetPartitions() []int32 {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+type JoinGroupRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Group string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	// Empty on the first join: the coordinator assigns one and returns it.
+	MemberId string   `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	ClientId string   `protobuf:"bytes,3,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"` // shown by DescribeGroup; prefixes the member id
+	Topics   []string `protobuf:"bytes,4,rep,name=topics,proto3" json:"topics,omitempty"`                     // the topics the member reads
+	// Assignors the member accepts, preferred first: "cooperative-sticky"
+	// (default), "range", "roundrobin".
+	Assignors          []string `protobuf:"bytes,5,rep,name=assignors,proto3" json:"assignors,omitempty"`
+	SessionTimeoutMs   int32    `protobuf:"varint,6,opt,name=session_timeout_ms,json=sessionTimeoutMs,proto3" json:"session_timeout_ms,omitempty"`       // 0: the server's default (10 s)
+	RebalanceTimeoutMs int32    `protobuf:"varint,7,opt,name=rebalance_timeout_ms,json=rebalanceTimeoutMs,proto3" json:"rebalance_timeout_ms,omitempty"` // 0: the session timeout
+	// The partitions the member still reads, from generation
+	// owned_generation: cooperative-sticky keeps them with it.
+	Owned           []*TopicPartitions `protobuf:"bytes,8,rep,name=owned,proto3" json:"owned,omitempty"`
+	OwnedGeneration int32              `protobuf:"varint,9,opt,name=owned_generation,json=ownedGeneration,proto3" json:"owned_generation,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *JoinGroupRequest) Reset() {
+	*x = JoinGroupRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinGroupRequest) ProtoMessage() {}
+
+func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinGroupRequest.ProtoReflect.Descriptor instead.
+func (*JoinGroupRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *JoinGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *JoinGroupRequest) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *JoinGroupRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *JoinGroupRequest) GetTopics() []string {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+func (x *JoinGroupRequest) GetAssignors() []string {
+	if x != nil {
+		return x.Assignors
+	}
+	return nil
+}
+
+func (x *JoinGroupRequest) GetSessionTimeoutMs() int32 {
+	if x != nil {
+		return x.SessionTimeoutMs
+	}
+	return 0
+}
+
+func (x *JoinGroupRequest) GetRebalanceTimeoutMs() int32 {
+	if x != nil {
+		return x.RebalanceTimeoutMs
+	}
+	return 0
+}
+
+func (x *JoinGroupRequest) GetOwned() []*TopicPartitions {
+	if x != nil {
+		return x.Owned
+	}
+	return nil
+}
+
+func (x *JoinGroupRequest) GetOwnedGeneration() int32 {
+	if x != nil {
+		return x.OwnedGeneration
+	}
+	return 0
+}
+
+type JoinGroupResponse struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	MemberId   string                 `protobuf:"bytes,1,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	Generation int32                  `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	Assignor   string                 `protobuf:"bytes,3,opt,name=assignor,proto3" json:"assignor,omitempty"`
+	Leader     string                 `protobuf:"bytes,4,opt,name=leader,proto3" json:"leader,omitempty"` // the member id of the group's leader
+	// The member's partitions in this generation. Under cooperative-sticky,
+	// a partition it owned that is missing here is being moved: stop reading
+	// it, commit, and join again.
+	Assignment       []*TopicPartitions `protobuf:"bytes,5,rep,name=assignment,proto3" json:"assignment,omitempty"`
+	SessionTimeoutMs int32              `protobuf:"varint,6,opt,name=session_timeout_ms,json=sessionTimeoutMs,proto3" json:"session_timeout_ms,omitempty"` // the session timeout in effect
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *JoinGroupResponse) Reset() {
+	*x = JoinGroupResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinGroupResponse) ProtoMessage() {}
+
+func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinGroupResponse.ProtoReflect.Descriptor instead.
+func (*JoinGroupResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *JoinGroupResponse) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *JoinGroupResponse) GetGeneration() int32 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *JoinGroupResponse) GetAssignor() string {
+	if x != nil {
+		return x.Assignor
+	}
+	return ""
+}
+
+func (x *JoinGroupResponse) GetLeader() string {
+	if x != nil {
+		return x.Leader
+	}
+	return ""
+}
+
+func (x *JoinGroupResponse) GetAssignment() []*TopicPartitions {
+	if x != nil {
+		return x.Assignment
+	}
+	return nil
+}
+
+func (x *JoinGroupResponse) GetSessionTimeoutMs() int32 {
+	if x != nil {
+		return x.SessionTimeoutMs
+	}
+	return 0
+}
+
+type HeartbeatRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	MemberId      string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	Generation    int32                  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeartbeatRequest) Reset() {
+	*x = HeartbeatRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeartbeatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeartbeatRequest) ProtoMessage() {}
+
+func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
+func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *HeartbeatRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *HeartbeatRequest) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *HeartbeatRequest) GetGeneration() int32 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+type HeartbeatResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeartbeatResponse) Reset() {
+	*x = HeartbeatResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeartbeatResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeartbeatResponse) ProtoMessage() {}
+
+func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
+func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{37}
+}
+
+type LeaveGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	MemberId      string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaveGroupRequest) Reset() {
+	*x = LeaveGroupRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaveGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaveGroupRequest) ProtoMessage() {}
+
+func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaveGroupRequest.ProtoReflect.Descriptor instead.
+func (*LeaveGroupRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *LeaveGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *LeaveGroupRequest) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+type LeaveGroupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaveGroupResponse) Reset() {
+	*x = LeaveGroupResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaveGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaveGroupResponse) ProtoMessage() {}
+
+func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaveGroupResponse.ProtoReflect.Descriptor instead.
+func (*LeaveGroupResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{39}
+}
+
+type DescribeGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeGroupRequest) Reset() {
+	*x = DescribeGroupRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeGroupRequest) ProtoMessage() {}
+
+func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
+func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *DescribeGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+type GroupMember struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	MemberId         string                 `protobuf:"bytes,1,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	ClientId         string                 `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	ClientHost       string                 `protobuf:"bytes,3,opt,name=client_host,json=clientHost,proto3" json:"client_host,omitempty"`
+	SessionTimeoutMs int32                  `protobuf:"varint,4,opt,name=session_timeout_ms,json=sessionTimeoutMs,proto3" json:"session_timeout_ms,omitempty"`
+	Assignment       []*TopicPartitions     `protobuf:"bytes,5,rep,name=assignment,proto3" json:"assignment,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *GroupMember) Reset() {
+	*x = GroupMember{}
+	mi := &file_logd_v1_logd_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupMember) ProtoMessage() {}
+
+func (x *GroupMember) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupMember.ProtoReflect.Descriptor instead.
+func (*GroupMember) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *GroupMember) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *GroupMember) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *GroupMember) GetClientHost() string {
+	if x != nil {
+		return x.ClientHost
+	}
+	return ""
+}
+
+func (x *GroupMember) GetSessionTimeoutMs() int32 {
+	if x != nil {
+		return x.SessionTimeoutMs
+	}
+	return 0
+}
+
+func (x *GroupMember) GetAssignment() []*TopicPartitions {
+	if x != nil {
+		return x.Assignment
+	}
+	return nil
+}
+
+type DescribeGroupResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Group string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	// Empty, PreparingRebalance, CompletingRebalance, Stable (Kafka's names).
+	State         string         `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	ProtocolType  string         `protobuf:"bytes,3,opt,name=protocol_type,json=protocolType,proto3" json:"protocol_type,omitempty"`
+	Assignor      string         `protobuf:"bytes,4,opt,name=assignor,proto3" json:"assignor,omitempty"`
+	Generation    int32          `protobuf:"varint,5,opt,name=generation,proto3" json:"generation,omitempty"`
+	Leader        string         `protobuf:"bytes,6,opt,name=leader,proto3" json:"leader,omitempty"`
+	Rebalances    uint64         `protobuf:"varint,7,opt,name=rebalances,proto3" json:"rebalances,omitempty"`
+	Members       []*GroupMember `protobuf:"bytes,8,rep,name=members,proto3" json:"members,omitempty"`         // in join order
+	Coordinator   string         `protobuf:"bytes,9,opt,name=coordinator,proto3" json:"coordinator,omitempty"` // the API address of the node that answered
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeGroupResponse) Reset() {
+	*x = DescribeGroupResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeGroupResponse) ProtoMessage() {}
+
+func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
+func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *DescribeGroupResponse) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *DescribeGroupResponse) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *DescribeGroupResponse) GetProtocolType() string {
+	if x != nil {
+		return x.ProtocolType
+	}
+	return ""
+}
+
+func (x *DescribeGroupResponse) GetAssignor() string {
+	if x != nil {
+		return x.Assignor
+	}
+	return ""
+}
+
+func (x *DescribeGroupResponse) GetGeneration() int32 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *DescribeGroupResponse) GetLeader() string {
+	if x != nil {
+		return x.Leader
+	}
+	return ""
+}
+
+func (x *DescribeGroupResponse) GetRebalances() uint64 {
+	if x != nil {
+		return x.Rebalances
+	}
+	return 0
+}
+
+func (x *DescribeGroupResponse) GetMembers() []*GroupMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *DescribeGroupResponse) GetCoordinator() string {
+	if x != nil {
+		return x.Coordinator
+	}
+	return ""
+}
+
 type ClusterStatusRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Only this node's own replicas, without asking other nodes (nodes set
@@ -2204,7 +2891,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[33]
+	mi := &file_logd_v1_logd_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2216,7 +2903,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[33]
+	mi := &file_logd_v1_logd_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2229,7 +2916,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{33}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ClusterStatusRequest) GetLocal() bool {
@@ -2252,7 +2939,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	mi := &file_logd_v1_logd_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2264,7 +2951,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	mi := &file_logd_v1_logd_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2277,7 +2964,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{34}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *JoinRequest) GetNodeId() string {
@@ -2323,7 +3010,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	mi := &file_logd_v1_logd_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2335,7 +3022,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	mi := &file_logd_v1_logd_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2348,7 +3035,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{35}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{45}
 }
 
 type RemoveNodeRequest struct {
@@ -2360,7 +3047,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	mi := &file_logd_v1_logd_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2372,7 +3059,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	mi := &file_logd_v1_logd_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2385,7 +3072,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{36}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RemoveNodeRequest) GetNodeId() string {
@@ -2405,7 +3092,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[37]
+	mi := &file_logd_v1_logd_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2417,7 +3104,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[37]
+	mi := &file_logd_v1_logd_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2430,7 +3117,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{37}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RemoveNodeResponse) GetMoved() []string {
@@ -2455,7 +3142,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_logd_v1_logd_proto_msgTypes[38]
+	mi := &file_logd_v1_logd_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2467,7 +3154,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[38]
+	mi := &file_logd_v1_logd_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2480,7 +3167,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{38}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *NodeStatus) GetId() string {
@@ -2550,7 +3237,7 @@ type PartitionStatus struct {
 
 func (x *PartitionStatus) Reset() {
 	*x = PartitionStatus{}
-	mi := &file_logd_v1_logd_proto_msgTypes[39]
+	mi := &file_logd_v1_logd_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2562,7 +3249,7 @@ func (x *PartitionStatus) String() string {
 func (*PartitionStatus) ProtoMessage() {}
 
 func (x *PartitionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[39]
+	mi := &file_logd_v1_logd_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2575,7 +3262,7 @@ func (x *PartitionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionStatus.ProtoReflect.Descriptor instead.
 func (*PartitionStatus) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{39}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *PartitionStatus) GetTopic() string {
@@ -2652,7 +3339,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[40]
+	mi := &file_logd_v1_logd_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2664,7 +3351,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[40]
+	mi := &file_logd_v1_logd_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2677,7 +3364,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{40}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ClusterStatusResponse) GetNodes() []*NodeStatus {
@@ -2849,10 +3536,15 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x10log_start_offset\x18\x06 \x01(\x03R\x0elogStartOffset\x12%\n" +
 	"\x0ehigh_watermark\x18\a \x01(\x03R\rhighWatermark\x12\x10\n" +
 	"\x03lag\x18\b \x01(\x03R\x03lag\x12\x18\n" +
-	"\atrimmed\x18\t \x01(\bR\atrimmed\"`\n" +
+	"\atrimmed\x18\t \x01(\bR\atrimmed\"\xb1\x01\n" +
 	"\x14CommitOffsetsRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x122\n" +
-	"\aoffsets\x18\x02 \x03(\v2\x18.logd.v1.CommittedOffsetR\aoffsets\"\x17\n" +
+	"\aoffsets\x18\x02 \x03(\v2\x18.logd.v1.CommittedOffsetR\aoffsets\x12\x1b\n" +
+	"\tmember_id\x18\x03 \x01(\tR\bmemberId\x12#\n" +
+	"\n" +
+	"generation\x18\x04 \x01(\x05H\x00R\n" +
+	"generation\x88\x01\x01B\r\n" +
+	"\v_generation\"\x17\n" +
 	"\x15CommitOffsetsResponse\"A\n" +
 	"\x13FetchOffsetsRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
@@ -2874,7 +3566,69 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"_partitionB\t\n" +
 	"\a_offset\"J\n" +
 	"\x14ResetOffsetsResponse\x122\n" +
-	"\aoffsets\x18\x01 \x03(\v2\x18.logd.v1.CommittedOffsetR\aoffsets\",\n" +
+	"\aoffsets\x18\x01 \x03(\v2\x18.logd.v1.CommittedOffsetR\aoffsets\"G\n" +
+	"\x0fTopicPartitions\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1e\n" +
+	"\n" +
+	"partitions\x18\x02 \x03(\x05R\n" +
+	"partitions\"\xd3\x02\n" +
+	"\x10JoinGroupRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
+	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x1b\n" +
+	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12\x16\n" +
+	"\x06topics\x18\x04 \x03(\tR\x06topics\x12\x1c\n" +
+	"\tassignors\x18\x05 \x03(\tR\tassignors\x12,\n" +
+	"\x12session_timeout_ms\x18\x06 \x01(\x05R\x10sessionTimeoutMs\x120\n" +
+	"\x14rebalance_timeout_ms\x18\a \x01(\x05R\x12rebalanceTimeoutMs\x12.\n" +
+	"\x05owned\x18\b \x03(\v2\x18.logd.v1.TopicPartitionsR\x05owned\x12)\n" +
+	"\x10owned_generation\x18\t \x01(\x05R\x0fownedGeneration\"\xec\x01\n" +
+	"\x11JoinGroupResponse\x12\x1b\n" +
+	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x02 \x01(\x05R\n" +
+	"generation\x12\x1a\n" +
+	"\bassignor\x18\x03 \x01(\tR\bassignor\x12\x16\n" +
+	"\x06leader\x18\x04 \x01(\tR\x06leader\x128\n" +
+	"\n" +
+	"assignment\x18\x05 \x03(\v2\x18.logd.v1.TopicPartitionsR\n" +
+	"assignment\x12,\n" +
+	"\x12session_timeout_ms\x18\x06 \x01(\x05R\x10sessionTimeoutMs\"e\n" +
+	"\x10HeartbeatRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
+	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x05R\n" +
+	"generation\"\x13\n" +
+	"\x11HeartbeatResponse\"F\n" +
+	"\x11LeaveGroupRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
+	"\tmember_id\x18\x02 \x01(\tR\bmemberId\"\x14\n" +
+	"\x12LeaveGroupResponse\",\n" +
+	"\x14DescribeGroupRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\"\xd0\x01\n" +
+	"\vGroupMember\x12\x1b\n" +
+	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x1f\n" +
+	"\vclient_host\x18\x03 \x01(\tR\n" +
+	"clientHost\x12,\n" +
+	"\x12session_timeout_ms\x18\x04 \x01(\x05R\x10sessionTimeoutMs\x128\n" +
+	"\n" +
+	"assignment\x18\x05 \x03(\v2\x18.logd.v1.TopicPartitionsR\n" +
+	"assignment\"\xae\x02\n" +
+	"\x15DescribeGroupResponse\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12#\n" +
+	"\rprotocol_type\x18\x03 \x01(\tR\fprotocolType\x12\x1a\n" +
+	"\bassignor\x18\x04 \x01(\tR\bassignor\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x05 \x01(\x05R\n" +
+	"generation\x12\x16\n" +
+	"\x06leader\x18\x06 \x01(\tR\x06leader\x12\x1e\n" +
+	"\n" +
+	"rebalances\x18\a \x01(\x04R\n" +
+	"rebalances\x12.\n" +
+	"\amembers\x18\b \x03(\v2\x14.logd.v1.GroupMemberR\amembers\x12 \n" +
+	"\vcoordinator\x18\t \x01(\tR\vcoordinator\",\n" +
 	"\x14ClusterStatusRequest\x12\x14\n" +
 	"\x05local\x18\x01 \x01(\bR\x05local\"\x9a\x01\n" +
 	"\vJoinRequest\x12\x17\n" +
@@ -2945,7 +3699,13 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\fFetchOffsets\x12\x1c.logd.v1.FetchOffsetsRequest\x1a\x1d.logd.v1.FetchOffsetsResponse\x12E\n" +
 	"\n" +
 	"ListGroups\x12\x1a.logd.v1.ListGroupsRequest\x1a\x1b.logd.v1.ListGroupsResponse\x12K\n" +
-	"\fResetOffsets\x12\x1c.logd.v1.ResetOffsetsRequest\x1a\x1d.logd.v1.ResetOffsetsResponse2\xce\x01\n" +
+	"\fResetOffsets\x12\x1c.logd.v1.ResetOffsetsRequest\x1a\x1d.logd.v1.ResetOffsetsResponse2\xa7\x02\n" +
+	"\x06Groups\x12B\n" +
+	"\tJoinGroup\x12\x19.logd.v1.JoinGroupRequest\x1a\x1a.logd.v1.JoinGroupResponse\x12B\n" +
+	"\tHeartbeat\x12\x19.logd.v1.HeartbeatRequest\x1a\x1a.logd.v1.HeartbeatResponse\x12E\n" +
+	"\n" +
+	"LeaveGroup\x12\x1a.logd.v1.LeaveGroupRequest\x1a\x1b.logd.v1.LeaveGroupResponse\x12N\n" +
+	"\rDescribeGroup\x12\x1d.logd.v1.DescribeGroupRequest\x1a\x1e.logd.v1.DescribeGroupResponse2\xce\x01\n" +
 	"\aCluster\x12G\n" +
 	"\x06Status\x12\x1d.logd.v1.ClusterStatusRequest\x1a\x1e.logd.v1.ClusterStatusResponse\x123\n" +
 	"\x04Join\x12\x14.logd.v1.JoinRequest\x1a\x15.logd.v1.JoinResponse\x12E\n" +
@@ -2965,7 +3725,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Acks)(0),                     // 0: logd.v1.Acks
 	(OffsetSpec)(0),               // 1: logd.v1.OffsetSpec
@@ -3002,14 +3762,24 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*ListGroupsResponse)(nil),    // 32: logd.v1.ListGroupsResponse
 	(*ResetOffsetsRequest)(nil),   // 33: logd.v1.ResetOffsetsRequest
 	(*ResetOffsetsResponse)(nil),  // 34: logd.v1.ResetOffsetsResponse
-	(*ClusterStatusRequest)(nil),  // 35: logd.v1.ClusterStatusRequest
-	(*JoinRequest)(nil),           // 36: logd.v1.JoinRequest
-	(*JoinResponse)(nil),          // 37: logd.v1.JoinResponse
-	(*RemoveNodeRequest)(nil),     // 38: logd.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),    // 39: logd.v1.RemoveNodeResponse
-	(*NodeStatus)(nil),            // 40: logd.v1.NodeStatus
-	(*PartitionStatus)(nil),       // 41: logd.v1.PartitionStatus
-	(*ClusterStatusResponse)(nil), // 42: logd.v1.ClusterStatusResponse
+	(*TopicPartitions)(nil),       // 35: logd.v1.TopicPartitions
+	(*JoinGroupRequest)(nil),      // 36: logd.v1.JoinGroupRequest
+	(*JoinGroupResponse)(nil),     // 37: logd.v1.JoinGroupResponse
+	(*HeartbeatRequest)(nil),      // 38: logd.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),     // 39: logd.v1.HeartbeatResponse
+	(*LeaveGroupRequest)(nil),     // 40: logd.v1.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),    // 41: logd.v1.LeaveGroupResponse
+	(*DescribeGroupRequest)(nil),  // 42: logd.v1.DescribeGroupRequest
+	(*GroupMember)(nil),           // 43: logd.v1.GroupMember
+	(*DescribeGroupResponse)(nil), // 44: logd.v1.DescribeGroupResponse
+	(*ClusterStatusRequest)(nil),  // 45: logd.v1.ClusterStatusRequest
+	(*JoinRequest)(nil),           // 46: logd.v1.JoinRequest
+	(*JoinResponse)(nil),          // 47: logd.v1.JoinResponse
+	(*RemoveNodeRequest)(nil),     // 48: logd.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),    // 49: logd.v1.RemoveNodeResponse
+	(*NodeStatus)(nil),            // 50: logd.v1.NodeStatus
+	(*PartitionStatus)(nil),       // 51: logd.v1.PartitionStatus
+	(*ClusterStatusResponse)(nil), // 52: logd.v1.ClusterStatusResponse
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	2,  // 0: logd.v1.Record.headers:type_name -> logd.v1.Header
@@ -3031,47 +3801,59 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	26, // 16: logd.v1.FetchOffsetsResponse.offsets:type_name -> logd.v1.CommittedOffset
 	1,  // 17: logd.v1.ResetOffsetsRequest.spec:type_name -> logd.v1.OffsetSpec
 	26, // 18: logd.v1.ResetOffsetsResponse.offsets:type_name -> logd.v1.CommittedOffset
-	40, // 19: logd.v1.ClusterStatusResponse.nodes:type_name -> logd.v1.NodeStatus
-	41, // 20: logd.v1.ClusterStatusResponse.partitions:type_name -> logd.v1.PartitionStatus
-	4,  // 21: logd.v1.Log.Produce:input_type -> logd.v1.ProduceRequest
-	4,  // 22: logd.v1.Log.ProduceStream:input_type -> logd.v1.ProduceRequest
-	7,  // 23: logd.v1.Log.Fetch:input_type -> logd.v1.FetchRequest
-	9,  // 24: logd.v1.Log.Subscribe:input_type -> logd.v1.SubscribeRequest
-	10, // 25: logd.v1.Log.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
-	14, // 26: logd.v1.Admin.CreateTopic:input_type -> logd.v1.CreateTopicRequest
-	16, // 27: logd.v1.Admin.ListTopics:input_type -> logd.v1.ListTopicsRequest
-	19, // 28: logd.v1.Admin.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
-	22, // 29: logd.v1.Admin.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	24, // 30: logd.v1.Admin.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	27, // 31: logd.v1.Offsets.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	29, // 32: logd.v1.Offsets.FetchOffsets:input_type -> logd.v1.FetchOffsetsRequest
-	31, // 33: logd.v1.Offsets.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	33, // 34: logd.v1.Offsets.ResetOffsets:input_type -> logd.v1.ResetOffsetsRequest
-	35, // 35: logd.v1.Cluster.Status:input_type -> logd.v1.ClusterStatusRequest
-	36, // 36: logd.v1.Cluster.Join:input_type -> logd.v1.JoinRequest
-	38, // 37: logd.v1.Cluster.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	5,  // 38: logd.v1.Log.Produce:output_type -> logd.v1.ProduceResponse
-	5,  // 39: logd.v1.Log.ProduceStream:output_type -> logd.v1.ProduceResponse
-	8,  // 40: logd.v1.Log.Fetch:output_type -> logd.v1.FetchResponse
-	8,  // 41: logd.v1.Log.Subscribe:output_type -> logd.v1.FetchResponse
-	12, // 42: logd.v1.Log.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	15, // 43: logd.v1.Admin.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	17, // 44: logd.v1.Admin.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	21, // 45: logd.v1.Admin.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	23, // 46: logd.v1.Admin.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	25, // 47: logd.v1.Admin.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	28, // 48: logd.v1.Offsets.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	30, // 49: logd.v1.Offsets.FetchOffsets:output_type -> logd.v1.FetchOffsetsResponse
-	32, // 50: logd.v1.Offsets.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	34, // 51: logd.v1.Offsets.ResetOffsets:output_type -> logd.v1.ResetOffsetsResponse
-	42, // 52: logd.v1.Cluster.Status:output_type -> logd.v1.ClusterStatusResponse
-	37, // 53: logd.v1.Cluster.Join:output_type -> logd.v1.JoinResponse
-	39, // 54: logd.v1.Cluster.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	38, // [38:55] is the sub-list for method output_type
-	21, // [21:38] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	35, // 19: logd.v1.JoinGroupRequest.owned:type_name -> logd.v1.TopicPartitions
+	35, // 20: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.TopicPartitions
+	35, // 21: logd.v1.GroupMember.assignment:type_name -> logd.v1.TopicPartitions
+	43, // 22: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.GroupMember
+	50, // 23: logd.v1.ClusterStatusResponse.nodes:type_name -> logd.v1.NodeStatus
+	51, // 24: logd.v1.ClusterStatusResponse.partitions:type_name -> logd.v1.PartitionStatus
+	4,  // 25: logd.v1.Log.Produce:input_type -> logd.v1.ProduceRequest
+	4,  // 26: logd.v1.Log.ProduceStream:input_type -> logd.v1.ProduceRequest
+	7,  // 27: logd.v1.Log.Fetch:input_type -> logd.v1.FetchRequest
+	9,  // 28: logd.v1.Log.Subscribe:input_type -> logd.v1.SubscribeRequest
+	10, // 29: logd.v1.Log.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	14, // 30: logd.v1.Admin.CreateTopic:input_type -> logd.v1.CreateTopicRequest
+	16, // 31: logd.v1.Admin.ListTopics:input_type -> logd.v1.ListTopicsRequest
+	19, // 32: logd.v1.Admin.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
+	22, // 33: logd.v1.Admin.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	24, // 34: logd.v1.Admin.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
+	27, // 35: logd.v1.Offsets.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	29, // 36: logd.v1.Offsets.FetchOffsets:input_type -> logd.v1.FetchOffsetsRequest
+	31, // 37: logd.v1.Offsets.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	33, // 38: logd.v1.Offsets.ResetOffsets:input_type -> logd.v1.ResetOffsetsRequest
+	36, // 39: logd.v1.Groups.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	38, // 40: logd.v1.Groups.Heartbeat:input_type -> logd.v1.HeartbeatRequest
+	40, // 41: logd.v1.Groups.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	42, // 42: logd.v1.Groups.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	45, // 43: logd.v1.Cluster.Status:input_type -> logd.v1.ClusterStatusRequest
+	46, // 44: logd.v1.Cluster.Join:input_type -> logd.v1.JoinRequest
+	48, // 45: logd.v1.Cluster.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	5,  // 46: logd.v1.Log.Produce:output_type -> logd.v1.ProduceResponse
+	5,  // 47: logd.v1.Log.ProduceStream:output_type -> logd.v1.ProduceResponse
+	8,  // 48: logd.v1.Log.Fetch:output_type -> logd.v1.FetchResponse
+	8,  // 49: logd.v1.Log.Subscribe:output_type -> logd.v1.FetchResponse
+	12, // 50: logd.v1.Log.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	15, // 51: logd.v1.Admin.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	17, // 52: logd.v1.Admin.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	21, // 53: logd.v1.Admin.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	23, // 54: logd.v1.Admin.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	25, // 55: logd.v1.Admin.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	28, // 56: logd.v1.Offsets.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	30, // 57: logd.v1.Offsets.FetchOffsets:output_type -> logd.v1.FetchOffsetsResponse
+	32, // 58: logd.v1.Offsets.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	34, // 59: logd.v1.Offsets.ResetOffsets:output_type -> logd.v1.ResetOffsetsResponse
+	37, // 60: logd.v1.Groups.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	39, // 61: logd.v1.Groups.Heartbeat:output_type -> logd.v1.HeartbeatResponse
+	41, // 62: logd.v1.Groups.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	44, // 63: logd.v1.Groups.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	52, // 64: logd.v1.Cluster.Status:output_type -> logd.v1.ClusterStatusResponse
+	47, // 65: logd.v1.Cluster.Join:output_type -> logd.v1.JoinResponse
+	49, // 66: logd.v1.Cluster.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	46, // [46:67] is the sub-list for method output_type
+	25, // [25:46] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_logd_proto_init() }
@@ -3081,6 +3863,7 @@ func file_logd_v1_logd_proto_init() {
 	}
 	file_logd_v1_logd_proto_msgTypes[2].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[11].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[25].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[31].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3088,9 +3871,9 @@ func file_logd_v1_logd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   41,
+			NumMessages:   51,
 			NumExtensions: 0,
-			NumServices:   4,
+			NumServices:   5,
 		},
 		GoTypes:           file_logd_v1_logd_proto_goTypes,
 		DependencyIndexes: file_logd_v1_logd_proto_depIdxs,

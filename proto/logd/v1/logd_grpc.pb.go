@@ -787,6 +787,270 @@ var Offsets_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
+	Groups_JoinGroup_FullMethodName     = "/logd.v1.Groups/JoinGroup"
+	Groups_Heartbeat_FullMethodName     = "/logd.v1.Groups/Heartbeat"
+	Groups_LeaveGroup_FullMethodName    = "/logd.v1.Groups/LeaveGroup"
+	Groups_DescribeGroup_FullMethodName = "/logd.v1.Groups/DescribeGroup"
+)
+
+// GroupsClient is the client API for Groups service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// Groups is consumer-group membership: the members of a group share the
+// partitions of the topics they subscribe to, each partition read by one
+// member at a time. One node coordinates the groups: a single node itself,
+// a cluster its metadata leader. Other nodes answer UNAVAILABLE with
+// ErrorInfo metadata "leader" holding the coordinator's API address.
+//
+// A member calls JoinGroup, then Heartbeat every session timeout / 3 with
+// the generation it got, and LeaveGroup when it stops. Errors carry an
+// ErrorInfo reason: ABORTED "REBALANCE_IN_PROGRESS" (join again, keeping
+// the partitions still assigned), FAILED_PRECONDITION "ILLEGAL_GENERATION"
+// (join again with the same member id; metadata "generation" is the
+// group's) or "UNKNOWN_MEMBER" (join again with an empty member id).
+// docs/groups.md describes the protocol.
+type GroupsClient interface {
+	// JoinGroup joins (member_id empty) or re-joins a group and returns once
+	// the group's next generation is formed, with the member's assignment
+	// (join and sync in one call: the coordinator assigns). It waits for the
+	// other members to re-join, up to the rebalance timeout.
+	JoinGroup(ctx context.Context, in *JoinGroupRequest, opts ...grpc.CallOption) (*JoinGroupResponse, error)
+	// Heartbeat keeps a member's session alive and tells it when to re-join.
+	Heartbeat(ctx context.Context, in *HeartbeatRequest, opts ...grpc.CallOption) (*HeartbeatResponse, error)
+	// LeaveGroup removes a member at once; the others re-join and take its
+	// partitions.
+	LeaveGroup(ctx context.Context, in *LeaveGroupRequest, opts ...grpc.CallOption) (*LeaveGroupResponse, error)
+	// DescribeGroup reports a group's state, generation and members with
+	// their assignments. NOT_FOUND when the coordinator holds no such group
+	// (it may still have committed offsets: see Offsets.FetchOffsets).
+	DescribeGroup(ctx context.Context, in *DescribeGroupRequest, opts ...grpc.CallOption) (*DescribeGroupResponse, error)
+}
+
+type groupsClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewGroupsClient(cc grpc.ClientConnInterface) GroupsClient {
+	return &groupsClient{cc}
+}
+
+func (c *groupsClient) JoinGroup(ctx context.Context, in *JoinGroupRequest, opts ...grpc.CallOption) (*JoinGroupResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(JoinGroupResponse)
+	err := c.cc.Invoke(ctx, Groups_JoinGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *groupsClient) Heartbeat(ctx context.Context, in *HeartbeatRequest, opts ...grpc.CallOption) (*HeartbeatResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HeartbeatResponse)
+	err := c.cc.Invoke(ctx, Groups_Heartbeat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *groupsClient) LeaveGroup(ctx context.Context, in *LeaveGroupRequest, opts ...grpc.CallOption) (*LeaveGroupResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LeaveGroupResponse)
+	err := c.cc.Invoke(ctx, Groups_LeaveGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *groupsClient) DescribeGroup(ctx context.Context, in *DescribeGroupRequest, opts ...grpc.CallOption) (*DescribeGroupResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DescribeGroupResponse)
+	err := c.cc.Invoke(ctx, Groups_DescribeGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// GroupsServer is the server API for Groups service.
+// All implementations must embed UnimplementedGroupsServer
+// for forward compatibility.
+//
+// Groups is consumer-group membership: the members of a group share the
+// partitions of the topics they subscribe to, each partition read by one
+// member at a time. One node coordinates the groups: a single node itself,
+// a cluster its metadata leader. Other nodes answer UNAVAILABLE with
+// ErrorInfo metadata "leader" holding the coordinator's API address.
+//
+// A member calls JoinGroup, then Heartbeat every session timeout / 3 with
+// the generation it got, and LeaveGroup when it stops. Errors carry an
+// ErrorInfo reason: ABORTED "REBALANCE_IN_PROGRESS" (join again, keeping
+// the partitions still assigned), FAILED_PRECONDITION "ILLEGAL_GENERATION"
+// (join again with the same member id; metadata "generation" is the
+// group's) or "UNKNOWN_MEMBER" (join again with an empty member id).
+// docs/groups.md describes the protocol.
+type GroupsServer interface {
+	// JoinGroup joins (member_id empty) or re-joins a group and returns once
+	// the group's next generation is formed, with the member's assignment
+	// (join and sync in one call: the coordinator assigns). It waits for the
+	// other members to re-join, up to the rebalance timeout.
+	JoinGroup(context.Context, *JoinGroupRequest) (*JoinGroupResponse, error)
+	// Heartbeat keeps a member's session alive and tells it when to re-join.
+	Heartbeat(context.Context, *HeartbeatRequest) (*HeartbeatResponse, error)
+	// LeaveGroup removes a member at once; the others re-join and take its
+	// partitions.
+	LeaveGroup(context.Context, *LeaveGroupRequest) (*LeaveGroupResponse, error)
+	// DescribeGroup reports a group's state, generation and members with
+	// their assignments. NOT_FOUND when the coordinator holds no such group
+	// (it may still have committed offsets: see Offsets.FetchOffsets).
+	DescribeGroup(context.Context, *DescribeGroupRequest) (*DescribeGroupResponse, error)
+	mustEmbedUnimplementedGroupsServer()
+}
+
+// UnimplementedGroupsServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedGroupsServer struct{}
+
+func (UnimplementedGroupsServer) JoinGroup(context.Context, *JoinGroupRequest) (*JoinGroupResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method JoinGroup not implemented")
+}
+func (UnimplementedGroupsServer) Heartbeat(context.Context, *HeartbeatRequest) (*HeartbeatResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Heartbeat not implemented")
+}
+func (UnimplementedGroupsServer) LeaveGroup(context.Context, *LeaveGroupRequest) (*LeaveGroupResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method LeaveGroup not implemented")
+}
+func (UnimplementedGroupsServer) DescribeGroup(context.Context, *DescribeGroupRequest) (*DescribeGroupResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DescribeGroup not implemented")
+}
+func (UnimplementedGroupsServer) mustEmbedUnimplementedGroupsServer() {}
+func (UnimplementedGroupsServer) testEmbeddedByValue()                {}
+
+// UnsafeGroupsServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to GroupsServer will
+// result in compilation errors.
+type UnsafeGroupsServer interface {
+	mustEmbedUnimplementedGroupsServer()
+}
+
+func RegisterGroupsServer(s grpc.ServiceRegistrar, srv GroupsServer) {
+	// If the following call panics, it indicates UnimplementedGroupsServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&Groups_ServiceDesc, srv)
+}
+
+func _Groups_JoinGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(JoinGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GroupsServer).JoinGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Groups_JoinGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GroupsServer).JoinGroup(ctx, req.(*JoinGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Groups_Heartbeat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HeartbeatRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GroupsServer).Heartbeat(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Groups_Heartbeat_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GroupsServer).Heartbeat(ctx, req.(*HeartbeatRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Groups_LeaveGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LeaveGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GroupsServer).LeaveGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Groups_LeaveGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GroupsServer).LeaveGroup(ctx, req.(*LeaveGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Groups_DescribeGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DescribeGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GroupsServer).DescribeGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Groups_DescribeGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GroupsServer).DescribeGroup(ctx, req.(*DescribeGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// Groups_ServiceDesc is the grpc.ServiceDesc for Groups service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var Groups_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "logd.v1.Groups",
+	HandlerType: (*GroupsServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "JoinGroup",
+			Handler:    _Groups_JoinGroup_Handler,
+		},
+		{
+			MethodName: "Heartbeat",
+			Handler:    _Groups_Heartbeat_Handler,
+		},
+		{
+			MethodName: "LeaveGroup",
+			Handler:    _Groups_LeaveGroup_Handler,
+		},
+		{
+			MethodName: "DescribeGroup",
+			Handler:    _Groups_DescribeGroup_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "logd/v1/logd.proto",
+}
+
+const (
 	Cluster_Status_FullMethodName     = "/logd.v1.Cluster/Status"
 	Cluster_Join_FullMethodName       = "/logd.v1.Cluster/Join"
 	Cluster_RemoveNode_FullMethodName = "/logd.v1.Cluster/RemoveNode"
