@@ -57,6 +57,21 @@ var (
 	// ErrUnreachable: no node answered at all (nothing listens at the
 	// addresses, or the network is down). It also matches ErrUnavailable.
 	ErrUnreachable = errors.New("client: no logd node answered")
+
+	// ErrGroupNotFound: the group coordinator holds no such group (no
+	// member joined it since the coordinator started).
+	ErrGroupNotFound = errors.New("client: group not found")
+	// ErrRebalanceInProgress: the group is rebalancing; a member joins
+	// again (a GroupConsumer does so itself).
+	ErrRebalanceInProgress = errors.New("client: group rebalance in progress")
+	// ErrIllegalGeneration: a member named an older generation than the
+	// group's (a commit from a member that missed a rebalance is refused
+	// with it: its partitions may belong to another member now).
+	ErrIllegalGeneration = errors.New("client: illegal group generation")
+	// ErrUnknownMember: the group does not know the member (it left, its
+	// session expired, or the coordinator changed), or a commit from
+	// outside the group while it has members.
+	ErrUnknownMember = errors.New("client: unknown group member")
 )
 
 // apiError is an error status from a logd node (or from gRPC about one),
@@ -76,8 +91,19 @@ func (e *apiError) GRPCStatus() *status.Status { return e.st }
 func (e *apiError) Is(target error) bool {
 	msg := e.st.Message()
 	switch e.st.Code() {
+	case codes.FailedPrecondition, codes.Aborted:
+		switch errorReason(e.st) {
+		case "REBALANCE_IN_PROGRESS":
+			return target == ErrRebalanceInProgress
+		case "ILLEGAL_GENERATION":
+			return target == ErrIllegalGeneration
+		case "UNKNOWN_MEMBER":
+			return target == ErrUnknownMember
+		}
 	case codes.NotFound:
 		switch {
+		case strings.Contains(msg, "group not found"):
+			return target == ErrGroupNotFound
 		case strings.Contains(msg, "has partitions") || strings.Contains(msg, "partition not found"):
 			return target == ErrPartitionNotFound
 		case strings.Contains(msg, "is not a member"):
@@ -190,6 +216,17 @@ func (e *CorruptBatchError) Error() string {
 func (e *CorruptBatchError) Is(target error) bool { return target == ErrCorruptBatch }
 
 func (e *CorruptBatchError) Unwrap() error { return e.Err }
+
+// errorReason is the reason of the first google.rpc.ErrorInfo detail of
+// st, or "".
+func errorReason(st *status.Status) string {
+	for _, d := range st.Details() {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok {
+			return ei.GetReason()
+		}
+	}
+	return ""
+}
 
 // errorInfo returns the metadata of the first google.rpc.ErrorInfo detail of
 // err's status, or nil.

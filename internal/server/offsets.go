@@ -17,7 +17,11 @@ func (s *Server) CommitOffsets(ctx context.Context, req *pb.CommitOffsetsRequest
 		cs = append(cs, offsets.Committed{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, Metadata: o.Metadata})
 	}
 	resp := &pb.CommitOffsetsResponse{}
-	err := s.b.CommitOffsets(ctx, "", req.Group, "", -1, cs)
+	gen := int32(-1) // from outside the group (manual assignment, a reset)
+	if req.Generation != nil {
+		gen = *req.Generation
+	}
+	err := s.b.CommitOffsets(ctx, "", req.Group, req.MemberId, gen, cs)
 	if _, err = s.forward(ctx, err, pb.Offsets_CommitOffsets_FullMethodName, req, resp); err != nil {
 		return nil, toStatus(err)
 	}

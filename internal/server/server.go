@@ -162,6 +162,7 @@ func (s *Server) serveAPI() error {
 	pb.RegisterAdminServer(s.grpc, s)
 	pb.RegisterOffsetsServer(s.grpc, s)
 	pb.RegisterClusterServer(s.grpc, s)
+	pb.RegisterGroupsServer(s.grpc, &groupsServer{s: s})
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)

@@ -1,0 +1,290 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	logdv1 "github.com/logd/logd/proto/logd/v1"
+)
+
+// Defaults of GroupConsumerOptions.
+const (
+	DefaultSessionTimeout = 10 * time.Second
+	DefaultAssignor       = "cooperative-sticky"
+)
+
+// GroupConsumerOptions configure a GroupConsumer.
+type GroupConsumerOptions struct {
+	Group string
+	Topic string
+	// Start is where a partition the group never committed starts
+	// (default Earliest).
+	Start Position
+	// Assignor: "cooperative-sticky" (default: a rebalance moves only the
+	// partitions that must move, the others are read on), "range" or
+	// "round-robin" (eager: every member gives up all its partitions at
+	// each rebalance).
+	Assignor string
+	// SessionTimeout: the coordinator gives the member's partitions to the
+	// others when it hears nothing for this long (default 10 s; the server
+	// bounds it, by default to [6 s, 30 min]). Heartbeats go every third.
+	SessionTimeout time.Duration
+	// ClientID is shown by DescribeGroup and prefixes the member id
+	// (default "logd-client").
+	ClientID string
+	// MaxWait and MaxBytes are as in ConsumerOptions.
+	MaxWait  time.Duration
+	MaxBytes int32
+	// OnAssigned is called from Poll with the partitions the member starts
+	// reading; OnRevoked with those it stops reading, after their positions
+	// were committed.
+	OnAssigned func(partitions []int32)
+	OnRevoked  func(partitions []int32)
+}
+
+// GroupConsumer is a member of a consumer group: the group's members share
+// the topic's partitions, each partition read by one member at a time. It
+// joins in NewGroupConsumer, heartbeats in the background, follows
+// rebalances in Poll (committing the positions of the partitions it gives
+// up, so the next owner continues there), commits with its member id and
+// generation (a member that missed a rebalance cannot overwrite its
+// successor's offsets) and leaves the group on Close.
+//
+// Delivery is at least once: records Poll returned after the last commit
+// may be read again by the partition's next owner. Poll and the other
+// methods are for one goroutine; end a Poll (cancel its context) before
+// Close.
+type GroupConsumer struct {
+	c     *Client
+	admin *Admin
+	opts  GroupConsumerOptions
+	eager bool
+
+	// Poll's goroutine only.
+	cons       *Consumer // reads owned; nil when owned is empty
+	owned      []int32   // ascending
+	needReader bool      // cons must be rebuilt for owned
+
+	mu         sync.Mutex // guards the membership, shared with the heartbeats
+	coord      string     // the coordinator's address, learnt from answers
+	memberID   string
+	generation int32
+	joined     bool // false: the next Poll joins again
+	joining    bool
+	session    time.Duration
+	wake       chan struct{} // capacity 1: the heartbeats ask Poll to re-join
+
+	stop      chan struct{}
+	hbDone    chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewGroupConsumer joins opts.Group for opts.Topic and returns once the
+// member has its first assignment (possibly no partition, when the group
+// has more members than the topic has partitions).
+func (c *Client) NewGroupConsumer(ctx context.Context, opts GroupConsumerOptions) (*GroupConsumer, error) {
+	if opts.Group == "" || opts.Topic == "" {
+		return nil, errors.New("group consumer: give a group and a topic")
+	}
+	if opts.Assignor == "" {
+		opts.Assignor = DefaultAssignor
+	}
+	if opts.Assignor == "round-robin" {
+		opts.Assignor = "roundrobin"
+	}
+	if !slices.Contains([]string{"cooperative-sticky", "range", "roundrobin"}, opts.Assignor) {
+		return nil, fmt.Errorf("group consumer: unknown assignor %q (cooperative-sticky, range or round-robin)", opts.Assignor)
+	}
+	if opts.SessionTimeout <= 0 {
+		opts.SessionTimeout = DefaultSessionTimeout
+	}
+	if opts.ClientID == "" {
+		opts.ClientID = "logd-client"
+	}
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = DefaultMaxWait
+	}
+	g := &GroupConsumer{c: c, admin: c.Admin(), opts: opts, eager: opts.Assignor != "cooperative-sticky",
+		generation: -1, session: opts.SessionTimeout, wake: make(chan struct{}, 1),
+		stop: make(chan struct{}), hbDone: make(chan struct{})}
+	if err := g.rejoin(ctx); err != nil {
+		g.leave()
+		close(g.hbDone)
+		return nil, err
+	}
+	go g.heartbeats()
+	return g, nil
+}
+
+// Member returns the member id and generation the consumer holds now.
+func (g *GroupConsumer) Member() (id string, generation int32) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.memberID, g.generation
+}
+
+// Assigned returns the partitions the member reads now, ascending.
+func (g *GroupConsumer) Assigned() []int32 { return slices.Clone(g.owned) }
+
+// Position returns the next offset Poll returns from partition p.
+func (g *GroupConsumer) Position(p int32) (int64, bool) {
+	if g.cons == nil {
+		return 0, false
+	}
+	return g.cons.Position(p)
+}
+
+// SeekPartition moves partition p, one of the assigned, to pos.
+func (g *GroupConsumer) SeekPartition(ctx context.Context, p int32, pos Position) error {
+	if g.cons == nil || !slices.Contains(g.owned, p) {
+		return fmt.Errorf("seek: partition %d of %q is not assigned to this member", p, g.opts.Topic)
+	}
+	return g.cons.SeekPartition(ctx, p, pos)
+}
+
+// Poll returns the next records of the assigned partitions, following a
+// rebalance first when one is under way (which may block until the other
+// members re-joined). With nothing to read it waits up to MaxWait and
+// returns no records.
+func (g *GroupConsumer) Poll(ctx context.Context) ([]ConsumedRecord, error) {
+	select {
+	case <-g.stop:
+		return nil, ErrClosed
+	default:
+	}
+	g.mu.Lock()
+	joined := g.joined
+	g.mu.Unlock()
+	if !joined {
+		if err := g.rejoin(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if g.needReader {
+		if err := g.buildReader(ctx, nil); err != nil {
+			return nil, err
+		}
+	}
+	if g.cons == nil {
+		select {
+		case <-g.wake:
+		case <-time.After(g.opts.MaxWait):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-g.stop:
+			return nil, ErrClosed
+		}
+		return nil, nil
+	}
+	return g.cons.Poll(ctx)
+}
+
+// Commit stores the positions of the assigned partitions for the group, as
+// this member of its generation.
+func (g *GroupConsumer) Commit(ctx context.Context) error {
+	return g.commit(ctx, g.owned)
+}
+
+// CommitOffsets stores offsets (partition -> next offset to consume) for
+// the group, as this member of its generation.
+func (g *GroupConsumer) CommitOffsets(ctx context.Context, offsets map[int32]int64) error {
+	if len(offsets) == 0 {
+		return nil
+	}
+	id, gen := g.Member()
+	var list []CommittedOffset
+	for p, off := range offsets {
+		list = append(list, CommittedOffset{Topic: g.opts.Topic, Partition: p, Offset: off})
+	}
+	if err := g.admin.CommitMemberOffsets(ctx, g.opts.Group, id, gen, list); err != nil {
+		return err
+	}
+	if g.cons != nil {
+		for p, off := range offsets {
+			if cp := g.cons.part(p); cp != nil {
+				cp.committed = off
+			}
+		}
+	}
+	return nil
+}
+
+// commit commits the positions of parts that moved since their last commit.
+func (g *GroupConsumer) commit(ctx context.Context, parts []int32) error {
+	if g.cons == nil {
+		return nil
+	}
+	offs := make(map[int32]int64)
+	for _, p := range parts {
+		if cp := g.cons.part(p); cp != nil && cp.position != cp.committed {
+			offs[p] = cp.position
+		}
+	}
+	return g.CommitOffsets(ctx, offs)
+}
+
+// commitQuietly commits parts during a rebalance, bounded by a third of the
+// session: a refusal (the member missed a generation) or an unavailable
+// coordinator only means the next owner reads those records again.
+func (g *GroupConsumer) commitQuietly(ctx context.Context, parts []int32) error {
+	id, _ := g.Member()
+	if id == "" {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, g.opts.SessionTimeout/3)
+	defer cancel()
+	_ = g.commit(cctx, parts) // a refusal is expected here: see above
+	return ctx.Err()
+}
+
+// Close commits the assigned partitions' positions, leaves the group (its
+// partitions go to the other members at once) and stops the consumer.
+func (g *GroupConsumer) Close() error {
+	g.closeOnce.Do(func() {
+		close(g.stop)
+		<-g.hbDone
+		ctx, cancel := context.WithTimeout(context.Background(), g.opts.SessionTimeout/2)
+		defer cancel()
+		var err error
+		if id, _ := g.Member(); id != "" {
+			err = g.commit(ctx, g.owned)
+		}
+		if err == nil && g.opts.OnRevoked != nil && len(g.owned) > 0 {
+			g.opts.OnRevoked(slices.Clone(g.owned))
+		}
+		g.closeErr = errors.Join(err, g.leave())
+		if g.cons != nil {
+			g.cons.Close()
+			g.cons = nil
+		}
+	})
+	return g.closeErr
+}
+
+// leave tells the coordinator the member is gone.
+func (g *GroupConsumer) leave() error {
+	id, _ := g.Member()
+	if id == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.opts.SessionTimeout/2)
+	defer cancel()
+	g.mu.Lock()
+	coord := g.coord
+	g.mu.Unlock()
+	_, err := g.c.call(ctx, coord, func(ctx context.Context, cc *grpc.ClientConn) error {
+		_, err := logdv1.NewGroupsClient(cc).LeaveGroup(ctx, &logdv1.LeaveGroupRequest{Group: g.opts.Group, MemberId: id})
+		return err
+	})
+	if err != nil && !errors.Is(err, ErrUnknownMember) {
+		return fmt.Errorf("leave group %q: %w", g.opts.Group, err)
+	}
+	return nil
+}

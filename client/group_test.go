@@ -1,0 +1,283 @@
+package client_test
+
+// Group consumers against a real in-process node: partitions shared without
+// overlap, a leave or a crash hands partitions over, fencing of stale
+// commits.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/logd/logd/client"
+)
+
+// groupSession is the smallest session timeout the server accepts by
+// default: heartbeats every 2 s.
+const groupSession = 6 * time.Second
+
+// testMember runs a GroupConsumer's poll loop in a goroutine and records
+// what it was assigned and read.
+type testMember struct {
+	gc     *client.GroupConsumer
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu       sync.Mutex
+	assigned map[int32]bool
+	recs     []client.ConsumedRecord
+	err      error
+}
+
+func startMember(t *testing.T, c *client.Client, group, topic string) *testMember {
+	t.Helper()
+	m := &testMember{assigned: map[int32]bool{}, done: make(chan struct{})}
+	opts := client.GroupConsumerOptions{Group: group, Topic: topic, SessionTimeout: groupSession, MaxWait: 200 * time.Millisecond,
+		OnAssigned: func(ps []int32) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			for _, p := range ps {
+				m.assigned[p] = true
+			}
+		},
+		OnRevoked: func(ps []int32) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			for _, p := range ps {
+				delete(m.assigned, p)
+			}
+		}}
+	gc, err := c.NewGroupConsumer(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.gc = gc
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	go func() {
+		defer close(m.done)
+		for ctx.Err() == nil {
+			recs, err := gc.Poll(ctx)
+			m.mu.Lock()
+			m.recs = append(m.recs, recs...)
+			if err != nil && ctx.Err() == nil && m.err == nil {
+				m.err = err
+			}
+			m.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { m.stop(); gc.Close() })
+	return m
+}
+
+// stop ends the poll loop (the member stays in the group until Close).
+func (m *testMember) stop() {
+	m.cancel()
+	<-m.done
+}
+
+func (m *testMember) partitions() []int32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []int32
+	for p := range m.assigned {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (m *testMember) failure() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.err
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// split reports whether the members' partitions are disjoint and together
+// are 0..n-1, each member holding at least one.
+func split(n int32, ms ...*testMember) bool {
+	var all []int32
+	for _, m := range ms {
+		ps := m.partitions()
+		if len(ps) == 0 {
+			return false
+		}
+		all = append(all, ps...)
+	}
+	slices.Sort(all)
+	if len(all) != int(n) {
+		return false
+	}
+	for i, p := range all {
+		if p != int32(i) {
+			return false
+		}
+	}
+	return true
+}
+
+func produceN(t *testing.T, c *client.Client, topic string, from, n int) {
+	t.Helper()
+	p := c.NewProducer(client.ProducerOptions{})
+	defer p.Close()
+	var fs []*client.Future
+	for i := from; i < from+n; i++ {
+		fs = append(fs, p.Produce(context.Background(), client.Record{Topic: topic, Key: []byte(fmt.Sprint(i)), Value: []byte(fmt.Sprint(i))}))
+	}
+	for _, f := range fs {
+		if _, err := f.Get(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// seen counts each value read by the members.
+func seen(ms ...*testMember) map[string]int {
+	out := map[string]int{}
+	for _, m := range ms {
+		m.mu.Lock()
+		for _, r := range m.recs {
+			out[string(r.Value)]++
+		}
+		m.mu.Unlock()
+	}
+	return out
+}
+
+func TestGroupConsumersSplitPartitionsThenOneLeaves(t *testing.T) {
+	c, _ := dialServer(t)
+	ctx := context.Background()
+	const parts = 4
+	if _, err := c.Admin().CreateTopic(ctx, "orders", client.TopicOptions{Partitions: parts}); err != nil {
+		t.Fatal(err)
+	}
+	a := startMember(t, c, "billing", "orders")
+	b := startMember(t, c, "billing", "orders")
+	waitFor(t, 30*time.Second, "two members split the partitions", func() bool { return split(parts, a, b) })
+
+	d, err := c.Admin().DescribeGroup(ctx, "billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.State != "Stable" || len(d.Members) != 2 || d.Assignor != "cooperative-sticky" {
+		t.Fatalf("describe: %+v", d)
+	}
+	for _, m := range d.Members {
+		if len(m.Assignment["orders"]) != parts/2 {
+			t.Fatalf("member %s has %v, want %d partitions each", m.MemberID, m.Assignment, parts/2)
+		}
+	}
+
+	produceN(t, c, "orders", 0, 200)
+	waitFor(t, 20*time.Second, "every record read", func() bool { return len(seen(a, b)) == 200 })
+	for v, n := range seen(a, b) {
+		if n != 1 {
+			t.Fatalf("record %s read %d times while the group was stable", v, n)
+		}
+	}
+
+	// A leaves: B gets every partition and reads on from A's commits.
+	a.stop()
+	if err := a.gc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the remaining member gets every partition", func() bool { return split(parts, b) })
+	produceN(t, c, "orders", 200, 100)
+	waitFor(t, 20*time.Second, "every record read", func() bool { return len(seen(a, b)) == 300 })
+	for v, n := range seen(a, b) {
+		if n != 1 {
+			t.Fatalf("record %s read %d times: a clean leave commits what was read", v, n)
+		}
+	}
+	for _, m := range []*testMember{a, b} {
+		if err := m.failure(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestGroupConsumerKilledIsReplacedAfterSessionTimeout(t *testing.T) {
+	c, s := dialServer(t)
+	ctx := context.Background()
+	if _, err := c.Admin().CreateTopic(ctx, "orders", client.TopicOptions{Partitions: 3}); err != nil {
+		t.Fatal(err)
+	}
+	// The member that dies has a connection of its own.
+	c2, err := client.Dial(s.Addr(), client.WithRetryTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := startMember(t, c2, "billing", "orders")
+	b := startMember(t, c, "billing", "orders")
+	waitFor(t, 30*time.Second, "two members split the partitions", func() bool { return split(3, a, b) })
+
+	// A crashes: no more polls or heartbeats, no leave.
+	a.stop()
+	c2.Close()
+	killed := time.Now()
+	waitFor(t, 3*groupSession, "the survivor takes the dead member's partitions", func() bool { return split(3, b) })
+	if waited := time.Since(killed); waited < groupSession/2 {
+		t.Fatalf("partitions moved %s after the crash, before the session timeout could pass", waited)
+	}
+	if err := b.failure(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGroupCommitFromStaleGenerationIsRefused(t *testing.T) {
+	c, _ := dialServer(t)
+	ctx := context.Background()
+	if _, err := c.Admin().CreateTopic(ctx, "orders", client.TopicOptions{Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	produceN(t, c, "orders", 0, 10)
+	a := startMember(t, c, "billing", "orders")
+	waitFor(t, 10*time.Second, "the first member gets every partition", func() bool { return split(2, a) })
+	id, oldGen := a.gc.Member()
+	b := startMember(t, c, "billing", "orders")
+	waitFor(t, 30*time.Second, "two members split the partitions", func() bool { return split(2, a, b) })
+	if _, gen := a.gc.Member(); gen <= oldGen {
+		t.Fatalf("generation %d after a rebalance, was %d", gen, oldGen)
+	}
+
+	admin := c.Admin()
+	offs := []client.CommittedOffset{{Topic: "orders", Partition: 0, Offset: 1}}
+	err := admin.CommitMemberOffsets(ctx, "billing", id, oldGen, offs)
+	if !errors.Is(err, client.ErrIllegalGeneration) || !strings.Contains(err.Error(), "the group is at generation") {
+		t.Fatalf("commit from generation %d: %v, want ErrIllegalGeneration naming the current one", oldGen, err)
+	}
+	if err := admin.CommitMemberOffsets(ctx, "billing", "zombie-1", oldGen, offs); !errors.Is(err, client.ErrUnknownMember) {
+		t.Fatalf("commit from an unknown member: %v, want ErrUnknownMember", err)
+	}
+	if err := admin.CommitOffsets(ctx, "billing", offs); !errors.Is(err, client.ErrUnknownMember) {
+		t.Fatalf("commit from outside a group with members: %v, want ErrUnknownMember", err)
+	}
+	// The member's own commit, at its current generation, is stored.
+	if err := a.gc.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A group nobody joined still takes plain commits (manual assignment).
+	if err := admin.CommitOffsets(ctx, "manual", offs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := admin.FetchOffsets(ctx, "manual", "orders")
+	if err != nil || len(got) != 1 || got[0].Offset != 1 {
+		t.Fatalf("manual group's offsets: %v %v", got, err)
+	}
+}

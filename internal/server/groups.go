@@ -1,0 +1,246 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/logd/logd/groups"
+	pb "github.com/logd/logd/proto/logd/v1"
+)
+
+// The gRPC Groups service: consumer-group membership for logd's own clients,
+// on the group coordinator (package groups). A member joins and gets its
+// assignment in one call (JoinGroup runs the coordinator's join and sync: the
+// coordinator assigns, so the sync never waits), heartbeats with a unary
+// call, and leaves with LeaveGroup. Unary calls rather than one member
+// stream: the coordinator's session is already timed by heartbeats (a stream
+// would add a second liveness signal to reconcile), the same calls map one
+// to one onto Kafka's, and a member can reach a new coordinator after a
+// failover with the same calls.
+
+// defaultSessionTimeout is a member's session timeout when it names none
+// (the coordinator's default, Kafka's session.timeout.ms).
+const defaultSessionTimeout = 10 * time.Second
+
+// groupsServer serves the Groups service.
+type groupsServer struct {
+	pb.UnimplementedGroupsServer
+	s *Server
+}
+
+// coordinator returns the node's coordinator (the broker's), or the
+// UNAVAILABLE status naming the node that coordinates.
+func (g *groupsServer) coordinator() (*groups.Coordinator, error) {
+	c, err := g.s.b.Coordinator()
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return c, nil
+}
+
+// withShutdown is ctx, also ended when the server starts shutting down: a
+// join waiting for other members must not hold up shutdown.
+func (g *groupsServer) withShutdown(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-g.s.b.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// JoinGroup joins or re-joins the member and returns its assignment in the
+// new generation. A generation replaced between the join and the sync (a
+// member joined meanwhile) is joined again here, so a new member always
+// learns its id.
+func (g *groupsServer) JoinGroup(ctx context.Context, req *pb.JoinGroupRequest) (*pb.JoinGroupResponse, error) {
+	jr, err := g.joinRequest(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	c, err := g.coordinator()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := g.withShutdown(ctx)
+	defer cancel()
+	for {
+		res, err := c.JoinGroup(ctx, jr)
+		if err != nil {
+			return nil, groupStatus(err)
+		}
+		jr.MemberID = res.MemberID
+		sr, err := c.SyncGroup(ctx, groups.SyncRequest{Group: jr.Group, MemberID: res.MemberID, Generation: res.Generation})
+		if errors.Is(err, groups.ErrRebalanceInProgress) || errors.Is(err, groups.ErrIllegalGeneration) {
+			continue
+		}
+		if err != nil {
+			return nil, groupStatus(err)
+		}
+		tps, err := groups.DecodeAssignment(sr.Assignment)
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "join group %q: %v", jr.Group, err)
+		}
+		return &pb.JoinGroupResponse{MemberId: res.MemberID, Generation: res.Generation, Assignor: res.Protocol,
+			Leader: res.Leader, Assignment: topicPartitionsPB(tps), SessionTimeoutMs: int32(jr.SessionTimeout.Milliseconds())}, nil
+	}
+}
+
+// joinRequest checks req and turns it into the coordinator's request.
+func (g *groupsServer) joinRequest(ctx context.Context, req *pb.JoinGroupRequest) (groups.JoinRequest, error) {
+	if req.Group == "" {
+		return groups.JoinRequest{}, invalidArg("join group: the group name is empty")
+	}
+	if len(req.Topics) == 0 {
+		return groups.JoinRequest{}, invalidArg("join group %q: name at least one topic to read", req.Group)
+	}
+	if req.SessionTimeoutMs < 0 || req.RebalanceTimeoutMs < 0 {
+		return groups.JoinRequest{}, invalidArg("join group %q: timeouts must not be negative", req.Group)
+	}
+	for _, t := range req.Topics {
+		// On the coordinator: a topic just created may still be being set
+		// up here (UNAVAILABLE: the client retries).
+		if _, err := g.s.b.PartitionCount(ctx, "", t); err != nil {
+			return groups.JoinRequest{}, toStatus(err)
+		}
+	}
+	sub := groups.Subscription{Topics: req.Topics, Owned: topicPartitionsFromPB(req.Owned), Generation: req.OwnedGeneration}
+	if len(sub.Owned) == 0 && sub.Generation == 0 {
+		sub.Generation = -1
+	}
+	meta := groups.EncodeSubscription(sub)
+	assignors := req.Assignors
+	if len(assignors) == 0 {
+		assignors = []string{groups.DefaultAssignorName}
+	}
+	jr := groups.JoinRequest{
+		Group: req.Group, MemberID: req.MemberId, ClientID: req.ClientId,
+		SessionTimeout:   time.Duration(req.SessionTimeoutMs) * time.Millisecond,
+		RebalanceTimeout: time.Duration(req.RebalanceTimeoutMs) * time.Millisecond,
+		ProtocolType:     groups.ConsumerProtocolType, ServerAssign: true,
+	}
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		jr.ClientHost = p.Addr.String()
+	}
+	for _, a := range assignors {
+		jr.Protocols = append(jr.Protocols, groups.Protocol{Name: groups.AssignorName(a), Metadata: meta})
+	}
+	if jr.SessionTimeout == 0 {
+		jr.SessionTimeout = defaultSessionTimeout
+	}
+	return jr, nil
+}
+
+// Heartbeat keeps the member's session alive.
+func (g *groupsServer) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.HeartbeatResponse, error) {
+	c, err := g.coordinator()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Heartbeat(req.Group, req.MemberId, req.Generation); err != nil {
+		return nil, groupStatus(err)
+	}
+	return &pb.HeartbeatResponse{}, nil
+}
+
+// LeaveGroup removes the member; the others rebalance at once.
+func (g *groupsServer) LeaveGroup(ctx context.Context, req *pb.LeaveGroupRequest) (*pb.LeaveGroupResponse, error) {
+	c, err := g.coordinator()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.LeaveGroup(req.Group, req.MemberId); err != nil {
+		return nil, groupStatus(err)
+	}
+	return &pb.LeaveGroupResponse{}, nil
+}
+
+// DescribeGroup reports the group's membership.
+func (g *groupsServer) DescribeGroup(ctx context.Context, req *pb.DescribeGroupRequest) (*pb.DescribeGroupResponse, error) {
+	if req.Group == "" {
+		return nil, invalidArg("describe group: the group name is empty")
+	}
+	c, err := g.coordinator()
+	if err != nil {
+		return nil, err
+	}
+	d, err := c.Describe(req.Group)
+	if err != nil {
+		return nil, groupStatus(err)
+	}
+	resp := &pb.DescribeGroupResponse{Group: d.Group, State: d.State.String(), ProtocolType: d.ProtocolType,
+		Assignor: d.Protocol, Generation: d.Generation, Leader: d.Leader, Rebalances: d.Rebalances, Coordinator: g.s.Addr()}
+	for _, m := range d.Members {
+		resp.Members = append(resp.Members, &pb.GroupMember{MemberId: m.MemberID, ClientId: m.ClientID, ClientHost: m.ClientHost,
+			SessionTimeoutMs: int32(m.SessionTimeout.Milliseconds()), Assignment: topicPartitionsPB(m.Partitions)})
+	}
+	return resp, nil
+}
+
+// groupStatus maps the coordinator's errors to statuses (docs/groups.md),
+// with an ErrorInfo reason the client acts on.
+func groupStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	reason, code := "", codes.Unknown
+	meta := map[string]string{}
+	var ge *groups.GenerationError
+	switch {
+	case errors.As(err, &ge):
+		reason, code = "ILLEGAL_GENERATION", codes.FailedPrecondition
+		meta["generation"] = strconv.Itoa(int(ge.Current))
+	case errors.Is(err, groups.ErrUnknownMember):
+		reason, code = "UNKNOWN_MEMBER", codes.FailedPrecondition
+	case errors.Is(err, groups.ErrRebalanceInProgress):
+		reason, code = "REBALANCE_IN_PROGRESS", codes.Aborted
+	case errors.Is(err, groups.ErrInconsistentProtocol):
+		reason, code = "INCONSISTENT_GROUP_PROTOCOL", codes.FailedPrecondition
+	case errors.Is(err, groups.ErrGroupNotEmpty):
+		reason, code = "NON_EMPTY_GROUP", codes.FailedPrecondition
+	case errors.Is(err, groups.ErrInvalidSessionTimeout), errors.Is(err, groups.ErrInvalidGroup), errors.Is(err, groups.ErrUnknownAssignor):
+		code = codes.InvalidArgument
+	case errors.Is(err, groups.ErrGroupNotFound):
+		code = codes.NotFound
+	case errors.Is(err, groups.ErrCoordinatorClosed):
+		return status.Error(codes.Unavailable, "the group coordinator closed (the node is shutting down or no longer leads the cluster metadata): join the group again")
+	default:
+		return toStatus(err)
+	}
+	st := status.New(code, err.Error())
+	if reason == "" {
+		return st.Err()
+	}
+	return withInfo(st, reason, meta)
+}
+
+func topicPartitionsPB(tps []groups.TopicPartition) []*pb.TopicPartitions {
+	var out []*pb.TopicPartitions
+	for _, tp := range tps {
+		if len(out) == 0 || out[len(out)-1].Topic != tp.Topic {
+			out = append(out, &pb.TopicPartitions{Topic: tp.Topic})
+		}
+		last := out[len(out)-1]
+		last.Partitions = append(last.Partitions, tp.Partition)
+	}
+	return out
+}
+
+func topicPartitionsFromPB(in []*pb.TopicPartitions) []groups.TopicPartition {
+	var out []groups.TopicPartition
+	for _, t := range in {
+		for _, p := range t.Partitions {
+			out = append(out, groups.TopicPartition{Topic: t.Topic, Partition: p})
+		}
+	}
+	return out
+}
