@@ -26,6 +26,9 @@ type consumeFlags struct {
 	format  string
 	json    bool
 	maxWait time.Duration
+	// Group membership (--group with --follow).
+	assignor string
+	session  time.Duration
 }
 
 func newConsumeCmd() *cobra.Command {
@@ -71,8 +74,14 @@ A newline is added after each record unless FMT ends with \n.`,
 			if err != nil {
 				return err
 			}
+			join := fl.group != "" && fl.follow && !cmd.Flags().Changed("partition")
 			return srv.run(func(c *client.Client) error {
-				return consume(cmd.Context(), c, opts, fl, srv.timeout, pr, cmd.OutOrStdout(), cmd.ErrOrStderr())
+				r, err := fl.open(cmd.Context(), c, opts, join)
+				if err != nil {
+					return err
+				}
+				err = consume(cmd.Context(), r, opts, fl, srv.timeout, c.Addr(), pr, cmd.OutOrStdout(), cmd.ErrOrStderr())
+				return errors.Join(err, r.Close())
 			})
 		},
 	}
@@ -88,6 +97,8 @@ A newline is added after each record unless FMT ends with \n.`,
 	f.BoolVar(&fl.json, "json", false, "print one JSON object a line")
 	f.DurationVar(&fl.maxWait, "max-wait", time.Second, "how long one fetch waits for new records")
 	f.MarkHidden("max-wait")
+	f.StringVar(&fl.assignor, "assignor", "cooperative-sticky", "with --group --follow: how the group shares partitions: cooperative-sticky, range or round-robin")
+	f.DurationVar(&fl.session, "session-timeout", client.DefaultSessionTimeout, "with --group --follow: how long the group waits for a member that stopped answering before giving its partitions to the others")
 	return cmd
 }
 
@@ -141,7 +152,7 @@ var transientBackoff = 500 * time.Millisecond
 // at the log start), and a stored batch that does not decode (its records
 // are lost to readers; the ones after it are not). It reports whether err
 // was one of those.
-func skipLost(ctx context.Context, cons *client.Consumer, err error, resumed bool, group string, stderr io.Writer) (bool, error) {
+func skipLost(ctx context.Context, cons recordReader, err error, resumed bool, group string, stderr io.Writer) (bool, error) {
 	var oor *client.OutOfRangeError
 	var bad *client.CorruptBatchError
 	switch {
@@ -183,20 +194,17 @@ func retryNote(err error, server string) string {
 
 // consume prints records until the end of the log (or --count, or forever
 // with --follow), committing what it printed when asked.
-func consume(ctx context.Context, c *client.Client, opts client.ConsumerOptions, fl consumeFlags, patience time.Duration,
-	pr printer, stdout, stderr io.Writer) error {
-	server := c.Addr()
-	cons, err := c.NewConsumer(ctx, opts)
-	if err != nil {
-		return err
-	}
-	defer cons.Close()
+func consume(ctx context.Context, cons recordReader, opts client.ConsumerOptions, fl consumeFlags, patience time.Duration,
+	server string, pr printer, stdout, stderr io.Writer) error {
 	out := bufio.NewWriterSize(stdout, 64<<10)
 	defer out.Flush()
 	printed := 0
 	// Only a position resumed from the group may silently jump to the log
 	// start; one the user asked for with --from fails clearly.
 	resumed := opts.Group != "" && !opts.IgnoreCommitted
+	if _, ok := cons.(*client.GroupConsumer); ok {
+		resumed = true // a member starts every partition it gets at the group's offset
+	}
 	var failingSince time.Time // first of consecutive transient failures
 	for fl.count == 0 || printed < fl.count {
 		recs, err := cons.Poll(ctx)
@@ -237,6 +245,11 @@ func consume(ctx context.Context, c *client.Client, opts client.ConsumerOptions,
 			failingSince = time.Time{}
 		}
 		if fl.count > 0 && len(recs) > fl.count-printed {
+			// The records not printed are read again (a group member
+			// commits its positions when it stops).
+			if err := unread(ctx, cons, recs[fl.count-printed:]); err != nil {
+				return err
+			}
 			recs = recs[:fl.count-printed]
 		}
 		next := make(map[int32]int64)

@@ -39,7 +39,7 @@ func newRootCmd() *cobra.Command {
 		Version: buildinfo.Get().String(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(newVersionCmd(), newServeCmd(), newTopicCmd(), newProduceCmd(), newConsumeCmd(), newOffsetsCmd(), newClusterCmd(), newBenchCmd())
+	root.AddCommand(newVersionCmd(), newServeCmd(), newTopicCmd(), newProduceCmd(), newConsumeCmd(), newOffsetsCmd(), newGroupCmd(), newClusterCmd(), newBenchCmd())
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see `%s --help`)", err, cmd.CommandPath())
 	})
