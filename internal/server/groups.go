@@ -63,11 +63,11 @@ func (g *groupsServer) withShutdown(ctx context.Context) (context.Context, conte
 // member joined meanwhile) is joined again here, so a new member always
 // learns its id.
 func (g *groupsServer) JoinGroup(ctx context.Context, req *pb.JoinGroupRequest) (*pb.JoinGroupResponse, error) {
-	jr, err := g.joinRequest(ctx, req)
+	c, err := g.coordinator()
 	if err != nil {
 		return nil, err
 	}
-	c, err := g.coordinator()
+	jr, err := g.joinRequest(ctx, req)
 	if err != nil {
 		return nil, err
 	}
