@@ -142,10 +142,15 @@ func (g *GroupConsumer) join(ctx context.Context) (*logdv1.JoinGroupResponse, er
 			return resp, nil
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
-		case errors.Is(err, ErrUnknownMember):
-			req.MemberId = ""
-			continue
-		case errors.Is(err, ErrRebalanceInProgress), errors.Is(err, ErrIllegalGeneration):
+		case errors.Is(err, ErrUnknownMember), errors.Is(err, ErrRebalanceInProgress), errors.Is(err, ErrIllegalGeneration):
+			if errors.Is(err, ErrUnknownMember) {
+				req.MemberId = ""
+			}
+			select { // the group moved on meanwhile: join again, without spinning
+			case <-time.After(firstAdminBackoff / 5):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 			continue
 		case !g.c.retriable(err):
 			return nil, fmt.Errorf("join group %q: %w", g.opts.Group, err)

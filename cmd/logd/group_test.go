@@ -108,12 +108,16 @@ func stableWith(g groupJSON, n, parts int) bool {
 }
 
 func TestBinConsumeGroupSharesPartitions(t *testing.T) {
-	n := startBin(t, nil, "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http-addr", "")
+	n := startBin(t, nil, "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
 	srv := []string{"--server", n.addr}
 	okBin(t, nil, "", append([]string{"topic", "create", "orders", "--partitions", "4"}, srv...)...)
 	args := append([]string{"orders", "--group", "billing", "--follow", "--from", "earliest", "--session-timeout", "6s"}, srv...)
 	a, b := startConsume(t, args...), startConsume(t, args...)
 	eventually(t, 40*time.Second, "two consumers share the 4 partitions", func() bool { return stableWith(describeJSON(t, n.addr, "billing"), 2, 4) })
+
+	if m := n.get(t, "/metrics"); !strings.Contains(m, `logd_group_members{group="billing"} 2`) {
+		t.Fatalf("/metrics has no logd_group_members of 2 for the group:\n%s", m)
+	}
 
 	var in strings.Builder
 	for i := range 200 {
