@@ -193,7 +193,10 @@ func (g *GroupConsumer) Commit(ctx context.Context) error {
 }
 
 // CommitOffsets stores offsets (partition -> next offset to consume) for
-// the group, as this member of its generation.
+// the group, as this member of its generation. When the group refuses it
+// because it moved on without this member (ErrIllegalGeneration,
+// ErrUnknownMember: the member was paused past its session timeout, say),
+// the next Poll joins again.
 func (g *GroupConsumer) CommitOffsets(ctx context.Context, offsets map[int32]int64) error {
 	if len(offsets) == 0 {
 		return nil
@@ -204,6 +207,7 @@ func (g *GroupConsumer) CommitOffsets(ctx context.Context, offsets map[int32]int
 		list = append(list, CommittedOffset{Topic: g.opts.Topic, Partition: p, Offset: off})
 	}
 	if err := g.admin.CommitMemberOffsets(ctx, g.opts.Group, id, gen, list); err != nil {
+		g.refused(err, id, gen)
 		return err
 	}
 	if g.cons != nil {
@@ -214,6 +218,24 @@ func (g *GroupConsumer) CommitOffsets(ctx context.Context, offsets map[int32]int
 		}
 	}
 	return nil
+}
+
+// refused makes the next Poll join again when the group refused a commit
+// of member id at generation gen because it moved on without it.
+func (g *GroupConsumer) refused(err error, id string, gen int32) {
+	unknown := errors.Is(err, ErrUnknownMember)
+	if !unknown && !errors.Is(err, ErrIllegalGeneration) {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.memberID != id || g.generation != gen {
+		return
+	}
+	if unknown {
+		g.memberID = ""
+	}
+	g.joined = false
 }
 
 // commit commits the positions of parts that moved since their last commit.

@@ -265,7 +265,7 @@ func consume(ctx context.Context, cons recordReader, opts client.ConsumerOptions
 		}
 		if fl.commit && len(next) > 0 {
 			// Commit even when interrupted: these records were printed.
-			if err := cons.CommitOffsets(context.WithoutCancel(ctx), next); err != nil {
+			if err := cons.CommitOffsets(context.WithoutCancel(ctx), next); err != nil && !fencedMember(cons, err, stderr) {
 				return err
 			}
 		}

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 
 	"github.com/logd/logd/client"
@@ -48,4 +51,20 @@ func unread(ctx context.Context, cons recordReader, recs []client.ConsumedRecord
 		}
 	}
 	return nil
+}
+
+// fencedMember reports a group member's commit refused because the group
+// moved on without it (it was paused past its session timeout, say): its
+// partitions may be another member's now, so the records it printed since
+// its last commit will be printed again there. The member re-joins at its
+// next poll; consume goes on.
+func fencedMember(cons recordReader, err error, stderr io.Writer) bool {
+	if _, ok := cons.(*client.GroupConsumer); !ok {
+		return false
+	}
+	if !errors.Is(err, client.ErrUnknownMember) && !errors.Is(err, client.ErrIllegalGeneration) && !errors.Is(err, client.ErrRebalanceInProgress) {
+		return false
+	}
+	fmt.Fprintf(stderr, "logd: the group refused this member's commit (%v): re-joining; its partitions may have moved to another member\n", err)
+	return true
 }

@@ -119,11 +119,7 @@ func TestBinConsumeGroupSharesPartitions(t *testing.T) {
 		t.Fatalf("/metrics has no logd_group_members of 2 for the group:\n%s", m)
 	}
 
-	var in strings.Builder
-	for i := range 200 {
-		fmt.Fprintf(&in, "k%d:v%d\n", i, i)
-	}
-	okBin(t, nil, in.String(), append([]string{"produce", "orders", "--key-delimiter", ":"}, srv...)...)
+	produceRange(t, srv, 0, 200)
 	eventually(t, 20*time.Second, "every record printed", func() bool { return len(a.printed())+len(b.printed()) >= 200 })
 	time.Sleep(500 * time.Millisecond) // a duplicate would show now
 	checkDisjoint(t, 200, a.printed(), b.printed())
@@ -142,11 +138,7 @@ func TestBinConsumeGroupSharesPartitions(t *testing.T) {
 		t.Fatal("consume did not stop within 20s of SIGTERM")
 	}
 	eventually(t, 20*time.Second, "the remaining consumer reads every partition", func() bool { return stableWith(describeJSON(t, n.addr, "billing"), 1, 4) })
-	in.Reset()
-	for i := 200; i < 300; i++ {
-		fmt.Fprintf(&in, "k%d:v%d\n", i, i)
-	}
-	okBin(t, nil, in.String(), append([]string{"produce", "orders", "--key-delimiter", ":"}, srv...)...)
+	produceRange(t, srv, 200, 300)
 	eventually(t, 20*time.Second, "every record printed", func() bool { return len(a.printed())+len(b.printed()) >= 300 })
 	time.Sleep(500 * time.Millisecond)
 	checkDisjoint(t, 300, a.printed(), b.printed())
@@ -180,4 +172,55 @@ func checkDisjoint(t *testing.T, n int, outs ...[]string) {
 	if len(seen) != n {
 		t.Fatalf("%d distinct lines printed, want %d", len(seen), n)
 	}
+}
+
+func TestBinConsumeGroupKilledMemberIsReplaced(t *testing.T) {
+	n := startBin(t, nil, "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http-addr", "")
+	srv := []string{"--server", n.addr}
+	okBin(t, nil, "", append([]string{"topic", "create", "orders", "--partitions", "4"}, srv...)...)
+	args := append([]string{"orders", "--group", "billing", "--follow", "--commit", "--from", "earliest", "--session-timeout", "6s"}, srv...)
+	a, b := startConsume(t, args...), startConsume(t, args...)
+	eventually(t, 40*time.Second, "two consumers share the 4 partitions", func() bool { return stableWith(describeJSON(t, n.addr, "billing"), 2, 4) })
+	produceRange(t, srv, 0, 200)
+	eventually(t, 20*time.Second, "every record printed", func() bool { return len(a.printed())+len(b.printed()) >= 200 })
+
+	// kill -9: no commit, no leave. After its session timeout the other
+	// member reads its partitions from the last commits: nothing skipped.
+	a.cmd.Process.Kill()
+	<-a.exited
+	produceRange(t, srv, 200, 300)
+	eventually(t, 40*time.Second, "the survivor prints every record produced after the kill", func() bool {
+		got := map[string]bool{}
+		for _, l := range b.printed() {
+			got[l] = true
+		}
+		for i := 200; i < 300; i++ {
+			if !got[fmt.Sprintf("v%d", i)] {
+				return false
+			}
+		}
+		return true
+	})
+	seen := map[string]bool{}
+	for _, l := range append(a.printed(), b.printed()...) {
+		seen[l] = true
+	}
+	for i := range 300 {
+		if !seen[fmt.Sprintf("v%d", i)] {
+			t.Fatalf("v%d was never printed", i)
+		}
+	}
+	if g := describeJSON(t, n.addr, "billing"); !stableWith(g, 1, 4) {
+		t.Fatalf("after the kill: %+v", g)
+	}
+}
+
+// produceRange produces "v<i>" with key "k<i>" for i in [from, to).
+func produceRange(t *testing.T, srv []string, from, to int) {
+	t.Helper()
+	var in strings.Builder
+	for i := from; i < to; i++ {
+		fmt.Fprintf(&in, "k%d:v%d\n", i, i)
+	}
+	okBin(t, nil, in.String(), append([]string{"produce", "orders", "--key-delimiter", ":"}, srv...)...)
 }
