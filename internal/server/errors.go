@@ -42,6 +42,9 @@ func toStatus(err error) error {
 	case errors.As(err, &nc):
 		return unavailableLeader("the consumer groups", nc.Leader.APIAddr)
 	}
+	if st := groupsStatus(err); st != nil { // groups.go
+		return st
+	}
 	if c, ok := codeOf(err); ok {
 		return status.Error(c, messageOf(c, err))
 	}

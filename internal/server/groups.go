@@ -76,7 +76,7 @@ func (g *groupsServer) JoinGroup(ctx context.Context, req *pb.JoinGroupRequest) 
 	for {
 		res, err := c.JoinGroup(ctx, jr)
 		if err != nil {
-			return nil, groupStatus(err)
+			return nil, toStatus(err)
 		}
 		jr.MemberID = res.MemberID
 		sr, err := c.SyncGroup(ctx, groups.SyncRequest{Group: jr.Group, MemberID: res.MemberID, Generation: res.Generation})
@@ -84,7 +84,7 @@ func (g *groupsServer) JoinGroup(ctx context.Context, req *pb.JoinGroupRequest) 
 			continue
 		}
 		if err != nil {
-			return nil, groupStatus(err)
+			return nil, toStatus(err)
 		}
 		tps, err := groups.DecodeAssignment(sr.Assignment)
 		if err != nil {
@@ -147,7 +147,7 @@ func (g *groupsServer) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) 
 		return nil, err
 	}
 	if err := c.Heartbeat(req.Group, req.MemberId, req.Generation); err != nil {
-		return nil, groupStatus(err)
+		return nil, toStatus(err)
 	}
 	return &pb.HeartbeatResponse{}, nil
 }
@@ -159,7 +159,7 @@ func (g *groupsServer) LeaveGroup(ctx context.Context, req *pb.LeaveGroupRequest
 		return nil, err
 	}
 	if err := c.LeaveGroup(req.Group, req.MemberId); err != nil {
-		return nil, groupStatus(err)
+		return nil, toStatus(err)
 	}
 	return &pb.LeaveGroupResponse{}, nil
 }
@@ -175,7 +175,7 @@ func (g *groupsServer) DescribeGroup(ctx context.Context, req *pb.DescribeGroupR
 	}
 	d, err := c.Describe(req.Group)
 	if err != nil {
-		return nil, groupStatus(err)
+		return nil, toStatus(err)
 	}
 	resp := &pb.DescribeGroupResponse{Group: d.Group, State: d.State.String(), ProtocolType: d.ProtocolType,
 		Assignor: d.Protocol, Generation: d.Generation, Leader: d.Leader, Rebalances: d.Rebalances, Coordinator: g.s.Addr()}
@@ -186,12 +186,10 @@ func (g *groupsServer) DescribeGroup(ctx context.Context, req *pb.DescribeGroupR
 	return resp, nil
 }
 
-// groupStatus maps the coordinator's errors to statuses (docs/groups.md),
-// with an ErrorInfo reason the client acts on.
-func groupStatus(err error) error {
-	if err == nil {
-		return nil
-	}
+// groupsStatus is the status of an error of the group coordinator
+// (docs/groups.md), with an ErrorInfo reason the client acts on, or nil for
+// other errors. toStatus calls it.
+func groupsStatus(err error) error {
 	reason, code := "", codes.Unknown
 	meta := map[string]string{}
 	var ge *groups.GenerationError
@@ -214,7 +212,7 @@ func groupStatus(err error) error {
 	case errors.Is(err, groups.ErrCoordinatorClosed):
 		return status.Error(codes.Unavailable, "the group coordinator closed (the node is shutting down or no longer leads the cluster metadata): join the group again")
 	default:
-		return toStatus(err)
+		return nil
 	}
 	st := status.New(code, err.Error())
 	if reason == "" {
