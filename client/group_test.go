@@ -280,4 +280,9 @@ func TestGroupCommitFromStaleGenerationIsRefused(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].Offset != 1 {
 		t.Fatalf("manual group's offsets: %v %v", got, err)
 	}
+	ls, err := admin.ListMemberGroups(ctx)
+	want := []client.GroupListing{{Group: "billing", State: "Stable"}, {Group: "manual", State: "Empty"}}
+	if err != nil || !slices.Equal(ls, want) {
+		t.Fatalf("list groups: %v %v, want %v", ls, err, want)
+	}
 }

@@ -81,3 +81,27 @@ func assignmentMap(in []*logdv1.TopicPartitions) map[string][]int32 {
 	}
 	return out
 }
+
+// GroupListing is one group of ListMemberGroups.
+type GroupListing struct {
+	Group string
+	State string // Empty, PreparingRebalance, CompletingRebalance or Stable
+}
+
+// ListMemberGroups lists every consumer group, by name: those with members
+// and their state, and those that only have committed offsets (Empty).
+func (a *Admin) ListMemberGroups(ctx context.Context) ([]GroupListing, error) {
+	var resp *logdv1.ListMemberGroupsResponse
+	err := a.c.unary(ctx, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+		resp, err = logdv1.NewGroupsClient(cc).ListMemberGroups(ctx, &logdv1.ListGroupsRequest{})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list groups: %w", err)
+	}
+	out := make([]GroupListing, 0, len(resp.Groups))
+	for _, g := range resp.Groups {
+		out = append(out, GroupListing{Group: g.Group, State: g.State})
+	}
+	return out, nil
+}

@@ -22,7 +22,48 @@ func newGroupCmd() *cobra.Command {
 		Short: "Show consumer groups' members and what each reads",
 	}
 	srv.register(cmd, true)
-	cmd.AddCommand(newGroupDescribeCmd(&srv))
+	cmd.AddCommand(newGroupListCmd(&srv), newGroupDescribeCmd(&srv))
+	return cmd
+}
+
+func newGroupListCmd(srv *serverFlag) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List consumer groups and their state",
+		Long: `List every consumer group: those with members, with their state (Stable,
+PreparingRebalance, ...), and those that only have committed offsets (Empty).
+--json prints one object a line: group, state.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return srv.run(func(c *client.Client) error {
+				gs, err := c.Admin().ListMemberGroups(cmd.Context())
+				if err != nil {
+					return err
+				}
+				w := cmd.OutOrStdout()
+				if asJSON {
+					enc := json.NewEncoder(w)
+					for _, g := range gs {
+						if err := enc.Encode(struct {
+							Group string `json:"group"`
+							State string `json:"state"`
+						}{g.Group, g.State}); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "GROUP\tSTATE")
+				for _, g := range gs {
+					fmt.Fprintf(tw, "%s\t%s\n", g.Group, g.State)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object a line")
 	return cmd
 }
 

@@ -149,6 +149,9 @@ func TestBinConsumeGroupSharesPartitions(t *testing.T) {
 			t.Fatalf("partition %d: committed %v, member %q: a left member commits, the survivor reads it", p.Partition, p.Committed, p.Member)
 		}
 	}
+	if out := okBin(t, nil, "", append([]string{"group", "list"}, srv...)...); !strings.Contains(out, "billing  Stable") {
+		t.Fatalf("group list:\n%s", out)
+	}
 	table := okBin(t, nil, "", append([]string{"group", "describe", "billing"}, srv...)...)
 	if !strings.Contains(table, "group billing: Stable") || !strings.Contains(table, "orders/0,1,2,3") {
 		t.Fatalf("group describe:\n%s", table)

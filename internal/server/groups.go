@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -183,6 +185,36 @@ func (g *groupsServer) DescribeGroup(ctx context.Context, req *pb.DescribeGroupR
 		resp.Members = append(resp.Members, &pb.GroupMember{MemberId: m.MemberID, ClientId: m.ClientID, ClientHost: m.ClientHost,
 			SessionTimeoutMs: int32(m.SessionTimeout.Milliseconds()), Assignment: topicPartitionsPB(m.Partitions)})
 	}
+	return resp, nil
+}
+
+// ListMemberGroups lists the coordinator's groups with their state, and
+// the groups that only have committed offsets as Empty.
+func (g *groupsServer) ListMemberGroups(ctx context.Context, req *pb.ListGroupsRequest) (*pb.ListMemberGroupsResponse, error) {
+	c, err := g.coordinator()
+	if err != nil {
+		return nil, err
+	}
+	held, err := c.List()
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	committed, err := g.s.b.ListGroups(ctx, "")
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	state := map[string]string{}
+	for _, name := range committed {
+		state[name] = groups.Empty.String()
+	}
+	for _, l := range held {
+		state[l.Group] = l.State.String()
+	}
+	resp := &pb.ListMemberGroupsResponse{}
+	for name, st := range state {
+		resp.Groups = append(resp.Groups, &pb.GroupListing{Group: name, State: st})
+	}
+	slices.SortFunc(resp.Groups, func(a, b *pb.GroupListing) int { return strings.Compare(a.Group, b.Group) })
 	return resp, nil
 }
 

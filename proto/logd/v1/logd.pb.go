@@ -2880,6 +2880,102 @@ func (x *DescribeGroupResponse) GetCoordinator() string {
 	return ""
 }
 
+type GroupListing struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	State         string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"` // Empty, PreparingRebalance, CompletingRebalance, Stable
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupListing) Reset() {
+	*x = GroupListing{}
+	mi := &file_logd_v1_logd_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupListing) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupListing) ProtoMessage() {}
+
+func (x *GroupListing) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupListing.ProtoReflect.Descriptor instead.
+func (*GroupListing) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *GroupListing) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *GroupListing) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+type ListMemberGroupsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Groups        []*GroupListing        `protobuf:"bytes,1,rep,name=groups,proto3" json:"groups,omitempty"` // by name
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListMemberGroupsResponse) Reset() {
+	*x = ListMemberGroupsResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListMemberGroupsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListMemberGroupsResponse) ProtoMessage() {}
+
+func (x *ListMemberGroupsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListMemberGroupsResponse.ProtoReflect.Descriptor instead.
+func (*ListMemberGroupsResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ListMemberGroupsResponse) GetGroups() []*GroupListing {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
 type ClusterStatusRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Only this node's own replicas, without asking other nodes (nodes set
@@ -2891,7 +2987,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[43]
+	mi := &file_logd_v1_logd_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2903,7 +2999,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[43]
+	mi := &file_logd_v1_logd_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2916,7 +3012,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{43}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ClusterStatusRequest) GetLocal() bool {
@@ -2939,7 +3035,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[44]
+	mi := &file_logd_v1_logd_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2951,7 +3047,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[44]
+	mi := &file_logd_v1_logd_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2964,7 +3060,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{44}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *JoinRequest) GetNodeId() string {
@@ -3010,7 +3106,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[45]
+	mi := &file_logd_v1_logd_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3022,7 +3118,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[45]
+	mi := &file_logd_v1_logd_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3035,7 +3131,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{45}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{47}
 }
 
 type RemoveNodeRequest struct {
@@ -3047,7 +3143,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[46]
+	mi := &file_logd_v1_logd_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3059,7 +3155,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[46]
+	mi := &file_logd_v1_logd_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3072,7 +3168,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{46}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RemoveNodeRequest) GetNodeId() string {
@@ -3092,7 +3188,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[47]
+	mi := &file_logd_v1_logd_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3104,7 +3200,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[47]
+	mi := &file_logd_v1_logd_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3117,7 +3213,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{47}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RemoveNodeResponse) GetMoved() []string {
@@ -3142,7 +3238,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_logd_v1_logd_proto_msgTypes[48]
+	mi := &file_logd_v1_logd_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3154,7 +3250,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[48]
+	mi := &file_logd_v1_logd_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3167,7 +3263,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{48}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *NodeStatus) GetId() string {
@@ -3237,7 +3333,7 @@ type PartitionStatus struct {
 
 func (x *PartitionStatus) Reset() {
 	*x = PartitionStatus{}
-	mi := &file_logd_v1_logd_proto_msgTypes[49]
+	mi := &file_logd_v1_logd_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3249,7 +3345,7 @@ func (x *PartitionStatus) String() string {
 func (*PartitionStatus) ProtoMessage() {}
 
 func (x *PartitionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[49]
+	mi := &file_logd_v1_logd_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3262,7 +3358,7 @@ func (x *PartitionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionStatus.ProtoReflect.Descriptor instead.
 func (*PartitionStatus) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{49}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *PartitionStatus) GetTopic() string {
@@ -3339,7 +3435,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[50]
+	mi := &file_logd_v1_logd_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3351,7 +3447,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[50]
+	mi := &file_logd_v1_logd_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3364,7 +3460,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{50}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ClusterStatusResponse) GetNodes() []*NodeStatus {
@@ -3628,7 +3724,12 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"rebalances\x18\a \x01(\x04R\n" +
 	"rebalances\x12.\n" +
 	"\amembers\x18\b \x03(\v2\x14.logd.v1.GroupMemberR\amembers\x12 \n" +
-	"\vcoordinator\x18\t \x01(\tR\vcoordinator\",\n" +
+	"\vcoordinator\x18\t \x01(\tR\vcoordinator\":\n" +
+	"\fGroupListing\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\"I\n" +
+	"\x18ListMemberGroupsResponse\x12-\n" +
+	"\x06groups\x18\x01 \x03(\v2\x15.logd.v1.GroupListingR\x06groups\",\n" +
 	"\x14ClusterStatusRequest\x12\x14\n" +
 	"\x05local\x18\x01 \x01(\bR\x05local\"\x9a\x01\n" +
 	"\vJoinRequest\x12\x17\n" +
@@ -3699,13 +3800,14 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\fFetchOffsets\x12\x1c.logd.v1.FetchOffsetsRequest\x1a\x1d.logd.v1.FetchOffsetsResponse\x12E\n" +
 	"\n" +
 	"ListGroups\x12\x1a.logd.v1.ListGroupsRequest\x1a\x1b.logd.v1.ListGroupsResponse\x12K\n" +
-	"\fResetOffsets\x12\x1c.logd.v1.ResetOffsetsRequest\x1a\x1d.logd.v1.ResetOffsetsResponse2\xa7\x02\n" +
+	"\fResetOffsets\x12\x1c.logd.v1.ResetOffsetsRequest\x1a\x1d.logd.v1.ResetOffsetsResponse2\xfa\x02\n" +
 	"\x06Groups\x12B\n" +
 	"\tJoinGroup\x12\x19.logd.v1.JoinGroupRequest\x1a\x1a.logd.v1.JoinGroupResponse\x12B\n" +
 	"\tHeartbeat\x12\x19.logd.v1.HeartbeatRequest\x1a\x1a.logd.v1.HeartbeatResponse\x12E\n" +
 	"\n" +
 	"LeaveGroup\x12\x1a.logd.v1.LeaveGroupRequest\x1a\x1b.logd.v1.LeaveGroupResponse\x12N\n" +
-	"\rDescribeGroup\x12\x1d.logd.v1.DescribeGroupRequest\x1a\x1e.logd.v1.DescribeGroupResponse2\xce\x01\n" +
+	"\rDescribeGroup\x12\x1d.logd.v1.DescribeGroupRequest\x1a\x1e.logd.v1.DescribeGroupResponse\x12Q\n" +
+	"\x10ListMemberGroups\x12\x1a.logd.v1.ListGroupsRequest\x1a!.logd.v1.ListMemberGroupsResponse2\xce\x01\n" +
 	"\aCluster\x12G\n" +
 	"\x06Status\x12\x1d.logd.v1.ClusterStatusRequest\x1a\x1e.logd.v1.ClusterStatusResponse\x123\n" +
 	"\x04Join\x12\x14.logd.v1.JoinRequest\x1a\x15.logd.v1.JoinResponse\x12E\n" +
@@ -3725,61 +3827,63 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_logd_v1_logd_proto_goTypes = []any{
-	(Acks)(0),                     // 0: logd.v1.Acks
-	(OffsetSpec)(0),               // 1: logd.v1.OffsetSpec
-	(*Header)(nil),                // 2: logd.v1.Header
-	(*Record)(nil),                // 3: logd.v1.Record
-	(*ProduceRequest)(nil),        // 4: logd.v1.ProduceRequest
-	(*ProduceResponse)(nil),       // 5: logd.v1.ProduceResponse
-	(*PartitionAppend)(nil),       // 6: logd.v1.PartitionAppend
-	(*FetchRequest)(nil),          // 7: logd.v1.FetchRequest
-	(*FetchResponse)(nil),         // 8: logd.v1.FetchResponse
-	(*SubscribeRequest)(nil),      // 9: logd.v1.SubscribeRequest
-	(*ListOffsetsRequest)(nil),    // 10: logd.v1.ListOffsetsRequest
-	(*PartitionOffset)(nil),       // 11: logd.v1.PartitionOffset
-	(*ListOffsetsResponse)(nil),   // 12: logd.v1.ListOffsetsResponse
-	(*TopicConfig)(nil),           // 13: logd.v1.TopicConfig
-	(*CreateTopicRequest)(nil),    // 14: logd.v1.CreateTopicRequest
-	(*CreateTopicResponse)(nil),   // 15: logd.v1.CreateTopicResponse
-	(*ListTopicsRequest)(nil),     // 16: logd.v1.ListTopicsRequest
-	(*ListTopicsResponse)(nil),    // 17: logd.v1.ListTopicsResponse
-	(*TopicInfo)(nil),             // 18: logd.v1.TopicInfo
-	(*DescribeTopicRequest)(nil),  // 19: logd.v1.DescribeTopicRequest
-	(*PartitionInfo)(nil),         // 20: logd.v1.PartitionInfo
-	(*DescribeTopicResponse)(nil), // 21: logd.v1.DescribeTopicResponse
-	(*AlterTopicRequest)(nil),     // 22: logd.v1.AlterTopicRequest
-	(*AlterTopicResponse)(nil),    // 23: logd.v1.AlterTopicResponse
-	(*DeleteTopicRequest)(nil),    // 24: logd.v1.DeleteTopicRequest
-	(*DeleteTopicResponse)(nil),   // 25: logd.v1.DeleteTopicResponse
-	(*CommittedOffset)(nil),       // 26: logd.v1.CommittedOffset
-	(*CommitOffsetsRequest)(nil),  // 27: logd.v1.CommitOffsetsRequest
-	(*CommitOffsetsResponse)(nil), // 28: logd.v1.CommitOffsetsResponse
-	(*FetchOffsetsRequest)(nil),   // 29: logd.v1.FetchOffsetsRequest
-	(*FetchOffsetsResponse)(nil),  // 30: logd.v1.FetchOffsetsResponse
-	(*ListGroupsRequest)(nil),     // 31: logd.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),    // 32: logd.v1.ListGroupsResponse
-	(*ResetOffsetsRequest)(nil),   // 33: logd.v1.ResetOffsetsRequest
-	(*ResetOffsetsResponse)(nil),  // 34: logd.v1.ResetOffsetsResponse
-	(*TopicPartitions)(nil),       // 35: logd.v1.TopicPartitions
-	(*JoinGroupRequest)(nil),      // 36: logd.v1.JoinGroupRequest
-	(*JoinGroupResponse)(nil),     // 37: logd.v1.JoinGroupResponse
-	(*HeartbeatRequest)(nil),      // 38: logd.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),     // 39: logd.v1.HeartbeatResponse
-	(*LeaveGroupRequest)(nil),     // 40: logd.v1.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),    // 41: logd.v1.LeaveGroupResponse
-	(*DescribeGroupRequest)(nil),  // 42: logd.v1.DescribeGroupRequest
-	(*GroupMember)(nil),           // 43: logd.v1.GroupMember
-	(*DescribeGroupResponse)(nil), // 44: logd.v1.DescribeGroupResponse
-	(*ClusterStatusRequest)(nil),  // 45: logd.v1.ClusterStatusRequest
-	(*JoinRequest)(nil),           // 46: logd.v1.JoinRequest
-	(*JoinResponse)(nil),          // 47: logd.v1.JoinResponse
-	(*RemoveNodeRequest)(nil),     // 48: logd.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),    // 49: logd.v1.RemoveNodeResponse
-	(*NodeStatus)(nil),            // 50: logd.v1.NodeStatus
-	(*PartitionStatus)(nil),       // 51: logd.v1.PartitionStatus
-	(*ClusterStatusResponse)(nil), // 52: logd.v1.ClusterStatusResponse
+	(Acks)(0),                        // 0: logd.v1.Acks
+	(OffsetSpec)(0),                  // 1: logd.v1.OffsetSpec
+	(*Header)(nil),                   // 2: logd.v1.Header
+	(*Record)(nil),                   // 3: logd.v1.Record
+	(*ProduceRequest)(nil),           // 4: logd.v1.ProduceRequest
+	(*ProduceResponse)(nil),          // 5: logd.v1.ProduceResponse
+	(*PartitionAppend)(nil),          // 6: logd.v1.PartitionAppend
+	(*FetchRequest)(nil),             // 7: logd.v1.FetchRequest
+	(*FetchResponse)(nil),            // 8: logd.v1.FetchResponse
+	(*SubscribeRequest)(nil),         // 9: logd.v1.SubscribeRequest
+	(*ListOffsetsRequest)(nil),       // 10: logd.v1.ListOffsetsRequest
+	(*PartitionOffset)(nil),          // 11: logd.v1.PartitionOffset
+	(*ListOffsetsResponse)(nil),      // 12: logd.v1.ListOffsetsResponse
+	(*TopicConfig)(nil),              // 13: logd.v1.TopicConfig
+	(*CreateTopicRequest)(nil),       // 14: logd.v1.CreateTopicRequest
+	(*CreateTopicResponse)(nil),      // 15: logd.v1.CreateTopicResponse
+	(*ListTopicsRequest)(nil),        // 16: logd.v1.ListTopicsRequest
+	(*ListTopicsResponse)(nil),       // 17: logd.v1.ListTopicsResponse
+	(*TopicInfo)(nil),                // 18: logd.v1.TopicInfo
+	(*DescribeTopicRequest)(nil),     // 19: logd.v1.DescribeTopicRequest
+	(*PartitionInfo)(nil),            // 20: logd.v1.PartitionInfo
+	(*DescribeTopicResponse)(nil),    // 21: logd.v1.DescribeTopicResponse
+	(*AlterTopicRequest)(nil),        // 22: logd.v1.AlterTopicRequest
+	(*AlterTopicResponse)(nil),       // 23: logd.v1.AlterTopicResponse
+	(*DeleteTopicRequest)(nil),       // 24: logd.v1.DeleteTopicRequest
+	(*DeleteTopicResponse)(nil),      // 25: logd.v1.DeleteTopicResponse
+	(*CommittedOffset)(nil),          // 26: logd.v1.CommittedOffset
+	(*CommitOffsetsRequest)(nil),     // 27: logd.v1.CommitOffsetsRequest
+	(*CommitOffsetsResponse)(nil),    // 28: logd.v1.CommitOffsetsResponse
+	(*FetchOffsetsRequest)(nil),      // 29: logd.v1.FetchOffsetsRequest
+	(*FetchOffsetsResponse)(nil),     // 30: logd.v1.FetchOffsetsResponse
+	(*ListGroupsRequest)(nil),        // 31: logd.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),       // 32: logd.v1.ListGroupsResponse
+	(*ResetOffsetsRequest)(nil),      // 33: logd.v1.ResetOffsetsRequest
+	(*ResetOffsetsResponse)(nil),     // 34: logd.v1.ResetOffsetsResponse
+	(*TopicPartitions)(nil),          // 35: logd.v1.TopicPartitions
+	(*JoinGroupRequest)(nil),         // 36: logd.v1.JoinGroupRequest
+	(*JoinGroupResponse)(nil),        // 37: logd.v1.JoinGroupResponse
+	(*HeartbeatRequest)(nil),         // 38: logd.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),        // 39: logd.v1.HeartbeatResponse
+	(*LeaveGroupRequest)(nil),        // 40: logd.v1.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),       // 41: logd.v1.LeaveGroupResponse
+	(*DescribeGroupRequest)(nil),     // 42: logd.v1.DescribeGroupRequest
+	(*GroupMember)(nil),              // 43: logd.v1.GroupMember
+	(*DescribeGroupResponse)(nil),    // 44: logd.v1.DescribeGroupResponse
+	(*GroupListing)(nil),             // 45: logd.v1.GroupListing
+	(*ListMemberGroupsResponse)(nil), // 46: logd.v1.ListMemberGroupsResponse
+	(*ClusterStatusRequest)(nil),     // 47: logd.v1.ClusterStatusRequest
+	(*JoinRequest)(nil),              // 48: logd.v1.JoinRequest
+	(*JoinResponse)(nil),             // 49: logd.v1.JoinResponse
+	(*RemoveNodeRequest)(nil),        // 50: logd.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),       // 51: logd.v1.RemoveNodeResponse
+	(*NodeStatus)(nil),               // 52: logd.v1.NodeStatus
+	(*PartitionStatus)(nil),          // 53: logd.v1.PartitionStatus
+	(*ClusterStatusResponse)(nil),    // 54: logd.v1.ClusterStatusResponse
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	2,  // 0: logd.v1.Record.headers:type_name -> logd.v1.Header
@@ -3805,55 +3909,58 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	35, // 20: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.TopicPartitions
 	35, // 21: logd.v1.GroupMember.assignment:type_name -> logd.v1.TopicPartitions
 	43, // 22: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.GroupMember
-	50, // 23: logd.v1.ClusterStatusResponse.nodes:type_name -> logd.v1.NodeStatus
-	51, // 24: logd.v1.ClusterStatusResponse.partitions:type_name -> logd.v1.PartitionStatus
-	4,  // 25: logd.v1.Log.Produce:input_type -> logd.v1.ProduceRequest
-	4,  // 26: logd.v1.Log.ProduceStream:input_type -> logd.v1.ProduceRequest
-	7,  // 27: logd.v1.Log.Fetch:input_type -> logd.v1.FetchRequest
-	9,  // 28: logd.v1.Log.Subscribe:input_type -> logd.v1.SubscribeRequest
-	10, // 29: logd.v1.Log.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
-	14, // 30: logd.v1.Admin.CreateTopic:input_type -> logd.v1.CreateTopicRequest
-	16, // 31: logd.v1.Admin.ListTopics:input_type -> logd.v1.ListTopicsRequest
-	19, // 32: logd.v1.Admin.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
-	22, // 33: logd.v1.Admin.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	24, // 34: logd.v1.Admin.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	27, // 35: logd.v1.Offsets.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	29, // 36: logd.v1.Offsets.FetchOffsets:input_type -> logd.v1.FetchOffsetsRequest
-	31, // 37: logd.v1.Offsets.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	33, // 38: logd.v1.Offsets.ResetOffsets:input_type -> logd.v1.ResetOffsetsRequest
-	36, // 39: logd.v1.Groups.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	38, // 40: logd.v1.Groups.Heartbeat:input_type -> logd.v1.HeartbeatRequest
-	40, // 41: logd.v1.Groups.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	42, // 42: logd.v1.Groups.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	45, // 43: logd.v1.Cluster.Status:input_type -> logd.v1.ClusterStatusRequest
-	46, // 44: logd.v1.Cluster.Join:input_type -> logd.v1.JoinRequest
-	48, // 45: logd.v1.Cluster.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	5,  // 46: logd.v1.Log.Produce:output_type -> logd.v1.ProduceResponse
-	5,  // 47: logd.v1.Log.ProduceStream:output_type -> logd.v1.ProduceResponse
-	8,  // 48: logd.v1.Log.Fetch:output_type -> logd.v1.FetchResponse
-	8,  // 49: logd.v1.Log.Subscribe:output_type -> logd.v1.FetchResponse
-	12, // 50: logd.v1.Log.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	15, // 51: logd.v1.Admin.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	17, // 52: logd.v1.Admin.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	21, // 53: logd.v1.Admin.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	23, // 54: logd.v1.Admin.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	25, // 55: logd.v1.Admin.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	28, // 56: logd.v1.Offsets.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	30, // 57: logd.v1.Offsets.FetchOffsets:output_type -> logd.v1.FetchOffsetsResponse
-	32, // 58: logd.v1.Offsets.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	34, // 59: logd.v1.Offsets.ResetOffsets:output_type -> logd.v1.ResetOffsetsResponse
-	37, // 60: logd.v1.Groups.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	39, // 61: logd.v1.Groups.Heartbeat:output_type -> logd.v1.HeartbeatResponse
-	41, // 62: logd.v1.Groups.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	44, // 63: logd.v1.Groups.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	52, // 64: logd.v1.Cluster.Status:output_type -> logd.v1.ClusterStatusResponse
-	47, // 65: logd.v1.Cluster.Join:output_type -> logd.v1.JoinResponse
-	49, // 66: logd.v1.Cluster.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	46, // [46:67] is the sub-list for method output_type
-	25, // [25:46] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	45, // 23: logd.v1.ListMemberGroupsResponse.groups:type_name -> logd.v1.GroupListing
+	52, // 24: logd.v1.ClusterStatusResponse.nodes:type_name -> logd.v1.NodeStatus
+	53, // 25: logd.v1.ClusterStatusResponse.partitions:type_name -> logd.v1.PartitionStatus
+	4,  // 26: logd.v1.Log.Produce:input_type -> logd.v1.ProduceRequest
+	4,  // 27: logd.v1.Log.ProduceStream:input_type -> logd.v1.ProduceRequest
+	7,  // 28: logd.v1.Log.Fetch:input_type -> logd.v1.FetchRequest
+	9,  // 29: logd.v1.Log.Subscribe:input_type -> logd.v1.SubscribeRequest
+	10, // 30: logd.v1.Log.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	14, // 31: logd.v1.Admin.CreateTopic:input_type -> logd.v1.CreateTopicRequest
+	16, // 32: logd.v1.Admin.ListTopics:input_type -> logd.v1.ListTopicsRequest
+	19, // 33: logd.v1.Admin.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
+	22, // 34: logd.v1.Admin.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	24, // 35: logd.v1.Admin.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
+	27, // 36: logd.v1.Offsets.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	29, // 37: logd.v1.Offsets.FetchOffsets:input_type -> logd.v1.FetchOffsetsRequest
+	31, // 38: logd.v1.Offsets.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	33, // 39: logd.v1.Offsets.ResetOffsets:input_type -> logd.v1.ResetOffsetsRequest
+	36, // 40: logd.v1.Groups.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	38, // 41: logd.v1.Groups.Heartbeat:input_type -> logd.v1.HeartbeatRequest
+	40, // 42: logd.v1.Groups.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	42, // 43: logd.v1.Groups.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	31, // 44: logd.v1.Groups.ListMemberGroups:input_type -> logd.v1.ListGroupsRequest
+	47, // 45: logd.v1.Cluster.Status:input_type -> logd.v1.ClusterStatusRequest
+	48, // 46: logd.v1.Cluster.Join:input_type -> logd.v1.JoinRequest
+	50, // 47: logd.v1.Cluster.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	5,  // 48: logd.v1.Log.Produce:output_type -> logd.v1.ProduceResponse
+	5,  // 49: logd.v1.Log.ProduceStream:output_type -> logd.v1.ProduceResponse
+	8,  // 50: logd.v1.Log.Fetch:output_type -> logd.v1.FetchResponse
+	8,  // 51: logd.v1.Log.Subscribe:output_type -> logd.v1.FetchResponse
+	12, // 52: logd.v1.Log.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	15, // 53: logd.v1.Admin.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	17, // 54: logd.v1.Admin.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	21, // 55: logd.v1.Admin.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	23, // 56: logd.v1.Admin.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	25, // 57: logd.v1.Admin.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	28, // 58: logd.v1.Offsets.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	30, // 59: logd.v1.Offsets.FetchOffsets:output_type -> logd.v1.FetchOffsetsResponse
+	32, // 60: logd.v1.Offsets.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	34, // 61: logd.v1.Offsets.ResetOffsets:output_type -> logd.v1.ResetOffsetsResponse
+	37, // 62: logd.v1.Groups.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	39, // 63: logd.v1.Groups.Heartbeat:output_type -> logd.v1.HeartbeatResponse
+	41, // 64: logd.v1.Groups.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	44, // 65: logd.v1.Groups.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	46, // 66: logd.v1.Groups.ListMemberGroups:output_type -> logd.v1.ListMemberGroupsResponse
+	54, // 67: logd.v1.Cluster.Status:output_type -> logd.v1.ClusterStatusResponse
+	49, // 68: logd.v1.Cluster.Join:output_type -> logd.v1.JoinResponse
+	51, // 69: logd.v1.Cluster.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	48, // [48:70] is the sub-list for method output_type
+	26, // [26:48] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_logd_proto_init() }
@@ -3871,7 +3978,7 @@ func file_logd_v1_logd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   51,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   5,
 		},

@@ -787,10 +787,11 @@ var Offsets_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Groups_JoinGroup_FullMethodName     = "/logd.v1.Groups/JoinGroup"
-	Groups_Heartbeat_FullMethodName     = "/logd.v1.Groups/Heartbeat"
-	Groups_LeaveGroup_FullMethodName    = "/logd.v1.Groups/LeaveGroup"
-	Groups_DescribeGroup_FullMethodName = "/logd.v1.Groups/DescribeGroup"
+	Groups_JoinGroup_FullMethodName        = "/logd.v1.Groups/JoinGroup"
+	Groups_Heartbeat_FullMethodName        = "/logd.v1.Groups/Heartbeat"
+	Groups_LeaveGroup_FullMethodName       = "/logd.v1.Groups/LeaveGroup"
+	Groups_DescribeGroup_FullMethodName    = "/logd.v1.Groups/DescribeGroup"
+	Groups_ListMemberGroups_FullMethodName = "/logd.v1.Groups/ListMemberGroups"
 )
 
 // GroupsClient is the client API for Groups service.
@@ -825,6 +826,9 @@ type GroupsClient interface {
 	// their assignments. NOT_FOUND when the coordinator holds no such group
 	// (it may still have committed offsets: see Offsets.FetchOffsets).
 	DescribeGroup(ctx context.Context, in *DescribeGroupRequest, opts ...grpc.CallOption) (*DescribeGroupResponse, error)
+	// ListMemberGroups lists every group: those the coordinator holds, with
+	// their state, and those that only have committed offsets, as Empty.
+	ListMemberGroups(ctx context.Context, in *ListGroupsRequest, opts ...grpc.CallOption) (*ListMemberGroupsResponse, error)
 }
 
 type groupsClient struct {
@@ -875,6 +879,16 @@ func (c *groupsClient) DescribeGroup(ctx context.Context, in *DescribeGroupReque
 	return out, nil
 }
 
+func (c *groupsClient) ListMemberGroups(ctx context.Context, in *ListGroupsRequest, opts ...grpc.CallOption) (*ListMemberGroupsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListMemberGroupsResponse)
+	err := c.cc.Invoke(ctx, Groups_ListMemberGroups_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // GroupsServer is the server API for Groups service.
 // All implementations must embed UnimplementedGroupsServer
 // for forward compatibility.
@@ -907,6 +921,9 @@ type GroupsServer interface {
 	// their assignments. NOT_FOUND when the coordinator holds no such group
 	// (it may still have committed offsets: see Offsets.FetchOffsets).
 	DescribeGroup(context.Context, *DescribeGroupRequest) (*DescribeGroupResponse, error)
+	// ListMemberGroups lists every group: those the coordinator holds, with
+	// their state, and those that only have committed offsets, as Empty.
+	ListMemberGroups(context.Context, *ListGroupsRequest) (*ListMemberGroupsResponse, error)
 	mustEmbedUnimplementedGroupsServer()
 }
 
@@ -928,6 +945,9 @@ func (UnimplementedGroupsServer) LeaveGroup(context.Context, *LeaveGroupRequest)
 }
 func (UnimplementedGroupsServer) DescribeGroup(context.Context, *DescribeGroupRequest) (*DescribeGroupResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DescribeGroup not implemented")
+}
+func (UnimplementedGroupsServer) ListMemberGroups(context.Context, *ListGroupsRequest) (*ListMemberGroupsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListMemberGroups not implemented")
 }
 func (UnimplementedGroupsServer) mustEmbedUnimplementedGroupsServer() {}
 func (UnimplementedGroupsServer) testEmbeddedByValue()                {}
@@ -1022,6 +1042,24 @@ func _Groups_DescribeGroup_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Groups_ListMemberGroups_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListGroupsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GroupsServer).ListMemberGroups(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Groups_ListMemberGroups_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GroupsServer).ListMemberGroups(ctx, req.(*ListGroupsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Groups_ServiceDesc is the grpc.ServiceDesc for Groups service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1044,6 +1082,10 @@ var Groups_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DescribeGroup",
 			Handler:    _Groups_DescribeGroup_Handler,
+		},
+		{
+			MethodName: "ListMemberGroups",
+			Handler:    _Groups_ListMemberGroups_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
