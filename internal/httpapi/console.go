@@ -1,0 +1,28 @@
+package httpapi
+
+import (
+	"embed"
+	"io/fs"
+	"net/http"
+)
+
+// consoleFiles is the web console: plain HTML, CSS and JavaScript, no
+// build step and nothing loaded from elsewhere, so it works offline.
+//
+//go:embed console
+var consoleFiles embed.FS
+
+// consoleHandler serves the console's files at /.
+func consoleHandler() http.Handler {
+	sub, err := fs.Sub(consoleFiles, "console")
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
+	files := http.FileServerFS(sub)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "no-cache")
+		files.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,173 @@
+// logd console: hash routes over the /v1/ JSON API. Plain JavaScript, no
+// build step. Text is always set with textContent (never innerHTML), so
+// record contents cannot inject markup.
+"use strict";
+
+const main = document.getElementById("main");
+const statusLine = document.getElementById("status");
+let tail = null; // the open EventSource of a topic page, closed on navigation
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined) continue;
+    e.append(c instanceof Node ? c : String(c));
+  }
+  return e;
+}
+
+function table(headers, rows, id) {
+  return el("table", id ? { id } : {},
+    el("thead", {}, el("tr", {}, headers.map(h => el("th", { scope: "col" }, h)))),
+    el("tbody", {}, rows.map(r => el("tr", {}, r.map(c => el("td", {}, c))))));
+}
+
+function bytes(n) {
+  const u = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
+  return (i ? n.toFixed(1) : n) + " " + u[i];
+}
+
+function duration(ms) {
+  if (ms < 0) return "unlimited";
+  const h = ms / 3600000;
+  return h >= 24 ? (h / 24).toFixed(1) + " d" : h.toFixed(1) + " h";
+}
+
+async function api(path, opts) {
+  const r = await fetch(path, opts);
+  const body = await r.json().catch(() => ({ error: r.statusText }));
+  if (!r.ok && !(body && body.records)) throw new Error(body.error || r.statusText);
+  return body;
+}
+
+function show(title, ...content) {
+  main.replaceChildren(el("h1", {}, title), ...content);
+  document.title = title + " · logd";
+}
+
+function say(msg) { statusLine.textContent = msg; }
+
+async function topicsPage() {
+  const { topics } = await api("/v1/topics");
+  const rows = topics.map(t => {
+    const hw = t.partition_info.reduce((s, p) => s + p.high_watermark - p.log_start, 0);
+    const size = t.partition_info.reduce((s, p) => s + p.size_bytes, 0);
+    return [el("a", { href: "#/topics/" + encodeURIComponent(t.name), class: "topic-link" }, t.name),
+      t.partitions, t.replicas, hw, bytes(size), duration(t.retention_ms)];
+  });
+  show("Topics", topics.length ? table(["Topic", "Partitions", "Replicas", "Records", "Size", "Retention"], rows, "topics")
+    : el("p", { id: "topics" }, "No topics yet: create one with logd topic create NAME."));
+}
+
+async function topicPage(name) {
+  const t = await api("/v1/topics/" + encodeURIComponent(name));
+  const rows = t.partition_info.map(p => [p.partition, p.log_start, p.high_watermark, bytes(p.size_bytes),
+    p.leader || "?", p.replicas.join(" "), p.isr.join(" ")]);
+  const log = el("ol", { id: "tail", class: "tail", "aria-label": "live tail" });
+  const filter = el("input", { id: "key-filter", type: "search", placeholder: "only keys containing…", "aria-label": "key filter" });
+  const pause = el("button", { type: "button", id: "pause" }, "Pause");
+  let paused = false, held = [];
+  const add = rec => {
+    const f = filter.value;
+    if (f && !(rec.key || "").includes(f)) return;
+    log.prepend(el("li", {}, el("span", { class: "pos" }, rec.partition + ":" + rec.offset), " ",
+      el("span", { class: "key" }, rec.key === null ? "∅" : rec.key), " ", el("span", { class: "value" }, rec.value ?? "null"),
+      " ", el("time", {}, rec.timestamp)));
+    while (log.children.length > 500) log.lastChild.remove();
+  };
+  pause.addEventListener("click", () => {
+    paused = !paused;
+    pause.textContent = paused ? "Resume" : "Pause";
+    if (!paused) { held.forEach(add); held = []; }
+  });
+  tail = new EventSource("/v1/topics/" + encodeURIComponent(name) + "/events?from=-1h");
+  tail.addEventListener("record", e => {
+    const rec = JSON.parse(e.data);
+    if (paused) { if (held.length < 1000) held.push(rec); } else add(rec);
+  });
+  tail.addEventListener("error", e => say(e.data ? JSON.parse(e.data).error : "live tail: reconnecting…"));
+  tail.addEventListener("open", () => say("live tail connected"));
+  show("Topic " + t.name,
+    el("p", {}, "Retention ", duration(t.retention_ms), ", ", t.retention_bytes < 0 ? "no size limit" : bytes(t.retention_bytes) + " per partition", "."),
+    table(["Partition", "Log start", "High watermark", "Size", "Leader", "Replicas", "In sync"], rows, "partitions"),
+    produceForm(t.name),
+    el("h2", {}, "Live tail (last hour, then live)"), el("div", { class: "controls" }, filter, pause), log);
+}
+
+function produceForm(topic) {
+  const key = el("input", { id: "produce-key", name: "key", placeholder: "key (optional)" });
+  const value = el("input", { id: "produce-value", name: "value", placeholder: "value", required: "" });
+  const out = el("span", { id: "produce-result", role: "status" });
+  const form = el("form", { class: "produce" }, el("label", {}, "Key ", key), el("label", {}, "Value ", value),
+    el("button", { type: "submit" }, "Produce"), out);
+  form.addEventListener("submit", async e => {
+    e.preventDefault();
+    const rec = { value: value.value };
+    if (key.value) rec.key = key.value;
+    try {
+      const r = await api("/v1/topics/" + encodeURIComponent(topic) + "/records", {
+        method: "POST", headers: { "Content-Type": "application/json", "Idempotency-Key": crypto.randomUUID ? crypto.randomUUID() : String(Math.random()) },
+        body: JSON.stringify({ records: [rec] }) });
+      const p = r.records[0];
+      out.textContent = p.error ? "failed: " + p.error : "written at " + p.partition + ":" + p.offset;
+      value.value = "";
+    } catch (err) { out.textContent = "failed: " + err.message; }
+  });
+  return el("section", {}, el("h2", {}, "Produce"), form);
+}
+
+async function groupsPage() {
+  const { groups } = await api("/v1/groups");
+  show("Consumer groups", groups.length ? table(["Group", "State", "Protocol type"], groups.map(g =>
+    [el("a", { href: "#/groups/" + encodeURIComponent(g.group) }, g.group), g.state, g.protocol_type]), "groups")
+    : el("p", { id: "groups" }, "No groups."));
+}
+
+async function groupPage(name) {
+  const g = await api("/v1/groups/" + encodeURIComponent(name));
+  show("Group " + g.group,
+    el("p", {}, g.state, ", generation ", g.generation, ", total lag ", g.lag),
+    el("h2", {}, "Members"), table(["Member", "Client", "Host", "Assignment"], g.members.map(m =>
+      [m.member_id, m.client_id, m.client_host, m.assignment.map(a => a.topic + ":" + a.partition).join(" ")])),
+    el("h2", {}, "Committed offsets and lag"), table(["Topic", "Partition", "Committed", "High watermark", "Lag"],
+      g.offsets.map(o => [o.topic, o.partition, o.committed, o.high_watermark, o.lag]), "lag"));
+}
+
+async function clusterPage() {
+  const c = await api("/v1/cluster");
+  const { topics } = await api("/v1/topics");
+  const leads = {};
+  for (const t of topics) for (const p of t.partition_info) leads[p.leader] = (leads[p.leader] || 0) + 1;
+  show("Cluster", el("p", {}, "This node: ", c.self.id),
+    table(["Node", "HTTP", "API", "Kafka", "Partitions led"], c.nodes.map(n =>
+      [n.id, n.http_addr || "", n.api_addr || "", n.kafka_addr || "", leads[n.id] || 0]), "nodes"));
+}
+
+async function route() {
+  if (tail) { tail.close(); tail = null; }
+  say("");
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  for (const a of document.querySelectorAll("nav a")) a.removeAttribute("aria-current");
+  const nav = document.getElementById("nav-" + (parts[0] || "topics"));
+  if (nav) nav.setAttribute("aria-current", "page");
+  try {
+    switch (parts[0] || "topics") {
+      case "topics": await (parts[1] ? topicPage(parts[1]) : topicsPage()); break;
+      case "groups": await (parts[1] ? groupPage(parts[1]) : groupsPage()); break;
+      case "cluster": await clusterPage(); break;
+      default: show("Not found", el("p", {}, "No such page."));
+    }
+  } catch (err) {
+    show("Error", el("p", { class: "error" }, err.message));
+  }
+  main.focus();
+}
+
+window.addEventListener("hashchange", route);
+route();

@@ -1,0 +1,124 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/logd/logd/broker"
+	"github.com/logd/logd/groups"
+	"github.com/logd/logd/log"
+	"github.com/logd/logd/partition"
+)
+
+// errorBody is every failed request's answer. Error says what went wrong
+// and what to do; the other fields are set for the errors they belong to.
+type errorBody struct {
+	Error string `json:"error"`
+	// Leader is the node to ask instead (421 not leader, 503 not
+	// coordinator).
+	Leader *nodeJSON `json:"leader,omitempty"`
+	// LogStart and HighWatermark are the valid offsets' range (416).
+	LogStart      *int64 `json:"log_start,omitempty"`
+	HighWatermark *int64 `json:"high_watermark,omitempty"`
+}
+
+// writeError answers status with a formatted message.
+func writeError(w http.ResponseWriter, status int, format string, args ...any) {
+	writeErrorBody(w, status, errorBody{Error: fmt.Sprintf(format, args...)})
+}
+
+func writeErrorBody(w http.ResponseWriter, status int, b errorBody) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Del("Content-Length")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(b)
+}
+
+// writeCoreError answers a core error with its status (broker-api.md's
+// table); it is the one place that mapping lives.
+func writeCoreError(w http.ResponseWriter, err error) {
+	status, body := errorStatus(err)
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeErrorBody(w, status, body)
+}
+
+// errorStatus maps a core error to a status and body.
+func errorStatus(err error) (int, errorBody) {
+	body := errorBody{Error: err.Error()}
+	var notLeader *broker.NotLeaderError
+	var notCoord *broker.NotCoordinatorError
+	var oor *log.OutOfRangeError
+	switch {
+	case errors.As(err, &notLeader):
+		if notLeader.Leader.ID == "" {
+			body.Error += ": no leader known yet; retry shortly"
+			return http.StatusServiceUnavailable, body
+		}
+		n := toNodeJSON(notLeader.Leader)
+		body.Leader = &n
+		body.Error += fmt.Sprintf(": send it to the leader, node %s (http %s)", n.ID, n.HTTPAddr)
+		return http.StatusMisdirectedRequest, body
+	case errors.As(err, &notCoord):
+		n := toNodeJSON(notCoord.Leader)
+		body.Leader = &n
+		body.Error += fmt.Sprintf(": ask the coordinator, node %s (http %s)", n.ID, n.HTTPAddr)
+		return http.StatusServiceUnavailable, body
+	case errors.As(err, &oor):
+		body.LogStart, body.HighWatermark = &oor.StartOffset, &oor.HighWatermark
+		body.Error = fmt.Sprintf("offset %d is out of range: valid offsets are %d to %d (the high watermark, where new records go)",
+			oor.Offset, oor.StartOffset, oor.HighWatermark)
+		return http.StatusRequestedRangeNotSatisfiable, body
+	case errors.Is(err, groups.ErrGroupNotFound):
+		return http.StatusNotFound, body
+	}
+	for _, m := range statusOf {
+		if errors.Is(err, m.err) {
+			if m.hint != "" {
+				body.Error += ": " + m.hint
+			}
+			return m.status, body
+		}
+	}
+	if isGroupsError(err) {
+		return http.StatusConflict, body
+	}
+	return http.StatusInternalServerError, body
+}
+
+var statusOf = []struct {
+	err    error
+	status int
+	hint   string
+}{
+	{broker.ErrUnknownTopic, http.StatusNotFound, "create it first (logd topic create)"},
+	{broker.ErrUnknownPartition, http.StatusNotFound, "partitions are numbered from 0; see GET /v1/topics/{topic}"},
+	{broker.ErrTopicExists, http.StatusConflict, ""},
+	{broker.ErrNoLeader, http.StatusServiceUnavailable, "a leader is being elected; retry shortly"},
+	{broker.ErrInvalidBatch, http.StatusBadRequest, ""},
+	{broker.ErrBatchTooLarge, http.StatusRequestEntityTooLarge, "send fewer or smaller records per request"},
+	{broker.ErrDiskFull, http.StatusInsufficientStorage, "the node's disk is full; free space or lower retention"},
+	{partition.ErrOutOfOrderSequence, http.StatusConflict, "an Idempotency-Key was reused with other records; use a new key for new records"},
+	{broker.ErrInvalidArgument, http.StatusBadRequest, ""},
+	{broker.ErrDenied, http.StatusForbidden, ""},
+	{context.DeadlineExceeded, http.StatusGatewayTimeout, "retry (with the same Idempotency-Key for a produce)"},
+	{groups.ErrCoordinatorClosed, http.StatusServiceUnavailable, "retry shortly"},
+}
+
+// isGroupsError reports a coordinator error (docs/groups.md: 409).
+func isGroupsError(err error) bool {
+	for _, e := range []error{groups.ErrUnknownMember, groups.ErrIllegalGeneration, groups.ErrRebalanceInProgress,
+		groups.ErrInconsistentProtocol, groups.ErrInvalidSessionTimeout, groups.ErrInvalidGroup,
+		groups.ErrUnknownAssignor, groups.ErrGroupNotEmpty} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,139 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/logd/logd/broker"
+	"github.com/logd/logd/groups"
+	"github.com/logd/logd/offsets"
+)
+
+type groupListingJSON struct {
+	Group        string `json:"group"`
+	State        string `json:"state"`
+	ProtocolType string `json:"protocol_type"`
+}
+
+func (h *Handler) listGroups(w http.ResponseWriter, r *http.Request) {
+	c, err := h.core.Coordinator()
+	if err != nil {
+		writeCoreError(w, err)
+		return
+	}
+	ls, err := c.List()
+	if err != nil {
+		writeCoreError(w, err)
+		return
+	}
+	out := struct {
+		Groups []groupListingJSON `json:"groups"`
+	}{Groups: make([]groupListingJSON, 0, len(ls))}
+	for _, l := range ls {
+		out.Groups = append(out.Groups, groupListingJSON{Group: l.Group, State: l.State.String(), ProtocolType: l.ProtocolType})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+type memberJSON struct {
+	MemberID       string           `json:"member_id"`
+	ClientID       string           `json:"client_id"`
+	ClientHost     string           `json:"client_host"`
+	SessionTimeout string           `json:"session_timeout"`
+	Assignment     []assignmentJSON `json:"assignment"`
+}
+
+type assignmentJSON struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+}
+
+type groupOffsetJSON struct {
+	Topic         string `json:"topic"`
+	Partition     int32  `json:"partition"`
+	Committed     int64  `json:"committed"`
+	Metadata      string `json:"metadata,omitempty"`
+	CommitTime    string `json:"commit_time,omitempty"`
+	LogStart      int64  `json:"log_start"`
+	HighWatermark int64  `json:"high_watermark"`
+	Lag           int64  `json:"lag"`
+	// Lost counts records retention removed before the group read them.
+	Lost int64 `json:"lost,omitempty"`
+}
+
+type groupJSON struct {
+	Group        string            `json:"group"`
+	State        string            `json:"state"`
+	ProtocolType string            `json:"protocol_type"`
+	Protocol     string            `json:"protocol"`
+	Generation   int32             `json:"generation"`
+	Leader       string            `json:"leader"`
+	Members      []memberJSON      `json:"members"`
+	Offsets      []groupOffsetJSON `json:"offsets"`
+	Lag          int64             `json:"lag"`
+}
+
+// describeGroup answers a group's members and assignment (from the
+// coordinator) and its committed offsets with their lag. A group with
+// committed offsets and no members is Empty; one with neither is 404.
+func (h *Handler) describeGroup(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("group")
+	c, err := h.core.Coordinator()
+	if err != nil {
+		writeCoreError(w, err)
+		return
+	}
+	d, derr := c.Describe(name)
+	if derr != nil && !errors.Is(derr, groups.ErrGroupNotFound) {
+		writeCoreError(w, derr)
+		return
+	}
+	p := h.principal(r)
+	committed, err := h.core.FetchOffsets(r.Context(), p, name, nil)
+	if err != nil {
+		writeCoreError(w, err)
+		return
+	}
+	if derr != nil && len(committed) == 0 {
+		writeError(w, http.StatusNotFound, "group %q has no members and no committed offsets: see GET /v1/groups", name)
+		return
+	}
+	out := groupJSON{Group: name, State: d.State.String(), ProtocolType: d.ProtocolType, Protocol: d.Protocol,
+		Generation: d.Generation, Leader: d.Leader, Members: []memberJSON{}, Offsets: []groupOffsetJSON{}}
+	if derr != nil {
+		out.State = groups.Empty.String()
+	}
+	for _, m := range d.Members {
+		mj := memberJSON{MemberID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost,
+			SessionTimeout: m.SessionTimeout.String(), Assignment: []assignmentJSON{}}
+		for _, tp := range m.Partitions {
+			mj.Assignment = append(mj.Assignment, assignmentJSON{Topic: tp.Topic, Partition: tp.Partition})
+		}
+		out.Members = append(out.Members, mj)
+	}
+	topics := map[string]broker.TopicInfo{}
+	for _, c := range committed {
+		t, ok := topics[c.Topic]
+		if !ok {
+			if t, err = h.core.Topic(r.Context(), p, c.Topic); err != nil && !errors.Is(err, broker.ErrUnknownTopic) {
+				writeCoreError(w, err)
+				return
+			}
+			topics[c.Topic] = t
+		}
+		o := groupOffsetJSON{Topic: c.Topic, Partition: c.Partition, Committed: c.Offset, Metadata: c.Metadata}
+		if !c.CommitTime.IsZero() {
+			o.CommitTime = c.CommitTime.UTC().Format(time.RFC3339Nano)
+		}
+		for _, pi := range t.Partitions {
+			if pi.ID == c.Partition {
+				lag := offsets.Lag(c.Offset, pi.LogStart, pi.HighWatermark)
+				o.LogStart, o.HighWatermark, o.Lag, o.Lost = pi.LogStart, pi.HighWatermark, lag.Lag, lag.Lost
+			}
+		}
+		out.Lag += o.Lag
+		out.Offsets = append(out.Offsets, o)
+	}
+	writeJSON(w, http.StatusOK, out)
+}

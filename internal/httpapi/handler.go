@@ -1,0 +1,140 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/logd/logd/broker"
+	"github.com/logd/logd/groups"
+	"github.com/logd/logd/offsets"
+)
+
+// Core is what the HTTP front-end needs of the core: the methods of
+// *broker.Broker it calls (broker-api.md).
+type Core interface {
+	LocalNode() broker.Node
+	Nodes(ctx context.Context) ([]broker.Node, error)
+	Topics(ctx context.Context, p broker.Principal) ([]broker.TopicInfo, error)
+	Topic(ctx context.Context, p broker.Principal, name string) (broker.TopicInfo, error)
+	Produce(ctx context.Context, r broker.ProduceRequest) (broker.ProduceResult, error)
+	Fetch(ctx context.Context, r broker.FetchRequest) (broker.FetchResult, error)
+	Changed(topic string, partition int32) (<-chan struct{}, error)
+	ListOffset(ctx context.Context, p broker.Principal, topic string, partition int32, spec int64) (offset, timestampMs int64, err error)
+	FetchOffsets(ctx context.Context, p broker.Principal, group string, topics []string) ([]offsets.Committed, error)
+	Coordinator() (*groups.Coordinator, error)
+}
+
+var _ Core = (*broker.Broker)(nil)
+
+// Config configures the handler. The zero value is usable.
+type Config struct {
+	// MaxBodyBytes bounds a request body (default 4 MiB); a larger one is
+	// refused with 413 before anything is written.
+	MaxBodyBytes int64
+	// SendTimeout is how long a live tail's write may wait for a client
+	// that reads nothing before the stream is ended (default 30 s).
+	SendTimeout time.Duration
+	// Heartbeat is the interval of the live tail's comment lines
+	// (default 15 s).
+	Heartbeat time.Duration
+	// Principal names who makes a request (nil: anonymous). The core
+	// decides what it may do.
+	Principal func(*http.Request) broker.Principal
+}
+
+const (
+	defaultMaxBodyBytes = 4 << 20
+	defaultSendTimeout  = 30 * time.Second
+	defaultHeartbeat    = 15 * time.Second
+)
+
+// Handler serves the JSON API, the live tail and the console.
+type Handler struct {
+	core Core
+	cfg  Config
+	mux  *http.ServeMux
+	// rr spreads unkeyed records without a partition or idempotency key.
+	rr atomic.Uint32
+	// streams counts open live tails (for tests and shutdown checks).
+	streams atomic.Int64
+}
+
+// New returns the handler over core.
+func New(core Core, cfg Config) *Handler {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if cfg.SendTimeout <= 0 {
+		cfg.SendTimeout = defaultSendTimeout
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = defaultHeartbeat
+	}
+	h := &Handler{core: core, cfg: cfg, mux: http.NewServeMux()}
+	h.routes()
+	return h
+}
+
+func (h *Handler) routes() {
+	m := h.mux
+	m.HandleFunc("GET /v1/cluster", h.cluster)
+	m.HandleFunc("GET /v1/topics", h.listTopics)
+	m.HandleFunc("GET /v1/topics/{topic}", h.describeTopic)
+	m.HandleFunc("POST /v1/topics/{topic}/records", h.produce)
+	m.HandleFunc("GET /v1/topics/{topic}/records", h.readRecords)
+	m.HandleFunc("GET /v1/topics/{topic}/events", h.events)
+	m.HandleFunc("GET /v1/groups", h.listGroups)
+	m.HandleFunc("GET /v1/groups/{group}", h.describeGroup)
+	m.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such endpoint %s %s: see docs/http.md for the /v1/ API", r.Method, r.URL.Path)
+	})
+	m.Handle("GET /", consoleHandler())
+}
+
+// ServeHTTP serves the request. The mux's own answers (405 with Allow,
+// 404) are turned into JSON error bodies.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := h.mux.Handler(r); pattern == "" {
+		w = &muxError{ResponseWriter: w, method: r.Method, path: r.URL.Path}
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// muxError rewrites the mux's plain-text error answers as JSON.
+type muxError struct {
+	http.ResponseWriter
+	method, path string
+	swallow      bool
+}
+
+func (e *muxError) WriteHeader(code int) {
+	switch {
+	case code == http.StatusMethodNotAllowed:
+		e.swallow = true
+		writeError(e.ResponseWriter, code, "method %s not allowed on %s: use %s", e.method, e.path, e.Header().Get("Allow"))
+	case code >= 400:
+		e.swallow = true
+		writeError(e.ResponseWriter, code, "%s %s: %s", e.method, e.path, http.StatusText(code))
+	default:
+		e.ResponseWriter.WriteHeader(code)
+	}
+}
+
+func (e *muxError) Write(b []byte) (int, error) {
+	if e.swallow {
+		return len(b), nil
+	}
+	return e.ResponseWriter.Write(b)
+}
+
+// OpenStreams is the number of live tails being served.
+func (h *Handler) OpenStreams() int64 { return h.streams.Load() }
+
+func (h *Handler) principal(r *http.Request) broker.Principal {
+	if h.cfg.Principal == nil {
+		return ""
+	}
+	return h.cfg.Principal(r)
+}

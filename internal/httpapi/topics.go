@@ -1,0 +1,111 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/logd/logd/broker"
+)
+
+// writeJSON answers status with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+type nodeJSON struct {
+	ID        string `json:"id"`
+	APIAddr   string `json:"api_addr,omitempty"`
+	KafkaAddr string `json:"kafka_addr,omitempty"`
+	HTTPAddr  string `json:"http_addr,omitempty"`
+	RaftAddr  string `json:"raft_addr,omitempty"`
+}
+
+func toNodeJSON(n broker.Node) nodeJSON {
+	return nodeJSON{ID: n.ID, APIAddr: n.APIAddr, KafkaAddr: n.KafkaAddr, HTTPAddr: n.HTTPAddr, RaftAddr: n.RaftAddr}
+}
+
+type partitionJSON struct {
+	Partition     int32    `json:"partition"`
+	LogStart      int64    `json:"log_start"`
+	HighWatermark int64    `json:"high_watermark"`
+	SizeBytes     int64    `json:"size_bytes"`
+	Leader        string   `json:"leader"`
+	Replicas      []string `json:"replicas"`
+	ISR           []string `json:"isr"`
+	LeaderEpoch   int32    `json:"leader_epoch"`
+}
+
+type topicJSON struct {
+	Name             string          `json:"name"`
+	Partitions       int32           `json:"partitions"`
+	Replicas         int32           `json:"replicas"`
+	RetentionMs      int64           `json:"retention_ms"`
+	RetentionBytes   int64           `json:"retention_bytes"`
+	RetentionRecords int64           `json:"retention_records"`
+	SegmentBytes     int64           `json:"segment_bytes"`
+	SegmentMs        int64           `json:"segment_ms"`
+	PartitionInfo    []partitionJSON `json:"partition_info"`
+}
+
+func toTopicJSON(t broker.TopicInfo) topicJSON {
+	c := t.Config
+	j := topicJSON{Name: c.Name, Partitions: c.Partitions, Replicas: c.Replicas, RetentionMs: c.RetentionMs,
+		RetentionBytes: c.RetentionBytes, RetentionRecords: c.RetentionRecords, SegmentBytes: c.SegmentBytes,
+		SegmentMs: c.SegmentMs, PartitionInfo: make([]partitionJSON, 0, len(t.Partitions))}
+	for _, p := range t.Partitions {
+		j.PartitionInfo = append(j.PartitionInfo, partitionJSON{Partition: p.ID, LogStart: p.LogStart,
+			HighWatermark: p.HighWatermark, SizeBytes: p.SizeBytes, Leader: p.Leader,
+			Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR), LeaderEpoch: p.LeaderEpoch})
+	}
+	return j
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func (h *Handler) listTopics(w http.ResponseWriter, r *http.Request) {
+	ts, err := h.core.Topics(r.Context(), h.principal(r))
+	if err != nil {
+		writeCoreError(w, err)
+		return
+	}
+	out := struct {
+		Topics []topicJSON `json:"topics"`
+	}{Topics: make([]topicJSON, 0, len(ts))}
+	for _, t := range ts {
+		out.Topics = append(out.Topics, toTopicJSON(t))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *Handler) describeTopic(w http.ResponseWriter, r *http.Request) {
+	t, err := h.core.Topic(r.Context(), h.principal(r), r.PathValue("topic"))
+	if err != nil {
+		writeCoreError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toTopicJSON(t))
+}
+
+func (h *Handler) cluster(w http.ResponseWriter, r *http.Request) {
+	nodes, err := h.core.Nodes(r.Context())
+	if err != nil {
+		writeCoreError(w, err)
+		return
+	}
+	out := struct {
+		Self  nodeJSON   `json:"self"`
+		Nodes []nodeJSON `json:"nodes"`
+	}{Self: toNodeJSON(h.core.LocalNode()), Nodes: make([]nodeJSON, 0, len(nodes))}
+	for _, n := range nodes {
+		out.Nodes = append(out.Nodes, toNodeJSON(n))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
