@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -87,46 +88,33 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /v1/topics/{topic}/events", h.events)
 	m.HandleFunc("GET /v1/groups", h.listGroups)
 	m.HandleFunc("GET /v1/groups/{group}", h.describeGroup)
-	m.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no such endpoint %s %s: see docs/http.md for the /v1/ API", r.Method, r.URL.Path)
-	})
-	m.Handle("GET /", consoleHandler())
+	m.HandleFunc("/v1/", h.noEndpoint)
+	m.Handle("/", consoleHandler())
 }
 
-// ServeHTTP serves the request. The mux's own answers (405 with Allow,
-// 404) are turned into JSON error bodies.
+// ServeHTTP serves the request. Every answer the mux could give itself
+// (404, 405) is taken by noEndpoint or the console, with a JSON body.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if _, pattern := h.mux.Handler(r); pattern == "" {
-		w = &muxError{ResponseWriter: w, method: r.Method, path: r.URL.Path}
-	}
 	h.mux.ServeHTTP(w, r)
 }
 
-// muxError rewrites the mux's plain-text error answers as JSON.
-type muxError struct {
-	http.ResponseWriter
-	method, path string
-	swallow      bool
-}
-
-func (e *muxError) WriteHeader(code int) {
-	switch {
-	case code == http.StatusMethodNotAllowed:
-		e.swallow = true
-		writeError(e.ResponseWriter, code, "method %s not allowed on %s: use %s", e.method, e.path, e.Header().Get("Allow"))
-	case code >= 400:
-		e.swallow = true
-		writeError(e.ResponseWriter, code, "%s %s: %s", e.method, e.path, http.StatusText(code))
-	default:
-		e.ResponseWriter.WriteHeader(code)
+// noEndpoint answers a /v1/ request no route takes: 405 with Allow when
+// the path exists for other methods, else 404.
+func (h *Handler) noEndpoint(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := h.mux.Handler(probe); pattern != "/v1/" && pattern != "" {
+			allow = append(allow, m)
+		}
 	}
-}
-
-func (e *muxError) Write(b []byte) (int, error) {
-	if e.swallow {
-		return len(b), nil
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, http.StatusMethodNotAllowed, "method %s not allowed on %s: use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))
+		return
 	}
-	return e.ResponseWriter.Write(b)
+	writeError(w, http.StatusNotFound, "no such endpoint %s %s: see docs/http.md for the /v1/ API", r.Method, r.URL.Path)
 }
 
 // OpenStreams is the number of live tails being served.

@@ -1,0 +1,228 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/logd/logd/broker"
+	"github.com/logd/logd/groups"
+	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/log"
+	"github.com/logd/logd/offsets"
+	"github.com/logd/logd/partition"
+)
+
+// fakeCore is an in-memory Core for the handler's unit tests: topics of
+// stored batches, producer dedup by id and sequence, long-polling fetch.
+// The end-to-end tests run the same handler over the real broker.
+type fakeCore struct {
+	mu        sync.Mutex
+	topics    map[string][]*fakePartition
+	committed map[string][]offsets.Committed
+	coord     *groups.Coordinator
+	// outstanding is the bytes of fetch responses not yet released;
+	// maxOutstanding the most seen at once.
+	outstanding, maxOutstanding int
+}
+
+type fakePartition struct {
+	batches  [][]byte
+	next     int64
+	start    int64
+	changed  chan struct{}
+	produced map[int64]broker.ProduceResult // by producer id (sequence 0 only)
+}
+
+func newFakeCore() *fakeCore {
+	return &fakeCore{topics: map[string][]*fakePartition{}, committed: map[string][]offsets.Committed{}, coord: groups.New(groups.Config{})}
+}
+
+func (f *fakeCore) addTopic(name string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ps := make([]*fakePartition, n)
+	for i := range ps {
+		ps[i] = &fakePartition{changed: make(chan struct{}), produced: map[int64]broker.ProduceResult{}}
+	}
+	f.topics[name] = ps
+}
+
+func (f *fakeCore) LocalNode() broker.Node { return broker.Node{ID: "n1", HTTPAddr: "127.0.0.1:1"} }
+func (f *fakeCore) Nodes(context.Context) ([]broker.Node, error) {
+	return []broker.Node{f.LocalNode()}, nil
+}
+
+func (f *fakeCore) Topics(ctx context.Context, p broker.Principal) ([]broker.TopicInfo, error) {
+	f.mu.Lock()
+	names := make([]string, 0, len(f.topics))
+	for n := range f.topics {
+		names = append(names, n)
+	}
+	f.mu.Unlock()
+	slices.Sort(names)
+	var out []broker.TopicInfo
+	for _, n := range names {
+		t, _ := f.Topic(ctx, p, n)
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func (f *fakeCore) Topic(_ context.Context, _ broker.Principal, name string) (broker.TopicInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ps, ok := f.topics[name]
+	if !ok {
+		return broker.TopicInfo{}, fmt.Errorf("%w: %q", broker.ErrUnknownTopic, name)
+	}
+	c := partition.DefaultConfig(name)
+	c.Partitions = int32(len(ps))
+	t := broker.TopicInfo{Config: c}
+	for i, p := range ps {
+		t.Partitions = append(t.Partitions, broker.PartitionInfo{ID: int32(i), LogStart: p.start, HighWatermark: p.next, Leader: "n1"})
+	}
+	return t, nil
+}
+
+func (f *fakeCore) partition(topic string, p int32) (*fakePartition, error) {
+	ps, ok := f.topics[topic]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", broker.ErrUnknownTopic, topic)
+	}
+	if p < 0 || int(p) >= len(ps) {
+		return nil, broker.ErrUnknownPartition
+	}
+	return ps[p], nil
+}
+
+func (f *fakeCore) Produce(_ context.Context, r broker.ProduceRequest) (broker.ProduceResult, error) {
+	info, err := batch.Validate(r.Batch)
+	if err != nil {
+		return broker.ProduceResult{}, fmt.Errorf("%w: %v", broker.ErrInvalidBatch, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, err := f.partition(r.Topic, r.Partition)
+	if err != nil {
+		return broker.ProduceResult{}, err
+	}
+	if info.ProducerID >= 0 {
+		if res, ok := p.produced[info.ProducerID]; ok {
+			res.Duplicate = true
+			return res, nil
+		}
+	}
+	b := slices.Clone(r.Batch)
+	batch.SetBaseOffset(b, p.next)
+	p.batches = append(p.batches, b)
+	res := broker.ProduceResult{BaseOffset: p.next, LogStart: p.start, AppendTimeMs: -1}
+	p.next += int64(info.NumRecords)
+	if info.ProducerID >= 0 {
+		p.produced[info.ProducerID] = res
+	}
+	close(p.changed)
+	p.changed = make(chan struct{})
+	return res, nil
+}
+
+func (f *fakeCore) Fetch(ctx context.Context, r broker.FetchRequest) (broker.FetchResult, error) {
+	deadline := time.NewTimer(r.MaxWait)
+	defer deadline.Stop()
+	for {
+		res, total, wait, err := f.fetchOnce(r)
+		if err != nil || total > 0 || r.MaxWait == 0 {
+			return res, err
+		}
+		select {
+		case <-wait:
+		case <-deadline.C:
+			return res, nil
+		case <-ctx.Done():
+			return broker.FetchResult{}, ctx.Err()
+		}
+	}
+}
+
+func (f *fakeCore) fetchOnce(r broker.FetchRequest) (broker.FetchResult, int, chan struct{}, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var res broker.FetchResult
+	total := 0
+	var wait chan struct{}
+	for _, fp := range r.Partitions {
+		p, err := f.partition(fp.Topic, fp.Partition)
+		out := broker.FetchedPartition{Topic: fp.Topic, Partition: fp.Partition, Err: err}
+		if err == nil {
+			out.HighWatermark, out.LogStart = p.next, p.start
+			wait = p.changed
+			if fp.Offset < p.start || fp.Offset > p.next {
+				out.Err = &log.OutOfRangeError{Offset: fp.Offset, StartOffset: p.start, HighWatermark: p.next}
+			}
+			for _, b := range p.batches {
+				info, _ := batch.ParseHeader(b)
+				if out.Err != nil || info.NextOffset() <= fp.Offset {
+					continue
+				}
+				if len(out.Batches) > 0 && len(out.Batches)+len(b) > fp.MaxBytes {
+					break
+				}
+				out.Batches = append(out.Batches, b...)
+			}
+		}
+		total += len(out.Batches)
+		res.Partitions = append(res.Partitions, out)
+	}
+	f.outstanding += total
+	f.maxOutstanding = max(f.maxOutstanding, f.outstanding)
+	res.Release = func() {
+		f.mu.Lock()
+		f.outstanding -= total
+		f.mu.Unlock()
+	}
+	return res, total, wait, nil
+}
+
+func (f *fakeCore) Changed(topic string, p int32) (<-chan struct{}, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fp, err := f.partition(topic, p)
+	if err != nil {
+		return nil, err
+	}
+	return fp.changed, nil
+}
+
+func (f *fakeCore) ListOffset(_ context.Context, _ broker.Principal, topic string, part int32, spec int64) (int64, int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, err := f.partition(topic, part)
+	if err != nil {
+		return 0, 0, err
+	}
+	switch spec {
+	case broker.Earliest:
+		return p.start, -1, nil
+	case broker.Latest:
+		return p.next, -1, nil
+	}
+	for _, b := range p.batches {
+		_, recs, _ := batch.Decode(b, 0)
+		for _, r := range recs {
+			if r.Timestamp >= spec {
+				return r.Offset, r.Timestamp, nil
+			}
+		}
+	}
+	return -1, -1, nil
+}
+
+func (f *fakeCore) FetchOffsets(_ context.Context, _ broker.Principal, group string, _ []string) ([]offsets.Committed, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.committed[group]), nil
+}
+
+func (f *fakeCore) Coordinator() (*groups.Coordinator, error) { return f.coord, nil }
