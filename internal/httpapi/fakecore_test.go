@@ -133,9 +133,10 @@ func (f *fakeCore) Fetch(ctx context.Context, r broker.FetchRequest) (broker.Fet
 	defer deadline.Stop()
 	for {
 		res, total, wait, err := f.fetchOnce(r)
-		if err != nil || total > 0 || r.MaxWait == 0 {
+		if err != nil || total > 0 || r.MaxWait == 0 || failed(res) {
 			return res, err
 		}
+		res.Release()
 		select {
 		case <-wait:
 		case <-deadline.C:
@@ -144,6 +145,15 @@ func (f *fakeCore) Fetch(ctx context.Context, r broker.FetchRequest) (broker.Fet
 			return broker.FetchResult{}, ctx.Err()
 		}
 	}
+}
+
+func failed(res broker.FetchResult) bool {
+	for _, p := range res.Partitions {
+		if p.Err != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (f *fakeCore) fetchOnce(r broker.FetchRequest) (broker.FetchResult, int, chan struct{}, error) {
