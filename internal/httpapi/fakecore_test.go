@@ -23,6 +23,9 @@ type fakeCore struct {
 	topics    map[string][]*fakePartition
 	committed map[string][]offsets.Committed
 	coord     *groups.Coordinator
+	// anyChange is closed at every produce (a fetch of many partitions
+	// waits for any of them).
+	anyChange chan struct{}
 	// outstanding is the bytes of fetch responses not yet released;
 	// maxOutstanding the most seen at once.
 	outstanding, maxOutstanding int
@@ -37,7 +40,7 @@ type fakePartition struct {
 }
 
 func newFakeCore() *fakeCore {
-	return &fakeCore{topics: map[string][]*fakePartition{}, committed: map[string][]offsets.Committed{}, coord: groups.New(groups.Config{})}
+	return &fakeCore{topics: map[string][]*fakePartition{}, committed: map[string][]offsets.Committed{}, coord: groups.New(groups.Config{}), anyChange: make(chan struct{})}
 }
 
 func (f *fakeCore) addTopic(name string, n int) {
@@ -125,6 +128,8 @@ func (f *fakeCore) Produce(_ context.Context, r broker.ProduceRequest) (broker.P
 	}
 	close(p.changed)
 	p.changed = make(chan struct{})
+	close(f.anyChange)
+	f.anyChange = make(chan struct{})
 	return res, nil
 }
 
@@ -161,13 +166,12 @@ func (f *fakeCore) fetchOnce(r broker.FetchRequest) (broker.FetchResult, int, ch
 	defer f.mu.Unlock()
 	var res broker.FetchResult
 	total := 0
-	var wait chan struct{}
+	wait := f.anyChange
 	for _, fp := range r.Partitions {
 		p, err := f.partition(fp.Topic, fp.Partition)
 		out := broker.FetchedPartition{Topic: fp.Topic, Partition: fp.Partition, Err: err}
 		if err == nil {
 			out.HighWatermark, out.LogStart = p.next, p.start
-			wait = p.changed
 			if fp.Offset < p.start || fp.Offset > p.next {
 				out.Err = &log.OutOfRangeError{Offset: fp.Offset, StartOffset: p.start, HighWatermark: p.next}
 			}

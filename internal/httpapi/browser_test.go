@@ -1,0 +1,196 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/websocket"
+)
+
+// chromium finds the headless browser the console test drives: $CHROMIUM,
+// else chromium on PATH (Debian's package; .ci/run installs it).
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("no chromium on PATH: install it (apt-get install chromium) or set CHROMIUM; .ci/run installs it")
+	return ""
+}
+
+// browserPage is one page of a headless chromium, driven over the Chrome
+// DevTools Protocol (a WebSocket of JSON commands).
+type browserPage struct {
+	ws *websocket.Conn
+	id int
+}
+
+// openPage starts headless chromium on 127.0.0.1 (stopped at the test's
+// end) and opens pageURL in it.
+func openPage(t *testing.T, pageURL string) *browserPage {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, chromium(t), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--no-first-run", "--user-data-dir="+t.TempDir(), "--window-size=1280,800",
+		"--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "--remote-allow-origins=*", "about:blank")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); cmd.Wait() })
+	// "DevTools listening on ws://127.0.0.1:PORT/devtools/browser/ID"
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if _, after, ok := strings.Cut(sc.Text(), "DevTools listening on "); ok {
+				found <- after
+			}
+		}
+	}()
+	var browserWS string
+	select {
+	case browserWS = <-found:
+	case <-time.After(30 * time.Second):
+		t.Fatal("chromium did not start its DevTools endpoint within 30s")
+	}
+	u, _ := url.Parse(browserWS)
+	req, _ := http.NewRequest("PUT", "http://"+u.Host+"/json/new?"+pageURL, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var target struct {
+		WebSocketDebuggerURL string `json:"webSocketDebuggerUrl"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&target); err != nil || target.WebSocketDebuggerURL == "" {
+		t.Fatalf("new page: %v %+v", err, target)
+	}
+	ws, err := websocket.Dial(target.WebSocketDebuggerURL, "", "http://127.0.0.1/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	return &browserPage{ws: ws}
+}
+
+// call sends one DevTools command and returns its result (events that
+// arrive meanwhile are skipped).
+func (p *browserPage) call(t *testing.T, method string, params any, result any) {
+	t.Helper()
+	p.id++
+	if err := websocket.JSON.Send(p.ws, map[string]any{"id": p.id, "method": method, "params": params}); err != nil {
+		t.Fatal(err)
+	}
+	p.ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for {
+		var msg struct {
+			ID     int             `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  *struct{ Message string }
+		}
+		if err := websocket.JSON.Receive(p.ws, &msg); err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		if msg.ID != p.id {
+			continue
+		}
+		if msg.Error != nil {
+			t.Fatalf("%s: %s", method, msg.Error.Message)
+		}
+		if result != nil {
+			json.Unmarshal(msg.Result, result)
+		}
+		return
+	}
+}
+
+// eval returns a JavaScript expression's value as a string.
+func (p *browserPage) eval(t *testing.T, expr string) string {
+	t.Helper()
+	var r struct {
+		Result struct {
+			Value any `json:"value"`
+		} `json:"result"`
+	}
+	p.call(t, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &r)
+	return fmt.Sprint(r.Result.Value)
+}
+
+// waitText waits until the element's text contains want.
+func (p *browserPage) waitText(t *testing.T, selector, want string, timeout time.Duration) {
+	t.Helper()
+	expr := fmt.Sprintf(`(document.querySelector(%q) || {}).innerText || ""`, selector)
+	deadline := time.Now().Add(timeout)
+	for {
+		got := p.eval(t, expr)
+		if strings.Contains(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s shows %q, not %q, after %s", selector, got, want, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (p *browserPage) screenshot(t *testing.T, path string) {
+	t.Helper()
+	var r struct {
+		Data string `json:"data"`
+	}
+	p.call(t, "Page.captureScreenshot", map[string]any{"format": "png"}, &r)
+	png, err := base64.StdEncoding.DecodeString(r.Data)
+	if err != nil || len(png) == 0 {
+		t.Fatalf("screenshot: %v (%d bytes)", err, len(png))
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot of the topic page: %s", path)
+}
+
+// testConsoleInBrowser: the console lists a topic, and records produced
+// while its page is open show in the live tail, as text.
+func testConsoleInBrowser(t *testing.T, e env) {
+	e.createTopic(t, "browser-topic", 2)
+	srv, _ := serve(t, e.core(), Config{})
+	p := openPage(t, srv.URL+"/")
+	p.waitText(t, "#topics", "browser-topic", 10*time.Second)
+	p.eval(t, `location.hash = "#/topics/browser-topic"`)
+	p.waitText(t, "#partitions", "High watermark", 10*time.Second)
+	p.waitText(t, "#status", "live tail connected", 10*time.Second)
+	do(t, "POST", srv.URL+"/v1/topics/browser-topic/records",
+		`{"records": [{"key": "k", "value": "seen-in-the-tail"}, {"value": "<b>not markup</b>"}]}`, nil, nil)
+	p.waitText(t, "#tail", "seen-in-the-tail", 2*time.Second)
+	p.waitText(t, "#tail", "<b>not markup</b>", 2*time.Second)
+	if n := p.eval(t, `document.querySelectorAll("#tail b").length`); n != "0" {
+		t.Fatalf("a record's value became markup (%s <b> elements)", n)
+	}
+	dir := os.Getenv("LOGD_TEST_ARTIFACTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	p.screenshot(t, filepath.Join(dir, "console-topic.png"))
+}
+
+func TestConsoleInBrowserFake(t *testing.T) { testConsoleInBrowser(t, newFakeEnv(t)) }
