@@ -135,7 +135,7 @@ func testEventsFrom(t *testing.T, e env) {
 		t.Fatalf("partition 0 holds %d records; the test needs 3", len(p0.Records))
 	}
 	s := openEvents(t, srv.URL+"/v1/topics/from/events?partition=0&from=2", "")
-	if ev := s.next(t, "", 5*time.Second); ev.id != fmt.Sprintf("0:2") {
+	if ev := s.next(t, "", 5*time.Second); ev.id != "0:2" {
 		t.Fatalf("from=2 starts at %q", ev.id)
 	}
 	if r := recordOf(t, s.next(t, "record", 5*time.Second)); r.Offset != 2 || r.Partition != 0 {

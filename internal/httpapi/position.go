@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -31,13 +30,6 @@ func (p *position) String() string {
 		b.WriteString(strconv.FormatInt(p.next[i], 10))
 	}
 	return b.String()
-}
-
-// set records that partition part's next offset is next.
-func (p *position) set(part int32, next int64) {
-	if i, ok := slices.BinarySearch(p.parts, part); ok {
-		p.next[i] = next
-	}
 }
 
 // parsePosition reads an event id. Partitions must be distinct; the
