@@ -6,6 +6,7 @@
 const main = document.getElementById("main");
 const statusLine = document.getElementById("status");
 let tail = null; // the open EventSource of a topic page, closed on navigation
+let refresh = null; // the topic page's partition table refresh timer
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -67,8 +68,17 @@ async function topicsPage() {
 
 async function topicPage(name) {
   const t = await api("/v1/topics/" + encodeURIComponent(name));
-  const rows = t.partition_info.map(p => [p.partition, p.log_start, p.high_watermark, bytes(p.size_bytes),
+  const partitionRows = t => t.partition_info.map(p => [p.partition, p.log_start, p.high_watermark, bytes(p.size_bytes),
     p.leader || "?", p.replicas.join(" "), p.isr.join(" ")]);
+  const headers = ["Partition", "Log start", "High watermark", "Size", "Leader", "Replicas", "In sync"];
+  let parts = table(headers, partitionRows(t), "partitions");
+  refresh = setInterval(async () => {
+    try {
+      const fresh = table(headers, partitionRows(await api("/v1/topics/" + encodeURIComponent(name))), "partitions");
+      parts.replaceWith(fresh);
+      parts = fresh;
+    } catch (err) { say(err.message); }
+  }, 5000);
   const log = el("ol", { id: "tail", class: "tail", "aria-label": "live tail" });
   const filter = el("input", { id: "key-filter", type: "search", placeholder: "only keys containing…", "aria-label": "key filter" });
   const pause = el("button", { type: "button", id: "pause" }, "Pause");
@@ -95,7 +105,7 @@ async function topicPage(name) {
   tail.addEventListener("open", () => say("live tail connected"));
   show("Topic " + t.name,
     el("p", {}, "Retention ", duration(t.retention_ms), ", ", t.retention_bytes < 0 ? "no size limit" : bytes(t.retention_bytes) + " per partition", "."),
-    table(["Partition", "Log start", "High watermark", "Size", "Leader", "Replicas", "In sync"], rows, "partitions"),
+    parts,
     produceForm(t.name),
     el("h2", {}, "Live tail (last hour, then live)"), el("div", { class: "controls" }, filter, pause), log);
 }
@@ -151,6 +161,7 @@ async function clusterPage() {
 
 async function route() {
   if (tail) { tail.close(); tail = null; }
+  if (refresh) { clearInterval(refresh); refresh = null; }
   say("");
   const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
   for (const a of document.querySelectorAll("nav a")) a.removeAttribute("aria-current");
