@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"net/http"
 	"strconv"
 	"time"
@@ -30,6 +31,11 @@ type stream struct {
 	// lastWrite is when the stream last wrote to its client (for the
 	// heartbeat).
 	lastWrite time.Time
+	// group, when set, gets the stream's position committed after each
+	// write (at-most-once: a record is committed once it is written to
+	// the connection, before the client has processed it).
+	group     string
+	committed []int64
 }
 
 // events serves GET /v1/topics/{topic}/events (see the package comment).
@@ -85,13 +91,12 @@ func (s *stream) start(r *http.Request) error {
 	if err != nil {
 		return badRequest{fmt.Errorf("from=%q: %v", q.Get("from"), err)}
 	}
-	resume := map[int32]int64{}
-	if id := cmp(r.Header.Get("Last-Event-ID"), q.Get("last_event_id")); id != "" {
-		if resume, err = parsePosition(id); err != nil {
-			return badRequest{fmt.Errorf("Last-Event-ID: %v", err)}
-		}
-	}
 	info, err := s.h.core.Topic(r.Context(), s.p, s.topic)
+	if err != nil {
+		return err
+	}
+	s.group = q.Get("group")
+	resume, err := s.resumeAt(r)
 	if err != nil {
 		return err
 	}
@@ -118,6 +123,55 @@ func (s *stream) start(r *http.Request) error {
 		s.pos.parts = append(s.pos.parts, pi.ID)
 		s.pos.next = append(s.pos.next, next)
 	}
+	s.committed = slices.Clone(s.pos.next)
+	return nil
+}
+
+// resumeAt is where the request resumes: the Last-Event-ID's position,
+// else the group's committed offsets (with group=), else nothing.
+func (s *stream) resumeAt(r *http.Request) (map[int32]int64, error) {
+	if id := cmp(r.Header.Get("Last-Event-ID"), r.URL.Query().Get("last_event_id")); id != "" {
+		pos, err := parsePosition(id)
+		if err != nil {
+			return nil, badRequest{fmt.Errorf("Last-Event-ID: %v", err)}
+		}
+		return pos, nil
+	}
+	resume := map[int32]int64{}
+	if s.group == "" {
+		return resume, nil
+	}
+	cs, err := s.h.core.FetchOffsets(r.Context(), s.p, s.group, []string{s.topic})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cs {
+		if c.Topic == s.topic {
+			resume[c.Partition] = c.Offset
+		}
+	}
+	return resume, nil
+}
+
+// commit stores the stream's position as the group's offsets, for the
+// partitions that moved since the last commit.
+func (s *stream) commit(ctx context.Context) error {
+	if s.group == "" {
+		return nil
+	}
+	var cs []offsets.Committed
+	for i, next := range s.pos.next {
+		if next != s.committed[i] {
+			cs = append(cs, offsets.Committed{Topic: s.topic, Partition: s.pos.parts[i], Offset: next})
+		}
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	if err := s.h.core.CommitOffsets(ctx, s.p, s.group, "", -1, cs); err != nil {
+		return err
+	}
+	copy(s.committed, s.pos.next)
 	return nil
 }
 
@@ -178,6 +232,9 @@ func (s *stream) run(ctx context.Context) error {
 		}
 		err = s.send(res)
 		release(res)
+		if err == nil {
+			err = s.commit(ctx)
+		}
 		if err != nil {
 			return err
 		}

@@ -278,3 +278,27 @@ func TestPositionRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestEventsGroupCommit(t *testing.T) { testEventsGroupCommit(t, newFakeEnv(t)) }
+
+// testEventsGroupCommit: group=G commits what the stream sent, and a new
+// stream of the group without an event id resumes there.
+func testEventsGroupCommit(t *testing.T, e env) {
+	e.createTopic(t, "gc", 1)
+	srv, _ := serve(t, e.core(), Config{})
+	produceN(t, srv.URL, "gc", 0, 5)
+	s := openEvents(t, srv.URL+"/v1/topics/gc/events?from=earliest&group=tailers", "")
+	for range 5 {
+		s.next(t, "record", 5*time.Second)
+	}
+	eventually(t, 5*time.Second, "the group's commit", func() bool {
+		var g groupJSON
+		return do(t, "GET", srv.URL+"/v1/groups/tailers", "", nil, &g) == 200 && len(g.Offsets) == 1 && g.Offsets[0].Committed == 5
+	})
+	s.close()
+	produceN(t, srv.URL, "gc", 5, 2)
+	s = openEvents(t, srv.URL+"/v1/topics/gc/events?from=earliest&group=tailers", "")
+	if r := recordOf(t, s.next(t, "record", 5*time.Second)); r.Offset != 5 {
+		t.Fatalf("the group's new stream starts at offset %d, want 5", r.Offset)
+	}
+}

@@ -239,4 +239,18 @@ func (f *fakeCore) FetchOffsets(_ context.Context, _ broker.Principal, group str
 	return slices.Clone(f.committed[group]), nil
 }
 
+func (f *fakeCore) CommitOffsets(_ context.Context, _ broker.Principal, group, _ string, _ int32, cs []offsets.Committed) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range cs {
+		i := slices.IndexFunc(f.committed[group], func(o offsets.Committed) bool { return o.Topic == c.Topic && o.Partition == c.Partition })
+		if i < 0 {
+			f.committed[group] = append(f.committed[group], c)
+		} else {
+			f.committed[group][i] = c
+		}
+	}
+	return nil
+}
+
 func (f *fakeCore) Coordinator() (*groups.Coordinator, error) { return f.coord, nil }

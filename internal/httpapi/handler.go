@@ -23,6 +23,7 @@ type Core interface {
 	Fetch(ctx context.Context, r broker.FetchRequest) (broker.FetchResult, error)
 	Changed(topic string, partition int32) (<-chan struct{}, error)
 	ListOffset(ctx context.Context, p broker.Principal, topic string, partition int32, spec int64) (offset, timestampMs int64, err error)
+	CommitOffsets(ctx context.Context, p broker.Principal, group, member string, generation int32, cs []offsets.Committed) error
 	FetchOffsets(ctx context.Context, p broker.Principal, group string, topics []string) ([]offsets.Committed, error)
 	Coordinator() (*groups.Coordinator, error)
 }
