@@ -54,7 +54,9 @@
 // exactly that offset, whatever from= says: no record is sent twice and
 // none is skipped, as long as retention has not removed it (then the
 // stream sends `event: error` and ends). Partitions it does not name start
-// at from= (default latest).
+// at from= (default latest). With group=G the stream commits its position
+// as G's offsets after each write (at-most-once) and, without an event id,
+// starts where G committed.
 //
 // # Bounded memory
 //
