@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 

@@ -101,7 +101,7 @@ func testEventsResumeProperty(t *testing.T, e env) {
 		produceN(t, srv.URL, "prop", produced, n)
 		produced += n
 		s := openEvents(t, srv.URL+"/v1/topics/prop/events?from=earliest", lastID)
-		take := rng.IntN(produced-received+1) // may read none
+		take := rng.IntN(produced - received + 1) // may read none
 		for range take {
 			ev := s.next(t, "record", 5*time.Second)
 			r := recordOf(t, ev)
