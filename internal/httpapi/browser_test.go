@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -50,12 +51,21 @@ func openPage(t *testing.T, pageURL string) *browserPage {
 		"--no-first-run", "--user-data-dir="+t.TempDir(), "--window-size=1280,800",
 		"--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "--remote-allow-origins=*", "about:blank")
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	// Chromium's helper processes share its process group: stop them all
+	// (politely, then by force) before the profile directory is removed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cancel(); cmd.Wait() })
+	t.Cleanup(func() {
+		cancel()
+		cmd.Wait()
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // any helper left
+	})
 	// "DevTools listening on ws://127.0.0.1:PORT/devtools/browser/ID"
 	found := make(chan string, 1)
 	go func() {

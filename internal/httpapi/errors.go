@@ -6,11 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"syscall"
 
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/groups"
+	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/log"
+	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
+	"github.com/logd/logd/routing"
 )
 
 // errorBody is every failed request's answer. Error says what went wrong
@@ -58,17 +62,19 @@ func errorStatus(err error) (int, errorBody) {
 	switch {
 	case errors.As(err, &notLeader):
 		if notLeader.Leader.ID == "" {
-			body.Error += ": no leader known yet; retry shortly"
+			body.Error = fmt.Sprintf("%s has no leader right now (an election is under way, or too few replicas are up): retry shortly", notLeader.What)
 			return http.StatusServiceUnavailable, body
 		}
 		n := toNodeJSON(notLeader.Leader)
 		body.Leader = &n
-		body.Error += fmt.Sprintf(": send it to the leader, node %s (http %s)", n.ID, n.HTTPAddr)
+		body.Error = fmt.Sprintf("this node does not lead %s: send the request to node %s at http://%s", notLeader.What, n.ID, n.HTTPAddr)
 		return http.StatusMisdirectedRequest, body
 	case errors.As(err, &notCoord):
-		n := toNodeJSON(notCoord.Leader)
-		body.Leader = &n
-		body.Error += fmt.Sprintf(": ask the coordinator, node %s (http %s)", n.ID, n.HTTPAddr)
+		if notCoord.Leader.ID != "" {
+			n := toNodeJSON(notCoord.Leader)
+			body.Leader = &n
+			body.Error += fmt.Sprintf(" (at http://%s)", n.HTTPAddr)
+		}
 		return http.StatusServiceUnavailable, body
 	case errors.As(err, &oor):
 		body.LogStart, body.HighWatermark = &oor.StartOffset, &oor.HighWatermark
@@ -77,6 +83,11 @@ func errorStatus(err error) (int, errorBody) {
 		return http.StatusRequestedRangeNotSatisfiable, body
 	case errors.Is(err, groups.ErrGroupNotFound):
 		return http.StatusNotFound, body
+	}
+	for _, e := range badInput {
+		if errors.Is(err, e) {
+			return http.StatusBadRequest, body
+		}
 	}
 	for _, m := range statusOf {
 		if errors.Is(err, m.err) {
@@ -92,24 +103,39 @@ func errorStatus(err error) (int, errorBody) {
 	return http.StatusInternalServerError, body
 }
 
+// statusOf maps the kinds of error to statuses, first match wins, with a
+// hint appended to the error's own message.
 var statusOf = []struct {
 	err    error
 	status int
 	hint   string
 }{
-	{broker.ErrUnknownTopic, http.StatusNotFound, "create it first (logd topic create)"},
+	{broker.ErrUnknownTopic, http.StatusNotFound, "see GET /v1/topics; create it with logd topic create"},
 	{broker.ErrUnknownPartition, http.StatusNotFound, "partitions are numbered from 0; see GET /v1/topics/{topic}"},
+	{broker.ErrUnknownNode, http.StatusNotFound, ""},
 	{broker.ErrTopicExists, http.StatusConflict, ""},
-	{broker.ErrNoLeader, http.StatusServiceUnavailable, "a leader is being elected; retry shortly"},
-	{broker.ErrInvalidBatch, http.StatusBadRequest, ""},
 	{broker.ErrBatchTooLarge, http.StatusRequestEntityTooLarge, "send fewer or smaller records per request"},
-	{broker.ErrDiskFull, http.StatusInsufficientStorage, "the node's disk is full; free space or lower retention"},
-	{partition.ErrOutOfOrderSequence, http.StatusConflict, "an Idempotency-Key was reused with other records; use a new key for new records"},
-	{broker.ErrInvalidArgument, http.StatusBadRequest, ""},
+	{broker.ErrDiskFull, http.StatusInsufficientStorage, "retry after an operator frees space (or retention trims)"},
+	{syscall.ENOSPC, http.StatusInsufficientStorage, "the node's disk is full: retry after an operator frees space"},
+	{partition.ErrOutOfOrderSequence, http.StatusConflict, "an Idempotency-Key was reused with other records: use a new key for new records"},
+	{broker.ErrFailedPrecondition, http.StatusConflict, ""},
 	{broker.ErrDenied, http.StatusForbidden, ""},
-	{context.DeadlineExceeded, http.StatusGatewayTimeout, "retry (with the same Idempotency-Key for a produce)"},
+	{broker.ErrShuttingDown, http.StatusServiceUnavailable, "retry against another node or after restart"},
+	{log.ErrClosed, http.StatusServiceUnavailable, "the node is shutting down: retry against another node or after restart"},
+	{partition.ErrClosed, http.StatusServiceUnavailable, "the node is shutting down: retry against another node or after restart"},
+	{broker.ErrUnavailable, http.StatusServiceUnavailable, ""},
 	{groups.ErrCoordinatorClosed, http.StatusServiceUnavailable, "retry shortly"},
+	{syscall.EMFILE, http.StatusServiceUnavailable, "the node is out of file descriptors: retry later"},
+	{syscall.ENFILE, http.StatusServiceUnavailable, "the node is out of file descriptors: retry later"},
+	{context.DeadlineExceeded, http.StatusGatewayTimeout, "retry (with the same Idempotency-Key for a produce)"},
+	{log.ErrCorrupt, http.StatusInternalServerError, "stored data is unreadable: tell the operator"},
+	{offsets.ErrCorrupt, http.StatusInternalServerError, "stored offsets are unreadable: tell the operator"},
 }
+
+// badInput are the kinds of error that mean the request was wrong (400).
+var badInput = []error{broker.ErrInvalidArgument, broker.ErrInvalidBatch, partition.ErrInvalidConfig,
+	routing.ErrInvalidTopicName, batch.ErrCorrupt, batch.ErrShort, batch.ErrUnsupported, log.ErrInvalidBatch,
+	offsets.ErrInvalidArgument, offsets.ErrInvalidReset}
 
 // isGroupsError reports a coordinator error (docs/groups.md: 409).
 func isGroupsError(err error) bool {

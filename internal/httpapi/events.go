@@ -226,7 +226,7 @@ func (s *stream) run(ctx context.Context) error {
 		}
 		wait := s.h.cfg.Heartbeat - time.Since(s.lastWrite)
 		res, err := s.h.core.Fetch(ctx, broker.FetchRequest{Principal: s.p, Partitions: fps,
-			MinBytes: 1, MaxBytes: maxStreamBytes, MaxWait: max(wait, time.Millisecond)})
+			MinBytes: 1, MaxBytes: maxStreamBytes, MaxWait: max(wait, time.Millisecond), Decode: true})
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -251,6 +252,27 @@ func (f *fakeCore) CommitOffsets(_ context.Context, _ broker.Principal, group, _
 		}
 	}
 	return nil
+}
+
+func (f *fakeCore) ListGroups(context.Context, broker.Principal) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Sorted(maps.Keys(f.committed)), nil
+}
+
+func (f *fakeCore) Lag(ctx context.Context, _ string, cs []offsets.Committed) []broker.GroupOffset {
+	out := make([]broker.GroupOffset, len(cs))
+	for i, c := range cs {
+		out[i].Committed = c
+		t, err := f.Topic(ctx, "", c.Topic)
+		if err != nil || int(c.Partition) >= len(t.Partitions) {
+			continue
+		}
+		p := t.Partitions[c.Partition]
+		lag := offsets.Lag(c.Offset, p.LogStart, p.HighWatermark)
+		out[i].Known, out[i].LogStart, out[i].HighWatermark, out[i].Lag, out[i].Trimmed = true, p.LogStart, p.HighWatermark, lag.Lag, lag.Trimmed
+	}
+	return out
 }
 
 func (f *fakeCore) Coordinator() (*groups.Coordinator, error) { return f.coord, nil }

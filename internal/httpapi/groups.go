@@ -2,12 +2,12 @@ package httpapi
 
 import (
 	"errors"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
-	"github.com/logd/logd/broker"
 	"github.com/logd/logd/groups"
-	"github.com/logd/logd/offsets"
 )
 
 type groupListingJSON struct {
@@ -16,22 +16,36 @@ type groupListingJSON struct {
 	ProtocolType string `json:"protocol_type"`
 }
 
+// listGroups answers the groups the coordinator holds and those that only
+// have committed offsets (reported Empty).
 func (h *Handler) listGroups(w http.ResponseWriter, r *http.Request) {
 	c, err := h.core.Coordinator()
 	if err != nil {
 		writeCoreError(w, err)
 		return
 	}
-	ls, err := c.List()
+	live, err := c.List()
 	if err != nil {
 		writeCoreError(w, err)
 		return
 	}
+	committed, err := h.core.ListGroups(r.Context(), h.principal(r))
+	if err != nil {
+		writeCoreError(w, err)
+		return
+	}
+	byName := map[string]groupListingJSON{}
+	for _, name := range committed {
+		byName[name] = groupListingJSON{Group: name, State: groups.Empty.String()}
+	}
+	for _, l := range live {
+		byName[l.Group] = groupListingJSON{Group: l.Group, State: l.State.String(), ProtocolType: l.ProtocolType}
+	}
 	out := struct {
 		Groups []groupListingJSON `json:"groups"`
-	}{Groups: make([]groupListingJSON, 0, len(ls))}
-	for _, l := range ls {
-		out.Groups = append(out.Groups, groupListingJSON{Group: l.Group, State: l.State.String(), ProtocolType: l.ProtocolType})
+	}{Groups: make([]groupListingJSON, 0, len(byName))}
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		out.Groups = append(out.Groups, byName[name])
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -60,6 +74,9 @@ type groupOffsetJSON struct {
 	Lag           int64  `json:"lag"`
 	// Lost counts records retention removed before the group read them.
 	Lost int64 `json:"lost,omitempty"`
+	// Known is false when the partition's bounds could not be had now
+	// (then lag is 0).
+	Known bool `json:"known"`
 }
 
 type groupJSON struct {
@@ -112,28 +129,17 @@ func (h *Handler) describeGroup(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Members = append(out.Members, mj)
 	}
-	topics := map[string]broker.TopicInfo{}
-	for _, c := range committed {
-		t, ok := topics[c.Topic]
-		if !ok {
-			if t, err = h.core.Topic(r.Context(), p, c.Topic); err != nil && !errors.Is(err, broker.ErrUnknownTopic) {
-				writeCoreError(w, err)
-				return
-			}
-			topics[c.Topic] = t
+	for _, o := range h.core.Lag(r.Context(), name, committed) {
+		oj := groupOffsetJSON{Topic: o.Topic, Partition: o.Partition, Committed: o.Offset, Metadata: o.Metadata,
+			LogStart: o.LogStart, HighWatermark: o.HighWatermark, Lag: o.Lag, Known: o.Known}
+		if !o.CommitTime.IsZero() {
+			oj.CommitTime = o.CommitTime.UTC().Format(time.RFC3339Nano)
 		}
-		o := groupOffsetJSON{Topic: c.Topic, Partition: c.Partition, Committed: c.Offset, Metadata: c.Metadata}
-		if !c.CommitTime.IsZero() {
-			o.CommitTime = c.CommitTime.UTC().Format(time.RFC3339Nano)
-		}
-		for _, pi := range t.Partitions {
-			if pi.ID == c.Partition {
-				lag := offsets.Lag(c.Offset, pi.LogStart, pi.HighWatermark)
-				o.LogStart, o.HighWatermark, o.Lag, o.Lost = pi.LogStart, pi.HighWatermark, lag.Lag, lag.Lost
-			}
+		if o.Trimmed {
+			oj.Lost = o.LogStart - o.Offset
 		}
 		out.Lag += o.Lag
-		out.Offsets = append(out.Offsets, o)
+		out.Offsets = append(out.Offsets, oj)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -25,6 +25,8 @@ type Core interface {
 	ListOffset(ctx context.Context, p broker.Principal, topic string, partition int32, spec int64) (offset, timestampMs int64, err error)
 	CommitOffsets(ctx context.Context, p broker.Principal, group, member string, generation int32, cs []offsets.Committed) error
 	FetchOffsets(ctx context.Context, p broker.Principal, group string, topics []string) ([]offsets.Committed, error)
+	ListGroups(ctx context.Context, p broker.Principal) ([]string, error)
+	Lag(ctx context.Context, group string, cs []offsets.Committed) []broker.GroupOffset
 	Coordinator() (*groups.Coordinator, error)
 }
 

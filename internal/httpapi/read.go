@@ -59,7 +59,7 @@ func (h *Handler) readRecords(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	res, err := h.core.Fetch(r.Context(), broker.FetchRequest{Principal: p, MaxBytes: readMaxBytes, MaxWait: wait, MinBytes: 1,
+	res, err := h.core.Fetch(r.Context(), broker.FetchRequest{Principal: p, MaxBytes: readMaxBytes, MaxWait: wait, MinBytes: 1, Decode: true,
 		Partitions: []broker.FetchPartition{{Topic: topic, Partition: int32(part), Offset: offset, MaxBytes: readMaxBytes}}})
 	if err != nil {
 		writeCoreError(w, err)

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/logd/logd/broker"
+	"github.com/logd/logd/internal/httpapi"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -65,6 +66,9 @@ type Server struct {
 
 	subBudget   *broker.MemBudget // the subscriptions' (subscribe.go)
 	subscribers atomic.Int64
+	// httpAPI is the JSON API, live tail and console (package httpapi),
+	// set once the broker is open; until then / answers 503.
+	httpAPI atomic.Pointer[httpapi.Handler]
 }
 
 // Start opens the data directory and starts serving.
@@ -94,6 +98,7 @@ func Start(cfg Config) (*Server, error) {
 	if err := s.serveAPI(); err != nil {
 		return nil, s.fail(err)
 	}
+	s.httpAPI.Store(httpapi.New(b, httpapi.Config{}))
 	self := cfg.Advertise
 	self.APIAddr = s.Addr()
 	if cfg.BeforeReady != nil {
@@ -108,6 +113,9 @@ func Start(cfg Config) (*Server, error) {
 		if fe.HTTPAddr != "" {
 			self.HTTPAddr = fe.HTTPAddr
 		}
+	}
+	if self.HTTPAddr == "" {
+		self.HTTPAddr = s.HTTPAddr() // the JSON API's, named in 421 answers
 	}
 	b.Ready(self)
 	s.ready.Store(true)
@@ -204,6 +212,16 @@ func (s *Server) httpHandler() http.Handler {
 			return
 		}
 		fmt.Fprintln(w, "ready")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if h := s.httpAPI.Load(); h != nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, `{"error": "not ready: the node is recovering its data; retry shortly"}`)
 	})
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
