@@ -29,7 +29,7 @@ tools: debs $(TOOLS)/grpcurl $(TOOLS)/kafkajs/node_modules/kafkajs
 # Debian packages the tests need, as command:package; `make tools` installs
 # the missing ones with apt-get when run as root (CI), and otherwise says
 # which to install.
-DEB_TOOLS := systemd-analyze:systemd kcat:kcat
+DEB_TOOLS := systemd-analyze:systemd kcat:kcat chromium:chromium curl:curl
 # Debian's python3 modules the Kafka client tests import, as module:package
 # (they install into Debian's /usr/bin/python3, which the tests run).
 DEB_PY := confluent_kafka:python3-confluent-kafka
