@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/logd/logd/broker"
 )
 
 func TestProduceAndRead(t *testing.T)  { testProduceAndRead(t, newFakeEnv(t)) }
@@ -183,5 +185,25 @@ func testTopicsEndpoints(t *testing.T, e env) {
 	var b topicJSON
 	if st := do(t, "GET", srv.URL+"/v1/topics/b", "", nil, &b); st != 200 || b.PartitionInfo[1].HighWatermark != 1 || b.PartitionInfo[0].HighWatermark != 0 {
 		t.Fatalf("describe b: %d %+v", st, b)
+	}
+}
+
+// TestProducePartlyNotLeader: records of a partition led elsewhere fail
+// with 421 naming the leader; the others are written and answered.
+func TestProducePartlyNotLeader(t *testing.T) {
+	f := newFakeCore()
+	f.addTopic("split", 2)
+	f.notLeader = map[int32]broker.Node{1: {ID: "n2", HTTPAddr: "127.0.0.1:7171"}}
+	srv, _ := serve(t, f, Config{})
+	var pr struct {
+		produceResp
+		Leader *nodeJSON `json:"leader"`
+	}
+	st := do(t, "POST", srv.URL+"/v1/topics/split/records", `{"records": [{"value": "a", "partition": 0}, {"value": "b", "partition": 1}]}`, nil, &pr)
+	if st != http.StatusMisdirectedRequest || pr.Leader == nil || pr.Leader.HTTPAddr != "127.0.0.1:7171" || !strings.Contains(pr.Error, "n2") {
+		t.Fatalf("%d %+v, want 421 naming n2 at 127.0.0.1:7171", st, pr)
+	}
+	if r := pr.Records; r[0].Offset == nil || *r[0].Offset != 0 || r[1].Offset != nil || r[1].Error == "" {
+		t.Fatalf("records %+v: want the first written at 0, the second failed", r)
 	}
 }

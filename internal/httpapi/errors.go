@@ -68,6 +68,9 @@ func errorStatus(err error) (int, errorBody) {
 		n := toNodeJSON(notLeader.Leader)
 		body.Leader = &n
 		body.Error = fmt.Sprintf("this node does not lead %s: send the request to node %s at http://%s", notLeader.What, n.ID, n.HTTPAddr)
+		if n.HTTPAddr == "" {
+			body.Error = fmt.Sprintf("this node does not lead %s: node %s does, whose HTTP address is not known here yet; retry shortly", notLeader.What, n.ID)
+		}
 		return http.StatusMisdirectedRequest, body
 	case errors.As(err, &notCoord):
 		if notCoord.Leader.ID != "" {

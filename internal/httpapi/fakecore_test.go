@@ -27,6 +27,9 @@ type fakeCore struct {
 	// anyChange is closed at every produce (a fetch of many partitions
 	// waits for any of them).
 	anyChange chan struct{}
+	// notLeader makes Produce to these partitions of any topic answer
+	// *NotLeaderError naming the node.
+	notLeader map[int32]broker.Node
 	// outstanding is the bytes of fetch responses not yet released;
 	// maxOutstanding the most seen at once.
 	outstanding, maxOutstanding int
@@ -109,6 +112,9 @@ func (f *fakeCore) Produce(_ context.Context, r broker.ProduceRequest) (broker.P
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if n, ok := f.notLeader[r.Partition]; ok {
+		return broker.ProduceResult{}, &broker.NotLeaderError{What: fmt.Sprintf("partition %s-%d", r.Topic, r.Partition), Leader: n, Untouched: true}
+	}
 	p, err := f.partition(r.Topic, r.Partition)
 	if err != nil {
 		return broker.ProduceResult{}, err

@@ -26,7 +26,9 @@ type producedJSON struct {
 }
 
 type produceAnswer struct {
-	Error   string         `json:"error,omitempty"`
+	Error string `json:"error,omitempty"`
+	// Leader is the node to send the failed records to (status 421).
+	Leader  *nodeJSON      `json:"leader,omitempty"`
 	Records []producedJSON `json:"records"`
 }
 
@@ -176,7 +178,7 @@ func answerProduce(w http.ResponseWriter, writes []*partitionWrite, n int) {
 		if pw.err != nil {
 			st, body := errorStatus(pw.err)
 			if status == http.StatusOK {
-				status, ans.Error = st, body.Error
+				status, ans.Error, ans.Leader = st, body.Error, body.Leader
 			}
 			for _, i := range pw.indexes {
 				ans.Records[i] = producedJSON{Partition: pw.partition, Error: body.Error}
