@@ -50,6 +50,7 @@ func TestE2EEventsResumeProperty(t *testing.T) { testEventsResumeProperty(t, new
 func TestE2EEventsFrom(t *testing.T)           { testEventsFrom(t, newBrokerEnv(t)) }
 func TestE2ESlowClientIsCut(t *testing.T)      { testEventsSlowClientIsCut(t, newBrokerEnv(t)) }
 func TestE2EConsoleInBrowser(t *testing.T)     { testConsoleInBrowser(t, newBrokerEnv(t)) }
+func TestE2EEventsGroupCommit(t *testing.T)    { testEventsGroupCommit(t, newBrokerEnv(t)) }
 
 // TestE2EGroups: a group with committed offsets is listed and described
 // with its lag.

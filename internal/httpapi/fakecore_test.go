@@ -206,16 +206,6 @@ func (f *fakeCore) fetchOnce(r broker.FetchRequest) (broker.FetchResult, int, ch
 	return res, total, wait, nil
 }
 
-func (f *fakeCore) Changed(topic string, p int32) (<-chan struct{}, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	fp, err := f.partition(topic, p)
-	if err != nil {
-		return nil, err
-	}
-	return fp.changed, nil
-}
-
 func (f *fakeCore) ListOffset(_ context.Context, _ broker.Principal, topic string, part int32, spec int64) (int64, int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -21,7 +21,6 @@ type Core interface {
 	Topic(ctx context.Context, p broker.Principal, name string) (broker.TopicInfo, error)
 	Produce(ctx context.Context, r broker.ProduceRequest) (broker.ProduceResult, error)
 	Fetch(ctx context.Context, r broker.FetchRequest) (broker.FetchResult, error)
-	Changed(topic string, partition int32) (<-chan struct{}, error)
 	ListOffset(ctx context.Context, p broker.Principal, topic string, partition int32, spec int64) (offset, timestampMs int64, err error)
 	CommitOffsets(ctx context.Context, p broker.Principal, group, member string, generation int32, cs []offsets.Committed) error
 	FetchOffsets(ctx context.Context, p broker.Principal, group string, topics []string) ([]offsets.Committed, error)
