@@ -135,6 +135,18 @@ func (b *Broker) AlterTopic(ctx context.Context, pr Principal, name string, ch p
 	return b.topics.Alter(name, ch)
 }
 
+// AwaitTopic waits until this node has topic name with at least
+// partitions partitions, in its metadata and locally: a front-end that
+// forwarded a create or alter to the metadata leader calls it before
+// answering, so the topic is usable through this node at once. A single
+// node has nothing to wait for.
+func (b *Broker) AwaitTopic(ctx context.Context, name string, partitions int32) error {
+	if b.cl == nil {
+		return nil
+	}
+	return b.cl.AwaitTopic(ctx, name, partitions)
+}
+
 // DeleteTopic deletes a topic, its data and its committed offsets.
 func (b *Broker) DeleteTopic(ctx context.Context, pr Principal, name string) error {
 	if b.cl != nil {

@@ -29,7 +29,8 @@ const defaultReplicas = 3
 
 // CreateTopic creates a topic of cfg (Name, Partitions, Replicas: 0 for
 // the default, and its settings), places its replicas and waits until this
-// node has it.
+// node has it and every partition has a leader that takes a produce (at
+// most UsableTimeout: then ErrUnavailable naming the partition).
 func (c *Cluster) CreateTopic(ctx context.Context, cfg partition.TopicConfig) (partition.TopicConfig, error) {
 	if err := c.OnMetaLeader(); err != nil {
 		return cfg, err
@@ -61,7 +62,10 @@ func (c *Cluster) CreateTopic(ctx context.Context, cfg partition.TopicConfig) (p
 	if err := c.meta.Apply(ctx, meta.Command{Op: meta.OpCreateTopic, Topic: &t}); err != nil {
 		return cfg, c.RaftError(err)
 	}
-	return cfg, c.awaitLocal(ctx, cfg)
+	if err := c.awaitLocal(ctx, cfg); err != nil {
+		return cfg, err
+	}
+	return cfg, c.awaitUsable(ctx, cfg.Name, 0)
 }
 
 // AlterTopic changes a topic's settings.

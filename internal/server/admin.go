@@ -19,6 +19,9 @@ func (s *Server) CreateTopic(ctx context.Context, req *pb.CreateTopicRequest) (*
 	c, err := s.b.CreateTopic(ctx, "", c)
 	resp := &pb.CreateTopicResponse{}
 	fwd, err := s.forward(ctx, err, pb.Admin_CreateTopic_FullMethodName, req, resp)
+	if err == nil && fwd {
+		err = s.b.AwaitTopic(ctx, req.Name, resp.GetTopic().GetPartitions())
+	}
 	switch {
 	case err != nil:
 		return nil, toStatus(err)

@@ -1,0 +1,132 @@
+package cluster
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/logd/logd/replication/meta"
+)
+
+// UsableTimeout bounds how long CreateTopic (and AlterTopic adding
+// partitions) waits for the new partitions to take writes; after it the
+// topic exists but the request answers ErrUnavailable saying which
+// partition has no leader yet.
+const UsableTimeout = 10 * time.Second
+
+// awaitUsable waits until each partition from `from` on of topic name has
+// a leader that takes a produce, and every replica that answers knows it
+// (so a produce sent to any node is led there: a node without a replica
+// sends it to the partition's first replica, which leads or knows who
+// does). A replica whose node does not answer is not waited for.
+func (c *Cluster) awaitUsable(ctx context.Context, name string, from int) error {
+	ctx, cancel := context.WithTimeout(ctx, UsableTimeout)
+	defer cancel()
+	for {
+		t, ok := c.State().Topics[name]
+		if !ok {
+			return Errorf(ErrUnavailable, "topic %q was deleted while it was being set up", name)
+		}
+		missing := c.unledPartition(ctx, t, from)
+		if missing < 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return Errorf(ErrUnavailable, "topic %q is created but partition %d has no leader after %v (too few of its replicas %v are up?): it takes writes once they elect one; see `logd cluster status`",
+				name, missing, UsableTimeout, t.Replicas[missing])
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
+// unledPartition is the first partition from `from` on of t without a
+// leader known to every replica that answers, or -1 when there is none.
+func (c *Cluster) unledPartition(ctx context.Context, t meta.Topic, from int) int {
+	views := c.replicaViews(ctx, t, from)
+	for i := from; i < len(t.Replicas); i++ {
+		leader, led := "", false
+		for _, n := range t.Replicas[i] {
+			v, answered := views[n]
+			if !answered {
+				continue
+			}
+			rs, ok := v[int32(i)]
+			if !ok || rs.Leader == "" || (leader != "" && rs.Leader != leader) {
+				return i
+			}
+			leader = rs.Leader
+			led = led || (n == leader && strings.HasPrefix(rs.RaftState, raft.Leader.String()))
+		}
+		if !led {
+			return i
+		}
+	}
+	return -1
+}
+
+// replicaViews asks each node holding a replica of t's partitions from
+// `from` on for its replicas' state (this node's from itself), by
+// partition; a node that does not answer has no entry.
+func (c *Cluster) replicaViews(ctx context.Context, t meta.Topic, from int) map[string]map[int32]ReplicaStatus {
+	nodes := map[string]bool{}
+	for _, set := range t.Replicas[min(from, len(t.Replicas)):] {
+		for _, n := range set {
+			nodes[n] = true
+		}
+	}
+	views := map[string]map[int32]ReplicaStatus{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for id := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var st Status
+			if id == c.self {
+				st = c.LocalStatus(meta.Node{})
+			} else {
+				cctx, cancel := context.WithTimeout(ctx, StatusTimeout)
+				defer cancel()
+				var err error
+				if st, err = c.o.Peers.Status(cctx, c.node(id).APIAddr); err != nil {
+					return
+				}
+			}
+			v := map[int32]ReplicaStatus{}
+			for _, rs := range st.Partitions {
+				if rs.Topic == t.Config.Name {
+					v[rs.Partition] = rs
+				}
+			}
+			mu.Lock()
+			views[id] = v
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return views
+}
+
+// AwaitTopic waits until this node's metadata and local topics have topic
+// name (as changed by a request another node answered: a front-end that
+// forwarded a create or alter returns once it can serve the topic too).
+func (c *Cluster) AwaitTopic(ctx context.Context, name string, partitions int32) error {
+	ctx, cancel := context.WithTimeout(ctx, UsableTimeout)
+	defer cancel()
+	for {
+		t, ok := c.State().Topics[name]
+		lc, err := c.o.Topics.Config(name)
+		if ok && len(t.Replicas) >= int(partitions) && err == nil && lc.Partitions >= partitions {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return Errorf(ErrUnavailable, "topic %q: the change is committed but this node has not applied it yet: retry to see it", name)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
