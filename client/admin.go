@@ -104,8 +104,11 @@ type TopicOptions struct {
 	Config     TopicConfig
 }
 
-// CreateTopic creates a topic. It fails with ErrTopicExists when the topic
-// exists, ErrInvalidArgument for a bad name or configuration.
+// CreateTopic creates a topic. It returns once the topic is usable: in a
+// cluster, every partition has a leader that takes a produce, so Produce
+// right after it never sees ErrTopicNotFound. It fails with ErrTopicExists
+// when the topic exists, ErrInvalidArgument for a bad name or
+// configuration.
 func (a *Admin) CreateTopic(ctx context.Context, name string, opts TopicOptions) (TopicInfo, error) {
 	if opts.Partitions == 0 {
 		opts.Partitions = 1

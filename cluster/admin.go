@@ -30,7 +30,7 @@ const defaultReplicas = 3
 // CreateTopic creates a topic of cfg (Name, Partitions, Replicas: 0 for
 // the default, and its settings), places its replicas and waits until this
 // node has it and every partition has a leader that takes a produce (at
-// most UsableTimeout: then ErrUnavailable naming the partition).
+// most UsableTimeout: then ErrFailedPrecondition naming the partition).
 func (c *Cluster) CreateTopic(ctx context.Context, cfg partition.TopicConfig) (partition.TopicConfig, error) {
 	if err := c.OnMetaLeader(); err != nil {
 		return cfg, err

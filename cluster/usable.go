@@ -13,8 +13,9 @@ import (
 
 // UsableTimeout bounds how long CreateTopic (and AlterTopic adding
 // partitions) waits for the new partitions to take writes; after it the
-// topic exists but the request answers ErrUnavailable saying which
-// partition has no leader yet.
+// topic exists but the request answers ErrFailedPrecondition saying which
+// partition has no leader yet (not ErrUnavailable: a client's retry of
+// the create would only be told the topic exists).
 const UsableTimeout = 10 * time.Second
 
 // awaitUsable waits until each partition from `from` on of topic name has
@@ -36,7 +37,7 @@ func (c *Cluster) awaitUsable(ctx context.Context, name string, from int) error 
 		}
 		select {
 		case <-ctx.Done():
-			return Errorf(ErrUnavailable, "topic %q is created but partition %d has no leader after %v (too few of its replicas %v are up?): it takes writes once they elect one; see `logd cluster status`",
+			return Errorf(ErrFailedPrecondition, "topic %q is created but partition %d has no leader after %v (too few of its replicas %v are up?): it takes writes once they elect one; see `logd cluster status`",
 				name, missing, UsableTimeout, t.Replicas[missing])
 		case <-time.After(25 * time.Millisecond):
 		}
