@@ -19,10 +19,9 @@ import (
 const UsableTimeout = 10 * time.Second
 
 // awaitUsable waits until each partition from `from` on of topic name has
-// a leader that takes a produce, and every replica that answers knows it
-// (so a produce sent to any node is led there: a node without a replica
-// sends it to the partition's first replica, which leads or knows who
-// does). A replica whose node does not answer is not waited for.
+// a leader that takes a produce, known to a majority of its replicas (so
+// a produce sent to them is led there: a node without a replica sends it
+// to the partition's first replica, which leads or knows who does).
 func (c *Cluster) awaitUsable(ctx context.Context, name string, from int) error {
 	ctx, cancel := context.WithTimeout(ctx, UsableTimeout)
 	defer cancel()
@@ -45,24 +44,31 @@ func (c *Cluster) awaitUsable(ctx context.Context, name string, from int) error 
 }
 
 // unledPartition is the first partition from `from` on of t without a
-// leader known to every replica that answers, or -1 when there is none.
+// leader that a majority of its replicas name (the leader itself among
+// them, saying it leads), or -1 when there is none. A minority that does
+// not know the leader yet (a replica cut off from the others) does not
+// hold the create up: it redirects to the first replica, which leads or
+// knows who does, once it hears from the leader.
 func (c *Cluster) unledPartition(ctx context.Context, t meta.Topic, from int) int {
 	views := c.replicaViews(ctx, t, from)
 	for i := from; i < len(t.Replicas); i++ {
-		leader, led := "", false
+		named := map[string]int{}
+		leads := map[string]bool{}
 		for _, n := range t.Replicas[i] {
-			v, answered := views[n]
-			if !answered {
+			rs, ok := views[n][int32(i)]
+			if !ok || rs.Leader == "" {
 				continue
 			}
-			rs, ok := v[int32(i)]
-			if !ok || rs.Leader == "" || (leader != "" && rs.Leader != leader) {
-				return i
+			named[rs.Leader]++
+			if n == rs.Leader && strings.HasPrefix(rs.RaftState, raft.Leader.String()) {
+				leads[n] = true
 			}
-			leader = rs.Leader
-			led = led || (n == leader && strings.HasPrefix(rs.RaftState, raft.Leader.String()))
 		}
-		if !led {
+		usable := false
+		for l, votes := range named {
+			usable = usable || (leads[l] && 2*votes > len(t.Replicas[i]))
+		}
+		if !usable {
 			return i
 		}
 	}
