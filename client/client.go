@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -45,6 +47,7 @@ type Client struct {
 type Option func(*options)
 
 type options struct {
+	tls          *tls.Config
 	dialOptions  []grpc.DialOption
 	callTimeout  time.Duration
 	retryTimeout time.Duration
@@ -65,6 +68,14 @@ const (
 // custom dialer). Without transport credentials the connection is plaintext.
 func WithDialOptions(opts ...grpc.DialOption) Option {
 	return func(o *options) { o.dialOptions = append(o.dialOptions, opts...) }
+}
+
+// WithTLS connects over TLS with cfg (build it from files with
+// tlsconfig.NewClient: a CA bundle, and a client certificate for a server
+// that requires one). Without it the connection is plaintext, which a node
+// serving TLS refuses.
+func WithTLS(cfg *tls.Config) Option {
+	return func(o *options) { o.tls = cfg }
 }
 
 // WithCallTimeout bounds each admin and metadata call that has no deadline of
@@ -149,8 +160,12 @@ func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
 	if cc, ok := c.conns[addr]; ok {
 		return cc, nil
 	}
+	creds := insecure.NewCredentials()
+	if c.opts.tls != nil {
+		creds = credentials.NewTLS(c.opts.tls)
+	}
 	dopts := append([]grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(creds),
 		// Batches and fetches are up to several MiB: windows that large
 		// keep one stream from stalling on HTTP/2 flow control.
 		grpc.WithInitialWindowSize(streamWindow),
@@ -172,11 +187,21 @@ func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
 // back as an *apiError (errors.Is matches the sentinels).
 func (c *Client) call(ctx context.Context, addr string, fn func(ctx context.Context, cc *grpc.ClientConn) error) (string, error) {
 	addr, err := c.callOnce(ctx, addr, fn)
-	if st, ok := status.FromError(err); err == nil || (ok && !unreachable(st)) {
+	st, ok := status.FromError(err)
+	if err == nil || (ok && !unreachable(st)) {
 		c.answered.Store(true)
+	}
+	if ok && c.opts.tls == nil && unreachable(st) && strings.Contains(st.Message(), "server preface") {
+		// A node that closes a new connection before speaking: most often
+		// one that serves TLS, reached in plaintext.
+		return addr, fmt.Errorf("%w (%s)", wrapStatus(err), HintPlaintextToTLS)
 	}
 	return addr, wrapStatus(err)
 }
+
+// HintPlaintextToTLS is added to the error of a plaintext connection the node
+// closed before answering: it probably serves TLS.
+const HintPlaintextToTLS = "the node closed the connection before answering: if it serves TLS, connect with TLS (client.WithTLS; the CLI's --tls-ca or LOGD_TLS_CA)"
 
 func (c *Client) callOnce(ctx context.Context, addr string, fn func(ctx context.Context, cc *grpc.ClientConn) error) (string, error) {
 	seedsLeft := 0

@@ -31,6 +31,10 @@ func explain(err error, server string) error {
 			oor.Offset, oor.Topic, oor.Partition, oor.HighWatermark)
 	case errors.Is(err, client.ErrBufferFull), errors.Is(err, client.ErrRecordTooLarge), errors.Is(err, client.ErrInvalidRecord):
 		return err
+	case errors.Is(err, client.ErrUnreachable) && strings.Contains(err.Error(), client.HintPlaintextToTLS):
+		return fmt.Errorf("logd at %s closed the connection before answering: it probably serves TLS; give --tls-ca (and --tls-cert and --tls-key if it requires client certificates), or LOGD_TLS_CA", server)
+	case errors.Is(err, client.ErrUnreachable) && strings.Contains(err.Error(), "tls:"), errors.Is(err, client.ErrUnreachable) && strings.Contains(err.Error(), "x509:"):
+		return fmt.Errorf("TLS with logd at %s failed: %s (check --tls-ca, --tls-cert and --tls-key)", server, tlsReason(err.Error()))
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("timed out waiting for logd at %s: %v; check that the server is healthy and retry", server, err)
 	}
@@ -82,4 +86,14 @@ func explain(err error, server string) error {
 		s = fmt.Sprintf("logd at %s failed: %s (%s); see the server's log", server, msg, st.Code())
 	}
 	return errors.New(prefix + s)
+}
+
+// tlsReason is the part of a connection error from the TLS or x509 error on.
+func tlsReason(msg string) string {
+	for _, p := range []string{"tls:", "x509:"} {
+		if i := strings.Index(msg, p); i >= 0 {
+			return strings.TrimRight(msg[i:], `"`)
+		}
+	}
+	return msg
 }

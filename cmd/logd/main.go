@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"os"
 	"os/signal"
@@ -10,7 +11,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/logd/logd/auth/tlsconfig"
 	"github.com/logd/logd/client"
 	"github.com/logd/logd/internal/buildinfo"
 )
@@ -46,10 +49,35 @@ func newRootCmd() *cobra.Command {
 	return root
 }
 
-// serverFlag is --server and --timeout of client commands.
+// serverFlag is --server, --timeout and the TLS flags of client commands.
 type serverFlag struct {
 	addr    string
 	timeout time.Duration
+	tls     tlsFlags
+}
+
+// tlsFlags are a client's --tls-ca, --tls-cert and --tls-key.
+type tlsFlags struct{ ca, cert, key string }
+
+// register adds the flags, their defaults from LOGD_TLS_CA, LOGD_TLS_CERT
+// and LOGD_TLS_KEY.
+func (t *tlsFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&t.ca, "tls-ca", os.Getenv("LOGD_TLS_CA"), "connect over TLS, trusting the CA certificates in this PEM file (env LOGD_TLS_CA)")
+	fs.StringVar(&t.cert, "tls-cert", os.Getenv("LOGD_TLS_CERT"), "connect over TLS presenting this client certificate, for a server that requires one (env LOGD_TLS_CERT)")
+	fs.StringVar(&t.key, "tls-key", os.Getenv("LOGD_TLS_KEY"), "the private key of --tls-cert (env LOGD_TLS_KEY)")
+}
+
+// config is the client's TLS, or nil (plaintext) when no flag is given.
+// --tls-cert alone trusts the system's roots.
+func (t *tlsFlags) config() (*tls.Config, error) {
+	if t.ca == "" && t.cert == "" && t.key == "" {
+		return nil, nil
+	}
+	c, err := tlsconfig.NewClient(tlsconfig.ClientFiles{CAFile: t.ca, CertFile: t.cert, KeyFile: t.key})
+	if err != nil {
+		return nil, fmt.Errorf("--tls-ca, --tls-cert, --tls-key: %w", err)
+	}
+	return c, nil
 }
 
 func (s *serverFlag) register(cmd *cobra.Command, persistent bool) {
@@ -64,11 +92,20 @@ func (s *serverFlag) register(cmd *cobra.Command, persistent bool) {
 	fs.StringVar(&s.addr, "server", def, "logd server address HOST:PORT, or several separated by commas (env LOGD_SERVER)")
 	fs.DurationVar(&s.timeout, "timeout", client.DefaultRetryTimeout,
 		"how long to retry while the cluster cannot answer (an election, a node restarting) before giving up")
+	s.tls.register(fs)
 }
 
 // run dials the server, runs fn, closes the client and explains fn's error.
 func (s *serverFlag) run(fn func(c *client.Client) error) error {
-	c, err := client.Dial(s.addr, client.WithRetryTimeout(s.timeout))
+	tc, err := s.tls.config()
+	if err != nil {
+		return err
+	}
+	opts := []client.Option{client.WithRetryTimeout(s.timeout)}
+	if tc != nil {
+		opts = append(opts, client.WithTLS(tc))
+	}
+	c, err := client.Dial(s.addr, opts...)
 	if err != nil {
 		return fmt.Errorf("invalid --server %q: %v", s.addr, err)
 	}

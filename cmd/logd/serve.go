@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/logd/logd/auth/tlsconfig"
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/logging"
 	"github.com/logd/logd/internal/server"
@@ -27,6 +30,7 @@ type serveFlags struct {
 		nodeID, raftAddr, join, advertise string
 		bootstrap                         bool
 	}
+	tls         tlsFlags // --tls-ca: the CA of the other nodes' certificates
 	configFile  string
 	printConfig bool
 	kafka       kafkaFlags
@@ -74,11 +78,23 @@ partition is a Raft group on its topic's --replicas nodes.
 				fl.kafka.close()
 				return err
 			}
-			// main cancels the command's context on SIGINT or SIGTERM.
-			<-cmd.Context().Done()
-			cfg.Logger.Info("shutting down")
-			fl.kafka.close()
-			return s.Close()
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			for {
+				select {
+				case <-hup:
+					if err := s.ReloadTLS(); err != nil {
+						cfg.Logger.Error("SIGHUP: TLS files do not load; the previous ones keep serving", "err", err)
+					} else if s.TLSEnabled() {
+						cfg.Logger.Info("SIGHUP: TLS files reloaded")
+					}
+				case <-cmd.Context().Done(): // main cancels it on SIGINT or SIGTERM
+					cfg.Logger.Info("shutting down")
+					fl.kafka.close()
+					return s.Close()
+				}
+			}
 		},
 	}
 	fl.register(cmd.Flags())
@@ -101,6 +117,10 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&cfg.MaxConnections, "max-connections", server.DefaultMaxConnections, "most client connections open at once; past it new ones are closed on arrival")
 	f.IntVar(&cfg.MaxHTTPConnections, "max-http-connections", server.DefaultMaxHTTPConnections, "most connections open at once on --http-addr; past it new ones are closed on arrival")
 	f.DurationVar(&cfg.SendTimeout, "send-timeout", server.DefaultSendTimeout, "end a Subscribe stream whose client leaves a message unread this long")
+	f.StringVar(&cfg.TLS.CertFile, "tls-cert", "", "serve the API over TLS with this certificate (PEM; re-read when it changes and on SIGHUP); a cluster node also presents it to the other nodes")
+	f.StringVar(&cfg.TLS.KeyFile, "tls-key", "", "the private key of --tls-cert (PEM)")
+	f.StringVar(&cfg.TLS.ClientCAFile, "tls-client-ca", "", "require client certificates signed by a CA in this bundle (mutual TLS); the principal is User:<CN>")
+	f.StringVar(&fl.tls.ca, "tls-ca", "", "cluster mode with TLS: the CA bundle of the other nodes' API certificates (default: --tls-client-ca, else the system's roots)")
 	f.StringVar(&fl.cluster.nodeID, "node-id", "", "cluster mode: this node's id")
 	f.StringVar(&fl.cluster.raftAddr, "raft-addr", "", "cluster mode: Raft listen address")
 	f.BoolVar(&fl.cluster.bootstrap, "bootstrap", false, "cluster mode: start a new cluster")
@@ -137,6 +157,21 @@ func (fl *serveFlags) serverConfig() (server.Config, error) {
 			return cfg, err
 		}
 		cfg.Cluster = cc
+	}
+	if cfg.TLS.CertFile != "" {
+		// The node calls the other nodes' APIs (forwarding, joins) as any
+		// client does, presenting its own certificate.
+		ca := fl.tls.ca
+		if ca == "" {
+			ca = cfg.TLS.ClientCAFile
+		}
+		peer, err := tlsconfig.NewClient(tlsconfig.ClientFiles{CAFile: ca, CertFile: cfg.TLS.CertFile, KeyFile: cfg.TLS.KeyFile})
+		if err != nil {
+			return cfg, fmt.Errorf("--tls-cert, --tls-key, --tls-ca: %w", err)
+		}
+		cfg.PeerTLS = peer
+	} else if fl.tls.ca != "" || cfg.TLS.KeyFile != "" || cfg.TLS.ClientCAFile != "" {
+		return cfg, fmt.Errorf("--tls-key, --tls-client-ca and --tls-ca need --tls-cert (TLS is on only with a certificate)")
 	}
 	logger, err := logging.New(os.Stderr, fl.logLevel, fl.logFormat)
 	if err != nil {

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"time"
 
+	"github.com/logd/logd/auth/tlsconfig"
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/log"
@@ -37,6 +39,15 @@ type Config struct {
 	// (KafkaAddr, HTTPAddr; "" for none): the broker advertises them with
 	// the API address, and a cluster records them in its metadata.
 	Advertise broker.Node
+	// TLS, when its CertFile is set, serves the API over TLS (1.2 minimum),
+	// mutual when ClientCAFile is set: a client without a certificate from
+	// that CA is refused at the handshake. The files are re-read when they
+	// change and on Server.ReloadTLS (SIGHUP).
+	TLS tlsconfig.ServerFiles
+	// PeerTLS is the TLS of this node's calls to other nodes' APIs
+	// (forwarding, joins); nil: plaintext. A cluster whose nodes serve TLS
+	// needs it.
+	PeerTLS *tls.Config
 	// Cluster, when set, runs the node as a member of a cluster.
 	Cluster *ClusterConfig
 	Logger  *slog.Logger

@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
@@ -27,11 +29,19 @@ const maxHops = 3
 // to a partition's leader, status from every node. It is the cluster's
 // Peers.
 type forwarder struct {
+	creds credentials.TransportCredentials // TLS, or plaintext
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn
 }
 
-func newForwarder() *forwarder { return &forwarder{conns: map[string]*grpc.ClientConn{}} }
+// newForwarder dials other nodes with tc (nil: plaintext).
+func newForwarder(tc *tls.Config) *forwarder {
+	f := &forwarder{conns: map[string]*grpc.ClientConn{}, creds: insecure.NewCredentials()}
+	if tc != nil {
+		f.creds = credentials.NewTLS(tc)
+	}
+	return f
+}
 
 func (f *forwarder) conn(addr string) (*grpc.ClientConn, error) {
 	f.mu.Lock()
@@ -39,7 +49,7 @@ func (f *forwarder) conn(addr string) (*grpc.ClientConn, error) {
 	if c, ok := f.conns[addr]; ok {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(f.creds))
 	if err != nil {
 		return nil, err
 	}

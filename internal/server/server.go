@@ -14,12 +14,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/logd/logd/auth/tlsconfig"
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/httpapi"
 	pb "github.com/logd/logd/proto/logd/v1"
@@ -49,6 +51,7 @@ type Server struct {
 	logger *slog.Logger
 	b      *broker.Broker
 	fwd    *forwarder
+	tls    *tlsconfig.Server // the API's TLS; nil: plaintext
 	reg    *prometheus.Registry
 	m      *metrics
 
@@ -77,9 +80,12 @@ func Start(cfg Config) (*Server, error) {
 	if err := checkListenAddrs(cfg); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, logger: cfg.Logger, closed: make(chan struct{}), fwd: newForwarder(),
+	s := &Server{cfg: cfg, logger: cfg.Logger, closed: make(chan struct{}), fwd: newForwarder(cfg.PeerTLS),
 		reg: prometheus.NewRegistry(), subBudget: broker.NewMemBudget(subscribeBudgetBytes)}
 	s.m = newMetrics(s.reg)
+	if err := s.loadTLS(); err != nil {
+		return nil, err
+	}
 	// The HTTP listener comes first so /healthz answers while a large log
 	// is being recovered (/readyz says when it is done).
 	s.cfg.MaxConnections, s.cfg.MaxHTTPConnections = connectionCaps(cfg.MaxConnections, cfg.MaxHTTPConnections, s.logger)
@@ -152,7 +158,11 @@ func (s *Server) serveAPI() error {
 	s.reg.MustRegister(rejected, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "logd_connections",
 		Help: "Client connections open on the API."}, func() float64 { return float64(lis.Open()) }))
 	s.lis = lis
-	s.grpc = grpc.NewServer(append(requestCodecOptions(),
+	opts := requestCodecOptions()
+	if s.tls != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(s.tls.TLSConfig("h2"))))
+	}
+	s.grpc = grpc.NewServer(append(opts,
 		grpc.MaxRecvMsgSize(s.cfg.MaxBatchBytes+64<<10),
 		grpc.MaxConcurrentStreams(1024),
 		grpc.ConnectionTimeout(handshakeTimeout),
