@@ -1,9 +1,14 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"net"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -82,4 +87,53 @@ func TestServeTLSFlags(t *testing.T) {
 	if _, err := fl.serverConfig(); err == nil || !strings.Contains(err.Error(), os.DevNull) {
 		t.Fatalf("a key file that is no key: %v; want an error naming it", err)
 	}
+}
+
+// The binary serves TLS from LOGD_TLS_* and reloads its certificate on
+// SIGHUP; a bad file on SIGHUP is logged and the old certificate serves on.
+func TestBinServeTLSReloadOnSIGHUP(t *testing.T) {
+	ca := testcerts.NewCA(t, "logd")
+	cert, key := ca.Pair(t, t.TempDir(), "node")
+	n := startBin(t, []string{"LOGD_TLS_CERT=" + cert, "LOGD_TLS_KEY=" + key},
+		"--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http-addr", "", "--kafka-addr", "")
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.PEM)
+	if cn := peerCN(t, n.addr, roots); cn != "node" {
+		t.Fatalf("serves CN %q, want node", cn)
+	}
+	c, k := ca.Leaf(t, "node-2")
+	testcerts.WriteFile(t, key, k)
+	testcerts.WriteFile(t, cert, c)
+	n.cmd.Process.Signal(syscall.SIGHUP)
+	waitLog(t, n, "TLS files reloaded")
+	if cn := peerCN(t, n.addr, roots); cn != "node-2" {
+		t.Fatalf("after SIGHUP serves CN %q, want node-2", cn)
+	}
+	testcerts.WriteFile(t, key, []byte("not a key"))
+	n.cmd.Process.Signal(syscall.SIGHUP)
+	waitLog(t, n, "TLS files do not load")
+	if cn := peerCN(t, n.addr, roots); cn != "node-2" {
+		t.Fatalf("after a bad rotation serves CN %q, want node-2 still", cn)
+	}
+}
+
+func waitLog(t *testing.T, n *binNode, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(n.stderr(), want); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in the log:\n%s", want, n.stderr())
+		}
+	}
+}
+
+// peerCN is the CN of the certificate served at addr.
+func peerCN(t *testing.T, addr string, roots *x509.CertPool) string {
+	t.Helper()
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", addr,
+		&tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0].Subject.CommonName
 }
