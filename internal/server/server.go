@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -190,7 +191,7 @@ func (s *Server) serveAPI() error {
 }
 
 // startHTTP serves /metrics, /healthz, /readyz and pprof on --http-addr,
-// under its own connection cap.
+// under its own connection cap, over TLS when the API serves it.
 func (s *Server) startHTTP() error {
 	tcp, err := net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
@@ -204,11 +205,16 @@ func (s *Server) startHTTP() error {
 			"open", open, "max", s.cfg.MaxHTTPConnections)
 	})
 	s.httpLis = lis
+	var served net.Listener = lis
+	if s.tls != nil {
+		// The same certificate (and client CA) as the API.
+		served = tls.NewListener(lis, s.tls.TLSConfig("h2", "http/1.1"))
+	}
 	// Keep-alive connections idle for httpIdleTimeout are closed: a
 	// scraper reconnects at its next scrape.
 	s.http = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: httpIdleTimeout}
 	s.served.Add(1)
-	go func() { defer s.served.Done(); s.http.Serve(lis) }()
+	go func() { defer s.served.Done(); s.http.Serve(served) }()
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -186,6 +187,38 @@ func TestClusterOverMutualTLS(t *testing.T) {
 		c := tlsClient(t, addr, ca.File, userCert, userKey)
 		if _, err := c.Admin().CreateTopic(ctx(t), fmt.Sprintf("t%d", i), client.TopicOptions{Partitions: 1}); err != nil {
 			t.Fatalf("create topic through %s: %v", addr, err)
+		}
+	}
+}
+
+// The HTTP port serves the API's TLS: a client trusting the CA gets
+// /healthz, a plaintext request gets no answer.
+func TestTLSOnHTTPPort(t *testing.T) {
+	ca := testcerts.NewCA(t, "api")
+	cert, key := ca.Pair(t, t.TempDir(), "node")
+	s := servertest.Start(t, func(c *server.Config) {
+		c.HTTPAddr = "127.0.0.1:0"
+		c.TLS = tlsconfig.ServerFiles{CertFile: cert, KeyFile: key}
+	})
+	tc, err := tlsconfig.NewClient(tlsconfig.ClientFiles{CAFile: ca.File})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tc}, Timeout: 10 * time.Second}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get("https://" + s.HTTPAddr() + "/healthz")
+	if err != nil {
+		t.Fatalf("GET /healthz over TLS: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /healthz over TLS: %s", resp.Status)
+	}
+	plain := &http.Client{Timeout: 10 * time.Second}
+	if resp, err := plain.Get("http://" + s.HTTPAddr() + "/healthz"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatal("plaintext GET /healthz was served by a TLS node")
 		}
 	}
 }
