@@ -34,8 +34,8 @@ var (
 	// ErrShort is returned when the buffer ends before the batch does; more
 	// bytes may make it whole (a torn tail, or a read that stopped early).
 	ErrShort = errors.New("batch: short buffer")
-	// ErrUnsupported is returned for well-formed batches logd cannot decode
-	// (compressed records).
+	// ErrUnsupported is returned for well-formed batches logd does not store
+	// (an unknown compression codec, transactions, control batches).
 	ErrUnsupported = errors.New("batch: unsupported")
 )
 

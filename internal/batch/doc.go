@@ -29,6 +29,17 @@
 //	    57    4 record count
 //	    61    … records, each varint-length-prefixed (kmsg.Record)
 //
+// # Compression
+//
+// Attributes codec 1 (gzip), 2 (snappy: one raw block, or xerial-framed
+// blocks), 3 (lz4 frame) and 4 (zstd) compress everything after the header:
+// the records, as above. Batches are stored and served exactly as sent
+// (CRC unchanged, never re-encoded); Validate and Decode decompress them,
+// with the codecs franz-go uses (klauspost/compress, pierrec/lz4), refusing
+// a payload that expands past MaxExpansion times its size (at least 4 MiB,
+// at most MaxDecompressedBytes) so a zip bomb cannot take memory. Encode
+// writes uncompressed batches only.
+//
 // Encoding and decoding of the header and of records use
 // github.com/twmb/franz-go/pkg/kmsg; this package adds the checks (length,
 // magic, CRC, counts) and returns errors, never panics, on any input.

@@ -101,6 +101,11 @@ func Encode(dst []byte, baseOffset int64, p Producer, recs []Record) []byte {
 // lengths and header count, each at its longest varint.
 const maxRecordOverhead = 1 + 5*binary.MaxVarintLen32 + binary.MaxVarintLen64
 
+// minRecordSize is the fewest bytes a record takes: its length and six
+// one-byte fields (attributes, timestamp and offset deltas, key and value
+// lengths, header count).
+const minRecordSize = 7
+
 func varintLen(v int64) int {
 	var tmp [binary.MaxVarintLen64]byte
 	return binary.PutVarint(tmp[:], v)
@@ -108,17 +113,17 @@ func varintLen(v int64) int {
 
 // Decode verifies one whole batch (header and CRC) and returns its records.
 // Records with an offset below from are skipped. Keys, values and header
-// values alias b.
+// values alias b, or for a compressed batch the buffer it decompresses to.
 func Decode(b []byte, from int64) (Info, []Record, error) {
 	info, err := Verify(b)
 	if err != nil {
 		return info, nil, err
 	}
-	if info.Compressed() {
-		return info, nil, fmt.Errorf("%w: compression codec %d", ErrUnsupported, info.Attributes&AttrCompressionMask)
+	rest, err := records(b, info)
+	if err != nil {
+		return info, nil, err
 	}
-	recs := make([]Record, 0, info.NumRecords)
-	rest := b[HeaderSize:info.Size()]
+	recs := make([]Record, 0, min(int(info.NumRecords), len(rest)/minRecordSize))
 	for i := int32(0); i < info.NumRecords; i++ {
 		n, k := binary.Varint(rest)
 		if k <= 0 || n < 0 || int64(len(rest)-k) < n {

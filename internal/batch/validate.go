@@ -37,12 +37,15 @@ func CheckFrame(b []byte) (Info, error) {
 
 // Validate is logd's one answer to "may this batch be stored": CheckFrame,
 // then the attributes logd supports, the producer fields, and every record
-// walked once, like Kafka's LogValidator. A batch it accepts decodes
-// (Decode returns its NumRecords records), so a reader never meets a bad
-// record that came in through produce. It fails with ErrUnsupported for a
-// well-formed batch logd does not store (compressed, transactional,
-// control, log-append-time) and ErrCorrupt for anything malformed, naming
-// the record and the field. It allocates nothing.
+// walked once, like Kafka's LogValidator. A compressed batch (gzip, snappy,
+// lz4, zstd) is decompressed once, within the bound of decompressedLimit,
+// and its records checked the same way; the batch itself is stored as sent.
+// A batch it accepts decodes (Decode returns its NumRecords records), so a
+// reader never meets a bad record that came in through produce. It fails
+// with ErrUnsupported for a well-formed batch logd does not store (unknown
+// codec, transactional, control, log-append-time) and ErrCorrupt for
+// anything malformed, naming the record and the field. It allocates nothing
+// for an uncompressed batch.
 func Validate(b []byte) (Info, error) {
 	info, err := CheckFrame(b)
 	if err != nil {
@@ -55,7 +58,10 @@ func Validate(b []byte) (Info, error) {
 		return info, fmt.Errorf("%w: producer id %d with epoch %d and first sequence %d: an idempotent batch needs both >= 0",
 			ErrCorrupt, info.ProducerID, info.ProducerEpoch, info.FirstSequence)
 	}
-	rest := b[HeaderSize:]
+	rest, err := records(b, info)
+	if err != nil {
+		return info, err
+	}
 	for i := int32(0); i < info.NumRecords; i++ {
 		n, k := binary.Varint(rest)
 		if k <= 0 || k > binary.MaxVarintLen32 || n <= 0 || n > int64(len(rest)-k) {
@@ -74,8 +80,8 @@ func Validate(b []byte) (Info, error) {
 
 func checkAttributes(attrs int16) error {
 	switch {
-	case attrs&AttrCompressionMask != 0:
-		return fmt.Errorf("%w: compressed batch (codec %d): logd stores uncompressed batches only: produce without compression",
+	case attrs&AttrCompressionMask > CodecZstd:
+		return fmt.Errorf("%w: compression codec %d: Kafka defines 1 (gzip) to 4 (zstd)",
 			ErrUnsupported, attrs&AttrCompressionMask)
 	case attrs&attrTransactional != 0:
 		return fmt.Errorf("%w: transactional batch: logd has no transactions: produce without a transactional id", ErrUnsupported)
