@@ -27,7 +27,7 @@ var (
 	// ErrTopicExists: a topic of that name exists.
 	ErrTopicExists = partition.ErrTopicExists
 	// ErrInvalidBatch: a produced batch is not one whole, well-formed,
-	// uncompressed v2 batch; the message says what is wrong.
+	// v2 batch with well-formed records; the message says what is wrong.
 	ErrInvalidBatch = errors.New("invalid record batch")
 	// ErrBatchTooLarge: a produced batch is over Config.MaxBatchBytes.
 	ErrBatchTooLarge = errors.New("batch too large")

@@ -116,7 +116,8 @@ func (b *Broker) PartitionCount(ctx context.Context, p Principal, topic string) 
 }
 
 // CheckBatch checks a batch as produce does: its size, then that it is
-// one whole, uncompressed, well-formed v2 batch with a valid CRC.
+// one whole, well-formed v2 batch with a valid CRC, whose records (once
+// decompressed, if compressed) are well-formed.
 func (b *Broker) CheckBatch(data []byte) (batch.Info, error) {
 	if len(data) > b.cfg.MaxBatchBytes {
 		return batch.Info{}, Errorf(ErrBatchTooLarge,

@@ -64,26 +64,6 @@ func TestIdempotentRetryIsStoredOnce(t *testing.T) {
 	}
 }
 
-// A compressed batch is refused with UNSUPPORTED_COMPRESSION_TYPE and
-// nothing is stored.
-func TestCompressedBatchRefused(t *testing.T) {
-	n := startNode(t)
-	n.createTopic(t, "z", 1)
-	ctx := testCtx(t)
-	cl := newClient(t, n.addr, kgo.ProducerBatchCompression(kgo.SnappyCompression()), kgo.RecordRetries(1))
-	err := cl.ProduceSync(ctx, &kgo.Record{Topic: "z", Value: []byte("compress me compress me compress me")}).FirstErr()
-	if !errors.Is(err, kerr.UnsupportedCompressionType) {
-		t.Fatalf("produce of a snappy batch: %v, want UNSUPPORTED_COMPRESSION_TYPE", err)
-	}
-	end, err := kadm.NewClient(newClient(t, n.addr)).ListEndOffsets(ctx, "z")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o, _ := end.Lookup("z", 0); o.Offset != 0 {
-		t.Fatalf("end offset %d after a refused batch", o.Offset)
-	}
-}
-
 func TestAdminTopicsAndOffsets(t *testing.T) {
 	n := startNode(t)
 	ctx := testCtx(t)

@@ -119,12 +119,18 @@ func adminCode(err error) int16 {
 	return deniedCode(err, "topic")
 }
 
-// produceCode maps a produce error; a batch the core refused because it is
-// compressed is UNSUPPORTED_COMPRESSION_TYPE, which clients report as such.
+// produceCode maps a produce error. A batch the core refused whose
+// attributes name a codec Kafka does not define is
+// UNSUPPORTED_COMPRESSION_TYPE; a compressed batch whose records do not
+// decompress, or decompress to something malformed, is CORRUPT_MESSAGE, as
+// Kafka answers it.
 func produceCode(err error, b []byte) int16 {
 	if errors.Is(err, ErrInvalidBatch) {
 		if info, herr := batch.ParseHeader(b); herr == nil && info.Compressed() {
-			return kerr.UnsupportedCompressionType.Code
+			if info.Attributes&batch.AttrCompressionMask > batch.CodecZstd {
+				return kerr.UnsupportedCompressionType.Code
+			}
+			return kerr.CorruptMessage.Code
 		}
 	}
 	return topicCode(err)

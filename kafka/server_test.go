@@ -30,8 +30,8 @@ func startServer(t *testing.T, core Core, cfg Config) *Server {
 	return s
 }
 
-// newClient is a franz-go client of addr that does not compress (logd
-// refuses compressed batches).
+// newClient is a franz-go client of addr that does not compress unless
+// opts say so (compressed produce has its own tests).
 func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	opts = append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.MetadataMinAge(50 * time.Millisecond),
