@@ -131,7 +131,7 @@ func (l *Log) OffsetForTime(ts int64) (int64, error) {
 		}
 		_, recs, err := batch.Decode(raw, 0)
 		if errors.Is(err, batch.ErrUnsupported) {
-			return e.baseOffset, nil // compressed: the batch is the finest grain
+			return e.baseOffset, nil // a codec logd cannot decode: the batch is the finest grain
 		}
 		if err != nil {
 			return 0, corruptAt(s.path(), pos, fmt.Errorf("%w: %v", ErrCorrupt, err))
