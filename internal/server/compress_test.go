@@ -37,22 +37,27 @@ func compressed(t *testing.T, plain []byte, codec kgo.CompressionCodec, payload 
 	return b
 }
 
-// TestCompressedBatches: compressed batches produced through the API are
-// stored as sent and read back decoded by Fetch and by the Go client's
-// consumer; a corrupt one, or one holding fewer records than its header
-// counts, is refused INVALID_ARGUMENT and nothing is stored.
-func TestCompressedBatches(t *testing.T) {
-	s := servertest.Start(t)
-	c := dial(t, s)
-	createTopic(t, c, "t", 1)
-	p0 := int32(0)
+var codecs = []kgo.CompressionCodec{kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()}
+
+func sampleRecords() []batch.Record {
 	var recs []batch.Record
 	for i := range 5 {
 		recs = append(recs, batch.Record{Timestamp: 1000 + int64(i), Key: []byte("k"), Value: []byte(fmt.Sprint("value ", i, " value value"))})
 	}
+	return recs
+}
+
+// TestCorruptCompressedBatchRefused: a compressed batch whose payload is
+// corrupt, or holds fewer records than its header counts, is refused
+// INVALID_ARGUMENT and nothing is stored.
+func TestCorruptCompressedBatchRefused(t *testing.T) {
+	s := servertest.Start(t)
+	c := dial(t, s)
+	createTopic(t, c, "t", 1)
+	p0 := int32(0)
+	recs := sampleRecords()
 	plain := batch.Encode(nil, 0, batch.NoProducer, recs)
 	two := batch.Encode(nil, 0, batch.NoProducer, recs[:2])
-	codecs := []kgo.CompressionCodec{kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()}
 	for _, codec := range codecs {
 		for _, bad := range [][]byte{[]byte("not compressed at all"), compressed(t, two, codec, nil)[batch.HeaderSize:]} {
 			_, err := c.log.Produce(ctx(t), &pb.ProduceRequest{Topic: "t", Partition: &p0, Batch: compressed(t, plain, codec, bad)})
@@ -63,6 +68,18 @@ func TestCompressedBatches(t *testing.T) {
 	if err != nil || f.HighWatermark != 0 {
 		t.Fatalf("after refused batches: high watermark %d, %v", f.GetHighWatermark(), err)
 	}
+}
+
+// TestCompressedBatches: compressed batches produced through the API are
+// stored as sent and read back decoded by Fetch and by the Go client's
+// consumer.
+func TestCompressedBatches(t *testing.T) {
+	s := servertest.Start(t)
+	c := dial(t, s)
+	createTopic(t, c, "t", 1)
+	p0 := int32(0)
+	recs := sampleRecords()
+	plain := batch.Encode(nil, 0, batch.NoProducer, recs)
 	var sent [][]byte
 	for _, codec := range codecs {
 		b := compressed(t, plain, codec, nil)
@@ -71,7 +88,7 @@ func TestCompressedBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f, err = c.log.Fetch(ctx(t), &pb.FetchRequest{Topic: "t", Offset: 0, Decode: true, MaxBytes: 1 << 20})
+	f, err := c.log.Fetch(ctx(t), &pb.FetchRequest{Topic: "t", Offset: 0, Decode: true, MaxBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
