@@ -202,8 +202,15 @@ func (sub *subscription) acquire(ctx context.Context, n int64) error {
 func (sub *subscription) messageBytes() int {
 	n := max(sub.s.subscribers.Load(), 1)
 	share := int(sub.s.subBudget.Bytes / (4 * n))
-	m := min(sub.size, max(share, minSubscribeBytes))
-	return 1<<(bits.Len(uint(m))-1) - messageOverhead
+	m := max(min(sub.size, max(share, minSubscribeBytes)), 1)
+	p := 1 << (bits.Len(uint(m)) - 1)
+	if p <= 2*messageOverhead {
+		// A client that asks for messages smaller than the encoding's
+		// overhead gets one batch per message (a read returns at least
+		// one whole batch), never a negative size.
+		return m
+	}
+	return p - messageOverhead
 }
 
 func (sub *subscription) releaseSent() {
