@@ -13,7 +13,7 @@ import (
 // cluster node write nothing at WARN or ERROR.
 func TestBinLogFormatJSONAndRoutineLevels(t *testing.T) {
 	dir := t.TempDir()
-	args := []string{"--data-dir", dir, "--addr", "127.0.0.1:0", "--http-addr", "", "--node-id", "n1",
+	args := []string{"--data-dir", dir, "--addr", "127.0.0.1:0", "--http-addr", "", "--kafka-addr", "127.0.0.1:0", "--node-id", "n1",
 		"--raft-addr", "127.0.0.1:0", "--bootstrap", "--log-format", "json", "--log-level", "debug"}
 	var logs strings.Builder
 	for run := range 2 { // the second run is a restart from the same directory
