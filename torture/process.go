@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/logd/logd/internal/freeport"
 )
 
 // ProcessConfig configures a ProcessCluster.
@@ -150,16 +151,11 @@ func startProcessCluster(cfg ProcessConfig) (*ProcessCluster, error) {
 	return c, nil
 }
 
-// freePort returns a loopback address with a port free now. Nodes keep
-// their port across restarts so clients can reconnect.
+// freePort returns a loopback address with a port free now, outside the
+// kernel's ephemeral range (see package freeport). Nodes keep their port
+// across restarts so clients can reconnect.
 func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("torture: pick a port: %w", err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr, nil
+	return freeport.Addr()
 }
 
 func (c *ProcessCluster) Size() int { return len(c.nodes) }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,18 +13,18 @@ import (
 	"time"
 
 	"github.com/logd/logd/client"
+	"github.com/logd/logd/internal/freeport"
 )
 
 // freeAddr is a 127.0.0.1 address nothing listens on (for a node that must
 // keep its addresses across restarts).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 type clusterNode struct {

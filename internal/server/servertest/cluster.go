@@ -2,7 +2,6 @@ package servertest
 
 import (
 	"fmt"
-	"net"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/logd/logd/internal/freeport"
 	"github.com/logd/logd/internal/server"
 	"github.com/logd/logd/replication/faultnet"
 )
@@ -51,12 +51,10 @@ func NewCluster(t testing.TB, n int, mutate ...func(*server.Config)) *Cluster {
 	for i := range n {
 		nd := &Node{ID: fmt.Sprintf("n%d", i+1), Dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)), c: c}
 		for _, a := range []*string{&nd.APIAddr, &nd.RaftAddr} {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
+			var err error
+			if *a, err = freeport.Addr(); err != nil {
 				t.Fatal(err)
 			}
-			*a = l.Addr().String()
-			l.Close()
 		}
 		c.nodes = append(c.nodes, nd)
 		if err := nd.start(i == 0); err != nil {
@@ -107,12 +105,10 @@ func (c *Cluster) AddNode() *Node {
 	c.t.Helper()
 	nd := &Node{ID: fmt.Sprintf("n%d", len(c.nodes)+1), Dir: filepath.Join(filepath.Dir(c.nodes[0].Dir), fmt.Sprintf("n%d", len(c.nodes)+1)), c: c}
 	for _, a := range []*string{&nd.APIAddr, &nd.RaftAddr} {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
+		var err error
+		if *a, err = freeport.Addr(); err != nil {
 			c.t.Fatal(err)
 		}
-		*a = l.Addr().String()
-		l.Close()
 	}
 	c.mu.Lock()
 	c.nodes = append(c.nodes, nd)
