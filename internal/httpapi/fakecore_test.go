@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/logd/logd/broker"
+	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/log"
@@ -58,8 +59,8 @@ func (f *fakeCore) addTopic(name string, n int) {
 }
 
 func (f *fakeCore) LocalNode() broker.Node { return broker.Node{ID: "n1", HTTPAddr: "127.0.0.1:1"} }
-func (f *fakeCore) Nodes(context.Context) ([]broker.Node, error) {
-	return []broker.Node{f.LocalNode()}, nil
+func (f *fakeCore) ClusterStatus(context.Context, bool) cluster.Status {
+	return cluster.Status{Self: "n1", Nodes: []cluster.NodeStatus{{Node: f.LocalNode(), Alive: true}}}
 }
 
 func (f *fakeCore) Topics(ctx context.Context, p broker.Principal) ([]broker.TopicInfo, error) {

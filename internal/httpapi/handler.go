@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/logd/logd/broker"
+	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/offsets"
 )
@@ -16,7 +17,7 @@ import (
 // *broker.Broker it calls (broker-api.md).
 type Core interface {
 	LocalNode() broker.Node
-	Nodes(ctx context.Context) ([]broker.Node, error)
+	ClusterStatus(ctx context.Context, local bool) cluster.Status
 	Topics(ctx context.Context, p broker.Principal) ([]broker.TopicInfo, error)
 	Topic(ctx context.Context, p broker.Principal, name string) (broker.TopicInfo, error)
 	Produce(ctx context.Context, r broker.ProduceRequest) (broker.ProduceResult, error)

@@ -170,3 +170,35 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TestClusterPageNodeAlive: /v1/cluster (the console's cluster page) says
+// which nodes answer: a stopped node is listed as not alive, the others as
+// alive.
+func TestClusterPageNodeAlive(t *testing.T) {
+	c := servertest.NewCluster(t, 3, func(cfg *server.Config) { cfg.HTTPAddr = "127.0.0.1:0" })
+	nodes := c.Nodes()
+	nodes[2].Stop()
+	var got map[string]bool
+	waitFor(t, 30*time.Second, "n3 reported not alive and n1, n2 alive", func() bool {
+		resp, err := http.Get("http://" + nodes[0].Server().HTTPAddr() + "/v1/cluster")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Nodes []struct {
+				ID    string `json:"id"`
+				Alive bool   `json:"alive"`
+			}
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			t.Fatal(err)
+		}
+		got = map[string]bool{}
+		for _, n := range body.Nodes {
+			got[n.ID] = n.Alive
+		}
+		return len(got) == 3 && got["n1"] && got["n2"] && !got["n3"]
+	})
+	t.Logf("alive: %v", got)
+}

@@ -94,18 +94,20 @@ func (h *Handler) describeTopic(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toTopicJSON(t))
 }
 
+// cluster answers the nodes the metadata lists, each with whether it
+// answered this node just now (another node gets cluster.StatusTimeout).
 func (h *Handler) cluster(w http.ResponseWriter, r *http.Request) {
-	nodes, err := h.core.Nodes(r.Context())
-	if err != nil {
-		writeCoreError(w, err)
-		return
+	st := h.core.ClusterStatus(r.Context(), false)
+	type clusterNodeJSON struct {
+		nodeJSON
+		Alive bool `json:"alive"`
 	}
 	out := struct {
-		Self  nodeJSON   `json:"self"`
-		Nodes []nodeJSON `json:"nodes"`
-	}{Self: toNodeJSON(h.core.LocalNode()), Nodes: make([]nodeJSON, 0, len(nodes))}
-	for _, n := range nodes {
-		out.Nodes = append(out.Nodes, toNodeJSON(n))
+		Self  nodeJSON          `json:"self"`
+		Nodes []clusterNodeJSON `json:"nodes"`
+	}{Self: toNodeJSON(h.core.LocalNode()), Nodes: make([]clusterNodeJSON, 0, len(st.Nodes))}
+	for _, n := range st.Nodes {
+		out.Nodes = append(out.Nodes, clusterNodeJSON{toNodeJSON(n.Node), n.Alive})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

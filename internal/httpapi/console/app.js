@@ -155,8 +155,9 @@ async function clusterPage() {
   const leads = {};
   for (const t of topics) for (const p of t.partition_info) leads[p.leader] = (leads[p.leader] || 0) + 1;
   show("Cluster", el("p", {}, "This node: ", c.self.id),
-    table(["Node", "HTTP", "API", "Kafka", "Partitions led"], c.nodes.map(n =>
-      [n.id, n.http_addr || "", n.api_addr || "", n.kafka_addr || "", leads[n.id] || 0]), "nodes"));
+    table(["Node", "Status", "HTTP", "API", "Kafka", "Partitions led"], c.nodes.map(n =>
+      [n.id, n.alive ? "up" : "not answering", n.http_addr || "", n.api_addr || "", n.kafka_addr || "",
+        leads[n.id] || 0]), "nodes"));
 }
 
 async function route() {
