@@ -167,15 +167,12 @@ func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, data [
 		return nil, b.cl.RaftError(err)
 	}
 	wait, err := p.StartAppendVia(data, info, lead, func(data []byte, after partition.Write) (partition.Write, error) {
-		var prev *replication.Write
-		if a, ok := after.(raftWrite); ok {
-			prev = a.w
-		}
+		prev, _ := after.(*replication.Write)
 		w, err := r.Start(data, acks == AcksLeader, prev)
 		if err != nil {
-			return nil, err
+			return nil, err // not w: a nil *Write in a Write is not nil
 		}
-		return raftWrite{w}, nil
+		return w, nil
 	})
 	if err != nil {
 		return nil, b.cl.RaftError(err)
@@ -204,22 +201,6 @@ func (b *Broker) appended(p *partition.Partition, size int, info batch.Info, res
 	}
 	return ProduceResult{BaseOffset: res.BaseOffset, LastOffset: res.LastOffset, LogStart: p.Log.StartOffset(),
 		AppendTimeMs: -1, Duplicate: res.Duplicate}, nil
-}
-
-// raftWrite is a batch on its way through a partition's Raft group, as
-// the partition's dedup sees it.
-type raftWrite struct{ w *replication.Write }
-
-func (r raftWrite) Wait(ctx context.Context) (partition.AppendResult, error) {
-	a, err := r.w.Wait(ctx)
-	return partition.AppendResult{BaseOffset: a.BaseOffset, LastOffset: a.LastOffset}, err
-}
-
-func (r raftWrite) Done() <-chan struct{} { return r.w.Done() }
-
-func (r raftWrite) Result() (partition.AppendResult, error) {
-	a, err := r.w.Result()
-	return partition.AppendResult{BaseOffset: a.BaseOffset, LastOffset: a.LastOffset}, err
 }
 
 // NewProducerID answers Kafka's InitProducerId: a fresh producer id

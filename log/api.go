@@ -22,6 +22,12 @@ var (
 
 // OutOfRangeError is returned by reads outside [StartOffset, HighWatermark].
 // errors.Is(err, ErrOffsetOutOfRange) holds.
+// Span is where a batch landed in a log: the offsets of its first and last
+// records.
+type Span struct {
+	BaseOffset, LastOffset int64
+}
+
 type OutOfRangeError struct {
 	Offset        int64
 	StartOffset   int64

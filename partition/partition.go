@@ -65,13 +65,13 @@ type Write interface {
 	// Wait waits for the answer its starter asked for (acks), or for ctx.
 	// An error after ctx ended leaves the outcome unknown: the batch stays
 	// pending until Done.
-	Wait(ctx context.Context) (AppendResult, error)
+	Wait(ctx context.Context) (log.Span, error)
 	// Done is closed when the outcome is final: the batch is appended for
 	// good (applied, and Observed before Done is closed) or failed.
 	Done() <-chan struct{}
 	// Result is the final outcome, once Done is closed: the offsets, or
 	// why the batch was not appended.
-	Result() (AppendResult, error)
+	Result() (log.Span, error)
 }
 
 // AppendResult is where a batch landed.
@@ -141,7 +141,7 @@ type localWrite struct {
 
 	once sync.Once
 	done chan struct{}
-	res  AppendResult
+	res  log.Span
 	err  error
 }
 
@@ -154,7 +154,7 @@ func (w *localWrite) settle() {
 		w.err = w.wait()
 		if w.err == nil {
 			w.p.Observe(w.info)
-			w.res = AppendResult{BaseOffset: w.info.BaseOffset, LastOffset: w.info.LastOffset()}
+			w.res = log.Span{BaseOffset: w.info.BaseOffset, LastOffset: w.info.LastOffset()}
 		}
 		close(w.done)
 	})
@@ -162,7 +162,7 @@ func (w *localWrite) settle() {
 
 // Wait waits until the batch is durable, or for ctx; the batch is settled
 // anyway (see StartAppend).
-func (w *localWrite) Wait(ctx context.Context) (AppendResult, error) {
+func (w *localWrite) Wait(ctx context.Context) (log.Span, error) {
 	if ctx.Done() == nil {
 		w.settle()
 		return w.res, w.err
@@ -177,51 +177,15 @@ func (w *localWrite) Wait(ctx context.Context) (AppendResult, error) {
 	case <-w.done:
 		return w.res, w.err
 	case <-ctx.Done():
-		return AppendResult{}, ctx.Err()
+		return log.Span{}, ctx.Err()
 	}
 }
 
 func (w *localWrite) Done() <-chan struct{} { return w.done }
 
-func (w *localWrite) Result() (AppendResult, error) {
+func (w *localWrite) Result() (log.Span, error) {
 	<-w.done
 	return w.res, w.err
-}
-
-// AppendVia is Append through another path to the log: write stores b and
-// returns its header with the offsets it got. The producer's state is
-// checked before write and updated after it; a producer's batches are
-// written one at a time.
-func (p *Partition) AppendVia(b []byte, info batch.Info, write func([]byte) (batch.Info, error)) (AppendResult, error) {
-	if info.ProducerID < 0 {
-		got, err := write(b)
-		if err != nil {
-			return AppendResult{}, err
-		}
-		return AppendResult{BaseOffset: got.BaseOffset, LastOffset: got.LastOffset()}, nil
-	}
-	st := p.producer(info.ProducerID)
-	st.appendMu.Lock()
-	defer st.appendMu.Unlock()
-	firstSeq := info.FirstSequence
-	lastSeq := firstSeq + info.LastOffsetDelta
-	p.mu.Lock()
-	res, _, done, err := p.checkSequence(st, info, firstSeq, lastSeq, 0)
-	p.mu.Unlock()
-	if done {
-		return res, err
-	}
-	got, err := write(b)
-	if err != nil {
-		return AppendResult{}, err
-	}
-	res = AppendResult{BaseOffset: got.BaseOffset, LastOffset: got.LastOffset()}
-	p.mu.Lock()
-	if !st.covers(info.ProducerEpoch, lastSeq) {
-		st.remember(info.ProducerEpoch, appendedBatch{firstSeq, lastSeq, res.BaseOffset, res.LastOffset})
-	}
-	p.mu.Unlock()
-	return res, nil
 }
 
 // StartAppendVia starts appending b through a replicated path that orders
@@ -251,7 +215,7 @@ func (p *Partition) StartAppendVia(b []byte, info batch.Info, lead uint64, start
 		if err != nil {
 			return nil, err
 		}
-		return w.Wait, nil
+		return func(ctx context.Context) (AppendResult, error) { return answer(w.Wait(ctx)) }, nil
 	}
 	st := p.producer(info.ProducerID)
 	st.appendMu.Lock()
@@ -284,7 +248,7 @@ func (p *Partition) StartAppendVia(b []byte, info batch.Info, lead uint64, start
 	}
 	p.mu.Unlock()
 	return func(ctx context.Context) (AppendResult, error) {
-		res, err := w.Wait(ctx)
+		res, err := answer(w.Wait(ctx))
 		if err != nil && ctx.Err() == nil {
 			p.mu.Lock()
 			st.dropPending(pb)
@@ -292,6 +256,11 @@ func (p *Partition) StartAppendVia(b []byte, info batch.Info, lead uint64, start
 		}
 		return res, err
 	}, nil
+}
+
+// answer is a write's outcome as the producer's answer.
+func answer(s log.Span, err error) (AppendResult, error) {
+	return AppendResult{BaseOffset: s.BaseOffset, LastOffset: s.LastOffset}, err
 }
 
 // waitOriginal answers a retry of a pending batch with the original's
@@ -306,7 +275,7 @@ func waitOriginal(w Write) func(context.Context) (AppendResult, error) {
 		case <-ctx.Done():
 			return AppendResult{}, fmt.Errorf("waiting for the original of a retried batch: %w", ctx.Err())
 		}
-		res, err := w.Result()
+		res, err := answer(w.Result())
 		if err != nil {
 			return AppendResult{}, err
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/log"
 )
 
 // fakeRaft stands for a replicated path that orders writes as started:
@@ -24,20 +25,20 @@ type fakeRaft struct {
 type fakeWrite struct {
 	info batch.Info
 	done chan struct{}
-	res  AppendResult
+	res  log.Span
 	err  error
 }
 
-func (w *fakeWrite) Wait(ctx context.Context) (AppendResult, error) {
+func (w *fakeWrite) Wait(ctx context.Context) (log.Span, error) {
 	select {
 	case <-w.done:
 		return w.res, w.err
 	case <-ctx.Done():
-		return AppendResult{}, ctx.Err()
+		return log.Span{}, ctx.Err()
 	}
 }
-func (w *fakeWrite) Done() <-chan struct{}         { return w.done }
-func (w *fakeWrite) Result() (AppendResult, error) { <-w.done; return w.res, w.err }
+func (w *fakeWrite) Done() <-chan struct{}     { return w.done }
+func (w *fakeWrite) Result() (log.Span, error) { <-w.done; return w.res, w.err }
 
 var errLost = errors.New("leadership lost")
 
@@ -57,7 +58,7 @@ func (f *fakeRaft) apply() {
 	w := f.started[f.applied]
 	f.applied++
 	f.p.Observe(w.info)
-	w.res = AppendResult{BaseOffset: w.info.BaseOffset, LastOffset: w.info.LastOffset()}
+	w.res = log.Span{BaseOffset: w.info.BaseOffset, LastOffset: w.info.LastOffset()}
 	close(w.done)
 }
 
@@ -285,17 +286,11 @@ func TestPipelinedAppliedDuringStart(t *testing.T) {
 	}
 }
 
-// Append (one write at a time) keeps its rules.
-func TestAppendViaSequences(t *testing.T) {
-	p := newPartition("t", 0, nil)
-	next := int64(0)
-	write := func(in batch.Info) func([]byte) (batch.Info, error) {
-		return func([]byte) (batch.Info, error) {
-			in.BaseOffset = next
-			next += int64(in.LastOffsetDelta) + 1
-			return in, nil
-		}
-	}
+// One write at a time (each applied before the next starts), the
+// producer's rules: a retry is a duplicate with the original offsets, a gap
+// or an older epoch's sequence is refused, a new epoch starts anywhere.
+func TestSequencesOneAtATime(t *testing.T) {
+	f := newFake(t)
 	tests := []struct {
 		in      batch.Info
 		base    int64
@@ -310,7 +305,11 @@ func TestAppendViaSequences(t *testing.T) {
 		{info(0, 3, 1), 0, false, ErrOutOfOrderSequence},
 	}
 	for i, tc := range tests {
-		r, err := p.AppendVia(nil, tc.in, write(tc.in))
+		s := f.send(1, tc.in)
+		if f.applied < len(f.started) {
+			f.apply()
+		}
+		r, err := s.result(t)
 		if !errors.Is(err, tc.wantErr) || (err == nil && (r.BaseOffset != tc.base || r.Duplicate != tc.dup)) {
 			t.Fatalf("%d: %+v, %v; want base %d dup %v err %v", i, r, err, tc.base, tc.dup, tc.wantErr)
 		}

@@ -13,11 +13,10 @@ import (
 )
 
 // ApplyResult is what applying a batch entry returns to the Raft future
-// of the leader that appended it: the offsets the batch got.
-type ApplyResult struct {
-	BaseOffset int64
-	LastOffset int64
-}
+// of the leader that appended it: the offsets the batch got. It is the
+// log's Span, so that a Write is the partition's future as it is
+// (partition.Write), without an adapter.
+type ApplyResult = log.Span
 
 // PartitionFSM is a partition group's Raft state machine. The records are
 // already in the log when an entry is applied (the log is the log store),
