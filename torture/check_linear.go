@@ -93,55 +93,8 @@ type linearHistory struct {
 // offset, completing at the end of time), and successful reads.
 func partitionHistory(ops []Op, p int32) *linearHistory {
 	h := &linearHistory{at: map[int64]string{}}
-	readAt := map[string]int64{}
-	var end int64
-	for _, op := range ops {
-		end = max(end, op.Complete)
-		if op.Partition != p {
-			continue
-		}
-		if op.Acked() {
-			if _, ok := h.at[op.Offset]; !ok {
-				h.at[op.Offset] = op.Value
-			}
-		}
-	}
-	for _, op := range ops {
-		if op.Kind != OpRead || op.Outcome != OutcomeOK || op.Partition != p {
-			continue
-		}
-		for _, r := range op.Records {
-			if _, ok := h.at[r.Offset]; !ok {
-				h.at[r.Offset] = r.Value
-			}
-			if _, ok := readAt[r.Value]; !ok {
-				readAt[r.Value] = r.Offset
-			}
-		}
-	}
-	// Every offset that holds a value has its append unless retention
-	// removed the record before anyone read it.
-	known := map[int64]bool{}
-	for _, op := range ops {
-		switch {
-		case op.Acked() && op.Partition == p:
-			known[op.Offset] = true
-		case op.Kind == OpProduce && !op.Acked():
-			if off, ok := readAt[op.Value]; ok {
-				known[off] = true
-			}
-		}
-	}
-	var top int64 = -1
-	for off := range h.at {
-		top = max(top, off)
-	}
-	_, finals := finalReads(ops)
-	for off := int64(0); off <= top; off++ {
-		if !known[off] && skipped(finals[p], off) {
-			h.start = off + 1
-		}
-	}
+	readAt, end := h.values(ops, p)
+	h.start = historyStart(ops, p, h.at, readAt)
 	clients := map[int]int{}
 	client := func(proc int) int {
 		id, ok := clients[proc]
@@ -181,6 +134,67 @@ func partitionHistory(ops []Op, p int32) *linearHistory {
 		}
 	}
 	return h
+}
+
+// values fills in h.at, the value at each offset of partition p (acknowledged
+// at it, or read there), and returns the offset where each value was first
+// read and the end of time (the last completion).
+func (h *linearHistory) values(ops []Op, p int32) (readAt map[string]int64, end int64) {
+	readAt = map[string]int64{}
+	for _, op := range ops {
+		end = max(end, op.Complete)
+		if op.Partition != p {
+			continue
+		}
+		if op.Acked() {
+			if _, ok := h.at[op.Offset]; !ok {
+				h.at[op.Offset] = op.Value
+			}
+		}
+	}
+	for _, op := range ops {
+		if op.Kind != OpRead || op.Outcome != OutcomeOK || op.Partition != p {
+			continue
+		}
+		for _, r := range op.Records {
+			if _, ok := h.at[r.Offset]; !ok {
+				h.at[r.Offset] = r.Value
+			}
+			if _, ok := readAt[r.Value]; !ok {
+				readAt[r.Value] = r.Offset
+			}
+		}
+	}
+	return readAt, end
+}
+
+// historyStart is the first offset of partition p the history checks:
+// past every offset that holds a value without its append, when retention
+// removed the record before anyone read it.
+func historyStart(ops []Op, p int32, at map[int64]string, readAt map[string]int64) int64 {
+	known := map[int64]bool{}
+	for _, op := range ops {
+		switch {
+		case op.Acked() && op.Partition == p:
+			known[op.Offset] = true
+		case op.Kind == OpProduce && !op.Acked():
+			if off, ok := readAt[op.Value]; ok {
+				known[off] = true
+			}
+		}
+	}
+	var top int64 = -1
+	for off := range at {
+		top = max(top, off)
+	}
+	_, finals := finalReads(ops)
+	var start int64
+	for off := int64(0); off <= top; off++ {
+		if !known[off] && skipped(finals[p], off) {
+			start = off + 1
+		}
+	}
+	return start
 }
 
 // explain looks for a direct two-operation witness of non-linearizability.

@@ -125,24 +125,8 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	}
 
 	rep.Cluster = finalStatus(ctx, c)
-
 	ops := h.Ops()
-	rep.Ops = map[OpKind]map[Outcome]int{}
-	for _, op := range ops {
-		if rep.Ops[op.Kind] == nil {
-			rep.Ops[op.Kind] = map[Outcome]int{}
-		}
-		rep.Ops[op.Kind][op.Outcome]++
-	}
-	rep.OpErrors = topErrors(ops, 10)
-	rep.Faults = h.Faults()
-	rep.FaultCounts = map[string]int{}
-	for _, f := range rep.Faults {
-		rep.FaultCounts[f.Kind]++
-	}
-	if n := rep.FaultCounts["crashed"]; n > 0 {
-		rep.Errors = append(rep.Errors, fmt.Sprintf("a node exited on its own %d time(s) (see the node logs in %s)", n, cfg.ReportDir))
-	}
+	rep.count(ops, h.Faults(), cfg.ReportDir)
 	cfg.Logf("checking %d operations", len(ops))
 	rep.Verdicts = CheckAll(ops, CheckOptions{Linearizable: cfg.Linearizable})
 	rep.Valid = len(rep.Errors) == 0
@@ -154,6 +138,26 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 		return rep, err
 	}
 	return rep, nil
+}
+
+// count fills in the report's operation and fault counts.
+func (r *Report) count(ops []Op, faults []Fault, dir string) {
+	r.Ops = map[OpKind]map[Outcome]int{}
+	for _, op := range ops {
+		if r.Ops[op.Kind] == nil {
+			r.Ops[op.Kind] = map[Outcome]int{}
+		}
+		r.Ops[op.Kind][op.Outcome]++
+	}
+	r.OpErrors = topErrors(ops, 10)
+	r.Faults = faults
+	r.FaultCounts = map[string]int{}
+	for _, f := range r.Faults {
+		r.FaultCounts[f.Kind]++
+	}
+	if n := r.FaultCounts["crashed"]; n > 0 {
+		r.Errors = append(r.Errors, fmt.Sprintf("a node exited on its own %d time(s) (see the node logs in %s)", n, dir))
+	}
 }
 
 // write saves the report as text and JSON, and the history.

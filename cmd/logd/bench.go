@@ -33,6 +33,29 @@ It prints records/s, MB/s (10^6 bytes of values) and latency percentiles; with
 	return cmd
 }
 
+// checkBenchOptions refuses what a benchmark cannot run with and sets the
+// acks asked.
+func checkBenchOptions(o *bench.Options, acks string) error {
+	switch acks {
+	case "":
+	case "leader":
+		o.Acks = client.AcksLeader
+	case "all":
+		o.Acks = client.AcksAll
+	default:
+		return fmt.Errorf("--acks %q: use leader or all", acks)
+	}
+	for name, v := range map[string]int{"--records": o.Records, "--record-size": o.RecordSize, "--partitions": o.Partitions, "--producers": o.Producers} {
+		if v <= 0 {
+			return fmt.Errorf("%s must be positive, got %d", name, v)
+		}
+	}
+	if o.Keys < 0 || o.Rate < 0 {
+		return fmt.Errorf("--keys and --rate must be >= 0")
+	}
+	return nil
+}
+
 func newBenchModeCmd(mode string) *cobra.Command {
 	var (
 		srv     serverFlag
@@ -46,22 +69,8 @@ func newBenchModeCmd(mode string) *cobra.Command {
 		Short: "Benchmark " + mode,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch acks {
-			case "":
-			case "leader":
-				o.Acks = client.AcksLeader
-			case "all":
-				o.Acks = client.AcksAll
-			default:
-				return fmt.Errorf("--acks %q: use leader or all", acks)
-			}
-			for name, v := range map[string]int{"--records": o.Records, "--record-size": o.RecordSize, "--partitions": o.Partitions, "--producers": o.Producers} {
-				if v <= 0 {
-					return fmt.Errorf("%s must be positive, got %d", name, v)
-				}
-			}
-			if o.Keys < 0 || o.Rate < 0 {
-				return fmt.Errorf("--keys and --rate must be >= 0")
+			if err := checkBenchOptions(&o, acks); err != nil {
+				return err
 			}
 			if cpuProf != "" {
 				f, err := os.Create(cpuProf)

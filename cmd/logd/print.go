@@ -118,32 +118,37 @@ func formatPrinter(format string) (printer, error) {
 	return func(w *bufio.Writer, r client.ConsumedRecord) error {
 		for _, p := range pieces {
 			w.WriteString(p.lit)
-			switch p.verb {
-			case 't':
-				w.WriteString(r.Topic)
-			case 'p':
-				w.WriteString(strconv.Itoa(int(r.Partition)))
-			case 'o':
-				w.WriteString(strconv.FormatInt(r.Offset, 10))
-			case 'k':
-				w.Write(r.Key)
-			case 's':
-				w.Write(r.Value)
-			case 'T':
-				w.WriteString(strconv.FormatInt(r.Timestamp.UnixMilli(), 10))
-			case 'D':
-				w.WriteString(r.Timestamp.UTC().Format(time.RFC3339Nano))
-			case 'h':
-				for i, h := range r.Headers {
-					if i > 0 {
-						w.WriteByte(',')
-					}
-					w.WriteString(h.Key)
-					w.WriteByte('=')
-					w.Write(h.Value)
-				}
-			}
+			writeVerb(w, p.verb, r)
 		}
 		return nil
 	}, nil
+}
+
+// writeVerb writes the field of r that a --format verb names (0: none).
+func writeVerb(w *bufio.Writer, verb byte, r client.ConsumedRecord) {
+	switch verb {
+	case 't':
+		w.WriteString(r.Topic)
+	case 'p':
+		w.WriteString(strconv.Itoa(int(r.Partition)))
+	case 'o':
+		w.WriteString(strconv.FormatInt(r.Offset, 10))
+	case 'k':
+		w.Write(r.Key)
+	case 's':
+		w.Write(r.Value)
+	case 'T':
+		w.WriteString(strconv.FormatInt(r.Timestamp.UnixMilli(), 10))
+	case 'D':
+		w.WriteString(r.Timestamp.UTC().Format(time.RFC3339Nano))
+	case 'h':
+		for i, h := range r.Headers {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			w.WriteString(h.Key)
+			w.WriteByte('=')
+			w.Write(h.Value)
+		}
+	}
 }
