@@ -106,6 +106,7 @@ lint: $(TOOLS)/staticcheck
 	@$(GO) mod tidy -diff >/dev/null || ($(GO) mod tidy -diff; echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1)
 	@if grep -n 'Raft()' $$(git ls-files '*.go' | grep -v '^replication/'); then \
 	  echo "only package replication touches *raft.Raft: give replication a method (see replication/control.go)"; exit 1; fi
+	@$(GO) run ./internal/funclen -max 80 $$(git ls-files '*.go')
 	$(GO) vet ./...
 	staticcheck ./...
 
