@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/logd/logd/client"
 	"github.com/logd/logd/internal/bench"
 )
 
@@ -36,14 +35,9 @@ It prints records/s, MB/s (10^6 bytes of values) and latency percentiles; with
 // checkBenchOptions refuses what a benchmark cannot run with and sets the
 // acks asked.
 func checkBenchOptions(o *bench.Options, acks string) error {
-	switch acks {
-	case "":
-	case "leader":
-		o.Acks = client.AcksLeader
-	case "all":
-		o.Acks = client.AcksAll
-	default:
-		return fmt.Errorf("--acks %q: use leader or all", acks)
+	var err error
+	if o.Acks, err = parseAcks(acks); err != nil {
+		return err
 	}
 	for name, v := range map[string]int{"--records": o.Records, "--record-size": o.RecordSize, "--partitions": o.Partitions, "--producers": o.Producers} {
 		if v <= 0 {

@@ -156,3 +156,16 @@ func formatCount(n int64) string {
 	}
 	return strconv.FormatInt(n, 10)
 }
+
+// parseAcks reads --acks: leader or all, "" for the server's default.
+func parseAcks(s string) (client.Acks, error) {
+	switch s {
+	case "":
+		return client.AcksDefault, nil
+	case "leader":
+		return client.AcksLeader, nil
+	case "all":
+		return client.AcksAll, nil
+	}
+	return client.AcksDefault, fmt.Errorf("--acks %q: use leader or all", s)
+}

@@ -42,14 +42,8 @@ value v), unkeyed records spread over partitions, and --partition overrides both
 				return errors.New("--key and --key-delimiter exclude each other: give one")
 			}
 			opts := client.ProducerOptions{}
-			switch acks {
-			case "":
-			case "leader":
-				opts.Acks = client.AcksLeader
-			case "all":
-				opts.Acks = client.AcksAll
-			default:
-				return fmt.Errorf("--acks %q: use leader or all", acks)
+			if opts.Acks, err = parseAcks(acks); err != nil {
+				return err
 			}
 			lines := lineSource{r: bufio.NewReaderSize(cmd.InOrStdin(), 64<<10), key: []byte(key), delim: []byte(delimiter)}
 			if key == "" {
