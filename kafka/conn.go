@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logd/logd/auth"
 )
 
 // conn is one client connection: a reader that decodes and starts requests
@@ -18,10 +20,14 @@ type conn struct {
 	s          *Server
 	nc         net.Conn
 	remoteHost string
-	principal  Principal
+	principal  Principal // the core's form of sess.id; set by identify
+	sess       session
 	log        *slog.Logger
 	ctx        context.Context
 	cancel     context.CancelFunc
+	// rctx is the requests' context: ctx carrying the connection's identity
+	// (auth.NewContext) once it is decided.
+	rctx context.Context
 	// pending holds the requests not yet answered, in arrival order; its
 	// capacity is the connection's in-flight limit.
 	pending chan *request
@@ -40,15 +46,20 @@ type request struct {
 	// return a fetch's memory to the core's read budget.
 	afterWrite func()
 	// fatal closes the connection after this request (an acks=0 produce
-	// that failed: the client learns of it only that way, as in Kafka).
+	// that failed: the client learns of it only that way, as in Kafka; a
+	// failed SASL login).
 	fatal error
+	// token, when isToken, is a bare SASL token answering a SaslHandshake
+	// v0 exchange: written as a size-prefixed frame without a header.
+	token   []byte
+	isToken bool
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
 	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
 	ctx, cancel := context.WithCancel(s.ctx)
 	return &conn{
-		s: s, nc: nc, remoteHost: host, ctx: ctx, cancel: cancel,
+		s: s, nc: nc, remoteHost: host, ctx: ctx, cancel: cancel, rctx: ctx,
 		log:     s.log.With("remote", nc.RemoteAddr().String()),
 		pending: make(chan *request, s.cfg.MaxInFlight),
 	}
@@ -71,12 +82,21 @@ func (c *conn) serve() {
 
 func (c *conn) read() {
 	defer c.cancel()
+	if !c.open() {
+		return
+	}
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 		body, err := readFrame(c.nc, c.s.cfg.MaxRequestBytes)
 		if err != nil {
 			c.logReadError(err)
 			return
+		}
+		if c.sess.x != nil && c.sess.legacy {
+			if !c.legacyToken(body) {
+				return
+			}
+			continue
 		}
 		h, kreq, err := parseRequest(body)
 		if errors.Is(err, errUnsupportedVer) && h.key == apiVersionsKey {
@@ -90,16 +110,58 @@ func (c *conn) read() {
 				"api_key", h.key, "api_version", h.version, "err", err)
 			return
 		}
-		r := &request{ctx: c.ctx, c: c, hdr: h, kreq: kreq, done: make(chan struct{})}
-		if !c.enqueue(r) {
+		if err := c.admit(h); err != nil {
+			c.log.Info("kafka connection closed", "client_id", h.clientID, "err", err)
 			return
 		}
-		finish, ok := c.start(r)
-		if !ok {
+		if !c.run(&request{ctx: c.rctx, c: c, hdr: h, kreq: kreq, done: make(chan struct{})}) {
 			return
 		}
-		go c.finish(r, finish)
 	}
+}
+
+// open completes the TLS handshake and identifies the connection from its
+// certificate; false closes it.
+func (c *conn) open() bool {
+	if err := c.handshakeTLS(); err != nil {
+		c.log.Info("kafka connection closed", "err", err)
+		return false
+	}
+	if err := c.identify(auth.Principal{}); err != nil && !errors.Is(err, auth.ErrUnauthenticated) {
+		c.log.Info("kafka connection closed: not admitted", "err", err)
+		return false
+	}
+	return true
+}
+
+// run enqueues r and starts it; false ends the connection (closed, or r
+// ends it: a handler panic or a refused login).
+func (c *conn) run(r *request) bool {
+	if !c.enqueue(r) {
+		return false
+	}
+	finish, ok := c.start(r)
+	if !ok {
+		return false
+	}
+	// Read before finish runs: a panic in finish sets fatal concurrently.
+	fatal := r.fatal != nil
+	go c.finish(r, finish)
+	return !fatal
+}
+
+// legacyToken answers one bare SASL token of a SaslHandshake v0 exchange.
+// A failure closes the connection without an answer: v0 has no way to say
+// why (Kafka does the same).
+func (c *conn) legacyToken(body []byte) bool {
+	out, err := c.stepSASL(body)
+	if err != nil {
+		c.logFatal(&request{fatal: err})
+		return false
+	}
+	r := &request{ctx: c.rctx, c: c, token: out, isToken: true, done: make(chan struct{})}
+	close(r.done)
+	return c.enqueue(r)
 }
 
 func (c *conn) logReadError(err error) {
@@ -164,6 +226,18 @@ func (c *conn) finish(r *request, finish func() kmsg.Response) {
 	r.resp = finish()
 }
 
+// logFatal logs why a request closes the connection; a failed login's
+// reason (which its answer does not tell the client) goes to the log only.
+func (c *conn) logFatal(r *request) {
+	args := []any{"client_id", r.hdr.clientID, "api_key", r.hdr.key, "err", r.fatal}
+	var ae *auth.AuthenticationError
+	if errors.As(r.fatal, &ae) {
+		c.log.Info("kafka connection closed: SASL authentication failed", append(args, "reason", ae.Reason())...)
+		return
+	}
+	c.log.Warn("kafka connection closed", args...)
+}
+
 // write answers the pending requests in order. After a write error or a
 // fatal request it keeps draining (without writing) so that every request's
 // afterWrite runs and the reader is never left blocked.
@@ -172,8 +246,12 @@ func (c *conn) write() {
 	dead := false
 	for r := range c.pending {
 		<-r.done
-		if r.resp != nil && !dead {
-			buf = appendResponse(buf[:0], r.hdr.corr, r.resp)
+		if (r.resp != nil || r.isToken) && !dead {
+			if r.isToken {
+				buf = appendToken(buf[:0], r.token)
+			} else {
+				buf = appendResponse(buf[:0], r.hdr.corr, r.resp)
+			}
 			c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 			if _, err := c.nc.Write(buf); err != nil {
 				c.log.Debug("kafka connection closed: write failed", "err", err)
@@ -184,8 +262,7 @@ func (c *conn) write() {
 			r.afterWrite()
 		}
 		if r.fatal != nil && !dead {
-			c.log.Warn("kafka connection closed", "client_id", r.hdr.clientID,
-				"api_key", r.hdr.key, "err", r.fatal)
+			c.logFatal(r)
 			dead = true
 		}
 		if dead {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/log"
@@ -18,6 +19,9 @@ import (
 func errorCode(err error) int16 {
 	if err == nil {
 		return 0
+	}
+	if code, ok := authorizationCode(err, auth.ResourceCluster); ok {
+		return code
 	}
 	var notLeader *NotLeaderError
 	var notCoord *NotCoordinatorError
@@ -60,7 +64,6 @@ var errorCodes = []struct {
 	{partition.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{partition.ErrInvalidConfig, kerr.InvalidConfig},
 	{ErrInvalidArgument, kerr.InvalidRequest},
-	{ErrDenied, kerr.ClusterAuthorizationFailed},
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
 	{context.Canceled, kerr.RequestTimedOut},
 	{partition.ErrClosed, kerr.NotLeaderForPartition},
@@ -77,16 +80,41 @@ var errorCodes = []struct {
 	{groups.ErrCoordinatorClosed, kerr.CoordinatorNotAvailable},
 }
 
-// deniedCode is ErrDenied's code for a resource kind ("topic", "group",
-// "cluster"); other errors map as errorCode does.
+// authorizationCode is the code of a request the core refused
+// (errors.Is ErrDenied): by the type of the resource the core names
+// (*auth.DeniedError), else by the resource the request is about
+// (fallback). ok is false for any other error.
+func authorizationCode(err error, fallback auth.ResourceType) (code int16, ok bool) {
+	if !errors.Is(err, ErrDenied) && !errors.Is(err, auth.ErrDenied) {
+		return 0, false
+	}
+	rt := fallback
+	var denied *auth.DeniedError
+	if errors.As(err, &denied) {
+		rt = denied.Resource.Type
+	}
+	switch rt {
+	case auth.ResourceTopic:
+		return kerr.TopicAuthorizationFailed.Code, true
+	case auth.ResourceGroup:
+		return kerr.GroupAuthorizationFailed.Code, true
+	}
+	return kerr.ClusterAuthorizationFailed.Code, true
+}
+
+// deniedCode maps an error of a request about a resource kind ("topic",
+// "group", "cluster"): a refusal that does not name its resource is that
+// kind's AUTHORIZATION_FAILED; other errors map as errorCode does.
 func deniedCode(err error, resource string) int16 {
-	if errors.Is(err, ErrDenied) {
-		switch resource {
-		case "topic":
-			return kerr.TopicAuthorizationFailed.Code
-		case "group":
-			return kerr.GroupAuthorizationFailed.Code
-		}
+	rt := auth.ResourceCluster
+	switch resource {
+	case "topic":
+		rt = auth.ResourceTopic
+	case "group":
+		rt = auth.ResourceGroup
+	}
+	if code, ok := authorizationCode(err, rt); ok {
+		return code
 	}
 	return errorCode(err)
 }

@@ -107,3 +107,10 @@ func appendResponse(buf []byte, corr int32, resp kmsg.Response) []byte {
 	binary.BigEndian.PutUint32(buf[start:], uint32(len(buf)-start-4))
 	return buf
 }
+
+// appendToken appends a bare SASL token's frame (SaslHandshake v0: no
+// header, only the size) to buf.
+func appendToken(buf, token []byte) []byte {
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(token)))
+	return append(buf, token...)
+}

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/logd/logd/auth"
 )
 
 // Defaults for Config's limits.
@@ -22,6 +25,8 @@ const (
 	DefaultIdleTimeout = 10 * time.Minute
 	// DefaultMaxConns bounds the open connections of one listener.
 	DefaultMaxConns = 4096
+	// DefaultHandshakeTimeout bounds a connection's TLS handshake.
+	DefaultHandshakeTimeout = 10 * time.Second
 )
 
 // Config configures a Server.
@@ -42,6 +47,19 @@ type Config struct {
 	IdleTimeout time.Duration
 	// MaxConns bounds open connections; more are closed on accept.
 	MaxConns int
+	// TLS, when set, serves the listener over TLS (the node's
+	// tlsconfig.Server, which re-reads its files): every connection
+	// handshakes before its first request, and a verified client
+	// certificate names the connection's principal (User:<CN>).
+	TLS *tls.Config
+	// HandshakeTimeout bounds the TLS handshake. Default
+	// DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// Gate is the node's authentication policy (--auth and the users):
+	// SaslHandshake and SaslAuthenticate log in through its Authenticator
+	// (nil: SASL is refused), and it decides each connection's principal.
+	// The zero Gate is --auth none: every connection is anonymous.
+	Gate auth.Gate
 }
 
 func (c Config) withDefaults() Config {
@@ -59,6 +77,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxConns <= 0 {
 		c.MaxConns = DefaultMaxConns
+	}
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = DefaultHandshakeTimeout
 	}
 	return c
 }
@@ -81,7 +102,7 @@ type Server struct {
 }
 
 // Listen opens the listener on addr (HOST:PORT; port 0 picks one) and
-// starts serving. Close stops it.
+// starts serving, over TLS when Config.TLS is set. Close stops it.
 func Listen(addr string, cfg Config) (*Server, error) {
 	if cfg.Core == nil {
 		return nil, errors.New("kafka: Config.Core is required")
@@ -89,6 +110,9 @@ func Listen(addr string, cfg Config) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: listen on %s: %w", addr, err)
+	}
+	if cfg.TLS != nil {
+		ln = tls.NewListener(ln, cfg.TLS)
 	}
 	s, err := newServer(ln, cfg)
 	if err != nil {

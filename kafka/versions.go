@@ -39,11 +39,13 @@ func init() {
 		14: {0, 5, handleSyncGroup},
 		15: {0, 5, handleDescribeGroups},
 		16: {0, 4, handleListGroups},
+		17: {0, 1, handleSaslHandshake},
 		18: {0, 3, handleAPIVersions},
 		19: {0, 7, handleCreateTopics},
 		20: {0, 5, handleDeleteTopics},
 		22: {0, 4, handleInitProducerID},
 		23: {0, 4, handleOffsetForLeaderEpoch},
+		36: {0, 2, handleSaslAuthenticate},
 	}
 	for key, a := range apis {
 		// Never advertise past what kmsg can encode.
