@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/logd/logd/auth/tlsconfig"
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/kafka"
 )
@@ -22,6 +23,7 @@ type kafkaFlags struct {
 	addr, advertised string
 	explicit         bool // --kafka-addr was given (flag, env or config file)
 	srv              *kafka.Server
+	tls              *tlsconfig.Server // the listener's TLS; nil: plaintext
 }
 
 func (k *kafkaFlags) register(f *pflag.FlagSet) {
@@ -48,14 +50,27 @@ func (k *kafkaFlags) check(f *pflag.FlagSet) error {
 }
 
 // start is server.Config.BeforeReady: it starts the listener over the
-// broker. When the default address is taken (another Kafka, or another
-// logd on this machine) the node runs without it and says so; an address
-// given explicitly must be served.
-func (k *kafkaFlags) start(b *broker.Broker, logger *slog.Logger) (broker.Node, error) {
+// broker, over TLS when --tls-cert is given (the API's files: a client
+// certificate from --tls-client-ca names the principal). When the default
+// address is taken (another Kafka, or another logd on this machine) the
+// node runs without it and says so; an address given explicitly must be
+// served.
+func (k *kafkaFlags) start(b *broker.Broker, logger *slog.Logger, files tlsconfig.ServerFiles) (broker.Node, error) {
 	if k.addr == "" {
 		return broker.Node{}, nil
 	}
-	s, err := kafka.Listen(k.addr, kafka.Config{Core: b, AdvertisedAddr: k.advertised, Logger: logger})
+	cfg := kafka.Config{Core: b, AdvertisedAddr: k.advertised, Logger: logger}
+	if files.CertFile != "" {
+		files.OnReloadError = func(err error) {
+			logger.Error("Kafka listener: TLS certificate files changed but do not load; the previous certificate keeps serving", "err", err)
+		}
+		srv, err := tlsconfig.NewServer(files)
+		if err != nil {
+			return broker.Node{}, fmt.Errorf("kafka listener TLS: %w", err)
+		}
+		k.tls, cfg.TLS = srv, srv.TLSConfig()
+	}
+	s, err := kafka.Listen(k.addr, cfg)
 	if err != nil {
 		if !k.explicit && errors.Is(err, syscall.EADDRINUSE) {
 			logger.Warn("Kafka listener off: its default address is in use; give --kafka-addr HOST:PORT to serve Kafka clients, or --kafka-addr \"\" to silence this",
@@ -65,8 +80,16 @@ func (k *kafkaFlags) start(b *broker.Broker, logger *slog.Logger) (broker.Node, 
 		return broker.Node{}, fmt.Errorf("--kafka-addr: %w", err)
 	}
 	k.srv = s
-	logger.Info("Kafka listener serving", "addr", s.Addr().String(), "advertised", s.AdvertisedAddr())
+	logger.Info("Kafka listener serving", "addr", s.Addr().String(), "advertised", s.AdvertisedAddr(), "tls", k.tls != nil)
 	return broker.Node{KafkaAddr: s.AdvertisedAddr()}, nil
+}
+
+// reloadTLS re-reads the listener's TLS files now (SIGHUP).
+func (k *kafkaFlags) reloadTLS() error {
+	if k.tls == nil {
+		return nil
+	}
+	return k.tls.Reload()
 }
 
 // close stops the listener, if it runs.

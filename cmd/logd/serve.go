@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -69,7 +70,7 @@ partition is a Raft group on its topic's --replicas nodes.
 			if err := fl.kafka.check(cmd.Flags()); err != nil {
 				return err
 			}
-			cfg.BeforeReady = func(b *broker.Broker) (broker.Node, error) { return fl.kafka.start(b, cfg.Logger) }
+			cfg.BeforeReady = func(b *broker.Broker) (broker.Node, error) { return fl.kafka.start(b, cfg.Logger, cfg.TLS) }
 			// Whatever falls back to slog's (or the log package's) default
 			// logger writes in the node's format and level too.
 			slog.SetDefault(cfg.Logger)
@@ -84,7 +85,7 @@ partition is a Raft group on its topic's --replicas nodes.
 			for {
 				select {
 				case <-hup:
-					if err := s.ReloadTLS(); err != nil {
+					if err := errors.Join(s.ReloadTLS(), fl.kafka.reloadTLS()); err != nil {
 						cfg.Logger.Error("SIGHUP: TLS files do not load; the previous ones keep serving", "err", err)
 					} else if s.TLSEnabled() {
 						cfg.Logger.Info("SIGHUP: TLS files reloaded")
