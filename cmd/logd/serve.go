@@ -127,6 +127,9 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&fl.cluster.bootstrap, "bootstrap", false, "cluster mode: start a new cluster")
 	f.StringVar(&fl.cluster.join, "join", "", "cluster mode: API address of a member to join")
 	f.StringVar(&fl.cluster.advertise, "raft-advertise", "", "cluster mode: Raft address other nodes dial (default: --raft-addr)")
+	f.StringVar(&cfg.RaftTLS.CertFile, "raft-tls-cert", "", "cluster mode: mutual TLS on the Raft port with this node certificate (PEM; it must name the host of --raft-advertise; re-read when it changes and on SIGHUP)")
+	f.StringVar(&cfg.RaftTLS.KeyFile, "raft-tls-key", "", "the private key of --raft-tls-cert (PEM)")
+	f.StringVar(&cfg.RaftTLS.CAFile, "raft-tls-ca", "", "the cluster CA bundle: only nodes with a certificate it signed may connect to or join this node's Raft port")
 	fl.kafka.register(f)
 }
 

@@ -3,6 +3,9 @@ package server
 import (
 	"context"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/cluster"
 	pb "github.com/logd/logd/proto/logd/v1"
@@ -31,6 +34,9 @@ func statusResponse(st cluster.Status) *pb.ClusterStatusResponse {
 
 // Join adds a node to the cluster.
 func (s *Server) Join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinResponse, error) {
+	if err := s.checkRaftPeer(ctx, req.RaftAddr); err != nil {
+		return nil, status.Error(codes.PermissionDenied, err.Error())
+	}
 	err := s.b.Join(ctx, "", broker.Node{ID: req.NodeId, APIAddr: req.ApiAddr, RaftAddr: req.RaftAddr,
 		KafkaAddr: req.KafkaAddr, HTTPAddr: req.HttpAddr})
 	if _, err := s.forward(ctx, err, pb.Cluster_Join_FullMethodName, req, &pb.JoinResponse{}); err != nil {

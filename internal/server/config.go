@@ -48,6 +48,12 @@ type Config struct {
 	// (forwarding, joins); nil: plaintext. A cluster whose nodes serve TLS
 	// needs it.
 	PeerTLS *tls.Config
+	// RaftTLS, when its files are set (all three), puts mutual TLS on the
+	// Raft port (--raft-tls-cert, --raft-tls-key, --raft-tls-ca): a peer
+	// without a certificate from the cluster CA can neither connect to this
+	// node nor be connected to, and cannot join. Needs Cluster. Re-read on
+	// change and on Server.ReloadTLS.
+	RaftTLS tlsconfig.RaftFiles
 	// Cluster, when set, runs the node as a member of a cluster.
 	Cluster *ClusterConfig
 	Logger  *slog.Logger

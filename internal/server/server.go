@@ -53,8 +53,12 @@ type Server struct {
 	b      *broker.Broker
 	fwd    *forwarder
 	tls    *tlsconfig.Server // the API's TLS; nil: plaintext
-	reg    *prometheus.Registry
-	m      *metrics
+	// raftTLS is the Raft port's mutual TLS and raftLn its listener; nil:
+	// plaintext (rafttls.go).
+	raftTLS *tlsconfig.Raft
+	raftLn  *raftTLSListener
+	reg     *prometheus.Registry
+	m       *metrics
 
 	grpc     *grpc.Server
 	lis      net.Listener
@@ -85,6 +89,9 @@ func Start(cfg Config) (*Server, error) {
 		reg: prometheus.NewRegistry(), subBudget: broker.NewMemBudget(subscribeBudgetBytes)}
 	s.m = newMetrics(s.reg)
 	if err := s.loadTLS(); err != nil {
+		return nil, err
+	}
+	if err := s.setupRaftTLS(); err != nil {
 		return nil, err
 	}
 	// The HTTP listener comes first so /healthz answers while a large log
@@ -136,6 +143,9 @@ func (s *Server) fail(err error) error {
 		s.b.Close()
 	}
 	s.fwd.close()
+	if s.raftLn != nil {
+		s.raftLn.Close() // the cluster's transport closes it once it started
+	}
 	if s.http != nil {
 		s.http.Close()
 		s.served.Wait()
@@ -285,6 +295,9 @@ func (s *Server) Close() error {
 	}
 	s.closeErr = s.b.Close()
 	s.fwd.close()
+	if s.raftLn != nil {
+		s.raftLn.Close() // the cluster's transport closes it once it started
+	}
 	if s.http != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		s.http.Shutdown(ctx)

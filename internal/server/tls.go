@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/logd/logd/auth/tlsconfig"
@@ -27,15 +28,19 @@ func (s *Server) loadTLS() error {
 	return nil
 }
 
-// TLSEnabled reports whether the API serves TLS.
-func (s *Server) TLSEnabled() bool { return s.tls != nil }
+// TLSEnabled reports whether the API or the Raft port serves TLS.
+func (s *Server) TLSEnabled() bool { return s.tls != nil || s.raftTLS != nil }
 
-// ReloadTLS re-reads the TLS files now (on SIGHUP). Files that fail to load
-// keep the previous ones serving; the error names them. Without TLS it does
-// nothing.
+// ReloadTLS re-reads the TLS files now (on SIGHUP): the API's and the Raft
+// port's. Files that fail to load keep the previous ones serving; the error
+// names them. Without TLS it does nothing.
 func (s *Server) ReloadTLS() error {
-	if s.tls == nil {
-		return nil
+	var errs []error
+	if s.tls != nil {
+		errs = append(errs, s.tls.Reload())
 	}
-	return s.tls.Reload()
+	if s.raftTLS != nil {
+		errs = append(errs, s.raftTLS.Reload())
+	}
+	return errors.Join(errs...)
 }
