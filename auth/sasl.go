@@ -25,6 +25,7 @@ type SASLExchange struct {
 	known     bool            // cred is the user's, not a decoy
 	done      bool
 	principal Principal
+	first     *scramFirst // the first round, once answered (scram_legacy.go)
 }
 
 // Start begins an exchange with mechanism m, as chosen by the client (Kafka
@@ -80,6 +81,9 @@ func (x *SASLExchange) Step(ctx context.Context, msg []byte) ([]byte, error) {
 	if x.mechanism == Plain {
 		return x.stepPlain(ctx, msg)
 	}
+	if x.isLegacyFinal(string(msg)) {
+		return x.stepLegacyFinal(string(msg))
+	}
 	resp, err := x.conv.Step(string(msg))
 	if err != nil {
 		return nil, x.fail(err)
@@ -88,6 +92,9 @@ func (x *SASLExchange) Step(ctx context.Context, msg []byte) ([]byte, error) {
 		return nil, x.fail(fmt.Errorf("authorization identity %q is not the user", authz))
 	}
 	if !x.conv.Done() {
+		if x.first == nil {
+			x.recordFirst(string(msg), resp)
+		}
 		return []byte(resp), nil
 	}
 	if !x.conv.Valid() || !x.known {
