@@ -59,17 +59,20 @@ type secureOpts struct {
 	mode   auth.AuthMode
 	tls    bool
 	mutual bool // --tls-client-ca: the test CA
+	core   Core // nil: the setup's principalCore
 }
 
 func startSecure(t *testing.T, o secureOpts) *secureSetup {
 	t.Helper()
 	store := auth.NewMemoryCredentialStore()
-	creds, err := auth.NewCredentials("s3cret", auth.DefaultIterations)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Put("alice", creds); err != nil {
-		t.Fatal(err)
+	for user, pass := range map[string]string{"alice": "s3cret", "mallory": "m4llory"} {
+		creds, err := auth.NewCredentials(pass, auth.DefaultIterations)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Put(user, creds); err != nil {
+			t.Fatal(err)
+		}
 	}
 	authn, err := auth.NewAuthenticator(store, auth.AuthenticatorConfig{})
 	if err != nil {
@@ -89,7 +92,11 @@ func startSecure(t *testing.T, o secureOpts) *secureSetup {
 		}
 		cfg.TLS = srv.TLSConfig()
 	}
-	ss.s = startServer(t, ss.core, cfg)
+	var core Core = ss.core
+	if o.core != nil {
+		core = o.core
+	}
+	ss.s = startServer(t, core, cfg)
 	return ss
 }
 
