@@ -51,9 +51,30 @@
 // answered with UNSUPPORTED_VERSION and the supported table, as the protocol
 // requires, so clients can downgrade. Produce with acks=0 gets no response.
 //
+// # Security
+//
+// With Config.TLS every connection completes its TLS handshake before its
+// first request is read (Config.HandshakeTimeout), and a verified client
+// certificate names the connection's principal. SaslHandshake (v0-1) and
+// SaslAuthenticate (v0-2) log a connection in through Config.Gate's
+// Authenticator (session.go holds the per-connection state machine):
+// SCRAM-SHA-256 and SCRAM-SHA-512 anywhere, PLAIN only over TLS, refused
+// at the handshake otherwise so the password is never sent in clear. A
+// failed login is answered SASL_AUTHENTICATION_FAILED, then the connection
+// closes. Under --auth required, a connection that has neither a verified
+// certificate nor a completed login may send only ApiVersions,
+// SaslHandshake and SaslAuthenticate; anything else closes it unanswered,
+// as Kafka does. The core gets the connection's principal with every call
+// (broker.Principal: "User:alice", "" when anonymous) and its identity in
+// the request context (auth.NewContext); its refusals map to
+// TOPIC_/GROUP_/CLUSTER_AUTHORIZATION_FAILED by the resource they name.
+//
 // # Invariants
 //
 //   - Responses on a connection are written in request order.
+//   - A login happens at most once per connection, before any request
+//     other than ApiVersions, so every request of a connection runs as the
+//     same principal.
 //   - A request is passed to the core at most once; nothing is retried here.
 //   - Closing the Server closes every connection and waits for every
 //     goroutine it started.
