@@ -41,7 +41,7 @@ func (f *FaultFS) SetFull(full bool) {
 	f.mu.Unlock()
 }
 
-// SetSyncDelay delays every fsync by d (0: none).
+// SetSyncDelay makes every fsync take d longer (0: none).
 func (f *FaultFS) SetSyncDelay(d time.Duration) {
 	f.mu.Lock()
 	f.syncDelay = d
@@ -206,13 +206,14 @@ func (ff *faultFile) Truncate(size int64) error {
 	return ff.File.Truncate(size)
 }
 
+// Sync is an fsync that takes the delay set (a slow disk) after the data
+// reached the disk. It reports success only when the FaultFS was not
+// crashed at any point of it: a crash that lands during an fsync leaves
+// what it wrote undurable (LoseUnsynced cuts it), so the fsync must fail,
+// as a process killed inside fsync never sees it return. (An fsync that
+// returned nil while a crash landed meanwhile once let a node acknowledge
+// a batch the kill then cut: a loss the harness made, not logd.)
 func (ff *faultFile) Sync() error {
-	ff.fs.mu.Lock()
-	delay := ff.fs.syncDelay
-	ff.fs.mu.Unlock()
-	if delay > 0 {
-		time.Sleep(delay)
-	}
 	if err := ff.fs.check("sync", ff.name, false); err != nil {
 		return err
 	}
@@ -224,9 +225,16 @@ func (ff *faultFile) Sync() error {
 		return err
 	}
 	ff.fs.mu.Lock()
-	if !ff.fs.crashed {
-		ff.fs.synced[ff.name] = size
-	}
+	delay := ff.fs.syncDelay
 	ff.fs.mu.Unlock()
+	if delay > 0 {
+		time.Sleep(delay)
+	}
+	ff.fs.mu.Lock()
+	defer ff.fs.mu.Unlock()
+	if ff.fs.crashed {
+		return &fs.PathError{Op: "sync", Path: ff.name, Err: syscall.EIO}
+	}
+	ff.fs.synced[ff.name] = size
 	return nil
 }

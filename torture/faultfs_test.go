@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestFaultFS(t *testing.T) {
@@ -53,5 +54,32 @@ func TestFaultFS(t *testing.T) {
 	}
 	if err := write(100, 1); err != nil {
 		t.Fatalf("write after recovery: %v", err)
+	}
+}
+
+// A crash that lands while an fsync is under way fails that fsync: what
+// it was making durable is cut by LoseUnsynced, so a node must not be told
+// it is durable (it would acknowledge a record the crash then loses).
+func TestFaultFSCrashDuringSyncFailsIt(t *testing.T) {
+	fs := NewFaultFS()
+	name := filepath.Join(t.TempDir(), "seg.log")
+	f, err := fs.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(make([]byte, 100), 0); err != nil {
+		t.Fatal(err)
+	}
+	fs.SetSyncDelay(300 * time.Millisecond)
+	synced := make(chan error, 1)
+	go func() { synced <- f.Sync() }()
+	time.Sleep(100 * time.Millisecond) // the fsync has begun
+	fs.Crash()
+	if err := <-synced; !errors.Is(err, syscall.EIO) {
+		t.Fatalf("fsync during which the crash landed: %v, want EIO", err)
+	}
+	if lost, err := fs.LoseUnsynced(); err != nil || lost != 100 {
+		t.Fatalf("lost %d bytes (%v), want the 100 the failed fsync did not make durable", lost, err)
 	}
 }

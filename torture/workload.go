@@ -148,7 +148,16 @@ func (w *Workload) Setup(ctx context.Context) error {
 		if w.cfg.TopicConfig != nil {
 			tc = *w.cfg.TopicConfig
 		}
-		_, err := c.Admin().CreateTopic(ctx, w.cfg.Topic, client.TopicOptions{Partitions: w.cfg.Partitions, Config: tc})
+		// Every node holds a replica (up to 3), asked for explicitly: the
+		// server's default counts the nodes registered when the request
+		// lands, and a node that had not joined yet once left an in-process
+		// run with single-replica partitions (a much weaker test). A create
+		// before every node joined is refused and retried.
+		opts := client.TopicOptions{Partitions: w.cfg.Partitions, Config: tc}
+		if n := w.cluster.Size(); n > 1 {
+			opts.Replicas = int32(min(3, n))
+		}
+		_, err := c.Admin().CreateTopic(ctx, w.cfg.Topic, opts)
 		if err == nil {
 			return nil
 		}
