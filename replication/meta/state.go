@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -138,6 +139,10 @@ type Command struct {
 	// set_replicas: Topic.Replicas replaces the named topic's placement.
 	Group   string              `json:"group,omitempty"`
 	Offsets []offsets.Committed `json:"offsets,omitempty"`
+	// put_user: the user's encoded credentials (Name is the user).
+	Value []byte `json:"value,omitempty"`
+	// add_acls, remove_acls: encoded ACLs.
+	ACLs [][]byte `json:"acls,omitempty"`
 }
 
 // FSM is the metadata group's state machine.
@@ -148,6 +153,8 @@ type FSM struct {
 	nowMs   int64         // the applying command's time, for the offsets store
 	db      *pebble.DB    // in memory: the committed offsets
 	offs    *offsets.Store
+	auth    AuthState // users and ACLs (auth.go)
+	authGen uint64    // counts changes of auth
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -258,6 +265,9 @@ func (f *FSM) apply(c Command) error {
 		f.nowMs = c.TimeMs
 		return f.offs.Commit(c.Group, c.Offsets)
 	default:
+		if f.applyAuth(c) {
+			return nil
+		}
 		return fmt.Errorf("meta: unknown command %q", c.Op)
 	}
 	return nil
@@ -268,6 +278,9 @@ type snapshot struct {
 	Version int                            `json:"version"`
 	State   State                          `json:"state"`
 	Offsets map[string][]offsets.Committed `json:"offsets"`
+	// Auth is the users and ACLs; absent in snapshots of nodes that had
+	// none (and of versions before them): none.
+	Auth *AuthState `json:"auth,omitempty"`
 }
 
 // Snapshot captures the state.
@@ -275,6 +288,10 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	s := snapshot{Version: 1, State: f.state.clone(), Offsets: map[string][]offsets.Committed{}}
+	if len(f.auth.Users) > 0 || len(f.auth.ACLs) > 0 {
+		a := f.auth.clone()
+		s.Auth = &a
+	}
 	groups, err := f.offs.Groups()
 	if err != nil {
 		return nil, err
@@ -331,6 +348,13 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		}
 	}
 	f.state = s.State
+	f.auth = AuthState{}
+	if s.Auth != nil {
+		f.auth = *s.Auth
+		slices.SortFunc(f.auth.ACLs, bytes.Compare)
+		f.auth.ACLs = slices.CompactFunc(f.auth.ACLs, bytes.Equal)
+	}
+	f.authGen++
 	return nil
 }
 
