@@ -16,6 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
@@ -33,10 +34,6 @@ const (
 	// SelfID names a node that runs alone.
 	SelfID = "1"
 )
-
-// Principal is who makes a request; "" is anonymous. Authorization (issue
-// 14) will be decided inside the broker from it; front-ends pass it along.
-type Principal string
 
 // Config configures the broker. Zero values take the documented defaults.
 type Config struct {
@@ -58,6 +55,9 @@ type Config struct {
 	// Registry is the node's Prometheus registry; nil: a new one.
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
+	// Auth is --auth, --authz and --super-users (auth.go); the zero value
+	// admits everyone as anonymous and authorizes everything.
+	Auth AuthConfig
 }
 
 // Broker is one node's core.
@@ -78,6 +78,10 @@ type Broker struct {
 	serving atomic.Bool
 	self    atomic.Pointer[Node] // the advertised addresses, from Ready
 	coord   coordinator
+
+	authStore *authStore          // users and ACLs (authstore.go)
+	authn     *auth.Authenticator // the Gate's
+	authz     *auth.Authorizer    // the one authorization point
 
 	mu        sync.Mutex // guards closing
 	closing   bool
@@ -115,6 +119,10 @@ func Open(cfg Config) (*Broker, error) {
 	b.disk = newDiskGuard(cfg.DataDir, cfg.MinFreeBytes, b.logger)
 	b.disk.prepareStart()
 	if err := b.openStorage(); err != nil {
+		b.closeStorage()
+		return nil, err
+	}
+	if err := b.openAuth(); err != nil {
 		b.closeStorage()
 		return nil, err
 	}

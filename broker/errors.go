@@ -3,6 +3,8 @@ package broker
 import (
 	"errors"
 
+	"github.com/logd/logd/auth"
+
 	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/partition"
@@ -33,8 +35,15 @@ var (
 	ErrBatchTooLarge = errors.New("batch too large")
 	// ErrDiskFull: the data directory's file system is (nearly) full.
 	ErrDiskFull = errors.New("disk full")
-	// ErrDenied: the principal may not do this (issue 14; unused yet).
-	ErrDenied = errors.New("denied")
+	// ErrDenied: the principal may not do this. Every denial is a
+	// *auth.DeniedError (errors.As), which names the principal, the
+	// operation and the resource (its type picks Kafka's
+	// TOPIC_/GROUP_/CLUSTER_AUTHORIZATION_FAILED).
+	ErrDenied = auth.ErrDenied
+	// ErrUserExists: creating a user that exists (without replace).
+	ErrUserExists = errors.New("user exists")
+	// ErrUnknownUser: deleting a user that does not exist.
+	ErrUnknownUser = auth.ErrUnknownUser
 
 	ErrInvalidArgument    = cluster.ErrInvalidArgument
 	ErrUnavailable        = cluster.ErrUnavailable

@@ -97,9 +97,15 @@ func (b *Broker) Fetch(ctx context.Context, r FetchRequest) (FetchResult, error)
 	}
 	defer b.leave()
 	targets := make([]*fetchTarget, len(r.Partitions))
+	denied := map[string]error{} // per topic: checked (and audited) once
 	res := make([]FetchedPartition, len(r.Partitions))
 	for i, fp := range r.Partitions {
 		res[i] = FetchedPartition{Topic: fp.Topic, Partition: fp.Partition, NextOffset: fp.Offset}
+		// A partition of a topic p may not read is answered with the
+		// denial; the others are read.
+		if res[i].Err = b.authorizeRead(ctx, r.Principal, fp.Topic, denied); res[i].Err != nil {
+			continue
+		}
 		targets[i], res[i].Err = b.target(ctx, fp.Topic, fp.Partition, fp.Offset, fp.MaxBytes)
 	}
 	wait := min(r.MaxWait, MaxWait)

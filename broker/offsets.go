@@ -2,9 +2,11 @@ package broker
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"time"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
 )
@@ -16,6 +18,14 @@ import (
 // it), checked by the coordinator where there is one. In a cluster only
 // the metadata leader stores: others answer *NotLeaderError (Untouched).
 func (b *Broker) CommitOffsets(ctx context.Context, pr Principal, group, member string, generation int32, cs []offsets.Committed) error {
+	if err := b.Authorize(ctx, pr, auth.OpRead, auth.Group(group)); err != nil {
+		return err
+	}
+	for _, o := range cs {
+		if err := b.Authorize(ctx, pr, auth.OpRead, auth.Topic(o.Topic)); err != nil {
+			return err
+		}
+	}
 	if err := b.disk.checkMetadata(); err != nil {
 		return err
 	}
@@ -46,7 +56,13 @@ func (b *Broker) CommitOffsets(ctx context.Context, pr Principal, group, member 
 // In a cluster they are read on the metadata leader, current; others
 // answer *NotLeaderError (Untouched).
 func (b *Broker) FetchOffsets(ctx context.Context, pr Principal, group string, topics []string) ([]offsets.Committed, error) {
+	if err := b.Authorize(ctx, pr, auth.OpDescribe, auth.Group(group)); err != nil {
+		return nil, err
+	}
 	for _, t := range topics {
+		if err := b.Authorize(ctx, pr, auth.OpDescribe, auth.Topic(t)); err != nil {
+			return nil, err
+		}
 		if _, err := b.topics.Config(t); err != nil {
 			return nil, b.topicLookup(ctx, t, err)
 		}
@@ -55,7 +71,11 @@ func (b *Broker) FetchOffsets(ctx context.Context, pr Principal, group string, t
 		return nil, err
 	}
 	if len(topics) == 0 {
-		return b.offsets.Fetch(group, "")
+		all, err := b.offsets.Fetch(group, "")
+		// Offsets of topics p may not describe are left out.
+		return slices.DeleteFunc(all, func(c offsets.Committed) bool {
+			return !b.allowed(pr, auth.OpDescribe, auth.Topic(c.Topic))
+		}), err
 	}
 	var out []offsets.Committed
 	for _, t := range topics {
@@ -85,7 +105,9 @@ func (b *Broker) ListGroups(ctx context.Context, pr Principal) ([]string, error)
 	if err := b.currentMeta(ctx); err != nil {
 		return nil, err
 	}
-	return b.offsets.Groups()
+	gs, err := b.offsets.Groups()
+	// Groups p may not describe are left out.
+	return slices.DeleteFunc(gs, func(g string) bool { return !b.allowed(pr, auth.OpDescribe, auth.Group(g)) }), err
 }
 
 // GroupOffset is a committed offset with its partition's bounds and the
@@ -128,6 +150,10 @@ func (b *Broker) Lag(ctx context.Context, group string, cs []offsets.Committed) 
 // offset, clamped to each log's bounds (as Kafka does). The caller
 // commits them (CommitOffsets).
 func (b *Broker) ResolveReset(ctx context.Context, pr Principal, topic string, part *int32, spec offsets.ResetSpec) ([]offsets.Committed, error) {
+	// The commit that follows checks read on the group and the topic.
+	if err := b.Authorize(ctx, pr, auth.OpDescribe, auth.Topic(topic)); err != nil {
+		return nil, err
+	}
 	if err := b.disk.checkMetadata(); err != nil {
 		return nil, err
 	}

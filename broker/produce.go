@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/partition"
@@ -58,6 +59,9 @@ func (b *Broker) Produce(ctx context.Context, r ProduceRequest) (ProduceResult, 
 // and wait later: a producer's next batches start while this one waits.
 func (b *Broker) StartProduce(ctx context.Context, r ProduceRequest) (wait func() (ProduceResult, error), err error) {
 	start := time.Now()
+	if err := b.Authorize(ctx, r.Principal, auth.OpWrite, auth.Topic(r.Topic)); err != nil {
+		return nil, err
+	}
 	if err := b.enter(); err != nil {
 		return nil, err
 	}
@@ -108,6 +112,9 @@ func partitionRange(topic string, n, id int32) error {
 
 // PartitionCount is a topic's partition count.
 func (b *Broker) PartitionCount(ctx context.Context, p Principal, topic string) (int32, error) {
+	if err := b.Authorize(ctx, p, auth.OpDescribe, auth.Topic(topic)); err != nil {
+		return 0, err
+	}
 	c, err := b.topics.Config(topic)
 	if err != nil {
 		return 0, b.topicLookup(ctx, topic, err)

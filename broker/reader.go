@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 
+	"github.com/logd/logd/auth"
+
 	"github.com/logd/logd/partition"
 )
 
@@ -20,6 +22,9 @@ type Reader struct {
 // does (in a cluster: on its leader, current); maxBytes is the share of a
 // read asked for (0: DefaultFetchBytes; capped at MaxFetchBytes).
 func (b *Broker) OpenReader(ctx context.Context, pr Principal, topic string, part int32, offset int64, maxBytes int) (*Reader, error) {
+	if err := b.Authorize(ctx, pr, auth.OpRead, auth.Topic(topic)); err != nil {
+		return nil, err
+	}
 	if err := b.enter(); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/partition"
 	"github.com/logd/logd/replication/meta"
@@ -30,17 +31,25 @@ type TopicInfo struct {
 	Partitions []PartitionInfo
 }
 
-// TopicConfigs lists the topics this node has, in name order (cheap: no
-// partition state).
+// TopicConfigs lists the topics this node has that p may describe, in
+// name order (cheap: no partition state).
 func (b *Broker) TopicConfigs(ctx context.Context, p Principal) ([]partition.TopicConfig, error) {
-	return b.topics.List(), nil
+	var out []partition.TopicConfig
+	for _, c := range b.topics.List() {
+		if b.allowed(p, auth.OpDescribe, auth.Topic(c.Name)) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
-// Topics lists the topics with their partitions' state.
+// Topics lists the topics p may describe with their partitions' state
+// (Kafka's rule: a listing leaves out the others rather than refusing).
 func (b *Broker) Topics(ctx context.Context, p Principal) ([]TopicInfo, error) {
 	var out []TopicInfo
-	for _, c := range b.topics.List() {
-		t, err := b.Topic(ctx, p, c.Name)
+	cs, _ := b.TopicConfigs(ctx, p)
+	for _, c := range cs {
+		t, err := b.topic(ctx, c.Name)
 		if err != nil {
 			continue // deleted meanwhile
 		}
@@ -51,6 +60,13 @@ func (b *Broker) Topics(ctx context.Context, p Principal) ([]TopicInfo, error) {
 
 // Topic is one topic's config and partitions' state.
 func (b *Broker) Topic(ctx context.Context, pr Principal, name string) (TopicInfo, error) {
+	if err := b.Authorize(ctx, pr, auth.OpDescribe, auth.Topic(name)); err != nil {
+		return TopicInfo{}, err
+	}
+	return b.topic(ctx, name)
+}
+
+func (b *Broker) topic(ctx context.Context, name string) (TopicInfo, error) {
 	c, parts, err := b.topics.Partitions(name)
 	if err != nil {
 		// In a cluster this node may not have the topic yet.
@@ -93,6 +109,9 @@ func (b *Broker) clusterView(st meta.State, c partition.TopicConfig, p *partitio
 // CreateTopic creates a topic. cfg is partition.DefaultConfig(name) with
 // Partitions, Replicas (0: the default) and any settings changed.
 func (b *Broker) CreateTopic(ctx context.Context, pr Principal, cfg partition.TopicConfig) (partition.TopicConfig, error) {
+	if err := b.authorizeCreate(ctx, pr, cfg.Name); err != nil {
+		return cfg, err
+	}
 	if err := b.disk.checkMetadata(); err != nil {
 		return cfg, err
 	}
@@ -124,6 +143,9 @@ func (b *Broker) CreateTopic(ctx context.Context, pr Principal, cfg partition.To
 
 // AlterTopic changes a topic's retention and segment settings at runtime.
 func (b *Broker) AlterTopic(ctx context.Context, pr Principal, name string, ch partition.ConfigChange) (partition.TopicConfig, error) {
+	if err := b.Authorize(ctx, pr, auth.OpAlter, auth.Topic(name)); err != nil {
+		return partition.TopicConfig{}, err
+	}
 	// Lowering retention is how a full disk is freed: it passes until even
 	// its few bytes may not fit.
 	if err := b.disk.checkRemedy(); err != nil {
@@ -149,6 +171,9 @@ func (b *Broker) AwaitTopic(ctx context.Context, name string, partitions int32) 
 
 // DeleteTopic deletes a topic, its data and its committed offsets.
 func (b *Broker) DeleteTopic(ctx context.Context, pr Principal, name string) error {
+	if err := b.Authorize(ctx, pr, auth.OpDelete, auth.Topic(name)); err != nil {
+		return err
+	}
 	if b.cl != nil {
 		return b.cl.DeleteTopic(ctx, name)
 	}
@@ -175,6 +200,9 @@ type PartitionOffset struct {
 // In a cluster each is answered by the partition's leader: here, current,
 // or asked through Peers.
 func (b *Broker) ListOffsets(ctx context.Context, pr Principal, topic string, ids []int32, spec int64) ([]PartitionOffset, error) {
+	if err := b.Authorize(ctx, pr, auth.OpDescribe, auth.Topic(topic)); err != nil {
+		return nil, err
+	}
 	cfg, parts, err := b.topics.Partitions(topic)
 	if err != nil {
 		return nil, b.topicLookup(ctx, topic, err)
@@ -240,7 +268,14 @@ func (b *Broker) ListOffset(ctx context.Context, pr Principal, topic string, par
 // ClusterStatus reports the nodes and every partition's leader, replicas
 // and Raft state (local: this node's replicas only). A node that runs
 // alone leads every partition.
-func (b *Broker) ClusterStatus(ctx context.Context, local bool) cluster.Status {
+func (b *Broker) ClusterStatus(ctx context.Context, pr Principal, local bool) (cluster.Status, error) {
+	if err := b.Authorize(ctx, pr, auth.OpDescribe, auth.Cluster()); err != nil {
+		return cluster.Status{}, err
+	}
+	return b.clusterStatus(ctx, local), nil
+}
+
+func (b *Broker) clusterStatus(ctx context.Context, local bool) cluster.Status {
 	self := b.LocalNode()
 	if b.cl == nil {
 		st := cluster.Status{Self: SelfID, Nodes: []cluster.NodeStatus{{Node: self, Alive: true}}}
@@ -266,6 +301,9 @@ func errAlone(more string) error {
 
 // Join adds a node to the cluster.
 func (b *Broker) Join(ctx context.Context, pr Principal, n Node) error {
+	if err := b.Authorize(ctx, pr, auth.OpAlter, auth.Cluster()); err != nil {
+		return err
+	}
 	if b.cl == nil {
 		return errAlone(": restart it with --node-id, --raft-addr and --bootstrap to start one")
 	}
@@ -275,6 +313,9 @@ func (b *Broker) Join(ctx context.Context, pr Principal, n Node) error {
 // RemoveNode removes a node from the cluster and returns the partitions
 // whose replicas moved ("topic/partition").
 func (b *Broker) RemoveNode(ctx context.Context, pr Principal, id string) ([]string, error) {
+	if err := b.Authorize(ctx, pr, auth.OpAlter, auth.Cluster()); err != nil {
+		return nil, err
+	}
 	if b.cl == nil {
 		return nil, errAlone("")
 	}
