@@ -16,7 +16,7 @@ func (s *Server) CreateTopic(ctx context.Context, req *pb.CreateTopicRequest) (*
 	c.Partitions = req.Partitions
 	c.Replicas = req.Replicas
 	c = c.Apply(configChange(req.Config))
-	c, err := s.b.CreateTopic(ctx, "", c)
+	c, err := s.b.CreateTopic(ctx, principal(ctx), c)
 	resp := &pb.CreateTopicResponse{}
 	fwd, err := s.forward(ctx, err, pb.Admin_CreateTopic_FullMethodName, req, resp)
 	if err == nil && fwd {
@@ -52,7 +52,7 @@ func (s *Server) ListTopics(ctx context.Context, req *pb.ListTopicsRequest) (*pb
 			return nil, invalidArg("list topics: page_token %q is not one this server gave: send the previous answer's next_page_token, or none for the first page", req.PageToken)
 		}
 	}
-	all, err := s.b.TopicConfigs(ctx, "")
+	all, err := s.b.TopicConfigs(ctx, principal(ctx))
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -72,7 +72,7 @@ func (s *Server) ListTopics(ctx context.Context, req *pb.ListTopicsRequest) (*pb
 
 // DescribeTopic returns a topic's config and its partitions' state.
 func (s *Server) DescribeTopic(ctx context.Context, req *pb.DescribeTopicRequest) (*pb.DescribeTopicResponse, error) {
-	t, err := s.b.Topic(ctx, "", req.Name)
+	t, err := s.b.Topic(ctx, principal(ctx), req.Name)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -86,7 +86,7 @@ func (s *Server) DescribeTopic(ctx context.Context, req *pb.DescribeTopicRequest
 
 // AlterTopic changes a topic's retention and segment settings at runtime.
 func (s *Server) AlterTopic(ctx context.Context, req *pb.AlterTopicRequest) (*pb.AlterTopicResponse, error) {
-	c, err := s.b.AlterTopic(ctx, "", req.Name, configChange(req.Config))
+	c, err := s.b.AlterTopic(ctx, principal(ctx), req.Name, configChange(req.Config))
 	resp := &pb.AlterTopicResponse{}
 	fwd, err := s.forward(ctx, err, pb.Admin_AlterTopic_FullMethodName, req, resp)
 	switch {
@@ -100,7 +100,7 @@ func (s *Server) AlterTopic(ctx context.Context, req *pb.AlterTopicRequest) (*pb
 
 // DeleteTopic deletes a topic, its data and its committed offsets.
 func (s *Server) DeleteTopic(ctx context.Context, req *pb.DeleteTopicRequest) (*pb.DeleteTopicResponse, error) {
-	err := s.b.DeleteTopic(ctx, "", req.Name)
+	err := s.b.DeleteTopic(ctx, principal(ctx), req.Name)
 	if _, err := s.forward(ctx, err, pb.Admin_DeleteTopic_FullMethodName, req, &pb.DeleteTopicResponse{}); err != nil {
 		return nil, toStatus(err)
 	}

@@ -15,7 +15,11 @@ import (
 // state (see broker.ClusterStatus). A node that runs alone leads every
 // partition.
 func (s *Server) Status(ctx context.Context, req *pb.ClusterStatusRequest) (*pb.ClusterStatusResponse, error) {
-	return statusResponse(s.b.ClusterStatus(ctx, req.Local)), nil
+	st, err := s.b.ClusterStatus(ctx, principal(ctx), req.Local)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return statusResponse(st), nil
 }
 
 func statusResponse(st cluster.Status) *pb.ClusterStatusResponse {
@@ -37,7 +41,7 @@ func (s *Server) Join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinRespons
 	if err := s.checkRaftPeer(ctx, req.RaftAddr); err != nil {
 		return nil, status.Error(codes.PermissionDenied, err.Error())
 	}
-	err := s.b.Join(ctx, "", broker.Node{ID: req.NodeId, APIAddr: req.ApiAddr, RaftAddr: req.RaftAddr,
+	err := s.b.Join(ctx, principal(ctx), broker.Node{ID: req.NodeId, APIAddr: req.ApiAddr, RaftAddr: req.RaftAddr,
 		KafkaAddr: req.KafkaAddr, HTTPAddr: req.HttpAddr})
 	if _, err := s.forward(ctx, err, pb.Cluster_Join_FullMethodName, req, &pb.JoinResponse{}); err != nil {
 		return nil, toStatus(err)
@@ -49,7 +53,7 @@ func (s *Server) Join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinRespons
 // the least loaded other node, the partitions' leaders change their groups
 // to match, and the node leaves the metadata group.
 func (s *Server) RemoveNode(ctx context.Context, req *pb.RemoveNodeRequest) (*pb.RemoveNodeResponse, error) {
-	moved, err := s.b.RemoveNode(ctx, "", req.NodeId)
+	moved, err := s.b.RemoveNode(ctx, principal(ctx), req.NodeId)
 	resp := &pb.RemoveNodeResponse{}
 	fwd, err := s.forward(ctx, err, pb.Cluster_RemoveNode_FullMethodName, req, resp)
 	switch {

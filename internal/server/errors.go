@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/log"
@@ -68,9 +69,9 @@ var errorCodes = []struct {
 	code codes.Code
 	errs []error
 }{
-	{codes.NotFound, []error{partition.ErrTopicNotFound, partition.ErrPartitionNotFound, broker.ErrUnknownNode}},
-	{codes.AlreadyExists, []error{partition.ErrTopicExists}},
-	{codes.InvalidArgument, []error{partition.ErrInvalidConfig, routing.ErrInvalidTopicName, batch.ErrCorrupt,
+	{codes.NotFound, []error{partition.ErrTopicNotFound, partition.ErrPartitionNotFound, broker.ErrUnknownNode, broker.ErrUnknownUser}},
+	{codes.AlreadyExists, []error{partition.ErrTopicExists, broker.ErrUserExists}},
+	{codes.InvalidArgument, []error{auth.ErrInvalid, partition.ErrInvalidConfig, routing.ErrInvalidTopicName, batch.ErrCorrupt,
 		batch.ErrShort, batch.ErrUnsupported, log.ErrInvalidBatch, offsets.ErrInvalidArgument, offsets.ErrInvalidReset,
 		broker.ErrInvalidArgument, broker.ErrInvalidBatch}},
 	{codes.ResourceExhausted, []error{broker.ErrBatchTooLarge, broker.ErrDiskFull, syscall.ENOSPC, syscall.EMFILE, syscall.ENFILE}},

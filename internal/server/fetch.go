@@ -50,7 +50,7 @@ func (s *Server) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (*
 	default:
 		return nil, invalidArg("list offsets: unknown spec %v", req.Spec)
 	}
-	pos, err := s.b.ListOffsets(ctx, "", req.Topic, req.Partitions, spec)
+	pos, err := s.b.ListOffsets(ctx, principal(ctx), req.Topic, req.Partitions, spec)
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -68,7 +68,7 @@ func (f *forwarder) close() {
 
 // invoke calls method on addr, following "not leader" answers.
 func (f *forwarder) invoke(ctx context.Context, addr, method string, req, resp any) error {
-	ctx = metadata.AppendToOutgoingContext(ctx, forwardedKey, "1")
+	ctx = metadata.AppendToOutgoingContext(forwardAuth(ctx), forwardedKey, "1")
 	for hop := 0; ; hop++ {
 		c, err := f.conn(addr)
 		if err != nil {

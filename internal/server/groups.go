@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/groups"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
@@ -46,6 +47,15 @@ func (g *groupsServer) coordinator() (*groups.Coordinator, error) {
 	return c, nil
 }
 
+// coordinatorFor is coordinator, once the broker allows the request's
+// principal op on the group.
+func (g *groupsServer) coordinatorFor(ctx context.Context, op auth.Operation, group string) (*groups.Coordinator, error) {
+	if err := g.s.b.Authorize(ctx, principal(ctx), op, auth.Group(group)); err != nil {
+		return nil, toStatus(err)
+	}
+	return g.coordinator()
+}
+
 // withShutdown is ctx, also ended when the server starts shutting down: a
 // join waiting for other members must not hold up shutdown.
 func (g *groupsServer) withShutdown(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -65,7 +75,7 @@ func (g *groupsServer) withShutdown(ctx context.Context) (context.Context, conte
 // member joined meanwhile) is joined again here, so a new member always
 // learns its id.
 func (g *groupsServer) JoinGroup(ctx context.Context, req *pb.JoinGroupRequest) (*pb.JoinGroupResponse, error) {
-	c, err := g.coordinator()
+	c, err := g.coordinatorFor(ctx, auth.OpRead, req.Group)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +121,7 @@ func (g *groupsServer) joinRequest(ctx context.Context, req *pb.JoinGroupRequest
 	for _, t := range req.Topics {
 		// On the coordinator: a topic just created may still be being set
 		// up here (UNAVAILABLE: the client retries).
-		if _, err := g.s.b.PartitionCount(ctx, "", t); err != nil {
+		if _, err := g.s.b.PartitionCount(ctx, principal(ctx), t); err != nil {
 			return groups.JoinRequest{}, toStatus(err)
 		}
 	}
@@ -144,7 +154,7 @@ func (g *groupsServer) joinRequest(ctx context.Context, req *pb.JoinGroupRequest
 
 // Heartbeat keeps the member's session alive.
 func (g *groupsServer) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.HeartbeatResponse, error) {
-	c, err := g.coordinator()
+	c, err := g.coordinatorFor(ctx, auth.OpRead, req.Group)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +166,7 @@ func (g *groupsServer) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) 
 
 // LeaveGroup removes the member; the others rebalance at once.
 func (g *groupsServer) LeaveGroup(ctx context.Context, req *pb.LeaveGroupRequest) (*pb.LeaveGroupResponse, error) {
-	c, err := g.coordinator()
+	c, err := g.coordinatorFor(ctx, auth.OpRead, req.Group)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +181,7 @@ func (g *groupsServer) DescribeGroup(ctx context.Context, req *pb.DescribeGroupR
 	if req.Group == "" {
 		return nil, invalidArg("describe group: the group name is empty")
 	}
-	c, err := g.coordinator()
+	c, err := g.coordinatorFor(ctx, auth.OpDescribe, req.Group)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +209,7 @@ func (g *groupsServer) ListMemberGroups(ctx context.Context, req *pb.ListGroupsR
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	committed, err := g.s.b.ListGroups(ctx, "")
+	committed, err := g.s.b.ListGroups(ctx, principal(ctx))
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -212,6 +222,9 @@ func (g *groupsServer) ListMemberGroups(ctx context.Context, req *pb.ListGroupsR
 	}
 	resp := &pb.ListMemberGroupsResponse{}
 	for name, st := range state {
+		if !g.s.b.Allowed(principal(ctx), auth.OpDescribe, auth.Group(name)) {
+			continue // listings leave out what the principal may not describe
+		}
 		resp.Groups = append(resp.Groups, &pb.GroupListing{Group: name, State: st})
 	}
 	slices.SortFunc(resp.Groups, func(a, b *pb.GroupListing) int { return strings.Compare(a.Group, b.Group) })

@@ -21,7 +21,7 @@ func (s *Server) CommitOffsets(ctx context.Context, req *pb.CommitOffsetsRequest
 	if req.Generation != nil {
 		gen = *req.Generation
 	}
-	err := s.b.CommitOffsets(ctx, "", req.Group, req.MemberId, gen, cs)
+	err := s.b.CommitOffsets(ctx, principal(ctx), req.Group, req.MemberId, gen, cs)
 	if _, err = s.forward(ctx, err, pb.Offsets_CommitOffsets_FullMethodName, req, resp); err != nil {
 		return nil, toStatus(err)
 	}
@@ -37,7 +37,7 @@ func (s *Server) FetchOffsets(ctx context.Context, req *pb.FetchOffsetsRequest) 
 	if req.Topic != "" {
 		topics = []string{req.Topic}
 	}
-	cs, err := s.b.FetchOffsets(ctx, "", req.Group, topics)
+	cs, err := s.b.FetchOffsets(ctx, principal(ctx), req.Group, topics)
 	fresp := &pb.FetchOffsetsResponse{}
 	fwd, err := s.forward(ctx, err, pb.Offsets_FetchOffsets_FullMethodName, req, fresp)
 	if err != nil {
@@ -74,7 +74,7 @@ func committedOffset(c offsets.Committed) *pb.CommittedOffset {
 
 // ListGroups lists groups that have committed offsets.
 func (s *Server) ListGroups(ctx context.Context, req *pb.ListGroupsRequest) (*pb.ListGroupsResponse, error) {
-	gs, err := s.b.ListGroups(ctx, "")
+	gs, err := s.b.ListGroups(ctx, principal(ctx))
 	resp := &pb.ListGroupsResponse{}
 	fwd, err := s.forward(ctx, err, pb.Offsets_ListGroups_FullMethodName, req, resp)
 	switch {
@@ -102,7 +102,7 @@ func (s *Server) ResetOffsets(ctx context.Context, req *pb.ResetOffsetsRequest) 
 	default:
 		return nil, invalidArg("reset offsets: unknown spec %v", req.Spec)
 	}
-	cs, err := s.b.ResolveReset(ctx, "", req.Topic, req.Partition, spec)
+	cs, err := s.b.ResolveReset(ctx, principal(ctx), req.Topic, req.Partition, spec)
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -65,7 +65,7 @@ func (s *Server) produce(ctx context.Context, req *pb.ProduceRequest) (*pb.Produ
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	n, err := s.b.PartitionCount(ctx, "", req.Topic)
+	n, err := s.b.PartitionCount(ctx, principal(ctx), req.Topic)
 	if err != nil {
 		return nil, err
 	}

@@ -169,7 +169,7 @@ func (s *Server) serveAPI() error {
 	s.reg.MustRegister(rejected, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "logd_connections",
 		Help: "Client connections open on the API."}, func() float64 { return float64(lis.Open()) }))
 	s.lis = lis
-	opts := requestCodecOptions()
+	opts := append(requestCodecOptions(), grpc.ChainUnaryInterceptor(s.authUnary), grpc.ChainStreamInterceptor(s.authStream))
 	if s.tls != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.tls.TLSConfig("h2"))))
 	}
@@ -192,6 +192,7 @@ func (s *Server) serveAPI() error {
 	pb.RegisterOffsetsServer(s.grpc, s)
 	pb.RegisterClusterServer(s.grpc, s)
 	pb.RegisterGroupsServer(s.grpc, &groupsServer{s: s})
+	pb.RegisterSecurityServer(s.grpc, &securityServer{s: s})
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)

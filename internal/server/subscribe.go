@@ -66,7 +66,7 @@ var messagePool = func() mem.BufferPool {
 
 // Subscribe streams batches from an offset until the client goes away.
 func (s *Server) Subscribe(req *pb.SubscribeRequest, stream pb.Log_SubscribeServer) error {
-	r, err := s.b.OpenReader(stream.Context(), "", req.Topic, req.Partition, req.Offset, int(req.MaxBytes))
+	r, err := s.b.OpenReader(stream.Context(), principal(stream.Context()), req.Topic, req.Partition, req.Offset, int(req.MaxBytes))
 	if err != nil {
 		return toStatus(err)
 	}
