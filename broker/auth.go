@@ -111,7 +111,9 @@ func (b *Broker) Authorize(ctx context.Context, pr Principal, op auth.Operation,
 
 // Allowed is Authorize without the audit, for filtering listings (a
 // hidden entry is not a refused request).
-func (b *Broker) Allowed(pr Principal, op auth.Operation, r auth.Resource) bool { return b.allowed(pr, op, r) }
+func (b *Broker) Allowed(pr Principal, op auth.Operation, r auth.Resource) bool {
+	return b.allowed(pr, op, r)
+}
 
 // allowed is Authorize without the audit: for filtering listings.
 func (b *Broker) allowed(pr Principal, op auth.Operation, r auth.Resource) bool {
