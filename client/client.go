@@ -48,6 +48,7 @@ type Option func(*options)
 
 type options struct {
 	tls          *tls.Config
+	creds        *basicCreds // WithCredentials
 	dialOptions  []grpc.DialOption
 	callTimeout  time.Duration
 	retryTimeout time.Duration
@@ -114,6 +115,9 @@ func Dial(addr string, opts ...Option) (*Client, error) {
 	if len(c.seeds) == 0 {
 		return nil, fmt.Errorf("client: no address to dial in %q", addr)
 	}
+	if o.creds != nil && o.tls == nil {
+		return nil, errCredentialsWithoutTLS
+	}
 	c.topics.c = c
 	for _, a := range c.seeds {
 		if _, err := c.conn(a); err != nil {
@@ -172,6 +176,9 @@ func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
 		grpc.WithInitialConnWindowSize(connWindow),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvMsg)),
 	}, c.opts.dialOptions...)
+	if c.opts.creds != nil {
+		dopts = append(dopts, grpc.WithPerRPCCredentials(c.opts.creds))
+	}
 	cc, err := grpc.NewClient(addr, dopts...)
 	if err != nil {
 		return nil, fmt.Errorf("client: connect to %s: %w", addr, err)

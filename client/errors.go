@@ -72,6 +72,18 @@ var (
 	// session expired, or the coordinator changed), or a commit from
 	// outside the group while it has members.
 	ErrUnknownMember = errors.New("client: unknown group member")
+
+	// ErrUnauthenticated: the node requires credentials (--auth
+	// required) and got none, or they are wrong (WithCredentials, a
+	// client certificate).
+	ErrUnauthenticated = errors.New("client: unauthenticated")
+	// ErrPermissionDenied: the node's ACLs do not allow the principal the
+	// request; the message names the principal, operation and resource.
+	ErrPermissionDenied = errors.New("client: permission denied")
+	// ErrUserExists: CreateUser of a user that exists (without replace).
+	ErrUserExists = errors.New("client: user already exists")
+	// ErrUserNotFound: DeleteUser of a user that does not exist.
+	ErrUserNotFound = errors.New("client: user not found")
 )
 
 // apiError is an error status from a logd node (or from gRPC about one),
@@ -108,10 +120,19 @@ func (e *apiError) Is(target error) bool {
 			return target == ErrPartitionNotFound
 		case strings.Contains(msg, "is not a member"):
 			return target == ErrNodeNotFound
+		case strings.Contains(msg, "unknown user"):
+			return target == ErrUserNotFound
 		}
 		return target == ErrTopicNotFound
 	case codes.AlreadyExists:
+		if strings.Contains(msg, "user") {
+			return target == ErrUserExists
+		}
 		return target == ErrTopicExists
+	case codes.Unauthenticated:
+		return target == ErrUnauthenticated
+	case codes.PermissionDenied:
+		return target == ErrPermissionDenied
 	case codes.InvalidArgument:
 		return target == ErrInvalidArgument
 	case codes.ResourceExhausted:

@@ -42,7 +42,7 @@ func newRootCmd() *cobra.Command {
 		Version: buildinfo.Get().String(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(newVersionCmd(), newServeCmd(), newTopicCmd(), newProduceCmd(), newConsumeCmd(), newOffsetsCmd(), newGroupCmd(), newClusterCmd(), newBenchCmd())
+	root.AddCommand(newVersionCmd(), newServeCmd(), newTopicCmd(), newProduceCmd(), newConsumeCmd(), newOffsetsCmd(), newGroupCmd(), newClusterCmd(), newUserCmd(), newACLCmd(), newBenchCmd())
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see `%s --help`)", err, cmd.CommandPath())
 	})
@@ -54,6 +54,7 @@ type serverFlag struct {
 	addr    string
 	timeout time.Duration
 	tls     tlsFlags
+	creds   credFlags
 }
 
 // tlsFlags are a client's --tls-ca, --tls-cert and --tls-key.
@@ -93,6 +94,7 @@ func (s *serverFlag) register(cmd *cobra.Command, persistent bool) {
 	fs.DurationVar(&s.timeout, "timeout", client.DefaultRetryTimeout,
 		"how long to retry while the cluster cannot answer (an election, a node restarting) before giving up")
 	s.tls.register(fs)
+	s.creds.register(fs)
 }
 
 // run dials the server, runs fn, closes the client and explains fn's error.
@@ -104,6 +106,13 @@ func (s *serverFlag) run(fn func(c *client.Client) error) error {
 	opts := []client.Option{client.WithRetryTimeout(s.timeout)}
 	if tc != nil {
 		opts = append(opts, client.WithTLS(tc))
+	}
+	co, err := s.creds.option(tc != nil)
+	if err != nil {
+		return err
+	}
+	if co != nil {
+		opts = append(opts, co)
 	}
 	c, err := client.Dial(s.addr, opts...)
 	if err != nil {
