@@ -93,4 +93,3 @@ func readPasswordLine(in io.Reader, what string) (string, error) {
 	}
 	return pw, nil
 }
-
