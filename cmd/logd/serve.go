@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/auth/tlsconfig"
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/logging"
@@ -32,6 +33,7 @@ type serveFlags struct {
 		bootstrap                         bool
 	}
 	tls         tlsFlags // --tls-ca: the CA of the other nodes' certificates
+	auth        struct{ mode, authz, superUsers string }
 	configFile  string
 	printConfig bool
 	kafka       kafkaFlags
@@ -44,14 +46,19 @@ func newServeCmd() *cobra.Command {
 		Use:   "serve",
 		Short: "Run a logd node",
 		Long: `Run a logd node: the gRPC API on --addr, the Kafka protocol on --kafka-addr
-(docs/kafka.md), and /metrics, /healthz, /readyz and
-/debug/pprof/ on --http-addr. Data lives in --data-dir. SIGINT or SIGTERM stop
+(docs/kafka.md), and the HTTP API, console, /metrics, /healthz, /readyz (and
+/debug/pprof/ with --pprof) on --http-addr. Data lives in --data-dir. SIGINT or SIGTERM stop
 it gracefully: in-flight appends finish and are fsynced.
 
 Cluster mode: --node-id and --raft-addr, with --bootstrap on the first node and
 --join <API address of any member> on the others. A restarted node resumes
 from its data directory (--bootstrap and --join are then ignored). Every
 partition is a Raft group on its topic's --replicas nodes.
+
+Security (docs/security.md): --tls-cert/--tls-key serve TLS, --tls-client-ca
+requires client certificates (principal User:<CN>); --auth required refuses
+requests without a certificate or a user and password (logd user create);
+--authz on enforces ACLs (logd acl add), --super-users bypass them.
 
 ` + configHelp,
 		Args: cobra.NoArgs,
@@ -108,7 +115,7 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&fl.printConfig, "print-config", false, "print the effective configuration as TOML, with where each value came from, and exit")
 	f.StringVar(&cfg.DataDir, "data-dir", server.DefaultDataDir, "directory holding the node's data")
 	f.StringVar(&cfg.Addr, "addr", server.DefaultAddr, "gRPC listen address")
-	f.StringVar(&cfg.HTTPAddr, "http-addr", server.DefaultHTTPAddr, "HTTP address for /metrics, /healthz, /readyz, pprof (empty: none)")
+	f.StringVar(&cfg.HTTPAddr, "http-addr", server.DefaultHTTPAddr, "HTTP address of the JSON API, console, /metrics, /healthz, /readyz (and pprof with --pprof); empty: none")
 	f.StringVar(&fl.fsync, "fsync", "always", "when appends are fsynced: always (before acknowledging; group commit), never, or an interval such as 100ms")
 	f.DurationVar(&cfg.RetentionInterval, "retention-interval", server.DefaultRetentionInterval, "how often the retention trimmer runs")
 	f.IntVar(&cfg.MaxBatchBytes, "max-batch-bytes", server.DefaultMaxBatchBytes, "largest accepted batch or record, in bytes")
@@ -122,6 +129,10 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&cfg.TLS.KeyFile, "tls-key", "", "the private key of --tls-cert (PEM)")
 	f.StringVar(&cfg.TLS.ClientCAFile, "tls-client-ca", "", "require client certificates signed by a CA in this bundle (mutual TLS); the principal is User:<CN>")
 	f.StringVar(&fl.tls.ca, "tls-ca", "", "cluster mode with TLS: the CA bundle of the other nodes' API certificates (default: --tls-client-ca, else the system's roots)")
+	f.StringVar(&fl.auth.mode, "auth", "none", "who must authenticate: none (everyone is User:ANONYMOUS; warns on a non-loopback address), optional (credentials used when given), required (a client certificate or a user and password)")
+	f.StringVar(&fl.auth.authz, "authz", "off", "enforce ACLs: off (everything is allowed) or on (a request no ACL allows is refused; see logd acl --help)")
+	f.StringVar(&fl.auth.superUsers, "super-users", "", "principals allowed everything whatever the ACLs say, comma separated: User:admin,User:node1 (list the nodes' certificate principals in a cluster with mutual TLS)")
+	f.BoolVar(&cfg.PProf, "pprof", false, "serve Go's profiler at /debug/pprof/ on --http-addr (needs describe on the cluster under --authz on)")
 	f.StringVar(&fl.cluster.nodeID, "node-id", "", "cluster mode: this node's id")
 	f.StringVar(&fl.cluster.raftAddr, "raft-addr", "", "cluster mode: Raft listen address")
 	f.BoolVar(&fl.cluster.bootstrap, "bootstrap", false, "cluster mode: start a new cluster")
@@ -177,12 +188,34 @@ func (fl *serveFlags) serverConfig() (server.Config, error) {
 	} else if fl.tls.ca != "" || cfg.TLS.KeyFile != "" || cfg.TLS.ClientCAFile != "" {
 		return cfg, fmt.Errorf("--tls-key, --tls-client-ca and --tls-ca need --tls-cert (TLS is on only with a certificate)")
 	}
+	if cfg.Auth, err = fl.authConfig(); err != nil {
+		return cfg, err
+	}
 	logger, err := logging.New(os.Stderr, fl.logLevel, fl.logFormat)
 	if err != nil {
 		return cfg, err
 	}
 	cfg.Logger = logger
 	return cfg, nil
+}
+
+// authConfig reads --auth, --authz and --super-users.
+func (fl *serveFlags) authConfig() (broker.AuthConfig, error) {
+	var c broker.AuthConfig
+	var err error
+	if c.Mode, err = auth.ParseAuthMode(fl.auth.mode); err != nil {
+		return c, fmt.Errorf("--auth: %w", err)
+	}
+	if c.Authz, err = auth.ParseAuthzMode(fl.auth.authz); err != nil {
+		return c, fmt.Errorf("--authz: %w", err)
+	}
+	if c.SuperUsers, err = auth.ParseSuperUsers(fl.auth.superUsers); err != nil {
+		return c, fmt.Errorf("--super-users: %w", err)
+	}
+	if c.Authz == auth.AuthzOn && c.Mode == auth.AuthNone && len(c.SuperUsers) > 0 {
+		return c, fmt.Errorf("--super-users %s can never be used with --auth none (everyone is User:ANONYMOUS): use --auth optional or required", fl.auth.superUsers)
+	}
+	return c, nil
 }
 
 // parseRoutes reads LOGD_RAFT_ROUTES, "A=B,C=D": dial B when Raft dials

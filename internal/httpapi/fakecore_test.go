@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/groups"
@@ -273,3 +274,5 @@ func (f *fakeCore) Lag(ctx context.Context, _ string, cs []offsets.Committed) []
 }
 
 func (f *fakeCore) Coordinator() (*groups.Coordinator, error) { return f.coord, nil }
+
+func (f *fakeCore) Allowed(broker.Principal, auth.Operation, auth.Resource) bool { return true }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/groups"
 )
 
@@ -39,6 +40,9 @@ func (h *Handler) listGroups(w http.ResponseWriter, r *http.Request) {
 		byName[name] = groupListingJSON{Group: name, State: groups.Empty.String()}
 	}
 	for _, l := range live {
+		if !h.core.Allowed(h.principal(r), auth.OpDescribe, auth.Group(l.Group)) {
+			continue // the listing leaves out what the principal may not describe
+		}
 		byName[l.Group] = groupListingJSON{Group: l.Group, State: l.State.String(), ProtocolType: l.ProtocolType}
 	}
 	out := struct {

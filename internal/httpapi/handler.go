@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/groups"
@@ -28,6 +29,8 @@ type Core interface {
 	ListGroups(ctx context.Context, p broker.Principal) ([]string, error)
 	Lag(ctx context.Context, group string, cs []offsets.Committed) []broker.GroupOffset
 	Coordinator() (*groups.Coordinator, error)
+	// Allowed filters listings by what the principal may describe.
+	Allowed(p broker.Principal, op auth.Operation, r auth.Resource) bool
 }
 
 var _ Core = (*broker.Broker)(nil)

@@ -54,6 +54,13 @@ type Config struct {
 	// node nor be connected to, and cannot join. Needs Cluster. Re-read on
 	// change and on Server.ReloadTLS.
 	RaftTLS tlsconfig.RaftFiles
+	// Auth is --auth, --authz and --super-users (docs/security.md): who
+	// must authenticate, and whether ACLs are enforced. The zero value
+	// admits everyone as anonymous and authorizes everything.
+	Auth broker.AuthConfig
+	// PProf serves /debug/pprof/ on the HTTP port (off by default: profiles
+	// reveal memory contents and cost CPU).
+	PProf bool
 	// Cluster, when set, runs the node as a member of a cluster.
 	Cluster *ClusterConfig
 	Logger  *slog.Logger
@@ -100,5 +107,5 @@ func (cfg Config) withDefaults() Config {
 func (cfg Config) brokerConfig() broker.Config {
 	return broker.Config{DataDir: cfg.DataDir, Fsync: cfg.Fsync, RetentionInterval: cfg.RetentionInterval,
 		MaxBatchBytes: cfg.MaxBatchBytes, MinFreeBytes: cfg.MinFreeBytes, LogFS: cfg.LogFS,
-		Cluster: cfg.Cluster, Logger: cfg.Logger}
+		Cluster: cfg.Cluster, Logger: cfg.Logger, Auth: cfg.Auth}
 }

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/auth/tlsconfig"
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/httpapi"
@@ -77,6 +78,9 @@ type Server struct {
 	// httpAPI is the JSON API, live tail and console (package httpapi),
 	// set once the broker is open; until then / answers 503.
 	httpAPI atomic.Pointer[httpapi.Handler]
+	// gate is the broker's authentication policy, for the HTTP port (set
+	// once the broker is open).
+	gate atomic.Pointer[auth.Gate]
 }
 
 // Start opens the data directory and starts serving.
@@ -112,7 +116,9 @@ func Start(cfg Config) (*Server, error) {
 	if err := s.serveAPI(); err != nil {
 		return nil, s.fail(err)
 	}
-	s.httpAPI.Store(httpapi.New(b, httpapi.Config{}))
+	gate := b.Gate()
+	s.gate.Store(&gate)
+	s.httpAPI.Store(httpapi.New(b, httpapi.Config{Principal: httpPrincipal}))
 	self := cfg.Advertise
 	self.APIAddr = s.Addr()
 	if cfg.BeforeReady != nil {
@@ -133,7 +139,9 @@ func Start(cfg Config) (*Server, error) {
 	}
 	b.Ready(self)
 	s.ready.Store(true)
-	s.logger.Info("logd serving", "addr", s.Addr(), "http", s.HTTPAddr(), "data_dir", cfg.DataDir, "fsync", cfg.Fsync.String())
+	s.logger.Info("logd serving", "addr", s.Addr(), "http", s.HTTPAddr(), "data_dir", cfg.DataDir, "fsync", cfg.Fsync.String(),
+		"auth", cfg.Auth.Mode.String(), "authz", cfg.Auth.Authz.String())
+	s.warnOpen(self.KafkaAddr)
 	return s, nil
 }
 
@@ -223,7 +231,7 @@ func (s *Server) startHTTP() error {
 	}
 	// Keep-alive connections idle for httpIdleTimeout are closed: a
 	// scraper reconnects at its next scrape.
-	s.http = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: httpIdleTimeout}
+	s.http = &http.Server{Handler: s.httpAuth(s.httpHandler()), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: httpIdleTimeout}
 	s.served.Add(1)
 	go func() { defer s.served.Done(); s.http.Serve(served) }()
 	return nil
@@ -250,11 +258,13 @@ func (s *Server) httpHandler() http.Handler {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		fmt.Fprintln(w, `{"error": "not ready: the node is recovering its data; retry shortly"}`)
 	})
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if s.cfg.PProf {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return mux
 }
 
