@@ -122,12 +122,35 @@ func (b *Broker) allowed(pr Principal, op auth.Operation, r auth.Resource) bool 
 }
 
 // authorizeCreate allows a topic's creation with create on the cluster or
-// on the topic (Kafka's rule); a denial names the topic.
+// on the topic (Kafka's rule), unless a deny ACL refuses create on the
+// topic (deny wins); a denial names the topic.
 func (b *Broker) authorizeCreate(ctx context.Context, pr Principal, topic string) error {
-	if b.allowed(pr, auth.OpCreate, auth.Cluster()) {
+	if b.allowed(pr, auth.OpCreate, auth.Cluster()) && !b.deniedByACL(pr, auth.OpCreate, auth.Topic(topic)) {
 		return nil
 	}
 	return b.Authorize(ctx, pr, auth.OpCreate, auth.Topic(topic))
+}
+
+// deniedByACL reports whether a deny ACL refuses pr op on r (super users
+// and --authz off are refused nothing).
+func (b *Broker) deniedByACL(pr Principal, op auth.Operation, r auth.Resource) bool {
+	p, err := pr.Auth()
+	if err != nil {
+		return true
+	}
+	if b.cfg.Auth.Authz == auth.AuthzOff || b.isSuperUser(p) {
+		return false
+	}
+	return b.authStore.Index().Decide(p, op, r) == auth.Denied
+}
+
+func (b *Broker) isSuperUser(p auth.Principal) bool {
+	for _, s := range b.cfg.Auth.SuperUsers {
+		if s == p {
+			return true
+		}
+	}
+	return false
 }
 
 // ForwardedIdentity decides who a request forwarded by another node is
