@@ -2,7 +2,9 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/logd/logd/auth"
 )
@@ -46,6 +48,13 @@ type AuthConfig struct {
 	SuperUsers []auth.Principal
 	// Authenticator tunes password checks (zero: the defaults).
 	Authenticator auth.AuthenticatorConfig
+	// BootstrapUser and BootstrapPassword, when set, make sure this user
+	// exists (created with this password unless it exists already): the
+	// first administrator of a node whose clients log in with passwords
+	// only (no client certificate can name a super user). In a cluster the
+	// node creates it when it leads the metadata. serve reads it from
+	// LOGD_BOOTSTRAP_USER=name:password, never from the command line.
+	BootstrapUser, BootstrapPassword string
 }
 
 // openAuth builds the stores over the metadata, the Authenticator, the
@@ -185,4 +194,39 @@ func (b *Broker) authorizeRead(ctx context.Context, pr Principal, topic string, 
 	err := b.Authorize(ctx, pr, auth.OpRead, auth.Topic(topic))
 	seen[topic] = err
 	return err
+}
+
+// bootstrapUser creates AuthConfig.BootstrapUser unless it exists: at
+// once on a node that runs alone, in a cluster once this node leads the
+// metadata (or another node has created it). It stops at shutdown.
+func (b *Broker) bootstrapUser() {
+	name, pw := b.cfg.Auth.BootstrapUser, b.cfg.Auth.BootstrapPassword
+	for {
+		if _, err := b.authStore.Lookup(name); err == nil {
+			return
+		}
+		if b.cl == nil || b.cl.IsMetaLeader() {
+			c, err := auth.NewCredentials(pw, auth.DefaultIterations)
+			if err == nil {
+				ctx, cancel := context.WithTimeout(context.Background(), authWriteTimeout)
+				err = b.authStore.putUser(ctx, name, c, false)
+				cancel()
+			}
+			switch {
+			case err == nil:
+				b.logger.Info("bootstrap user created (LOGD_BOOTSTRAP_USER)", "user", name)
+				return
+			case errors.Is(err, ErrUserExists):
+				return
+			case b.cl == nil:
+				b.logger.Error("cannot create the bootstrap user (LOGD_BOOTSTRAP_USER)", "user", name, "err", err)
+				return
+			}
+		}
+		select {
+		case <-b.shutdown:
+			return
+		case <-time.After(time.Second):
+		}
+	}
 }

@@ -190,6 +190,10 @@ func (b *Broker) Ready(self Node) {
 	}
 	b.self.Store(&self)
 	b.serving.Store(true)
+	if b.cfg.Auth.BootstrapUser != "" {
+		b.bg.Add(1)
+		go func() { defer b.bg.Done(); b.bootstrapUser() }()
+	}
 	if b.cl != nil {
 		b.cl.Run(self)
 	}

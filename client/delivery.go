@@ -160,7 +160,7 @@ func (s *partitionSender) complete(b *pendingBatch, resp *logdv1.ProduceResponse
 		p.c.topics.forget(s.tp.topic)
 	}
 	if err != nil {
-		err = fmt.Errorf("produce to %s/%d: %w", s.tp.topic, s.tp.partition, err)
+		err = fmt.Errorf("produce to %s/%d: %w", s.tp.topic, s.tp.partition, wrapStatus(err))
 	}
 	for i, f := range b.futures {
 		ack := Ack{Topic: s.tp.topic, Partition: s.tp.partition, Timestamp: time.UnixMilli(b.recs[i].Timestamp)}

@@ -212,6 +212,16 @@ func (fl *serveFlags) authConfig() (broker.AuthConfig, error) {
 	if c.SuperUsers, err = auth.ParseSuperUsers(fl.auth.superUsers); err != nil {
 		return c, fmt.Errorf("--super-users: %w", err)
 	}
+	if bu := os.Getenv("LOGD_BOOTSTRAP_USER"); bu != "" {
+		name, pw, ok := strings.Cut(bu, ":")
+		if !ok || pw == "" {
+			return c, fmt.Errorf("LOGD_BOOTSTRAP_USER: want NAME:PASSWORD")
+		}
+		if err := auth.ValidateUserName(name); err != nil {
+			return c, fmt.Errorf("LOGD_BOOTSTRAP_USER: user %q: %v", name, err)
+		}
+		c.BootstrapUser, c.BootstrapPassword = name, pw
+	}
 	if c.Authz == auth.AuthzOn && c.Mode == auth.AuthNone && len(c.SuperUsers) > 0 {
 		return c, fmt.Errorf("--super-users %s can never be used with --auth none (everyone is User:ANONYMOUS): use --auth optional or required", fl.auth.superUsers)
 	}

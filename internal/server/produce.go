@@ -35,7 +35,7 @@ func (s *Server) startProduce(ctx context.Context, req *pb.ProduceRequest) (fini
 	if len(req.Batch) == 0 || len(req.Records) > 0 || req.Partition == nil {
 		return done(s.produce(ctx, req))
 	}
-	wait, err := s.b.StartProduce(ctx, broker.ProduceRequest{Topic: req.Topic, Partition: *req.Partition,
+	wait, err := s.b.StartProduce(ctx, broker.ProduceRequest{Principal: principal(ctx), Topic: req.Topic, Partition: *req.Partition,
 		Batch: req.Batch, Acks: acksOf(req.Acks)})
 	if err != nil {
 		return done(nil, err)
@@ -77,7 +77,7 @@ func (s *Server) produce(ctx context.Context, req *pb.ProduceRequest) (*pb.Produ
 		if req.Partition == nil {
 			return nil, invalidArg("produce: a batch needs its partition: set partition (0 to %d)", n-1)
 		}
-		res, err := s.b.Produce(ctx, broker.ProduceRequest{Topic: req.Topic, Partition: *req.Partition, Batch: req.Batch, Acks: acksOf(req.Acks)})
+		res, err := s.b.Produce(ctx, broker.ProduceRequest{Principal: principal(ctx), Topic: req.Topic, Partition: *req.Partition, Batch: req.Batch, Acks: acksOf(req.Acks)})
 		if err != nil {
 			return nil, err
 		}
@@ -92,7 +92,7 @@ func (s *Server) produce(ctx context.Context, req *pb.ProduceRequest) (*pb.Produ
 			if !ok {
 				continue
 			}
-			res, err := s.b.Produce(ctx, broker.ProduceRequest{Topic: req.Topic, Partition: id, Batch: b, Acks: acksOf(req.Acks)})
+			res, err := s.b.Produce(ctx, broker.ProduceRequest{Principal: principal(ctx), Topic: req.Topic, Partition: id, Batch: b, Acks: acksOf(req.Acks)})
 			if err != nil {
 				return nil, err
 			}
