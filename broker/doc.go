@@ -10,7 +10,8 @@
 // long poll (MinBytes, MaxBytes, MaxWait) under a read budget, live-tail
 // readers, list offsets, committed offsets and their lag, the disk guard
 // (diskspace.go, guardedfs.go), retention, the node's Prometheus metrics,
-// and the consumer-group coordinator (coordinator.go).
+// the consumer-group coordinator (coordinator.go), and users, ACLs and
+// the one authorization point (auth.go, authstore.go, users.go).
 //
 // Invariants:
 //
@@ -23,6 +24,9 @@
 //     (cluster.Linearizable). Metadata writes (topics, committed offsets)
 //     run on the metadata leader; other nodes answer *NotLeaderError with
 //     Untouched set, which a front-end may forward or hand to its client.
+//   - Every method that takes a Principal authorizes it (Authorize)
+//     before any effect; a denial is a *auth.DeniedError matching
+//     ErrDenied, audited.
 //   - Every request is admitted (enter) and counted until it is answered;
 //     Close waits for them before closing the logs.
 //

@@ -1,6 +1,7 @@
 // Package meta is logd's cluster metadata: the nodes, the topics with their
-// configs and partition placement, and the consumer groups' committed
-// offsets, replicated by one Raft group (replication.MetaGroup) on every
+// configs and partition placement, the consumer groups' committed
+// offsets, and the users and ACLs (auth.go: package auth's encodings, kept
+// opaque), replicated by one Raft group (replication.MetaGroup) on every
 // node of the cluster.
 //
 // # State and commands
