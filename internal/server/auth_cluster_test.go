@@ -52,22 +52,7 @@ func TestAuthClusterForwardsOriginalPrincipal(t *testing.T) {
 	ctx := ctx(t)
 	leader, followers := metaLeader(t, c)
 	as := func(n *servertest.Node, cn string, creds ...string) *client.Client {
-		cert, key := ca.Pair(t, dir, cn)
-		tc, err := tlsconfig.NewClient(tlsconfig.ClientFiles{CAFile: ca.File, CertFile: cert, KeyFile: key})
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts := []client.Option{client.WithTLS(tc), client.WithRetryTimeout(10 * time.Second)}
-		if len(creds) == 2 {
-			opts = append(opts, client.WithCredentials(creds[0], creds[1]))
-		}
-		// One node only: forwarding is the node's, not the client's.
-		cl, err := client.Dial(n.APIAddr, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cl.Close() })
-		return cl
+		return certClient(t, ca, dir, n.APIAddr, cn, creds...)
 	}
 	// The admin creates alice through a follower: forwarded to the leader.
 	if err := as(followers[0], "admin").Admin().CreateUser(ctx, "alice", "alice-pw", false); err != nil {
@@ -91,16 +76,7 @@ func TestAuthClusterForwardsOriginalPrincipal(t *testing.T) {
 		}
 	}
 	// ACLs reach each node as it applies the metadata: wait for this one.
-	admin1 := as(followers[1], "admin")
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		acls, err := admin1.Admin().ListACLs(ctx, client.ACL{Principal: "User:alice"})
-		if err == nil && len(acls) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the ACL never reached %s: %v %v", followers[1].ID, acls, err)
-		}
-	}
+	waitACLs(t, as(followers[1], "admin"), "User:alice", 1)
 	if _, err := alice.Admin().CreateTopic(ctx, "a-orders", client.TopicOptions{Partitions: 1, Replicas: 1}); err != nil {
 		t.Fatalf("alice creates a-orders through a follower: %v", err)
 	}
@@ -121,19 +97,7 @@ func TestAuthClusterForwardsOriginalPrincipal(t *testing.T) {
 
 	// bob cannot pose as the admin: the leader refuses the forwarding
 	// metadata from a caller that may not alter the cluster.
-	cert, key := ca.Pair(t, dir, "bob")
-	tc, err := tlsconfig.NewClient(tlsconfig.ClientFiles{CAFile: ca.File, CertFile: cert, KeyFile: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := grpc.NewClient(leader.APIAddr, grpc.WithTransportCredentials(credentials.NewTLS(tc)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	posing := metadata.AppendToOutgoingContext(ctx, "logd-forwarded-principal", "User:admin", "logd-forwarded", "1")
-	_, err = pb.NewAdminClient(cc).CreateTopic(posing, &pb.CreateTopicRequest{Name: "posed", Partitions: 1})
-	wantDenied(t, "bob posing as the admin", err, "User:bob", "alter", "cluster")
+	checkPosing(t, ca, dir, leader.APIAddr)
 }
 
 // metaLeader waits for a metadata leader and returns it and the others.
@@ -155,4 +119,60 @@ func metaLeader(t *testing.T, c *servertest.Cluster) (*servertest.Node, []*serve
 	}
 	t.Fatal("no metadata leader")
 	return nil, nil
+}
+
+// checkPosing: a client certificate's principal that may not alter the
+// cluster cannot claim another principal with the forwarding metadata.
+func checkPosing(t *testing.T, ca *testcerts.CA, dir, addr string) {
+	t.Helper()
+	ctx := ctx(t)
+	cert, key := ca.Pair(t, dir, "bob")
+	tc, err := tlsconfig.NewClient(tlsconfig.ClientFiles{CAFile: ca.File, CertFile: cert, KeyFile: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(tc)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	posing := metadata.AppendToOutgoingContext(ctx, "logd-forwarded-principal", "User:admin", "logd-forwarded", "1")
+	_, err = pb.NewAdminClient(cc).CreateTopic(posing, &pb.CreateTopicRequest{Name: "posed", Partitions: 1})
+	wantDenied(t, "bob posing as the admin", err, "User:bob", "alter", "cluster")
+}
+
+// certClient dials addr only (forwarding is the node's, not the
+// client's) with a certificate of CN cn, and a user and password when
+// creds gives them.
+func certClient(t *testing.T, ca *testcerts.CA, dir, addr, cn string, creds ...string) *client.Client {
+	t.Helper()
+	cert, key := ca.Pair(t, dir, cn)
+	tc, err := tlsconfig.NewClient(tlsconfig.ClientFiles{CAFile: ca.File, CertFile: cert, KeyFile: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []client.Option{client.WithTLS(tc), client.WithRetryTimeout(10 * time.Second)}
+	if len(creds) == 2 {
+		opts = append(opts, client.WithCredentials(creds[0], creds[1]))
+	}
+	cl, err := client.Dial(addr, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
+// waitACLs waits until the node c talks to lists n ACLs of principal.
+func waitACLs(t *testing.T, c *client.Client, principal string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		acls, err := c.Admin().ListACLs(ctx(t), client.ACL{Principal: principal})
+		if err == nil && len(acls) == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the node lists %v %v, want %d ACLs of %s", acls, err, n, principal)
+		}
+	}
 }

@@ -49,20 +49,7 @@ func TestHTTPAuth(t *testing.T) {
 	defer hc.CloseIdleConnections()
 	get := func(path, user, pw string) (int, http.Header, string) {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodGet, "https://"+s.HTTPAddr()+path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if user != "" {
-			req.SetBasicAuth(user, pw)
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header, string(b)
+		return httpGet(t, hc, "https://"+s.HTTPAddr()+path, user, pw)
 	}
 	for _, p := range []string{"/healthz", "/readyz"} {
 		if code, _, _ := get(p, "", ""); code != http.StatusOK {
@@ -120,3 +107,22 @@ func TestPProfFlag(t *testing.T) {
 }
 
 func clientTopic(parts int32) client.TopicOptions { return client.TopicOptions{Partitions: parts} }
+
+// httpGet GETs url, with Basic credentials when user is set.
+func httpGet(t *testing.T, hc *http.Client, url, user, pw string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if user != "" {
+		req.SetBasicAuth(user, pw)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}

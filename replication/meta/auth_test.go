@@ -33,23 +33,7 @@ func TestFSMAuthCommandsSnapshotRestore(t *testing.T) {
 	if f.AuthGen() == gen0 {
 		t.Fatal("AuthGen did not change")
 	}
-	check := func(f *FSM, what string) {
-		t.Helper()
-		if got := f.Users(); !slices.Equal(got, []string{"alice"}) {
-			t.Fatalf("%s: users %v, want [alice]", what, got)
-		}
-		if b, ok := f.User("alice"); !ok || !slices.Equal(b, []byte{4}) {
-			t.Fatalf("%s: alice = %v %v, want [4]", what, b, ok)
-		}
-		if _, ok := f.User("bob"); ok {
-			t.Fatalf("%s: deleted user bob still there", what)
-		}
-		_, acls := f.ACLs()
-		if !slices.EqualFunc(acls, [][]byte{{5}, {9}}, slices.Equal) {
-			t.Fatalf("%s: acls %v, want [[5] [9]]", what, acls)
-		}
-	}
-	check(f, "applied")
+	checkAuthState(t, f, "applied")
 	snap, err := f.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +55,7 @@ func TestFSMAuthCommandsSnapshotRestore(t *testing.T) {
 	if err := g.Restore(io.NopCloser(&s)); err != nil {
 		t.Fatal(err)
 	}
-	check(g, "restored")
+	checkAuthState(t, g, "restored")
 	if g.AuthGen() == before {
 		t.Fatal("restore did not change AuthGen: indexes would not be rebuilt")
 	}
@@ -91,5 +75,23 @@ func TestFSMAuthCommandsSnapshotRestore(t *testing.T) {
 	}
 	if len(g.Users()) != 0 {
 		t.Fatalf("users after restoring an auth-less snapshot: %v", g.Users())
+	}
+}
+
+// checkAuthState checks the state the commands of the test leave.
+func checkAuthState(t *testing.T, f *FSM, what string) {
+	t.Helper()
+	if got := f.Users(); !slices.Equal(got, []string{"alice"}) {
+		t.Fatalf("%s: users %v, want [alice]", what, got)
+	}
+	if b, ok := f.User("alice"); !ok || !slices.Equal(b, []byte{4}) {
+		t.Fatalf("%s: alice = %v %v, want [4]", what, b, ok)
+	}
+	if _, ok := f.User("bob"); ok {
+		t.Fatalf("%s: deleted user bob still there", what)
+	}
+	_, acls := f.ACLs()
+	if !slices.EqualFunc(acls, [][]byte{{5}, {9}}, slices.Equal) {
+		t.Fatalf("%s: acls %v, want [[5] [9]]", what, acls)
 	}
 }
