@@ -60,8 +60,8 @@ func (f *fakeCore) addTopic(name string, n int) {
 }
 
 func (f *fakeCore) LocalNode() broker.Node { return broker.Node{ID: "n1", HTTPAddr: "127.0.0.1:1"} }
-func (f *fakeCore) ClusterStatus(context.Context, bool) cluster.Status {
-	return cluster.Status{Self: "n1", Nodes: []cluster.NodeStatus{{Node: f.LocalNode(), Alive: true}}}
+func (f *fakeCore) ClusterStatus(context.Context, broker.Principal, bool) (cluster.Status, error) {
+	return cluster.Status{Self: "n1", Nodes: []cluster.NodeStatus{{Node: f.LocalNode(), Alive: true}}}, nil
 }
 
 func (f *fakeCore) Topics(ctx context.Context, p broker.Principal) ([]broker.TopicInfo, error) {

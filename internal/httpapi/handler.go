@@ -18,7 +18,7 @@ import (
 // *broker.Broker it calls (broker-api.md).
 type Core interface {
 	LocalNode() broker.Node
-	ClusterStatus(ctx context.Context, local bool) cluster.Status
+	ClusterStatus(ctx context.Context, p broker.Principal, local bool) (cluster.Status, error)
 	Topics(ctx context.Context, p broker.Principal) ([]broker.TopicInfo, error)
 	Topic(ctx context.Context, p broker.Principal, name string) (broker.TopicInfo, error)
 	Produce(ctx context.Context, r broker.ProduceRequest) (broker.ProduceResult, error)

@@ -97,7 +97,11 @@ func (h *Handler) describeTopic(w http.ResponseWriter, r *http.Request) {
 // cluster answers the nodes the metadata lists, each with whether it
 // answered this node just now (another node gets cluster.StatusTimeout).
 func (h *Handler) cluster(w http.ResponseWriter, r *http.Request) {
-	st := h.core.ClusterStatus(r.Context(), false)
+	st, err := h.core.ClusterStatus(r.Context(), h.principal(r), false)
+	if err != nil {
+		writeCoreError(w, err)
+		return
+	}
 	type clusterNodeJSON struct {
 		nodeJSON
 		Alive bool `json:"alive"`
