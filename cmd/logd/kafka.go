@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/logd/logd/auth"
 	"github.com/logd/logd/auth/tlsconfig"
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/kafka"
@@ -60,13 +59,8 @@ func (k *kafkaFlags) start(b *broker.Broker, logger *slog.Logger, files tlsconfi
 	if k.addr == "" {
 		return broker.Node{}, nil
 	}
-	cfg := kafka.Config{Core: b, AdvertisedAddr: k.advertised, Logger: logger}
-	// The node's authentication policy (--auth and its users), once the
-	// broker provides it (issue 14's core wiring); until then the zero
-	// Gate: every connection anonymous, SASL refused.
-	if g, ok := any(b).(interface{ Gate() auth.Gate }); ok {
-		cfg.Gate = g.Gate()
-	}
+	// The node's authentication policy: --auth and its users.
+	cfg := kafka.Config{Core: b, AdvertisedAddr: k.advertised, Logger: logger, Gate: b.Gate()}
 	if files.CertFile != "" {
 		files.OnReloadError = func(err error) {
 			logger.Error("Kafka listener: TLS certificate files changed but do not load; the previous certificate keeps serving", "err", err)
