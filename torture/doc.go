@@ -16,7 +16,13 @@
 //     followers read from chosen positions (earliest, latest, an offset, a
 //     time) and tail the log; each consumer group reads, commits its
 //     position, restarts from its committed offsets and is occasionally
-//     reset; an observer reads committed offsets. It only talks to a
+//     reset; an observer reads committed offsets. GroupMembers (members.go)
+//     share the topic's partitions as members of one group (MemberGroup):
+//     each joins, reads what the coordinator assigns it, commits as the
+//     member of its generation, leaves and joins again now and then, and
+//     reports every assignment it holds; an observer reads the group's
+//     committed offsets between two descriptions of its generation. It only
+//     talks to a
 //     Cluster (cluster.go): node addresses and kill / restart / pause /
 //     resume, so the same workload runs on one process or on three.
 //   - Nemeses (nemesis.go):
@@ -53,7 +59,10 @@
 //     order), CheckOffsets (an offset never holds two values, reads have no
 //     gaps), CheckCommittedOffsets (a group's committed offset never goes
 //     backwards nor loses an acknowledged commit, except by an explicit
-//     reset), CheckTimeIndex (a seek by time answers the first offset whose
+//     reset), CheckGroupMembers (check_members.go: no two members hold a
+//     partition in one generation at once, a committed offset never goes
+//     backwards within a generation, and no acknowledged record below a
+//     committed offset was left undelivered to the members), CheckTimeIndex (a seek by time answers the first offset whose
 //     timestamp is >= the time asked, across crash recovery of the time
 //     index) and CheckLinearizable (porcupine, per partition, against the
 //     append-only log model in model.go).

@@ -31,6 +31,18 @@ const (
 	// OpSeekTime resolved TimeMs to Offset in Partition (the first offset
 	// whose timestamp is >= TimeMs); HighWatermark came with the answer.
 	OpSeekTime OpKind = "seek-time"
+	// OpAssign: Member of Group holds Partitions in Generation from now
+	// until its next OpAssign (what the member reported after a join; none
+	// once it left or the coordinator forgot it).
+	OpAssign OpKind = "assign"
+	// OpMemberCommit: Member of Group committed Offset as the position of
+	// Partition, naming Generation. Its outcome is unknown when it was the
+	// member's own commit during a rebalance (the client hides its result).
+	OpMemberCommit OpKind = "member-commit"
+	// OpMemberObserve read Group's committed offset of Partition (Offset,
+	// -1 when none) while the group was in Generation (-1: the generation
+	// changed during the read, or was not learnt).
+	OpMemberObserve OpKind = "member-observe"
 )
 
 // Outcome is what the client learnt of an operation.
@@ -71,6 +83,11 @@ type Op struct {
 	Final   bool         `json:"final,omitempty"`
 
 	Group string `json:"group,omitempty"`
+	// Member and Generation: a group member's id and generation (reads,
+	// assignments and commits of group members).
+	Member     string  `json:"member,omitempty"`
+	Generation int32   `json:"generation,omitempty"`
+	Partitions []int32 `json:"partitions,omitempty"`
 
 	TimeMs        int64 `json:"time_ms,omitempty"`
 	HighWatermark int64 `json:"hw,omitempty"`
@@ -117,6 +134,10 @@ func (op Op) String() string {
 		return fmt.Sprintf("#%d %s p%d read%s %d@%d -> %s next %d [%s]", op.ID, t, op.Process, final, op.Partition, op.From, res, op.Next, recs)
 	case OpSeekTime:
 		return fmt.Sprintf("#%d %s p%d seek-time %d to %d -> %s %d (high watermark %d)", op.ID, t, op.Process, op.Partition, op.TimeMs, res, op.Offset, op.HighWatermark)
+	case OpAssign:
+		return fmt.Sprintf("#%d %s p%d assign group %s member %s generation %d partitions %v", op.ID, t, op.Process, op.Group, op.Member, op.Generation, op.Partitions)
+	case OpMemberCommit, OpMemberObserve:
+		return fmt.Sprintf("#%d %s p%d %s group %s member %s generation %d %d@%d -> %s", op.ID, t, op.Process, op.Kind, op.Group, op.Member, op.Generation, op.Partition, op.Offset, res)
 	default:
 		return fmt.Sprintf("#%d %s p%d %s group %s %d@%d -> %s", op.ID, t, op.Process, op.Kind, op.Group, op.Partition, op.Offset, res)
 	}

@@ -100,6 +100,7 @@ func CheckAll(ops []Op, opts CheckOptions) []*Verdict {
 		CheckKeyOrder(ops),
 		CheckOffsets(ops),
 		CheckCommittedOffsets(ops),
+		CheckGroupMembers(ops),
 		CheckTimeIndex(ops),
 		CheckLinearizable(ops, opts.Linearizable),
 	}

@@ -30,7 +30,10 @@ type WorkloadConfig struct {
 	TopicConfig *client.TopicConfig
 	Followers   int // readers tailing from chosen offsets; default 2
 	Groups      int // consumer groups, one member each; default 2
-	Seed        int64
+	// GroupMembers share the topic's partitions as members of MemberGroup
+	// (default 3; negative: none).
+	GroupMembers int
+	Seed         int64
 	// Producer configures the producers; zero fields take the workload's
 	// defaults (short timeouts, so faults produce retries and unknown
 	// outcomes within a run).
@@ -60,6 +63,9 @@ func (c *WorkloadConfig) setDefaults() {
 	def(&c.MaxOutstanding, 32)
 	def(&c.Followers, 2)
 	def(&c.Groups, 2)
+	if c.GroupMembers == 0 {
+		c.GroupMembers = 3
+	}
 	p := &c.Producer
 	if p.Linger == 0 {
 		p.Linger = 2 * time.Millisecond
@@ -185,6 +191,15 @@ func (w *Workload) Run(ctx context.Context) {
 		w.wg.Add(2)
 		go func() { defer w.wg.Done(); w.consumeGroup(ctx, i, group) }()
 		go func() { defer w.wg.Done(); w.observe(ctx, i, group) }()
+	}
+
+	for i := range max(w.cfg.GroupMembers, 0) {
+		w.wg.Add(1)
+		go func() { defer w.wg.Done(); w.groupMember(ctx, i) }()
+	}
+	if w.cfg.GroupMembers > 0 {
+		w.wg.Add(1)
+		go func() { defer w.wg.Done(); w.observeMembers(ctx) }()
 	}
 }
 
