@@ -132,10 +132,8 @@ func Open(cfg Config) (*Broker, error) {
 	b.stopBG = stopBG
 	b.bg.Add(1)
 	go func() { defer b.bg.Done(); b.trimmer.Run(bgCtx) }()
-	if b.cl != nil {
-		b.bg.Add(1)
-		go func() { defer b.bg.Done(); b.coord.watch(bgCtx) }()
-	}
+	b.bg.Add(1)
+	go func() { defer b.bg.Done(); b.coord.watch(bgCtx) }()
 	return b, nil
 }
 

@@ -14,7 +14,8 @@ import (
 // in the core"): on a node that runs alone, always; in a cluster on the
 // metadata leader only, made when first asked for there and closed when
 // the node is found no longer leading (asked, or by watch within a
-// second; its members then re-join at the new leader).
+// second; its members then re-join at the new leader). watch also has it
+// rebalance groups whose topics changed their partition count.
 type coordinator struct {
 	b      *Broker
 	mu     sync.Mutex
@@ -61,10 +62,13 @@ func (b *Broker) partitionCount(topic string) int32 {
 	return c.Partitions
 }
 
-// watch closes the coordinator, every second it finds this node no
-// longer leading the metadata group, until ctx ends: members blocked in
-// it return ErrCoordinatorClosed and re-join at the new leader, even if
-// no request reaches this node meanwhile.
+// watch, every second until ctx ends, closes the coordinator when it
+// finds this node of a cluster no longer leading the metadata group
+// (members blocked in it return ErrCoordinatorClosed and re-join at the
+// new leader, even if no request reaches this node meanwhile), and has the
+// coordinator rebalance the groups whose subscribed topics changed their
+// partition count (a topic deleted, or given more partitions, by whatever
+// path: groups.Coordinator.CheckPartitions).
 func (k *coordinator) watch(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -75,11 +79,15 @@ func (k *coordinator) watch(ctx context.Context) {
 		case <-t.C:
 		}
 		k.mu.Lock()
-		if k.c != nil && !k.b.cl.IsMetaLeader() {
+		if k.c != nil && k.b.cl != nil && !k.b.cl.IsMetaLeader() {
 			k.c.Close()
 			k.c = nil
 		}
+		c := k.c
 		k.mu.Unlock()
+		if c != nil {
+			_, _ = c.CheckPartitions() // closed meanwhile: the next tick sees it
+		}
 	}
 }
 

@@ -139,6 +139,37 @@ func (c *Coordinator) RequestRebalance(group string) error {
 	return nil
 }
 
+// CheckPartitions rebalances every Stable group whose server-side
+// assignment was computed for partition counts its subscribed topics no
+// longer have: a topic gained partitions (they get owners), or was deleted
+// (count 0: its partitions leave the members' assignments). It returns the
+// groups it rebalanced, by name. The core calls it whenever topics may have
+// changed (every second), so it works however the change was made. Groups
+// whose leader client assigns (Kafka's classic protocol) are left alone:
+// their leader watches the topics' metadata itself.
+func (c *Coordinator) CheckPartitions() ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrCoordinatorClosed
+	}
+	var out []string
+	for name, g := range c.groups {
+		if g.state != Stable || g.counts == nil {
+			continue
+		}
+		for t, n := range g.counts {
+			if c.cfg.Partitions(t) != n {
+				c.prepareRebalance(g)
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 // lookup returns the group and member a request names, or the error the
 // request gets when either is unknown.
 func (c *Coordinator) lookup(group, memberID string) (*group, *member, error) {

@@ -30,6 +30,11 @@ type group struct {
 	// phase started from Empty, is the initial rebalance delay's end.
 	joinDeadline time.Time
 	notBefore    time.Time
+
+	// counts are the partition counts of the subscribed topics the
+	// current server-side assignment was computed for (nil: the leader
+	// client assigns); CheckPartitions compares them with the topics'.
+	counts map[string]int32
 }
 
 // member is one member's soft state.

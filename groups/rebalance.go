@@ -82,6 +82,7 @@ func (c *Coordinator) completeJoin(g *group) {
 	g.protocol = g.chooseProtocol()
 	g.generation = max(g.generation, g.claimedGeneration()) + 1
 	g.state = CompletingRebalance
+	g.counts = nil
 	for _, m := range g.members {
 		m.pendingSync = true
 		m.assignment = nil
@@ -141,6 +142,7 @@ func (c *Coordinator) serverAssignment(g *group) map[string][]byte {
 		}
 	}
 	sort.Slice(members, func(i, j int) bool { return members[i].MemberID < members[j].MemberID })
+	g.counts = partitions
 	out := make(map[string][]byte, len(members))
 	for id, tps := range assignor.Assign(members, partitions) {
 		out[id] = EncodeAssignment(tps)

@@ -265,6 +265,45 @@ func TestRequestRebalance(t *testing.T) {
 	}
 }
 
+// CheckPartitions notices a topic that gained partitions, then one that
+// was deleted, and rebalances; with no change it does nothing.
+func TestCheckPartitionsRebalancesOnTopicChange(t *testing.T) {
+	h := newHarness(t)
+	ms := stableGroup(h, "g", 2)
+	if got, err := h.c.CheckPartitions(); err != nil || len(got) != 0 {
+		t.Fatalf("no topic changed: rebalanced %v (%v)", got, err)
+	}
+	rejoin := func(ms []JoinResult) (total int, out []JoinResult) {
+		wantErr(t, h.c.Heartbeat("g", ms[0].MemberID, ms[0].Generation), ErrRebalanceInProgress)
+		second := h.joinAsync(logdJoin("g", ms[1].MemberID, nil, ms[1].Generation, "orders"))
+		h.waitJoined("g", 1)
+		out = []JoinResult{h.join(logdJoin("g", ms[0].MemberID, nil, ms[0].Generation, "orders")), second.ok(t)}
+		for _, r := range out {
+			total += len(h.syncPartitions("g", r))
+		}
+		return total, out
+	}
+	h.parts["orders"] = 8
+	if got, _ := h.c.CheckPartitions(); len(got) != 1 || got[0] != "g" {
+		t.Fatalf("the topic grew to 8 partitions: rebalanced %v, want [g]", got)
+	}
+	total, ms := rejoin(ms)
+	if total != 8 {
+		t.Fatalf("%d partitions assigned after the topic grew, want 8", total)
+	}
+	h.wantState("g", Stable)
+	delete(h.parts, "orders")
+	if got, _ := h.c.CheckPartitions(); len(got) != 1 {
+		t.Fatalf("the topic was deleted: rebalanced %v, want [g]", got)
+	}
+	if total, _ = rejoin(ms); total != 0 {
+		t.Fatalf("%d partitions of a deleted topic still assigned", total)
+	}
+	if got, _ := h.c.CheckPartitions(); len(got) != 0 {
+		t.Fatalf("nothing changed since: rebalanced %v", got)
+	}
+}
+
 // With an initial rebalance delay, members that arrive one after another
 // into an Empty group share the first generation; the delay stops at the
 // rebalance timeout.
