@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/groups"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
@@ -107,6 +108,34 @@ func (g *groupsServer) JoinGroup(ctx context.Context, req *pb.JoinGroupRequest) 
 	}
 }
 
+// checkTopics checks the topics a join names. On the coordinator a topic
+// just created may still be being set up (UNAVAILABLE: the client
+// retries). A topic that does not exist is subscribed to with no
+// partitions (the coordinator rebalances when it appears, as when a
+// subscribed topic is deleted), unless a new member names no topic that
+// exists: then the join fails with NOT_FOUND, as a misspelt name should.
+func (g *groupsServer) checkTopics(ctx context.Context, req *pb.JoinGroupRequest) error {
+	var missing error
+	found := false
+	for _, t := range req.Topics {
+		// On the coordinator: a topic just created may still be being set
+		// up here (UNAVAILABLE: the client retries).
+		_, err := g.s.b.PartitionCount(ctx, principal(ctx), t)
+		switch {
+		case err == nil:
+			found = true
+		case errors.Is(err, broker.ErrUnknownTopic):
+			missing = err
+		default:
+			return toStatus(err)
+		}
+	}
+	if !found && req.MemberId == "" {
+		return toStatus(missing)
+	}
+	return nil
+}
+
 // joinRequest checks req and turns it into the coordinator's request.
 func (g *groupsServer) joinRequest(ctx context.Context, req *pb.JoinGroupRequest) (groups.JoinRequest, error) {
 	if req.Group == "" {
@@ -118,12 +147,8 @@ func (g *groupsServer) joinRequest(ctx context.Context, req *pb.JoinGroupRequest
 	if req.SessionTimeoutMs < 0 || req.RebalanceTimeoutMs < 0 {
 		return groups.JoinRequest{}, invalidArg("join group %q: timeouts must not be negative", req.Group)
 	}
-	for _, t := range req.Topics {
-		// On the coordinator: a topic just created may still be being set
-		// up here (UNAVAILABLE: the client retries).
-		if _, err := g.s.b.PartitionCount(ctx, principal(ctx), t); err != nil {
-			return groups.JoinRequest{}, toStatus(err)
-		}
+	if err := g.checkTopics(ctx, req); err != nil {
+		return groups.JoinRequest{}, err
 	}
 	sub := groups.Subscription{Topics: req.Topics, Owned: topicPartitionsFromPB(req.Owned), Generation: req.OwnedGeneration}
 	if len(sub.Owned) == 0 && sub.Generation == 0 {
