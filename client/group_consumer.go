@@ -22,7 +22,11 @@ const (
 // GroupConsumerOptions configure a GroupConsumer.
 type GroupConsumerOptions struct {
 	Group string
-	Topic string
+	// Topic and Topics are the topics the member subscribes to (Topic,
+	// then Topics; at least one). The group shares all their partitions
+	// among its members.
+	Topic  string
+	Topics []string
 	// Start is where a partition the group never committed starts
 	// (default Earliest).
 	Start Position
@@ -43,9 +47,13 @@ type GroupConsumerOptions struct {
 	MaxBytes int32
 	// OnAssigned is called from Poll with the partitions the member starts
 	// reading; OnRevoked with those it stops reading, after their positions
-	// were committed.
-	OnAssigned func(partitions []int32)
-	OnRevoked  func(partitions []int32)
+	// were committed. Both name partitions of the first topic only; a
+	// member of several topics uses OnAssignedTopics and OnRevokedTopics
+	// (topic -> partitions), called as well.
+	OnAssigned       func(partitions []int32)
+	OnRevoked        func(partitions []int32)
+	OnAssignedTopics func(partitions map[string][]int32)
+	OnRevokedTopics  func(partitions map[string][]int32)
 }
 
 // GroupConsumer is a member of a consumer group: the group's members share
@@ -61,15 +69,16 @@ type GroupConsumerOptions struct {
 // methods are for one goroutine; end a Poll (cancel its context) before
 // Close.
 type GroupConsumer struct {
-	c     *Client
-	admin *Admin
-	opts  GroupConsumerOptions
-	eager bool
+	c      *Client
+	admin  *Admin
+	opts   GroupConsumerOptions
+	topics []string // subscribed, the first topic first, then sorted
+	eager  bool
 
 	// Poll's goroutine only.
-	cons       *Consumer // reads owned; nil when owned is empty
-	owned      []int32   // ascending
-	needReader bool      // cons must be rebuilt for owned
+	cons       map[string]*Consumer // reads owned, one per topic with partitions
+	owned      topicParts
+	needReader bool // cons must be rebuilt for owned
 
 	mu         sync.Mutex // guards the membership, shared with the heartbeats
 	coord      string     // the coordinator's address, learnt from answers
@@ -86,12 +95,13 @@ type GroupConsumer struct {
 	closeErr  error
 }
 
-// NewGroupConsumer joins opts.Group for opts.Topic and returns once the
+// NewGroupConsumer joins opts.Group for its topics and returns once the
 // member has its first assignment (possibly no partition, when the group
-// has more members than the topic has partitions).
+// has more members than the topics have partitions).
 func (c *Client) NewGroupConsumer(ctx context.Context, opts GroupConsumerOptions) (*GroupConsumer, error) {
-	if opts.Group == "" || opts.Topic == "" {
-		return nil, errors.New("group consumer: give a group and a topic")
+	topics, err := subscribedTopics(opts)
+	if err != nil {
+		return nil, err
 	}
 	if opts.Assignor == "" {
 		opts.Assignor = DefaultAssignor
@@ -111,7 +121,8 @@ func (c *Client) NewGroupConsumer(ctx context.Context, opts GroupConsumerOptions
 	if opts.MaxWait <= 0 {
 		opts.MaxWait = DefaultMaxWait
 	}
-	g := &GroupConsumer{c: c, admin: c.Admin(), opts: opts, eager: opts.Assignor != "cooperative-sticky",
+	g := &GroupConsumer{c: c, admin: c.Admin(), opts: opts, topics: topics, eager: opts.Assignor != "cooperative-sticky",
+		cons: map[string]*Consumer{}, owned: topicParts{},
 		generation: -1, session: opts.SessionTimeout, wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), hbDone: make(chan struct{})}
 	if err := g.rejoin(ctx); err != nil {
@@ -130,23 +141,40 @@ func (g *GroupConsumer) Member() (id string, generation int32) {
 	return g.memberID, g.generation
 }
 
-// Assigned returns the partitions the member reads now, ascending.
-func (g *GroupConsumer) Assigned() []int32 { return slices.Clone(g.owned) }
+// Assigned returns the partitions of the first topic the member reads
+// now, ascending (AssignedTopics: of every topic).
+func (g *GroupConsumer) Assigned() []int32 { return slices.Clone(g.owned[g.topics[0]]) }
 
-// Position returns the next offset Poll returns from partition p.
-func (g *GroupConsumer) Position(p int32) (int64, bool) {
-	if g.cons == nil {
-		return 0, false
+// AssignedTopics returns the partitions the member reads now, by topic.
+func (g *GroupConsumer) AssignedTopics() map[string][]int32 { return g.owned.clone() }
+
+// Position returns the next offset Poll returns from partition p of the
+// first topic.
+func (g *GroupConsumer) Position(p int32) (int64, bool) { return g.TopicPosition(g.topics[0], p) }
+
+// TopicPosition returns the next offset Poll returns from topic's
+// partition p.
+func (g *GroupConsumer) TopicPosition(topic string, p int32) (int64, bool) {
+	if cons := g.cons[topic]; cons != nil {
+		return cons.Position(p)
 	}
-	return g.cons.Position(p)
+	return 0, false
 }
 
-// SeekPartition moves partition p, one of the assigned, to pos.
+// SeekPartition moves partition p of the first topic, one of the
+// assigned, to pos.
 func (g *GroupConsumer) SeekPartition(ctx context.Context, p int32, pos Position) error {
-	if g.cons == nil || !slices.Contains(g.owned, p) {
-		return fmt.Errorf("seek: partition %d of %q is not assigned to this member", p, g.opts.Topic)
+	return g.SeekTopicPartition(ctx, g.topics[0], p, pos)
+}
+
+// SeekTopicPartition moves topic's partition p, one of the assigned, to
+// pos.
+func (g *GroupConsumer) SeekTopicPartition(ctx context.Context, topic string, p int32, pos Position) error {
+	cons := g.cons[topic]
+	if cons == nil || !slices.Contains(g.owned[topic], p) {
+		return fmt.Errorf("seek: partition %d of %q is not assigned to this member", p, topic)
 	}
-	return g.cons.SeekPartition(ctx, p, pos)
+	return cons.SeekPartition(ctx, p, pos)
 }
 
 // Poll returns the next records of the assigned partitions, following a
@@ -172,18 +200,23 @@ func (g *GroupConsumer) Poll(ctx context.Context) ([]ConsumedRecord, error) {
 			return nil, err
 		}
 	}
-	if g.cons == nil {
-		select {
-		case <-g.wake:
-		case <-time.After(g.opts.MaxWait):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-g.stop:
-			return nil, ErrClosed
-		}
-		return nil, nil
+	if len(g.cons) == 0 {
+		return nil, g.idle(ctx)
 	}
-	return g.cons.Poll(ctx)
+	return g.pollTopics(ctx)
+}
+
+// idle waits up to MaxWait for a reason to poll again.
+func (g *GroupConsumer) idle(ctx context.Context) error {
+	select {
+	case <-g.wake:
+	case <-time.After(g.opts.MaxWait):
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-g.stop:
+		return ErrClosed
+	}
+	return nil
 }
 
 // Commit stores the positions of the assigned partitions for the group, as
@@ -192,28 +225,36 @@ func (g *GroupConsumer) Commit(ctx context.Context) error {
 	return g.commit(ctx, g.owned)
 }
 
-// CommitOffsets stores offsets (partition -> next offset to consume) for
-// the group, as this member of its generation. When the group refuses it
-// because it moved on without this member (ErrIllegalGeneration,
-// ErrUnknownMember: the member was paused past its session timeout, say),
-// the next Poll joins again.
+// CommitOffsets stores offsets (partition of the first topic -> next
+// offset to consume) for the group, as this member of its generation. When
+// the group refuses it because it moved on without this member
+// (ErrIllegalGeneration, ErrUnknownMember: the member was paused past its
+// session timeout, say), the next Poll joins again.
 func (g *GroupConsumer) CommitOffsets(ctx context.Context, offsets map[int32]int64) error {
-	if len(offsets) == 0 {
+	return g.CommitTopicOffsets(ctx, map[string]map[int32]int64{g.topics[0]: offsets})
+}
+
+// CommitTopicOffsets is CommitOffsets for several topics: topic ->
+// partition -> next offset to consume.
+func (g *GroupConsumer) CommitTopicOffsets(ctx context.Context, offsets map[string]map[int32]int64) error {
+	var list []CommittedOffset
+	for t, offs := range offsets {
+		for p, off := range offs {
+			list = append(list, CommittedOffset{Topic: t, Partition: p, Offset: off})
+		}
+	}
+	if len(list) == 0 {
 		return nil
 	}
 	id, gen := g.Member()
-	var list []CommittedOffset
-	for p, off := range offsets {
-		list = append(list, CommittedOffset{Topic: g.opts.Topic, Partition: p, Offset: off})
-	}
 	if err := g.admin.CommitMemberOffsets(ctx, g.opts.Group, id, gen, list); err != nil {
 		g.refused(err, id, gen)
 		return err
 	}
-	if g.cons != nil {
-		for p, off := range offsets {
-			if cp := g.cons.part(p); cp != nil {
-				cp.committed = off
+	for _, o := range list {
+		if cons := g.cons[o.Topic]; cons != nil {
+			if cp := cons.part(o.Partition); cp != nil {
+				cp.committed = o.Offset
 			}
 		}
 	}
@@ -239,23 +280,29 @@ func (g *GroupConsumer) refused(err error, id string, gen int32) {
 }
 
 // commit commits the positions of parts that moved since their last commit.
-func (g *GroupConsumer) commit(ctx context.Context, parts []int32) error {
-	if g.cons == nil {
-		return nil
-	}
-	offs := make(map[int32]int64)
-	for _, p := range parts {
-		if cp := g.cons.part(p); cp != nil && cp.position != cp.committed {
-			offs[p] = cp.position
+func (g *GroupConsumer) commit(ctx context.Context, parts topicParts) error {
+	offs := make(map[string]map[int32]int64)
+	for t, ps := range parts {
+		cons := g.cons[t]
+		if cons == nil {
+			continue
+		}
+		for _, p := range ps {
+			if cp := cons.part(p); cp != nil && cp.position != cp.committed {
+				if offs[t] == nil {
+					offs[t] = make(map[int32]int64)
+				}
+				offs[t][p] = cp.position
+			}
 		}
 	}
-	return g.CommitOffsets(ctx, offs)
+	return g.CommitTopicOffsets(ctx, offs)
 }
 
 // commitQuietly commits parts during a rebalance, bounded by a third of the
 // session: a refusal (the member missed a generation) or an unavailable
 // coordinator only means the next owner reads those records again.
-func (g *GroupConsumer) commitQuietly(ctx context.Context, parts []int32) error {
+func (g *GroupConsumer) commitQuietly(ctx context.Context, parts topicParts) error {
 	id, _ := g.Member()
 	if id == "" {
 		return nil
@@ -278,13 +325,13 @@ func (g *GroupConsumer) Close() error {
 		if id, _ := g.Member(); id != "" {
 			err = g.commit(ctx, g.owned)
 		}
-		if err == nil && g.opts.OnRevoked != nil && len(g.owned) > 0 {
-			g.opts.OnRevoked(slices.Clone(g.owned))
+		if err == nil && !g.owned.empty() {
+			g.revoked(g.owned.clone())
 		}
 		g.closeErr = errors.Join(err, g.leave())
-		if g.cons != nil {
-			g.cons.Close()
-			g.cons = nil
+		for t, cons := range g.cons {
+			cons.Close()
+			delete(g.cons, t)
 		}
 	})
 	return g.closeErr

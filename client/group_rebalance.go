@@ -29,34 +29,36 @@ func (g *GroupConsumer) rejoin(ctx context.Context) error {
 		if err := g.commitQuietly(ctx, g.owned); err != nil {
 			return err
 		}
-		if g.eager && len(g.owned) > 0 {
+		if g.eager && !g.owned.empty() {
 			g.revoke(g.owned)
 		}
 		resp, err := g.join(ctx)
 		if err != nil {
 			return err
 		}
-		var assigned []int32
+		assigned := topicParts{}
 		for _, t := range resp.Assignment {
-			if t.Topic == g.opts.Topic {
-				assigned = append(assigned, t.Partitions...)
+			if slices.Contains(g.topics, t.Topic) && len(t.Partitions) > 0 {
+				assigned[t.Topic] = append(assigned[t.Topic], t.Partitions...)
 			}
 		}
-		slices.Sort(assigned)
-		revoked := minus(g.owned, assigned)
-		if len(revoked) > 0 {
+		for _, ps := range assigned {
+			slices.Sort(ps)
+		}
+		revoked := g.owned.minus(assigned)
+		if !revoked.empty() {
 			if err := g.commitQuietly(ctx, revoked); err != nil {
 				return err
 			}
 			g.revoke(revoked)
 		}
-		added := minus(assigned, g.owned)
+		added := assigned.minus(g.owned)
 		g.owned = assigned
 		if err := g.buildReader(ctx, added); err != nil {
 			g.needReader = true
 			return err
 		}
-		if len(revoked) == 0 {
+		if revoked.empty() {
 			return nil
 		}
 		// Cooperative: the partitions given up go to their new owner in
@@ -65,28 +67,30 @@ func (g *GroupConsumer) rejoin(ctx context.Context) error {
 }
 
 // revoke stops reading parts (their positions were committed).
-func (g *GroupConsumer) revoke(parts []int32) {
-	parts = slices.Clone(parts)
-	g.owned = minus(g.owned, parts)
+func (g *GroupConsumer) revoke(parts topicParts) {
+	parts = parts.clone()
+	g.owned = g.owned.minus(parts)
 	g.needReader = true
-	if g.opts.OnRevoked != nil {
-		g.opts.OnRevoked(parts)
-	}
+	g.revoked(parts)
 }
 
-// buildReader makes the consumer of the owned partitions when they changed:
-// the partitions kept go on from their positions, the new ones start at the
-// group's committed offsets (else Start). added are announced to
-// OnAssigned.
-func (g *GroupConsumer) buildReader(ctx context.Context, added []int32) error {
-	old := g.cons
-	if old != nil && !g.needReader && slices.Equal(old.Partitions(), g.owned) {
-		return nil
+// buildReader makes the consumers of the owned partitions where they
+// changed: the partitions kept go on from their positions, the new ones
+// start at the group's committed offsets (else Start). added are announced
+// to OnAssigned.
+func (g *GroupConsumer) buildReader(ctx context.Context, added topicParts) error {
+	for t, old := range g.cons {
+		if len(g.owned[t]) == 0 {
+			old.Close()
+			delete(g.cons, t)
+		}
 	}
-	var cons *Consumer
-	if len(g.owned) > 0 {
-		var err error
-		cons, err = g.c.NewConsumer(ctx, ConsumerOptions{Topic: g.opts.Topic, Partitions: g.owned, Group: g.opts.Group,
+	for t, ps := range g.owned {
+		old := g.cons[t]
+		if old != nil && !g.needReader && slices.Equal(old.Partitions(), ps) {
+			continue
+		}
+		cons, err := g.c.NewConsumer(ctx, ConsumerOptions{Topic: t, Partitions: ps, Group: g.opts.Group,
 			Start: g.opts.Start, Follow: true, MaxWait: g.opts.MaxWait, MaxBytes: g.opts.MaxBytes})
 		if err != nil {
 			return err
@@ -97,14 +101,13 @@ func (g *GroupConsumer) buildReader(ctx context.Context, added []int32) error {
 					cp.position, cp.committed = was.position, was.committed
 				}
 			}
+			old.Close()
 		}
+		g.cons[t] = cons
 	}
-	if old != nil {
-		old.Close()
-	}
-	g.cons, g.needReader = cons, false
-	if len(added) > 0 && g.opts.OnAssigned != nil {
-		g.opts.OnAssigned(slices.Clone(added))
+	g.needReader = false
+	if !added.empty() {
+		g.assigned(added)
 	}
 	return nil
 }
@@ -117,12 +120,14 @@ func (g *GroupConsumer) buildReader(ctx context.Context, added []int32) error {
 func (g *GroupConsumer) join(ctx context.Context) (*logdv1.JoinGroupResponse, error) {
 	g.mu.Lock()
 	req := &logdv1.JoinGroupRequest{Group: g.opts.Group, MemberId: g.memberID, ClientId: g.opts.ClientID,
-		Topics: []string{g.opts.Topic}, Assignors: []string{g.opts.Assignor},
+		Topics: g.topics, Assignors: []string{g.opts.Assignor},
 		SessionTimeoutMs: int32(g.opts.SessionTimeout.Milliseconds()), OwnedGeneration: g.generation}
 	coord := g.coord
 	g.mu.Unlock()
-	if len(g.owned) > 0 {
-		req.Owned = []*logdv1.TopicPartitions{{Topic: g.opts.Topic, Partitions: g.owned}}
+	for _, t := range g.topics {
+		if ps := g.owned[t]; len(ps) > 0 {
+			req.Owned = append(req.Owned, &logdv1.TopicPartitions{Topic: t, Partitions: ps})
+		}
 	}
 	backoff, failingSince := firstAdminBackoff, time.Time{}
 	for {
