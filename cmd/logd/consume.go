@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,10 +38,13 @@ func newConsumeCmd() *cobra.Command {
 		fl  consumeFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "consume TOPIC",
+		Use:   "consume TOPIC [TOPIC...]",
 		Short: "Print records of a topic",
 		Long: `Print records of TOPIC, from every partition (or --partition), each value on
 its own line; stop at the end of the log as it was at start unless --follow.
+With --group and --follow (no --partition) the process joins the group as a
+member: the group's members share the partitions of every TOPIC named (all
+members should name the same topics), each record printed by one of them.
 
 Where to start (--from): earliest, latest, an offset (42), a time in RFC 3339
 (2024-05-01T12:00:00Z) or a duration ago (-1h, -7d): the first record at or
@@ -64,19 +68,22 @@ timestamp (RFC 3339, ms); key and value are strings, or base64 with
   the epoch)  %D timestamp (RFC 3339)  %h headers (k=v,...)  %% a percent sign
   \n newline  \t tab  \\ backslash
 A newline is added after each record unless FMT ends with \n.`,
-		Args: exactArgs("TOPIC"),
+		Args: minArgs("TOPIC"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			topic, err := topicArg(args)
+			topics, err := topicArgs(args)
 			if err != nil {
 				return err
 			}
-			opts, pr, err := fl.options(topic, cmd.Flags().Changed("partition"))
+			opts, pr, err := fl.options(topics[0], cmd.Flags().Changed("partition"))
 			if err != nil {
 				return err
 			}
 			join := fl.group != "" && fl.follow && !cmd.Flags().Changed("partition")
+			if len(topics) > 1 && !join {
+				return errors.New("several topics are read as a group member: give --group and --follow (and no --partition), or one topic")
+			}
 			return srv.run(func(c *client.Client) error {
-				r, err := fl.open(cmd.Context(), c, opts, join)
+				r, err := fl.open(cmd.Context(), c, opts, topics, join)
 				if err != nil {
 					return err
 				}
@@ -100,6 +107,32 @@ A newline is added after each record unless FMT ends with \n.`,
 	f.StringVar(&fl.assignor, "assignor", "cooperative-sticky", "with --group --follow: how the group shares partitions: cooperative-sticky, range or round-robin")
 	f.DurationVar(&fl.session, "session-timeout", client.DefaultSessionTimeout, "with --group --follow: how long the group waits for a member that stopped answering before giving its partitions to the others")
 	return cmd
+}
+
+// minArgs requires at least one argument, named name in the usage.
+func minArgs(name string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return fmt.Errorf("missing %s: usage: %s", name, cmd.UseLine())
+		}
+		return nil
+	}
+}
+
+// topicArgs checks every topic name, and that none is given twice.
+func topicArgs(args []string) ([]string, error) {
+	var topics []string
+	for _, a := range args {
+		t, err := topicArg([]string{a})
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(topics, t) {
+			return nil, fmt.Errorf("topic %q is named twice", t)
+		}
+		topics = append(topics, t)
+	}
+	return topics, nil
 }
 
 // options checks the flags and turns them into the consumer's options and
@@ -159,11 +192,11 @@ func skipLost(ctx context.Context, cons recordReader, err error, resumed bool, g
 	case errors.As(err, &oor) && resumed && oor.LogStartOffset > oor.Offset:
 		fmt.Fprintf(stderr, "logd: group %s's offset %d of %s/%d was removed by retention: %d records lost; resuming at the log start, %d\n",
 			group, oor.Offset, oor.Topic, oor.Partition, oor.LogStartOffset-oor.Offset, oor.LogStartOffset)
-		return true, cons.SeekPartition(ctx, oor.Partition, client.AtOffset(oor.LogStartOffset))
+		return true, cons.SeekTopicPartition(ctx, oor.Topic, oor.Partition, client.AtOffset(oor.LogStartOffset))
 	case errors.As(err, &bad):
 		fmt.Fprintf(stderr, "logd: %s/%d: the stored batch at offsets %d to %d does not decode (%v): %d records skipped; resuming at %d\n",
 			bad.Topic, bad.Partition, bad.FirstOffset, bad.LastOffset, bad.Err, bad.LastOffset-bad.FirstOffset+1, bad.LastOffset+1)
-		return true, cons.SeekPartition(ctx, bad.Partition, client.AtOffset(bad.LastOffset+1))
+		return true, cons.SeekTopicPartition(ctx, bad.Topic, bad.Partition, client.AtOffset(bad.LastOffset+1))
 	}
 	return false, nil
 }
@@ -252,12 +285,15 @@ func consume(ctx context.Context, cons recordReader, opts client.ConsumerOptions
 			}
 			recs = recs[:fl.count-printed]
 		}
-		next := make(map[int32]int64)
+		next := make(map[string]map[int32]int64)
 		for _, r := range recs {
 			if err := pr(out, r); err != nil {
 				return err
 			}
-			next[r.Partition] = r.Offset + 1
+			if next[r.Topic] == nil {
+				next[r.Topic] = make(map[int32]int64)
+			}
+			next[r.Topic][r.Partition] = r.Offset + 1
 		}
 		printed += len(recs)
 		if err := out.Flush(); err != nil {
@@ -265,7 +301,7 @@ func consume(ctx context.Context, cons recordReader, opts client.ConsumerOptions
 		}
 		if fl.commit && len(next) > 0 {
 			// Commit even when interrupted: these records were printed.
-			if err := cons.CommitOffsets(context.WithoutCancel(ctx), next); err != nil && !fencedMember(cons, err, stderr) {
+			if err := cons.CommitTopicOffsets(context.WithoutCancel(ctx), next); err != nil && !fencedMember(cons, err, stderr) {
 				return err
 			}
 		}

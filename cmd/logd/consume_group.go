@@ -11,19 +11,41 @@ import (
 )
 
 // recordReader is what consume reads from: a Consumer (the partitions it
-// names, or all) or a GroupConsumer (the partitions the group gives it).
+// names, or all, of one topic) or a GroupConsumer (the partitions the group
+// gives it, of one topic or several).
 type recordReader interface {
 	Poll(ctx context.Context) ([]client.ConsumedRecord, error)
-	SeekPartition(ctx context.Context, p int32, pos client.Position) error
-	CommitOffsets(ctx context.Context, offsets map[int32]int64) error
+	SeekTopicPartition(ctx context.Context, topic string, p int32, pos client.Position) error
+	CommitTopicOffsets(ctx context.Context, offsets map[string]map[int32]int64) error
 	Close() error
 }
 
-// open starts the reader: a group member when join is set (--group with
-// --follow, no --partition), else a plain consumer.
-func (fl *consumeFlags) open(ctx context.Context, c *client.Client, opts client.ConsumerOptions, join bool) (recordReader, error) {
+// topicReader is a Consumer of one topic as a recordReader.
+type topicReader struct{ *client.Consumer }
+
+func (r topicReader) SeekTopicPartition(ctx context.Context, _ string, p int32, pos client.Position) error {
+	return r.SeekPartition(ctx, p, pos)
+}
+
+func (r topicReader) CommitTopicOffsets(ctx context.Context, offsets map[string]map[int32]int64) error {
+	for _, offs := range offsets { // one topic
+		if err := r.CommitOffsets(ctx, offs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// open starts the reader: a group member of topics when join is set
+// (--group with --follow, no --partition), else a plain consumer of
+// opts.Topic.
+func (fl *consumeFlags) open(ctx context.Context, c *client.Client, opts client.ConsumerOptions, topics []string, join bool) (recordReader, error) {
 	if !join {
-		return c.NewConsumer(ctx, opts)
+		cons, err := c.NewConsumer(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		return topicReader{cons}, nil
 	}
 	host, _ := os.Hostname()
 	clientID := "logd-consume"
@@ -31,7 +53,7 @@ func (fl *consumeFlags) open(ctx context.Context, c *client.Client, opts client.
 		clientID += "@" + host
 	}
 	return c.NewGroupConsumer(ctx, client.GroupConsumerOptions{
-		Group: opts.Group, Topic: opts.Topic, Start: opts.Start, Assignor: fl.assignor,
+		Group: opts.Group, Topics: topics, Start: opts.Start, Assignor: fl.assignor,
 		SessionTimeout: fl.session, ClientID: clientID, MaxWait: opts.MaxWait,
 	})
 }
@@ -39,14 +61,19 @@ func (fl *consumeFlags) open(ctx context.Context, c *client.Client, opts client.
 // unread moves partitions back to the first of recs they hold, so records
 // returned but not printed are printed by the next reader.
 func unread(ctx context.Context, cons recordReader, recs []client.ConsumedRecord) error {
-	first := make(map[int32]int64)
+	type tp struct {
+		topic string
+		p     int32
+	}
+	first := make(map[tp]int64)
 	for _, r := range recs {
-		if off, ok := first[r.Partition]; !ok || r.Offset < off {
-			first[r.Partition] = r.Offset
+		k := tp{r.Topic, r.Partition}
+		if off, ok := first[k]; !ok || r.Offset < off {
+			first[k] = r.Offset
 		}
 	}
-	for p, off := range first {
-		if err := cons.SeekPartition(ctx, p, client.AtOffset(off)); err != nil {
+	for k, off := range first {
+		if err := cons.SeekTopicPartition(ctx, k.topic, k.p, client.AtOffset(off)); err != nil {
 			return err
 		}
 	}
