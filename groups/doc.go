@@ -53,7 +53,8 @@
 //	or Stable            (any join from the leader when Stable),
 //	                     a leave, a session expiry, a member that
 //	                     did not sync within the rebalance timeout,
-//	                     RequestRebalance
+//	                     RequestRebalance, CheckPartitions finding a
+//	                     subscribed topic's partition count changed
 //
 // Dead is the state of a group the coordinator does not hold (deleted, or the
 // coordinator closed): Describe reports ErrGroupNotFound, the Kafka front-end

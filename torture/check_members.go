@@ -138,22 +138,16 @@ func checkMonotonic(v *Verdict, ops []Op) {
 	}
 }
 
-// checkNotSkipped: every acknowledged record below a committed offset was
-// delivered to a member before the offset was committed.
-func checkNotSkipped(v *Verdict, ops []Op) {
-	type groupPart struct {
-		group     string
-		partition int32
-	}
-	acked := map[int32][]Op{}
-	for _, op := range ops {
-		if op.Acked() {
-			acked[op.Partition] = append(acked[op.Partition], op)
-		}
-	}
-	for _, as := range acked {
-		slices.SortFunc(as, func(a, b Op) int { return cmp.Compare(a.Offset, b.Offset) })
-	}
+// groupPart names one partition of a group.
+type groupPart struct {
+	group     string
+	partition int32
+}
+
+// deliveries returns, by group, the first member read of each value, and
+// by group and partition the acknowledged commits and observations that
+// passed an offset above 0.
+func deliveries(ops []Op) (map[string]map[string]Op, map[groupPart][]Op) {
 	delivered := map[string]map[string]Op{} // group -> value -> the first read of it
 	passes := map[groupPart][]Op{}
 	for _, op := range ops {
@@ -172,6 +166,22 @@ func checkNotSkipped(v *Verdict, ops []Op) {
 			passes[k] = append(passes[k], op)
 		}
 	}
+	return delivered, passes
+}
+
+// checkNotSkipped: every acknowledged record below a committed offset was
+// delivered to a member before the offset was committed.
+func checkNotSkipped(v *Verdict, ops []Op) {
+	acked := map[int32][]Op{}
+	for _, op := range ops {
+		if op.Acked() {
+			acked[op.Partition] = append(acked[op.Partition], op)
+		}
+	}
+	for _, as := range acked {
+		slices.SortFunc(as, func(a, b Op) int { return cmp.Compare(a.Offset, b.Offset) })
+	}
+	delivered, passes := deliveries(ops)
 	for _, d := range delivered {
 		v.Counts["delivered"] += len(d)
 	}

@@ -225,6 +225,22 @@ func retryNote(err error, server string) string {
 	return fmt.Sprintf("logd: %v; retrying", explain(err, server))
 }
 
+// printAll prints recs and returns, by topic and partition, the offset
+// after the last one printed.
+func printAll(out *bufio.Writer, pr printer, recs []client.ConsumedRecord) (map[string]map[int32]int64, error) {
+	next := make(map[string]map[int32]int64)
+	for _, r := range recs {
+		if err := pr(out, r); err != nil {
+			return nil, err
+		}
+		if next[r.Topic] == nil {
+			next[r.Topic] = make(map[int32]int64)
+		}
+		next[r.Topic][r.Partition] = r.Offset + 1
+	}
+	return next, nil
+}
+
 // consume prints records until the end of the log (or --count, or forever
 // with --follow), committing what it printed when asked.
 func consume(ctx context.Context, cons recordReader, opts client.ConsumerOptions, fl consumeFlags, patience time.Duration,
@@ -285,15 +301,9 @@ func consume(ctx context.Context, cons recordReader, opts client.ConsumerOptions
 			}
 			recs = recs[:fl.count-printed]
 		}
-		next := make(map[string]map[int32]int64)
-		for _, r := range recs {
-			if err := pr(out, r); err != nil {
-				return err
-			}
-			if next[r.Topic] == nil {
-				next[r.Topic] = make(map[int32]int64)
-			}
-			next[r.Topic][r.Partition] = r.Offset + 1
+		next, err := printAll(out, pr, recs)
+		if err != nil {
+			return err
 		}
 		printed += len(recs)
 		if err := out.Flush(); err != nil {
