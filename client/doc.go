@@ -69,6 +69,16 @@
 // returned so far as the group's committed offsets (commit after processing
 // for at-least-once delivery).
 //
+// # Group consumer
+//
+// A GroupConsumer (NewGroupConsumer) is a member of a consumer group: the
+// group's coordinator shares the partitions of the member's topics (one or
+// several: GroupConsumerOptions.Topic and Topics) among the members, and the
+// member reads its share with one Consumer per topic, polled together. It
+// heartbeats in the background; a rebalance the heartbeat learns of ends the
+// Poll under way, and the next Poll joins again (committing what it gives
+// up). docs/groups.md says how groups behave.
+//
 // # Errors and retries
 //
 // Every condition an application branches on is a sentinel matched with

@@ -83,7 +83,7 @@ func (g *GroupConsumer) pollTopics(ctx context.Context) ([]ConsumedRecord, error
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	watched := make(chan struct{})
-	defer func() { <-watched }()
+	defer func() { cancel(); <-watched }()
 	go func() {
 		defer close(watched)
 		select {
