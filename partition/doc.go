@@ -16,6 +16,11 @@
 //     Delete removes the config (synced) first, then renames each partition
 //     directory to "<dir>.deleted" and removes it; leftovers are removed on
 //     start.
+//   - A topic's partition count only grows (AddPartitions): the new
+//     partitions' directories are made before the config with the new count
+//     is written (synced); a crash between leaves directories of no
+//     partition, which the next add moves aside ("<dir>.orphaned-<ns>") so
+//     a new partition always starts empty.
 //   - Offsets within a partition are assigned by its log; records with one
 //     key go to one partition, so per-key order is the log's order.
 //   - Idempotent producing: a batch whose producer id is >= 0 is checked

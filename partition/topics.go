@@ -172,18 +172,8 @@ func (t *Topics) Create(c TopicConfig) (TopicConfig, error) {
 	if c.CreatedMs == 0 { // a cluster passes the metadata group's
 		c.CreatedMs = t.opts.Now().UnixMilli()
 	}
-	// A directory already under a new topic's name belongs to no topic (a
-	// create that a crash interrupted, or a copy an operator put there): it
-	// is moved aside, not reused, so the new topic starts empty.
-	for i := range c.Partitions {
-		dir := t.partitionDir(c.Name, i)
-		if _, err := os.Stat(dir); err == nil {
-			aside := fmt.Sprintf("%s.orphaned-%d", dir, t.opts.Now().UnixNano())
-			if err := os.Rename(dir, aside); err != nil {
-				return c, fmt.Errorf("create topic %q: move aside %s: %w", c.Name, dir, err)
-			}
-			t.opts.Logger.Warn("moved aside a directory of no topic", "dir", dir, "to", aside)
-		}
+	if err := t.moveAsideOrphans(c.Name, 0, c.Partitions); err != nil {
+		return c, fmt.Errorf("create topic %q: %w", c.Name, err)
 	}
 	tp := &topic{config: c}
 	for i := int32(0); i < c.Partitions; i++ {
@@ -200,6 +190,25 @@ func (t *Topics) Create(c TopicConfig) (TopicConfig, error) {
 	}
 	t.topics[c.Name] = tp
 	return c, nil
+}
+
+// moveAsideOrphans moves aside the directories of partitions from..to-1
+// of a topic that does not have them yet: such a directory belongs to no
+// partition (a create or add that a crash interrupted, or a copy an
+// operator put there), so it is moved aside, not reused, and the new
+// partition starts empty.
+func (t *Topics) moveAsideOrphans(name string, from, to int32) error {
+	for i := from; i < to; i++ {
+		dir := t.partitionDir(name, i)
+		if _, err := os.Stat(dir); err == nil {
+			aside := fmt.Sprintf("%s.orphaned-%d", dir, t.opts.Now().UnixNano())
+			if err := os.Rename(dir, aside); err != nil {
+				return fmt.Errorf("move aside %s: %w", dir, err)
+			}
+			t.opts.Logger.Warn("moved aside a directory of no topic", "dir", dir, "to", aside)
+		}
+	}
+	return nil
 }
 
 // discardCreated undoes a failed create: it closes the partitions opened

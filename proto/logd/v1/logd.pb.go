@@ -1518,9 +1518,16 @@ func (x *DescribeTopicResponse) GetPartitions() []*PartitionInfo {
 }
 
 type AlterTopicRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Config        *TopicConfig           `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"` // only set fields change
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Name   string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Config *TopicConfig           `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"` // only set fields change
+	// partitions, when set, is the topic's new partition count: more than it
+	// has (partitions are only added, never removed; a count at or below the
+	// current one is INVALID_ARGUMENT). The answer comes once every new
+	// partition has a leader. Records with a key hash over the new count from
+	// then on, so a key's new records may go to another partition than its
+	// old ones (as in Kafka). With config also set, the config changes first.
+	Partitions    int32 `protobuf:"varint,3,opt,name=partitions,proto3" json:"partitions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1567,6 +1574,13 @@ func (x *AlterTopicRequest) GetConfig() *TopicConfig {
 		return x.Config
 	}
 	return nil
+}
+
+func (x *AlterTopicRequest) GetPartitions() int32 {
+	if x != nil {
+		return x.Partitions
+	}
+	return 0
 }
 
 type AlterTopicResponse struct {
@@ -4229,10 +4243,13 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x05topic\x18\x01 \x01(\v2\x12.logd.v1.TopicInfoR\x05topic\x126\n" +
 	"\n" +
 	"partitions\x18\x02 \x03(\v2\x16.logd.v1.PartitionInfoR\n" +
-	"partitions\"U\n" +
+	"partitions\"u\n" +
 	"\x11AlterTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12,\n" +
-	"\x06config\x18\x02 \x01(\v2\x14.logd.v1.TopicConfigR\x06config\">\n" +
+	"\x06config\x18\x02 \x01(\v2\x14.logd.v1.TopicConfigR\x06config\x12\x1e\n" +
+	"\n" +
+	"partitions\x18\x03 \x01(\x05R\n" +
+	"partitions\">\n" +
 	"\x12AlterTopicResponse\x12(\n" +
 	"\x05topic\x18\x01 \x01(\v2\x12.logd.v1.TopicInfoR\x05topic\"(\n" +
 	"\x12DeleteTopicRequest\x12\x12\n" +
