@@ -119,6 +119,21 @@ func (k *coordinator) validateCommit(group, member string, generation int32) err
 	return c.ValidateCommit(group, member, generation)
 }
 
+// rebalanceSubscribers rebalances the groups subscribed to topic, where
+// this node coordinates groups (a coordinator made later knows no group:
+// its members join afresh and get every partition the topic has then).
+func (k *coordinator) rebalanceSubscribers(topic string) {
+	k.mu.Lock()
+	c := k.c
+	k.mu.Unlock()
+	if c == nil {
+		return
+	}
+	if gs, err := c.RebalanceSubscribers(topic); err == nil && len(gs) > 0 {
+		k.b.logger.Info("topic gained partitions: rebalancing its consumer groups", "topic", topic, "groups", gs)
+	}
+}
+
 // collector reports the current coordinator's metrics.
 func (k *coordinator) collector() prometheus.Collector { return coordCollector{k} }
 

@@ -157,6 +157,39 @@ func (b *Broker) AlterTopic(ctx context.Context, pr Principal, name string, ch p
 	return b.topics.Alter(name, ch)
 }
 
+// AddPartitions grows a topic to count partitions (the new total, more
+// than it has: partitions are only added). The new partitions start
+// empty; in a cluster their replicas are placed as a new topic's are, and
+// it returns once each has a leader that takes a produce (as CreateTopic).
+// Records with a key hash over the new count from then on, so a key's new
+// records may go to another partition than its old ones (as in Kafka).
+// The consumer groups subscribed to the topic rebalance, so the new
+// partitions are assigned. Kafka's CreatePartitions calls it too.
+func (b *Broker) AddPartitions(ctx context.Context, p Principal, topic string, count int32) (partition.TopicConfig, error) {
+	if err := b.disk.checkMetadata(); err != nil {
+		return partition.TopicConfig{}, err
+	}
+	if err := routing.ValidateTopicName(topic); err != nil {
+		return partition.TopicConfig{}, Errorf(ErrInvalidArgument, "add partitions: %v", err)
+	}
+	var (
+		cfg    partition.TopicConfig
+		err    error
+		before = b.partitionCount(topic)
+	)
+	if b.cl != nil {
+		cfg, err = b.cl.AddPartitions(ctx, topic, count)
+	} else {
+		cfg, err = b.topics.AddPartitions(topic, count)
+	}
+	if err == nil || b.partitionCount(topic) > before {
+		// Added (also when a new partition has no leader yet: it gets
+		// one later): the groups on the topic take the new partitions in.
+		b.coord.rebalanceSubscribers(topic)
+	}
+	return cfg, err
+}
+
 // AwaitTopic waits until this node has topic name with at least
 // partitions partitions, in its metadata and locally: a front-end that
 // forwarded a create or alter to the metadata leader calls it before

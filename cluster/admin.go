@@ -87,6 +87,44 @@ func (c *Cluster) AlterTopic(ctx context.Context, name string, ch partition.Conf
 	return cfg, c.awaitLocal(ctx, cfg)
 }
 
+// AddPartitions grows a topic to count partitions: it places the new
+// partitions' replicas as CreateTopic places a new topic's (the least
+// loaded nodes, preferred leaders spread), applies one command, and
+// waits until this node has them and each new partition has a leader
+// that takes a produce (at most UsableTimeout: then
+// ErrFailedPrecondition naming the partition).
+func (c *Cluster) AddPartitions(ctx context.Context, name string, count int32) (partition.TopicConfig, error) {
+	if err := c.OnMetaLeader(); err != nil {
+		return partition.TopicConfig{}, err
+	}
+	st := c.State()
+	t, ok := st.Topics[name]
+	if !ok {
+		return partition.TopicConfig{}, fmt.Errorf("%w: %q", partition.ErrTopicNotFound, name)
+	}
+	if err := partition.ValidateGrowth(t.Config, count); err != nil {
+		return t.Config, err
+	}
+	if int(t.Config.Replicas) > len(st.Nodes) {
+		return t.Config, Errorf(ErrFailedPrecondition, "add partitions to %q: its partitions have %d replicas, but the cluster has %d nodes now: add a node first",
+			name, t.Config.Replicas, len(st.Nodes))
+	}
+	sets, err := replication.PlaceReplicas(loads(st, ""), int(count-t.Config.Partitions), int(t.Config.Replicas))
+	if err != nil {
+		return t.Config, Errorf(ErrInvalidArgument, "add partitions to %q: %v", name, err)
+	}
+	cfg := t.Config
+	cfg.Partitions = count
+	add := meta.Topic{Config: cfg, Replicas: sets, Initial: sets}
+	if err := c.meta.Apply(ctx, meta.Command{Op: meta.OpAddPartitions, Name: name, Topic: &add}); err != nil {
+		return t.Config, c.RaftError(err)
+	}
+	if err := c.awaitLocal(ctx, cfg); err != nil {
+		return cfg, err
+	}
+	return cfg, c.awaitUsable(ctx, name, int(t.Config.Partitions))
+}
+
 // DeleteTopic deletes a topic (its committed offsets go with it).
 func (c *Cluster) DeleteTopic(ctx context.Context, name string) error {
 	if err := c.OnMetaLeader(); err != nil {

@@ -47,12 +47,10 @@ func (c *Cluster) reconcile(ctx context.Context) error {
 		if err == nil && lc.CreatedMs > t.Config.CreatedMs {
 			continue // a newer incarnation than this state knows: it lags
 		}
-		if errors.Is(err, partition.ErrTopicNotFound) {
-			lc, err = topics.Create(t.Config)
-		} else if err == nil && lc != t.Config {
-			lc, err = topics.Alter(t.Config.Name, changeTo(t.Config))
+		if err == nil && lc.Partitions > t.Config.Partitions {
+			continue // partitions added that this state does not know yet: it lags
 		}
-		if err != nil {
+		if lc, err = c.reconcileTopic(t.Config, lc, err); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -61,11 +59,34 @@ func (c *Cluster) reconcile(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
-		for i, p := range parts {
+		for i, p := range parts[:min(len(parts), len(t.Replicas))] {
 			errs = append(errs, c.reconcileReplica(st, t, int32(i), p))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// reconcileTopic makes the local topic (lc, or lookupErr when it has
+// none) the metadata's want: created, grown to its partition count, its
+// settings altered.
+func (c *Cluster) reconcileTopic(want, lc partition.TopicConfig, lookupErr error) (partition.TopicConfig, error) {
+	topics := c.o.Topics
+	switch {
+	case errors.Is(lookupErr, partition.ErrTopicNotFound):
+		return topics.Create(want)
+	case lookupErr != nil:
+		return lc, lookupErr
+	}
+	var err error
+	if lc.Partitions < want.Partitions {
+		if lc, err = topics.AddPartitions(want.Name, want.Partitions); err != nil {
+			return lc, err
+		}
+	}
+	if lc != want {
+		return topics.Alter(want.Name, changeTo(want))
+	}
+	return lc, nil
 }
 
 // dropSuperseded deletes the local topics the metadata says were deleted

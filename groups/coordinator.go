@@ -170,6 +170,35 @@ func (c *Coordinator) CheckPartitions() ([]string, error) {
 	return out, nil
 }
 
+// RebalanceSubscribers requests a rebalance (RequestRebalance) of every
+// consumer-protocol group a member of which subscribes to topic, and
+// returns their names: the core calls it when the topic gains partitions,
+// so server-side assignors hand the new partitions out and client-side
+// leaders re-read the topic's metadata.
+func (c *Coordinator) RebalanceSubscribers(topic string) ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrCoordinatorClosed
+	}
+	var out []string
+	for name, g := range c.groups {
+		if g.protocolType != ConsumerProtocolType || (g.state != Stable && g.state != CompletingRebalance) {
+			continue
+		}
+		for _, m := range g.members {
+			sub, err := DecodeSubscription(m.metadata(g.protocol))
+			if err == nil && containsString(sub.Topics, topic) {
+				c.prepareRebalance(g)
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 // lookup returns the group and member a request names, or the error the
 // request gets when either is unknown.
 func (c *Coordinator) lookup(group, memberID string) (*group, *member, error) {

@@ -126,6 +126,7 @@ const (
 	OpAlterTopic    Op = "alter_topic"
 	OpDeleteTopic   Op = "delete_topic"
 	OpSetReplicas   Op = "set_replicas"
+	OpAddPartitions Op = "add_partitions"
 	OpCommitOffsets Op = "commit_offsets"
 )
 
@@ -137,6 +138,9 @@ type Command struct {
 	Topic  *Topic `json:"topic,omitempty"` // create (whole), alter (Config)
 	Name   string `json:"name,omitempty"`  // node id or topic name
 	// set_replicas: Topic.Replicas replaces the named topic's placement.
+	// add_partitions: Topic.Config.Partitions is the named topic's new
+	// count, Topic.Replicas and Initial the new partitions' placement (of
+	// the incarnation Topic.Config.CreatedMs).
 	Group   string              `json:"group,omitempty"`
 	Offsets []offsets.Committed `json:"offsets,omitempty"`
 	// put_user: the user's encoded credentials (Name is the user).
@@ -261,6 +265,8 @@ func (f *FSM) apply(c Command) error {
 		}
 		t.Replicas = cloneSets(c.Topic.Replicas)
 		st.Topics[c.Name] = t
+	case OpAddPartitions:
+		return addPartitions(st, c)
 	case OpCommitOffsets:
 		f.nowMs = c.TimeMs
 		return f.offs.Commit(c.Group, c.Offsets)
@@ -270,6 +276,24 @@ func (f *FSM) apply(c Command) error {
 		}
 		return fmt.Errorf("meta: unknown command %q", c.Op)
 	}
+	return nil
+}
+
+// addPartitions appends new partitions to a topic's placement.
+func addPartitions(st *State, c Command) error {
+	t, ok := st.Topics[c.Name]
+	if !ok || c.Topic == nil || c.Topic.Config.CreatedMs != t.Config.CreatedMs {
+		return fmt.Errorf("%w: %q", partition.ErrTopicNotFound, c.Name)
+	}
+	add := c.Topic.Config.Partitions - t.Config.Partitions
+	if add <= 0 || len(c.Topic.Replicas) != int(add) || len(c.Topic.Initial) != int(add) {
+		return fmt.Errorf("meta: add partitions to %q: %d partitions now, asked %d with %d placements",
+			c.Name, t.Config.Partitions, c.Topic.Config.Partitions, len(c.Topic.Replicas))
+	}
+	t.Config.Partitions = c.Topic.Config.Partitions
+	t.Replicas = append(cloneSets(t.Replicas), cloneSets(c.Topic.Replicas)...)
+	t.Initial = append(cloneSets(t.Initial), cloneSets(c.Topic.Initial)...)
+	st.Topics[c.Name] = t
 	return nil
 }
 
