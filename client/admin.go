@@ -188,6 +188,27 @@ func (a *Admin) AlterTopic(ctx context.Context, name string, cfg TopicConfig) (T
 	return topicInfo(resp.GetTopic()), nil
 }
 
+// AddPartitions grows a topic to count partitions, the new total: more
+// than it has (partitions are only added, never removed; ErrInvalidArgument
+// otherwise). It returns once every new partition takes writes. Records
+// with a key hash over the new count from then on, so a key's new records
+// may go to another partition than its old ones (as in Kafka): per-key
+// order holds only within each partition. Producers of other Clients see
+// the new partitions within PartitionCountMaxAge; consumer groups on the
+// topic rebalance and read the new partitions from their start.
+func (a *Admin) AddPartitions(ctx context.Context, name string, count int32) (TopicInfo, error) {
+	var resp *logdv1.AlterTopicResponse
+	err := a.adminCall(ctx, func(ctx context.Context, ac logdv1.AdminClient) (err error) {
+		resp, err = ac.AlterTopic(ctx, &logdv1.AlterTopicRequest{Name: name, Partitions: count})
+		return err
+	})
+	a.c.topics.forget(name)
+	if err != nil {
+		return TopicInfo{}, fmt.Errorf("add partitions to topic %q: %w", name, err)
+	}
+	return topicInfo(resp.GetTopic()), nil
+}
+
 // DeleteTopic deletes a topic and its records.
 func (a *Admin) DeleteTopic(ctx context.Context, name string) error {
 	err := a.adminCall(ctx, func(ctx context.Context, ac logdv1.AdminClient) error {

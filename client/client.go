@@ -301,20 +301,33 @@ func pastDeadline(ctx context.Context, d time.Duration) bool {
 	return ok && time.Until(deadline) < d
 }
 
+// PartitionCountMaxAge is how long a Client routes records by a topic's
+// partition count before it asks the server again (Kafka's
+// metadata.max.age.ms): a producer starts using partitions added to a
+// topic (Admin.AddPartitions) within it, or at once for a record that
+// names a partition past the count it knew.
+const PartitionCountMaxAge = time.Minute
+
 // topicCache caches topics' partition counts for routing.
 type topicCache struct {
 	c  *Client
 	mu sync.Mutex
-	n  map[string]int32
+	n  map[string]cachedCount
 }
 
-// partitions returns topic's partition count, asking the server once.
+type cachedCount struct {
+	n  int32
+	at time.Time
+}
+
+// partitions returns topic's partition count, asking the server at most
+// once every PartitionCountMaxAge.
 func (t *topicCache) partitions(ctx context.Context, topic string) (int32, error) {
 	t.mu.Lock()
-	n, ok := t.n[topic]
+	cc, ok := t.n[topic]
 	t.mu.Unlock()
-	if ok {
-		return n, nil
+	if ok && time.Since(cc.at) < PartitionCountMaxAge {
+		return cc.n, nil
 	}
 	var resp *logdv1.DescribeTopicResponse
 	err := t.c.unary(ctx, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
@@ -324,15 +337,15 @@ func (t *topicCache) partitions(ctx context.Context, topic string) (int32, error
 	if err != nil {
 		return 0, fmt.Errorf("describe topic %q: %w", topic, err)
 	}
-	n = resp.GetTopic().GetPartitions()
+	n := resp.GetTopic().GetPartitions()
 	if n <= 0 {
 		return 0, fmt.Errorf("describe topic %q: server reported %d partitions", topic, n)
 	}
 	t.mu.Lock()
 	if t.n == nil {
-		t.n = make(map[string]int32)
+		t.n = make(map[string]cachedCount)
 	}
-	t.n[topic] = n
+	t.n[topic] = cachedCount{n: n, at: time.Now()}
 	t.mu.Unlock()
 	return n, nil
 }

@@ -216,6 +216,13 @@ func (p *Producer) enqueue(ctx context.Context, rec Record, f *Future) error {
 	if err != nil {
 		return err
 	}
+	if rec.Partition != nil && *rec.Partition >= n {
+		// Partitions may have been added since the count was cached.
+		p.c.topics.forget(rec.Topic)
+		if n, err = p.c.topics.partitions(ctx, rec.Topic); err != nil {
+			return err
+		}
+	}
 	part := int32(-1)
 	switch {
 	case rec.Partition != nil:

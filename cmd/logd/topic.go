@@ -247,13 +247,22 @@ func writeTopicDetail(w io.Writer, d client.TopicDetail) {
 	tw.Flush()
 }
 
+// keysMove is what adding partitions does to keyed records, stated by
+// topic alter --partitions before it acts.
+const keysMove = `Adding partitions changes which partition a key goes to: records are routed by a hash of the key over the partition count, so from now on a key's new records may go to another partition than its earlier ones, and per-key order holds only within each partition (as in Kafka). Partitions are only added, never removed. Consumer groups on the topic rebalance and read the new partitions.`
+
 func newTopicAlterCmd(srv *serverFlag) *cobra.Command {
-	var ret retentionFlags
+	var (
+		ret        retentionFlags
+		partitions int32
+		yes        bool
+	)
 	cmd := &cobra.Command{
 		Use:   "alter NAME",
-		Short: "Change a topic's retention; it applies at the next retention pass, without a restart",
-		Long:  "Change a topic's retention; it applies at the next retention pass, without a restart.\n\n" + retentionRule,
-		Args:  exactArgs("NAME"),
+		Short: "Change a topic's retention, or add partitions",
+		Long: "Change a topic's retention; it applies at the next retention pass, without a restart.\n\n" + retentionRule +
+			"\n\n--partitions N grows the topic to N partitions (more than it has) and returns once they take writes. " + keysMove + " It asks for --yes.",
+		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, err := topicArg(args)
 			if err != nil {
@@ -263,20 +272,37 @@ func newTopicAlterCmd(srv *serverFlag) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if !set {
-				return fmt.Errorf("nothing to change: give --retention-time, --retention-bytes, --retention-records, --segment-bytes or --segment-age")
+			grow := cmd.Flags().Changed("partitions")
+			switch {
+			case !set && !grow:
+				return fmt.Errorf("nothing to change: give --partitions, --retention-time, --retention-bytes, --retention-records, --segment-bytes or --segment-age")
+			case grow && partitions < 1:
+				return fmt.Errorf("--partitions is the new total count (more than the topic has), not %d", partitions)
+			case grow && !yes:
+				return fmt.Errorf("%s Run again with --yes to add the partitions", keysMove)
 			}
 			return srv.run(func(c *client.Client) error {
-				ti, err := c.Admin().AlterTopic(cmd.Context(), name, cfg)
-				if err != nil {
-					return err
+				if set {
+					ti, err := c.Admin().AlterTopic(cmd.Context(), name, cfg)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "altered topic %s: %s\n", ti.Name, policy(ti.Config))
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "altered topic %s: %s\n", ti.Name, policy(ti.Config))
+				if grow {
+					ti, err := c.Admin().AddPartitions(cmd.Context(), name, partitions)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "topic %s now has %d partitions; keyed records may go to other partitions than before\n", ti.Name, ti.Partitions)
+				}
 				return nil
 			})
 		},
 	}
 	ret.register(cmd)
+	cmd.Flags().Int32Var(&partitions, "partitions", 0, "grow the topic to this many partitions (only more than it has)")
+	cmd.Flags().BoolVar(&yes, "yes", false, "confirm --partitions, knowing that keys may move to other partitions")
 	return cmd
 }
 

@@ -84,11 +84,19 @@ func (s *Server) DescribeTopic(ctx context.Context, req *pb.DescribeTopicRequest
 	return resp, nil
 }
 
-// AlterTopic changes a topic's retention and segment settings at runtime.
+// AlterTopic changes a topic's retention and segment settings at runtime
+// and, with partitions set, adds partitions (after the settings change).
 func (s *Server) AlterTopic(ctx context.Context, req *pb.AlterTopicRequest) (*pb.AlterTopicResponse, error) {
-	c, err := s.b.AlterTopic(ctx, principal(ctx), req.Name, configChange(req.Config))
+	if req.Partitions < 0 {
+		return nil, invalidArg("alter topic: partitions must be the new total count (more than the topic has), got %d", req.Partitions)
+	}
+	c, err := s.alterTopic(ctx, req)
 	resp := &pb.AlterTopicResponse{}
 	fwd, err := s.forward(ctx, err, pb.Admin_AlterTopic_FullMethodName, req, resp)
+	if err == nil && fwd && req.Partitions > 0 {
+		// Usable through this node too once it answers, as after a create.
+		err = s.b.AwaitTopic(ctx, req.Name, req.Partitions)
+	}
 	switch {
 	case err != nil:
 		return nil, toStatus(err)
@@ -96,6 +104,25 @@ func (s *Server) AlterTopic(ctx context.Context, req *pb.AlterTopicRequest) (*pb
 		return resp, nil
 	}
 	return &pb.AlterTopicResponse{Topic: topicInfo(c)}, nil
+}
+
+// alterTopic applies the settings a request sets, then its partition
+// count. A request that sets neither answers the topic's config.
+func (s *Server) alterTopic(ctx context.Context, req *pb.AlterTopicRequest) (partition.TopicConfig, error) {
+	ch := configChange(req.Config)
+	var (
+		c   partition.TopicConfig
+		err error
+	)
+	if ch != (partition.ConfigChange{}) || req.Partitions == 0 {
+		if c, err = s.b.AlterTopic(ctx, principal(ctx), req.Name, ch); err != nil {
+			return c, err
+		}
+	}
+	if req.Partitions > 0 {
+		c, err = s.b.AddPartitions(ctx, principal(ctx), req.Name, req.Partitions)
+	}
+	return c, err
 }
 
 // DeleteTopic deletes a topic, its data and its committed offsets.
