@@ -91,8 +91,8 @@ func WithCallTimeout(d time.Duration) Option {
 // restarting or setting up a new topic), with backoff, before returning the
 // last error (default DefaultRetryTimeout; 0: no retries). A call's context
 // deadline, when earlier, ends the retries too. When no node has ever
-// answered this Client, an unreachable cluster (ErrUnreachable) fails at
-// once: nothing is running there.
+// answered this Client, an unreachable cluster (ErrUnreachable) fails after
+// StartupGrace: nothing is running there.
 func WithRetryTimeout(d time.Duration) Option {
 	return func(o *options) { o.retryTimeout = d }
 }
@@ -253,10 +253,10 @@ func (c *Client) unary(ctx context.Context, fn func(ctx context.Context, cc *grp
 	backoff := firstAdminBackoff
 	for {
 		err := c.unaryOnce(ctx, fn)
-		if err == nil || !c.retriable(err) || ctx.Err() != nil {
+		waited := time.Since(start)
+		if err == nil || !c.retriable(err, waited) || ctx.Err() != nil {
 			return err
 		}
-		waited := time.Since(start)
 		// The last wait is cut short so the last attempt comes at the
 		// timeout, not a backoff before it.
 		wait := min(backoff, c.opts.retryTimeout-waited)
@@ -285,14 +285,21 @@ func (c *Client) unaryOnce(ctx context.Context, fn func(ctx context.Context, cc 
 	return err
 }
 
-// retriable reports an error worth another attempt of an admin call: the
-// cluster answered that it cannot answer now, or a node that answered this
-// Client before is unreachable (restarting).
-func (c *Client) retriable(err error) bool {
+// StartupGrace is how long a Client that no node ever answered retries an
+// unreachable cluster before it fails with ErrUnreachable: long enough for
+// a node started just before (`logd serve &` and the next command of a
+// script) to listen, short enough that a wrong address fails soon.
+const StartupGrace = 3 * time.Second
+
+// retriable reports an error worth another attempt of an admin call that
+// has retried for waited: the cluster answered that it cannot answer now,
+// or a node that answered this Client before is unreachable (restarting),
+// or none has answered yet and the call is within StartupGrace.
+func (c *Client) retriable(err error, waited time.Duration) bool {
 	if !errors.Is(err, ErrUnavailable) {
 		return false
 	}
-	return !errors.Is(err, ErrUnreachable) || c.answered.Load()
+	return !errors.Is(err, ErrUnreachable) || c.answered.Load() || waited < StartupGrace
 }
 
 // pastDeadline reports whether ctx's deadline comes within d.

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"net"
 	"testing"
 	"time"
 
@@ -10,6 +11,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/logd/logd/client"
+	"github.com/logd/logd/internal/freeport"
+	"github.com/logd/logd/internal/server"
+	"github.com/logd/logd/internal/server/servertest"
 )
 
 // Every condition an application branches on is an errors.Is sentinel;
@@ -56,7 +60,45 @@ func TestServerSentinelErrors(t *testing.T) {
 	check("delete an unknown topic", admin.DeleteTopic(ctx, "gone"), client.ErrTopicNotFound)
 }
 
-// With no node listening, a fresh client fails at once: nothing to wait for.
+// A node that starts while a fresh client's first call retries (`logd
+// serve &` and the script's next command) is reached: the client retries
+// an unreachable cluster for StartupGrace before it gives up.
+func TestFreshClientWaitsForANodeStarting(t *testing.T) {
+	addr, err := freeport.Addr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Admin().ListTopics(context.Background())
+		done <- err
+	}()
+	// Start the node once the call has failed to connect at least once:
+	// the call is then in its retries.
+	for range 100 {
+		if conn, err := net.Dial("tcp", addr); err == nil {
+			conn.Close()
+			t.Fatal("something listens on the test's address")
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the call ended before the node started: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	servertest.Start(t, func(cfg *server.Config) { cfg.Addr = addr })
+	if err := <-done; err != nil {
+		t.Fatalf("a node that started %v into the call's retries: %v", time.Second, err)
+	}
+}
+
+// With no node listening, a fresh client fails after StartupGrace, not its
+// whole retry timeout: nothing runs there.
 func TestUnreachableFailsFast(t *testing.T) {
 	c, err := client.Dial("127.0.0.1:1")
 	if err != nil {

@@ -157,13 +157,15 @@ func (g *GroupConsumer) join(ctx context.Context) (*logdv1.JoinGroupResponse, er
 				return nil, ctx.Err()
 			}
 			continue
-		case !g.c.retriable(err):
+		}
+		if failingSince.IsZero() {
+			failingSince = time.Now()
+		}
+		if !g.c.retriable(err, time.Since(failingSince)) {
 			return nil, fmt.Errorf("join group %q: %w", g.opts.Group, err)
 		}
 		coord = "" // ask the bootstrap nodes who coordinates now
-		if failingSince.IsZero() {
-			failingSince = time.Now()
-		} else if time.Since(failingSince) > g.c.opts.retryTimeout {
+		if time.Since(failingSince) > g.c.opts.retryTimeout {
 			return nil, fmt.Errorf("join group %q: still failing after %s: %w", g.opts.Group, time.Since(failingSince).Round(100*time.Millisecond), err)
 		}
 		select {
