@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/logd/logd/internal/server/servertest"
 )
 
 // topic alter --partitions grows a topic through the real binary: it
@@ -46,4 +48,17 @@ func TestBinTopicAlterPartitions(t *testing.T) {
 	if got := strings.TrimSpace(b.ok("", "consume", "t", "--partition", "3", "--from", "earliest", "--count", "1")); got != "new" {
 		t.Fatalf("consume partition 3: %q, want new", got)
 	}
+}
+
+// cluster wait --nodes N returns once the cluster lists N nodes, and fails
+// with one clear line when it never does.
+func TestBinClusterWait(t *testing.T) {
+	cl := servertest.NewCluster(t, 3)
+	servers := strings.Join(cl.Addrs(), ",")
+	out := okBin(t, nil, "", "cluster", "wait", "--nodes", "3", "--server", servers)
+	if !strings.Contains(out, "the cluster has 3 nodes: n1, n2, n3") {
+		t.Fatalf("cluster wait printed %q", out)
+	}
+	failBin(t, nil, "", "lists 3 nodes after 1s, not 4", "cluster", "wait", "--nodes", "4", "--timeout", "1s", "--server", servers)
+	failBin(t, nil, "", "--nodes must be at least 1", "cluster", "wait", "--server", servers)
 }

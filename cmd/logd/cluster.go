@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,7 +20,7 @@ func newClusterCmd() *cobra.Command {
 		Short: "Inspect the cluster",
 	}
 	srv.register(cmd, true)
-	cmd.AddCommand(newClusterStatusCmd(&srv))
+	cmd.AddCommand(newClusterStatusCmd(&srv), newClusterWaitCmd(&srv))
 	cmd.AddCommand(&cobra.Command{
 		Use:   "remove-node ID",
 		Short: "Remove a node: its partition replicas move to the other nodes",
@@ -71,6 +73,56 @@ term, commit_index).`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
+}
+
+func newClusterWaitCmd(srv *serverFlag) *cobra.Command {
+	var nodes int
+	cmd := &cobra.Command{
+		Use:   "wait --nodes N",
+		Short: "Wait until the cluster lists N nodes (for scripts that start nodes in the background)",
+		Long: `Wait until the cluster metadata lists at least N nodes (started with
+--bootstrap or --join and registered), or fail after --timeout. A script that
+starts nodes with "logd serve ... &" runs it before commands that need them:
+topic create places replicas on the nodes registered when it runs, and
+cluster remove-node needs a node to take the replicas.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if nodes < 1 {
+				return fmt.Errorf("--nodes must be at least 1, not %d", nodes)
+			}
+			return srv.run(func(c *client.Client) error {
+				return waitNodes(cmd.Context(), cmd.OutOrStdout(), c, nodes, srv.timeout)
+			})
+		},
+	}
+	cmd.Flags().IntVar(&nodes, "nodes", 0, "how many nodes to wait for")
+	return cmd
+}
+
+// waitNodes polls the cluster status until it lists n nodes, for at most
+// timeout.
+func waitNodes(ctx context.Context, w io.Writer, c *client.Client, n int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		cs, err := c.Admin().ClusterStatus(ctx)
+		if err == nil && len(cs.Nodes) >= n {
+			ids := make([]string, len(cs.Nodes))
+			for i, nd := range cs.Nodes {
+				ids[i] = nd.ID
+			}
+			fmt.Fprintf(w, "the cluster has %d nodes: %s\n", len(ids), strings.Join(ids, ", "))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("the cluster lists %d nodes after %v, not %d: are the others started with --join? (see logd cluster status)", len(cs.Nodes), timeout, n)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func writeClusterTables(w io.Writer, cs client.ClusterStatus) error {
