@@ -84,7 +84,8 @@ func routine(msg, errText string, sinceStart time.Duration) (slog.Level, bool) {
 		}
 	case gone && (strings.HasPrefix(msg, "failed to heartbeat to") || strings.HasPrefix(msg, "failed to appendEntries to") ||
 		strings.HasPrefix(msg, "failed to pipeline appendEntries") || strings.HasPrefix(msg, "failed to make requestVote RPC") ||
-		msg == "failed to decode incoming command" || msg == "failed to accept connection"):
+		msg == "failed to decode incoming command" || msg == "failed to accept connection" ||
+		msg == "failed to flush response"): // a removed or stopping peer closed its end
 		return slog.LevelDebug, true
 	case msg == "failed to get previous log", msg == "appendEntries rejected, sending older logs",
 		msg == "no known peers, aborting election", // a joining node, before the cluster added it

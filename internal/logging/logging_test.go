@@ -35,6 +35,8 @@ func TestHCLogLevels(t *testing.T) {
 		{hclog.Error, "failed to pipeline appendEntries", []any{"peer", "x", "error", closed}, time.Hour, slog.LevelDebug},
 		{hclog.Error, "failed to decode incoming command", []any{"error", closed}, time.Hour, slog.LevelDebug},
 		{hclog.Error, "failed to accept connection", []any{"error", `transport: closed: group "meta"`}, time.Hour, slog.LevelDebug},
+		{hclog.Error, "failed to flush response", []any{"error", "write tcp 127.0.0.1:7092->127.0.0.1:48728: use of closed network connection"}, time.Hour, slog.LevelDebug},
+		{hclog.Error, "failed to flush response", []any{"error", "write: no space left on device"}, time.Hour, slog.LevelError},
 		{hclog.Warn, "failed to get previous log", []any{"error", "log not found"}, 0, slog.LevelDebug},
 		{hclog.Warn, "appendEntries rejected, sending older logs", nil, 0, slog.LevelDebug},
 		{hclog.Warn, "no known peers, aborting election", nil, 0, slog.LevelDebug},

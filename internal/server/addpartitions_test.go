@@ -96,6 +96,16 @@ func TestClusterAddPartitions(t *testing.T) {
 			t.Fatalf("produce to new partition %d through %s right after the alter: %v", p, nodes[2].ID, err)
 		}
 	}
+	// The new partitions' replicas are placed: three each, a leader known.
+	d, err := pb.NewAdminClient(cs.get(nodes[2].APIAddr)).DescribeTopic(ctx, &pb.DescribeTopicRequest{Name: "grow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range d.Partitions {
+		if len(p.Replicas) != 3 {
+			t.Errorf("partition %d: replicas %v, want 3", p.Partition, p.Replicas)
+		}
+	}
 	// Through every node, once it has applied the change.
 	for i, n := range nodes {
 		waitUntil(t, 10*time.Second, n.ID+" has 5 partitions", func() bool {

@@ -77,9 +77,14 @@ func (s *Server) DescribeTopic(ctx context.Context, req *pb.DescribeTopicRequest
 		return nil, toStatus(err)
 	}
 	resp := &pb.DescribeTopicResponse{Topic: topicInfo(t.Config)}
+	cluster := s.b.Members() != nil
 	for _, p := range t.Partitions {
-		resp.Partitions = append(resp.Partitions, &pb.PartitionInfo{Partition: p.ID, LogStartOffset: p.LogStart,
-			HighWatermark: p.HighWatermark, SizeBytes: p.SizeBytes, Segments: p.Segments})
+		pi := &pb.PartitionInfo{Partition: p.ID, LogStartOffset: p.LogStart,
+			HighWatermark: p.HighWatermark, SizeBytes: p.SizeBytes, Segments: p.Segments}
+		if cluster { // empty on a single node (the API's promise)
+			pi.Leader, pi.Replicas = p.Leader, p.Replicas
+		}
+		resp.Partitions = append(resp.Partitions, pi)
 	}
 	return resp, nil
 }
