@@ -87,3 +87,37 @@ func syncCount(t *testing.T, c *groups.Coordinator, res groups.JoinResult) int {
 	}
 	return len(tps)
 }
+
+// Deleting a topic rebalances the groups subscribed to it, so their
+// members stop reading it.
+func TestDeleteTopicRebalancesItsGroups(t *testing.T) {
+	b := open(t)
+	ctx := context.Background()
+	createTopic(t, b, "t", 2)
+	c, err := b.Coordinator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	join := groups.JoinRequest{Group: "g", ClientID: "test", SessionTimeout: 30 * time.Second,
+		ProtocolType: groups.ConsumerProtocolType, ServerAssign: true,
+		Protocols: []groups.Protocol{{Name: groups.CooperativeStickyAssignorName,
+			Metadata: groups.EncodeSubscription(groups.Subscription{Topics: []string{"t"}, Generation: -1})}}}
+	res, err := c.JoinGroup(ctx, join)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncCount(t, c, res)
+	if err := b.DeleteTopic(ctx, "", "t"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Heartbeat("g", res.MemberID, res.Generation); !errors.Is(err, groups.ErrRebalanceInProgress) {
+		t.Fatalf("heartbeat after the delete: %v, want ErrRebalanceInProgress", err)
+	}
+	join.MemberID = res.MemberID
+	if res, err = c.JoinGroup(ctx, join); err != nil {
+		t.Fatal(err)
+	}
+	if got := syncCount(t, c, res); got != 0 {
+		t.Fatalf("assigned %d partitions of a deleted topic", got)
+	}
+}

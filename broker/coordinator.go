@@ -119,10 +119,11 @@ func (k *coordinator) validateCommit(group, member string, generation int32) err
 	return c.ValidateCommit(group, member, generation)
 }
 
-// rebalanceSubscribers rebalances the groups subscribed to topic, where
-// this node coordinates groups (a coordinator made later knows no group:
-// its members join afresh and get every partition the topic has then).
-func (k *coordinator) rebalanceSubscribers(topic string) {
+// rebalanceSubscribers rebalances the groups subscribed to topic, which
+// gained partitions or was deleted (why, for the log), where this node
+// coordinates groups (a coordinator made later knows no group: its members
+// join afresh and get every partition the topic has then).
+func (k *coordinator) rebalanceSubscribers(topic, why string) {
 	k.mu.Lock()
 	c := k.c
 	k.mu.Unlock()
@@ -130,7 +131,7 @@ func (k *coordinator) rebalanceSubscribers(topic string) {
 		return
 	}
 	if gs, err := c.RebalanceSubscribers(topic); err == nil && len(gs) > 0 {
-		k.b.logger.Info("topic gained partitions: rebalancing its consumer groups", "topic", topic, "groups", gs)
+		k.b.logger.Info("rebalancing the consumer groups of a topic that "+why, "topic", topic, "groups", gs)
 	}
 }
 

@@ -185,7 +185,7 @@ func (b *Broker) AddPartitions(ctx context.Context, p Principal, topic string, c
 	if err == nil || b.partitionCount(topic) > before {
 		// Added (also when a new partition has no leader yet: it gets
 		// one later): the groups on the topic take the new partitions in.
-		b.coord.rebalanceSubscribers(topic)
+		b.coord.rebalanceSubscribers(topic, "gained partitions")
 	}
 	return cfg, err
 }
@@ -203,10 +203,20 @@ func (b *Broker) AwaitTopic(ctx context.Context, name string, partitions int32) 
 }
 
 // DeleteTopic deletes a topic, its data and its committed offsets.
+// The consumer groups subscribed to it rebalance (their members stop
+// reading it).
 func (b *Broker) DeleteTopic(ctx context.Context, pr Principal, name string) error {
 	if err := b.Authorize(ctx, pr, auth.OpDelete, auth.Topic(name)); err != nil {
 		return err
 	}
+	if err := b.deleteTopic(ctx, name); err != nil {
+		return err
+	}
+	b.coord.rebalanceSubscribers(name, "was deleted")
+	return nil
+}
+
+func (b *Broker) deleteTopic(ctx context.Context, name string) error {
 	if b.cl != nil {
 		return b.cl.DeleteTopic(ctx, name)
 	}

@@ -123,9 +123,9 @@ func (c *Coordinator) DeleteGroup(group string) error {
 }
 
 // RequestRebalance starts a rebalance of a Stable or CompletingRebalance
-// group, for a change the members cannot see themselves: the core calls it
-// when a subscribed topic gains partitions or is deleted. Members learn of
-// it through Heartbeat. Other states (and unknown groups) are left alone.
+// group, for a change the members cannot see themselves (a subscribed
+// topic gained partitions: RebalanceSubscribers calls it for each group on
+// the topic). Members learn of it through Heartbeat. Other states (and unknown groups) are left alone.
 func (c *Coordinator) RequestRebalance(group string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
