@@ -95,6 +95,7 @@ func adminCases() []authCase {
 		c.Partitions = 1
 		return c
 	}
+	grown := int32(1)
 	return []authCase{
 		{"create topic", []auth.ACL{allow(auth.OpCreate, auth.Topic("fresh"))}, func(ctx context.Context, b *broker.Broker, pr broker.Principal) error {
 			_, err := b.CreateTopic(ctx, pr, createCfg("fresh"))
@@ -103,6 +104,11 @@ func adminCases() []authCase {
 		{"alter topic", []auth.ACL{allow(auth.OpAlter, orders)}, func(ctx context.Context, b *broker.Broker, pr broker.Principal) error {
 			ms := int64(60000)
 			_, err := b.AlterTopic(ctx, pr, "orders", partition.ConfigChange{RetentionMs: &ms})
+			return err
+		}},
+		{"add partitions", []auth.ACL{allow(auth.OpAlter, orders)}, func(ctx context.Context, b *broker.Broker, pr broker.Principal) error {
+			grown++ // each call asks for one more than the last
+			_, err := b.AddPartitions(ctx, pr, "orders", grown)
 			return err
 		}},
 		{"delete topic", []auth.ACL{allow(auth.OpDelete, auth.Topic("doomed"))}, func(ctx context.Context, b *broker.Broker, pr broker.Principal) error {

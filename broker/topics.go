@@ -166,6 +166,9 @@ func (b *Broker) AlterTopic(ctx context.Context, pr Principal, name string, ch p
 // The consumer groups subscribed to the topic rebalance, so the new
 // partitions are assigned. Kafka's CreatePartitions calls it too.
 func (b *Broker) AddPartitions(ctx context.Context, p Principal, topic string, count int32) (partition.TopicConfig, error) {
+	if err := b.Authorize(ctx, p, auth.OpAlter, auth.Topic(topic)); err != nil {
+		return partition.TopicConfig{}, err
+	}
 	if err := b.disk.checkMetadata(); err != nil {
 		return partition.TopicConfig{}, err
 	}
