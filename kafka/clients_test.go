@@ -91,7 +91,7 @@ func TestKcat(t *testing.T) {
 const pythonClient = `
 import json, sys
 from confluent_kafka import Producer, Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic, ConfigResource
 
 addr = sys.argv[1]
 out = {}
@@ -126,6 +126,12 @@ out["consumed"] = sorted(values)
 out["committed"] = sum(max(tp.offset, 0) for tp in c.committed([TopicPartition("py", 0), TopicPartition("py", 1)], timeout=10))
 c.close()
 
+res = ConfigResource("topic", "py", set_config={"retention.ms": "60000", "retention.records": "500"})
+for r, f in admin.alter_configs([res]).items():
+    f.result()
+for r, f in admin.describe_configs([ConfigResource("topic", "py")]).items():
+    out["configs"] = {k: v.value for k, v in f.result().items()}
+
 for t, f in admin.delete_topics(["py"]).items():
     f.result()
 out["after_delete"] = sorted(admin.list_topics(timeout=10).topics.keys())
@@ -143,12 +149,13 @@ func TestConfluentKafkaPython(t *testing.T) {
 	defer cancel()
 	out := run(t, ctx, "", py, "-c", pythonClient, n.addr)
 	var res struct {
-		Topics      []string `json:"topics"`
-		Partitions  int      `json:"partitions"`
-		Delivered   int      `json:"delivered"`
-		Consumed    []string `json:"consumed"`
-		Committed   int64    `json:"committed"`
-		AfterDelete []string `json:"after_delete"`
+		Topics      []string          `json:"topics"`
+		Partitions  int               `json:"partitions"`
+		Delivered   int               `json:"delivered"`
+		Consumed    []string          `json:"consumed"`
+		Committed   int64             `json:"committed"`
+		AfterDelete []string          `json:"after_delete"`
+		Configs     map[string]string `json:"configs"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("python printed %q: %v", out, err)
@@ -158,6 +165,9 @@ func TestConfluentKafkaPython(t *testing.T) {
 	}
 	if res.Delivered != 20 || len(res.Consumed) != 20 || res.Committed != 20 {
 		t.Errorf("delivered %d, consumed %d, committed %d; want 20 each", res.Delivered, len(res.Consumed), res.Committed)
+	}
+	if c := res.Configs; c["retention.ms"] != "60000" || c["retention.records"] != "500" || c["segment.bytes"] == "" {
+		t.Errorf("configs after AlterConfigs: %v", c)
 	}
 	if strings.Join(res.AfterDelete, ",") != "other" {
 		t.Errorf("topics after delete: %v", res.AfterDelete)

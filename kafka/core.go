@@ -19,6 +19,8 @@ type Core interface {
 	Topic(ctx context.Context, p Principal, name string) (TopicInfo, error)
 	CreateTopic(ctx context.Context, p Principal, cfg partition.TopicConfig) (partition.TopicConfig, error)
 	DeleteTopic(ctx context.Context, p Principal, name string) error
+	TopicConfigs(ctx context.Context, p Principal) ([]partition.TopicConfig, error)
+	AlterTopic(ctx context.Context, p Principal, name string, ch partition.ConfigChange) (partition.TopicConfig, error)
 	StartProduce(ctx context.Context, r ProduceRequest) (wait func() (ProduceResult, error), err error)
 	NewProducerID(ctx context.Context) (id int64, epoch int16, err error)
 	Fetch(ctx context.Context, r FetchRequest) (FetchResult, error)

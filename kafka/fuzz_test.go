@@ -73,6 +73,20 @@ func fillSeed(t testing.TB, req kmsg.Request) {
 		ct.Topic = "t"
 		ct.Partitions = append(ct.Partitions, kmsg.NewOffsetCommitRequestTopicPartition())
 		r.Topics = append(r.Topics, ct)
+	case *kmsg.DescribeConfigsRequest:
+		dr := kmsg.NewDescribeConfigsRequestResource()
+		dr.ResourceType, dr.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
+		r.Resources = append(r.Resources, dr)
+	case *kmsg.AlterConfigsRequest:
+		ar := kmsg.NewAlterConfigsRequestResource()
+		ar.ResourceType, ar.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
+		ar.Configs = append(ar.Configs, kmsg.AlterConfigsRequestResourceConfig{Name: "retention.ms", Value: kmsg.StringPtr("1000")})
+		r.Resources = append(r.Resources, ar)
+	case *kmsg.IncrementalAlterConfigsRequest:
+		ir := kmsg.NewIncrementalAlterConfigsRequestResource()
+		ir.ResourceType, ir.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
+		ir.Configs = append(ir.Configs, kmsg.IncrementalAlterConfigsRequestResourceConfig{Name: "retention.ms", Value: kmsg.StringPtr("1000")})
+		r.Resources = append(r.Resources, ir)
 	case *kmsg.ListOffsetsRequest:
 		lt := kmsg.NewListOffsetsRequestTopic()
 		lt.Topic = "t"

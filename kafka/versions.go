@@ -46,6 +46,9 @@ func init() {
 		22: {0, 4, handleInitProducerID},
 		23: {0, 4, handleOffsetForLeaderEpoch},
 		36: {0, 2, handleSaslAuthenticate},
+		32: {0, 4, handleDescribeConfigs},
+		33: {0, 2, handleAlterConfigs},
+		44: {0, 1, handleIncrementalAlterConfigs},
 	}
 	for key, a := range apis {
 		// Never advertise past what kmsg can encode.

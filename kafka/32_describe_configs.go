@@ -1,0 +1,146 @@
+package kafka
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logd/logd/partition"
+)
+
+// Kafka's config sources (DescribeConfigs v1+).
+const (
+	sourceDynamicTopic = kmsg.ConfigSourceDynamicTopicConfig
+	sourceDefault      = kmsg.ConfigSourceDefaultConfig
+)
+
+// brokerConfigs are what a broker resource describes: the defaults a new
+// topic gets, under Kafka's broker-level names, read-only (logd's node
+// settings are flags, set at start).
+var brokerConfigs = []struct {
+	name  string
+	value func(partition.TopicConfig) int64
+}{
+	{"log.retention.ms", func(c partition.TopicConfig) int64 { return c.RetentionMs }},
+	{"log.retention.bytes", func(c partition.TopicConfig) int64 { return c.RetentionBytes }},
+	{"log.retention.records", func(c partition.TopicConfig) int64 { return c.RetentionRecords }},
+	{"log.segment.bytes", func(c partition.TopicConfig) int64 { return c.SegmentBytes }},
+	{"log.roll.ms", func(c partition.TopicConfig) int64 { return c.SegmentMs }},
+}
+
+// handleDescribeConfigs describes topics (the configs logd has, each
+// DYNAMIC_TOPIC_CONFIG when set on the topic and DEFAULT_CONFIG when not)
+// and this broker (the topic defaults, read-only). Other resource types get
+// INVALID_REQUEST with a message.
+func handleDescribeConfigs(s *Server, r *request) func() kmsg.Response {
+	req := r.kreq.(*kmsg.DescribeConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	return func() kmsg.Response {
+		var topics []partition.TopicConfig
+		for _, rr := range req.Resources {
+			res := kmsg.NewDescribeConfigsResponseResource()
+			res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+			fail := func(code int16, err error) {
+				res.ErrorCode, res.ErrorMessage = code, kmsg.StringPtr(err.Error())
+			}
+			switch rr.ResourceType {
+			case kmsg.ConfigResourceTypeTopic:
+				if topics == nil {
+					ctx, cancel := contextWithTimeout(r, 0)
+					var err error
+					topics, err = s.core.TopicConfigs(ctx, r.c.principal)
+					cancel()
+					if err != nil {
+						fail(topicCode(err), err)
+						break
+					}
+				}
+				cfg, ok := findTopic(topics, rr.ResourceName)
+				if !ok {
+					fail(kerr.UnknownTopicOrPartition.Code, fmt.Errorf("topic %q does not exist", rr.ResourceName))
+					break
+				}
+				res.Configs = describeTopic(cfg, rr.ConfigNames, req)
+			case kmsg.ConfigResourceTypeBroker:
+				if err := s.checkBrokerResource(rr.ResourceName); err != nil {
+					fail(kerr.InvalidRequest.Code, err)
+					break
+				}
+				res.Configs = describeBroker(rr.ConfigNames, req)
+			default:
+				fail(kerr.InvalidRequest.Code, fmt.Errorf("logd describes topic and broker configs only, not resource type %s", rr.ResourceType))
+			}
+			resp.Resources = append(resp.Resources, res)
+		}
+		return resp
+	}
+}
+
+func findTopic(topics []partition.TopicConfig, name string) (partition.TopicConfig, bool) {
+	for _, c := range topics {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return partition.TopicConfig{}, false
+}
+
+// checkBrokerResource accepts "" (the cluster's defaults) and this node's
+// broker id.
+func (s *Server) checkBrokerResource(name string) error {
+	if name == "" {
+		return nil
+	}
+	id := s.core.LocalNode().KafkaID
+	if name != strconv.Itoa(int(id)) {
+		return fmt.Errorf("broker %q is not this broker (%d): send a broker's configs request to that broker", name, id)
+	}
+	return nil
+}
+
+// wanted reports whether a config name is asked for (nil names: all).
+func wanted(names []string, name string) bool {
+	return names == nil || contains(names, name)
+}
+
+func configEntry(req *kmsg.DescribeConfigsRequest, name string, value int64, source kmsg.ConfigSource, readOnly bool) kmsg.DescribeConfigsResponseResourceConfig {
+	c := kmsg.NewDescribeConfigsResponseResourceConfig()
+	c.Name, c.Value = name, kmsg.StringPtr(strconv.FormatInt(value, 10))
+	c.ReadOnly, c.Source, c.ConfigType = readOnly, source, kmsg.ConfigTypeLong
+	c.IsDefault = source == sourceDefault
+	if req.IncludeSynonyms && source != sourceDefault {
+		syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+		syn.Name, syn.Value, syn.Source = name, c.Value, source
+		c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
+	}
+	return c
+}
+
+func describeTopic(cfg partition.TopicConfig, names []string, req *kmsg.DescribeConfigsRequest) []kmsg.DescribeConfigsResponseResourceConfig {
+	def := partition.DefaultConfig(cfg.Name)
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, tc := range topicConfigs {
+		if !wanted(names, tc.name) {
+			continue
+		}
+		v, source := tc.value(cfg), sourceDynamicTopic
+		if v == tc.value(def) {
+			source = sourceDefault
+		}
+		out = append(out, configEntry(req, tc.name, v, source, false))
+	}
+	return out
+}
+
+func describeBroker(names []string, req *kmsg.DescribeConfigsRequest) []kmsg.DescribeConfigsResponseResourceConfig {
+	def := partition.DefaultConfig("")
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, bc := range brokerConfigs {
+		if wanted(names, bc.name) {
+			out = append(out, configEntry(req, bc.name, bc.value(def), sourceDefault, true))
+		}
+	}
+	return out
+}

@@ -1,0 +1,112 @@
+package kafka
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logd/logd/partition"
+)
+
+// errConfig is a config entry logd cannot apply (INVALID_CONFIG).
+var errConfig = errors.New("invalid config")
+
+// setConfig sets one topic config by its Kafka name in ch; a nil value is
+// the config's default. An unknown name, or a value that is not an
+// integer, is an errConfig naming it.
+func setConfig(ch *partition.ConfigChange, name string, value *string) error {
+	for _, tc := range topicConfigs {
+		if tc.name != name {
+			continue
+		}
+		v := tc.value(partition.DefaultConfig(""))
+		if value != nil {
+			var err error
+			if v, err = strconv.ParseInt(*value, 10, 64); err != nil {
+				return fmt.Errorf("%w: %s: %q is not an integer", errConfig, name, *value)
+			}
+		}
+		*tc.field(ch) = &v
+		return nil
+	}
+	return fmt.Errorf("%w: config %s is not supported by logd (supported: %s)", errConfig, name, supportedConfigs)
+}
+
+const supportedConfigs = "retention.ms, retention.bytes, retention.records, segment.bytes, segment.ms"
+
+// alterTopic applies ch to a topic through the core (validateOnly: checks
+// it against the topic's current config only) and returns the error code
+// and message for the resource.
+func (s *Server) alterTopic(r *request, name string, ch partition.ConfigChange, validateOnly bool) (int16, *string) {
+	ctx, cancel := contextWithTimeout(r, 0)
+	defer cancel()
+	var err error
+	if validateOnly {
+		var topics []partition.TopicConfig
+		if topics, err = s.core.TopicConfigs(ctx, r.c.principal); err == nil {
+			cfg, ok := findTopic(topics, name)
+			if !ok {
+				return kerr.UnknownTopicOrPartition.Code, kmsg.StringPtr(fmt.Sprintf("topic %q does not exist", name))
+			}
+			err = cfg.Apply(ch).Validate()
+		}
+	} else {
+		_, err = s.core.AlterTopic(ctx, r.c.principal, name, ch)
+	}
+	if err != nil {
+		return adminCode(err), kmsg.StringPtr(err.Error())
+	}
+	return 0, nil
+}
+
+// resourceError answers a resource that is not a topic's.
+func resourceError(t kmsg.ConfigResourceType) (int16, *string) {
+	if t == kmsg.ConfigResourceTypeBroker || t == kmsg.ConfigResourceTypeBrokerLogger {
+		return kerr.InvalidRequest.Code, kmsg.StringPtr("logd's broker settings are read-only here: they are logd serve's flags, set at start")
+	}
+	return kerr.InvalidRequest.Code, kmsg.StringPtr(fmt.Sprintf("logd alters topic configs only, not resource type %s", t))
+}
+
+// handleAlterConfigs replaces a topic's configs, as Kafka's AlterConfigs
+// does: every config the request does not name goes back to its default.
+func handleAlterConfigs(s *Server, r *request) func() kmsg.Response {
+	req := r.kreq.(*kmsg.AlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	return func() kmsg.Response {
+		for _, rr := range req.Resources {
+			res := kmsg.NewAlterConfigsResponseResource()
+			res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+			if rr.ResourceType != kmsg.ConfigResourceTypeTopic {
+				res.ErrorCode, res.ErrorMessage = resourceError(rr.ResourceType)
+				resp.Resources = append(resp.Resources, res)
+				continue
+			}
+			var ch partition.ConfigChange
+			for _, tc := range topicConfigs {
+				setConfig(&ch, tc.name, nil) // the defaults
+			}
+			var err error
+			seen := map[string]bool{}
+			for _, c := range rr.Configs {
+				if seen[c.Name] {
+					err = fmt.Errorf("%w: config %s is given twice", errConfig, c.Name)
+					break
+				}
+				seen[c.Name] = true
+				if err = setConfig(&ch, c.Name, c.Value); err != nil {
+					break
+				}
+			}
+			if err != nil {
+				res.ErrorCode, res.ErrorMessage = kerr.InvalidConfig.Code, kmsg.StringPtr(err.Error())
+			} else {
+				res.ErrorCode, res.ErrorMessage = s.alterTopic(r, rr.ResourceName, ch, req.ValidateOnly)
+			}
+			resp.Resources = append(resp.Resources, res)
+		}
+		return resp
+	}
+}
