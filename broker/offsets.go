@@ -2,11 +2,14 @@ package broker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"time"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/groups"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
 )
@@ -108,6 +111,46 @@ func (b *Broker) ListGroups(ctx context.Context, pr Principal) ([]string, error)
 	gs, err := b.offsets.Groups()
 	// Groups p may not describe are left out.
 	return slices.DeleteFunc(gs, func(g string) bool { return !b.allowed(pr, auth.OpDescribe, auth.Group(g)) }), err
+}
+
+// DeleteGroup deletes a consumer group, as Kafka's DeleteGroups: the
+// coordinator forgets it and its committed offsets are deleted. A group
+// with members is refused (groups.ErrGroupNotEmpty) and nothing is
+// deleted; a group the coordinator does not hold and that has no committed
+// offsets is groups.ErrGroupNotFound. In a cluster it runs on the metadata
+// leader, which coordinates the groups; others answer *NotLeaderError
+// (Untouched).
+func (b *Broker) DeleteGroup(ctx context.Context, pr Principal, group string) error {
+	if err := b.Authorize(ctx, pr, auth.OpDelete, auth.Group(group)); err != nil {
+		return err
+	}
+	if err := b.disk.checkRemedy(); err != nil {
+		return err
+	}
+	if err := b.currentMeta(ctx); err != nil {
+		return err
+	}
+	coord, err := b.Coordinator()
+	if err != nil {
+		return err
+	}
+	held := true
+	if err := coord.DeleteGroup(group); errors.Is(err, groups.ErrGroupNotFound) {
+		held = false
+	} else if err != nil {
+		return err
+	}
+	cs, err := b.offsets.Fetch(group, "")
+	if err != nil {
+		return err
+	}
+	if !held && len(cs) == 0 {
+		return fmt.Errorf("%w: %q has no members and no committed offsets", groups.ErrGroupNotFound, group)
+	}
+	if b.cl != nil {
+		return b.cl.DeleteGroupOffsets(ctx, group)
+	}
+	return b.offsets.DeleteGroup(group)
 }
 
 // GroupOffset is a committed offset with its partition's bounds and the

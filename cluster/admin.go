@@ -147,6 +147,14 @@ func (c *Cluster) CommitOffsets(ctx context.Context, group string, cs []offsets.
 	return c.RaftError(c.meta.Apply(ctx, meta.Command{Op: meta.OpCommitOffsets, Group: group, Offsets: cs}))
 }
 
+// DeleteGroupOffsets deletes every committed offset of a group.
+func (c *Cluster) DeleteGroupOffsets(ctx context.Context, group string) error {
+	if err := c.OnMetaLeader(); err != nil {
+		return err
+	}
+	return c.RaftError(c.meta.Apply(ctx, meta.Command{Op: meta.OpDeleteGroup, Group: group}))
+}
+
 // awaitLocal waits until this node's reconciler has made the topic as
 // the metadata says (or removed it, for a cfg with CreatedMs 0).
 func (c *Cluster) awaitLocal(ctx context.Context, cfg partition.TopicConfig) error {

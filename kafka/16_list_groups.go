@@ -2,10 +2,13 @@ package kafka
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logd/logd/groups"
 )
 
-// handleListGroups lists the coordinator's groups, filtered by state (v4+)
-// when the request names states.
+// handleListGroups lists the coordinator's groups and the groups that only
+// have committed offsets (state Empty, protocol type "consumer"), filtered
+// by state (v4+) when the request names states.
 func handleListGroups(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
@@ -20,14 +23,30 @@ func handleListGroups(s *Server, r *request) func() kmsg.Response {
 			resp.ErrorCode = groupCode(err)
 			return resp
 		}
-		for _, l := range list {
-			state := l.State.String()
+		ctx, cancel := contextWithTimeout(r, 0)
+		committed, err := s.core.ListGroups(ctx, r.c.principal)
+		cancel()
+		if err != nil {
+			resp.ErrorCode = groupCode(err)
+			return resp
+		}
+		add := func(group, protocolType, state string) {
 			if len(req.StatesFilter) > 0 && !contains(req.StatesFilter, state) {
-				continue
+				return
 			}
 			g := kmsg.NewListGroupsResponseGroup()
-			g.Group, g.ProtocolType, g.GroupState = l.Group, l.ProtocolType, state
+			g.Group, g.ProtocolType, g.GroupState = group, protocolType, state
 			resp.Groups = append(resp.Groups, g)
+		}
+		held := map[string]bool{}
+		for _, l := range list {
+			held[l.Group] = true
+			add(l.Group, l.ProtocolType, l.State.String())
+		}
+		for _, group := range committed {
+			if !held[group] {
+				add(group, groups.ConsumerProtocolType, groups.Empty.String())
+			}
 		}
 		return resp
 	}

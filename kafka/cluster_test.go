@@ -114,6 +114,16 @@ func TestClusterMetadataLeadersAndGroups(t *testing.T) {
 	if sum != count {
 		t.Fatalf("committed offsets sum to %d, want %d", sum, count)
 	}
+	// Deleting the group, once its member left, deletes its offsets on the
+	// cluster metadata (a replicated command).
+	cons.Close()
+	dr, err := adm.DeleteGroups(ctx, "cg")
+	if err != nil || dr["cg"].Err != nil {
+		t.Fatalf("DeleteGroups: %v %+v", err, dr)
+	}
+	if offs, err := adm.FetchOffsets(ctx, "cg"); err != nil || len(offs) != 0 {
+		t.Fatalf("offsets after DeleteGroups: %+v %v", offs, err)
+	}
 }
 
 // checkFollowerRefuses sends a produce for partition 0 straight to a node

@@ -28,6 +28,8 @@ type Core interface {
 	CommitOffsets(ctx context.Context, p Principal, group, member string, generation int32, cs []offsets.Committed) error
 	FetchOffsets(ctx context.Context, p Principal, group string, topics []string) ([]offsets.Committed, error)
 	Coordinator() (*groups.Coordinator, error)
+	ListGroups(ctx context.Context, p Principal) ([]string, error)
+	DeleteGroup(ctx context.Context, p Principal, group string) error
 }
 
 var _ Core = (*broker.Broker)(nil)

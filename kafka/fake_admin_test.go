@@ -2,8 +2,11 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
 
+	"github.com/logd/logd/groups"
 	"github.com/logd/logd/partition"
 )
 
@@ -30,4 +33,29 @@ func (f *fakeCore) AlterTopic(_ context.Context, _ Principal, name string, ch pa
 	}
 	t.cfg = cfg
 	return cfg, nil
+}
+
+func (f *fakeCore) ListGroups(context.Context, Principal) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for g := range f.commits {
+		out = append(out, g)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func (f *fakeCore) DeleteGroup(_ context.Context, _ Principal, group string) error {
+	err := f.coord.DeleteGroup(group)
+	if err != nil && !errors.Is(err, groups.ErrGroupNotFound) {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.commits[group]; !ok && err != nil {
+		return err
+	}
+	delete(f.commits, group)
+	return nil
 }

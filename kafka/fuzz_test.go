@@ -73,6 +73,8 @@ func fillSeed(t testing.TB, req kmsg.Request) {
 		ct.Topic = "t"
 		ct.Partitions = append(ct.Partitions, kmsg.NewOffsetCommitRequestTopicPartition())
 		r.Topics = append(r.Topics, ct)
+	case *kmsg.DeleteGroupsRequest:
+		r.Groups = append(r.Groups, "g")
 	case *kmsg.DescribeConfigsRequest:
 		dr := kmsg.NewDescribeConfigsRequestResource()
 		dr.ResourceType, dr.ResourceName = kmsg.ConfigResourceTypeTopic, "t"

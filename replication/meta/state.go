@@ -128,6 +128,7 @@ const (
 	OpSetReplicas   Op = "set_replicas"
 	OpAddPartitions Op = "add_partitions"
 	OpCommitOffsets Op = "commit_offsets"
+	OpDeleteGroup   Op = "delete_group" // every committed offset of Group
 )
 
 // Command is one change to the state.
@@ -270,6 +271,9 @@ func (f *FSM) apply(c Command) error {
 	case OpCommitOffsets:
 		f.nowMs = c.TimeMs
 		return f.offs.Commit(c.Group, c.Offsets)
+	case OpDeleteGroup:
+		f.nowMs = c.TimeMs
+		return f.offs.DeleteGroup(c.Group)
 	default:
 		if f.applyAuth(c) {
 			return nil

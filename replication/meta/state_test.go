@@ -164,3 +164,30 @@ func TestSupersedesNeedsEvidence(t *testing.T) {
 		t.Fatal("a later incarnation (the state lags) judged deleted")
 	}
 }
+
+// delete_group deletes every committed offset of one group, and only its.
+func TestFSMDeleteGroup(t *testing.T) {
+	f, err := NewFSM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i, g := range []string{"g", "h"} {
+		c := Command{Op: OpCommitOffsets, TimeMs: 1, Group: g, Offsets: []offsets.Committed{{Topic: "t", Partition: 0, Offset: 3}, {Topic: "u", Partition: 1, Offset: 4}}}
+		if err := apply(t, f, uint64(i+1), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := apply(t, f, 3, Command{Op: OpDeleteGroup, TimeMs: 2, Group: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	if cs, err := f.Offsets().Fetch("g", ""); err != nil || len(cs) != 0 {
+		t.Fatalf("offsets of the deleted group: %+v %v", cs, err)
+	}
+	if cs, err := f.Offsets().Fetch("h", ""); err != nil || len(cs) != 2 {
+		t.Fatalf("offsets of the other group: %+v %v", cs, err)
+	}
+	if err := apply(t, f, 4, Command{Op: OpDeleteGroup, TimeMs: 3, Group: "none"}); err != nil {
+		t.Fatalf("deleting a group without offsets: %v", err)
+	}
+}
