@@ -59,3 +59,21 @@ func (f *fakeCore) DeleteGroup(_ context.Context, _ Principal, group string) err
 	delete(f.commits, group)
 	return nil
 }
+
+// fakeAdder is a fakeCore that can add partitions.
+type fakeAdder struct{ *fakeCore }
+
+func (f fakeAdder) AddPartitions(_ context.Context, _ Principal, topic string, count int32) (partition.TopicConfig, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.topics[topic]
+	if !ok {
+		return partition.TopicConfig{}, fmt.Errorf("%w %q", ErrUnknownTopic, topic)
+	}
+	if count <= t.cfg.Partitions {
+		return t.cfg, fmt.Errorf("%w: not more partitions", ErrInvalidArgument)
+	}
+	t.parts = append(t.parts, make([][]fakeBatch, count-t.cfg.Partitions)...)
+	t.cfg.Partitions = count
+	return t.cfg, nil
+}

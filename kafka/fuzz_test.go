@@ -73,6 +73,10 @@ func fillSeed(t testing.TB, req kmsg.Request) {
 		ct.Topic = "t"
 		ct.Partitions = append(ct.Partitions, kmsg.NewOffsetCommitRequestTopicPartition())
 		r.Topics = append(r.Topics, ct)
+	case *kmsg.CreatePartitionsRequest:
+		ct := kmsg.NewCreatePartitionsRequestTopic()
+		ct.Topic, ct.Count = "t", 3
+		r.Topics = append(r.Topics, ct)
 	case *kmsg.DeleteGroupsRequest:
 		r.Groups = append(r.Groups, "g")
 	case *kmsg.DescribeConfigsRequest:

@@ -48,6 +48,7 @@ func init() {
 		36: {0, 2, handleSaslAuthenticate},
 		32: {0, 4, handleDescribeConfigs},
 		33: {0, 2, handleAlterConfigs},
+		37: {0, 3, handleCreatePartitions},
 		42: {0, 2, handleDeleteGroups},
 		44: {0, 1, handleIncrementalAlterConfigs},
 	}
