@@ -91,6 +91,7 @@ func TestClusterMetadataLeadersAndGroups(t *testing.T) {
 		}
 	}
 	checkFollowerRefuses(t, addrs, adm)
+	checkClusterConfigs(t, cl, adm)
 
 	cons := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.ConsumerGroup("cg"), kgo.ConsumeTopics("ct"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -165,5 +166,60 @@ func checkFollowerRefuses(t *testing.T, addrs map[string]string, adm *kadm.Clien
 	code := resp.Topics[0].Partitions[0].ErrorCode
 	if !errors.Is(kerr.ErrorForCode(code), kerr.NotLeaderForPartition) {
 		t.Fatalf("produce to follower %s: code %d, want NOT_LEADER_OR_FOLLOWER", follower, code)
+	}
+}
+
+// checkClusterConfigs: IncrementalAlterConfigs sent to the controller (the
+// metadata leader) changes the topic on every node, as DescribeConfigs on
+// each shows; another node answers NOT_CONTROLLER and changes nothing.
+func checkClusterConfigs(t *testing.T, cl *kgo.Client, adm *kadm.Client) {
+	t.Helper()
+	ctx := testCtx(t)
+	md, err := adm.Metadata(ctx, "ct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alter := func(broker int32, value string) int16 {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		r := kmsg.NewIncrementalAlterConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, "ct"
+		r.Configs = append(r.Configs, kmsg.IncrementalAlterConfigsRequestResourceConfig{Name: "retention.records", Value: kmsg.StringPtr(value)})
+		req.Resources = append(req.Resources, r)
+		resp, err := req.RequestWith(ctx, cl.Broker(int(broker)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Resources[0].ErrorCode
+	}
+	for _, b := range md.Brokers {
+		if b.NodeID != md.Controller {
+			if code := alter(b.NodeID, "7"); code != kerr.NotController.Code {
+				t.Fatalf("alter on broker %d, not the controller %d: code %d, want NOT_CONTROLLER", b.NodeID, md.Controller, code)
+			}
+		}
+	}
+	if code := alter(md.Controller, "12345"); code != 0 {
+		t.Fatalf("alter on the controller: code %d", code)
+	}
+	for _, b := range md.Brokers {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType, r.ResourceName, r.ConfigNames = kmsg.ConfigResourceTypeTopic, "ct", []string{"retention.records"}
+		req.Resources = append(req.Resources, r)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			resp, err := req.RequestWith(ctx, cl.Broker(int(b.NodeID)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs := resp.Resources[0].Configs
+			if len(cs) == 1 && cs[0].Value != nil && *cs[0].Value == "12345" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("broker %d describes %+v, want retention.records 12345", b.NodeID, resp.Resources[0])
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
 }
