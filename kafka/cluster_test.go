@@ -92,6 +92,7 @@ func TestClusterMetadataLeadersAndGroups(t *testing.T) {
 	}
 	checkFollowerRefuses(t, addrs, adm)
 	checkClusterConfigs(t, cl, adm)
+	checkDescribeCluster(t, cl, md)
 
 	cons := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.ConsumerGroup("cg"), kgo.ConsumeTopics("ct"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -220,6 +221,28 @@ func checkClusterConfigs(t *testing.T, cl *kgo.Client, adm *kadm.Client) {
 				t.Fatalf("broker %d describes %+v, want retention.records 12345", b.NodeID, resp.Resources[0])
 			}
 			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// checkDescribeCluster: DescribeCluster lists Metadata's brokers and
+// controller.
+func checkDescribeCluster(t *testing.T, cl *kgo.Client, md kadm.Metadata) {
+	t.Helper()
+	resp, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(testCtx(t), cl)
+	if err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("DescribeCluster: %v %+v", err, resp)
+	}
+	if resp.ClusterID != clusterID || resp.ControllerID != md.Controller || len(resp.Brokers) != len(md.Brokers) {
+		t.Fatalf("DescribeCluster: %+v; Metadata: controller %d, %d brokers", resp, md.Controller, len(md.Brokers))
+	}
+	for _, b := range resp.Brokers {
+		found := false
+		for _, mb := range md.Brokers {
+			found = found || (mb.NodeID == b.NodeID && mb.Host == b.Host && mb.Port == b.Port)
+		}
+		if !found {
+			t.Fatalf("DescribeCluster broker %+v, Metadata %+v", b, md.Brokers)
 		}
 	}
 }

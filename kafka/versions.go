@@ -51,6 +51,7 @@ func init() {
 		37: {0, 3, handleCreatePartitions},
 		42: {0, 2, handleDeleteGroups},
 		44: {0, 1, handleIncrementalAlterConfigs},
+		60: {0, 2, handleDescribeCluster},
 	}
 	for key, a := range apis {
 		// Never advertise past what kmsg can encode.
