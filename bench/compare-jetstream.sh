@@ -111,7 +111,7 @@ krow() { # workload logd-bench kgo
   echo "${krows[-1]}" >&2
 }
 row() { # workload level logd js
-  rows+=("$(printf '%-34s %-8s %12s %12s %8s' "$1" "$2" "$3" "$4" "$(ratio "$3" "$4")")")
+  rows+=("$(printf '%-50s %-8s %12s %12s %8s' "$1" "$2" "$3" "$4" "$(ratio "$3" "$4")")")
   echo "${rows[-1]}" >&2
 }
 
@@ -148,7 +148,7 @@ done
 
 echo
 echo "logd vs NATS JetStream v2.15.2 on $(nproc) cores, $(uname -sr), loopback, client and server on one machine"
-printf '%-34s %-8s %12s %12s %8s\n' workload level "logd rec/s" "JS msgs/s" ratio
+printf '%-50s %-8s %12s %12s %8s\n' workload level "logd rec/s" "JS msgs/s" ratio
 for r in "${rows[@]}"; do echo "$r"; done
 echo
 echo "logd via Kafka protocol (franz-go kgo) vs logd bench (logd's Go client), same node, same run; load: $(uptime | sed 's/.*load average/load average/')"
