@@ -139,8 +139,10 @@ func partitionLeader(ctx context.Context, t *testing.T, adm *kadm.Client, nodes 
 // offset it was acknowledged at, and no record was stored twice. A record
 // read again after a rebalance is fine (same offset, same value).
 func TestKafkaClusterKill9PartitionLeader(t *testing.T) {
+	begin := time.Now()
 	nodes := startKafkaCluster(t)
 	cli(t, grpcServers(nodes), "topic", "create", "kevents", "--partitions", "3")
+	t.Logf("cluster formed and topic created in %v", time.Since(begin).Round(time.Millisecond))
 	var seeds []string
 	for _, n := range nodes {
 		seeds = append(seeds, n.kafka)
@@ -209,6 +211,7 @@ func TestKafkaClusterKill9PartitionLeader(t *testing.T) {
 	victim.start(t)
 	time.Sleep(4 * time.Second)
 	close(stopProducing)
+	t.Logf("restarted %s; flushing at %v", victim.id, time.Since(begin).Round(time.Millisecond))
 	if err := prod.Flush(ctx); err != nil {
 		t.Fatalf("flush: %v", err)
 	}
@@ -225,10 +228,15 @@ func TestKafkaClusterKill9PartitionLeader(t *testing.T) {
 	stopConsumer()
 	wg.Wait()
 	l.check(t)
+	t.Logf("all read at %v", time.Since(begin).Round(time.Millisecond))
 	t.Logf("%d acknowledged records read by the group through kill -9 of %s", len(acked), victim.id)
+	var stops sync.WaitGroup
 	for _, n := range nodes {
-		n.n.stop()
+		stops.Add(1)
+		go func() { defer stops.Done(); n.n.stop() }()
 	}
+	stops.Wait()
+	t.Logf("stopped at %v", time.Since(begin).Round(time.Millisecond))
 }
 
 func (l *kafkaLog) snapshotAcked() map[string][2]int64 {
