@@ -139,6 +139,7 @@ func partitionLeader(ctx context.Context, t *testing.T, adm *kadm.Client, nodes 
 // offset it was acknowledged at, and no record was stored twice. A record
 // read again after a rebalance is fine (same offset, same value).
 func TestKafkaClusterKill9PartitionLeader(t *testing.T) {
+	logdBinary(t) // built once per package run: not this test's time
 	begin := time.Now()
 	nodes := startKafkaCluster(t)
 	cli(t, grpcServers(nodes), "topic", "create", "kevents", "--partitions", "3")
