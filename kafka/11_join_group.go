@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/groups"
 )
 
@@ -17,7 +18,7 @@ func handleJoinGroup(s *Server, r *request) func() kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 	return func() kmsg.Response {
 		resp.Generation, resp.MemberID = -1, req.MemberID
-		coord, err := s.core.Coordinator()
+		coord, err := s.groupCoordinator(r, auth.OpRead, req.Group)
 		if err != nil {
 			resp.ErrorCode = groupCode(err)
 			return resp

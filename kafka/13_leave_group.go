@@ -2,6 +2,8 @@ package kafka
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logd/logd/auth"
 )
 
 // handleLeaveGroup removes the member (v0-v2) or each member of the batch
@@ -10,7 +12,7 @@ func handleLeaveGroup(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 	return func() kmsg.Response {
-		coord, err := s.core.Coordinator()
+		coord, err := s.groupCoordinator(r, auth.OpRead, req.Group)
 		if err != nil {
 			resp.ErrorCode = groupCode(err)
 			return resp

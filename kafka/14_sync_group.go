@@ -3,6 +3,7 @@ package kafka
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/groups"
 )
 
@@ -13,7 +14,7 @@ func handleSyncGroup(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.SyncGroupRequest)
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 	return func() kmsg.Response {
-		coord, err := s.core.Coordinator()
+		coord, err := s.groupCoordinator(r, auth.OpRead, req.Group)
 		if err != nil {
 			resp.ErrorCode = groupCode(err)
 			return resp

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/groups"
 )
 
@@ -19,6 +20,9 @@ func handleDescribeGroups(s *Server, r *request) func() kmsg.Response {
 		for _, name := range req.Groups {
 			g := kmsg.NewDescribeGroupsResponseGroup()
 			g.Group = name
+			if cerr == nil {
+				cerr = s.core.Authorize(r.ctx, r.c.principal, auth.OpDescribe, auth.Group(name))
+			}
 			if cerr != nil {
 				g.ErrorCode = groupCode(cerr)
 				resp.Groups = append(resp.Groups, g)

@@ -3,6 +3,7 @@ package kafka
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/groups"
 )
 
@@ -33,6 +34,9 @@ func handleListGroups(s *Server, r *request) func() kmsg.Response {
 		add := func(group, protocolType, state string) {
 			if len(req.StatesFilter) > 0 && !contains(req.StatesFilter, state) {
 				return
+			}
+			if !s.core.Allowed(r.c.principal, auth.OpDescribe, auth.Group(group)) {
+				return // listings leave out what the principal may not describe
 			}
 			g := kmsg.NewListGroupsResponseGroup()
 			g.Group, g.ProtocolType, g.GroupState = group, protocolType, state

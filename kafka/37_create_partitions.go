@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -10,16 +9,6 @@ import (
 
 	"github.com/logd/logd/partition"
 )
-
-// partitionAdder is the core's AddPartitions (broker.Broker has it once
-// adding partitions lands in the core, issue 12); a core without it
-// answers CreatePartitions with INVALID_REQUEST.
-type partitionAdder interface {
-	AddPartitions(ctx context.Context, p Principal, topic string, count int32) (partition.TopicConfig, error)
-}
-
-// errNoAddPartitions is the answer of a core that cannot add partitions.
-var errNoAddPartitions = errors.New("logd cannot add partitions yet: this build's core has no AddPartitions")
 
 // handleCreatePartitions grows each topic to Count partitions (the new
 // total) through the core. Explicit replica assignments are refused
@@ -54,11 +43,7 @@ func handleCreatePartitions(s *Server, r *request) func() kmsg.Response {
 }
 
 func (s *Server) createPartitions(r *request, req *kmsg.CreatePartitionsRequest, rt kmsg.CreatePartitionsRequestTopic) (int16, error) {
-	adder, ok := s.core.(partitionAdder)
-	switch {
-	case !ok:
-		return kerr.InvalidRequest.Code, errNoAddPartitions
-	case rt.Assignment != nil:
+	if rt.Assignment != nil {
 		return kerr.InvalidReplicaAssignment.Code, errors.New("logd places replicas itself: send only the new partition count, not an assignment")
 	}
 	ctx, cancel := contextWithTimeout(r, req.TimeoutMillis)
@@ -78,7 +63,7 @@ func (s *Server) createPartitions(r *request, req *kmsg.CreatePartitionsRequest,
 	case req.ValidateOnly:
 		return 0, nil
 	}
-	if _, err := adder.AddPartitions(ctx, r.c.principal, rt.Topic, rt.Count); err != nil {
+	if _, err := s.core.AddPartitions(ctx, r.c.principal, rt.Topic, rt.Count); err != nil {
 		if errors.Is(err, ErrInvalidArgument) || errors.Is(err, partition.ErrInvalidConfig) {
 			return kerr.InvalidPartitions.Code, err
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/offsets"
@@ -71,6 +72,14 @@ func (c aclCore) CommitOffsets(ctx context.Context, p Principal, group, member s
 	return c.fakeCore.CommitOffsets(ctx, p, group, member, gen, cs)
 }
 
+func (c aclCore) Authorize(_ context.Context, p Principal, op auth.Operation, r auth.Resource) error {
+	return c.check(p, op, r)
+}
+
+func (c aclCore) Allowed(p Principal, op auth.Operation, r auth.Resource) bool {
+	return c.check(p, op, r) == nil
+}
+
 // The principal a SASL login names reaches the core, and the core's
 // refusals come back as the Kafka codes of the refused resource: Metadata
 // lists only what the principal may describe.
@@ -127,6 +136,20 @@ func TestKafkaRefusedPrincipal(t *testing.T) {
 	}
 	if !errors.Is(err, kerr.GroupAuthorizationFailed) {
 		t.Errorf("commit offsets: %v, want GROUP_AUTHORIZATION_FAILED", err)
+	}
+	// The coordinator takes no principal: the listener asks the core.
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "g", "consumer", 10000, 10000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+	if jresp, err := join.RequestWith(ctx, mcl); err != nil || jresp.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("join group: %v, code %v; want GROUP_AUTHORIZATION_FAILED", err, jresp)
+	}
+	described, err := mallory.DescribeGroups(ctx, "g")
+	if err == nil {
+		err = described["g"].Err
+	}
+	if !errors.Is(err, kerr.GroupAuthorizationFailed) {
+		t.Errorf("describe group: %v, want GROUP_AUTHORIZATION_FAILED", err)
 	}
 	prod := newClient(t, addr, sasl, kgo.DefaultProduceTopic("secret"), kgo.RecordRetries(1))
 	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("no")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {

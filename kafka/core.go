@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/offsets"
@@ -21,12 +22,17 @@ type Core interface {
 	DeleteTopic(ctx context.Context, p Principal, name string) error
 	TopicConfigs(ctx context.Context, p Principal) ([]partition.TopicConfig, error)
 	AlterTopic(ctx context.Context, p Principal, name string, ch partition.ConfigChange) (partition.TopicConfig, error)
+	AddPartitions(ctx context.Context, p Principal, topic string, count int32) (partition.TopicConfig, error)
 	StartProduce(ctx context.Context, r ProduceRequest) (wait func() (ProduceResult, error), err error)
 	NewProducerID(ctx context.Context) (id int64, epoch int16, err error)
 	Fetch(ctx context.Context, r FetchRequest) (FetchResult, error)
 	ListOffset(ctx context.Context, p Principal, topic string, partition int32, spec int64) (offset, timestampMs int64, err error)
 	CommitOffsets(ctx context.Context, p Principal, group, member string, generation int32, cs []offsets.Committed) error
 	FetchOffsets(ctx context.Context, p Principal, group string, topics []string) ([]offsets.Committed, error)
+	// Authorize is the core's decision for what the group coordinator
+	// does (the coordinator itself takes no principal).
+	Authorize(ctx context.Context, p Principal, op auth.Operation, r auth.Resource) error
+	Allowed(p Principal, op auth.Operation, r auth.Resource) bool
 	Coordinator() (*groups.Coordinator, error)
 	ListGroups(ctx context.Context, p Principal) ([]string, error)
 	DeleteGroup(ctx context.Context, p Principal, group string) error

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/partition"
 )
@@ -60,10 +61,14 @@ func (f *fakeCore) DeleteGroup(_ context.Context, _ Principal, group string) err
 	return nil
 }
 
-// fakeAdder is a fakeCore that can add partitions.
-type fakeAdder struct{ *fakeCore }
+func (f *fakeCore) Allowed(Principal, auth.Operation, auth.Resource) bool { return true }
 
-func (f fakeAdder) AddPartitions(_ context.Context, _ Principal, topic string, count int32) (partition.TopicConfig, error) {
+// Authorize allows everything (the refusals are tested with authzCore).
+func (f *fakeCore) Authorize(context.Context, Principal, auth.Operation, auth.Resource) error {
+	return nil
+}
+
+func (f *fakeCore) AddPartitions(_ context.Context, _ Principal, topic string, count int32) (partition.TopicConfig, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t, ok := f.topics[topic]
