@@ -14,7 +14,7 @@ RACE_PKGS  := ./log/... ./partition/... ./routing/... ./offsets/... ./retention/
 PLAIN_PKGS := ./cmd/... ./test/... ./torture/... ./proto/...
 FUZZTIME  ?= 5s
 
-.PHONY: check-pkgs verify-deploy all build run test test-race test-fuzz fuzz lint proto tools bench bench-compare bench-cluster clean
+.PHONY: check-pkgs verify-deploy all build run test test-race test-fuzz fuzz lint proto tools bench bench-compare bench-cluster bench-partitions clean
 
 all: build
 
@@ -124,6 +124,12 @@ bench:
 # throughput ratio and the disk bytes written per produced byte per replica.
 bench-cluster:
 	bench/cluster.sh
+
+# bench-partitions: the idle cost of many partitions (issue 19): 3 nodes, one
+# topic of N (default 1000) partitions x 3 replicas, CPU, RSS and descriptors
+# per node over 10s idle, then the failover time of one partition.
+bench-partitions:
+	bench/partitions.sh
 
 # bench-compare: logd vs NATS JetStream, one table of ratios (installs
 # nats-server and the nats CLI at pinned versions into ~/.cache/logd-bench).

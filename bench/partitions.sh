@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# partitions.sh: `make bench-partitions`. The cost of many idle partitions
+# (issue 19), on 127.0.0.1 only: 3 nodes (--bootstrap / --join), one topic
+# of N partitions x 3 replicas, no traffic. Once every partition has a
+# leader and the cluster has settled, it samples each node over an idle
+# window: CPU (utime+stime from /proc/PID/stat, as % of one core), RSS
+# (/proc/PID/status VmRSS) and descriptors (/proc/PID/fd: sockets vs the
+# rest). Then it kills the node leading partition 0 (SIGKILL) and times
+# until a produce to partition 0 (acks=all) through the two others is
+# acknowledged: the failover time, client retries included.
+# It stops what it started (by PID) and prints one Markdown table.
+#
+#   N=1000 IDLE=10 SETTLE=10 bench/partitions.sh
+#   BIN=/tmp/logd-main N=300 bench/partitions.sh   # another build
+#   PROFILE=/tmp/idle.pprof bench/partitions.sh    # also a 10s CPU profile of node 1
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+N=${N:-1000}
+IDLE=${IDLE:-10}
+SETTLE=${SETTLE:-10}
+BASE=${PORT:-17400}
+WORK=$(mktemp -d)
+if [ -z "${BIN:-}" ]; then
+  BIN=$WORK/logd
+  (cd "$ROOT" && go build -o "$BIN" ./cmd/logd)
+fi
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+
+waitport() { for _ in $(seq 1 400); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.05; done; echo "port $1 never opened" >&2; exit 1; }
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+rss() { awk '/^VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
+fds() { # sockets files
+  local s=0 f=0 l
+  for l in /proc/$1/fd/*; do
+    l=$(readlink "$l" 2>/dev/null) || continue
+    case $l in socket:*) s=$((s + 1)) ;; *) f=$((f + 1)) ;; esac
+  done
+  echo "$s $f"
+}
+now() { date +%s.%N; }
+
+api=(); http=(); raft=(); pids=()
+for i in 1 2 3; do
+  api+=(127.0.0.1:$((BASE + 10 + i))); http+=($((BASE + 20 + i))); raft+=(127.0.0.1:$((BASE + 30 + i)))
+done
+for i in 0 1 2; do
+  if [ $i = 0 ]; then how=(--bootstrap); else how=(--join "${api[0]}"); fi
+  "$BIN" serve --data-dir "$WORK/n$i" --addr "${api[$i]}" --http-addr "127.0.0.1:${http[$i]}" --log-level warn \
+    --node-id "n$((i + 1))" --raft-addr "${raft[$i]}" "${how[@]}" 2>"$WORK/n$i.log" &
+  PIDS+=($!); pids+=($!)
+  waitport "${api[$i]##*:}"
+done
+servers=$(IFS=,; echo "${api[*]}")
+for _ in $(seq 1 100); do
+  [ "$("$BIN" cluster status --server "$servers" 2>/dev/null | grep -c ' true')" = 3 ] && break; sleep 0.2
+done
+t0=$(now)
+# The create answers when the topic is placed; with many partitions its wait
+# for the leaders can time out first: then the loop below waits for them.
+"$BIN" topic create idle --partitions "$N" --replicas 3 --server "$servers" --timeout 300s >/dev/null ||
+  echo "topic create did not confirm; waiting for the leaders" >&2
+leaders() { "$BIN" cluster status --json --server "$servers" 2>/dev/null |
+  python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(1 for p in d["partitions"] if p["topic"] == "idle" and p.get("leader")))' 2>/dev/null || echo 0; }
+for _ in $(seq 1 600); do
+  [ "$(leaders)" = "$N" ] && break; sleep 1
+done
+[ "$(leaders)" = "$N" ] || { echo "not every partition has a leader after 600s" >&2; exit 1; }
+elected=$(python3 -c "print('%.1f' % ($(now) - $t0))")
+sleep "$SETTLE"
+
+declare -a c0
+for i in 0 1 2; do c0[$i]=$(ticks "${pids[$i]}"); done
+if [ -n "${PROFILE:-}" ]; then
+  curl -s -o "$PROFILE" "http://127.0.0.1:${http[0]}/debug/pprof/profile?seconds=$IDLE"
+else
+  sleep "$IDLE"
+fi
+hz=$(getconf CLK_TCK)
+echo
+echo "$N partitions x 3 replicas, idle ${IDLE}s after ${SETTLE}s settle; all leaders after ${elected}s; load: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
+echo
+echo "| node | idle CPU (% of a core) | RSS MiB | descriptors | sockets | files |"
+echo "|---|---|---|---|---|---|"
+for i in 0 1 2; do
+  c=$(( $(ticks "${pids[$i]}") - c0[i] ))
+  read -r s f < <(fds "${pids[$i]}")
+  python3 -c "print('| n%d | %.1f | %s | %d | %d | %d |' % ($i + 1, 100.0 * $c / $hz / $IDLE, '$(rss "${pids[$i]}")', $s + $f, $s, $f))"
+done
+
+# Failover of partition 0: kill its leader's node, time a produce through the others.
+leader=$("$BIN" cluster status --json --server "$servers" |
+  python3 -c 'import json,sys; d=json.load(sys.stdin); print([p for p in d["partitions"] if p["topic"] == "idle" and p["partition"] == 0][0]["leader"])')
+k=$(( ${leader#n} - 1 ))
+others=()
+for i in 0 1 2; do [ $i != $k ] && others+=("${api[$i]}"); done
+t1=$(now)
+kill -9 "${pids[$k]}"
+echo x | "$BIN" produce idle --partition 0 --acks all --timeout 120s --server "$(IFS=,; echo "${others[*]}")" >/dev/null
+echo
+python3 -c "print('failover of partition 0 (leader $leader killed): %.2f s until a produce (acks=all) was acknowledged' % ($(now) - $t1))"
