@@ -36,6 +36,11 @@ type Core interface {
 	Coordinator() (*groups.Coordinator, error)
 	ListGroups(ctx context.Context, p Principal) ([]string, error)
 	DeleteGroup(ctx context.Context, p Principal, group string) error
+	// The ACL store (CreateAcls, DescribeAcls, DeleteAcls): alter on the
+	// cluster to change it, describe to list it.
+	AddACLs(ctx context.Context, p Principal, acls ...auth.ACL) error
+	RemoveACLs(ctx context.Context, p Principal, f auth.ACLFilter) ([]auth.ACL, error)
+	ListACLs(ctx context.Context, p Principal, f auth.ACLFilter) ([]auth.ACL, error)
 }
 
 var _ Core = (*broker.Broker)(nil)

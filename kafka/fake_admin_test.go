@@ -82,3 +82,20 @@ func (f *fakeCore) AddPartitions(_ context.Context, _ Principal, topic string, c
 	t.cfg.Partitions = count
 	return t.cfg, nil
 }
+
+// The ACL methods keep the ACLs in memory; the broker's checks of the
+// caller are aclCore's (authz_test.go).
+func (f *fakeCore) AddACLs(_ context.Context, _ Principal, acls ...auth.ACL) error {
+	if err := f.acls.Add(acls...); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	}
+	return nil
+}
+
+func (f *fakeCore) RemoveACLs(_ context.Context, _ Principal, filter auth.ACLFilter) ([]auth.ACL, error) {
+	return f.acls.Remove(filter)
+}
+
+func (f *fakeCore) ListACLs(_ context.Context, _ Principal, filter auth.ACLFilter) ([]auth.ACL, error) {
+	return f.acls.List(filter)
+}

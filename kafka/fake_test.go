@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/log"
@@ -25,6 +26,7 @@ type fakeCore struct {
 	nextPID int64
 	coord   *groups.Coordinator
 	produce func(ProduceRequest) error // optional failure injection
+	acls    *auth.MemoryACLStore
 }
 
 type fakeTopic struct {
@@ -42,6 +44,7 @@ func newFakeCore() *fakeCore {
 		topics:  map[string]*fakeTopic{},
 		commits: map[string]map[string]map[int32]offsets.Committed{},
 		changed: make(chan struct{}),
+		acls:    auth.NewMemoryACLStore(),
 	}
 	f.coord = groups.New(groups.Config{Partitions: func(t string) int32 {
 		f.mu.Lock()
