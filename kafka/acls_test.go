@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -265,5 +266,26 @@ func TestACLsRealBroker(t *testing.T) {
 	rs := described(t, admin, anyPrincipal(kadm.NewACLs().Topics("logs-app").ResourcePatternType(kadm.ACLPatternMatch).Operations()))
 	if !slices.Equal(rs, []string{"User:eve ALLOW READ TOPIC:PREFIXED:logs-"}) {
 		t.Errorf("the super user describes MATCH logs-app: %q", rs)
+	}
+}
+
+// The ACL APIs' error codes: a node that does not lead the metadata is
+// NOT_CONTROLLER (with or without a known leader), a refusal
+// CLUSTER_AUTHORIZATION_FAILED, a bad ACL INVALID_REQUEST.
+func TestACLCode(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want *kerr.Error
+	}{
+		{fmt.Errorf("add: %w", &NotLeaderError{Leader: Node{ID: "n2"}}), kerr.NotController},
+		{&NotLeaderError{}, kerr.NotController},
+		{fmt.Errorf("%w: %w", ErrDenied, &auth.DeniedError{Principal: auth.User("eve"), Operation: auth.OpAlter, Resource: auth.Cluster()}), kerr.ClusterAuthorizationFailed},
+		{ErrDenied, kerr.ClusterAuthorizationFailed},
+		{aclErrorf("host %q", "h"), kerr.InvalidRequest},
+		{fmt.Errorf("%w: bad", ErrInvalidArgument), kerr.InvalidRequest},
+	} {
+		if got := aclCode(c.err); got != c.want.Code {
+			t.Errorf("aclCode(%v) = %v, want %v", c.err, kerr.ErrorForCode(got), c.want)
+		}
 	}
 }
