@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/broker"
@@ -286,6 +287,52 @@ func TestACLCode(t *testing.T) {
 	} {
 		if got := aclCode(c.err); got != c.want.Code {
 			t.Errorf("aclCode(%v) = %v, want %v", c.err, kerr.ErrorForCode(got), c.want)
+		}
+	}
+}
+
+// Every advertised version round-trips: v0 (no pattern type on the wire:
+// literal), v1 (pattern types), v2 and v3 (flexible).
+func TestACLsEveryVersion(t *testing.T) {
+	f := newFakeCore()
+	s := startServer(t, f, Config{})
+	for v := int16(0); v <= 3; v++ {
+		vs := kversion.Stable()
+		for key := int16(29); key <= 31; key++ {
+			vs.SetMaxKeyVersion(key, v)
+		}
+		cl := newClient(t, s.Addr().String(), kgo.MaxVersions(vs))
+		ctx := testCtx(t)
+		create := kmsg.NewPtrCreateACLsRequest()
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName, c.Principal, c.Host = kmsg.ACLResourceTypeTopic, "t", "User:a", "*"
+		c.Operation, c.PermissionType = kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+		create.Creations = append(create.Creations, c)
+		cr, err := create.RequestWith(ctx, cl)
+		if err != nil || len(cr.Results) != 1 || cr.Results[0].ErrorCode != 0 {
+			t.Fatalf("v%d create: %+v, %v", v, cr, err)
+		}
+		describe := kmsg.NewPtrDescribeACLsRequest()
+		describe.ResourceType, describe.ResourceName = kmsg.ACLResourceTypeTopic, kmsg.StringPtr("t")
+		describe.Operation, describe.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		dr, err := describe.RequestWith(ctx, cl)
+		if err != nil || dr.ErrorCode != 0 || len(dr.Resources) != 1 || len(dr.Resources[0].ACLs) != 1 ||
+			dr.Resources[0].ResourcePatternType != kmsg.ACLResourcePatternTypeLiteral {
+			t.Fatalf("v%d describe: %+v, %v", v, dr, err)
+		}
+		del := kmsg.NewPtrDeleteACLsRequest()
+		filter := kmsg.NewDeleteACLsRequestFilter()
+		filter.ResourceType, filter.Operation, filter.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		if v > 0 {
+			filter.ResourcePatternType = kmsg.ACLResourcePatternTypeAny
+		}
+		del.Filters = append(del.Filters, filter)
+		rr, err := del.RequestWith(ctx, cl)
+		if err != nil || len(rr.Results) != 1 || rr.Results[0].ErrorCode != 0 || len(rr.Results[0].MatchingACLs) != 1 {
+			t.Fatalf("v%d delete: %+v, %v", v, rr, err)
+		}
+		if create.Version != v || describe.Version != v || del.Version != v {
+			t.Fatalf("sent versions %d, %d, %d, want %d", create.Version, describe.Version, del.Version, v)
 		}
 	}
 }
