@@ -57,6 +57,7 @@ func TestTortureCluster(t *testing.T) {
 		Duration:  d,
 		Seed:      seed,
 		ReportDir: dir,
+		Workload:  WorkloadConfig{GroupMembers: groupMembersFromEnv(t)},
 		Nemesis: NemesisConfig{Kinds: kinds, Combine: true, TargetLeader: true, LeaderShare: 0.5,
 			MinDown: 2 * time.Second, MaxDown: 5 * time.Second},
 		Logf: t.Logf,

@@ -85,7 +85,7 @@ func tortureInProcess(t *testing.T, d time.Duration, seed int64, nodes int, dir 
 		Duration:  d,
 		Seed:      seed,
 		ReportDir: dir,
-		Workload:  WorkloadConfig{Followers: 2, Groups: 2},
+		Workload:  WorkloadConfig{Followers: 2, Groups: 2, GroupMembers: groupMembersFromEnv(t)},
 		Nemesis: NemesisConfig{Kinds: inProcessKinds(nodes), Combine: true, TargetLeader: true, LeaderShare: 0.5,
 			Interval: 1500 * time.Millisecond},
 		Logf: t.Logf,
@@ -103,4 +103,19 @@ func tortureInProcess(t *testing.T, d time.Duration, seed int64, nodes int, dir 
 	if !rep.Valid {
 		t.Errorf("torture found violations; report in %s", dir)
 	}
+}
+
+// groupMembersFromEnv is TORTURE_GROUP_MEMBERS: how many members of one
+// consumer group share the topic's partitions (0, the default: none; see
+// WorkloadConfig.GroupMembers).
+func groupMembersFromEnv(t *testing.T) int {
+	s := os.Getenv("TORTURE_GROUP_MEMBERS")
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		t.Fatalf("TORTURE_GROUP_MEMBERS=%q: want a count >= 0", s)
+	}
+	return n
 }
