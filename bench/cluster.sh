@@ -43,21 +43,8 @@ one=$(bench --server 127.0.0.1:$BASE --topic single)
 kill "${PIDS[0]}"; wait "${PIDS[0]}" 2>/dev/null || true
 
 # Three nodes.
-api=(); http=(); raft=(); pids=()
-for i in 1 2 3; do
-  api+=(127.0.0.1:$((BASE + 10 + i))); http+=($((BASE + 20 + i))); raft+=(127.0.0.1:$((BASE + 30 + i)))
-done
-for i in 0 1 2; do
-  if [ $i = 0 ]; then how=(--bootstrap); else how=(--join "${api[0]}"); fi
-  "$BIN" serve --data-dir "$WORK/n$i" --addr "${api[$i]}" --http-addr "127.0.0.1:${http[$i]}" --log-level warn \
-    --node-id "n$((i + 1))" --raft-addr "${raft[$i]}" "${how[@]}" 2>"$WORK/n$i.log" &
-  PIDS+=($!); pids+=($!)
-  waitport "${api[$i]##*:}"
-done
-servers=$(IFS=,; echo "${api[*]}")
-for _ in $(seq 1 100); do
-  [ "$("$BIN" cluster status --server "$servers" 2>/dev/null | grep -c ' true')" = 3 ] && break; sleep 0.2
-done
+. "$ROOT/bench/start-cluster.sh"
+start_cluster
 "$BIN" topic create cluster --partitions "$PARTITIONS" --replicas 3 --server "$servers" >/dev/null
 sleep 2 # leaders elected and spread
 declare -a disk0 io0

@@ -45,21 +45,8 @@ fds() { # sockets files
 }
 now() { date +%s.%N; }
 
-api=(); http=(); raft=(); pids=()
-for i in 1 2 3; do
-  api+=(127.0.0.1:$((BASE + 10 + i))); http+=($((BASE + 20 + i))); raft+=(127.0.0.1:$((BASE + 30 + i)))
-done
-for i in 0 1 2; do
-  if [ $i = 0 ]; then how=(--bootstrap); else how=(--join "${api[0]}"); fi
-  "$BIN" serve --data-dir "$WORK/n$i" --addr "${api[$i]}" --http-addr "127.0.0.1:${http[$i]}" --log-level warn \
-    --node-id "n$((i + 1))" --raft-addr "${raft[$i]}" "${how[@]}" 2>"$WORK/n$i.log" &
-  PIDS+=($!); pids+=($!)
-  waitport "${api[$i]##*:}"
-done
-servers=$(IFS=,; echo "${api[*]}")
-for _ in $(seq 1 100); do
-  [ "$("$BIN" cluster status --server "$servers" 2>/dev/null | grep -c ' true')" = 3 ] && break; sleep 0.2
-done
+. "$ROOT/bench/start-cluster.sh"
+start_cluster
 t0=$(now)
 # The create answers when the topic is placed; with many partitions its wait
 # for the leaders can time out first: then the loop below waits for them.
