@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"testing"
+
+	"github.com/logd/logd/internal/testcerts"
 )
 
 // errorLog collects OnReloadError reports.
@@ -36,13 +38,13 @@ func TestServerTLSPicksUpRotatedFilesOnNextHandshake(t *testing.T) {
 	client := p.client(t, false)
 	expectServerCN(t, s.addr, client, "server")
 
-	c, k := p.ca.validLeaf(t, "server-rotated")
-	writePair(t, p.dir, "server", c, k)
+	c, k := p.ca.Leaf(t, "server-rotated")
+	testcerts.WritePair(t, p.dir, "server", c, k)
 	expectServerCN(t, s.addr, client, "server-rotated")
 
 	// A rotation that leaves a broken key behind keeps the working pair and
 	// says so once, not once per handshake.
-	writeFile(t, p.srvKey, []byte("not a key"))
+	testcerts.WriteFile(t, p.srvKey, []byte("not a key"))
 	expectServerCN(t, s.addr, client, "server-rotated")
 	expectServerCN(t, s.addr, client, "server-rotated")
 	if reports.count() != 1 {
@@ -54,8 +56,8 @@ func TestServerTLSPicksUpRotatedFilesOnNextHandshake(t *testing.T) {
 	expectServerCN(t, s.addr, client, "server-rotated")
 
 	// The key is fixed: the next handshake uses the new pair.
-	c, k = p.ca.validLeaf(t, "server-fixed")
-	writePair(t, p.dir, "server", c, k)
+	c, k = p.ca.Leaf(t, "server-fixed")
+	testcerts.WritePair(t, p.dir, "server", c, k)
 	if err := st.Reload(); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +70,7 @@ func TestServerTLSPicksUpRotatedClientCA(t *testing.T) {
 	if _, _, err := exchange(s.addr, tlsClientWithPair(t, p.caFile, readFile(t, next.aliceCert), readFile(t, next.aliceKey))); err == nil {
 		t.Fatal("a client of the next CA was served before the CA file changed")
 	}
-	writeFile(t, p.caFile, append(append([]byte{}, p.ca.pem...), next.ca.pem...))
+	testcerts.WriteFile(t, p.caFile, append(append([]byte{}, p.ca.PEM...), next.ca.PEM...))
 	line, _, err := exchange(s.addr, tlsClientWithPair(t, p.caFile, readFile(t, next.aliceCert), readFile(t, next.aliceKey)))
 	if err != nil || line != "User:alice" {
 		t.Fatalf("after the CA bundle gained the next CA: %q, %v", line, err)
@@ -82,8 +84,8 @@ func TestClientTLSPicksUpRotatedCertificate(t *testing.T) {
 	if line, _, err := exchange(s.addr, client); err != nil || line != "User:alice" {
 		t.Fatalf("%q, %v", line, err)
 	}
-	c, k := p.ca.validLeaf(t, "alice2")
-	writePair(t, p.dir, "alice", c, k)
+	c, k := p.ca.Leaf(t, "alice2")
+	testcerts.WritePair(t, p.dir, "alice", c, k)
 	if line, _, err := exchange(s.addr, client); err != nil || line != "User:alice2" {
 		t.Fatalf("after rotation: %q, %v", line, err)
 	}

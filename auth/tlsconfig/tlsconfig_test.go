@@ -5,13 +5,13 @@ import (
 	"crypto/tls"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/internal/testcerts"
 )
 
 // tlsServer accepts on 127.0.0.1 with cfg and answers each connection whose
@@ -89,7 +89,7 @@ func exchange(addr string, cfg *tls.Config) (line string, serverCN string, err e
 
 // pki is one CA with a server pair and a client pair on disk.
 type pki struct {
-	ca                  *testCA
+	ca                  *testcerts.CA
 	dir, caFile         string
 	srvCert, srvKey     string
 	aliceCert, aliceKey string
@@ -98,12 +98,12 @@ type pki struct {
 func newPKI(t *testing.T, name string) *pki {
 	t.Helper()
 	dir := t.TempDir()
-	p := &pki{ca: newTestCA(t, name+"-ca"), dir: dir, caFile: filepath.Join(dir, name+"-ca.crt")}
-	writeFile(t, p.caFile, p.ca.pem)
-	c, k := p.ca.validLeaf(t, "server")
-	p.srvCert, p.srvKey = writePair(t, dir, "server", c, k)
-	c, k = p.ca.validLeaf(t, "alice")
-	p.aliceCert, p.aliceKey = writePair(t, dir, "alice", c, k)
+	ca := testcerts.NewCA(t, name+"-ca")
+	p := &pki{ca: ca, dir: dir, caFile: ca.File}
+	c, k := p.ca.Leaf(t, "server")
+	p.srvCert, p.srvKey = testcerts.WritePair(t, dir, "server", c, k)
+	c, k = p.ca.Leaf(t, "alice")
+	p.aliceCert, p.aliceKey = testcerts.WritePair(t, dir, "alice", c, k)
 	return p
 }
 
@@ -172,7 +172,7 @@ func TestServerTLSRefusesPlaintextClient(t *testing.T) {
 
 func TestServerTLSRefusesClients(t *testing.T) {
 	p, other := newPKI(t, "main"), newPKI(t, "other")
-	expiredCert, expiredKey := p.ca.leaf(t, "old", time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour))
+	expiredCert, expiredKey := p.ca.LeafValid(t, "old", time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour))
 	expired := tlsClientWithPair(t, p.caFile, expiredCert, expiredKey)
 	tls11 := p.client(t, true)
 	tls11.MaxVersion = tls.VersionTLS11
@@ -202,7 +202,7 @@ func TestServerTLSRefusesClients(t *testing.T) {
 // PEM (written to files, loaded as a client would).
 func tlsClientWithPair(t *testing.T, caFile string, certPEM, keyPEM []byte) *tls.Config {
 	t.Helper()
-	cf, kf := writePair(t, t.TempDir(), "client", certPEM, keyPEM)
+	cf, kf := testcerts.WritePair(t, t.TempDir(), "client", certPEM, keyPEM)
 	// loadKeyPair refuses an expired certificate, as a client should; a
 	// test of the server side builds the config by hand.
 	pair, err := tls.LoadX509KeyPair(cf, kf)

@@ -56,10 +56,17 @@ func NewCA(t testing.TB, name string) *CA {
 // Leaf is a certificate for cn valid for the next day, as PEM.
 func (ca *CA) Leaf(t testing.TB, cn string) (certPEM, keyPEM []byte) {
 	t.Helper()
+	return ca.LeafValid(t, cn, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
+}
+
+// LeafValid is a certificate for cn valid from notBefore to notAfter, as PEM
+// (an expired one, for a test that it is refused).
+func (ca *CA) LeafValid(t testing.TB, cn string, notBefore, notAfter time.Time) (certPEM, keyPEM []byte) {
+	t.Helper()
 	key := newKey(t)
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(t), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		NotBefore: notBefore, NotAfter: notAfter,
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
@@ -81,9 +88,16 @@ func (ca *CA) Leaf(t testing.TB, cn string) (certPEM, keyPEM []byte) {
 func (ca *CA) Pair(t testing.TB, dir, cn string) (certFile, keyFile string) {
 	t.Helper()
 	c, k := ca.Leaf(t, cn)
-	certFile, keyFile = filepath.Join(dir, cn+".crt"), filepath.Join(dir, cn+".key")
-	WriteFile(t, certFile, c)
-	WriteFile(t, keyFile, k)
+	return WritePair(t, dir, cn, c, k)
+}
+
+// WritePair writes a certificate and its key, as PEM, into dir as name.crt
+// and name.key (each with WriteFile) and returns their paths.
+func WritePair(t testing.TB, dir, name string, certPEM, keyPEM []byte) (certFile, keyFile string) {
+	t.Helper()
+	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	WriteFile(t, certFile, certPEM)
+	WriteFile(t, keyFile, keyPEM)
 	return certFile, keyFile
 }
 
