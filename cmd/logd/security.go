@@ -205,66 +205,65 @@ Super users (serve --super-users) bypass ACLs. Examples:
 	return cmd
 }
 
-func newACLAddCmd(srv *serverFlag) *cobra.Command {
+// newACLSubCmd is an acl subcommand that takes no arguments: its flags
+// become ACLs (filters, when filter is set), and do gets them with a client
+// connected to the server.
+func newACLSubCmd(srv *serverFlag, use, short string, filter bool, do func(cmd *cobra.Command, c *client.Client, acls []client.ACL) error) *cobra.Command {
 	var fl aclFlags
 	cmd := &cobra.Command{
-		Use:   "add",
-		Short: "Add ACLs (one per --operation)",
+		Use:   use,
+		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			acls, err := fl.acls(false)
+			acls, err := fl.acls(filter)
 			if err != nil {
 				return err
 			}
-			return srv.run(func(c *client.Client) error {
-				if err := c.Admin().AddACLs(cmd.Context(), acls...); err != nil {
-					return err
-				}
-				for _, a := range acls {
-					fmt.Fprintf(cmd.OutOrStdout(), "added: %s\n", a)
-				}
-				return nil
-			})
+			return srv.run(func(c *client.Client) error { return do(cmd, c, acls) })
 		},
 	}
-	fl.register(cmd, false)
+	fl.register(cmd, filter)
 	return cmd
 }
 
-func newACLRemoveCmd(srv *serverFlag) *cobra.Command {
-	var fl aclFlags
-	cmd := &cobra.Command{
-		Use:   "remove",
-		Short: "Remove the ACLs the flags match (unset flags match anything; at least one is needed)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if cmd.Flags().NFlag() == 0 || !anyACLFlag(cmd) {
-				return errors.New("name what to remove: --principal, --topic, --group, --cluster, --operation, --permission or --pattern (refusing to remove every ACL)")
-			}
-			filters, err := fl.acls(true)
-			if err != nil {
+func newACLAddCmd(srv *serverFlag) *cobra.Command {
+	return newACLSubCmd(srv, "add", "Add ACLs (one per --operation)", false,
+		func(cmd *cobra.Command, c *client.Client, acls []client.ACL) error {
+			if err := c.Admin().AddACLs(cmd.Context(), acls...); err != nil {
 				return err
 			}
-			return srv.run(func(c *client.Client) error {
-				n := 0
-				for _, f := range filters {
-					removed, err := c.Admin().RemoveACLs(cmd.Context(), f)
-					if err != nil {
-						return err
-					}
-					for _, a := range removed {
-						n++
-						fmt.Fprintf(cmd.OutOrStdout(), "removed: %s\n", a)
-					}
+			for _, a := range acls {
+				fmt.Fprintf(cmd.OutOrStdout(), "added: %s\n", a)
+			}
+			return nil
+		})
+}
+
+func newACLRemoveCmd(srv *serverFlag) *cobra.Command {
+	cmd := newACLSubCmd(srv, "remove", "Remove the ACLs the flags match (unset flags match anything; at least one is needed)", true,
+		func(cmd *cobra.Command, c *client.Client, filters []client.ACL) error {
+			n := 0
+			for _, f := range filters {
+				removed, err := c.Admin().RemoveACLs(cmd.Context(), f)
+				if err != nil {
+					return err
 				}
-				if n == 0 {
-					fmt.Fprintln(cmd.ErrOrStderr(), "no ACL matched")
+				for _, a := range removed {
+					n++
+					fmt.Fprintf(cmd.OutOrStdout(), "removed: %s\n", a)
 				}
-				return nil
-			})
-		},
+			}
+			if n == 0 {
+				fmt.Fprintln(cmd.ErrOrStderr(), "no ACL matched")
+			}
+			return nil
+		})
+	cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
+		if !anyACLFlag(cmd) {
+			return errors.New("name what to remove: --principal, --topic, --group, --cluster, --operation, --permission or --pattern (refusing to remove every ACL)")
+		}
+		return nil
 	}
-	fl.register(cmd, true)
 	return cmd
 }
 
@@ -279,32 +278,19 @@ func anyACLFlag(cmd *cobra.Command) bool {
 }
 
 func newACLListCmd(srv *serverFlag) *cobra.Command {
-	var fl aclFlags
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List ACLs (the flags filter them)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			filters, err := fl.acls(true)
-			if err != nil {
-				return err
-			}
-			return srv.run(func(c *client.Client) error {
-				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "PRINCIPAL\tPERMISSION\tOPERATION\tRESOURCE\tPATTERN\tNAME")
-				for _, f := range filters {
-					acls, err := c.Admin().ListACLs(cmd.Context(), f)
-					if err != nil {
-						return err
-					}
-					for _, a := range acls {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Principal, a.Permission, a.Operation, a.ResourceType, a.Pattern, a.Name)
-					}
+	return newACLSubCmd(srv, "list", "List ACLs (the flags filter them)", true,
+		func(cmd *cobra.Command, c *client.Client, filters []client.ACL) error {
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PRINCIPAL\tPERMISSION\tOPERATION\tRESOURCE\tPATTERN\tNAME")
+			for _, f := range filters {
+				acls, err := c.Admin().ListACLs(cmd.Context(), f)
+				if err != nil {
+					return err
 				}
-				return tw.Flush()
-			})
-		},
-	}
-	fl.register(cmd, true)
-	return cmd
+				for _, a := range acls {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Principal, a.Permission, a.Operation, a.ResourceType, a.Pattern, a.Name)
+				}
+			}
+			return tw.Flush()
+		})
 }
