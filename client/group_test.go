@@ -29,29 +29,37 @@ type testMember struct {
 	done   chan struct{}
 
 	mu       sync.Mutex
-	assigned map[int32]bool
+	assigned map[string]bool // "topic/partition"
 	recs     []client.ConsumedRecord
 	err      error
 }
 
+// startMember joins group as a consumer of one topic, through the
+// single-topic options and callbacks.
 func startMember(t *testing.T, c *client.Client, group, topic string) *testMember {
 	t.Helper()
-	m := &testMember{assigned: map[int32]bool{}, done: make(chan struct{})}
-	opts := client.GroupConsumerOptions{Group: group, Topic: topic, SessionTimeout: groupSession, MaxWait: 200 * time.Millisecond,
-		OnAssigned: func(ps []int32) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			for _, p := range ps {
-				m.assigned[p] = true
-			}
-		},
-		OnRevoked: func(ps []int32) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			for _, p := range ps {
-				delete(m.assigned, p)
-			}
-		}}
+	m := &testMember{assigned: map[string]bool{}, done: make(chan struct{})}
+	m.start(t, c, client.GroupConsumerOptions{Group: group, Topic: topic,
+		OnAssigned: func(ps []int32) { m.mark(map[string][]int32{topic: ps}, true) },
+		OnRevoked:  func(ps []int32) { m.mark(map[string][]int32{topic: ps}, false) }})
+	return m
+}
+
+// startTopicsMember joins group as a consumer of several topics.
+func startTopicsMember(t *testing.T, c *client.Client, group string, topics ...string) *testMember {
+	t.Helper()
+	m := &testMember{assigned: map[string]bool{}, done: make(chan struct{})}
+	m.start(t, c, client.GroupConsumerOptions{Group: group, Topics: topics,
+		OnAssignedTopics: func(ps map[string][]int32) { m.mark(ps, true) },
+		OnRevokedTopics:  func(ps map[string][]int32) { m.mark(ps, false) }})
+	return m
+}
+
+// start makes the consumer (with the tests' session timeout) and its poll
+// loop, stopped and closed when the test ends.
+func (m *testMember) start(t *testing.T, c *client.Client, opts client.GroupConsumerOptions) {
+	t.Helper()
+	opts.SessionTimeout, opts.MaxWait = groupSession, 200*time.Millisecond
 	gc, err := c.NewGroupConsumer(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -72,24 +80,27 @@ func startMember(t *testing.T, c *client.Client, group, topic string) *testMembe
 		}
 	}()
 	t.Cleanup(func() { m.stop(); gc.Close() })
-	return m
+}
+
+// mark records partitions as held (on) or given up.
+func (m *testMember) mark(parts map[string][]int32, on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for topic, ps := range parts {
+		for _, p := range ps {
+			if on {
+				m.assigned[fmt.Sprintf("%s/%d", topic, p)] = true
+			} else {
+				delete(m.assigned, fmt.Sprintf("%s/%d", topic, p))
+			}
+		}
+	}
 }
 
 // stop ends the poll loop (the member stays in the group until Close).
 func (m *testMember) stop() {
 	m.cancel()
 	<-m.done
-}
-
-func (m *testMember) partitions() []int32 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []int32
-	for p := range m.assigned {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
 }
 
 func (m *testMember) failure() error {
@@ -109,42 +120,39 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
-// split reports whether the members' partitions are disjoint and together
-// are 0..n-1, each member holding at least one.
-func split(n int32, ms ...*testMember) bool {
-	var all []int32
+// topicPartitions is "topic/0" to "topic/n-1".
+func topicPartitions(topic string, n int32) []string {
+	var out []string
+	for p := range n {
+		out = append(out, fmt.Sprintf("%s/%d", topic, p))
+	}
+	return out
+}
+
+// holdExactly reports whether the members hold want between them, each
+// partition once, each member at least one.
+func holdExactly(want []string, ms ...*testMember) bool {
+	held := map[string]int{}
 	for _, m := range ms {
-		ps := m.partitions()
-		if len(ps) == 0 {
+		m.mu.Lock()
+		n := len(m.assigned)
+		for tp := range m.assigned {
+			held[tp]++
+		}
+		m.mu.Unlock()
+		if n == 0 {
 			return false
 		}
-		all = append(all, ps...)
 	}
-	slices.Sort(all)
-	if len(all) != int(n) {
+	if len(held) != len(want) {
 		return false
 	}
-	for i, p := range all {
-		if p != int32(i) {
+	for _, tp := range want {
+		if held[tp] != 1 {
 			return false
 		}
 	}
 	return true
-}
-
-func produceN(t *testing.T, c *client.Client, topic string, from, n int) {
-	t.Helper()
-	p := c.NewProducer(client.ProducerOptions{})
-	defer p.Close()
-	var fs []*client.Future
-	for i := from; i < from+n; i++ {
-		fs = append(fs, p.Produce(context.Background(), client.Record{Topic: topic, Key: []byte(fmt.Sprint(i)), Value: []byte(fmt.Sprint(i))}))
-	}
-	for _, f := range fs {
-		if _, err := f.Get(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // seen counts each value read by the members.
@@ -169,7 +177,7 @@ func TestGroupConsumersSplitPartitionsThenOneLeaves(t *testing.T) {
 	}
 	a := startMember(t, c, "billing", "orders")
 	b := startMember(t, c, "billing", "orders")
-	waitFor(t, 30*time.Second, "two members split the partitions", func() bool { return split(parts, a, b) })
+	waitFor(t, 30*time.Second, "two members split the partitions", func() bool { return holdExactly(topicPartitions("orders", parts), a, b) })
 
 	d, err := c.Admin().DescribeGroup(ctx, "billing")
 	if err != nil {
@@ -184,7 +192,7 @@ func TestGroupConsumersSplitPartitionsThenOneLeaves(t *testing.T) {
 		}
 	}
 
-	produceN(t, c, "orders", 0, 200)
+	produceTo(t, c, "orders", 0, 200)
 	waitFor(t, 20*time.Second, "every record read", func() bool { return len(seen(a, b)) == 200 })
 	for v, n := range seen(a, b) {
 		if n != 1 {
@@ -197,8 +205,8 @@ func TestGroupConsumersSplitPartitionsThenOneLeaves(t *testing.T) {
 	if err := a.gc.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the remaining member gets every partition", func() bool { return split(parts, b) })
-	produceN(t, c, "orders", 200, 100)
+	waitFor(t, 20*time.Second, "the remaining member gets every partition", func() bool { return holdExactly(topicPartitions("orders", parts), b) })
+	produceTo(t, c, "orders", 200, 100)
 	waitFor(t, 20*time.Second, "every record read", func() bool { return len(seen(a, b)) == 300 })
 	for v, n := range seen(a, b) {
 		if n != 1 {
@@ -225,13 +233,13 @@ func TestGroupConsumerKilledIsReplacedAfterSessionTimeout(t *testing.T) {
 	}
 	a := startMember(t, c2, "billing", "orders")
 	b := startMember(t, c, "billing", "orders")
-	waitFor(t, 30*time.Second, "two members split the partitions", func() bool { return split(3, a, b) })
+	waitFor(t, 30*time.Second, "two members split the partitions", func() bool { return holdExactly(topicPartitions("orders", 3), a, b) })
 
 	// A crashes: no more polls or heartbeats, no leave.
 	a.stop()
 	c2.Close()
 	killed := time.Now()
-	waitFor(t, 3*groupSession, "the survivor takes the dead member's partitions", func() bool { return split(3, b) })
+	waitFor(t, 3*groupSession, "the survivor takes the dead member's partitions", func() bool { return holdExactly(topicPartitions("orders", 3), b) })
 	if waited := time.Since(killed); waited < groupSession/2 {
 		t.Fatalf("partitions moved %s after the crash, before the session timeout could pass", waited)
 	}
@@ -246,12 +254,12 @@ func TestGroupCommitFromStaleGenerationIsRefused(t *testing.T) {
 	if _, err := c.Admin().CreateTopic(ctx, "orders", client.TopicOptions{Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
-	produceN(t, c, "orders", 0, 10)
+	produceTo(t, c, "orders", 0, 10)
 	a := startMember(t, c, "billing", "orders")
-	waitFor(t, 10*time.Second, "the first member gets every partition", func() bool { return split(2, a) })
+	waitFor(t, 10*time.Second, "the first member gets every partition", func() bool { return holdExactly(topicPartitions("orders", 2), a) })
 	id, oldGen := a.gc.Member()
 	b := startMember(t, c, "billing", "orders")
-	waitFor(t, 30*time.Second, "two members split the partitions", func() bool { return split(2, a, b) })
+	waitFor(t, 30*time.Second, "two members split the partitions", func() bool { return holdExactly(topicPartitions("orders", 2), a, b) })
 	if _, gen := a.gc.Member(); gen <= oldGen {
 		t.Fatalf("generation %d after a rebalance, was %d", gen, oldGen)
 	}

@@ -8,96 +8,15 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/logd/logd/client"
 )
 
-// topicsMember runs a GroupConsumer of several topics in a goroutine.
-type topicsMember struct {
-	gc     *client.GroupConsumer
-	cancel context.CancelFunc
-	done   chan struct{}
-
-	mu       sync.Mutex
-	assigned map[string]bool // "topic/partition"
-	recs     []client.ConsumedRecord
-	err      error
-}
-
-func startTopicsMember(t *testing.T, c *client.Client, group string, topics ...string) *topicsMember {
-	t.Helper()
-	m := &topicsMember{assigned: map[string]bool{}, done: make(chan struct{})}
-	mark := func(parts map[string][]int32, on bool) {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		for topic, ps := range parts {
-			for _, p := range ps {
-				if on {
-					m.assigned[fmt.Sprintf("%s/%d", topic, p)] = true
-				} else {
-					delete(m.assigned, fmt.Sprintf("%s/%d", topic, p))
-				}
-			}
-		}
-	}
-	gc, err := c.NewGroupConsumer(context.Background(), client.GroupConsumerOptions{Group: group, Topics: topics,
-		SessionTimeout: groupSession, MaxWait: 200 * time.Millisecond,
-		OnAssignedTopics: func(ps map[string][]int32) { mark(ps, true) },
-		OnRevokedTopics:  func(ps map[string][]int32) { mark(ps, false) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.gc = gc
-	ctx, cancel := context.WithCancel(context.Background())
-	m.cancel = cancel
-	go func() {
-		defer close(m.done)
-		for ctx.Err() == nil {
-			recs, err := gc.Poll(ctx)
-			m.mu.Lock()
-			m.recs = append(m.recs, recs...)
-			if err != nil && ctx.Err() == nil && m.err == nil {
-				m.err = err
-			}
-			m.mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-m.done; gc.Close() })
-	return m
-}
-
-// holdExactly reports whether the members hold want between them, each
-// partition once, each member at least one.
-func holdExactly(want []string, ms ...*topicsMember) bool {
-	held := map[string]int{}
-	for _, m := range ms {
-		m.mu.Lock()
-		n := len(m.assigned)
-		for tp := range m.assigned {
-			held[tp]++
-		}
-		m.mu.Unlock()
-		if n == 0 {
-			return false
-		}
-	}
-	if len(held) != len(want) {
-		return false
-	}
-	for _, tp := range want {
-		if held[tp] != 1 {
-			return false
-		}
-	}
-	return true
-}
-
 // readOnce fails unless the members read each of vals exactly once, from
 // the topic its prefix names.
-func readOnce(t *testing.T, vals []string, ms ...*topicsMember) bool {
+func readOnce(t *testing.T, vals []string, ms ...*testMember) bool {
 	t.Helper()
 	count := map[string]int{}
 	for _, m := range ms {
@@ -174,11 +93,8 @@ func TestGroupConsumersOfSeveralTopicsAndATopicDeleted(t *testing.T) {
 	waitFor(t, 30*time.Second, "the deleted topic's partitions leave the assignment", func() bool { return holdExactly(orders, a, b) })
 	vals = append(vals, produceTo(t, c, "orders", 100, 100)...)
 	waitFor(t, 20*time.Second, "every record read once", func() bool { return readOnce(t, vals, a, b) })
-	for _, m := range []*topicsMember{a, b} {
-		m.mu.Lock()
-		err := m.err
-		m.mu.Unlock()
-		if err != nil {
+	for _, m := range []*testMember{a, b} {
+		if err := m.failure(); err != nil {
 			t.Fatalf("a member's Poll failed: %v", err)
 		}
 	}
