@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,18 +19,35 @@ import (
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
-// produceLoad appends keyed batches to partition 0 from one idempotent
-// producer until stop, through any node, and returns each acknowledged
-// batch's value in acknowledgement order.
-func produceLoad(ctx context.Context, t *testing.T, cs *ccs, addrs []string, pid int64, stop <-chan struct{}) []string {
-	var acked []string
+// load is one idempotent producer appending keyed batches to partition 0
+// of "t" through any node, in a goroutine, until finish: a test waits for
+// its progress (records acknowledged) instead of sleeping. A batch not
+// acknowledged is sent again, through the next node, until it is or the
+// load is finished.
+type load struct {
+	stop   chan struct{}
+	done   chan struct{}
+	cancel context.CancelFunc
+	once   sync.Once
+
+	mu      sync.Mutex
+	acked   []string // each acknowledged batch's value, in acknowledgement order
+	lastErr error    // the last refusal, for a test that waits in vain
+}
+
+// startLoad starts a producer with id pid; it is finished when the test
+// ends at the latest.
+func startLoad(t *testing.T, cs *ccs, addrs []string, pid int64) *load {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &load{stop: make(chan struct{}), done: make(chan struct{}), cancel: cancel}
+	go func() { defer close(l.done); l.run(ctx, cs, addrs, pid) }()
+	t.Cleanup(func() { l.finish() })
+	return l
+}
+
+func (l *load) run(ctx context.Context, cs *ccs, addrs []string, pid int64) {
 	addr := addrs[0]
 	for seq := int32(0); ; seq++ {
-		select {
-		case <-stop:
-			return acked
-		default:
-		}
 		v := fmt.Sprintf("p%d-%05d", pid, seq)
 		b := encodeBatch(pid, seq, batch.Record{Key: []byte("k"), Value: []byte(v)})
 		for try := 0; ; try++ {
@@ -40,50 +58,109 @@ func produceLoad(ctx context.Context, t *testing.T, cs *ccs, addrs []string, pid
 				return err
 			})
 			cancel()
+			l.mu.Lock()
 			if err == nil {
-				acked = append(acked, v)
-				break
+				l.acked = append(l.acked, v)
+			} else {
+				l.lastErr = fmt.Errorf("produce %s through %s: %w", v, addr, err)
 			}
-			if ctx.Err() != nil {
-				t.Errorf("produce %s: %v", v, err)
-				return acked
+			l.mu.Unlock()
+			select {
+			case <-l.stop:
+				return
+			default:
+			}
+			if err == nil {
+				break
 			}
 			addr = addrs[(try+1)%len(addrs)]
 		}
 	}
 }
 
+// count is how many records are acknowledged so far.
+func (l *load) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.acked)
+}
+
+// waitAcked waits until n records are acknowledged in all.
+func (l *load) waitAcked(t *testing.T, n int, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); l.count() < n; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			t.Fatalf("%s: %d of %d records acknowledged after a minute; last error: %v", what, len(l.acked), n, l.lastErr)
+		}
+	}
+}
+
+// finish stops the producer (a batch in flight is left unacknowledged)
+// and returns the acknowledged values.
+func (l *load) finish() []string {
+	l.once.Do(func() { close(l.stop); l.cancel() })
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.acked)
+}
+
+// produceLoad runs a load until n records are acknowledged.
+func produceLoad(t *testing.T, cs *ccs, addrs []string, pid int64, n int) []string {
+	t.Helper()
+	l := startLoad(t, cs, addrs, pid)
+	l.waitAcked(t, n, "a producer alone")
+	return l.finish()
+}
+
+// waitHighWatermark waits until n's local copy of partition 0 of "t"
+// holds at least hw records.
+func waitHighWatermark(t *testing.T, n *servertest.Node, hw int, what string) {
+	t.Helper()
+	local := func() int64 {
+		if s := n.Server(); s != nil {
+			return s.LocalHighWatermark("t", 0)
+		}
+		return -1
+	}
+	waitUntil(t, time.Minute, fmt.Sprintf("%s: %s's high watermark reaches %d", what, n.ID, hw), func() bool { return local() >= int64(hw) })
+}
+
+// stepCtx bounds one step of a test (an RPC and its retries) rather than
+// the whole test, whose length depends on how loaded the machine is.
+func stepCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// The partition's leader stops while a producer runs, then comes back: the
+// others elect a leader that acknowledges on, the old one catches up, and
+// the log holds every acknowledged record once, in order.
 func TestClusterLeaderKilledUnderLoad(t *testing.T) {
 	c := servertest.NewCluster(t, 3)
 	cs := newCCs(t, c.Addrs()...)
-	ctx := ctx(t)
-	createT(ctx, t, cs, c.Nodes()[0].APIAddr)
-	stop := make(chan struct{})
-	var acked []string
-	done := make(chan struct{})
-	go func() { defer close(done); acked = produceLoad(ctx, t, cs, c.Addrs(), 7, stop) }()
-	time.Sleep(500 * time.Millisecond)
-	old := leaderOf(ctx, t, cs, c)
+	createT(stepCtx(t), t, cs, c.Nodes()[0].APIAddr)
+	l := startLoad(t, cs, c.Addrs(), 7)
+	l.waitAcked(t, 20, "before the leader is stopped")
+	old := leaderOf(stepCtx(t), t, cs, c)
 	old.Stop()
-	time.Sleep(3 * time.Second)
+	l.waitAcked(t, l.count()+20, "after the leader stopped (a new leader is elected)")
 	old.Restart()
-	time.Sleep(time.Second)
-	close(stop)
-	<-done
-	if len(acked) < 10 {
-		t.Fatalf("only %d records acknowledged", len(acked))
-	}
-	got := readAll(ctx, t, cs, c.Nodes()[0].APIAddr)
+	waitHighWatermark(t, old, l.count()+20, "the restarted leader catches up as a follower")
+	acked := l.finish()
+	got := readAll(stepCtx(t), t, cs, c.Nodes()[0].APIAddr)
 	checkExactly(t, acked, got)
-	t.Logf("%d acknowledged, %d in the log, leader %s killed and restarted", len(acked), len(got), old.ID)
+	t.Logf("%d acknowledged, %d in the log, leader %s stopped and restarted", len(acked), len(got), old.ID)
 }
 
 func TestClusterFollowerCatchesUpNodesJoinAndLeaveUnderLoad(t *testing.T) {
 	c := servertest.NewCluster(t, 3)
 	cs := newCCs(t, c.Addrs()...)
-	ctx := ctx(t)
-	createT(ctx, t, cs, c.Nodes()[0].APIAddr)
-	lead := leaderOf(ctx, t, cs, c)
+	createT(stepCtx(t), t, cs, c.Nodes()[0].APIAddr)
+	lead := leaderOf(stepCtx(t), t, cs, c)
 	// A follower misses many writes, then catches up.
 	var follower *servertest.Node
 	for _, n := range c.Nodes() {
@@ -93,27 +170,17 @@ func TestClusterFollowerCatchesUpNodesJoinAndLeaveUnderLoad(t *testing.T) {
 		}
 	}
 	follower.Stop()
-	stop := make(chan struct{})
-	time.AfterFunc(2*time.Second, func() { close(stop) })
-	acked := produceLoad(ctx, t, cs, c.Addrs(), 7, stop)
+	acked := produceLoad(t, cs, c.Addrs(), 7, 100)
 	follower.Restart()
-	deadline := time.Now().Add(30 * time.Second)
-	for follower.Server().LocalHighWatermark("t", 0) < int64(len(acked)) {
-		if time.Now().After(deadline) {
-			t.Fatalf("follower at %d of %d", follower.Server().LocalHighWatermark("t", 0), len(acked))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitHighWatermark(t, follower, len(acked), "a follower back from a stop")
 
 	// While a producer runs: a fourth node joins, then the caught-up
 	// follower's node leaves; its replica moves to the new node, which
 	// catches up, and no acknowledged record is lost or doubled.
-	stop = make(chan struct{})
-	var more []string
-	done := make(chan struct{})
-	go func() { defer close(done); more = produceLoad(ctx, t, cs, c.Addrs(), 8, stop) }()
+	l := startLoad(t, cs, c.Addrs(), 8)
 	spare := c.AddNode()
-	c.WaitMembers(4, 30*time.Second)
+	c.WaitMembers(4, time.Minute)
+	ctx := stepCtx(t)
 	if _, err := cs.call(ctx, lead.APIAddr, func(cc *grpc.ClientConn) error {
 		resp, err := pb.NewClusterClient(cc).RemoveNode(ctx, &pb.RemoveNodeRequest{NodeId: follower.ID})
 		if err == nil && len(resp.Moved) != 1 {
@@ -123,25 +190,16 @@ func TestClusterFollowerCatchesUpNodesJoinAndLeaveUnderLoad(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("remove node: %v", err)
 	}
-	deadline = time.Now().Add(30 * time.Second)
-	for spare.Server().LocalHighWatermark("t", 0) < int64(len(acked)) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the new replica is at %d of %d", spare.Server().LocalHighWatermark("t", 0), len(acked))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitHighWatermark(t, spare, len(acked), "the new replica catches up")
 	follower.Stop()
-	time.Sleep(time.Second)
-	close(stop)
-	<-done
-	if len(more) == 0 {
-		t.Fatal("nothing acknowledged while nodes joined and left")
-	}
-	got := readAll(ctx, t, cs, lead.APIAddr)
+	l.waitAcked(t, l.count()+20, "after the removed node stopped")
+	more := l.finish()
+	got := readAll(stepCtx(t), t, cs, lead.APIAddr)
 	checkExactly(t, append(slices.Clone(acked), more...), got)
 	// spare answers from its copy of the metadata, which applies the
 	// removal when its replica of the metadata group gets there.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	ctx = stepCtx(t)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		resp, err := pb.NewClusterClient(cs.get(spare.APIAddr)).Status(ctx, &pb.ClusterStatusRequest{})
 		if err != nil {
 			t.Fatal(err)

@@ -20,9 +20,7 @@ func TestClusterRestartKeepsLocalReplica(t *testing.T) {
 	cs := newCCs(t, c.Addrs()...)
 	ctx := ctx(t)
 	createT(ctx, t, cs, c.Nodes()[0].APIAddr)
-	stop := make(chan struct{})
-	time.AfterFunc(time.Second, func() { close(stop) })
-	produceLoad(ctx, t, cs, c.Addrs(), 7, stop)
+	produceLoad(t, cs, c.Addrs(), 7, 50)
 	n := c.Nodes()[2]
 	marker := filepath.Join(n.Dir, "partitions", "t-0", "marker")
 	if err := os.WriteFile(marker, []byte("x"), 0o644); err != nil {
