@@ -102,7 +102,7 @@ func Start(cfg Config, o Options) (*Cluster, error) {
 	// one level); logging.HCLog lowers their routine lines.
 	var hl hclog.Logger = logging.HCLog(o.Logger, "raft")
 	n, err := replication.NewNode(replication.NodeConfig{
-		ID: raft.ServerID(cfg.NodeID), Listener: ln, Advertise: adv, Dial: raftDial(cfg),
+		ID: raft.ServerID(cfg.NodeID), Listener: ln, Advertise: adv, Dial: cfg.RaftDialer(),
 		DataDir: o.DataDir, DB: o.DB, Raft: cfg.Raft, Logger: hl,
 	})
 	if err != nil {
@@ -154,11 +154,14 @@ func raftListener(cfg Config) (net.Listener, net.Addr, error) {
 	return ln, adv, nil
 }
 
-func raftDial(cfg Config) func(ctx context.Context, addr string) (net.Conn, error) {
-	if cfg.RaftDial != nil {
-		return cfg.RaftDial
+// RaftDialer is how Raft reaches a peer: RaftDial when set (tests inject
+// faults through it), else TCP through Routes. A node with Raft TLS wraps
+// it in the handshake.
+func (c *Config) RaftDialer() func(ctx context.Context, addr string) (net.Conn, error) {
+	if c.RaftDial != nil {
+		return c.RaftDial
 	}
-	routes := cfg.Routes
+	routes := c.Routes
 	return func(ctx context.Context, addr string) (net.Conn, error) {
 		if to, ok := routes[addr]; ok {
 			addr = to

@@ -53,25 +53,9 @@ func (s *Server) setupRaftTLS() error {
 	}
 	s.raftLn = newRaftTLSListener(ln, r.ServerConfig(), s.logger)
 	cc.RaftListener = s.raftLn
-	cc.RaftDial = raftTLSDial(raftBaseDial(cc), r)
+	cc.RaftDial = raftTLSDial(cc.RaftDialer(), r)
 	s.cfg.Cluster, s.raftTLS = &cc, r
 	return nil
-}
-
-// raftBaseDial is how Raft reaches a peer before TLS: the configured
-// dialer (tests inject faults through it), else TCP through Routes.
-func raftBaseDial(cc ClusterConfig) func(ctx context.Context, addr string) (net.Conn, error) {
-	if cc.RaftDial != nil {
-		return cc.RaftDial
-	}
-	routes := cc.Routes
-	return func(ctx context.Context, addr string) (net.Conn, error) {
-		if to, ok := routes[addr]; ok {
-			addr = to
-		}
-		var d net.Dialer
-		return d.DialContext(ctx, "tcp", addr)
-	}
 }
 
 // raftTLSDial completes the TLS handshake of every Raft connection before
