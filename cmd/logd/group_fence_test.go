@@ -97,11 +97,7 @@ func TestBinConsumeGroupThreeMembersSixPartitions(t *testing.T) {
 // committed them), and it joins again.
 func TestBinConsumeGroupPausedMemberIsFenced(t *testing.T) {
 	n := startBin(t, nil, "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http-addr", "")
-	srv := []string{"--server", n.addr}
-	okBin(t, nil, "", append([]string{"topic", "create", "orders", "--partitions", "4"}, srv...)...)
-	args := append([]string{"orders", "--group", "billing", "--follow", "--commit", "--from", "earliest", "--session-timeout", "6s"}, srv...)
-	a, b := startConsume(t, args...), startConsume(t, args...)
-	eventually(t, 40*time.Second, "two consumers share the 4 partitions", func() bool { return stableWith(describeJSON(t, n.addr, "billing"), 2, 4) })
+	srv, a, b := twoMembers(t, n, "--commit")
 	produceRange(t, srv, 0, 100)
 	eventually(t, 20*time.Second, "every record printed", func() bool { return printedAll(0, 100, a, b) })
 	time.Sleep(500 * time.Millisecond)

@@ -107,13 +107,23 @@ func stableWith(g groupJSON, n, parts int) bool {
 	return true
 }
 
+// twoMembers creates topic orders (4 partitions) on n and starts two
+// `logd consume --follow` processes in group billing (with flags), and
+// waits until they share the partitions. srv is the --server flag.
+func twoMembers(t *testing.T, n *binNode, flags ...string) (srv []string, a, b *consumeProc) {
+	t.Helper()
+	srv = []string{"--server", n.addr}
+	okBin(t, nil, "", append([]string{"topic", "create", "orders", "--partitions", "4"}, srv...)...)
+	args := append([]string{"orders", "--group", "billing", "--follow", "--from", "earliest", "--session-timeout", "6s"}, flags...)
+	args = append(args, srv...)
+	a, b = startConsume(t, args...), startConsume(t, args...)
+	eventually(t, 40*time.Second, "two consumers share the 4 partitions", func() bool { return stableWith(describeJSON(t, n.addr, "billing"), 2, 4) })
+	return srv, a, b
+}
+
 func TestBinConsumeGroupSharesPartitions(t *testing.T) {
 	n := startBin(t, nil, "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
-	srv := []string{"--server", n.addr}
-	okBin(t, nil, "", append([]string{"topic", "create", "orders", "--partitions", "4"}, srv...)...)
-	args := append([]string{"orders", "--group", "billing", "--follow", "--from", "earliest", "--session-timeout", "6s"}, srv...)
-	a, b := startConsume(t, args...), startConsume(t, args...)
-	eventually(t, 40*time.Second, "two consumers share the 4 partitions", func() bool { return stableWith(describeJSON(t, n.addr, "billing"), 2, 4) })
+	srv, a, b := twoMembers(t, n)
 
 	if m := n.get(t, "/metrics"); !strings.Contains(m, `logd_group_members{group="billing"} 2`) {
 		t.Fatalf("/metrics has no logd_group_members of 2 for the group:\n%s", m)
@@ -179,11 +189,7 @@ func checkDisjoint(t *testing.T, n int, outs ...[]string) {
 
 func TestBinConsumeGroupKilledMemberIsReplaced(t *testing.T) {
 	n := startBin(t, nil, "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http-addr", "")
-	srv := []string{"--server", n.addr}
-	okBin(t, nil, "", append([]string{"topic", "create", "orders", "--partitions", "4"}, srv...)...)
-	args := append([]string{"orders", "--group", "billing", "--follow", "--commit", "--from", "earliest", "--session-timeout", "6s"}, srv...)
-	a, b := startConsume(t, args...), startConsume(t, args...)
-	eventually(t, 40*time.Second, "two consumers share the 4 partitions", func() bool { return stableWith(describeJSON(t, n.addr, "billing"), 2, 4) })
+	srv, a, b := twoMembers(t, n, "--commit")
 	produceRange(t, srv, 0, 200)
 	eventually(t, 20*time.Second, "every record printed", func() bool { return len(a.printed())+len(b.printed()) >= 200 })
 

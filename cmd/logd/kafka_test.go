@@ -15,18 +15,25 @@ import (
 
 var kafkaLine = regexp.MustCompile(`Kafka listener serving"? addr=(\S+)`)
 
+// kafkaListener is the address n's log says its Kafka listener serves on.
+func kafkaListener(t *testing.T, n *binNode) string {
+	t.Helper()
+	m := kafkaLine.FindStringSubmatch(n.stderr())
+	if m == nil {
+		t.Fatalf("no Kafka listener line in the log:\n%s", n.stderr())
+	}
+	return m[1]
+}
+
 // A record a Kafka client produces is read by `logd consume` with the same
 // key, value, partition and offset, and the reverse.
 func TestServeKafkaListener(t *testing.T) {
 	n := startBin(t, nil, "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http-addr", "",
 		"--kafka-addr", "127.0.0.1:0")
-	m := kafkaLine.FindStringSubmatch(n.stderr())
-	if m == nil {
-		t.Fatalf("no Kafka listener line in the log:\n%s", n.stderr())
-	}
+	kafkaAddr := kafkaListener(t, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(m[1]), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddr), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +68,7 @@ func TestServeKafkaListener(t *testing.T) {
 		got[0].Offset != r.Offset || got[1].Value != "from logd" || got[1].Partition != r.Partition {
 		t.Fatalf("logd consume read %+v; kgo wrote partition %d offset %d", got, r.Partition, r.Offset)
 	}
-	cons, err := kgo.NewClient(kgo.SeedBrokers(m[1]), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+	cons, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 		"kt": {r.Partition: kgo.NewOffset().At(1)}}))
 	if err != nil {
 		t.Fatal(err)
@@ -79,10 +86,7 @@ func TestServeKafkaListener(t *testing.T) {
 func TestServeKafkaCompressed(t *testing.T) {
 	n := startBin(t, nil, "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http-addr", "",
 		"--kafka-addr", "127.0.0.1:0")
-	m := kafkaLine.FindStringSubmatch(n.stderr())
-	if m == nil {
-		t.Fatalf("no Kafka listener line in the log:\n%s", n.stderr())
-	}
+	kafkaAddr := kafkaListener(t, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	codecs := map[string][]kgo.Opt{
@@ -93,7 +97,7 @@ func TestServeKafkaCompressed(t *testing.T) {
 	}
 	for name, opts := range codecs {
 		topic := "kc-" + name
-		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(m[1]), kgo.DefaultProduceTopic(topic)}, opts...)...)
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(kafkaAddr), kgo.DefaultProduceTopic(topic)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +131,7 @@ func TestServeKafkaCompressed(t *testing.T) {
 				t.Fatalf("%s: logd consume read %+v, kgo wrote %q=%q at %d", name, rec, recs[i].Key, recs[i].Value, recs[i].Offset)
 			}
 		}
-		cons, err := kgo.NewClient(kgo.SeedBrokers(m[1]), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		cons, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 		if err != nil {
 			t.Fatal(err)
 		}

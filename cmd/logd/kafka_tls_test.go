@@ -24,10 +24,7 @@ func TestBinKafkaTLS(t *testing.T) {
 	cert, key := ca.Pair(t, dir, "node")
 	n := startBin(t, nil, "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http-addr", "",
 		"--kafka-addr", "127.0.0.1:0", "--tls-cert", cert, "--tls-key", key, "--tls-client-ca", ca.File)
-	m := kafkaLine.FindStringSubmatch(n.stderr())
-	if m == nil {
-		t.Fatalf("no Kafka listener line in the log:\n%s", n.stderr())
-	}
+	kafkaAddr := kafkaListener(t, n)
 	userCert, userKey := ca.Pair(t, dir, "alice")
 	clientTLS, err := tlsconfig.NewClient(tlsconfig.ClientFiles{CAFile: ca.File, CertFile: userCert, KeyFile: userKey})
 	if err != nil {
@@ -35,7 +32,7 @@ func TestBinKafkaTLS(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(m[1]), kgo.DialTLSConfig(clientTLS), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddr), kgo.DialTLSConfig(clientTLS), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +44,7 @@ func TestBinKafkaTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	plain, err := kgo.NewClient(kgo.SeedBrokers(m[1]))
+	plain, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +57,7 @@ func TestBinKafkaTLS(t *testing.T) {
 
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(ca.PEM)
-	if cn := peerCN(t, m[1], roots); cn != "node" {
+	if cn := peerCN(t, kafkaAddr, roots); cn != "node" {
 		t.Fatalf("Kafka listener serves CN %q, want node", cn)
 	}
 	c, k := ca.Leaf(t, "node-2")
@@ -68,7 +65,7 @@ func TestBinKafkaTLS(t *testing.T) {
 	testcerts.WriteFile(t, cert, c)
 	n.cmd.Process.Signal(syscall.SIGHUP)
 	waitLog(t, n, "TLS files reloaded")
-	if cn := peerCN(t, m[1], roots); cn != "node-2" {
+	if cn := peerCN(t, kafkaAddr, roots); cn != "node-2" {
 		t.Fatalf("after SIGHUP the Kafka listener serves CN %q, want node-2", cn)
 	}
 }
