@@ -29,12 +29,7 @@ func TestClusterRestartedNodeBehindOnMetadataSaysRetryNotNotFound(t *testing.T) 
 	ctx := ctx(t)
 	nodes := c.Nodes()
 
-	if _, err := cs.call(ctx, nodes[0].APIAddr, func(cc *grpc.ClientConn) error {
-		_, err := pb.NewAdminClient(cc).CreateTopic(ctx, &pb.CreateTopicRequest{Name: "t", Partitions: 1})
-		return err
-	}); err != nil {
-		t.Fatalf("create topic: %v", err)
-	}
+	createT(ctx, t, cs, nodes[0].APIAddr)
 	produce := func(cc *grpc.ClientConn, seq int32) error {
 		b := encodeBatch(7, seq, batch.Record{Key: []byte("k"), Value: []byte("v")})
 		_, err := pb.NewLogClient(cc).Produce(ctx, &pb.ProduceRequest{Topic: "t", Partition: proto.Int32(0), Batch: b})
