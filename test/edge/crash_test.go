@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"syscall"
 	"testing"
 	"time"
 
@@ -43,8 +42,7 @@ func TestKillDuringDeleteTopic(t *testing.T) {
 		}
 		go admin.DeleteTopic(context.Background(), &pb.DeleteTopicRequest{Name: name})
 		time.Sleep(time.Duration(rng.IntN(600)) * time.Microsecond)
-		s.cmd.Process.Signal(syscall.SIGKILL)
-		<-s.exited
+		s.kill()
 
 		s = startServerIn(t, dir)
 		cc = s.dial()
@@ -79,8 +77,7 @@ func TestKillDuringDeleteTopic(t *testing.T) {
 		default:
 			t.Fatalf("round %d: describe after restart: %v", round, err)
 		}
-		s.cmd.Process.Signal(syscall.SIGKILL)
-		<-s.exited
+		s.kill()
 	}
 }
 
@@ -97,8 +94,7 @@ func TestKillDuringCreateTopic(t *testing.T) {
 		admin := pb.NewAdminClient(s.dial())
 		go admin.CreateTopic(context.Background(), &pb.CreateTopicRequest{Name: name, Partitions: 8})
 		time.Sleep(time.Duration(rng.IntN(30000)) * time.Microsecond)
-		s.cmd.Process.Signal(syscall.SIGKILL)
-		<-s.exited
+		s.kill()
 
 		s = startServerIn(t, dir)
 		cc := s.dial()
@@ -124,8 +120,7 @@ func TestKillDuringCreateTopic(t *testing.T) {
 				t.Fatalf("round %d: partition %d: %v %v", round, p, resp, err)
 			}
 		}
-		s.cmd.Process.Signal(syscall.SIGKILL)
-		<-s.exited
+		s.kill()
 	}
 }
 
@@ -167,8 +162,7 @@ func TestKillDuringCommitOffsets(t *testing.T) {
 		next := old + 1
 		go commit(pb.NewOffsetsClient(cc), context.Background(), next)
 		time.Sleep(time.Duration(rng.IntN(500)) * time.Microsecond)
-		s.cmd.Process.Signal(syscall.SIGKILL)
-		<-s.exited
+		s.kill()
 		s = startServerIn(t, dir)
 		cc = s.dial()
 		resp, err := pb.NewOffsetsClient(cc).FetchOffsets(timeout(t, 10*time.Second), &pb.FetchOffsetsRequest{Group: "g", Topic: "eight"})
@@ -238,8 +232,7 @@ func retryAcrossRestart(t *testing.T, others int) {
 	for i := range others {
 		produce(mk(int64(100+i%3), int32(i/3*5), 5))
 	}
-	s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.exited
+	s.kill()
 	s = startServerIn(t, dir)
 	logc = pb.NewLogClient(s.dial())
 	a := produce(last)
@@ -282,8 +275,7 @@ func TestKillDuringDeleteTopicOffsets(t *testing.T) {
 		}
 		go admin.DeleteTopic(context.Background(), &pb.DeleteTopicRequest{Name: name})
 		time.Sleep(time.Duration(rng.IntN(800)) * time.Microsecond)
-		s.cmd.Process.Signal(syscall.SIGKILL)
-		<-s.exited
+		s.kill()
 
 		s = startServerIn(t, dir)
 		cc = s.dial()
@@ -311,7 +303,6 @@ func TestKillDuringDeleteTopicOffsets(t *testing.T) {
 				t.Fatalf("round %d: the re-created topic inherited the deleted one's committed offsets: %v", round, f.Offsets)
 			}
 		}
-		s.cmd.Process.Signal(syscall.SIGKILL)
-		<-s.exited
+		s.kill()
 	}
 }

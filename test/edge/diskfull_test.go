@@ -186,8 +186,7 @@ func TestRestartOnFullDisk(t *testing.T) {
 	if status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("after %d records: %v, want RESOURCE_EXHAUSTED", acked, err)
 	}
-	s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.exited
+	s.kill()
 	fill(t, dir)
 	t.Logf("%d records acknowledged; the disk is full (%d bytes free)", acked, freeBytes(t, dir))
 

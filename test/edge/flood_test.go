@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -270,8 +269,7 @@ func TestTopicsBeyondDescriptorLimit(t *testing.T) {
 	if status.Code(failure) != codes.ResourceExhausted {
 		t.Errorf("running out of descriptors answered %s, want RESOURCE_EXHAUSTED", status.Code(failure))
 	}
-	s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.exited
+	s.kill()
 	s2 := startServerWith(t, dir, 256)
 	lc := pb.NewLogClient(s2.dial())
 	for i := range n {

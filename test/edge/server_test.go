@@ -106,14 +106,7 @@ func startServerWith(t *testing.T, dataDir string, nofile int, extra ...string) 
 	}
 	s := &server{t: t, cmd: cmd, exited: make(chan struct{}), stderr: &tail{}}
 	go func() { cmd.Wait(); pw.Close(); close(s.exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-s.exited:
-		default:
-			cmd.Process.Signal(syscall.SIGKILL)
-			<-s.exited
-		}
-	})
+	t.Cleanup(s.kill)
 	found := make(chan []string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
@@ -138,6 +131,17 @@ func startServerWith(t *testing.T, dataDir string, nofile int, extra ...string) 
 		t.Fatalf("logd did not serve within 30s:\n%s", s.stderr)
 	}
 	return s
+}
+
+// kill kills the process (SIGKILL: no shutdown, as in a crash) unless it
+// has exited, and waits for it to exit.
+func (s *server) kill() {
+	select {
+	case <-s.exited:
+	default:
+		s.cmd.Process.Signal(syscall.SIGKILL)
+		<-s.exited
+	}
 }
 
 // alive fails the test when the process has exited.
