@@ -196,20 +196,35 @@ func TestClusterFollowerCatchesUpNodesJoinAndLeaveUnderLoad(t *testing.T) {
 	more := l.finish()
 	got := readAll(stepCtx(t), t, cs, lead.APIAddr)
 	checkExactly(t, append(slices.Clone(acked), more...), got)
-	// spare answers from its copy of the metadata, which applies the
-	// removal when its replica of the metadata group gets there.
-	ctx = stepCtx(t)
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		resp, err := pb.NewClusterClient(cs.get(spare.APIAddr)).Status(ctx, &pb.ClusterStatusRequest{})
+	waitRemoved(t, c, cs, spare, follower.ID)
+	t.Logf("%d + %d acknowledged; %d in the log", len(acked), len(more), len(got))
+}
+
+// waitRemoved waits until n's copy of the metadata, which applies a
+// removal when n's replica of the metadata group gets there, lists three
+// nodes and has moved partition 0's replica from removed to n. A failure
+// says which metadata leader each running node knows.
+func waitRemoved(t *testing.T, c *servertest.Cluster, cs *ccs, n *servertest.Node, removed string) {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		resp, err := pb.NewClusterClient(cs.get(n.APIAddr)).Status(ctx, &pb.ClusterStatusRequest{})
+		cancel()
 		if err != nil {
-			t.Fatal(err)
+			last = err.Error()
+			continue
 		}
-		if len(resp.Nodes) == 3 && !slices.Contains(resp.Partitions[0].Replicas, follower.ID) && slices.Contains(resp.Partitions[0].Replicas, spare.ID) {
-			break
+		if len(resp.Nodes) == 3 && !slices.Contains(resp.Partitions[0].Replicas, removed) && slices.Contains(resp.Partitions[0].Replicas, n.ID) {
+			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after removing %s: nodes %v, partition %v", follower.ID, resp.Nodes, resp.Partitions[0])
+		last = fmt.Sprintf("nodes %v, partition %v", resp.Nodes, resp.Partitions[0])
+	}
+	leaders := map[string]string{}
+	for _, m := range c.Nodes() {
+		if s := m.Server(); s != nil {
+			leaders[m.ID] = s.Broker().Cluster().MetaLeader().ID
 		}
 	}
-	t.Logf("%d + %d acknowledged; %d in the log", len(acked), len(more), len(got))
+	t.Fatalf("a minute after removing %s, %s still answers %s; the metadata leader as each running node knows it: %v", removed, n.ID, last, leaders)
 }
