@@ -17,9 +17,15 @@
 //	*.copy                          a segment (or index) being installed
 //	segments.install                an install's marker (see Installing segments)
 //
-// The log start offset is the base offset of the oldest segment: retention
-// deletes whole segments, oldest first, so it survives a crash without a side
-// file.
+// The log start offset is the base offset of the oldest segment (retention
+// deletes whole segments, oldest first, so that start survives a crash
+// without a side file), or a later offset AdvanceStart set (Kafka's
+// DeleteRecords), recorded in the file logstart (format in logstart.go,
+// written temp, fsync, rename, directory fsync before the new start is
+// visible). Records below the start keep their bytes until retention
+// deletes their segment whole; reads never return them.
+//
+//	logstart                        the log start inside the oldest segment, if moved there
 //
 // # Entries
 //

@@ -36,10 +36,13 @@ type Log struct {
 	fs   FS
 	opts Options
 
-	mu      sync.Mutex
-	segs    []*segment // oldest first; the last is active
-	active  *segment
-	start   int64
+	mu     sync.Mutex
+	segs   []*segment // oldest first; the last is active
+	active *segment
+	start  int64 // the oldest segment's base offset
+	// floor is the log start AdvanceStart set (the log start file); the
+	// log start offset is startLocked.
+	floor   int64
 	hw      int64
 	written position
 	synced  position
@@ -178,6 +181,18 @@ func (l *Log) load() error {
 	l.hw = l.written.next
 	if l.opts.ManualHighWatermark {
 		l.hw = l.start
+	}
+	if l.floor, err = l.loadLogStart(); err != nil {
+		return err
+	}
+	if !l.opts.ManualHighWatermark && l.floor > l.hw {
+		// Records below the floor were lost in a crash (an fsync policy
+		// other than always); new ones will take their offsets and must
+		// be readable.
+		if err := l.writeLogStartLocked(l.hw); err != nil {
+			return err
+		}
+		l.floor = l.hw
 	}
 	l.report.Segments = len(l.segs)
 	return nil
@@ -366,8 +381,18 @@ func (l *Log) Recovery() RecoveryReport {
 	return l.report
 }
 
-// StartOffset is the first offset still stored (the log start offset).
+// StartOffset is the log start offset: the first offset readable, below
+// which reads are out of range. Retention moves it by whole segments,
+// AdvanceStart to any offset up to the high watermark.
 func (l *Log) StartOffset() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.startLocked()
+}
+
+// BaseOffset is the base offset of the oldest segment, at or below
+// StartOffset: where the log restarts when truncated to nothing.
+func (l *Log) BaseOffset() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.start

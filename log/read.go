@@ -31,8 +31,8 @@ func (l *Log) ReadInto(dst []byte, offset int64, maxBytes int) ([]byte, error) {
 	var hw int64
 	loc, err := l.locate(func() (*segment, seek, error) {
 		hw = l.hw
-		if offset < l.start || offset > hw {
-			return nil, seek{}, &OutOfRangeError{Offset: offset, StartOffset: l.start, HighWatermark: hw}
+		if start := l.startLocked(); offset < start || offset > hw {
+			return nil, seek{}, &OutOfRangeError{Offset: offset, StartOffset: start, HighWatermark: hw}
 		}
 		if offset == hw {
 			return nil, seek{}, nil
@@ -89,8 +89,17 @@ func (l *Log) Entry(index uint64) (Entry, error) {
 // OffsetForTime returns the first offset whose timestamp is >= ts (ms), or
 // the high watermark when there is none. Segments are skipped by their max
 // timestamp, then the time index skips within the segment, then batches are
-// decoded to find the first record.
+// decoded to find the first record. It is never below the log start
+// offset.
 func (l *Log) OffsetForTime(ts int64) (int64, error) {
+	off, err := l.offsetForTime(ts)
+	if err != nil {
+		return 0, err
+	}
+	return max(off, l.StartOffset()), nil
+}
+
+func (l *Log) offsetForTime(ts int64) (int64, error) {
 	var hw int64
 	loc, err := l.locate(func() (*segment, seek, error) {
 		hw = l.hw
