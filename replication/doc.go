@@ -37,7 +37,19 @@
 //	                         Kafka v2 record batch; the log assigns its base
 //	                         offset at append and stores the Raft term in the
 //	                         batch's partition leader epoch field
+//	raft LogCommand that is a logd command (byte 16, a batch's magic, is 101;
+//	                         format in command.go) -> log.Entry{Kind: 64}: owns
+//	                         no offset; given back to Raft as a LogCommand
 //	any other raft LogType -> log.Entry{Kind: 1 + LogType}: opaque, owns no offset
+//
+// The one logd command is DeleteRecords (Partition.DeleteRecords): the
+// leader checks the offset against its high watermark and replicates the
+// command; applying it on every replica moves the log's start
+// (log.AdvanceStart, durable in the log's logstart file before it is
+// visible), so records below it are never read again on any replica. A
+// restart replays it (a no-op when the start is there already), and a
+// snapshot carries the start (LogStartOffset) to a follower that catches
+// up from one.
 //
 // Raft indexes are implicit in the log (a segment's first index plus the
 // entry's ordinal), so every entry consumes exactly one index, and record
@@ -119,7 +131,8 @@
 // batch's next offset and returns the batch's offsets (from its header, via
 // internal/batch.ParseHeader); applying again after a restart is idempotent.
 // Snapshots hold metadata only (log start offset, high watermark, last
-// applied index and term; producer dedup state later), never record data.
+// applied index and term; producer dedup state later), never record data;
+// restoring one moves the log start up to the snapshot's.
 //
 // The metadata group's log is not a segment log: its commands are small
 // and not record batches, and after a snapshot its log must really be

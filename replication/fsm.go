@@ -60,6 +60,9 @@ func NewPartitionFSM(l *log.Log, s *LogStore) *PartitionFSM {
 // restart, is harmless: the high watermark never moves back.
 func (f *PartitionFSM) Apply(e *raft.Log) any {
 	f.store.applying()
+	if isCommand(e.Data) {
+		return f.applyCommand(e)
+	}
 	info, err := batch.ParseHeader(e.Data)
 	if err != nil {
 		return fmt.Errorf("%w: index %d: %v", ErrNotBatch, e.Index, err)
@@ -74,6 +77,29 @@ func (f *PartitionFSM) Apply(e *raft.Log) any {
 	f.lastIndex, f.lastTerm = e.Index, e.Term
 	f.mu.Unlock()
 	return ApplyResult{BaseOffset: info.BaseOffset, LastOffset: info.LastOffset()}
+}
+
+// applyCommand applies a logd command entry: move the log start to the
+// command's offset (every replica: the leader checked it against its high
+// watermark, which is the high watermark every replica has when it applies
+// the entry, as the entries before it are the same). It returns the log
+// start offset now in force, or an error for a command this version does
+// not know. Applying it again after a restart is a no-op.
+func (f *PartitionFSM) applyCommand(e *raft.Log) any {
+	f.mu.Lock()
+	f.lastIndex, f.lastTerm = e.Index, e.Term
+	f.mu.Unlock()
+	off, err := decodeDeleteRecords(e.Data)
+	if err != nil {
+		return fmt.Errorf("index %d: %w", e.Index, err)
+	}
+	start, err := f.log.AdvanceStart(min(off, f.log.HighWatermark()))
+	if err != nil {
+		// The log start file could not be written: the start moves on
+		// the next apply (a restart replays the entry) or snapshot.
+		return fmt.Errorf("replication: index %d: move the log start to %d: %w", e.Index, off, err)
+	}
+	return start
 }
 
 // PartitionSnapshot is a partition snapshot's content: metadata only,
@@ -140,6 +166,11 @@ func (f *PartitionFSM) Restore(rc io.ReadCloser) error {
 	}
 	f.store.snapshotRestored(s.HighWatermark, index)
 	f.log.SetHighWatermark(s.HighWatermark)
+	// The log start moved by DeleteRecords (a no-op when the log starts
+	// there already, or later).
+	if _, err := f.log.AdvanceStart(min(s.LogStartOffset, f.log.HighWatermark())); err != nil {
+		return fmt.Errorf("replication: restore partition snapshot: log start %d: %w", s.LogStartOffset, err)
+	}
 	f.mu.Lock()
 	f.lastIndex, f.lastTerm = s.LastIndex, s.LastTerm
 	f.mu.Unlock()

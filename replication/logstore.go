@@ -150,8 +150,8 @@ func (s *LogStore) storeLogs(ls []*raft.Log) error {
 	}
 	es := make([]log.Entry, len(ls))
 	for i, l := range ls {
-		es[i] = log.Entry{Index: l.Index, Term: l.Term, Kind: entryKind(l.Type), Data: l.Data}
-		if l.Type != raft.LogCommand {
+		es[i] = log.Entry{Index: l.Index, Term: l.Term, Kind: entryKind(l), Data: l.Data}
+		if es[i].Kind != log.KindBatch {
 			continue
 		}
 		info, err := batch.ParseHeader(l.Data)
@@ -290,7 +290,7 @@ func (s *LogStore) DeleteRange(min, max uint64) error {
 			return nil
 		}
 		// Emptied, the log's next offset falls back to its start offset.
-		if start, hw := s.log.StartOffset(), s.snapshotHW.Load(); start != hw {
+		if start, hw := s.log.BaseOffset(), s.snapshotHW.Load(); start != hw {
 			return fmt.Errorf("%w: emptied, the log would restart at offset %d, the snapshot ends at %d; keeping it", ErrOffsetGap, start, hw)
 		}
 		return s.truncate(first)
@@ -364,7 +364,7 @@ func (s *LogStore) running() bool { return s.applied.Load() != nil }
 // fits reports whether the log can continue at the snapshot whose high
 // watermark is hw and Raft index index (0: unknown) once Raft removes its
 // entries: a log ending exactly at the snapshot is kept (DeleteRange);
-// emptied, a log restarts at its start offset.
+// emptied, a log restarts at its oldest segment's base offset.
 func (s *LogStore) fits(hw int64, index uint64) bool {
 	last := s.log.LastIndex()
 	if last == 0 {
@@ -373,7 +373,7 @@ func (s *LogStore) fits(hw int64, index uint64) bool {
 	if index != 0 && last == index && s.log.NextOffset() == hw {
 		return true
 	}
-	return s.log.StartOffset() == hw
+	return s.log.BaseOffset() == hw
 }
 
 // snapshotRestored is called by the state machine when Raft restores it
@@ -390,20 +390,4 @@ func (s *LogStore) applying() {
 	if s.restored.Load() {
 		s.restored.Store(false)
 	}
-}
-
-// entryKind maps a Raft log type to the log's entry kind: commands are
-// batches, every other type is opaque and owns no offset.
-func entryKind(t raft.LogType) log.EntryKind {
-	if t == raft.LogCommand {
-		return log.KindBatch
-	}
-	return log.EntryKind(1 + t)
-}
-
-func logType(k log.EntryKind) raft.LogType {
-	if k == log.KindBatch {
-		return raft.LogCommand
-	}
-	return raft.LogType(k - 1)
 }

@@ -291,12 +291,24 @@ func TestSnapshotRestoreRefusesOffsetGap(t *testing.T) {
 
 func TestEntryKindMapping(t *testing.T) {
 	for typ := raft.LogCommand; typ <= raft.LogConfiguration; typ++ {
-		k := entryKind(typ)
-		if (typ == raft.LogCommand) != (k == log.KindBatch) {
+		k := entryKind(&raft.Log{Type: typ, Data: testBatch("k", 1, "t")})
+		if (typ == raft.LogCommand) != (k == log.KindBatch) || k == kindCommand {
 			t.Fatalf("type %v -> kind %d", typ, k)
 		}
 		if logType(k) != typ {
 			t.Fatalf("type %v -> kind %d -> type %v", typ, k, logType(k))
+		}
+	}
+	cmd := &raft.Log{Type: raft.LogCommand, Data: encodeDeleteRecords(7)}
+	if k := entryKind(cmd); k != kindCommand || logType(k) != raft.LogCommand {
+		t.Fatalf("delete records command -> kind %d -> type %v", k, logType(k))
+	}
+	if off, err := decodeDeleteRecords(cmd.Data); err != nil || off != 7 {
+		t.Fatalf("decode: %d, %v", off, err)
+	}
+	for _, bad := range [][]byte{cmd.Data[:20], append(cmd.Data[:17:17], 9, 0, 0, 0, 0, 0, 0, 0, 0), encodeDeleteRecords(-1)} {
+		if _, err := decodeDeleteRecords(bad); !errors.Is(err, ErrBadCommand) {
+			t.Fatalf("decode %x: %v, want ErrBadCommand", bad, err)
 		}
 	}
 }

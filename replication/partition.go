@@ -472,3 +472,53 @@ func (p *Partition) catchUp(s PartitionSnapshot, index uint64) error {
 // CatchUps reports how many times this replica caught up by segment copy
 // since it was opened, and the bytes it copied.
 func (p *Partition) CatchUps() (count, bytes int64) { return p.catchUps.Load(), p.copied.Load() }
+
+// DeleteRecords moves the partition's log start offset to offset (-1: the
+// high watermark) on every replica, as Kafka's DeleteRecords: it
+// replicates a command entry and returns the log start once it is applied
+// here. Records below it are never read again; their bytes go when
+// retention deletes their segments whole. An offset at or below the log
+// start changes nothing and appends nothing. Called on the leader; a
+// replica that does not lead answers a *NotLeaderError, an offset above
+// the high watermark a *log.OutOfRangeError. When ctx ends first the
+// outcome is unknown (ErrOutcomeUnknown).
+func (p *Partition) DeleteRecords(ctx context.Context, offset int64) (int64, error) {
+	if _, err := p.Leading(ctx); err != nil {
+		return 0, err
+	}
+	start, hw := p.log.StartOffset(), p.log.HighWatermark()
+	if offset == -1 {
+		offset = hw
+	}
+	if offset < 0 || offset > hw {
+		return 0, &log.OutOfRangeError{Offset: offset, StartOffset: start, HighWatermark: hw}
+	}
+	if offset <= start {
+		return start, nil
+	}
+	f := p.raft.Apply(encodeDeleteRecords(offset), 0)
+	done := make(chan struct{})
+	var res any
+	var err error
+	go func() {
+		if err = f.Error(); err == nil {
+			res = f.Response()
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return 0, fmt.Errorf("%w: %s: %w", ErrOutcomeUnknown, p.group, ctx.Err())
+	}
+	if err != nil {
+		return 0, p.applyError(err)
+	}
+	switch r := res.(type) {
+	case int64:
+		return r, nil
+	case error:
+		return 0, r
+	}
+	return 0, fmt.Errorf("replication: %s: unexpected apply response %T", p.group, res)
+}

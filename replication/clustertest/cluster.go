@@ -287,7 +287,7 @@ func (c *Cluster) Close() {
 
 // WaitConverged waits until every running node holds the same entries of
 // group as the leader (same last index) and has applied them (same high
-// watermark), then checks that their committed bytes are identical.
+// watermark, same log start), then checks that their committed bytes are identical.
 func (c *Cluster) WaitConverged(group string, timeout time.Duration) {
 	c.t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -300,11 +300,13 @@ func (c *Cluster) WaitConverged(group string, timeout time.Duration) {
 		if lp == nil {
 			continue
 		}
-		wantLast, wantHW := lp.Log().LastIndex(), lp.Log().HighWatermark()
+		wantLast, wantHW, wantStart := lp.Log().LastIndex(), lp.Log().HighWatermark(), lp.Log().StartOffset()
 		ok := lp.Raft().AppliedIndex() >= wantLast
 		for _, n := range c.Up() {
 			p := n.Partition(group)
-			if p == nil || p.Log().LastIndex() != wantLast || p.Log().HighWatermark() != wantHW {
+			// The log start too: a DeleteRecords entry moves no high
+			// watermark.
+			if p == nil || p.Log().LastIndex() != wantLast || p.Log().HighWatermark() != wantHW || p.Log().StartOffset() != wantStart {
 				ok = false
 			}
 		}
