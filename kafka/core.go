@@ -27,6 +27,9 @@ type Core interface {
 	NewProducerID(ctx context.Context) (id int64, epoch int16, err error)
 	Fetch(ctx context.Context, r FetchRequest) (FetchResult, error)
 	ListOffset(ctx context.Context, p Principal, topic string, partition int32, spec int64) (offset, timestampMs int64, err error)
+	// DeleteRecords moves a partition's log start (-1: to the high
+	// watermark) and returns the start now in force.
+	DeleteRecords(ctx context.Context, p Principal, topic string, partition int32, offset int64) (int64, error)
 	CommitOffsets(ctx context.Context, p Principal, group, member string, generation int32, cs []offsets.Committed) error
 	FetchOffsets(ctx context.Context, p Principal, group string, topics []string) ([]offsets.Committed, error)
 	// Authorize is the core's decision for what the group coordinator

@@ -269,3 +269,9 @@ func (f *fakeCore) FetchOffsets(_ context.Context, _ Principal, group string, to
 }
 
 func (f *fakeCore) Coordinator() (*groups.Coordinator, error) { return f.coord, nil }
+
+// DeleteRecords is not modelled by the fake: its tests run against the
+// real core (deleterecords_test.go).
+func (f *fakeCore) DeleteRecords(context.Context, Principal, string, int32, int64) (int64, error) {
+	return 0, fmt.Errorf("fake core: DeleteRecords is not modelled")
+}

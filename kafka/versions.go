@@ -43,6 +43,7 @@ func init() {
 		18: {0, 3, handleAPIVersions},
 		19: {0, 7, handleCreateTopics},
 		20: {0, 5, handleDeleteTopics},
+		21: {0, 2, handleDeleteRecords},
 		22: {0, 4, handleInitProducerID},
 		23: {0, 4, handleOffsetForLeaderEpoch},
 		29: {0, 3, handleDescribeAcls},

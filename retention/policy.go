@@ -51,6 +51,9 @@ const (
 	ByTime Reason = 1 << iota
 	ByBytes
 	ByRecords
+	// ByLogStart: every record of the segment lies below the log start
+	// offset (DeleteRecords moved it), so none is ever read again.
+	ByLogStart
 )
 
 func (r Reason) String() string {
@@ -58,7 +61,7 @@ func (r Reason) String() string {
 	for _, x := range []struct {
 		r    Reason
 		name string
-	}{{ByTime, "time"}, {ByBytes, "bytes"}, {ByRecords, "records"}} {
+	}{{ByTime, "time"}, {ByBytes, "bytes"}, {ByRecords, "records"}, {ByLogStart, "log start"}} {
 		if r&x.r != 0 {
 			parts = append(parts, x.name)
 		}
@@ -87,6 +90,13 @@ type Decision struct {
 // log.Log.Segments returns them). It is pure: the same input gives the same
 // decision.
 func Decide(segs []log.SegmentInfo, now time.Time, p Policy) Decision {
+	return DecideWithStart(segs, -1, now, p)
+}
+
+// DecideWithStart is Decide for a log whose start offset (log.StartOffset)
+// is start: a closed segment whose records all lie below it goes too
+// (ByLogStart), whatever the policy. start < 0 is Decide.
+func DecideWithStart(segs []log.SegmentInfo, start int64, now time.Time, p Policy) Decision {
 	if len(segs) == 0 {
 		return Decision{}
 	}
@@ -136,6 +146,13 @@ func Decide(segs []log.SegmentInfo, now time.Time, p Policy) Decision {
 			k++
 		}
 		take(k, ByRecords)
+	}
+	if start >= 0 {
+		k := 0
+		for k < closed && segs[k].NextOffset <= start {
+			k++
+		}
+		take(k, ByLogStart)
 	}
 
 	d := Decision{Before: segs[0].BaseOffset, Segments: n, Reason: reason}

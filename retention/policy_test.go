@@ -190,3 +190,26 @@ func TestPolicyFromLimits(t *testing.T) {
 		}
 	}
 }
+
+// A log start moved by DeleteRecords condemns the closed segments wholly
+// below it, whatever the policy; never the one it lies in, nor the active.
+func TestDecideWithStart(t *testing.T) {
+	segs := []log.SegmentInfo{
+		seg(100, 110, 100, 0), seg(110, 120, 100, 0), seg(120, 130, 100, 0), active(seg(130, 135, 50, 0)),
+	}
+	for _, c := range []struct {
+		start int64
+		want  int
+	}{{-1, 0}, {100, 0}, {109, 0}, {110, 1}, {125, 2}, {130, 3}, {135, 3}} {
+		d := DecideWithStart(segs, c.start, t0, Policy{})
+		if d.Segments != c.want || (c.want > 0) != (d.Reason == ByLogStart) {
+			t.Errorf("start %d: %d segments (%v), want %d", c.start, d.Segments, d.Reason, c.want)
+		}
+		if c.want > 0 && d.Before != segs[c.want-1].NextOffset {
+			t.Errorf("start %d: before %d", c.start, d.Before)
+		}
+	}
+	if d := DecideWithStart(segs, 110, t0, Policy{RetentionRecords: 15}); d.Segments != 2 || d.Reason != ByLogStart|ByRecords {
+		t.Errorf("with a records limit: %d segments (%v), want 2 (log start+records)", d.Segments, d.Reason)
+	}
+}

@@ -25,6 +25,8 @@ type Log interface {
 	// lie below offset, never the active one, advances the log start and
 	// returns what it deleted.
 	DeleteSegmentsBefore(offset int64) ([]log.SegmentInfo, error)
+	// A Log that also has StartOffset() int64 (*log.Log does) has its
+	// closed segments wholly below its start deleted too (ByLogStart).
 }
 
 // Target is one partition to trim, with the policy in force now.
@@ -169,7 +171,11 @@ func (t *Trimmer) trimOne(tg Target) (Result, error) {
 	if tg.Log == nil {
 		return Result{}, nil // a partition still opening or already closed
 	}
-	d := Decide(tg.Log.Segments(), t.now(), tg.Policy)
+	start := int64(-1)
+	if s, ok := tg.Log.(interface{ StartOffset() int64 }); ok {
+		start = s.StartOffset()
+	}
+	d := DecideWithStart(tg.Log.Segments(), start, t.now(), tg.Policy)
 	if d.Segments == 0 {
 		return Result{}, nil
 	}
