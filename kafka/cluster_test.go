@@ -126,6 +126,64 @@ func TestClusterMetadataLeadersAndGroups(t *testing.T) {
 	if offs, err := adm.FetchOffsets(ctx, "cg"); err != nil || len(offs) != 0 {
 		t.Fatalf("offsets after DeleteGroups: %+v %v", offs, err)
 	}
+	checkClusterDeleteRecords(t, adm)
+}
+
+// checkClusterDeleteRecords: kadm's DeleteRecords (sent to each
+// partition's leader) moves the log start that ListOffsets then reports;
+// a node that does not lead the partition answers NOT_LEADER_OR_FOLLOWER.
+func checkClusterDeleteRecords(t *testing.T, adm *kadm.Client) {
+	t.Helper()
+	ctx := testCtx(t)
+	ends, err := adm.ListEndOffsets(ctx, "ct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var os kadm.Offsets
+	ends.Each(func(o kadm.ListedOffset) {
+		os.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset / 2})
+	})
+	res, err := adm.DeleteRecords(ctx, os)
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts, err := adm.ListStartOffsets(ctx, "ct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Each(func(o kadm.Offset) {
+		r, _ := res.Lookup(o.Topic, o.Partition)
+		s, _ := starts.Lookup(o.Topic, o.Partition)
+		if r.Err != nil || r.LowWatermark != o.At || s.Offset != o.At {
+			t.Errorf("partition %d: delete records to %d: %+v; earliest offset %d", o.Partition, o.At, r, s.Offset)
+		}
+	})
+	md, err := adm.Metadata(ctx, "ct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := md.Topics["ct"].Partitions[0].Leader
+	for _, b := range md.Brokers {
+		if b.NodeID == leader {
+			continue
+		}
+		req := kmsg.NewPtrDeleteRecordsRequest()
+		req.TimeoutMillis = 5000
+		rt := kmsg.NewDeleteRecordsRequestTopic()
+		rt.Topic = "ct"
+		rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, newClient(t, fmt.Sprintf("%s:%d", b.Host, b.Port)).Broker(int(b.NodeID)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := resp.Topics[0].Partitions[0].ErrorCode; !errors.Is(kerr.ErrorForCode(code), kerr.NotLeaderForPartition) {
+			t.Fatalf("delete records on follower %d: code %d, want NOT_LEADER_OR_FOLLOWER", b.NodeID, code)
+		}
+		break
+	}
 }
 
 // checkFollowerRefuses sends a produce for partition 0 straight to a node
