@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -122,7 +123,13 @@ func (b *Broker) CreateTopic(ctx context.Context, pr Principal, cfg partition.To
 		return cfg, Errorf(ErrInvalidArgument, "create topic: partitions must be at least 1, got %d", cfg.Partitions)
 	}
 	if b.cl != nil {
-		return b.cl.CreateTopic(ctx, cfg)
+		c, err := b.cl.CreateTopic(ctx, cfg)
+		if addr, ok := b.metaLeader(ctx, err); ok {
+			if c, err = b.cfg.Peers.CreateTopic(ctx, addr, string(pr), cfg); err == nil {
+				err = b.AwaitTopic(ctx, c.Name, c.Partitions)
+			}
+		}
+		return c, err
 	}
 	if cfg.Replicas == 0 {
 		cfg.Replicas = 1
@@ -152,9 +159,27 @@ func (b *Broker) AlterTopic(ctx context.Context, pr Principal, name string, ch p
 		return partition.TopicConfig{}, err
 	}
 	if b.cl != nil {
-		return b.cl.AlterTopic(ctx, name, ch)
+		c, err := b.cl.AlterTopic(ctx, name, ch)
+		if addr, ok := b.metaLeader(ctx, err); ok {
+			c, err = b.cfg.Peers.AlterTopic(ctx, addr, string(pr), name, ch)
+		}
+		return c, err
 	}
 	return b.topics.Alter(name, ch)
+}
+
+// metaLeader is the API address of the metadata leader to pass a topic
+// change to, when err is this node's untouched "not the metadata leader"
+// answer and the request was not itself forwarded here (it is answered by
+// the node it was forwarded to, or fails, never forwarded twice). The
+// gRPC API forwarded such requests itself; the broker passing them on
+// serves every front-end (Kafka clients do not retry NOT_CONTROLLER).
+func (b *Broker) metaLeader(ctx context.Context, err error) (string, bool) {
+	var nl *NotLeaderError
+	if b.cfg.Peers == nil || !errors.As(err, &nl) || !nl.Untouched || nl.Leader.APIAddr == "" || cluster.Forwarded(ctx) {
+		return "", false
+	}
+	return nl.Leader.APIAddr, true
 }
 
 // AddPartitions grows a topic to count partitions (the new total, more
@@ -182,6 +207,11 @@ func (b *Broker) AddPartitions(ctx context.Context, p Principal, topic string, c
 	)
 	if b.cl != nil {
 		cfg, err = b.cl.AddPartitions(ctx, topic, count)
+		if addr, ok := b.metaLeader(ctx, err); ok {
+			if cfg, err = b.cfg.Peers.AddPartitions(ctx, addr, string(p), topic, count); err == nil {
+				err = b.AwaitTopic(ctx, topic, count)
+			}
+		}
 	} else {
 		cfg, err = b.topics.AddPartitions(topic, count)
 	}
@@ -212,7 +242,11 @@ func (b *Broker) DeleteTopic(ctx context.Context, pr Principal, name string) err
 	if err := b.Authorize(ctx, pr, auth.OpDelete, auth.Topic(name)); err != nil {
 		return err
 	}
-	if err := b.deleteTopic(ctx, name); err != nil {
+	err := b.deleteTopic(ctx, name)
+	if addr, ok := b.metaLeader(ctx, err); ok {
+		return b.cfg.Peers.DeleteTopic(ctx, addr, string(pr), name)
+	}
+	if err != nil {
 		return err
 	}
 	b.coord.rebalanceSubscribers(name, "was deleted")

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 
+	"github.com/logd/logd/partition"
 	"github.com/logd/logd/replication/meta"
 )
 
@@ -18,6 +19,19 @@ type Peers interface {
 	// ListOffset asks the leader of a partition at addr for an offset
 	// (spec: Earliest, Latest or a time in ms) and its log's bounds.
 	ListOffset(ctx context.Context, addr, topic string, partition int32, spec int64) (PartitionOffset, error)
+
+	// The topic changes only the metadata leader makes, asked of the
+	// leader at addr for a request this node could not do (it does not
+	// lead the metadata). principal is the request's ("" anonymous): the
+	// node at addr authorizes it, and honours the claim only from a node
+	// allowed to speak for others (alter on the cluster; see
+	// broker.ForwardedIdentity). Errors are of the kinds this package's
+	// callers map (partition.ErrTopicExists, ErrTopicNotFound,
+	// ErrInvalidConfig, auth.ErrDenied, ErrUnavailable, ...).
+	CreateTopic(ctx context.Context, addr, principal string, cfg partition.TopicConfig) (partition.TopicConfig, error)
+	AlterTopic(ctx context.Context, addr, principal, topic string, ch partition.ConfigChange) (partition.TopicConfig, error)
+	AddPartitions(ctx context.Context, addr, principal, topic string, count int32) (partition.TopicConfig, error)
+	DeleteTopic(ctx context.Context, addr, principal, topic string) error
 }
 
 // Offset specs: earliest, latest; a spec >= 0 is a time in ms.

@@ -136,9 +136,10 @@ func groupCode(err error) int16 {
 // topicCode maps an error of a request about topics' data.
 func topicCode(err error) int16 { return deniedCode(err, "topic") }
 
-// adminCode maps an error of CreateTopics and DeleteTopics: a node that
-// does not lead the cluster metadata answers NOT_CONTROLLER, and clients
-// send the request to Metadata's controller.
+// adminCode maps an error of the topic-admin APIs: the core passes them on
+// to the cluster metadata's leader, so a "not the leader" left is one with
+// no leader known (or a forwarding that failed): NOT_CONTROLLER, and
+// clients retry with Metadata's controller.
 func adminCode(err error) int16 {
 	var notLeader *NotLeaderError
 	if errors.As(err, &notLeader) {

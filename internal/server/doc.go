@@ -25,6 +25,7 @@
 //	admin.go          topic create, list, describe, alter, delete
 //	cluster.go        Cluster.Status, Join, RemoveNode
 //	forward.go        the connections to other nodes: forwarding, cluster.Peers
+//	forward_topics.go cluster.Peers' topic changes (the broker passes them on)
 //	errors.go         the error -> status mapping
 //	codec.go          the request codec (bad protobuf is INVALID_ARGUMENT)
 //	conns.go          the connection caps; listenaddr.go: address checks
@@ -34,4 +35,7 @@
 // leads the metadata (broker.NotLeaderError with Untouched) is forwarded
 // to that node once, marked so it is never forwarded again; a partition
 // request answers UNAVAILABLE naming the leader, which clients follow.
+// Topic changes (create, alter, add partitions, delete) the broker itself
+// passes on through cluster.Peers, for every front-end (the Kafka
+// listener's too), carrying the request's principal.
 package server

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"syscall"
 
@@ -147,6 +148,38 @@ func leaderHint(err error) string {
 		}
 	}
 	return ""
+}
+
+// fromStatus reads back a status another node answered a forwarded topic
+// change with, as an error of the kind the broker's callers map (the
+// inverse of toStatus, for those kinds) that still carries the status.
+func fromStatus(err error) error {
+	st, ok := status.FromError(err)
+	if err == nil || !ok {
+		return err
+	}
+	kind := broker.ErrUnavailable
+	switch st.Code() {
+	case codes.NotFound:
+		kind = partition.ErrTopicNotFound
+	case codes.AlreadyExists:
+		kind = partition.ErrTopicExists
+	case codes.InvalidArgument:
+		kind = partition.ErrInvalidConfig
+	case codes.FailedPrecondition:
+		kind = broker.ErrFailedPrecondition
+	case codes.PermissionDenied, codes.Unauthenticated:
+		kind = broker.ErrDenied
+	case codes.ResourceExhausted:
+		kind = broker.ErrDiskFull
+	case codes.DeadlineExceeded:
+		kind = context.DeadlineExceeded
+	case codes.Canceled:
+		kind = context.Canceled
+	}
+	// Both wrapped: the broker's callers (Kafka) see the kind, and a gRPC
+	// client the leader's status as it was (code and details).
+	return fmt.Errorf("%w (the metadata leader answered): %w", kind, err)
 }
 
 func invalidArg(format string, args ...any) error {

@@ -1,0 +1,94 @@
+package kafka
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// checkAdminOnFollower sends CreateTopics, AlterConfigs, CreatePartitions
+// and DeleteTopics straight to a node that does not lead the cluster
+// metadata: it passes each on to the leader (Kafka clients do not retry
+// NOT_CONTROLLER), and the change shows on every node.
+func checkAdminOnFollower(t *testing.T, cl *kgo.Client, adm *kadm.Client) {
+	t.Helper()
+	ctx := testCtx(t)
+	md, err := adm.Metadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var follower int32 = -1
+	for _, b := range md.Brokers {
+		if b.NodeID != md.Controller {
+			follower = b.NodeID
+		}
+	}
+	to := cl.Broker(int(follower))
+	const topic = "fwd"
+
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topic, 1, 3
+	ct.Configs = append(ct.Configs, kmsg.CreateTopicsRequestTopicConfig{Name: "retention.ms", Value: kmsg.StringPtr("3600000")})
+	create.Topics, create.TimeoutMillis = append(create.Topics, ct), 20000
+	if resp, err := create.RequestWith(ctx, to); err != nil || resp.Topics[0].ErrorCode != 0 || resp.Topics[0].NumPartitions != 1 {
+		t.Fatalf("CreateTopics on broker %d (controller %d): %+v, %v", follower, md.Controller, resp, err)
+	}
+
+	alter := kmsg.NewPtrAlterConfigsRequest()
+	ar := kmsg.NewAlterConfigsRequestResource()
+	ar.ResourceType, ar.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+	ar.Configs = append(ar.Configs, kmsg.AlterConfigsRequestResourceConfig{Name: "retention.records", Value: kmsg.StringPtr("99")})
+	alter.Resources = append(alter.Resources, ar)
+	if resp, err := alter.RequestWith(ctx, to); err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("AlterConfigs on broker %d: %+v, %v", follower, resp, err)
+	}
+
+	grow := kmsg.NewPtrCreatePartitionsRequest()
+	gt := kmsg.NewCreatePartitionsRequestTopic()
+	gt.Topic, gt.Count = topic, 2
+	grow.Topics, grow.TimeoutMillis = append(grow.Topics, gt), 20000
+	if resp, err := grow.RequestWith(ctx, to); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreatePartitions on broker %d: %+v, %v", follower, resp, err)
+	}
+	waitFor(t, "the forwarded changes on every node", func() bool {
+		for _, b := range md.Brokers {
+			req := kmsg.NewPtrMetadataRequest()
+			mt := kmsg.NewMetadataRequestTopic()
+			mt.Topic = kmsg.StringPtr(topic)
+			req.Topics = append(req.Topics, mt)
+			resp, err := req.RequestWith(ctx, cl.Broker(int(b.NodeID)))
+			if err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != 2 {
+				return false
+			}
+		}
+		vals := topicConfigValues(t, adm, topic)
+		records, ms := vals["retention.records"], vals["retention.ms"]
+		// AlterConfigs replaces: retention.ms, not named, is back to its default.
+		return records.MaybeValue() == "99" && ms.MaybeValue() == "604800000"
+	})
+
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.TopicNames, del.TimeoutMillis = []string{topic}, 20000
+	if resp, err := del.RequestWith(ctx, to); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("DeleteTopics on broker %d: %+v, %v", follower, resp, err)
+	}
+	waitFor(t, "the topic gone", func() bool {
+		ts, err := adm.ListTopics(ctx)
+		return err == nil && !ts.Has(topic)
+	})
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
