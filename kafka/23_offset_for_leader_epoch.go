@@ -6,11 +6,12 @@ import (
 )
 
 // handleOffsetForLeaderEpoch answers the end offset of a leader epoch, which
-// clients use to detect a log truncated under them. logd's leader epoch is
-// the partition's Raft term, and a committed record is never truncated, so
-// for the current epoch or an older one the answer is the high watermark
-// with the epoch asked for (logd keeps no per-epoch start offsets); an
-// epoch newer than the leader's is UNDEFINED (-1, -1), as in Kafka.
+// clients use to detect a log truncated under them, as Kafka does. logd's
+// leader epoch is the partition's Raft term, which every stored batch
+// holds: for the current epoch the answer is the high watermark; for an
+// older one the core's EpochEnd (the base offset of the first batch of a
+// larger epoch, and the largest epoch at or below the one asked that a
+// batch holds); an epoch newer than the leader's is UNDEFINED (-1, -1).
 func handleOffsetForLeaderEpoch(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
@@ -37,8 +38,17 @@ func handleOffsetForLeaderEpoch(s *Server, r *request) func() kmsg.Response {
 						p.ErrorCode = kerr.UnknownLeaderEpoch.Code
 					case rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < pi.LeaderEpoch:
 						p.ErrorCode = kerr.FencedLeaderEpoch.Code
-					case rp.LeaderEpoch <= pi.LeaderEpoch:
+					case rp.LeaderEpoch < 0:
+						// No epoch asked: UNDEFINED, as in Kafka.
+					case rp.LeaderEpoch == pi.LeaderEpoch:
 						p.LeaderEpoch, p.EndOffset = rp.LeaderEpoch, pi.HighWatermark
+					case rp.LeaderEpoch < pi.LeaderEpoch:
+						found, end, err := s.core.EpochEnd(r.ctx, r.c.principal, rt.Topic, rp.Partition, rp.LeaderEpoch)
+						if err != nil {
+							p.ErrorCode = topicCode(err)
+						} else {
+							p.LeaderEpoch, p.EndOffset = found, end
+						}
 					}
 				}
 				t.Partitions = append(t.Partitions, p)

@@ -7,6 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logd/logd/internal/batch"
 )
 
 // checkAdminOnFollower sends CreateTopics, AlterConfigs, CreatePartitions
@@ -90,5 +92,84 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// checkClusterEpochs: OffsetForLeaderEpoch on a partition's leader answers
+// exactly, from the leader epochs its stored batches hold (read back with
+// Fetch): for each epoch up to the current one, the base offset of the
+// first batch of a larger epoch (or the high watermark) and the largest
+// epoch at or below it a batch holds.
+func checkClusterEpochs(t *testing.T, cl *kgo.Client, adm *kadm.Client) {
+	t.Helper()
+	ctx := testCtx(t)
+	md, err := adm.Metadata(ctx, "ct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp := md.Topics["ct"].Partitions[0]
+	leader := cl.Broker(int(mp.Leader))
+	type span struct {
+		epoch      int32
+		base, next int64
+	}
+	var spans []span
+	for off := int64(0); ; {
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 0, 1, 1<<20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "ct"
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 0, off, 1<<20, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, leader)
+		if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("fetch at %d: %+v, %v", off, resp, err)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if len(p.RecordBatches) == 0 {
+			break
+		}
+		err = batch.Split(p.RecordBatches, func(_ []byte, info batch.Info) error {
+			spans = append(spans, span{info.LeaderEpoch, info.BaseOffset, info.NextOffset()})
+			off = info.NextOffset()
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(spans) == 0 {
+		t.Fatal("partition 0 holds no batch")
+	}
+	hw := spans[len(spans)-1].next
+	for epoch := int32(0); epoch <= mp.LeaderEpoch; epoch++ {
+		wantEpoch, wantEnd := epoch, hw
+		if epoch < mp.LeaderEpoch {
+			wantEnd = -1
+			for i, s := range spans {
+				if s.epoch > epoch {
+					wantEnd = s.base
+					if i > 0 {
+						wantEpoch = spans[i-1].epoch
+					}
+					break
+				}
+			}
+			if wantEnd == -1 {
+				wantEpoch, wantEnd = spans[len(spans)-1].epoch, hw
+			}
+		}
+		req := kadm.OffsetForLeaderEpochRequest{}
+		req.Add("ct", 0, epoch)
+		res, err := adm.OffsetForLeaderEpoch(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := res["ct"][0]
+		if got.Err != nil || got.LeaderEpoch != wantEpoch || got.EndOffset != wantEnd {
+			t.Fatalf("epoch %d (current %d, batches %v): (%d, %d), %v; want (%d, %d)", epoch, mp.LeaderEpoch, spans, got.LeaderEpoch, got.EndOffset, got.Err, wantEpoch, wantEnd)
+		}
 	}
 }

@@ -127,6 +127,7 @@ func TestClusterMetadataLeadersAndGroups(t *testing.T) {
 	if offs, err := adm.FetchOffsets(ctx, "cg"); err != nil || len(offs) != 0 {
 		t.Fatalf("offsets after DeleteGroups: %+v %v", offs, err)
 	}
+	checkClusterEpochs(t, cl, adm)
 	checkClusterDeleteRecords(t, adm)
 }
 

@@ -30,6 +30,9 @@ type Core interface {
 	// DeleteRecords moves a partition's log start (-1: to the high
 	// watermark) and returns the start now in force.
 	DeleteRecords(ctx context.Context, p Principal, topic string, partition int32, offset int64) (int64, error)
+	// EpochEnd is the end offset of a leader epoch and the largest epoch
+	// at or below it a batch holds (OffsetForLeaderEpoch).
+	EpochEnd(ctx context.Context, p Principal, topic string, partition int32, epoch int32) (found int32, end int64, err error)
 	CommitOffsets(ctx context.Context, p Principal, group, member string, generation int32, cs []offsets.Committed) error
 	FetchOffsets(ctx context.Context, p Principal, group string, topics []string) ([]offsets.Committed, error)
 	// Authorize is the core's decision for what the group coordinator

@@ -275,3 +275,9 @@ func (f *fakeCore) Coordinator() (*groups.Coordinator, error) { return f.coord, 
 func (f *fakeCore) DeleteRecords(context.Context, Principal, string, int32, int64) (int64, error) {
 	return 0, fmt.Errorf("fake core: DeleteRecords is not modelled")
 }
+
+// EpochEnd: the fake's batches all hold epoch 0, as a single node's do.
+func (f *fakeCore) EpochEnd(ctx context.Context, p Principal, topic string, part int32, epoch int32) (int32, int64, error) {
+	end, _, err := f.ListOffset(ctx, p, topic, part, Latest)
+	return 0, end, err
+}
