@@ -70,6 +70,21 @@ func resourceError(t kmsg.ConfigResourceType) (int16, *string) {
 	return kerr.InvalidRequest.Code, kmsg.StringPtr(fmt.Sprintf("logd alters topic configs only, not resource type %s", t))
 }
 
+// alterResource answers one resource of AlterConfigs or
+// IncrementalAlterConfigs: a topic's configs change by what change
+// computes (an error there is INVALID_CONFIG); other resources are
+// refused.
+func (s *Server) alterResource(r *request, t kmsg.ConfigResourceType, name string, change func() (partition.ConfigChange, error), validateOnly bool) (int16, *string) {
+	if t != kmsg.ConfigResourceTypeTopic {
+		return resourceError(t)
+	}
+	ch, err := change()
+	if err != nil {
+		return kerr.InvalidConfig.Code, kmsg.StringPtr(err.Error())
+	}
+	return s.alterTopic(r, name, ch, validateOnly)
+}
+
 // handleAlterConfigs replaces a topic's configs, as Kafka's AlterConfigs
 // does: every config the request does not name goes back to its default.
 func handleAlterConfigs(s *Server, r *request) func() kmsg.Response {
@@ -79,34 +94,30 @@ func handleAlterConfigs(s *Server, r *request) func() kmsg.Response {
 		for _, rr := range req.Resources {
 			res := kmsg.NewAlterConfigsResponseResource()
 			res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
-			if rr.ResourceType != kmsg.ConfigResourceTypeTopic {
-				res.ErrorCode, res.ErrorMessage = resourceError(rr.ResourceType)
-				resp.Resources = append(resp.Resources, res)
-				continue
-			}
-			var ch partition.ConfigChange
-			for _, tc := range topicConfigs {
-				setConfig(&ch, tc.name, nil) // the defaults
-			}
-			var err error
-			seen := map[string]bool{}
-			for _, c := range rr.Configs {
-				if seen[c.Name] {
-					err = fmt.Errorf("%w: config %s is given twice", errConfig, c.Name)
-					break
-				}
-				seen[c.Name] = true
-				if err = setConfig(&ch, c.Name, c.Value); err != nil {
-					break
-				}
-			}
-			if err != nil {
-				res.ErrorCode, res.ErrorMessage = kerr.InvalidConfig.Code, kmsg.StringPtr(err.Error())
-			} else {
-				res.ErrorCode, res.ErrorMessage = s.alterTopic(r, rr.ResourceName, ch, req.ValidateOnly)
-			}
+			res.ErrorCode, res.ErrorMessage = s.alterResource(r, rr.ResourceType, rr.ResourceName,
+				func() (partition.ConfigChange, error) { return replacingChange(rr.Configs) }, req.ValidateOnly)
 			resp.Resources = append(resp.Resources, res)
 		}
 		return resp
 	}
+}
+
+// replacingChange is the change that sets the named configs and returns
+// every other one to its default.
+func replacingChange(cs []kmsg.AlterConfigsRequestResourceConfig) (partition.ConfigChange, error) {
+	var ch partition.ConfigChange
+	for _, tc := range topicConfigs {
+		setConfig(&ch, tc.name, nil) // the defaults
+	}
+	seen := map[string]bool{}
+	for _, c := range cs {
+		if seen[c.Name] {
+			return ch, fmt.Errorf("%w: config %s is given twice", errConfig, c.Name)
+		}
+		seen[c.Name] = true
+		if err := setConfig(&ch, c.Name, c.Value); err != nil {
+			return ch, err
+		}
+	}
+	return ch, nil
 }

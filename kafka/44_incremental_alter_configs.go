@@ -3,7 +3,6 @@ package kafka
 import (
 	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd/logd/partition"
@@ -20,17 +19,8 @@ func handleIncrementalAlterConfigs(s *Server, r *request) func() kmsg.Response {
 		for _, rr := range req.Resources {
 			res := kmsg.NewIncrementalAlterConfigsResponseResource()
 			res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
-			if rr.ResourceType != kmsg.ConfigResourceTypeTopic {
-				res.ErrorCode, res.ErrorMessage = resourceError(rr.ResourceType)
-				resp.Resources = append(resp.Resources, res)
-				continue
-			}
-			ch, err := incrementalChange(rr.Configs)
-			if err != nil {
-				res.ErrorCode, res.ErrorMessage = kerr.InvalidConfig.Code, kmsg.StringPtr(err.Error())
-			} else {
-				res.ErrorCode, res.ErrorMessage = s.alterTopic(r, rr.ResourceName, ch, req.ValidateOnly)
-			}
+			res.ErrorCode, res.ErrorMessage = s.alterResource(r, rr.ResourceType, rr.ResourceName,
+				func() (partition.ConfigChange, error) { return incrementalChange(rr.Configs) }, req.ValidateOnly)
 			resp.Resources = append(resp.Resources, res)
 		}
 		return resp
