@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"syscall"
 
@@ -152,7 +151,8 @@ func leaderHint(err error) string {
 
 // fromStatus reads back a status another node answered a forwarded topic
 // change with, as an error of the kind the broker's callers map (the
-// inverse of toStatus, for those kinds) that still carries the status.
+// inverse of toStatus, for those kinds) that is still that status for a
+// gRPC client (code, message and details as the other node gave them).
 func fromStatus(err error) error {
 	st, ok := status.FromError(err)
 	if err == nil || !ok {
@@ -177,10 +177,18 @@ func fromStatus(err error) error {
 	case codes.Canceled:
 		kind = context.Canceled
 	}
-	// Both wrapped: the broker's callers (Kafka) see the kind, and a gRPC
-	// client the leader's status as it was (code and details).
-	return fmt.Errorf("%w (the metadata leader answered): %w", kind, err)
+	return &forwardedError{kind: kind, st: st}
 }
+
+// forwardedError is another node's answer: errors.Is(err, kind) holds.
+type forwardedError struct {
+	kind error
+	st   *status.Status
+}
+
+func (e *forwardedError) Error() string              { return e.st.Message() }
+func (e *forwardedError) Is(target error) bool       { return errors.Is(e.kind, target) }
+func (e *forwardedError) GRPCStatus() *status.Status { return e.st }
 
 func invalidArg(format string, args ...any) error {
 	return status.Errorf(codes.InvalidArgument, format, args...)
