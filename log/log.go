@@ -182,17 +182,8 @@ func (l *Log) load() error {
 	if l.opts.ManualHighWatermark {
 		l.hw = l.start
 	}
-	if l.floor, err = l.loadLogStart(); err != nil {
+	if err := l.loadFloor(); err != nil {
 		return err
-	}
-	if !l.opts.ManualHighWatermark && l.floor > l.hw {
-		// Records below the floor were lost in a crash (an fsync policy
-		// other than always); new ones will take their offsets and must
-		// be readable.
-		if err := l.writeLogStartLocked(l.hw); err != nil {
-			return err
-		}
-		l.floor = l.hw
 	}
 	l.report.Segments = len(l.segs)
 	return nil

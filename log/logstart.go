@@ -79,6 +79,26 @@ func (l *Log) writeLogStartLocked(offset int64) error {
 	return nil
 }
 
+// loadFloor sets the floor from the log start file, once the segments are
+// loaded.
+func (l *Log) loadFloor() error {
+	floor, err := l.loadLogStart()
+	if err != nil {
+		return err
+	}
+	l.floor = floor
+	if !l.opts.ManualHighWatermark && l.floor > l.hw {
+		// Records below the floor were lost in a crash (an fsync policy
+		// other than always); new ones will take their offsets and must
+		// be readable.
+		if err := l.writeLogStartLocked(l.hw); err != nil {
+			return err
+		}
+		l.floor = l.hw
+	}
+	return nil
+}
+
 // loadLogStart reads the log start file (0 when there is none). A file
 // that does not check out is an error: guessing a start could serve
 // records the user deleted.

@@ -127,7 +127,14 @@ func TestDeleteRecordsReplicatedAndDurable(t *testing.T) {
 	}
 	wantStart(t, f, second)
 
-	// Every node restarted, the leader first: the start is still there.
+	restartAll(t, c, f)
+}
+
+// restartAll restarts the leader and f, moves the start to the high
+// watermark, then restarts every node at once: every replica still has
+// the start.
+func restartAll(t *testing.T, c *clustertest.Cluster, f *clustertest.Node) {
+	t.Helper()
 	for _, n := range []*clustertest.Node{c.Leader(group), f} {
 		c.Kill(n.ID)
 		c.Restart(n.ID)
