@@ -8,7 +8,8 @@
 // through package cluster), produce (CheckBatch, producer dedup and
 // pipelining through partition, acks), fetch over many partitions with a
 // long poll (MinBytes, MaxBytes, MaxWait) under a read budget, live-tail
-// readers, list offsets, committed offsets and their lag, the disk guard
+// readers, list offsets, DeleteRecords and OffsetForLeaderEpoch's
+// EpochEnd, committed offsets and their lag, the disk guard
 // (diskspace.go, guardedfs.go), retention, the node's Prometheus metrics,
 // the consumer-group coordinator (coordinator.go), and users, ACLs and
 // the one authorization point (auth.go, authstore.go, users.go).
@@ -23,7 +24,13 @@
 //     started after the read arrived confirms the leadership
 //     (cluster.Linearizable). Metadata writes (topics, committed offsets)
 //     run on the metadata leader; other nodes answer *NotLeaderError with
-//     Untouched set, which a front-end may forward or hand to its client.
+//     Untouched set, which a front-end may forward or hand to its client,
+//     except topic changes (create, alter, add partitions, delete), which
+//     the broker passes on to the leader itself (Config.Peers) with the
+//     request's principal, for every front-end.
+//   - DeleteRecords moves a partition's log start on every replica (a
+//     replicated entry; log.AdvanceStart), as retention does by whole
+//     segments; the start never moves back.
 //   - Every method that takes a Principal authorizes it (Authorize)
 //     before any effect; a denial is a *auth.DeniedError matching
 //     ErrDenied, audited.
