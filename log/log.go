@@ -114,40 +114,9 @@ func (l *Log) load() error {
 	if err := l.recoverInstall(); err != nil {
 		return err
 	}
-	names, err := l.fs.ReadDir(l.dir)
+	bases, err := l.listSegments()
 	if err != nil {
 		return err
-	}
-	var bases []int64
-	indexes := map[int64][]string{}
-	for _, name := range names {
-		if strings.HasSuffix(name, tmpSuffix) || strings.HasSuffix(name, copySuffix) {
-			// An index write that did not finish (the rename never
-			// happened), or an install that did not commit.
-			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
-				return err
-			}
-			continue
-		}
-		base, suf, ok := parseSegmentName(name)
-		switch {
-		case !ok:
-		case suf == logSuffix:
-			bases = append(bases, base)
-		default:
-			indexes[base] = append(indexes[base], name)
-		}
-	}
-	slices.Sort(bases)
-	for base, files := range indexes {
-		if _, ok := slices.BinarySearch(bases, base); !ok {
-			// Left by a deletion that removed the segment, then crashed.
-			for _, name := range files {
-				if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
-					return err
-				}
-			}
-		}
 	}
 	if len(bases) == 0 {
 		s, err := l.createSegment(0, 1)
@@ -187,6 +156,47 @@ func (l *Log) load() error {
 	}
 	l.report.Segments = len(l.segs)
 	return nil
+}
+
+// listSegments returns the bases of the directory's segments, ascending,
+// after removing what an unfinished write, install or deletion left.
+func (l *Log) listSegments() ([]int64, error) {
+	names, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return nil, err
+	}
+	var bases []int64
+	indexes := map[int64][]string{}
+	for _, name := range names {
+		if strings.HasSuffix(name, tmpSuffix) || strings.HasSuffix(name, copySuffix) {
+			// An index write that did not finish (the rename never
+			// happened), or an install that did not commit.
+			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		base, suf, ok := parseSegmentName(name)
+		switch {
+		case !ok:
+		case suf == logSuffix:
+			bases = append(bases, base)
+		default:
+			indexes[base] = append(indexes[base], name)
+		}
+	}
+	slices.Sort(bases)
+	for base, files := range indexes {
+		if _, ok := slices.BinarySearch(bases, base); !ok {
+			// Left by a deletion that removed the segment, then crashed.
+			for _, name := range files {
+				if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return bases, nil
 }
 
 // loadClosed describes a closed segment from its index footers, or rebuilds
