@@ -7,7 +7,21 @@
 // record it wants to read, with an optional metadata string. The Store keeps
 // these in the node's shared Pebble DB under the key prefix "offsets/"; no
 // other package writes keys with that prefix, and this package writes no
-// other key.
+// other key, except the groups' generations below.
+//
+// # Group generations
+//
+// The Store also keeps, per group, the highest generation a group
+// coordinator recorded before telling any member of it (package groups:
+// generations stay unique when the coordinator moves or restarts):
+//
+//	key    = "groupgen/" enc(group)
+//	value  = byte 0 version 1, bytes 1-4 the generation, int32 big-endian
+//
+// RecordGeneration only raises it (a generation not above the recorded one
+// is refused with ErrGenerationTaken and changes nothing). DeleteGroup and
+// DeleteTopic leave it: a group deleted and used again continues above its
+// old generations (docs/groups.md).
 //
 // # Key layout
 //

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -46,11 +47,13 @@ type Options struct {
 }
 
 // Store reads and writes committed offsets in a Pebble DB it shares with the
-// rest of the node. It owns the keys under "offsets/" and does not close the
+// rest of the node. It owns the keys under "offsets/" and "groupgen/"
+// (generation.go) and does not close the
 // DB. It is safe for concurrent use.
 type Store struct {
-	db  *pebble.DB
-	now func() time.Time
+	db    *pebble.DB
+	now   func() time.Time
+	genMu sync.Mutex // serializes RecordGeneration's check and write
 }
 
 // New returns a Store over db.

@@ -1,8 +1,9 @@
 // Package meta is logd's cluster metadata: the nodes, the topics with their
 // configs and partition placement, the consumer groups' committed
-// offsets, and the users and ACLs (auth.go: package auth's encodings, kept
-// opaque), replicated by one Raft group (replication.MetaGroup) on every
-// node of the cluster.
+// offsets and generations (OpGroupGeneration: the group coordinator
+// records a generation here before any member learns it), and the users
+// and ACLs (auth.go: package auth's encodings, kept opaque), replicated by
+// one Raft group (replication.MetaGroup) on every node of the cluster.
 //
 // # State and commands
 //
@@ -12,7 +13,7 @@
 // (JSON) applied through Raft; the leader decides everything that is not
 // deterministic (a topic's creation time, its placement, a commit's time)
 // and puts it in the command, so every replica applies the same state.
-// Snapshots are the whole state as JSON, offsets included (they are small:
+// Snapshots are the whole state as JSON, offsets and generations included (they are small:
 // one row per group and partition). The group's Raft log is a
 // replication.PebbleLogStore in the node's DB, compacted after snapshots.
 //

@@ -129,6 +129,12 @@ const (
 	OpAddPartitions Op = "add_partitions"
 	OpCommitOffsets Op = "commit_offsets"
 	OpDeleteGroup   Op = "delete_group" // every committed offset of Group
+	// OpGroupGeneration records Generation as Group's newest generation,
+	// before its coordinator tells any member of it (package groups). It
+	// only raises: a generation not above the recorded one changes nothing
+	// and answers offsets.ErrGenerationTaken, so applying it twice is
+	// harmless and two coordinators can never both record one number.
+	OpGroupGeneration Op = "group_generation"
 )
 
 // Command is one change to the state.
@@ -144,6 +150,8 @@ type Command struct {
 	// the incarnation Topic.Config.CreatedMs).
 	Group   string              `json:"group,omitempty"`
 	Offsets []offsets.Committed `json:"offsets,omitempty"`
+	// group_generation: the generation recorded for Group.
+	Generation int32 `json:"generation,omitempty"`
 	// put_user: the user's encoded credentials (Name is the user).
 	Value []byte `json:"value,omitempty"`
 	// add_acls, remove_acls: encoded ACLs.
@@ -272,8 +280,12 @@ func (f *FSM) apply(c Command) error {
 		f.nowMs = c.TimeMs
 		return f.offs.Commit(c.Group, c.Offsets)
 	case OpDeleteGroup:
+		// The group's generation stays recorded (offsets.DeleteGroup
+		// leaves it): a group used again continues above it.
 		f.nowMs = c.TimeMs
 		return f.offs.DeleteGroup(c.Group)
+	case OpGroupGeneration:
+		return f.offs.RecordGeneration(c.Group, c.Generation)
 	default:
 		if f.applyAuth(c) {
 			return nil
@@ -309,6 +321,9 @@ type snapshot struct {
 	// Auth is the users and ACLs; absent in snapshots of nodes that had
 	// none (and of versions before them): none.
 	Auth *AuthState `json:"auth,omitempty"`
+	// Generations is each group's recorded generation
+	// (OpGroupGeneration); absent in snapshots of versions before it.
+	Generations map[string]int32 `json:"generations,omitempty"`
 }
 
 // Snapshot captures the state.
@@ -319,6 +334,13 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	if len(f.auth.Users) > 0 || len(f.auth.ACLs) > 0 {
 		a := f.auth.clone()
 		s.Auth = &a
+	}
+	gens, err := f.offs.Generations()
+	if err != nil {
+		return nil, err
+	}
+	if len(gens) > 0 {
+		s.Generations = gens
 	}
 	groups, err := f.offs.Groups()
 	if err != nil {
@@ -374,6 +396,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 				return err
 			}
 		}
+	}
+	if err := f.offs.SetGenerations(s.Generations); err != nil {
+		return err
 	}
 	f.state = s.State
 	f.auth = AuthState{}
