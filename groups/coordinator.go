@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -17,29 +18,42 @@ import (
 type Coordinator struct {
 	cfg   Config
 	clock Clock
+	gens  GenerationStore
 	done  chan struct{} // closed by Close; wakes every blocked call
+
+	// ctx ends at Close: it bounds the store calls in flight (wg), which
+	// Close waits for.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 
 	mu     sync.Mutex
 	closed bool
 	groups map[string]*group
 }
 
-// New returns a running Coordinator. It starts no goroutine of its own: the
-// clock's timers call back into it. Close stops them.
+// New returns a running Coordinator. It starts no goroutine of its own
+// apart from calls to a blocking GenerationStore: the clock's timers call
+// back into it. Close stops them.
 func New(cfg Config) *Coordinator {
 	cfg = cfg.withDefaults()
-	return &Coordinator{cfg: cfg, clock: cfg.Clock, done: make(chan struct{}), groups: make(map[string]*group)}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Coordinator{cfg: cfg, clock: cfg.Clock, gens: cfg.Generations, done: make(chan struct{}),
+		ctx: ctx, cancel: cancel, groups: make(map[string]*group)}
 }
 
 // Close stops every timer, forgets every group and makes every blocked and
-// later call return ErrCoordinatorClosed. It is idempotent.
+// later call return ErrCoordinatorClosed. It cancels the GenerationStore
+// calls under way and waits for them. It is idempotent.
 func (c *Coordinator) Close() error {
+	defer c.wg.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil
 	}
 	c.closed = true
+	c.cancel()
 	close(c.done)
 	for _, g := range c.groups {
 		c.stopGroupTimer(g)

@@ -10,7 +10,9 @@
 //     coordinator, and stay members while they heartbeat within their session
 //     timeout.
 //   - Generations: every completed rebalance starts a new generation; the
-//     generation number only grows while the coordinator runs.
+//     generation number only grows, also across coordinators: each one is
+//     recorded in a GenerationStore before any member learns it (see
+//     "Generations across coordinators").
 //   - Assignment: either carried opaquely from the group's leader to every
 //     member (Kafka's classic protocol: the leader client computes it), or
 //     computed here by a server-side Assignor (range, roundrobin,
@@ -21,7 +23,9 @@
 //
 // It does not store offsets: committed offsets stay in package offsets (and in
 // a cluster, the metadata group). The core calls ValidateCommit and then
-// stores the commit itself. Membership is soft state held in memory.
+// stores the commit itself. Membership is soft state held in memory; the
+// only durable group state it writes is each group's last generation,
+// through Config.Generations.
 //
 // # Invariants
 //
@@ -30,9 +34,11 @@
 //     one member, or to none while a cooperative revocation is pending; with
 //     client-side assignment the leader is trusted, as in Kafka).
 //   - The generation increases at each completed join phase, also when the
-//     group becomes Empty, and never goes back: by one, or to one above the
-//     highest generation a member's consumer subscription claims (members
-//     re-joining after a coordinator failover carry the old numbering).
+//     group becomes Empty, and never goes back. A generation members learn
+//     was recorded first (GenerationStore.Next), so no two coordinators of
+//     a group, one after the other or a deposed one still running, ever
+//     tell members the same generation. A member's claimed generation
+//     (Subscription.Generation) does not move the group's.
 //   - A commit from a member that is not in the group, or that names a
 //     generation other than the current one, is refused (ErrUnknownMember,
 //     *GenerationError wrapping ErrIllegalGeneration). A commit while the
@@ -137,6 +143,33 @@
 // id and generation -1, which ValidateCommit accepts while the group has no
 // members.
 //
+// # Generations across coordinators
+//
+// Before it completes a join phase the coordinator asks its
+// GenerationStore for the next generation (Next records it durably: on a
+// single node in its Pebble DB, in a cluster through the metadata group,
+// package replication/meta's group_generation command) and only then
+// answers the joins. The request starts with the rebalance, in parallel
+// with the members' joins, so it rarely adds latency; if the join phase
+// ends first the group stays PreparingRebalance until the answer (members
+// joining meanwhile are in), and a failed request is tried again a second
+// later. A coordinator that takes over knows no group; its first Next for
+// a group returns one above everything recorded, whatever happened to the
+// previous coordinator:
+//
+//   - it stopped after recording and before answering: that number is
+//     never used, the next one is above it;
+//   - it lost the metadata leadership before its write committed: the
+//     write fails, it answers nobody, and retries until the core closes it;
+//   - it lost the leadership after the write committed and still answers
+//     the members it has before the core closes it: the new coordinator's
+//     write is applied after that one, so goes above it (the store refuses
+//     any number not above the recorded one, offsets.ErrGenerationTaken).
+//
+// The recorded generation outlives DeleteGroup: a group used again
+// continues above it (a member of the deleted group may still be reading,
+// unaware).
+//
 // # Coordinator failover
 //
 // Membership is soft state. In a cluster one node runs the coordinator (the
@@ -148,8 +181,8 @@
 //     claiming them (Subscription.Owned, with the generation they came
 //     from). Cooperative-sticky gives each member the same partitions again
 //     where the membership is unchanged, without revoking any, and the new
-//     generation continues above the claimed one, so an owner's claim keeps
-//     outranking an older zombie's. Consumption does not stop; commits are
+//     generation continues above the recorded ones, so an owner's claim
+//     keeps outranking an older zombie's. Consumption does not stop; commits are
 //     refused from the failover until the member's next sync: about one
 //     heartbeat interval (session timeout / 3) plus the initial rebalance
 //     delay, which lets all members land in one generation.

@@ -2,7 +2,6 @@ package groups
 
 import (
 	"bytes"
-	"math"
 	"sort"
 	"time"
 )
@@ -30,6 +29,12 @@ type group struct {
 	// phase started from Empty, is the initial rebalance delay's end.
 	joinDeadline time.Time
 	notBefore    time.Time
+
+	// granted is a generation recorded in the GenerationStore for this
+	// group and not used yet (used only if above generation); reserving
+	// says a store call for one is under way (generation.go).
+	granted   int32
+	reserving bool
 
 	// counts are the partition counts of the subscribed topics the
 	// current server-side assignment was computed for (nil: the leader
@@ -195,25 +200,6 @@ func (g *group) chooseProtocol() string {
 	for _, c := range candidates {
 		if best == "" || votes[c] > votes[best] {
 			best = c
-		}
-	}
-	return best
-}
-
-// claimedGeneration is the highest generation the members' consumer
-// subscriptions say their owned partitions come from (-1 if none). After a
-// coordinator failover it is the old coordinator's; continuing above it keeps
-// generations growing as members see them, so an owner's claim from the new
-// coordinator outranks a zombie's from the old one.
-func (g *group) claimedGeneration() int32 {
-	best := int32(-1)
-	if g.protocolType != ConsumerProtocolType {
-		return best
-	}
-	for _, m := range g.members {
-		sub, err := DecodeSubscription(m.metadata(g.protocol))
-		if err == nil && sub.Generation > best && sub.Generation < math.MaxInt32-1 {
-			best = sub.Generation
 		}
 	}
 	return best

@@ -25,6 +25,7 @@ func (c *Coordinator) prepareRebalance(g *group) {
 	g.state = PreparingRebalance
 	g.rebalances++
 	c.armJoinTimer(g)
+	c.reserve(g) // in parallel with the members' joins
 }
 
 // delayJoin extends the initial rebalance delay of a group that was Empty:
@@ -63,9 +64,11 @@ func (c *Coordinator) maybeCompleteJoin(g *group) {
 }
 
 // completeJoin ends the join phase: members that did not join are removed,
-// the generation advances, and every blocked JoinGroup is answered. If the
-// leader asked for server-side assignment the assignment is computed here
-// and the group is Stable before anyone syncs.
+// the generation advances to the one recorded for it (waiting, still
+// PreparingRebalance, until the GenerationStore has recorded one: members
+// joining meanwhile are in), and every blocked JoinGroup is answered. If
+// the leader asked for server-side assignment the assignment is computed
+// here and the group is Stable before anyone syncs.
 func (c *Coordinator) completeJoin(g *group) {
 	for _, m := range g.members {
 		if !m.joined {
@@ -74,13 +77,16 @@ func (c *Coordinator) completeJoin(g *group) {
 	}
 	c.stopGroupTimer(g)
 	if len(g.members) == 0 {
-		g.generation++
+		g.generation++ // no member learns it: nothing to record
 		g.state, g.protocol, g.leader = Empty, "", ""
 		return
 	}
+	if c.reserve(g); g.granted <= g.generation {
+		return // reserved completes the phase
+	}
 	g.chooseLeader()
 	g.protocol = g.chooseProtocol()
-	g.generation = max(g.generation, g.claimedGeneration()) + 1
+	g.generation, g.granted = g.granted, 0
 	g.state = CompletingRebalance
 	g.counts = nil
 	for _, m := range g.members {

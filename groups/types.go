@@ -172,6 +172,10 @@ type Config struct {
 	Assignors []Assignor
 	// Clock defaults to SystemClock.
 	Clock Clock
+	// Generations records every generation before a member learns it
+	// (GenerationStore); the core passes the node's durable, in a cluster
+	// replicated, store. Default: a MemoryGenerations of this Coordinator.
+	Generations GenerationStore
 }
 
 func (c Config) withDefaults() Config {
@@ -192,6 +196,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Clock == nil {
 		c.Clock = SystemClock{}
+	}
+	if c.Generations == nil {
+		c.Generations = &MemoryGenerations{}
 	}
 	return c
 }
