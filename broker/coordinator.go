@@ -2,12 +2,14 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logd/logd/groups"
+	"github.com/logd/logd/offsets"
 )
 
 // coordinator holds the node's group coordinator (docs/groups.md, "Wiring
@@ -47,9 +49,49 @@ func (k *coordinator) get() (*groups.Coordinator, error) {
 		k.c = groups.New(groups.Config{
 			Partitions:            k.b.partitionCount,
 			InitialRebalanceDelay: 3 * time.Second,
+			Generations:           generations{k.b},
 		})
 	}
 	return k.c, nil
+}
+
+// generations is the node's groups.GenerationStore: a group's generations
+// are recorded where its committed offsets are, on a single node in its
+// Pebble DB (synced), in a cluster through the metadata group
+// (meta.OpGroupGeneration), so a restarted node, or the next metadata
+// leader, continues above them.
+type generations struct{ b *Broker }
+
+// Next records the generation after the larger of after and the group's
+// recorded one. In a cluster the leader's copy of the record may lag (a
+// new leader still applying its predecessor's log): a number found taken
+// is tried again above the record, which by then includes everything
+// applied before the refused write.
+func (s generations) Next(ctx context.Context, group string, after int32) (int32, error) {
+	for try := 0; ; try++ {
+		floor, err := s.b.offsets.Generation(group)
+		if err != nil {
+			return 0, err
+		}
+		n, err := groups.NextGeneration(group, max(after, floor))
+		if err != nil {
+			return 0, err
+		}
+		if s.b.cl != nil {
+			err = s.b.cl.RecordGeneration(ctx, group, n)
+		} else {
+			err = s.b.offsets.RecordGeneration(group, n)
+		}
+		if errors.Is(err, offsets.ErrGenerationTaken) && try < 3 {
+			continue
+		}
+		if err != nil {
+			s.b.logger.Warn("could not record a consumer group's generation; its rebalance waits and retries",
+				"group", group, "generation", n, "err", err)
+			return 0, err
+		}
+		return n, nil
+	}
 }
 
 // partitionCount is a topic's partition count, 0 when it does not exist

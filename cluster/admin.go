@@ -147,6 +147,16 @@ func (c *Cluster) CommitOffsets(ctx context.Context, group string, cs []offsets.
 	return c.RaftError(c.meta.Apply(ctx, meta.Command{Op: meta.OpCommitOffsets, Group: group, Offsets: cs}))
 }
 
+// RecordGeneration records gen as group's newest generation through the
+// metadata group (meta.OpGroupGeneration): an error wrapping
+// offsets.ErrGenerationTaken if gen is not above the recorded one.
+func (c *Cluster) RecordGeneration(ctx context.Context, group string, gen int32) error {
+	if err := c.OnMetaLeader(); err != nil {
+		return err
+	}
+	return c.RaftError(c.meta.Apply(ctx, meta.Command{Op: meta.OpGroupGeneration, Group: group, Generation: gen}))
+}
+
 // DeleteGroupOffsets deletes every committed offset of a group.
 func (c *Cluster) DeleteGroupOffsets(ctx context.Context, group string) error {
 	if err := c.OnMetaLeader(); err != nil {

@@ -29,8 +29,8 @@ var (
 	// coordinator's configured bounds. Kafka: INVALID_SESSION_TIMEOUT; gRPC:
 	// INVALID_ARGUMENT.
 	ErrInvalidSessionTimeout = errors.New("groups: invalid session timeout")
-	// ErrInvalidGroup: an empty group name. Kafka: INVALID_GROUP_ID; gRPC:
-	// INVALID_ARGUMENT.
+	// ErrInvalidGroup: an empty group name, or one over MaxGroupBytes.
+	// Kafka: INVALID_GROUP_ID; gRPC: INVALID_ARGUMENT.
 	ErrInvalidGroup = errors.New("groups: invalid group id")
 	// ErrUnknownAssignor: a server-side assignment was asked for with a
 	// protocol name no Assignor has. gRPC: INVALID_ARGUMENT.
@@ -73,3 +73,7 @@ func unknownMember(group, member string) error {
 func rebalancing(group string) error {
 	return fmt.Errorf("%w in group %q; join the group again", ErrRebalanceInProgress, group)
 }
+
+// MaxGroupBytes bounds a group name, as the offsets store does
+// (offsets.MaxGroupBytes): a group must be able to record its generations.
+const MaxGroupBytes = 255

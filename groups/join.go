@@ -51,6 +51,9 @@ func (c *Coordinator) checkJoin(req JoinRequest) (JoinRequest, error) {
 	if req.Group == "" {
 		return req, fmt.Errorf("%w: the group name is empty", ErrInvalidGroup)
 	}
+	if len(req.Group) > MaxGroupBytes {
+		return req, fmt.Errorf("%w: the group name has %d bytes, at most %d are allowed", ErrInvalidGroup, len(req.Group), MaxGroupBytes)
+	}
 	if req.SessionTimeout == 0 {
 		req.SessionTimeout = c.cfg.DefaultSessionTimeout
 	}

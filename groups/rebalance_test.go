@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -153,6 +154,8 @@ func TestJoinValidation(t *testing.T) {
 	_, err := h.c.JoinGroup(context.Background(), JoinRequest{Group: "g", ProtocolType: "consumer", Protocols: []Protocol{{Name: "range"}}, SessionTimeout: time.Hour})
 	wantErr(t, err, ErrInvalidSessionTimeout)
 	_, err = h.c.JoinGroup(context.Background(), JoinRequest{Group: "", ProtocolType: "consumer", Protocols: []Protocol{{Name: "range"}}})
+	wantErr(t, err, ErrInvalidGroup)
+	_, err = h.c.JoinGroup(context.Background(), JoinRequest{Group: strings.Repeat("g", MaxGroupBytes+1), ProtocolType: "consumer", Protocols: []Protocol{{Name: "range"}}})
 	wantErr(t, err, ErrInvalidGroup)
 	_, err = h.c.JoinGroup(context.Background(), JoinRequest{Group: "g", ProtocolType: "consumer"})
 	wantErr(t, err, ErrInconsistentProtocol)

@@ -1,0 +1,82 @@
+package broker_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/logd/logd/broker"
+	"github.com/logd/logd/groups"
+	"github.com/logd/logd/log"
+)
+
+func openDir(t *testing.T, dir string) *broker.Broker {
+	t.Helper()
+	b, err := broker.Open(broker.Config{DataDir: dir, Fsync: log.FsyncPolicy{Mode: log.FsyncNever}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Ready(broker.Node{APIAddr: "127.0.0.1:1"})
+	return b
+}
+
+// kafkaMember joins g as a Kafka client does (it claims no generation) and
+// returns the generation it got.
+func kafkaMember(t *testing.T, b *broker.Broker, memberID string) groups.JoinResult {
+	t.Helper()
+	c, err := b.Coordinator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := c.JoinGroup(ctx, groups.JoinRequest{Group: "g", MemberID: memberID, ClientID: "kgo",
+		SessionTimeout: 30 * time.Second, ProtocolType: groups.ConsumerProtocolType,
+		Protocols: []groups.Protocol{{Name: "range", Metadata: []byte("m")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// A restarted single node continues a group's generations above the ones
+// it handed out before (they are recorded in its DB), also after the group
+// was deleted: no two members of two incarnations of the coordinator ever
+// share a generation.
+func TestGenerationsContinueAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	b := openDir(t, dir)
+	res := kafkaMember(t, b, "")
+	c, _ := b.Coordinator()
+	for i := 0; i < 2; i++ {
+		if err := c.RequestRebalance("g"); err != nil {
+			t.Fatal(err)
+		}
+		res = kafkaMember(t, b, res.MemberID)
+	}
+	before := res.Generation
+	if before != 3 {
+		t.Fatalf("generation %d before the restart, want 3", before)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	b = openDir(t, dir)
+	defer b.Close()
+	res = kafkaMember(t, b, "")
+	if res.Generation <= before {
+		t.Fatalf("the restarted node handed out generation %d; before the restart it had handed out %d", res.Generation, before)
+	}
+	after := res.Generation
+	c, _ = b.Coordinator()
+	if err := c.LeaveGroup("g", res.MemberID); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.DeleteGroup(context.Background(), "", "g"); err != nil {
+		t.Fatal(err)
+	}
+	if res = kafkaMember(t, b, ""); res.Generation <= after {
+		t.Fatalf("generation %d after DeleteGroup, had %d", res.Generation, after)
+	}
+}
