@@ -128,7 +128,9 @@ func (k *coordinator) watch(ctx context.Context) {
 		c := k.c
 		k.mu.Unlock()
 		if c != nil {
-			_, _ = c.CheckPartitions() // closed meanwhile: the next tick sees it
+			if gs, err := c.CheckPartitions(); err == nil && len(gs) > 0 { // closed meanwhile: the next tick sees it
+				k.b.logger.Info("rebalancing consumer groups: a subscribed topic changed its partition count", "groups", gs)
+			}
 		}
 	}
 }
@@ -161,19 +163,21 @@ func (k *coordinator) validateCommit(group, member string, generation int32) err
 	return c.ValidateCommit(group, member, generation)
 }
 
-// rebalanceSubscribers rebalances the groups subscribed to topic, which
-// gained partitions or was deleted (why, for the log), where this node
-// coordinates groups (a coordinator made later knows no group: its members
-// join afresh and get every partition the topic has then).
-func (k *coordinator) rebalanceSubscribers(topic, why string) {
+// checkPartitions has the coordinator, where this node has one, rebalance
+// the groups whose subscribed topics changed their partition count
+// (groups.Coordinator.CheckPartitions): at once after a topic change made
+// here (why, for the log), rather than at watch's next tick. A coordinator
+// made later knows no group: its members join afresh and get every
+// partition the topics have then.
+func (k *coordinator) checkPartitions(why string) {
 	k.mu.Lock()
 	c := k.c
 	k.mu.Unlock()
 	if c == nil {
 		return
 	}
-	if gs, err := c.RebalanceSubscribers(topic); err == nil && len(gs) > 0 {
-		k.b.logger.Info("rebalancing the consumer groups of a topic that "+why, "topic", topic, "groups", gs)
+	if gs, err := c.CheckPartitions(); err == nil && len(gs) > 0 {
+		k.b.logger.Info("rebalancing consumer groups: a subscribed topic "+why, "groups", gs)
 	}
 }
 

@@ -218,7 +218,7 @@ func (b *Broker) AddPartitions(ctx context.Context, p Principal, topic string, c
 	if err == nil || b.partitionCount(topic) > before {
 		// Added (also when a new partition has no leader yet: it gets
 		// one later): the groups on the topic take the new partitions in.
-		b.coord.rebalanceSubscribers(topic, "gained partitions")
+		b.coord.checkPartitions(topic + " gained partitions")
 	}
 	return cfg, err
 }
@@ -249,7 +249,7 @@ func (b *Broker) DeleteTopic(ctx context.Context, pr Principal, name string) err
 	if err != nil {
 		return err
 	}
-	b.coord.rebalanceSubscribers(name, "was deleted")
+	b.coord.checkPartitions(name + " was deleted")
 	return nil
 }
 

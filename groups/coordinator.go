@@ -137,9 +137,8 @@ func (c *Coordinator) DeleteGroup(group string) error {
 }
 
 // RequestRebalance starts a rebalance of a Stable or CompletingRebalance
-// group, for a change the members cannot see themselves (a subscribed
-// topic gained partitions: RebalanceSubscribers calls it for each group on
-// the topic). Members learn of it through Heartbeat. Other states (and unknown groups) are left alone.
+// group, for a change the members cannot see themselves. Members learn of
+// it through Heartbeat. Other states (and unknown groups) are left alone.
 func (c *Coordinator) RequestRebalance(group string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -153,14 +152,17 @@ func (c *Coordinator) RequestRebalance(group string) error {
 	return nil
 }
 
-// CheckPartitions rebalances every Stable group whose server-side
-// assignment was computed for partition counts its subscribed topics no
-// longer have: a topic gained partitions (they get owners), or was deleted
-// (count 0: its partitions leave the members' assignments). It returns the
-// groups it rebalanced, by name. The core calls it whenever topics may have
-// changed (every second), so it works however the change was made. Groups
-// whose leader client assigns (Kafka's classic protocol) are left alone:
-// their leader watches the topics' metadata itself.
+// CheckPartitions rebalances every consumer-protocol group, Stable or
+// CompletingRebalance, whose generation was formed with partition counts
+// its subscribed topics no longer have: a topic gained partitions (they get
+// owners), was deleted (count 0: its partitions leave the members'
+// assignments) or appeared after the members subscribed to it. It returns
+// the groups it rebalanced, by name. The core calls it at once after a
+// topic change it made (AddPartitions, DeleteTopic) and every second, so a
+// change made however, anywhere in a cluster, is seen. It is the one way
+// topic changes reach groups: groups whose leader client assigns (Kafka's
+// classic protocol) are rebalanced too, which their leader would also ask
+// for once it sees the topic's metadata change.
 func (c *Coordinator) CheckPartitions() ([]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -169,40 +171,11 @@ func (c *Coordinator) CheckPartitions() ([]string, error) {
 	}
 	var out []string
 	for name, g := range c.groups {
-		if g.state != Stable || g.counts == nil {
+		if g.state != Stable && g.state != CompletingRebalance {
 			continue
 		}
 		for t, n := range g.counts {
 			if c.cfg.Partitions(t) != n {
-				c.prepareRebalance(g)
-				out = append(out, name)
-				break
-			}
-		}
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-// RebalanceSubscribers requests a rebalance (RequestRebalance) of every
-// consumer-protocol group a member of which subscribes to topic, and
-// returns their names: the core calls it when the topic gains partitions,
-// so server-side assignors hand the new partitions out and client-side
-// leaders re-read the topic's metadata.
-func (c *Coordinator) RebalanceSubscribers(topic string) ([]string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil, ErrCoordinatorClosed
-	}
-	var out []string
-	for name, g := range c.groups {
-		if g.protocolType != ConsumerProtocolType || (g.state != Stable && g.state != CompletingRebalance) {
-			continue
-		}
-		for _, m := range g.members {
-			sub, err := DecodeSubscription(m.metadata(g.protocol))
-			if err == nil && containsString(sub.Topics, topic) {
 				c.prepareRebalance(g)
 				out = append(out, name)
 				break

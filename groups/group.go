@@ -36,9 +36,9 @@ type group struct {
 	granted   int32
 	reserving bool
 
-	// counts are the partition counts of the subscribed topics the
-	// current server-side assignment was computed for (nil: the leader
-	// client assigns); CheckPartitions compares them with the topics'.
+	// counts are the partition counts of the subscribed topics when the
+	// current generation was formed (nil: not the consumer protocol);
+	// CheckPartitions compares them with the topics'.
 	counts map[string]int32
 }
 

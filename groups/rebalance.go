@@ -88,7 +88,8 @@ func (c *Coordinator) completeJoin(g *group) {
 	g.protocol = g.chooseProtocol()
 	g.generation, g.granted = g.granted, 0
 	g.state = CompletingRebalance
-	g.counts = nil
+	subs := g.subscriptions()
+	g.counts = c.partitionCounts(subs)
 	for _, m := range g.members {
 		m.pendingSync = true
 		m.assignment = nil
@@ -96,7 +97,7 @@ func (c *Coordinator) completeJoin(g *group) {
 	}
 	c.armGroupTimer(g, g.rebalanceTimeout())
 	if leader := g.members[g.leader]; leader.serverAssign {
-		c.setAssignments(g, c.serverAssignment(g))
+		c.setAssignments(g, c.serverAssignment(g, subs))
 	}
 	for _, m := range g.members {
 		c.answerJoin(m, g.joinResult(m), nil)
@@ -125,32 +126,51 @@ func (c *Coordinator) synced(g *group, m *member) {
 	}
 }
 
+// subscriptions decodes the members' consumer-protocol subscriptions for
+// the group's protocol, by member id (nil for another protocol type). An
+// undecodable one (a Kafka client's bug) subscribes to nothing rather than
+// failing the whole group.
+func (g *group) subscriptions() []MemberSubscription {
+	if g.protocolType != ConsumerProtocolType {
+		return nil
+	}
+	out := make([]MemberSubscription, 0, len(g.members))
+	for id, m := range g.members {
+		sub, _ := DecodeSubscription(m.metadata(g.protocol))
+		out = append(out, MemberSubscription{MemberID: id, Subscription: sub})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].MemberID < out[j].MemberID })
+	return out
+}
+
+// partitionCounts are the partition counts of the topics subs subscribe
+// to, now: what CheckPartitions compares the topics with later.
+func (c *Coordinator) partitionCounts(subs []MemberSubscription) map[string]int32 {
+	if subs == nil {
+		return nil
+	}
+	counts := make(map[string]int32)
+	for _, s := range subs {
+		for _, t := range s.Topics {
+			if _, ok := counts[t]; !ok {
+				counts[t] = c.cfg.Partitions(t)
+			}
+		}
+	}
+	return counts
+}
+
 // serverAssignment runs the group's protocol as a server-side Assignor over
-// the members' consumer-protocol subscriptions.
-func (c *Coordinator) serverAssignment(g *group) map[string][]byte {
+// the members' subscriptions, with the partition counts of g.counts.
+func (c *Coordinator) serverAssignment(g *group, subs []MemberSubscription) map[string][]byte {
 	assignor, err := findAssignor(c.cfg.Assignors, g.protocol)
 	if err != nil {
 		// JoinGroup checked that a server-assigning member names only
 		// known assignors, and the protocol is one it supports.
 		return nil
 	}
-	members := make([]MemberSubscription, 0, len(g.members))
-	partitions := make(map[string]int32)
-	for id, m := range g.members {
-		// An undecodable subscription (a Kafka client's bug) subscribes to
-		// nothing rather than failing the whole group.
-		sub, _ := DecodeSubscription(m.metadata(g.protocol))
-		members = append(members, MemberSubscription{MemberID: id, Subscription: sub})
-		for _, t := range sub.Topics {
-			if _, ok := partitions[t]; !ok {
-				partitions[t] = c.cfg.Partitions(t)
-			}
-		}
-	}
-	sort.Slice(members, func(i, j int) bool { return members[i].MemberID < members[j].MemberID })
-	g.counts = partitions
-	out := make(map[string][]byte, len(members))
-	for id, tps := range assignor.Assign(members, partitions) {
+	out := make(map[string][]byte, len(subs))
+	for id, tps := range assignor.Assign(subs, g.counts) {
 		out[id] = EncodeAssignment(tps)
 	}
 	return out

@@ -307,29 +307,37 @@ func TestCheckPartitionsRebalancesOnTopicChange(t *testing.T) {
 	}
 }
 
-// RebalanceSubscribers rebalances the groups subscribed to a topic that
-// gained partitions, and only those.
-func TestRebalanceSubscribers(t *testing.T) {
+// CheckPartitions rebalances the groups subscribed to a topic that gained
+// partitions, and only those: server-assigned ones and, from their
+// subscriptions, groups whose leader client assigns.
+func TestCheckPartitionsOnlySubscribers(t *testing.T) {
 	h := newHarness(t)
 	h.parts["audit"] = 2
 	ms := stableGroup(h, "g", 1)
 	other := h.join(logdJoin("other", "", nil, -1, "audit"))
 	h.syncPartitions("other", other)
+	kreq := kafkaJoin("k", "", "range")
+	kreq.Protocols[0].Metadata = EncodeSubscription(Subscription{Topics: []string{"orders"}, Generation: -1})
+	k := h.join(kreq)
+	if _, err := h.c.SyncGroup(context.Background(), SyncRequest{Group: "k", MemberID: k.MemberID, Generation: k.Generation}); err != nil {
+		t.Fatal(err)
+	}
 	h.parts["orders"] = 8
-	got, err := h.c.RebalanceSubscribers("orders")
-	if err != nil || len(got) != 1 || got[0] != "g" {
-		t.Fatalf("RebalanceSubscribers(orders) = %v, %v; want [g]", got, err)
+	got, err := h.c.CheckPartitions()
+	if err != nil || !reflect.DeepEqual(got, []string{"g", "k"}) {
+		t.Fatalf("CheckPartitions after orders grew = %v, %v; want [g k]", got, err)
 	}
 	if err := h.c.Heartbeat("other", other.MemberID, other.Generation); err != nil {
 		t.Fatalf("a group not subscribed to orders was disturbed: %v", err)
 	}
+	wantErr(t, h.c.Heartbeat("k", k.MemberID, k.Generation), ErrRebalanceInProgress)
 	wantErr(t, h.c.Heartbeat("g", ms[0].MemberID, ms[0].Generation), ErrRebalanceInProgress)
 	res := h.join(logdJoin("g", ms[0].MemberID, nil, ms[0].Generation, "orders"))
 	if n := len(h.syncPartitions("g", res)); n != 8 {
 		t.Fatalf("%d partitions after the topic grew, want 8", n)
 	}
 	h.c.Close()
-	if _, err := h.c.RebalanceSubscribers("orders"); !errors.Is(err, ErrCoordinatorClosed) {
+	if _, err := h.c.CheckPartitions(); !errors.Is(err, ErrCoordinatorClosed) {
 		t.Fatalf("after Close: %v", err)
 	}
 }
