@@ -149,7 +149,8 @@ clean:
 # mounts a tmpfs: root only; empty: the test's default). The report (text,
 # JSON, history, any linearizability visualization, node logs) goes to
 # TORTURE_REPORT_DIR (default $TMPDIR/logd-torture-report, /tmp when
-# TMPDIR is unset).
+# TMPDIR is unset). TORTURE_GROUP_MEMBERS (default 3; 0: none) members of
+# one consumer group share the topic's partitions.
 .PHONY: torture
 DURATION ?= 10m
 SEED ?= 1

@@ -17,7 +17,7 @@
 //     time) and tail the log; each consumer group reads, commits its
 //     position, restarts from its committed offsets and is occasionally
 //     reset; an observer reads committed offsets. GroupMembers (members.go;
-//     off unless asked: TORTURE_GROUP_MEMBERS=3 in the tests and soaks)
+//     3 unless TORTURE_GROUP_MEMBERS says otherwise, 0 for none)
 //     share the topic's partitions as members of one group (MemberGroup):
 //     each joins, reads what the coordinator assigns it, commits as the
 //     member of its generation, leaves and joins again now and then, and

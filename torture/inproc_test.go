@@ -106,8 +106,8 @@ func tortureInProcess(t *testing.T, d time.Duration, seed int64, nodes int, dir 
 }
 
 // groupMembersFromEnv is TORTURE_GROUP_MEMBERS: how many members of one
-// consumer group share the topic's partitions (0, the default: none; see
-// WorkloadConfig.GroupMembers).
+// consumer group share the topic's partitions (unset: the workload's
+// default, 3; 0: none; see WorkloadConfig.GroupMembers).
 func groupMembersFromEnv(t *testing.T) int {
 	s := os.Getenv("TORTURE_GROUP_MEMBERS")
 	if s == "" {
@@ -116,6 +116,9 @@ func groupMembersFromEnv(t *testing.T) int {
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 {
 		t.Fatalf("TORTURE_GROUP_MEMBERS=%q: want a count >= 0", s)
+	}
+	if n == 0 {
+		return -1
 	}
 	return n
 }

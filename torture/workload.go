@@ -31,10 +31,7 @@ type WorkloadConfig struct {
 	Followers   int // readers tailing from chosen offsets; default 2
 	Groups      int // consumer groups, one member each; default 2
 	// GroupMembers share the topic's partitions as members of MemberGroup
-	// (default none; the tests take TORTURE_GROUP_MEMBERS). Off by default
-	// until generations are unique across coordinators: a 10-minute soak
-	// with 3 members found two members holding a partition in "the same"
-	// generation of two coordinators (issue 12's closing note).
+	// (default 3; negative: none; the tests take TORTURE_GROUP_MEMBERS).
 	GroupMembers int
 	Seed         int64
 	// Producer configures the producers; zero fields take the workload's
@@ -66,6 +63,9 @@ func (c *WorkloadConfig) setDefaults() {
 	def(&c.MaxOutstanding, 32)
 	def(&c.Followers, 2)
 	def(&c.Groups, 2)
+	if c.GroupMembers == 0 {
+		c.GroupMembers = 3
+	}
 	p := &c.Producer
 	if p.Linger == 0 {
 		p.Linger = 2 * time.Millisecond
