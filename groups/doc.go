@@ -52,7 +52,8 @@
 //	from                 event                                      to
 //	Empty                a member joins                             PreparingRebalance
 //	PreparingRebalance   every member has joined, or the rebalance  CompletingRebalance
-//	                     timeout passed (absent members removed)    (Empty if none is left)
+//	                     timeout passed (absent members removed),   (Empty if none is left)
+//	                     and the new generation is recorded
 //	CompletingRebalance  the leader's SyncGroup, or the server-side Stable
 //	                     assignment when the join phase ends
 //	CompletingRebalance  a new member, a join with new metadata     PreparingRebalance
