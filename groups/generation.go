@@ -65,7 +65,7 @@ type inlineStore interface{ inline() }
 // NextGeneration is the generation after floor, or an error when the int32
 // space is used up (2^31 rebalances of one group: decades at one a second).
 func NextGeneration(group string, floor int32) (int32, error) {
-	if floor >= math.MaxInt32 {
+	if floor == math.MaxInt32 {
 		return 0, fmt.Errorf("groups: group %q used up its generation numbers (the last is %d): use another group name", group, floor)
 	}
 	return max(floor, 0) + 1, nil
