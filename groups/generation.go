@@ -105,9 +105,11 @@ func (c *Coordinator) reserve(g *group) {
 	}()
 }
 
-// reserved takes the answer of a store's Next: a join phase that waited
-// for it completes; after a failure it is tried again in a second (or at
-// the end of the join phase, if that is later).
+// reserved takes the answer of a store's Next. A join phase that ended
+// and waited for it (awaitingGen) completes, or after a failure tries
+// again in a second (the group timer's next firing completes the join
+// phase again, which asks again). One still under way uses the answer
+// when it ends, or asks again then.
 func (c *Coordinator) reserved(g *group, n int32, err error) {
 	if c.closed || c.groups[g.name] != g {
 		return
@@ -116,15 +118,12 @@ func (c *Coordinator) reserved(g *group, n int32, err error) {
 	if err == nil && n > g.granted {
 		g.granted = n
 	}
-	if g.state != PreparingRebalance {
+	if g.state != PreparingRebalance || !g.awaitingGen {
 		return
 	}
 	if g.granted > g.generation {
-		c.maybeCompleteJoin(g)
+		c.completeJoin(g)
 		return
 	}
-	if g.timer == nil {
-		// The join phase is over and waited for this answer alone.
-		c.armGroupTimer(g, reserveRetry)
-	}
+	c.armGroupTimer(g, reserveRetry)
 }

@@ -3,6 +3,7 @@ package groups
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 )
@@ -149,5 +150,55 @@ func TestNextGenerationBounds(t *testing.T) {
 	}
 	if _, err := NextGeneration("g", 1<<31-1); err == nil {
 		t.Fatal("NextGeneration past the int32 limit did not fail")
+	}
+}
+
+// flakyStore answers at once, from another goroutine's point of view (it
+// is not inline), failing the next fail calls.
+type flakyStore struct {
+	mem   MemoryGenerations
+	mu    sync.Mutex
+	fail  int
+	calls int
+}
+
+func (s *flakyStore) Next(ctx context.Context, group string, after int32) (int32, error) {
+	s.mu.Lock()
+	s.calls++
+	fail := s.fail > 0
+	if fail {
+		s.fail--
+	}
+	s.mu.Unlock()
+	if fail {
+		return 0, errors.New("injected")
+	}
+	return s.mem.Next(ctx, group, after)
+}
+
+// A record that fails while the join phase is still under way does not
+// stall the rebalance: the end of the phase asks again.
+func TestRecordFailureDuringJoinPhase(t *testing.T) {
+	store := &flakyStore{}
+	h := newHarnessWith(t, func(c *Config) { c.Generations = store })
+	ms := stableGroup(h, "g", 2)
+	store.mu.Lock()
+	store.fail, store.calls = 1, 0
+	store.mu.Unlock()
+	if err := h.c.RequestRebalance("g"); err != nil {
+		t.Fatal(err)
+	}
+	// The rebalance's own request fails; wait for its answer.
+	h.waitFor("the failed record", func() bool {
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		return store.calls == 1 && !h.c.groups["g"].reserving
+	})
+	a := h.joinAsync(logdJoin("g", ms[0].MemberID, nil, ms[0].Generation, "orders"))
+	b := h.joinAsync(logdJoin("g", ms[1].MemberID, nil, ms[1].Generation, "orders"))
+	for _, p := range []pendingJoin{a, b} {
+		if res := p.ok(t); res.Generation <= ms[0].Generation {
+			t.Fatalf("generation %d after the rebalance, was %d", res.Generation, ms[0].Generation)
+		}
 	}
 }

@@ -35,6 +35,9 @@ type group struct {
 	// says a store call for one is under way (generation.go).
 	granted   int32
 	reserving bool
+	// awaitingGen: the join phase ended (completeJoin ran) and waits for
+	// a recorded generation alone.
+	awaitingGen bool
 
 	// counts are the partition counts of the subscribed topics when the
 	// current generation was formed (nil: not the consumer protocol);

@@ -79,11 +79,14 @@ func (c *Coordinator) completeJoin(g *group) {
 	if len(g.members) == 0 {
 		g.generation++ // no member learns it: nothing to record
 		g.state, g.protocol, g.leader = Empty, "", ""
+		g.awaitingGen = false
 		return
 	}
 	if c.reserve(g); g.granted <= g.generation {
-		return // reserved completes the phase
+		g.awaitingGen = true // reserved completes the phase
+		return
 	}
+	g.awaitingGen = false
 	g.chooseLeader()
 	g.protocol = g.chooseProtocol()
 	g.generation, g.granted = g.granted, 0
@@ -287,7 +290,7 @@ func (c *Coordinator) onGroupTimer(g *group, seq uint64) {
 	g.timer = nil
 	switch g.state {
 	case PreparingRebalance:
-		if c.clock.Now().Before(g.joinDeadline) {
+		if !g.awaitingGen && c.clock.Now().Before(g.joinDeadline) {
 			// The initial delay ended: complete if everyone is here, else
 			// wait for the rest until the join phase ends.
 			c.maybeCompleteJoin(g)
