@@ -11,7 +11,10 @@
 // readers, list offsets, DeleteRecords and OffsetForLeaderEpoch's
 // EpochEnd, committed offsets and their lag, the disk guard
 // (diskspace.go, guardedfs.go), retention, the node's Prometheus metrics,
-// the consumer-group coordinator (coordinator.go), and users, ACLs and
+// the consumer-group coordinator (coordinator.go: it records each group
+// generation where committed offsets live before members learn it, so
+// generations stay unique across restarts and metadata-leader changes),
+// and users, ACLs and
 // the one authorization point (auth.go, authstore.go, users.go).
 //
 // Invariants:
