@@ -46,8 +46,10 @@ type GroupConsumerOptions struct {
 	MaxWait  time.Duration
 	MaxBytes int32
 	// OnAssigned is called from Poll with the partitions the member starts
-	// reading; OnRevoked with those it stops reading, after their positions
-	// were committed. Both name partitions of the first topic only; a
+	// reading, once their reader started (a Poll that failed to start it
+	// leaves them to the next Poll, which tells of them before returning
+	// their records); OnRevoked with those it stops reading, after their
+	// positions were committed. Both name partitions of the first topic only; a
 	// member of several topics uses OnAssignedTopics and OnRevokedTopics
 	// (topic -> partitions), called as well.
 	OnAssigned       func(partitions []int32)
@@ -79,6 +81,10 @@ type GroupConsumer struct {
 	cons       map[string]*Consumer // reads owned, one per topic with partitions
 	owned      topicParts
 	needReader bool // cons must be rebuilt for owned
+	// unannounced are owned partitions OnAssigned was not told of yet:
+	// their reader failed to start (buildReader announces them once one
+	// does).
+	unannounced topicParts
 
 	mu         sync.Mutex // guards the membership, shared with the heartbeats
 	coord      string     // the coordinator's address, learnt from answers
@@ -325,8 +331,8 @@ func (g *GroupConsumer) Close() error {
 		if id, _ := g.Member(); id != "" {
 			err = g.commit(ctx, g.owned)
 		}
-		if err == nil && !g.owned.empty() {
-			g.revoked(g.owned.clone())
+		if gone := g.owned.minus(g.unannounced); err == nil && !gone.empty() {
+			g.revoked(gone)
 		}
 		g.closeErr = errors.Join(err, g.leave())
 		for t, cons := range g.cons {

@@ -66,19 +66,27 @@ func (g *GroupConsumer) rejoin(ctx context.Context) error {
 	}
 }
 
-// revoke stops reading parts (their positions were committed).
+// revoke stops reading parts (their positions were committed). OnRevoked
+// is told of those OnAssigned was told of.
 func (g *GroupConsumer) revoke(parts topicParts) {
 	parts = parts.clone()
 	g.owned = g.owned.minus(parts)
 	g.needReader = true
-	g.revoked(parts)
+	gone := parts.minus(g.unannounced)
+	g.unannounced = g.unannounced.minus(parts)
+	if !gone.empty() {
+		g.revoked(gone)
+	}
 }
 
 // buildReader makes the consumers of the owned partitions where they
 // changed: the partitions kept go on from their positions, the new ones
 // start at the group's committed offsets (else Start). added are announced
-// to OnAssigned.
+// to OnAssigned once the consumers started; when they fail to, added are
+// kept (unannounced) and announced by the next call that succeeds, unless
+// a rebalance took them away meanwhile.
 func (g *GroupConsumer) buildReader(ctx context.Context, added topicParts) error {
+	g.unannounced = g.unannounced.union(added).intersect(g.owned)
 	for t, old := range g.cons {
 		if len(g.owned[t]) == 0 {
 			old.Close()
@@ -106,7 +114,8 @@ func (g *GroupConsumer) buildReader(ctx context.Context, added topicParts) error
 		g.cons[t] = cons
 	}
 	g.needReader = false
-	if !added.empty() {
+	if added := g.unannounced; !added.empty() {
+		g.unannounced = nil
 		g.assigned(added)
 	}
 	return nil

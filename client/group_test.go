@@ -11,8 +11,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/logd/logd/client"
 )
@@ -293,4 +298,126 @@ func TestGroupCommitFromStaleGenerationIsRefused(t *testing.T) {
 	if err != nil || !slices.Equal(ls, want) {
 		t.Fatalf("list groups: %v %v, want %v", ls, err, want)
 	}
+}
+
+// dialFailingLists dials addr with ListOffsets failing while the flag
+// returned is set.
+func dialFailingLists(t *testing.T, addr string) (*client.Client, *atomic.Bool) {
+	t.Helper()
+	fail := new(atomic.Bool)
+	inject := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
+		invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if fail.Load() && strings.HasSuffix(method, "/ListOffsets") {
+			return status.Error(codes.Internal, "injected: list offsets fails")
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})
+	c, err := client.Dial(addr, client.WithDialOptions(inject))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, fail
+}
+
+// announcingMember is a GroupConsumer the test polls itself, with the
+// partitions its callbacks announced.
+type announcingMember struct {
+	t         *testing.T
+	gc        *client.GroupConsumer
+	announced map[int32]bool // the callbacks run in Poll, on the test's goroutine
+}
+
+func joinAnnouncing(t *testing.T, c *client.Client, group, topic string) *announcingMember {
+	t.Helper()
+	m := &announcingMember{t: t, announced: map[int32]bool{}}
+	gc, err := c.NewGroupConsumer(context.Background(), client.GroupConsumerOptions{Group: group, Topic: topic,
+		SessionTimeout: groupSession, MaxWait: 200 * time.Millisecond,
+		OnAssigned: func(ps []int32) {
+			for _, p := range ps {
+				m.announced[p] = true
+			}
+		},
+		OnRevoked: func(ps []int32) {
+			for _, p := range ps {
+				delete(m.announced, p)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gc.Close() })
+	m.gc = gc
+	return m
+}
+
+// pollUntil polls until done says so (30 s at most), checking that every
+// record returned is of a partition OnAssigned named.
+func (m *announcingMember) pollUntil(what string, done func(recs []client.ConsumedRecord, err error) bool) {
+	m.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		recs, err := m.gc.Poll(ctx)
+		cancel()
+		for _, r := range recs {
+			if !m.announced[r.Partition] {
+				m.t.Fatalf("Poll returned records of partition %d, which OnAssigned never named (assigned %v)", r.Partition, m.gc.Assigned())
+			}
+		}
+		if done(recs, err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			m.t.Fatalf("after 30s: %s (last Poll: %v)", what, err)
+		}
+	}
+}
+
+// A member whose reader fails to start after a rebalance (ListOffsets
+// failing) starts it at its next Poll, and announces the partitions it
+// gained then: OnAssigned is told of every partition Poll returns records
+// of. A soak caught a member reading a partition it was never told of, so
+// the application never learnt where its reads there began.
+func TestGroupConsumerAnnouncesPartitionsOfAReaderStartedLate(t *testing.T) {
+	c, s := dialServer(t)
+	ctx := context.Background()
+	if _, err := c.Admin().CreateTopic(ctx, "orders", client.TopicOptions{Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	produceTo(t, c, "orders", 0, 40)
+	cb, failLists := dialFailingLists(t, s.Addr())
+	b := joinAnnouncing(t, cb, "billing", "orders")
+	a := startMember(t, c, "billing", "orders")
+	b.pollUntil("each member holds one partition", func([]client.ConsumedRecord, error) bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return len(b.gc.Assigned()) == 1 && len(a.assigned) == 1
+	})
+
+	// A leaves; B's reader of both partitions fails to start once.
+	failLists.Store(true)
+	a.stop()
+	if err := a.gc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b.pollUntil("a Poll fails starting the reader", func(_ []client.ConsumedRecord, err error) bool {
+		return err != nil && strings.Contains(err.Error(), "injected")
+	})
+	if got := b.gc.Assigned(); len(got) != 2 {
+		t.Fatalf("B holds %v after A left, want both partitions", got)
+	}
+	failLists.Store(false)
+	b.pollUntil("a Poll succeeds", func(_ []client.ConsumedRecord, err error) bool { return err == nil })
+	for _, p := range b.gc.Assigned() {
+		if !b.announced[p] {
+			t.Fatalf("B reads partition %d, which OnAssigned never named (announced %v)", p, b.announced)
+		}
+	}
+	produceTo(t, c, "orders", 40, 40)
+	read := 0
+	b.pollUntil("B reads the new records", func(recs []client.ConsumedRecord, err error) bool {
+		read += len(recs)
+		return read >= 40
+	})
 }

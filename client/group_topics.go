@@ -33,6 +33,21 @@ func (tp topicParts) minus(other topicParts) topicParts {
 	return out
 }
 
+// union returns the partitions of tp or other.
+func (tp topicParts) union(other topicParts) topicParts {
+	out := topicParts(tp.clone())
+	for t, ps := range other.minus(tp) {
+		out[t] = append(out[t], ps...)
+		slices.Sort(out[t])
+	}
+	return out
+}
+
+// intersect returns the partitions of tp also in other.
+func (tp topicParts) intersect(other topicParts) topicParts {
+	return tp.minus(tp.minus(other))
+}
+
 // subscribedTopics checks opts' topics: Topic, then Topics, without
 // repeats.
 func subscribedTopics(opts GroupConsumerOptions) ([]string, error) {
