@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
 	"github.com/logd/logd/replication/meta"
 )
@@ -81,5 +82,18 @@ func TestLoads(t *testing.T) {
 	}
 	if len(byID) != 2 || byID["a"] != [2]int{2, 2} || byID["b"] != [2]int{2, 1} {
 		t.Fatalf("loads without c: %v", byID)
+	}
+}
+
+// A generation the metadata group refuses as taken comes back as it is, so
+// the coordinator asks again above the record (it was wrapped as a
+// retriable failure about idempotent producers, which hid it: a soak's
+// coordinator gave up, logging "generation 2 asked, 77 already recorded:
+// ... retry (an idempotent producer's retry is not duplicated)").
+func TestRaftErrorKeepsGenerationTaken(t *testing.T) {
+	taken := &offsets.GenerationTakenError{Group: "g", Asked: 2, Recorded: 77}
+	err := (&Cluster{}).RaftError(taken)
+	if !errors.Is(err, offsets.ErrGenerationTaken) || err.Error() != taken.Error() {
+		t.Fatalf("RaftError(%v) = %v, want it unchanged", taken, err)
 	}
 }

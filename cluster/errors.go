@@ -115,7 +115,7 @@ func known(err error) bool {
 		partition.ErrOutOfOrderSequence, partition.ErrClosed, routing.ErrInvalidTopicName,
 		batch.ErrCorrupt, batch.ErrShort, batch.ErrUnsupported,
 		log.ErrInvalidBatch, log.ErrClosed, log.ErrCorrupt,
-		offsets.ErrInvalidArgument, offsets.ErrInvalidReset, offsets.ErrCorrupt,
+		offsets.ErrInvalidArgument, offsets.ErrInvalidReset, offsets.ErrCorrupt, offsets.ErrGenerationTaken,
 		syscall.ENOSPC, syscall.EMFILE, syscall.ENFILE, context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, k) {
 			return true
