@@ -190,22 +190,30 @@ func (m *member) poll(ctx context.Context) {
 	for _, r := range recs {
 		byPart[r.Partition] = append(byPart[r.Partition], ReadRecord{Offset: r.Offset, Value: w.intern(r.Value), Timestamp: r.Timestamp.UnixMilli()})
 	}
-	for p, next := range after {
+	// An empty partition proves nothing: a Poll ends early (a rebalance
+	// signal, records of another partition) without having fetched every
+	// partition, so a member's read is recorded only for the records it
+	// returned (the followers' reads check empty answers). A soak caught
+	// this as "a read began after offset X was acknowledged and returned
+	// nothing".
+	for p, rs := range byPart {
 		from, ok := before[p]
 		if start, added := m.added[p]; added {
 			from, ok = start, true
 		}
-		// An empty partition proves nothing: a Poll ends early (a
-		// rebalance signal, records of another partition) without having
-		// fetched every partition, so a member's read is recorded only
-		// for the records it returned (the followers' reads check empty
-		// answers). A soak caught this as "a read began after offset X was
-		// acknowledged and returned nothing".
-		if !ok || len(byPart[p]) == 0 {
-			continue
+		if !ok {
+			// Where the Poll began reading p is unknown (the client did
+			// not tell of it): the read is recorded from its first
+			// record, never left out (records left out are records the
+			// checker finds delivered to no member).
+			from = rs[0].Offset
+		}
+		next, ok := after[p]
+		if !ok {
+			next = rs[len(rs)-1].Offset + 1
 		}
 		w.h.Add(Op{Process: m.proc, Kind: OpRead, Group: MemberGroup, Member: id1, Generation: gen1, Partition: p,
-			From: from, Next: next, Records: byPart[p], Invoke: inv, Complete: comp, Outcome: OutcomeOK})
+			From: from, Next: next, Records: rs, Invoke: inv, Complete: comp, Outcome: OutcomeOK})
 	}
 }
 
