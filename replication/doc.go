@@ -13,19 +13,23 @@
 // replica of. A group is named by a string id: "meta" for the metadata
 // group, "p/<topic>/<partition>" for a partition.
 //
-// # One port per node
+// # One port per node, one connection per peer
 //
 // All groups of a node share one TCP listener (package
-// replication/transport). A connection starts with a small header naming its
-// group (magic, version, group id); the accepting node reads it under a
-// deadline, answers with one status byte and hands the connection to that
-// group's Raft transport, or closes it when the header is bad or the group
-// unknown. Raft's own RPC framing follows unchanged. Each group's Raft
-// transport (NetworkTransport) takes Raft's heartbeat fast path only for a
-// follower's heartbeat of its own term: hashicorp/raft handles a fast-path
-// heartbeat outside its loop, and one of a newer term would let a leader
-// store its last appends under the new leader's term (hashicorp/raft#695,
-// issue 18).
+// replication/transport), and all of a node's groups' connections to a
+// peer share one TCP connection: a yamux session, on which each of Raft's
+// connections is a stream with its own flow-control window. A stream
+// starts with a small header naming its group (magic, version, group id);
+// the accepting node reads it under a deadline, answers with one status
+// byte and hands the stream to that group's Raft transport, or closes it
+// when the header is bad or the group unknown. Raft's own RPC framing
+// follows unchanged. A session that fails (peer restarted, link cut,
+// keep-alive unanswered) fails its streams and is dialed again by the next
+// Dial. Each group's Raft transport (NetworkTransport) takes Raft's
+// heartbeat fast path only for a follower's heartbeat of its own term:
+// hashicorp/raft handles a fast-path heartbeat outside its loop, and one
+// of a newer term would let a leader store its last appends under the new
+// leader's term (hashicorp/raft#695, issue 18).
 //
 // # Each record written once
 //

@@ -1,17 +1,54 @@
 // Package transport multiplexes every Raft group of a node over one TCP
-// listener: the node's one Raft port.
+// listener, the node's one Raft port, and every group's connections to a
+// peer over one TCP connection.
 //
 // A Mux owns the listener; Mux.Group registers a group and returns its
-// raft.StreamLayer, handed to raft.NewNetworkTransport. Group.Dial opens a
-// connection and writes a header naming the group (format in header.go); the
-// accepting Mux reads it under a deadline and answers one status byte: the
-// connection is queued on that group's Accept, or refused and closed when the
-// header is bad, the group unknown or its bounded accept queue full. Dial
-// returns the refusal as an error (ErrUnknownGroup, ErrBusy, ErrBadHeader),
-// so Raft sees a failed dial, not a broken RPC.
+// raft.StreamLayer, handed to raft.NewNetworkTransport, which stays
+// hashicorp/raft's own: what it takes for a connection is a stream.
 //
-// Invariants: a connection carries one group for its lifetime; every
-// connection a group accepted or dialed is closed by Group.Close (Raft's
-// NetworkTransport.Close does not close its pooled or served connections, so
-// the group does); Mux.Close closes every group and waits for its goroutines.
+// # Sessions
+//
+// The first Dial to a peer address opens a TCP connection, writes the
+// session preface (session.go) and runs a yamux session
+// (github.com/hashicorp/yamux) over it; every later Dial to that address,
+// from any group, opens a stream on that session. The peer's Mux accepts
+// the connection, checks the preface, and routes each stream its dialer
+// opens. Each node dials its own session to each peer, so a node pair
+// holds two TCP connections whatever the number of groups (before: about
+// 3.8 connections per group and node, Raft pooling up to 3 per peer).
+//
+// Group.Dial writes a header naming the group on the new stream (format in
+// header.go); the accepting Mux reads it under a deadline and answers one
+// status byte: the stream is queued on that group's Accept, or refused and
+// closed when the header is bad, the group unknown or its bounded accept
+// queue full. Dial returns the refusal as an error (ErrUnknownGroup,
+// ErrBusy, ErrBadHeader), so Raft sees a failed dial, not a broken RPC.
+//
+// Failures: a session ends when its connection fails (the peer closed or
+// restarted: a reset; a cut link), when a keep-alive ping is not answered
+// within Config.KeepAliveTimeout (a peer gone silent), or when a stream
+// open is not acknowledged in 3 × KeepAliveTimeout. Every stream on it
+// then fails, Raft drops those connections as after any I/O error, and the
+// next Dial to that address opens a new session. Raft's own deadlines
+// (NetworkTransport's timeout, set on each stream) are unchanged, so an RPC
+// to a slow peer fails as before, without closing the session.
+//
+// Backpressure: yamux gives each stream its own flow-control window (256
+// KiB): a group whose reader stalls (a follower busy storing a large
+// append, a catch-up copy) blocks only its own stream's writer, never the
+// session's reader, so other groups' heartbeats and appends to that peer
+// go on.
+//
+// Invariants: a stream carries one group for its lifetime; every stream a
+// group accepted or dialed is closed by Group.Close (Raft's
+// NetworkTransport.Close does not close its pooled or served connections,
+// so the group does), which also fails a Read or Write blocked on it;
+// Mux.Close closes every group and session and waits for its goroutines
+// (yamux's keep-alive goroutine of a closed session ends on its own, at
+// once).
+//
+// Compatibility: the session preface is new in this version: a node of an
+// earlier version (one TCP connection per stream, no preface) and a node
+// of this one refuse each other's connections, so a cluster's nodes are
+// upgraded together.
 package transport

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/raft"
+	"github.com/hashicorp/yamux"
 )
 
 // Config configures a Mux.
@@ -22,10 +21,19 @@ type Config struct {
 	// (Raft's LocalAddr). nil: the listener's address.
 	Advertise net.Addr
 	// Dial opens a connection; ctx carries the dial's timeout and is
-	// cancelled when the group closes. nil: TCP.
+	// cancelled when the Mux closes. nil: TCP.
 	Dial func(ctx context.Context, address string) (net.Conn, error)
-	// HandshakeTimeout bounds reading the header on accept. 0: 5s.
+	// HandshakeTimeout bounds reading a session preface and a stream's
+	// group header on accept. 0: 5s.
 	HandshakeTimeout time.Duration
+	// DialTimeout bounds opening a session to a peer (TCP dial and
+	// preface). 0: 10s.
+	DialTimeout time.Duration
+	// KeepAlive is how often an idle session pings its peer; a ping not
+	// answered within KeepAliveTimeout closes the session (and every
+	// stream on it), so a peer that vanished without a reset is noticed.
+	// 0: 5s and 10s.
+	KeepAlive, KeepAliveTimeout time.Duration
 	// AcceptQueue is each group's queue of accepted connections not yet
 	// taken by Raft; a connection beyond it is refused. 0: 64.
 	AcceptQueue int
@@ -33,25 +41,7 @@ type Config struct {
 	Logger hclog.Logger
 }
 
-// Mux multiplexes every Raft group of a node over one listener.
-type Mux struct {
-	cfg  Config
-	ln   net.Listener
-	addr net.Addr
-	log  hclog.Logger
-
-	mu      sync.Mutex
-	groups  map[string]*Group
-	pending map[net.Conn]struct{} // accepted, header not yet routed
-	closed  bool
-	wg      sync.WaitGroup
-}
-
-// New starts accepting on cfg.Listener.
-func New(cfg Config) (*Mux, error) {
-	if cfg.Listener == nil {
-		return nil, errors.New("transport: Config.Listener is required")
-	}
+func (cfg *Config) setDefaults() {
 	if cfg.Dial == nil {
 		var d net.Dialer
 		cfg.Dial = func(ctx context.Context, address string) (net.Conn, error) {
@@ -61,20 +51,61 @@ func New(cfg Config) (*Mux, error) {
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = 5 * time.Second
 	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 10 * time.Second
+	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = 5 * time.Second
+	}
+	if cfg.KeepAliveTimeout <= 0 {
+		cfg.KeepAliveTimeout = 10 * time.Second
+	}
 	if cfg.AcceptQueue <= 0 {
 		cfg.AcceptQueue = 64
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.Default()
 	}
-	m := &Mux{
-		cfg:     cfg,
-		ln:      cfg.Listener,
-		addr:    cfg.Advertise,
-		log:     cfg.Logger.Named("raft-mux"),
-		groups:  map[string]*Group{},
-		pending: map[net.Conn]struct{}{},
+}
+
+// Mux multiplexes every Raft group of a node over one listener, and every
+// group's connections to a peer over one session.
+type Mux struct {
+	cfg    Config
+	ln     net.Listener
+	addr   net.Addr
+	log    hclog.Logger
+	yamux  *yamux.Config
+	ctx    context.Context // cancelled at Close: aborts session dials
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	groups   map[string]*Group
+	peers    map[string]*peer            // outgoing sessions, by address dialed
+	sessions map[*yamux.Session]struct{} // every open session, both ways
+	pending  map[net.Conn]struct{}       // accepted, preface or header not yet read
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+// New starts accepting on cfg.Listener.
+func New(cfg Config) (*Mux, error) {
+	if cfg.Listener == nil {
+		return nil, errors.New("transport: Config.Listener is required")
 	}
+	cfg.setDefaults()
+	m := &Mux{
+		cfg:      cfg,
+		ln:       cfg.Listener,
+		addr:     cfg.Advertise,
+		log:      cfg.Logger.Named("raft-mux"),
+		groups:   map[string]*Group{},
+		peers:    map[string]*peer{},
+		sessions: map[*yamux.Session]struct{}{},
+		pending:  map[net.Conn]struct{}{},
+	}
+	m.yamux = sessionConfig(cfg, m.log)
+	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if m.addr == nil {
 		m.addr = cfg.Listener.Addr()
 	}
@@ -114,7 +145,7 @@ func (m *Mux) Group(id string) (*Group, error) {
 	return g, nil
 }
 
-// Close stops accepting, closes every group and every connection, and
+// Close stops accepting, closes every group, stream and session, and
 // waits for the Mux's goroutines.
 func (m *Mux) Close() error {
 	m.mu.Lock()
@@ -123,6 +154,7 @@ func (m *Mux) Close() error {
 		return nil
 	}
 	m.closed = true
+	m.cancel()
 	groups := make([]*Group, 0, len(m.groups))
 	for _, g := range m.groups {
 		groups = append(groups, g)
@@ -135,7 +167,9 @@ func (m *Mux) Close() error {
 	for _, g := range groups {
 		g.Close()
 	}
+	m.closeSessions()
 	m.wg.Wait()
+	m.closeSessions() // sessions a dial finished meanwhile
 	return err
 }
 
@@ -161,28 +195,40 @@ func (m *Mux) acceptLoop() {
 			continue
 		}
 		delay = 0
-		m.mu.Lock()
-		if m.closed {
-			m.mu.Unlock()
+		if !m.addPending(c) {
 			c.Close()
 			return
 		}
-		m.pending[c] = struct{}{}
 		m.wg.Add(1)
-		m.mu.Unlock()
-		go m.route(c)
+		go m.serveSession(c)
 	}
 }
 
-// route reads the header of an accepted connection and queues it on its
+// addPending records an accepted connection or stream not yet routed, so
+// that Close closes it; false when the Mux is closed.
+func (m *Mux) addPending(c net.Conn) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return false
+	}
+	m.pending[c] = struct{}{}
+	return true
+}
+
+func (m *Mux) removePending(c net.Conn) {
+	m.mu.Lock()
+	delete(m.pending, c)
+	m.mu.Unlock()
+}
+
+// route reads the group header of an accepted stream and queues it on its
 // group, or answers with an error status and closes it.
 func (m *Mux) route(c net.Conn) {
 	defer m.wg.Done()
 	handed := false
 	defer func() {
-		m.mu.Lock()
-		delete(m.pending, c)
-		m.mu.Unlock()
+		m.removePending(c)
 		if !handed {
 			c.Close()
 		}
@@ -191,7 +237,7 @@ func (m *Mux) route(c net.Conn) {
 	c.SetDeadline(deadline)
 	id, err := readHeader(c)
 	if err != nil {
-		m.log.Warn("rejected connection", "remote", c.RemoteAddr(), "error", err)
+		m.log.Warn("rejected stream", "remote", c.RemoteAddr(), "error", err)
 		c.Write([]byte{statusBadHeader})
 		return
 	}
@@ -199,13 +245,13 @@ func (m *Mux) route(c net.Conn) {
 	g := m.groups[id]
 	m.mu.Unlock()
 	if g == nil {
-		m.log.Warn("rejected connection for unknown group", "remote", c.RemoteAddr(), "group", id)
+		m.log.Warn("rejected stream for unknown group", "remote", c.RemoteAddr(), "group", id)
 		c.Write([]byte{statusUnknownGroup})
 		return
 	}
 	tc, status := g.reserve(c)
 	if status != statusOK {
-		m.log.Warn("rejected connection", "remote", c.RemoteAddr(), "group", id, "error", statusError(status, id))
+		m.log.Warn("rejected stream", "remote", c.RemoteAddr(), "group", id, "error", statusError(status, id))
 		c.Write([]byte{status})
 		return
 	}
@@ -215,193 +261,4 @@ func (m *Mux) route(c net.Conn) {
 	}
 	c.SetDeadline(time.Time{})
 	handed = g.deliver(tc)
-}
-
-// Group is one Raft group's stream layer (raft.StreamLayer) on a Mux.
-type Group struct {
-	m      *Mux
-	id     string
-	queue  chan net.Conn
-	ctx    context.Context // cancelled at Close: aborts dials
-	cancel context.CancelFunc
-
-	mu       sync.Mutex
-	conns    map[*conn]struct{} // open connections, accepted or dialed
-	reserved int                // queue slots promised to routed connections
-	closed   bool
-}
-
-var _ raft.StreamLayer = (*Group)(nil)
-
-// ID is the group's id.
-func (g *Group) ID() string { return g.id }
-
-// Addr is the node's advertised Raft address.
-func (g *Group) Addr() net.Addr { return g.m.addr }
-
-// Accept waits for the next connection routed to this group.
-func (g *Group) Accept() (net.Conn, error) {
-	select {
-	case c := <-g.queue:
-		return c, nil
-	case <-g.ctx.Done():
-		return nil, fmt.Errorf("%w: group %q", ErrClosed, g.id)
-	}
-}
-
-// Dial opens a connection to the same group on the node at address.
-func (g *Group) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(g.ctx, timeout)
-	defer cancel()
-	raw, err := g.m.cfg.Dial(ctx, string(address))
-	if err != nil {
-		if g.ctx.Err() != nil {
-			return nil, fmt.Errorf("%w: group %q", ErrClosed, g.id)
-		}
-		return nil, err
-	}
-	c, ok := g.track(raw)
-	if !ok {
-		return nil, fmt.Errorf("%w: group %q", ErrClosed, g.id)
-	}
-	// Close aborts the handshake by closing the connection.
-	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Now()) })
-	defer stop()
-	raw.SetDeadline(time.Now().Add(timeout))
-	if _, err := raw.Write(appendHeader(nil, g.id)); err != nil {
-		c.Close()
-		return nil, g.dialError(address, err)
-	}
-	var status [1]byte
-	if _, err := io.ReadFull(raw, status[:]); err != nil {
-		c.Close()
-		return nil, g.dialError(address, err)
-	}
-	if err := statusError(status[0], g.id); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("transport: dial %s: %w", address, err)
-	}
-	if !stop() {
-		// The timeout or Close fired after the handshake: the deadline it
-		// set would break the connection later.
-		c.Close()
-		return nil, g.dialError(address, ctx.Err())
-	}
-	raw.SetDeadline(time.Time{})
-	return c, nil
-}
-
-func (g *Group) dialError(address raft.ServerAddress, err error) error {
-	if g.ctx.Err() != nil {
-		return fmt.Errorf("%w: group %q", ErrClosed, g.id)
-	}
-	return fmt.Errorf("transport: dial %s (group %q): %w", address, g.id, err)
-}
-
-// Close unregisters the group, stops Accept and Dial, and closes every
-// connection the group accepted or dialed, so no Raft goroutine stays
-// blocked on one.
-func (g *Group) Close() error {
-	g.mu.Lock()
-	if g.closed {
-		g.mu.Unlock()
-		return nil
-	}
-	g.closed = true
-	g.cancel()
-	conns := make([]*conn, 0, len(g.conns))
-	for c := range g.conns {
-		conns = append(conns, c)
-	}
-	g.mu.Unlock()
-
-	g.m.mu.Lock()
-	if g.m.groups[g.id] == g {
-		delete(g.m.groups, g.id)
-	}
-	g.m.mu.Unlock()
-
-	for _, c := range conns {
-		c.Close()
-	}
-	for {
-		select {
-		case c := <-g.queue:
-			c.Close()
-		default:
-			return nil
-		}
-	}
-}
-
-// track wraps c so that the group closes it at Close; false when the
-// group is already closed (c is then closed).
-func (g *Group) track(raw net.Conn) (*conn, bool) {
-	c := &conn{Conn: raw, g: g}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		raw.Close()
-		return nil, false
-	}
-	g.conns[c] = struct{}{}
-	return c, true
-}
-
-// reserve promises raw a queue slot.
-func (g *Group) reserve(raw net.Conn) (*conn, byte) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		return nil, statusUnknownGroup
-	}
-	if len(g.queue)+g.reserved >= cap(g.queue) {
-		return nil, statusBusy
-	}
-	g.reserved++
-	c := &conn{Conn: raw, g: g}
-	g.conns[c] = struct{}{}
-	return c, statusOK
-}
-
-func (g *Group) unreserve(c *conn) {
-	g.mu.Lock()
-	g.reserved--
-	delete(g.conns, c)
-	g.mu.Unlock()
-}
-
-// deliver queues a reserved connection; false when the group closed.
-func (g *Group) deliver(c *conn) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.reserved--
-	if g.closed {
-		delete(g.conns, c)
-		return false
-	}
-	g.queue <- c // a slot was reserved: never blocks
-	return true
-}
-
-func (g *Group) forget(c *conn) {
-	g.mu.Lock()
-	delete(g.conns, c)
-	g.mu.Unlock()
-}
-
-// conn is a connection a group closes at Close.
-type conn struct {
-	net.Conn
-	g    *Group
-	once sync.Once
-	err  error
-}
-
-func (c *conn) Close() error {
-	c.once.Do(func() {
-		c.err = c.Conn.Close()
-		c.g.forget(c)
-	})
-	return c.err
 }

@@ -11,15 +11,14 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"github.com/hashicorp/yamux"
 )
 
 func newMux(t *testing.T, cfg Config) *Mux {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	if cfg.Listener == nil {
+		cfg.Listener = listen(t)
 	}
-	cfg.Listener = ln
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
@@ -95,9 +94,47 @@ func TestTwoGroupsOneListener(t *testing.T) {
 	}
 }
 
+// A TCP connection must open with the session preface; anything else is
+// closed unanswered.
+func TestBadPrefaceRejected(t *testing.T) {
+	m := newMux(t, Config{HandshakeTimeout: 500 * time.Millisecond})
+	mustGroup(t, m, "g")
+	cases := map[string][]byte{
+		"bad magic":            []byte("HTTP/1.1 GET /\r\n\r\n"),
+		"bad version":          []byte("LDRS\x09"),
+		"group header instead": append([]byte("LDRG\x01\x00\x01"), 'g'),
+		"short (timed)":        []byte("LDR"),
+	}
+	for name, preface := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, err := net.Dial("tcp", m.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.Write(preface)
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			got, err := io.ReadAll(c)
+			if err != nil && !isReset(err) {
+				t.Fatalf("want the connection closed, got %v", err)
+			}
+			if len(got) > 0 {
+				t.Fatalf("got %q, want no answer", got)
+			}
+		})
+	}
+	// The mux still serves good sessions.
+	if _, err := mustGroup(t, newMux(t, Config{}), "g").Dial(raft.ServerAddress(m.Addr().String()), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A stream must open with a group header; a bad one is answered with the
+// bad-header status and closed, and the session goes on serving.
 func TestBadHeaderRejected(t *testing.T) {
 	m := newMux(t, Config{HandshakeTimeout: 500 * time.Millisecond})
 	mustGroup(t, m, "g")
+	sess := rawSession(t, m.Addr().String())
 	cases := map[string][]byte{
 		"bad magic":     []byte("HTTP/1.1 GET /\r\n\r\n"),
 		"bad version":   append([]byte("LDRG\x09\x00\x01"), 'g'),
@@ -107,7 +144,7 @@ func TestBadHeaderRejected(t *testing.T) {
 	}
 	for name, hdr := range cases {
 		t.Run(name, func(t *testing.T) {
-			c, err := net.Dial("tcp", m.Addr().String())
+			c, err := sess.Open()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,18 +152,42 @@ func TestBadHeaderRejected(t *testing.T) {
 			c.Write(hdr)
 			c.SetReadDeadline(time.Now().Add(5 * time.Second))
 			got, err := io.ReadAll(c)
-			if err != nil && !isReset(err) {
-				t.Fatalf("want the connection closed, got %v", err)
+			if err != nil {
+				t.Fatalf("want the stream closed, got %v", err)
 			}
-			if len(got) > 0 && got[0] != statusBadHeader {
+			if len(got) != 1 || got[0] != statusBadHeader {
 				t.Fatalf("status %v, want bad header", got)
 			}
 		})
 	}
-	// The mux still serves good connections.
-	if _, err := mustGroup(t, newMux(t, Config{}), "g").Dial(raft.ServerAddress(m.Addr().String()), 5*time.Second); err != nil {
+	c, err := sess.Open()
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer c.Close()
+	c.Write(appendHeader(nil, "g"))
+	var status [1]byte
+	if _, err := io.ReadFull(c, status[:]); err != nil || status[0] != statusOK {
+		t.Fatalf("good header on the same session: status %v, %v", status, err)
+	}
+}
+
+// rawSession opens a session to address by hand.
+func rawSession(t *testing.T, address string) *yamux.Session {
+	t.Helper()
+	c, err := net.Dial("tcp", address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte(sessionMagic + "\x01")); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := yamux.Client(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.Close() })
+	return sess
 }
 
 func isReset(err error) bool {

@@ -1,0 +1,216 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/yamux"
+)
+
+// The session preface, written by the dialer of a TCP connection before
+// yamux starts on it:
+//
+//	offset size field
+//	     0    4 magic    "LDRS"
+//	     4    1 version  1
+//
+// The acceptor answers nothing: a connection with another preface is
+// closed. Every stream then opens with a group header (header.go).
+const (
+	sessionMagic   = "LDRS"
+	sessionVersion = 1
+)
+
+// Streams in flight per session (opened, not yet acknowledged by the
+// peer's accept): yamux blocks an open beyond it. The accepting side takes
+// streams at once, so this bounds a burst (every group dialing at start),
+// not the number of open streams.
+const sessionBacklog = 1024
+
+func sessionConfig(cfg Config, log hclog.Logger) *yamux.Config {
+	y := yamux.DefaultConfig()
+	y.AcceptBacklog = sessionBacklog
+	y.EnableKeepAlive = true
+	y.KeepAliveInterval = cfg.KeepAlive
+	// yamux waits this long for a ping's answer and for a frame to be
+	// taken by the session's writer; then it closes the session.
+	y.ConnectionWriteTimeout = cfg.KeepAliveTimeout
+	// A stream not acknowledged in this time means a peer that no longer
+	// reads the session: close it, so the next dial starts a new one.
+	y.StreamOpenTimeout = 3 * cfg.KeepAliveTimeout
+	// A stream closed here whose peer never closes its end is dropped
+	// after this (yamux keeps its state until then).
+	y.StreamCloseTimeout = 30 * time.Second
+	y.LogOutput = nil
+	y.Logger = log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
+	return y
+}
+
+// peer is the outgoing session to one address: dialed once, shared by
+// every group, dialed again when it closes.
+type peer struct {
+	ready chan struct{} // closed once the dial finished
+	sess  *yamux.Session
+	err   error
+}
+
+// session returns the open session to address, dialing one when there is
+// none (one dial at a time per address; every caller waits for it, or for
+// its own ctx).
+func (m *Mux) session(ctx context.Context, address string) (*yamux.Session, error) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrClosed
+	}
+	p := m.peers[address]
+	if p == nil || p.failed() {
+		p = &peer{ready: make(chan struct{})}
+		m.peers[address] = p
+		m.wg.Add(1)
+		go m.dialSession(address, p)
+	}
+	m.mu.Unlock()
+	select {
+	case <-p.ready:
+		if p.err != nil {
+			return nil, p.err
+		}
+		return p.sess, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// failed reports whether p's dial is over and gave no usable session.
+func (p *peer) failed() bool {
+	select {
+	case <-p.ready:
+		return p.err != nil || p.sess.IsClosed()
+	default:
+		return false
+	}
+}
+
+func (m *Mux) dialSession(address string, p *peer) {
+	defer m.wg.Done()
+	defer close(p.ready)
+	ctx, cancel := context.WithTimeout(m.ctx, m.cfg.DialTimeout)
+	defer cancel()
+	raw, err := m.cfg.Dial(ctx, address)
+	if err != nil {
+		p.err = m.sessionError(address, err)
+		return
+	}
+	raw.SetWriteDeadline(time.Now().Add(m.cfg.DialTimeout))
+	if _, err := raw.Write([]byte{sessionMagic[0], sessionMagic[1], sessionMagic[2], sessionMagic[3], sessionVersion}); err != nil {
+		raw.Close()
+		p.err = m.sessionError(address, err)
+		return
+	}
+	raw.SetWriteDeadline(time.Time{})
+	sess, err := yamux.Client(raw, m.yamux)
+	if err != nil {
+		raw.Close()
+		p.err = m.sessionError(address, err)
+		return
+	}
+	if !m.addSession(sess) {
+		p.err = ErrClosed
+		return
+	}
+	p.sess = sess
+	m.wg.Add(1)
+	go m.forgetAtClose(sess)
+}
+
+func (m *Mux) sessionError(address string, err error) error {
+	if m.ctx.Err() != nil {
+		return ErrClosed
+	}
+	return fmt.Errorf("transport: session to %s: %w", address, err)
+}
+
+// addSession records an open session so that Close closes it; false (and
+// sess closed) when the Mux is closed.
+func (m *Mux) addSession(sess *yamux.Session) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		sess.Close()
+		return false
+	}
+	m.sessions[sess] = struct{}{}
+	return true
+}
+
+// forgetAtClose drops a session from the Mux once it closes (its peer went
+// away, a keep-alive failed, or the Mux closed).
+func (m *Mux) forgetAtClose(sess *yamux.Session) {
+	defer m.wg.Done()
+	<-sess.CloseChan()
+	m.mu.Lock()
+	delete(m.sessions, sess)
+	m.mu.Unlock()
+}
+
+func (m *Mux) closeSessions() {
+	m.mu.Lock()
+	sessions := make([]*yamux.Session, 0, len(m.sessions))
+	for s := range m.sessions {
+		sessions = append(sessions, s)
+	}
+	m.mu.Unlock()
+	for _, s := range sessions {
+		s.Close()
+	}
+}
+
+// serveSession reads an accepted connection's preface, then routes every
+// stream its peer opens.
+func (m *Mux) serveSession(c net.Conn) {
+	defer m.wg.Done()
+	c.SetDeadline(time.Now().Add(m.cfg.HandshakeTimeout))
+	var preface [len(sessionMagic) + 1]byte
+	_, err := io.ReadFull(c, preface[:])
+	m.removePending(c)
+	if err == nil && (string(preface[:4]) != sessionMagic || preface[4] != sessionVersion) {
+		err = fmt.Errorf("%w: session preface %q", ErrBadHeader, preface[:])
+	}
+	if err != nil {
+		m.log.Warn("rejected connection", "remote", c.RemoteAddr(), "error", err)
+		c.Close()
+		return
+	}
+	c.SetDeadline(time.Time{})
+	sess, err := yamux.Server(c, m.yamux)
+	if err != nil {
+		c.Close()
+		return
+	}
+	if !m.addSession(sess) {
+		return
+	}
+	defer func() {
+		sess.Close()
+		m.mu.Lock()
+		delete(m.sessions, sess)
+		m.mu.Unlock()
+	}()
+	for {
+		s, err := sess.AcceptStream()
+		if err != nil {
+			return
+		}
+		if !m.addPending(s) {
+			s.Close()
+			return
+		}
+		m.wg.Add(1)
+		go m.route(s)
+	}
+}
