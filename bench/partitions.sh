@@ -57,7 +57,12 @@ leaders() { "$BIN" cluster status --json --server "$servers" 2>/dev/null |
 for _ in $(seq 1 600); do
   [ "$(leaders)" = "$N" ] && break; sleep 1
 done
-[ "$(leaders)" = "$N" ] || { echo "not every partition has a leader after 600s" >&2; exit 1; }
+got=$(leaders)
+if [ "$got" != "$N" ]; then
+  echo "$got of $N partitions have a leader after 600s; the nodes' logs end with:" >&2
+  tail -n 5 "$WORK"/n*.log >&2
+  exit 1
+fi
 elected=$(python3 -c "print('%.1f' % ($(now) - $t0))")
 sleep "$SETTLE"
 

@@ -17,8 +17,9 @@
 //
 // All groups of a node share one TCP listener (package
 // replication/transport), and all of a node's groups' connections to a
-// peer share one TCP connection: a yamux session, on which each of Raft's
-// connections is a stream with its own flow-control window. A stream
+// peer share a few TCP connections (4 yamux sessions, a group always on the
+// same one), on which each of Raft's connections is a stream with its own
+// flow-control window. A stream
 // starts with a small header naming its group (magic, version, group id);
 // the accepting node reads it under a deadline, answers with one status
 // byte and hands the stream to that group's Raft transport, or closes it

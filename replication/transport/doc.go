@@ -1,6 +1,6 @@
 // Package transport multiplexes every Raft group of a node over one TCP
 // listener, the node's one Raft port, and every group's connections to a
-// peer over one TCP connection.
+// peer over a small fixed number of TCP connections.
 //
 // A Mux owns the listener; Mux.Group registers a group and returns its
 // raft.StreamLayer, handed to raft.NewNetworkTransport, which stays
@@ -8,14 +8,18 @@
 //
 // # Sessions
 //
-// The first Dial to a peer address opens a TCP connection, writes the
-// session preface (session.go) and runs a yamux session
-// (github.com/hashicorp/yamux) over it; every later Dial to that address,
-// from any group, opens a stream on that session. The peer's Mux accepts
-// the connection, checks the preface, and routes each stream its dialer
-// opens. Each node dials its own session to each peer, so a node pair
-// holds two TCP connections whatever the number of groups (before: about
-// 3.8 connections per group and node, Raft pooling up to 3 per peer).
+// A Mux keeps Config.Sessions (4) sessions per peer address; a group
+// always uses the same one (a hash of its id). The first Dial on a session
+// slot opens a TCP connection, writes the session preface (session.go) and
+// runs a yamux session (github.com/hashicorp/yamux) over it; every later
+// Dial of a group hashed to that slot opens a stream on that session. The
+// peer's Mux accepts the connection, checks the preface, and routes each
+// stream its dialer opens. Each node dials its own sessions to each peer,
+// so a node pair holds at most 2 × Sessions TCP connections whatever the
+// number of groups (before: about 3.8 connections per group and node, Raft
+// pooling up to 3 per peer). More than one session per peer: each yamux
+// session writes every frame through one goroutine, and on a node starved
+// of CPU one writer for every group fell behind its keep-alives.
 //
 // Group.Dial writes a header naming the group on the new stream (format in
 // header.go); the accepting Mux reads it under a deadline and answers one
@@ -26,8 +30,7 @@
 //
 // Failures: a session ends when its connection fails (the peer closed or
 // restarted: a reset; a cut link), when a keep-alive ping is not answered
-// within Config.KeepAliveTimeout (a peer gone silent), or when a stream
-// open is not acknowledged in 3 × KeepAliveTimeout. Every stream on it
+// within Config.KeepAliveTimeout (30s: a peer gone silent). Every stream on it
 // then fails, Raft drops those connections as after any I/O error, and the
 // next Dial to that address opens a new session. Raft's own deadlines
 // (NetworkTransport's timeout, set on each stream) are unchanged, so an RPC

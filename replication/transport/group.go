@@ -44,11 +44,11 @@ func (g *Group) Accept() (net.Conn, error) {
 }
 
 // Dial opens a stream to the same group on the node at address, on the
-// node's session to it (dialed when there is none).
+// group's session to it (dialed when there is none).
 func (g *Group) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(g.ctx, timeout)
 	defer cancel()
-	sess, err := g.m.session(ctx, string(address))
+	sess, err := g.m.session(ctx, string(address), g.id)
 	if err != nil {
 		return nil, g.dialError(address, err)
 	}

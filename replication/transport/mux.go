@@ -29,11 +29,17 @@ type Config struct {
 	// DialTimeout bounds opening a session to a peer (TCP dial and
 	// preface). 0: 10s.
 	DialTimeout time.Duration
-	// KeepAlive is how often an idle session pings its peer; a ping not
+	// KeepAlive is how often a session pings its peer; a ping not
 	// answered within KeepAliveTimeout closes the session (and every
 	// stream on it), so a peer that vanished without a reset is noticed.
-	// 0: 5s and 10s.
+	// Generous, so that a node starved of CPU does not lose every stream
+	// to a peer at once (Raft's own RPC timeouts still fail a slow RPC).
+	// 0: 10s and 30s.
 	KeepAlive, KeepAliveTimeout time.Duration
+	// Sessions is the number of sessions per peer; each group uses one,
+	// chosen by a hash of its id, so that no single session's writer
+	// carries every group. 0: 4.
+	Sessions int
 	// AcceptQueue is each group's queue of accepted connections not yet
 	// taken by Raft; a connection beyond it is refused. 0: 64.
 	AcceptQueue int
@@ -55,10 +61,13 @@ func (cfg *Config) setDefaults() {
 		cfg.DialTimeout = 10 * time.Second
 	}
 	if cfg.KeepAlive <= 0 {
-		cfg.KeepAlive = 5 * time.Second
+		cfg.KeepAlive = 10 * time.Second
 	}
 	if cfg.KeepAliveTimeout <= 0 {
-		cfg.KeepAliveTimeout = 10 * time.Second
+		cfg.KeepAliveTimeout = 30 * time.Second
+	}
+	if cfg.Sessions <= 0 {
+		cfg.Sessions = 4
 	}
 	if cfg.AcceptQueue <= 0 {
 		cfg.AcceptQueue = 64
@@ -81,7 +90,7 @@ type Mux struct {
 
 	mu       sync.Mutex
 	groups   map[string]*Group
-	peers    map[string]*peer            // outgoing sessions, by address dialed
+	peers    map[peerKey]*peer           // outgoing sessions
 	sessions map[*yamux.Session]struct{} // every open session, both ways
 	pending  map[net.Conn]struct{}       // accepted, preface or header not yet read
 	closed   bool
@@ -100,7 +109,7 @@ func New(cfg Config) (*Mux, error) {
 		addr:     cfg.Advertise,
 		log:      cfg.Logger.Named("raft-mux"),
 		groups:   map[string]*Group{},
-		peers:    map[string]*peer{},
+		peers:    map[peerKey]*peer{},
 		sessions: map[*yamux.Session]struct{}{},
 		pending:  map[net.Conn]struct{}{},
 	}

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net"
 	"time"
@@ -39,9 +40,10 @@ func sessionConfig(cfg Config, log hclog.Logger) *yamux.Config {
 	// yamux waits this long for a ping's answer and for a frame to be
 	// taken by the session's writer; then it closes the session.
 	y.ConnectionWriteTimeout = cfg.KeepAliveTimeout
-	// A stream not acknowledged in this time means a peer that no longer
-	// reads the session: close it, so the next dial starts a new one.
-	y.StreamOpenTimeout = 3 * cfg.KeepAliveTimeout
+	// No timeout on a stream's open: on a node starved of CPU it closed
+	// whole sessions; the keep-alive notices a peer that stopped reading,
+	// and Group.Dial's own deadline bounds each open.
+	y.StreamOpenTimeout = 0
 	// A stream closed here whose peer never closes its end is dropped
 	// after this (yamux keeps its state until then).
 	y.StreamCloseTimeout = 30 * time.Second
@@ -50,27 +52,36 @@ func sessionConfig(cfg Config, log hclog.Logger) *yamux.Config {
 	return y
 }
 
-// peer is the outgoing session to one address: dialed once, shared by
-// every group, dialed again when it closes.
+// peerKey names one of the outgoing sessions to an address.
+type peerKey struct {
+	address string
+	slot    int
+}
+
+// peer is an outgoing session: dialed once, shared by the groups hashed
+// to its slot, dialed again when it closes.
 type peer struct {
 	ready chan struct{} // closed once the dial finished
 	sess  *yamux.Session
 	err   error
 }
 
-// session returns the open session to address, dialing one when there is
-// none (one dial at a time per address; every caller waits for it, or for
-// its own ctx).
-func (m *Mux) session(ctx context.Context, address string) (*yamux.Session, error) {
+// session returns group's open session to address, dialing one when there
+// is none (one dial at a time per session; every caller waits for it, or
+// for its own ctx).
+func (m *Mux) session(ctx context.Context, address, group string) (*yamux.Session, error) {
+	h := fnv.New32a()
+	h.Write([]byte(group))
+	key := peerKey{address, int(h.Sum32() % uint32(m.cfg.Sessions))}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
 		return nil, ErrClosed
 	}
-	p := m.peers[address]
+	p := m.peers[key]
 	if p == nil || p.failed() {
 		p = &peer{ready: make(chan struct{})}
-		m.peers[address] = p
+		m.peers[key] = p
 		m.wg.Add(1)
 		go m.dialSession(address, p)
 	}

@@ -29,10 +29,10 @@ func (l *countingListener) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// Every group's streams to a peer share one TCP connection, both raw
-// streams and Raft's pooled connections.
-func TestGroupsShareOneConnection(t *testing.T) {
-	a := newMux(t, Config{})
+// Every group's streams to a peer share Config.Sessions TCP connections,
+// Raft's pooled connections included.
+func TestGroupsShareSessions(t *testing.T) {
+	a := newMux(t, Config{Sessions: 2})
 	ln := &countingListener{Listener: listen(t)}
 	b := newMux(t, Config{Listener: ln})
 	addr := raft.ServerAddress(b.Addr().String())
@@ -60,8 +60,8 @@ func TestGroupsShareOneConnection(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	if n := ln.n.Load(); n != 1 {
-		t.Fatalf("%d TCP connections accepted, want 1", n)
+	if n := ln.n.Load(); n != 2 {
+		t.Fatalf("%d TCP connections accepted, want 2", n)
 	}
 }
 
