@@ -54,12 +54,13 @@ t0=$(now)
   echo "topic create did not confirm; waiting for the leaders" >&2
 leaders() { "$BIN" cluster status --json --server "$servers" 2>/dev/null |
   python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(1 for p in d["partitions"] if p["topic"] == "idle" and p.get("leader")))' 2>/dev/null || echo 0; }
-for _ in $(seq 1 600); do
-  [ "$(leaders)" = "$N" ] && break; sleep 1
-done
+deadline=$(( $(date +%s) + ${WAIT:-600} ))
 got=$(leaders)
+while [ "$got" != "$N" ] && [ "$(date +%s)" -lt $deadline ]; do
+  sleep 1; got=$(leaders)
+done
 if [ "$got" != "$N" ]; then
-  echo "$got of $N partitions have a leader after 600s; the nodes' logs end with:" >&2
+  echo "$got of $N partitions have a leader after ${WAIT:-600}s; the nodes' logs end with:" >&2
   tail -n 5 "$WORK"/n*.log >&2
   exit 1
 fi
