@@ -13,6 +13,7 @@
 #   N=1000 IDLE=10 SETTLE=10 bench/partitions.sh
 #   BIN=/tmp/logd-main N=300 bench/partitions.sh   # another build
 #   PROFILE=/tmp/idle.pprof bench/partitions.sh    # also a 10s CPU profile of node 1
+#   HEAP=/tmp/heap.pprof bench/partitions.sh       # and a heap profile of node 1 after it
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 N=${N:-1000}
@@ -85,6 +86,10 @@ for i in 0 1 2; do
   read -r s f < <(fds "${pids[$i]}")
   python3 -c "print('| n%d | %.1f | %s | %d | %d | %d |' % ($i + 1, 100.0 * $c / $hz / $IDLE, '$(rss "${pids[$i]}")', $s + $f, $s, $f))"
 done
+
+if [ -n "${HEAP:-}" ]; then
+  curl -s -o "$HEAP" "http://127.0.0.1:${http[0]}/debug/pprof/heap"
+fi
 
 # Failover of partition 0: kill its leader's node, time a produce through the others.
 leader=$("$BIN" cluster status --json --server "$servers" |

@@ -3,7 +3,7 @@
 # Raft BASE+31..), n1 bootstrapping and the others joining it, and returns
 # once all three report themselves alive. It needs BIN, WORK, BASE, the
 # PIDS array (stopped by the caller's trap) and waitport; it sets api,
-# http, raft, pids and servers.
+# http, raft, pids and servers. With PROFILE or HEAP set, the nodes serve pprof.
 start_cluster() {
   api=(); http=(); raft=(); pids=()
   for i in 1 2 3; do
@@ -11,6 +11,7 @@ start_cluster() {
   done
   for i in 0 1 2; do
     if [ $i = 0 ]; then how=(--bootstrap); else how=(--join "${api[0]}"); fi
+    if [ -n "${PROFILE:-}${HEAP:-}" ]; then how+=(--pprof); fi
     "$BIN" serve --data-dir "$WORK/n$i" --addr "${api[$i]}" --http-addr "127.0.0.1:${http[$i]}" --log-level warn \
       --node-id "n$((i + 1))" --raft-addr "${raft[$i]}" "${how[@]}" 2>"$WORK/n$i.log" &
     PIDS+=($!); pids+=($!)

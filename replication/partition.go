@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,7 +67,10 @@ type PartitionConfig struct {
 	// Stream is the group's stream layer on the node's transport.Mux.
 	Stream raft.StreamLayer
 	// Raft, when set, is copied for timeouts and thresholds; LocalID,
-	// Logger and a TrailingLogs below 1 are overridden.
+	// Logger, NotifyCh and a TrailingLogs below 1 are overridden. Nil:
+	// Raft's defaults with CommitTimeout DefaultCommitTimeout and
+	// LeaderLeaseTimeout HeartbeatTimeout (heartbeat.go says why). While
+	// the replica leads, its HeartbeatTimeout is longer (heartbeat.go).
 	Raft *raft.Config
 	// Logger; nil: hclog's default.
 	Logger hclog.Logger
@@ -103,6 +107,13 @@ type Partition struct {
 	ready atomic.Pointer[readiness]
 	// reads proves leadership for linearizable reads (ConfirmRead).
 	reads *ReadIndex
+
+	// The reloadable configuration as a follower and as a leader, and
+	// whether the leader one was loaded last (heartbeat.go).
+	followerCfg, leaderCfg raft.ReloadableConfig
+	leaderHB               atomic.Bool
+	roleStop, roleDone     chan struct{}
+	stopRole               sync.Once
 }
 
 // snapshotStore is the partition's raft.SnapshotStore, remembering the
@@ -144,9 +155,14 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 	if cfg.Raft != nil {
 		c := *cfg.Raft
 		rc = &c
+	} else {
+		rc.CommitTimeout = DefaultCommitTimeout
+		rc.LeaderLeaseTimeout = rc.HeartbeatTimeout
 	}
 	rc.LocalID = cfg.NodeID
 	rc.Logger = logger
+	notify := make(chan bool, 1)
+	rc.NotifyCh = notify
 	// DeleteRange tells compaction from suffix truncation by the range:
 	// a compaction must never reach the last index.
 	rc.TrailingLogs = max(rc.TrailingLogs, 1)
@@ -185,6 +201,9 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 		return nil, fmt.Errorf("replication: %s: start raft: %w", cfg.Group, err)
 	}
 	p.raft = r
+	p.followerCfg, p.leaderCfg = roleConfigs(rc)
+	p.roleStop, p.roleDone = make(chan struct{}), make(chan struct{})
+	go p.followRole(notify, p.roleStop, p.followerCfg, p.leaderCfg)
 	p.reads = NewReadIndex(r, ReadBarrierTimeout)
 	p.trans.Bind(r)
 	p.store.SetAppliedIndex(r.AppliedIndex)
@@ -439,6 +458,8 @@ func (p *Partition) applyError(err error) error {
 func (p *Partition) Close() error {
 	p.copyCancel()
 	err := p.raft.Shutdown().Error()
+	p.stopRole.Do(func() { close(p.roleStop) })
+	<-p.roleDone
 	if cerr := p.trans.Close(); err == nil {
 		err = cerr
 	}
