@@ -124,7 +124,7 @@ func (m *Mux) dialSession(address string, p *peer) {
 		return
 	}
 	raw.SetWriteDeadline(time.Time{})
-	sess, err := yamux.Client(raw, m.yamux)
+	sess, err := yamux.Client(newCoalescedConn(raw), m.yamux)
 	if err != nil {
 		raw.Close()
 		p.err = m.sessionError(address, err)
@@ -198,7 +198,7 @@ func (m *Mux) serveSession(c net.Conn) {
 		return
 	}
 	c.SetDeadline(time.Time{})
-	sess, err := yamux.Server(c, m.yamux)
+	sess, err := yamux.Server(newCoalescedConn(c), m.yamux)
 	if err != nil {
 		c.Close()
 		return
