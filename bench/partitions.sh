@@ -70,21 +70,25 @@ sleep "$SETTLE"
 
 declare -a c0
 for i in 0 1 2; do c0[$i]=$(ticks "${pids[$i]}"); done
+w0=$(now)
 if [ -n "${PROFILE:-}" ]; then
   curl -s -o "$PROFILE" "http://127.0.0.1:${http[0]}/debug/pprof/profile?seconds=$IDLE"
 else
   sleep "$IDLE"
 fi
+# CPU is divided by the window's real length: on a loaded machine a sleep
+# overruns.
+window=$(python3 -c "print($(now) - $w0)")
 hz=$(getconf CLK_TCK)
 echo
-echo "$N partitions x 3 replicas, idle ${IDLE}s after ${SETTLE}s settle; all leaders after ${elected}s; load: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
+echo "$N partitions x 3 replicas, idle $(printf %.1f "$window")s after ${SETTLE}s settle; all leaders after ${elected}s; load: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
 echo
 echo "| node | idle CPU (% of a core) | RSS MiB | descriptors | sockets | files |"
 echo "|---|---|---|---|---|---|"
 for i in 0 1 2; do
   c=$(( $(ticks "${pids[$i]}") - c0[i] ))
   read -r s f < <(fds "${pids[$i]}")
-  python3 -c "print('| n%d | %.1f | %s | %d | %d | %d |' % ($i + 1, 100.0 * $c / $hz / $IDLE, '$(rss "${pids[$i]}")', $s + $f, $s, $f))"
+  python3 -c "print('| n%d | %.1f | %s | %d | %d | %d |' % ($i + 1, 100.0 * $c / $hz / $window, '$(rss "${pids[$i]}")', $s + $f, $s, $f))"
 done
 
 if [ -n "${HEAP:-}" ]; then

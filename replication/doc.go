@@ -32,6 +32,15 @@
 // of a newer term would let a leader store its last appends under the new
 // leader's term (hashicorp/raft#695, issue 18).
 //
+// # Idle groups
+//
+// An idle group costs its leader's empty AppendEntries to each follower:
+// heartbeats and commit notices. A partition's leader runs with a longer
+// HeartbeatTimeout than its followers, so that it heartbeats at most every
+// min(HeartbeatTimeout, LeaderLeaseTimeout)/3, and partitions default to a
+// CommitTimeout of 1 s and a lease of HeartbeatTimeout (heartbeat.go has
+// the argument; docs/architecture.md the numbers).
+//
 // # Each record written once
 //
 // A partition's segment log (package log) is its Raft log store

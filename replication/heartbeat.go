@@ -26,15 +26,18 @@ import (
 //     heartbeats every HeartbeatTimeout/10 to /5; a follower waits
 //     HeartbeatTimeout to 2 ×), and ReloadConfig can change it at run time,
 //     so a replica runs with the follower value F while it follows and with
-//     leaderHeartbeatTimeout(F, L) = 5/2 × min(F, L) while it leads (Raft's
+//     leaderHeartbeatTimeout(F, L) = 5/3 × min(F, L) while it leads (Raft's
 //     NotifyCh tells it when it gains or loses the leadership; Raft wants
 //     ElectionTimeout >= HeartbeatTimeout, so the leader's ElectionTimeout
 //     goes up with it, which only delays giving up a leadership transfer
 //     whose target does not take over). The leader
-//     then heartbeats every min(F, L)/4 to min(F, L)/2: at most half of the
-//     shortest timeout any follower of the group waits (F) and half of its
-//     own lease (L, below), so neither a follower nor the lease check sees a
-//     healthy leader go quiet. The bound holds whatever the followers do,
+//     then heartbeats every min(F, L)/6 to min(F, L)/3: at most a third of
+//     the shortest timeout any follower of the group waits (F) and a third
+//     of its own lease (L, below), so neither a follower nor the lease check
+//     sees a healthy leader go quiet unless it stalls for 2/3 of F. (Before,
+//     the commit notices below also refreshed the followers' contact, every
+//     50–100 ms; a third, not a half, keeps some of that margin for a
+//     loaded machine.) The bound holds whatever the followers do,
 //     since no replica's follower timeout ever changes: a leader slowing
 //     down needs no handshake with them. The only window is a replica that
 //     has just lost the leadership and still has the long value for up to
@@ -48,7 +51,7 @@ import (
 //   - LeaderLeaseTimeout is HeartbeatTimeout unless the caller's Raft
 //     configuration sets it. A leader hearing from no quorum within it steps
 //     down; the commit notices at 50 ms used to refresh that contact, now
-//     only the heartbeats do, at most every min(F, L)/2. A longer lease only
+//     only the heartbeats do, at most every min(F, L)/3. A longer lease only
 //     delays the step-down of a leader cut off from its quorum, whose writes
 //     cannot commit anyway: logd's reads are proven by barriers
 //     (ReadIndex), never by the lease.
@@ -62,9 +65,9 @@ const DefaultCommitTimeout = time.Second
 
 // leaderHeartbeatTimeout is the HeartbeatTimeout a leader runs with, for a
 // group whose followers wait follower and whose lease is lease: the leader
-// then heartbeats at most every min(follower, lease)/2.
+// then heartbeats at most every min(follower, lease)/3.
 func leaderHeartbeatTimeout(follower, lease time.Duration) time.Duration {
-	return min(follower, lease) * 5 / 2
+	return min(follower, lease) * 5 / 3
 }
 
 // roleConfigs returns the reloadable configuration of rc as a follower

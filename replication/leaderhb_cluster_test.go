@@ -47,7 +47,7 @@ func waitHeartbeatTimeouts(t *testing.T, c *clustertest.Cluster, group string, f
 func TestLeaderHeartbeatTimeoutFollowsLeadershipAcrossFailover(t *testing.T) {
 	c := clustertest.New(t, clustertest.Options{Nodes: 3, Groups: []string{group}})
 	// The harness: HeartbeatTimeout 1.5s, LeaderLeaseTimeout 1s.
-	const follower, leader = 1500 * time.Millisecond, 2500 * time.Millisecond
+	const follower, leader = 1500 * time.Millisecond, 5 * time.Second / 3
 	waitHeartbeatTimeouts(t, c, group, follower, leader)
 	b := batch.Encode(nil, 0, batch.NoProducer, []batch.Record{{Value: []byte("before")}})
 	if _, err := c.Append(group, b, 20*time.Second); err != nil {

@@ -8,8 +8,8 @@ import (
 )
 
 // A leader's heartbeat interval (HeartbeatTimeout/10 to /5 of the leader
-// configuration) is at most half of the shortest follower timeout
-// (HeartbeatTimeout of the follower configuration) and half of the lease,
+// configuration) is at most a third of the shortest follower timeout
+// (HeartbeatTimeout of the follower configuration) and of the lease,
 // and both configurations pass Raft's validation.
 func TestLeaderConfigHeartbeatsWithinHalfTheFollowerTimeoutAndLease(t *testing.T) {
 	for _, c := range []struct{ hb, lease time.Duration }{
@@ -26,8 +26,8 @@ func TestLeaderConfigHeartbeatsWithinHalfTheFollowerTimeoutAndLease(t *testing.T
 			leader.TrailingLogs != rc.TrailingLogs || leader.SnapshotInterval != rc.SnapshotInterval || leader.SnapshotThreshold != rc.SnapshotThreshold {
 			t.Errorf("%+v: follower %+v leader %+v: only the leader's timeouts may differ", c, follower, leader)
 		}
-		if maxInterval := leader.HeartbeatTimeout / 5; maxInterval > c.hb/2 || maxInterval > c.lease/2 {
-			t.Errorf("%+v: leader heartbeats up to every %v: more than half the follower timeout or the lease", c, maxInterval)
+		if maxInterval := leader.HeartbeatTimeout / 5; maxInterval > c.hb/3 || maxInterval > c.lease/3 {
+			t.Errorf("%+v: leader heartbeats up to every %v: more than a third of the follower timeout or the lease", c, maxInterval)
 		}
 		if leader.HeartbeatTimeout <= c.hb && c.lease == c.hb {
 			t.Errorf("%+v: leader HeartbeatTimeout %v is not longer than the follower's", c, leader.HeartbeatTimeout)

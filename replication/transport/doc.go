@@ -19,7 +19,9 @@
 // number of groups (before: about 3.8 connections per group and node, Raft
 // pooling up to 3 per peer). More than one session per peer: each yamux
 // session writes every frame through one goroutine, and on a node starved
-// of CPU one writer for every group fell behind its keep-alives.
+// of CPU one writer for every group fell behind its keep-alives. Under
+// each session a data frame's header and body go out in one write
+// (coalesce.go), not the two yamux makes of them.
 //
 // Group.Dial writes a header naming the group on the new stream (format in
 // header.go); the accepting Mux reads it under a deadline and answers one
