@@ -57,7 +57,7 @@ func TestTortureCluster(t *testing.T) {
 		Duration:  d,
 		Seed:      seed,
 		ReportDir: dir,
-		Workload:  WorkloadConfig{GroupMembers: groupMembersFromEnv(t)},
+		Workload:  WorkloadConfig{GroupMembers: groupMembersFromEnv(t), KafkaProducers: kafkaProducersFromEnv(t)},
 		Nemesis: NemesisConfig{Kinds: kinds, Combine: true, TargetLeader: true, LeaderShare: 0.5,
 			MinDown: 2 * time.Second, MaxDown: 5 * time.Second},
 		Logf: t.Logf,
@@ -71,6 +71,9 @@ func TestTortureCluster(t *testing.T) {
 	}
 	if rep.Ops[OpProduce][OutcomeOK] == 0 {
 		t.Errorf("no produce was acknowledged")
+	}
+	if rep.KafkaProduce != nil && rep.KafkaProduce[OutcomeOK] == 0 {
+		t.Errorf("no Kafka produce was acknowledged")
 	}
 	if !rep.Valid {
 		if err := c.SaveData(); err != nil {

@@ -122,3 +122,18 @@ func groupMembersFromEnv(t *testing.T) int {
 	}
 	return n
 }
+
+// kafkaProducersFromEnv is TORTURE_KAFKA: how many workload producers
+// produce over the Kafka protocol with franz-go (unset: 1; 0: none; see
+// WorkloadConfig.KafkaProducers). Only a ProcessCluster serves Kafka.
+func kafkaProducersFromEnv(t *testing.T) int {
+	s := os.Getenv("TORTURE_KAFKA")
+	if s == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		t.Fatalf("TORTURE_KAFKA=%q: want a count >= 0", s)
+	}
+	return n
+}

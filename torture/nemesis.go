@@ -291,20 +291,7 @@ func inject(ctx context.Context, c Cluster, h *History, cfg NemesisConfig, kind 
 			err = herr
 		}
 	case NemesisNetCut, NemesisNetBlackhole, NemesisNetSlow:
-		px := c.(NetworkFaulter).Proxy(node)
-		err = fault(h, kind, node, func() error {
-			switch kind {
-			case NemesisNetCut:
-				px.Cut()
-			case NemesisNetBlackhole:
-				px.Blackhole()
-			default:
-				px.Delay(d / 10)
-			}
-			return nil
-		})
-		sleep(ctx, d)
-		fault(h, "net-heal", node, func() error { px.Heal(); return nil })
+		err = netFault(ctx, c, h, kind, node, d)
 	default:
 		err = hostileNemeses[kind].inject(ctx, c, h, cfg, node, d)
 	}
@@ -375,4 +362,50 @@ func restartCrashed(c Cluster, h *History, logf func(string, ...any)) error {
 		}
 	}
 	return nil
+}
+
+// KafkaFaulter is a NetworkFaulter whose nodes' Kafka listeners have a
+// proxy of their own: the network nemeses fault it together with the
+// node's API proxy.
+type KafkaFaulter interface {
+	KafkaProxy(node int) *Proxy
+}
+
+// nodeProxies are the proxies of the clients' connections to node: its API
+// proxy and, when there is one, its Kafka proxy.
+func nodeProxies(c Cluster, node int) []*Proxy {
+	pxs := []*Proxy{c.(NetworkFaulter).Proxy(node)}
+	if kf, ok := c.(KafkaFaulter); ok {
+		if px := kf.KafkaProxy(node); px != nil {
+			pxs = append(pxs, px)
+		}
+	}
+	return pxs
+}
+
+// netFault cuts, blackholes or slows the clients' connections to node for
+// d (both its API and its Kafka proxy), then heals them.
+func netFault(ctx context.Context, c Cluster, h *History, kind string, node int, d time.Duration) error {
+	pxs := nodeProxies(c, node)
+	err := fault(h, kind, node, func() error {
+		for _, px := range pxs {
+			switch kind {
+			case NemesisNetCut:
+				px.Cut()
+			case NemesisNetBlackhole:
+				px.Blackhole()
+			default:
+				px.Delay(d / 10)
+			}
+		}
+		return nil
+	})
+	sleep(ctx, d)
+	fault(h, "net-heal", node, func() error {
+		for _, px := range pxs {
+			px.Heal()
+		}
+		return nil
+	})
+	return err
 }

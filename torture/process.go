@@ -40,6 +40,10 @@ type ProcessConfig struct {
 	// proxy's address, and the network nemeses cut, blackhole or slow the
 	// clients' connections.
 	Proxy bool
+	// NoKafka starts the nodes without their Kafka listener (by default
+	// each node serves the Kafka protocol on a port of its own, behind a
+	// proxy of its own with Proxy, which it advertises: see KafkaAddr).
+	NoKafka bool
 	// RaftMesh puts a proxy on every link between two nodes' Raft ports
 	// (see RaftMesh; each node learns its routes from LOGD_RAFT_ROUTES),
 	// through which the partition nemeses cut links. For cluster mode
@@ -60,8 +64,12 @@ type procNode struct {
 	addr     string
 	raftAddr string // chosen for cluster mode (see ClusterArgs)
 	proxy    *Proxy // nil without ProcessConfig.Proxy
-	dataDir  string
-	logPath  string
+	// kafkaAddr is the node's Kafka listener ("" with NoKafka); with
+	// Proxy, kafkaProxy forwards to it and is what the node advertises.
+	kafkaAddr  string
+	kafkaProxy *Proxy
+	dataDir    string
+	logPath    string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -108,15 +116,22 @@ func startProcessCluster(cfg ProcessConfig) (*ProcessCluster, error) {
 	for i := range cfg.Nodes {
 		addr, err := freePort()
 		if err != nil {
+			c.Close()
 			return nil, err
 		}
 		raftAddr, err := freePort()
 		if err != nil {
+			c.Close()
 			return nil, err
 		}
-		c.nodes = append(c.nodes, &procNode{id: i, addr: addr, raftAddr: raftAddr,
+		n := &procNode{id: i, addr: addr, raftAddr: raftAddr,
 			dataDir: filepath.Join(cfg.Dir, fmt.Sprintf("node-%d", i)),
-			logPath: filepath.Join(cfg.Dir, fmt.Sprintf("node-%d.log", i))})
+			logPath: filepath.Join(cfg.Dir, fmt.Sprintf("node-%d.log", i))}
+		if err := c.addKafka(n); err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.nodes = append(c.nodes, n)
 	}
 	if cfg.RaftMesh {
 		addrs := make([]string, len(c.nodes))
@@ -150,6 +165,37 @@ func startProcessCluster(cfg ProcessConfig) (*ProcessCluster, error) {
 	}
 	return c, nil
 }
+
+// addKafka picks n's Kafka port and, with Proxy, starts the proxy in
+// front of it before the node starts: the node advertises the proxy's
+// address, so Kafka clients, which connect where Metadata tells them,
+// stay behind the proxy the network nemeses fault.
+func (c *ProcessCluster) addKafka(n *procNode) error {
+	if c.cfg.NoKafka {
+		return nil
+	}
+	var err error
+	if n.kafkaAddr, err = freePort(); err != nil {
+		return err
+	}
+	if c.cfg.Proxy {
+		n.kafkaProxy, err = NewProxy(n.kafkaAddr)
+	}
+	return err
+}
+
+// KafkaAddr is where Kafka clients reach node: its Kafka proxy when there
+// is one (the address the node advertises), "" with NoKafka.
+func (c *ProcessCluster) KafkaAddr(node int) string {
+	if p := c.nodes[node].kafkaProxy; p != nil {
+		return p.Addr()
+	}
+	return c.nodes[node].kafkaAddr
+}
+
+// KafkaProxy is the proxy in front of node's Kafka listener, nil without
+// Proxy or with NoKafka. The network nemeses fault it with Proxy(node).
+func (c *ProcessCluster) KafkaProxy(node int) *Proxy { return c.nodes[node].kafkaProxy }
 
 // freePort returns a loopback address with a port free now, outside the
 // kernel's ephemeral range (see package freeport). Nodes keep their port
@@ -212,7 +258,10 @@ func (c *ProcessCluster) start(n *procNode) error {
 	if err != nil {
 		return fmt.Errorf("torture: node %d log: %w", n.id, err)
 	}
-	args := []string{"serve", "--data-dir", n.dataDir, "--addr", n.addr, "--http-addr", ""}
+	args := []string{"serve", "--data-dir", n.dataDir, "--addr", n.addr, "--http-addr", "", "--kafka-addr", n.kafkaAddr}
+	if n.kafkaProxy != nil {
+		args = append(args, "--kafka-advertised-addr", n.kafkaProxy.Addr())
+	}
 	if c.cfg.Args != nil {
 		args = append(args, c.cfg.Args(n.id, c)...)
 	}
@@ -377,6 +426,9 @@ func (c *ProcessCluster) Close() error {
 		defer c.mesh.Close()
 	}
 	for _, n := range c.nodes {
+		if n.kafkaProxy != nil {
+			n.kafkaProxy.Close()
+		}
 		if n.proxy != nil {
 			n.proxy.Close()
 		}

@@ -38,6 +38,9 @@ type Report struct {
 	Duration string `json:"duration"`
 	// Ops counts operations by kind, then outcome.
 	Ops map[OpKind]map[Outcome]int `json:"ops"`
+	// KafkaProduce counts the produces of the Kafka producers (also in
+	// Ops) by outcome: the checkers judge them with the others.
+	KafkaProduce map[Outcome]int `json:"kafka_produce,omitempty"`
 	// OpErrors counts the errors of failed and unknown operations, by kind
 	// and message (numbers replaced by N, the first 300 bytes; the 10 most
 	// frequent).
@@ -127,6 +130,7 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	rep.Cluster = finalStatus(ctx, c)
 	ops := h.Ops()
 	rep.count(ops, h.Faults(), cfg.ReportDir)
+	rep.countKafka(ops, w.Config())
 	cfg.Logf("checking %d operations", len(ops))
 	rep.Verdicts = CheckAll(ops, CheckOptions{Linearizable: cfg.Linearizable})
 	rep.Valid = len(rep.Errors) == 0
@@ -138,6 +142,20 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 		return rep, err
 	}
 	return rep, nil
+}
+
+// countKafka counts the Kafka producers' produces (their producer ids
+// follow CheckAvailable's, see kafkaProduce).
+func (r *Report) countKafka(ops []Op, cfg WorkloadConfig) {
+	if cfg.KafkaProducers <= 0 {
+		return
+	}
+	r.KafkaProduce = map[Outcome]int{}
+	for _, op := range ops {
+		if op.Kind == OpProduce && op.Producer > cfg.Producers {
+			r.KafkaProduce[op.Outcome]++
+		}
+	}
 }
 
 // count fills in the report's operation and fault counts.
@@ -205,6 +223,13 @@ func (r *Report) Text() string {
 		fmt.Fprintf(&b, "  %-8s", k)
 		for _, o := range slices.Sorted(maps.Keys(r.Ops[k])) {
 			fmt.Fprintf(&b, " %s=%d", o, r.Ops[k][o])
+		}
+		b.WriteString("\n")
+	}
+	if r.KafkaProduce != nil {
+		b.WriteString("  of which Kafka produce")
+		for _, o := range slices.Sorted(maps.Keys(r.KafkaProduce)) {
+			fmt.Fprintf(&b, " %s=%d", o, r.KafkaProduce[o])
 		}
 		b.WriteString("\n")
 	}

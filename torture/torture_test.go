@@ -88,6 +88,7 @@ func TestTortureSingleNode(t *testing.T) {
 		Duration:  d,
 		Seed:      seed,
 		ReportDir: dir,
+		Workload:  WorkloadConfig{KafkaProducers: kafkaProducersFromEnv(t)},
 		Nemesis:   NemesisConfig{Kinds: kinds, Combine: true, TargetLeader: true},
 		Logf:      t.Logf,
 	})
@@ -230,7 +231,7 @@ func TestTortureNetwork(t *testing.T) {
 		Duration:  10 * time.Second,
 		Seed:      6,
 		ReportDir: dir,
-		Workload:  WorkloadConfig{Followers: 1, Groups: 1},
+		Workload:  WorkloadConfig{Followers: 1, Groups: 1, KafkaProducers: kafkaProducersFromEnv(t)},
 		Nemesis:   NemesisConfig{Kinds: []string{NemesisNetCut, NemesisNetBlackhole, NemesisNetSlow, NemesisKill, NemesisPause}, Combine: true},
 		Logf:      t.Logf,
 	})

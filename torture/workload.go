@@ -14,10 +14,14 @@ import (
 
 // WorkloadConfig configures a Workload. Zero values take the defaults.
 type WorkloadConfig struct {
-	Topic           string // default "torture"
-	Partitions      int32  // default 3
-	Producers       int    // default 3
-	KeysPerProducer int    // default 4
+	Topic      string // default "torture"
+	Partitions int32  // default 3
+	Producers  int    // default 3
+	// KafkaProducers produce the same keys and values over the Kafka
+	// protocol with franz-go (kafka.go), to a Cluster that is a
+	// KafkaCluster (default 0; the tests take TORTURE_KAFKA).
+	KafkaProducers  int
+	KeysPerProducer int // default 4
 	// ProduceRate is each producer's records per second (default 100).
 	ProduceRate int
 	// MaxOutstanding bounds a producer's records produced and not yet
@@ -181,6 +185,10 @@ func (w *Workload) Run(ctx context.Context) {
 	for i := range w.cfg.Producers {
 		w.wg.Add(1)
 		go func() { defer w.wg.Done(); w.produce(ctx, i) }()
+	}
+	for i := range w.cfg.KafkaProducers {
+		w.wg.Add(1)
+		go func() { defer w.wg.Done(); w.kafkaProduce(ctx, i) }()
 	}
 	for i := range w.cfg.Followers {
 		w.wg.Add(1)
