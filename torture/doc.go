@@ -12,7 +12,14 @@
 //     timed out while the node was down) is recorded as OutcomeUnknown: it
 //     may or may not have taken effect, and checkers treat it so.
 //   - Workload (workload.go, reads.go, groups.go): producers append keyed
-//     records whose values carry (producer, key, seq) (value.go);
+//     records whose values carry (producer, key, seq) (value.go), and
+//     Kafka producers (kafka.go; 1 unless TORTURE_KAFKA says otherwise, 0
+//     for none) append records of the same scheme over the Kafka protocol
+//     with franz-go (idempotent, acks all, no linger, murmur2 keys as
+//     logd routes them) to a KafkaCluster; their acknowledged records are
+//     judged like the others, and any error but a refusal of the batch
+//     itself is an unknown outcome (franz-go retries, so an earlier
+//     attempt may have been appended);
 //     followers read from chosen positions (earliest, latest, an offset, a
 //     time) and tail the log; each consumer group reads, commits its
 //     position, restarts from its committed offsets and is occasionally
@@ -32,7 +39,8 @@
 //     with DiskBytes puts each data directory on its own tmpfs and fills
 //     it), a slow disk (fsyncs delayed), faults of the clients'
 //     connections through a TCP proxy in front of the node (proxy.go: cut,
-//     blackhole, slow), faults of one producer's own connection while the
+//     blackhole, slow; a ProcessCluster's node advertises its Kafka
+//     listener's own proxy, faulted together with the API's), faults of one producer's own connection while the
 //     others go on (clientnet.go: cut, mute: its requests applied, their
 //     answers held), and partitions between nodes (raftmesh.go: a node
 //     isolated, a 1/2 split, a bridge; half reset the links, half hold
@@ -108,8 +116,11 @@
 // only) and retention, and the self-test.
 // `make torture DURATION=10m` runs the first one longer; TORTURE_SEED picks
 // the seed, TORTURE_NEMESES (make: NEMESES) the faults, and
-// TORTURE_REPORT_DIR keeps the report. TestRaftMesh and TestFaultFS test
-// the partitions and the disk faults themselves.
+// TORTURE_REPORT_DIR keeps the report; TORTURE_KAFKA (default 1) is how
+// many Kafka producers the process runs add (TestTortureCluster,
+// TestTortureSingleNode, TestTortureNetwork; the in-process cluster has
+// no Kafka listener), and the report counts their produces. TestRaftMesh
+// and TestFaultFS test the partitions and the disk faults themselves.
 //
 // TestTortureCluster runs three real processes in cluster mode with every
 // process, partition and client fault (`make torture` runs it;
