@@ -49,7 +49,9 @@ type GroupConsumerOptions struct {
 	// reading, once their reader started (a Poll that failed to start it
 	// leaves them to the next Poll, which tells of them before returning
 	// their records); OnRevoked with those it stops reading, after their
-	// positions were committed. Both name partitions of the first topic only; a
+	// positions were committed (or without a commit when the group forgot
+	// the member: its partitions are lost, and those assigned again start
+	// at the group's committed offsets). Both name partitions of the first topic only; a
 	// member of several topics uses OnAssignedTopics and OnRevokedTopics
 	// (topic -> partitions), called as well.
 	OnAssigned       func(partitions []int32)
@@ -92,8 +94,13 @@ type GroupConsumer struct {
 	generation int32
 	joined     bool // false: the next Poll joins again
 	joining    bool
-	session    time.Duration
-	wake       chan struct{} // capacity 1: the heartbeats ask Poll to re-join
+	// lost: the group forgot this member (ErrUnknownMember: removed after
+	// its session, or a new coordinator), so another member may have
+	// read and committed its partitions meanwhile: the next join drops
+	// every position (see loseOwned).
+	lost    bool
+	session time.Duration
+	wake    chan struct{} // capacity 1: the heartbeats ask Poll to re-join
 
 	stop      chan struct{}
 	hbDone    chan struct{}
@@ -280,7 +287,7 @@ func (g *GroupConsumer) refused(err error, id string, gen int32) {
 		return
 	}
 	if unknown {
-		g.memberID = ""
+		g.memberID, g.lost = "", true
 	}
 	g.joined = false
 }

@@ -36,6 +36,9 @@ func (g *GroupConsumer) rejoin(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if g.takeLost() {
+			g.loseOwned()
+		}
 		assigned := topicParts{}
 		for _, t := range resp.Assignment {
 			if slices.Contains(g.topics, t.Topic) && len(t.Partitions) > 0 {
@@ -63,6 +66,34 @@ func (g *GroupConsumer) rejoin(ctx context.Context) error {
 		}
 		// Cooperative: the partitions given up go to their new owner in
 		// the next generation, which this join starts.
+	}
+}
+
+// takeLost reports whether the group forgot this member since the last
+// join, and clears it.
+func (g *GroupConsumer) takeLost() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	lost := g.lost
+	g.lost = false
+	return lost
+}
+
+// loseOwned gives up every owned partition without committing (Kafka's
+// lost partitions: OnRevoked is told) and drops their readers, so those
+// assigned again start at the group's committed offsets, not at this
+// member's positions. A member the group forgot still claims its
+// partitions when it joins again, so it usually keeps them; but another
+// member may have owned them meanwhile and committed past this member's
+// positions (a torture soak saw a committed offset move back from 18829
+// to 18802 when such a member went on from its own position).
+func (g *GroupConsumer) loseOwned() {
+	if !g.owned.empty() {
+		g.revoke(g.owned)
+	}
+	for t, cons := range g.cons {
+		cons.Close()
+		delete(g.cons, t)
 	}
 }
 
@@ -159,6 +190,9 @@ func (g *GroupConsumer) join(ctx context.Context) (*logdv1.JoinGroupResponse, er
 		case errors.Is(err, ErrUnknownMember), errors.Is(err, ErrRebalanceInProgress), errors.Is(err, ErrIllegalGeneration):
 			if errors.Is(err, ErrUnknownMember) {
 				req.MemberId = ""
+				g.mu.Lock()
+				g.lost = true
+				g.mu.Unlock()
 			}
 			select { // the group moved on meanwhile: join again, without spinning
 			case <-time.After(firstAdminBackoff / 5):
@@ -236,7 +270,7 @@ func (g *GroupConsumer) heartbeat(timeout time.Duration) {
 		g.coord = addr
 		return
 	case errors.Is(err, ErrUnknownMember):
-		g.memberID = "" // removed, or a new coordinator: join as a new member
+		g.memberID, g.lost = "", true // removed, or a new coordinator: join as a new member
 	case errors.Is(err, ErrRebalanceInProgress), errors.Is(err, ErrIllegalGeneration):
 	default:
 		g.coord = "" // unreachable or moved: ask the bootstrap nodes next time

@@ -304,20 +304,7 @@ func TestGroupCommitFromStaleGenerationIsRefused(t *testing.T) {
 // returned is set.
 func dialFailingLists(t *testing.T, addr string) (*client.Client, *atomic.Bool) {
 	t.Helper()
-	fail := new(atomic.Bool)
-	inject := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
-		invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		if fail.Load() && strings.HasSuffix(method, "/ListOffsets") {
-			return status.Error(codes.Internal, "injected: list offsets fails")
-		}
-		return invoker(ctx, method, req, reply, cc, opts...)
-	})
-	c, err := client.Dial(addr, client.WithDialOptions(inject))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c, fail
+	return dialFailing(t, addr, "/ListOffsets")
 }
 
 // announcingMember is a GroupConsumer the test polls itself, with the
@@ -419,5 +406,78 @@ func TestGroupConsumerAnnouncesPartitionsOfAReaderStartedLate(t *testing.T) {
 	b.pollUntil("B reads the new records", func(recs []client.ConsumedRecord, err error) bool {
 		read += len(recs)
 		return read >= 40
+	})
+}
+
+// dialFailing dials addr with calls whose method ends in suffix failing
+// while the flag returned is set.
+func dialFailing(t *testing.T, addr, suffix string) (*client.Client, *atomic.Bool) {
+	t.Helper()
+	fail := new(atomic.Bool)
+	inject := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
+		invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if fail.Load() && strings.HasSuffix(method, suffix) {
+			return status.Errorf(codes.Internal, "injected: %s fails", suffix)
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})
+	c, err := client.Dial(addr, client.WithDialOptions(inject))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, fail
+}
+
+// A member the group forgot (its heartbeats lost past the session) while
+// another member owned its partition and committed further, then joins
+// again and gets the partition back, starts at the committed offset, not
+// at its own old position. A torture soak saw such a member go on from its
+// position and commit the group's offset backwards (18829 to 18802).
+func TestGroupConsumerForgottenStartsAtCommittedOffsets(t *testing.T) {
+	c, s := dialServer(t)
+	ctx := context.Background()
+	if _, err := c.Admin().CreateTopic(ctx, "orders", client.TopicOptions{Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	produceTo(t, c, "orders", 0, 5)
+	ca, deaf := dialFailing(t, s.Addr(), "/Heartbeat")
+	a := joinAnnouncing(t, ca, "billing", "orders")
+	read := 0
+	a.pollUntil("A reads the first records", func(recs []client.ConsumedRecord, err error) bool {
+		read += len(recs)
+		return read >= 5
+	})
+	if err := a.gc.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// A's heartbeats fail: the group forgets it and B takes the partition,
+	// reads on and commits past A's position, then leaves.
+	deaf.Store(true)
+	produceTo(t, c, "orders", 5, 5)
+	b := joinAnnouncing(t, c, "billing", "orders")
+	read = 0
+	b.pollUntil("B reads the records after A's commit", func(recs []client.ConsumedRecord, err error) bool {
+		read += len(recs)
+		return read >= 5
+	})
+	if err := b.gc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deaf.Store(false)
+	waitFor(t, 30*time.Second, "A's heartbeat learns the group forgot it", func() bool {
+		id, _ := a.gc.Member()
+		return id == ""
+	})
+
+	produceTo(t, c, "orders", 10, 5)
+	a.pollUntil("A joins again and reads", func(recs []client.ConsumedRecord, err error) bool {
+		for _, r := range recs {
+			if r.Offset < 10 {
+				t.Fatalf("A read offset %d again: B committed 10 while A was out of the group", r.Offset)
+			}
+		}
+		return len(recs) > 0
 	})
 }
