@@ -93,35 +93,17 @@ func (w *Workload) kafkaProduce(ctx context.Context, i int) {
 		return
 	}
 	var pending sync.WaitGroup
-	sem := make(chan struct{}, w.cfg.MaxOutstanding)
-	seqs := make([]int64, w.cfg.KeysPerProducer)
-	tick := time.NewTicker(time.Second / time.Duration(w.cfg.ProduceRate))
-	defer tick.Stop()
-	for ctx.Err() == nil {
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			continue
-		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			continue
-		}
-		k := rng.IntN(len(seqs))
-		seqs[k]++
-		v := Value{Producer: id, Key: KeyName(id, k), Seq: seqs[k]}
-		op := Op{Process: proc, Kind: OpProduce, Producer: id, Key: v.Key, Seq: v.Seq, Value: v.String()}
+	w.paced(ctx, rng, id, proc, func(op Op, release func()) {
 		pending.Add(1)
 		op.Invoke = w.h.Now()
 		// Not ctx: a record is never withdrawn once handed over, it is
 		// delivered or times out (RecordDeliveryTimeout).
-		cl.Produce(context.Background(), &kgo.Record{Key: []byte(v.Key), Value: []byte(op.Value)}, func(r *kgo.Record, err error) {
+		cl.Produce(context.Background(), &kgo.Record{Key: []byte(op.Key), Value: []byte(op.Value)}, func(r *kgo.Record, err error) {
 			defer pending.Done()
 			w.kafkaDone(op, r, err)
-			<-sem
+			release()
 		})
-	}
+	})
 	// Deliver what is buffered; Close fails what is left, and every
 	// promise has run when pending is done.
 	fctx, cancel := context.WithTimeout(context.Background(), w.cfg.Producer.DeliveryTimeout+5*time.Second)

@@ -235,7 +235,39 @@ func (w *Workload) produce(ctx context.Context, id int) {
 	}
 	defer c.Close()
 	p := c.NewProducer(w.cfg.Producer)
+	w.paced(ctx, rng, id, proc, func(op Op, release func()) {
+		var inCall atomic.Bool
+		inCall.Store(true)
+		op.Invoke = w.h.Now()
+		p.ProduceFunc(ctx, client.Record{Topic: w.cfg.Topic, Key: []byte(op.Key), Value: []byte(op.Value)}, func(ack client.Ack, err error) {
+			op.Complete = w.h.Now()
+			switch {
+			case err == nil:
+				op.Outcome, op.Partition, op.Offset, op.Duplicate = OutcomeOK, ack.Partition, ack.Offset, ack.Duplicate
+			case inCall.Load():
+				// Failed before it was queued: never sent.
+				op.Outcome, op.Err = OutcomeFail, err.Error()
+			default:
+				op.Outcome, op.Err = OutcomeUnknown, err.Error()
+			}
+			w.h.Add(op)
+			release()
+		})
+		inCall.Store(false)
+	})
+	// Deliver what is queued: Close retries each batch until it is
+	// acknowledged or its DeliveryTimeout passes; every callback has run
+	// when it returns.
+	p.Close()
+}
+
+// paced hands producer id's next record to send at ProduceRate while at
+// most MaxOutstanding are unacknowledged: a key of its KeysPerProducer
+// at random, with that key's next sequence number. send records the op's
+// outcome, then calls release. It returns when ctx ends.
+func (w *Workload) paced(ctx context.Context, rng *rand.Rand, id, proc int, send func(op Op, release func())) {
 	sem := make(chan struct{}, w.cfg.MaxOutstanding)
+	release := func() { <-sem }
 	seqs := make([]int64, w.cfg.KeysPerProducer)
 	tick := time.NewTicker(time.Second / time.Duration(w.cfg.ProduceRate))
 	defer tick.Stop()
@@ -253,30 +285,8 @@ func (w *Workload) produce(ctx context.Context, id int) {
 		k := rng.IntN(len(seqs))
 		seqs[k]++
 		v := Value{Producer: id, Key: KeyName(id, k), Seq: seqs[k]}
-		op := Op{Process: proc, Kind: OpProduce, Producer: id, Key: v.Key, Seq: v.Seq, Value: v.String()}
-		var inCall atomic.Bool
-		inCall.Store(true)
-		op.Invoke = w.h.Now()
-		p.ProduceFunc(ctx, client.Record{Topic: w.cfg.Topic, Key: []byte(v.Key), Value: []byte(op.Value)}, func(ack client.Ack, err error) {
-			op.Complete = w.h.Now()
-			switch {
-			case err == nil:
-				op.Outcome, op.Partition, op.Offset, op.Duplicate = OutcomeOK, ack.Partition, ack.Offset, ack.Duplicate
-			case inCall.Load():
-				// Failed before it was queued: never sent.
-				op.Outcome, op.Err = OutcomeFail, err.Error()
-			default:
-				op.Outcome, op.Err = OutcomeUnknown, err.Error()
-			}
-			w.h.Add(op)
-			<-sem
-		})
-		inCall.Store(false)
+		send(Op{Process: proc, Kind: OpProduce, Producer: id, Key: v.Key, Seq: v.Seq, Value: v.String()}, release)
 	}
-	// Deliver what is queued: Close retries each batch until it is
-	// acknowledged or its DeliveryTimeout passes; every callback has run
-	// when it returns.
-	p.Close()
 }
 
 // CheckAvailable produces one record to each partition, each within
