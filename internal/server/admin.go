@@ -16,17 +16,11 @@ func (s *Server) CreateTopic(ctx context.Context, req *pb.CreateTopicRequest) (*
 	c.Partitions = req.Partitions
 	c.Replicas = req.Replicas
 	c = c.Apply(configChange(req.Config))
+	// On a node that does not lead the metadata, the broker passes the
+	// change on to the leader (cluster.Peers), as for every front-end.
 	c, err := s.b.CreateTopic(ctx, principal(ctx), c)
-	resp := &pb.CreateTopicResponse{}
-	fwd, err := s.forward(ctx, err, pb.Admin_CreateTopic_FullMethodName, req, resp)
-	if err == nil && fwd {
-		err = s.b.AwaitTopic(ctx, req.Name, resp.GetTopic().GetPartitions())
-	}
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, toStatus(err)
-	case fwd:
-		return resp, nil
 	}
 	return &pb.CreateTopicResponse{Topic: topicInfo(c)}, nil
 }
@@ -96,17 +90,8 @@ func (s *Server) AlterTopic(ctx context.Context, req *pb.AlterTopicRequest) (*pb
 		return nil, invalidArg("alter topic: partitions must be the new total count (more than the topic has), got %d", req.Partitions)
 	}
 	c, err := s.alterTopic(ctx, req)
-	resp := &pb.AlterTopicResponse{}
-	fwd, err := s.forward(ctx, err, pb.Admin_AlterTopic_FullMethodName, req, resp)
-	if err == nil && fwd && req.Partitions > 0 {
-		// Usable through this node too once it answers, as after a create.
-		err = s.b.AwaitTopic(ctx, req.Name, req.Partitions)
-	}
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, toStatus(err)
-	case fwd:
-		return resp, nil
 	}
 	return &pb.AlterTopicResponse{Topic: topicInfo(c)}, nil
 }
@@ -132,8 +117,7 @@ func (s *Server) alterTopic(ctx context.Context, req *pb.AlterTopicRequest) (par
 
 // DeleteTopic deletes a topic, its data and its committed offsets.
 func (s *Server) DeleteTopic(ctx context.Context, req *pb.DeleteTopicRequest) (*pb.DeleteTopicResponse, error) {
-	err := s.b.DeleteTopic(ctx, principal(ctx), req.Name)
-	if _, err := s.forward(ctx, err, pb.Admin_DeleteTopic_FullMethodName, req, &pb.DeleteTopicResponse{}); err != nil {
+	if err := s.b.DeleteTopic(ctx, principal(ctx), req.Name); err != nil {
 		return nil, toStatus(err)
 	}
 	return &pb.DeleteTopicResponse{}, nil
