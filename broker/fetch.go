@@ -3,8 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io/fs"
 	"sync"
 	"time"
 
@@ -334,11 +332,6 @@ func (b *Broker) readAt(p *partition.Partition, offset int64, maxBytes int, buf 
 		return fp, nil
 	}
 	data, err := l.ReadInto(buf, offset, maxBytes)
-	if errors.Is(err, fs.ErrClosed) && !errors.Is(err, log.ErrClosed) {
-		// The log was closed (its topic deleted, the node stopping) after
-		// this read had found its segment: the file under it is gone.
-		err = fmt.Errorf("%w: %w", log.ErrClosed, err)
-	}
 	if errors.Is(err, log.ErrClosed) {
 		if live := b.stillServed(p); live != nil {
 			return fp, live

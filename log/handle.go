@@ -35,7 +35,7 @@ func (l *Log) release(s *segment) {
 
 func (l *Log) releaseLocked(s *segment) {
 	s.refs--
-	if s.refs > 0 || s.active {
+	if s.refs > 0 || (s.active && !l.closed) {
 		return
 	}
 	if s.deleted || l.closed {

@@ -368,9 +368,14 @@ func (l *Log) Close() error {
 	return nil
 }
 
+// closeHandles closes the segments no reader holds; a held one (a read
+// that found its segment before Close) is closed by its reader's release,
+// so a read under way finishes instead of meeting a closed file.
 func (l *Log) closeHandles() {
 	for _, s := range l.segs {
-		s.closeHandle()
+		if s.refs == 0 {
+			s.closeHandle()
+		}
 	}
 }
 
