@@ -92,9 +92,14 @@ func TestBinConsumeGroupThreeMembersSixPartitions(t *testing.T) {
 }
 
 // A member SIGSTOPped past its session timeout is removed and its
-// partitions go to the other member; after SIGCONT the records it still
-// held are printed, its commit of them is refused (the other member
-// committed them), and it joins again.
+// partitions go to the other member; after SIGCONT it is fenced and joins
+// again, and no commit of it moves an offset back. Fenced is one of two
+// things, whichever the resumed process reaches first: a Poll under way
+// returns the records it still held, they are printed and their commit is
+// refused (the other member committed them); or its heartbeat learns the
+// group forgot it, and it drops those partitions without a commit
+// (Kafka's lost partitions). Which one comes first is a race between its
+// own goroutines after SIGCONT.
 func TestBinConsumeGroupPausedMemberIsFenced(t *testing.T) {
 	n := startBin(t, nil, "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http-addr", "")
 	srv, a, b := twoMembers(t, n, "--commit")
@@ -117,12 +122,17 @@ func TestBinConsumeGroupPausedMemberIsFenced(t *testing.T) {
 	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "the resumed member's commit is refused", func() bool {
+	refused := func() bool {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		return strings.Contains(a.stderr.String(), "the group refused this member's commit")
-	})
+	}
 	eventually(t, 40*time.Second, "the resumed member joins again", func() bool { return stableWith(describeJSON(t, n.addr, "billing"), 2, 4) })
+	if refused() {
+		t.Log("the resumed member printed the records it held and its commit was refused")
+	} else {
+		t.Log("the resumed member learned it was forgotten first and dropped its partitions without a commit")
+	}
 	after := describeJSON(t, n.addr, "billing")
 	for i, p := range after.Partitions {
 		if *p.Committed < *before.Partitions[i].Committed {
