@@ -151,16 +151,20 @@ clean:
 # JSON, history, any linearizability visualization, node logs) goes to
 # TORTURE_REPORT_DIR (default $TMPDIR/logd-torture-report, /tmp when
 # TMPDIR is unset). TORTURE_GROUP_MEMBERS (default 3; 0: none) members of
-# one consumer group share the topic's partitions.
+# one consumer group share the topic's partitions. PARTITIONS (default 3)
+# is the workload topic's partition count: `make torture PARTITIONS=200`
+# is the many-partitions run (issue 19).
 .PHONY: torture
 DURATION ?= 10m
 SEED ?= 1
 NEMESES ?=
 TORTURE_TEST ?= Cluster
 TORTURE_REPORT_DIR ?= $(or $(TMPDIR),/tmp)/logd-torture-report
+PARTITIONS ?=
 torture:
 	rm -rf $(TORTURE_REPORT_DIR)
 	TORTURE_DURATION=$(DURATION) TORTURE_SEED=$(SEED) TORTURE_NEMESES=$(NEMESES) TORTURE_REPORT_DIR=$(TORTURE_REPORT_DIR) \
+	  TORTURE_PARTITIONS=$(PARTITIONS) \
 	  $(GO) test -count=1 -v -timeout 0 -run '^TestTorture$(TORTURE_TEST)$$' ./torture/
 
 # torture-soak: the 3-process cluster torture once per seed, DURATION each,
@@ -171,4 +175,4 @@ torture:
 SEEDS ?= 1 2 3 4 5 6 7 8 9 10
 PARALLEL ?= 1
 torture-soak:
-	SEEDS="$(SEEDS)" DURATION=$(DURATION) PARALLEL=$(PARALLEL) NEMESES=$(NEMESES) torture/soak.sh
+	SEEDS="$(SEEDS)" DURATION=$(DURATION) PARALLEL=$(PARALLEL) NEMESES=$(NEMESES) PARTITIONS=$(PARTITIONS) torture/soak.sh

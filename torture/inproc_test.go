@@ -123,6 +123,21 @@ func groupMembersFromEnv(t *testing.T) int {
 	return n
 }
 
+// partitionsFromEnv is TORTURE_PARTITIONS: the workload topic's
+// partitions (unset: the workload's default, 3). A many-partitions run
+// (issue 19) carries that many Raft groups through the same faults.
+func partitionsFromEnv(t *testing.T) int32 {
+	s := os.Getenv("TORTURE_PARTITIONS")
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || n < 1 || n > 10000 {
+		t.Fatalf("TORTURE_PARTITIONS=%q: want a count from 1 to 10000", s)
+	}
+	return int32(n)
+}
+
 // kafkaProducersFromEnv is TORTURE_KAFKA: how many workload producers
 // produce over the Kafka protocol with franz-go (unset: 1; 0: none; see
 // WorkloadConfig.KafkaProducers). Only a ProcessCluster serves Kafka.

@@ -8,6 +8,7 @@
 #   PARALLEL    seeds run at once (default 1: timing-sensitive faults want
 #               the machine to themselves; more finds more, slower each)
 #   NEMESES     fault kinds, as for `make torture` (default: the test's)
+#   PARTITIONS  the workload topic's partitions (default: the test's, 3)
 #   SOAK_DIR    where reports go (default $TMPDIR/logd-soak), a directory
 #               per seed; a valid seed's node data is removed
 # It exits non-zero when any seed is not valid.
@@ -25,7 +26,7 @@ one() {
   local seed=$1 dir="$SOAK_DIR/seed-$1"
   rm -rf "$dir"; mkdir -p "$dir"
   local t0=$SECONDS
-  (cd torture && TORTURE_DURATION=$DURATION TORTURE_SEED=$seed TORTURE_NEMESES=${NEMESES:-} \
+  (cd torture && TORTURE_DURATION=$DURATION TORTURE_SEED=$seed TORTURE_NEMESES=${NEMESES:-} TORTURE_PARTITIONS=${PARTITIONS:-} \
     TORTURE_REPORT_DIR=$dir "$bin" -test.run '^TestTortureCluster$' -test.count=1 -test.timeout 0 -test.v \
     >"$dir/test.out" 2>&1)
   local rc=$? verdict="NO-REPORT" summary="" bad=""

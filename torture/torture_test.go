@@ -88,7 +88,7 @@ func TestTortureSingleNode(t *testing.T) {
 		Duration:  d,
 		Seed:      seed,
 		ReportDir: dir,
-		Workload:  WorkloadConfig{KafkaProducers: kafkaProducersFromEnv(t)},
+		Workload:  WorkloadConfig{KafkaProducers: kafkaProducersFromEnv(t), Partitions: partitionsFromEnv(t)},
 		Nemesis:   NemesisConfig{Kinds: kinds, Combine: true, TargetLeader: true},
 		Logf:      t.Logf,
 	})

@@ -21,7 +21,7 @@ type WorkloadConfig struct {
 	// protocol with franz-go (kafka.go), to a Cluster that is a
 	// KafkaCluster (default 0; the tests take TORTURE_KAFKA).
 	KafkaProducers  int
-	KeysPerProducer int // default 4
+	KeysPerProducer int // default 4, or 2 per partition across the producers if more
 	// ProduceRate is each producer's records per second (default 100).
 	ProduceRate int
 	// MaxOutstanding bounds a producer's records produced and not yet
@@ -62,7 +62,9 @@ func (c *WorkloadConfig) setDefaults() {
 		c.Partitions = 3
 	}
 	def(&c.Producers, 3)
-	def(&c.KeysPerProducer, 4)
+	// Enough keys that every partition gets records: 2 per partition
+	// across the producers, at least 4 per producer.
+	def(&c.KeysPerProducer, max(4, (2*int(c.Partitions)+c.Producers-1)/c.Producers))
 	def(&c.ProduceRate, 100)
 	def(&c.MaxOutstanding, 32)
 	def(&c.Followers, 2)
