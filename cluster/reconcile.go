@@ -215,7 +215,7 @@ func (c *Cluster) spreadLoop(ctx context.Context) {
 				}
 			}
 		}
-		moved, err := c.rn.SpreadLeaders(func(g string) (raft.ServerID, bool) {
+		moved, err := c.rn.SpreadLeaders(ctx, func(g string) (raft.ServerID, bool) {
 			id, ok := preferred[g]
 			return id, ok
 		})

@@ -1,6 +1,7 @@
 package replication_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -83,7 +84,7 @@ func TestLeadershipSpreadAcrossNodes(t *testing.T) {
 	spread := func() {
 		t.Helper()
 		for _, n := range c.Up() {
-			if _, err := n.Replication().SpreadLeaders(preferred); err != nil {
+			if _, err := n.Replication().SpreadLeaders(context.Background(), preferred); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -114,6 +115,37 @@ func TestLeadershipSpreadAcrossNodes(t *testing.T) {
 		if st.State != raft.Leader || st.HighWatermark != 1 || st.CommitIndex < st.LastIndex {
 			t.Fatalf("group %s status on its leader: %+v", g, st)
 		}
+	}
+}
+
+// SpreadLeaders stops once its context is done: a node shutting down does
+// not first transfer, one ElectionTimeout each when the preferred leader is
+// down, every group it leads (a node leading hundreds of them ignored
+// SIGTERM for minutes).
+func TestSpreadLeadersStopsWhenCancelled(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
+	leader := c.Leader(group)
+	var other *clustertest.Node
+	for _, n := range c.Nodes() {
+		if n != leader {
+			other = n
+			break
+		}
+	}
+	preferred := func(string) (raft.ServerID, bool) { return raft.ServerID(other.ID), true }
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	moved, err := leader.Replication().SpreadLeaders(ctx, preferred)
+	if !errors.Is(err, context.Canceled) || len(moved) != 0 {
+		t.Fatalf("SpreadLeaders with a cancelled context: moved %v, error %v; want none moved, context.Canceled", moved, err)
+	}
+	if st := leader.Partition(group).Status(); st.State != raft.Leader {
+		t.Fatalf("the leader gave up its group under a cancelled SpreadLeaders: %+v", st)
+	}
+	// The same call, not cancelled, does move it (the test above would
+	// otherwise pass for a SpreadLeaders that never moves anything).
+	if moved, err := leader.Replication().SpreadLeaders(context.Background(), preferred); err != nil || len(moved) != 1 {
+		t.Fatalf("SpreadLeaders: moved %v, error %v", moved, err)
 	}
 }
 

@@ -222,11 +222,18 @@ func (n *Node) Partitions() []*Partition {
 // group's preferred leader (placement's first replica, from preferred) when
 // that is another voter of the group, and returns the groups it moved.
 // Called on every node, it brings each group back to its preferred leader
-// after failures moved leaders around.
-func (n *Node) SpreadLeaders(preferred func(group string) (raft.ServerID, bool)) ([]string, error) {
+// after failures moved leaders around. It stops between two groups once
+// ctx is done: a transfer to a voter that is down waits Raft's
+// ElectionTimeout, and a node leading hundreds of groups whose preferred
+// leader is down would otherwise hold its shutdown for minutes.
+func (n *Node) SpreadLeaders(ctx context.Context, preferred func(group string) (raft.ServerID, bool)) ([]string, error) {
 	var moved []string
 	var errs []error
 	for _, p := range n.Partitions() {
+		if ctx.Err() != nil {
+			errs = append(errs, ctx.Err())
+			break
+		}
 		want, ok := preferred(p.group)
 		if !ok || want == n.cfg.ID || p.raft.State() != raft.Leader {
 			continue
