@@ -126,7 +126,7 @@ func adminCases() []authCase {
 			return err
 		}},
 		{"join", []auth.ACL{allow(auth.OpAlter, auth.Cluster())}, func(ctx context.Context, b *broker.Broker, pr broker.Principal) error {
-			return b.Join(ctx, pr, broker.Node{ID: "2"})
+			return b.Join(ctx, pr, broker.Node{ID: "2"}, false)
 		}},
 		{"remove node", []auth.ACL{allow(auth.OpAlter, auth.Cluster())}, func(ctx context.Context, b *broker.Broker, pr broker.Principal) error {
 			_, err := b.RemoveNode(ctx, pr, "2")

@@ -72,7 +72,7 @@ func TestTopicsAndErrors(t *testing.T) {
 	if _, err := b.Coordinator(); err != nil {
 		t.Fatalf("a node that runs alone coordinates groups: %v", err)
 	}
-	if err := b.Join(ctx, "", broker.Node{ID: "x"}); !errors.Is(err, broker.ErrFailedPrecondition) {
+	if err := b.Join(ctx, "", broker.Node{ID: "x"}, false); !errors.Is(err, broker.ErrFailedPrecondition) {
 		t.Fatalf("join a single node: %v", err)
 	}
 }

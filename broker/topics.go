@@ -379,15 +379,16 @@ func errAlone(more string) error {
 	return Errorf(ErrFailedPrecondition, "this node runs alone, not in a cluster%s", more)
 }
 
-// Join adds a node to the cluster.
-func (b *Broker) Join(ctx context.Context, pr Principal, n Node) error {
+// Join adds a node to the cluster, or updates the addresses of a member
+// that restarted with its data (rejoin; refused for a node removed since).
+func (b *Broker) Join(ctx context.Context, pr Principal, n Node, rejoin bool) error {
 	if err := b.Authorize(ctx, pr, auth.OpAlter, auth.Cluster()); err != nil {
 		return err
 	}
 	if b.cl == nil {
 		return errAlone(": restart it with --node-id, --raft-addr and --bootstrap to start one")
 	}
-	return b.cl.Join(ctx, n)
+	return b.cl.Join(ctx, n, rejoin)
 }
 
 // RemoveNode removes a node from the cluster and returns the partitions

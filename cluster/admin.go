@@ -225,6 +225,8 @@ func (c *Cluster) RemoveNode(ctx context.Context, id string) ([]string, error) {
 	if err := c.OnMetaLeader(); err != nil {
 		return nil, err
 	}
+	c.members.Lock()
+	defer c.members.Unlock()
 	st := c.State()
 	if _, ok := st.Nodes[id]; !ok {
 		return nil, Errorf(ErrUnknownNode, "node %q is not a member (see `logd cluster status`)", id)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -86,6 +87,12 @@ type Cluster struct {
 	kick   chan struct{}
 	logger *slog.Logger
 	lag    *prometheus.GaugeVec
+
+	// members serializes the membership changes this node makes as the
+	// metadata leader (join, remove), so that a registration checked
+	// against the removed nodes is not applied after a removal it raced.
+	members sync.Mutex
+	refused atomic.Pointer[error] // why the metadata refused this node
 }
 
 // Start starts the Raft port and the metadata group. The background loops
@@ -254,9 +261,12 @@ func (c *Cluster) OnMetaLeader() error {
 
 // registerLoop makes sure the metadata lists this node with its current
 // addresses: on the first start it joins (through cfg.Join), on later
-// starts it updates its addresses. It ends once they are listed.
+// starts (the metadata group had state) it rejoins, which updates its
+// addresses and is refused if the node was removed since. It ends once
+// they are listed, or at a refusal (see Refused).
 func (c *Cluster) registerLoop(ctx context.Context, self meta.Node) {
 	started := time.Now()
+	rejoin := c.meta.HadState()
 	for wait := time.Duration(0); ; wait = time.Second {
 		select {
 		case <-ctx.Done():
@@ -266,23 +276,19 @@ func (c *Cluster) registerLoop(ctx context.Context, self meta.Node) {
 		if n, ok := c.State().Nodes[c.self]; ok && n.Registered(self) {
 			return
 		}
-		var err error
-		switch {
-		case c.meta.IsLeader():
-			err = c.join(ctx, self)
-		default:
-			target := c.cfg.Join
-			if lead := c.MetaLeader().APIAddr; lead != "" {
-				target = lead
-			}
-			if target == "" {
-				continue // a bootstrapping node waits to be elected
-			}
-			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			err = c.o.Peers.Join(cctx, target, self)
-			cancel()
+		err := c.register(ctx, self, rejoin)
+		if err == nil {
+			rejoin = true // a later try (this one's answer was lost) updates
 		}
-		if err != nil && ctx.Err() == nil {
+		if err == nil || errors.Is(err, errNoTarget) {
+			continue
+		}
+		if rejoin && errors.Is(err, ErrFailedPrecondition) {
+			c.refused.Store(&err)
+			c.logger.Error("this node is no longer a member of the cluster: it stays out", "err", err)
+			return
+		}
+		if ctx.Err() == nil {
 			// A join that waits for the cluster's election is routine; one
 			// that keeps failing (a wrong --join) is worth a warning.
 			level := slog.LevelInfo
@@ -294,25 +300,76 @@ func (c *Cluster) registerLoop(ctx context.Context, self meta.Node) {
 	}
 }
 
+// register asks the metadata leader (this node, else the one it knows,
+// else cfg.Join) to list self.
+func (c *Cluster) register(ctx context.Context, self meta.Node, rejoin bool) error {
+	if c.meta.IsLeader() {
+		return c.join(ctx, self, rejoin)
+	}
+	target := c.cfg.Join
+	if lead := c.MetaLeader().APIAddr; lead != "" {
+		target = lead
+	}
+	if target == "" {
+		return errNoTarget // a bootstrapping node waits to be elected
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return c.o.Peers.Join(cctx, target, self, rejoin)
+}
+
+// errNoTarget: a bootstrapped node that knows no metadata leader yet.
+var errNoTarget = errors.New("no metadata leader known yet: waiting for the election")
+
+// Refused is why the cluster refused this node's registration (it was
+// removed from the cluster, and came back with its old data), or nil.
+func (c *Cluster) Refused() error {
+	if p := c.refused.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // join adds a node to the metadata group and the node list (on the
-// metadata leader).
-func (c *Cluster) join(ctx context.Context, n meta.Node) error {
+// metadata leader), or updates a member's addresses (rejoin); a rejoin of
+// a removed node is refused with ErrFailedPrecondition.
+func (c *Cluster) join(ctx context.Context, n meta.Node, rejoin bool) error {
+	c.members.Lock()
+	defer c.members.Unlock()
+	op := meta.OpAddNode
+	if rejoin {
+		op = meta.OpRejoinNode
+		if c.State().Removed[n.ID] {
+			return errRemoved(n.ID)
+		}
+	}
 	if err := c.meta.AddVoter(raft.ServerID(n.ID), raft.ServerAddress(n.RaftAddr)); err != nil {
 		return err
 	}
-	return c.meta.Apply(ctx, meta.Command{Op: meta.OpAddNode, Node: &n})
+	err := c.meta.Apply(ctx, meta.Command{Op: op, Node: &n})
+	if errors.Is(err, meta.ErrNodeRemoved) {
+		// Removed in an entry this node had not applied at the check
+		// above (it was elected since): take back the vote given.
+		return errors.Join(errRemoved(n.ID), c.meta.RemoveServer(raft.ServerID(n.ID)))
+	}
+	return err
 }
 
-// Join adds a node to the cluster (on the metadata leader, else
-// *NotLeaderError).
-func (c *Cluster) Join(ctx context.Context, n meta.Node) error {
+func errRemoved(id string) error {
+	return Errorf(ErrFailedPrecondition, "node %q was removed from the cluster (logd cluster remove-node) and cannot come back "+
+		"with its old data: to add it again, empty its --data-dir and start it with --join", id)
+}
+
+// Join adds a node to the cluster, or updates the addresses of a member
+// that restarted (rejoin). On the metadata leader, else *NotLeaderError.
+func (c *Cluster) Join(ctx context.Context, n meta.Node, rejoin bool) error {
 	if n.ID == "" || n.APIAddr == "" || n.RaftAddr == "" {
 		return Errorf(ErrInvalidArgument, "join: node_id, api_addr and raft_addr are all needed")
 	}
 	if err := c.OnMetaLeader(); err != nil {
 		return err
 	}
-	return c.RaftError(c.join(ctx, n))
+	return c.RaftError(c.join(ctx, n, rejoin))
 }
 
 // every runs fn every d until ctx ends.

@@ -12,8 +12,10 @@ import (
 // is marked forwarded (see WithForwarded), so the node asked answers or
 // fails and never passes it on again.
 type Peers interface {
-	// Join asks the node at addr (any member) to add n to the cluster.
-	Join(ctx context.Context, addr string, n meta.Node) error
+	// Join asks the node at addr (any member) to add n to the cluster, or
+	// (rejoin) to update the addresses of n, a member that restarted; a
+	// refusal is ErrFailedPrecondition.
+	Join(ctx context.Context, addr string, n meta.Node, rejoin bool) error
 	// Status is the node at addr's view of its own replicas.
 	Status(ctx context.Context, addr string) (Status, error)
 	// ListOffset asks the leader of a partition at addr for an offset

@@ -27,7 +27,9 @@ func newClusterCmd() *cobra.Command {
 		Long: `Remove a node from the cluster. Each partition replica it holds moves to the
 least loaded other node (which copies the partition from its leader), the
 partitions' Raft groups change to the new replicas, and the node leaves the
-metadata group. Stop the removed node afterwards.`,
+metadata group. Stop the removed node afterwards. A removed node stays out:
+restarted with its data it is refused (its /readyz says so); to add it back,
+empty its --data-dir and start it with --join.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return srv.run(func(c *client.Client) error {

@@ -42,7 +42,7 @@ func (s *Server) Join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinRespons
 		return nil, status.Error(codes.PermissionDenied, err.Error())
 	}
 	err := s.b.Join(ctx, principal(ctx), broker.Node{ID: req.NodeId, APIAddr: req.ApiAddr, RaftAddr: req.RaftAddr,
-		KafkaAddr: req.KafkaAddr, HTTPAddr: req.HttpAddr})
+		KafkaAddr: req.KafkaAddr, HTTPAddr: req.HttpAddr}, req.Rejoin)
 	if _, err := s.forward(ctx, err, pb.Cluster_Join_FullMethodName, req, &pb.JoinResponse{}); err != nil {
 		return nil, toStatus(err)
 	}

@@ -246,6 +246,10 @@ func (s *Server) httpHandler() http.Handler {
 			http.Error(w, "not ready: recovering or shutting down", http.StatusServiceUnavailable)
 			return
 		}
+		if cl := s.b.Cluster(); cl != nil && cl.Refused() != nil {
+			http.Error(w, "not ready: "+cl.Refused().Error(), http.StatusServiceUnavailable)
+			return
+		}
 		fmt.Fprintln(w, "ready")
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,7 @@ package meta
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -95,10 +96,16 @@ type State struct {
 	// the topic is missing from a state that may not have caught up yet
 	// (after a restart the state is the snapshot's until the log replays).
 	Deleted map[string]int64 `json:"deleted,omitempty"`
+	// Removed lists the nodes removed from the cluster (by id). A removed
+	// node that comes back with its old data (a restart, or a registration
+	// sent before the removal and applied after it) is refused: only a
+	// node with no state, joining anew, clears its id from here.
+	Removed map[string]bool `json:"removed,omitempty"`
 }
 
 func (s State) clone() State {
-	out := State{Nodes: maps.Clone(s.Nodes), Topics: make(map[string]Topic, len(s.Topics)), Deleted: maps.Clone(s.Deleted)}
+	out := State{Nodes: maps.Clone(s.Nodes), Topics: make(map[string]Topic, len(s.Topics)), Deleted: maps.Clone(s.Deleted),
+		Removed: maps.Clone(s.Removed)}
 	for n, t := range s.Topics {
 		t.Replicas = cloneSets(t.Replicas)
 		t.Initial = cloneSets(t.Initial)
@@ -115,12 +122,20 @@ func cloneSets(s [][]string) [][]string {
 	return out
 }
 
+// ErrNodeRemoved refuses a node that was removed from the cluster and
+// comes back with the data it had.
+var ErrNodeRemoved = errors.New("node removed from the cluster")
+
 // Op names a command.
 type Op string
 
 // Commands.
 const (
-	OpAddNode       Op = "add_node"
+	OpAddNode Op = "add_node"
+	// OpRejoinNode updates the addresses of a node that has been a member
+	// (it restarted with its data), and is refused (ErrNodeRemoved) for a
+	// node removed since.
+	OpRejoinNode    Op = "rejoin_node"
 	OpRemoveNode    Op = "remove_node"
 	OpCreateTopic   Op = "create_topic"
 	OpAlterTopic    Op = "alter_topic"
@@ -228,15 +243,23 @@ func (f *FSM) Apply(l *raft.Log) any {
 func (f *FSM) apply(c Command) error {
 	st := &f.state
 	switch c.Op {
-	case OpAddNode:
+	case OpAddNode, OpRejoinNode:
 		if c.Node == nil || c.Node.ID == "" {
 			return fmt.Errorf("meta: add node: no node")
 		}
+		if c.Op == OpRejoinNode && st.Removed[c.Node.ID] {
+			return fmt.Errorf("%w: %q", ErrNodeRemoved, c.Node.ID)
+		}
+		delete(st.Removed, c.Node.ID)
 		n := *c.Node
 		assignKafkaID(st.Nodes, &n)
 		st.Nodes[n.ID] = n
 	case OpRemoveNode:
 		delete(st.Nodes, c.Name)
+		if st.Removed == nil {
+			st.Removed = map[string]bool{}
+		}
+		st.Removed[c.Name] = true
 	case OpCreateTopic:
 		if c.Topic == nil {
 			return fmt.Errorf("meta: create topic: no topic")

@@ -124,6 +124,63 @@ func TestFSMCommandsSnapshotRestore(t *testing.T) {
 	}
 }
 
+// A removed node that comes back with its data is refused, also after a
+// snapshot; the same id joining anew (no data) is a member again.
+func TestRemovedNodeRejoinIsRefused(t *testing.T) {
+	f, err := NewFSM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a := &Node{ID: "a", APIAddr: "h:1", RaftAddr: "h:2"}
+	moved := &Node{ID: "a", APIAddr: "h:5", RaftAddr: "h:6"}
+	if err := apply(t, f, 1, Command{Op: OpAddNode, Node: a}); err != nil {
+		t.Fatal(err)
+	}
+	if err := apply(t, f, 2, Command{Op: OpRejoinNode, Node: moved}); err != nil {
+		t.Fatalf("a member's rejoin: %v", err)
+	}
+	if n := f.State().Nodes["a"]; n.APIAddr != "h:5" || n.KafkaID == 0 {
+		t.Fatalf("after rejoin: %+v", n)
+	}
+	if err := apply(t, f, 3, Command{Op: OpRemoveNode, Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s sink
+	if err := snap.Persist(&s); err != nil {
+		t.Fatal(err)
+	}
+	g, err := NewFSM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := g.Restore(io.NopCloser(&s)); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*FSM{f, g} {
+		if err := apply(t, m, 4, Command{Op: OpRejoinNode, Node: a}); !errors.Is(err, ErrNodeRemoved) {
+			t.Fatalf("a removed node's rejoin: %v", err)
+		}
+		if _, ok := m.State().Nodes["a"]; ok {
+			t.Fatal("a removed node listed again")
+		}
+	}
+	if err := apply(t, g, 5, Command{Op: OpAddNode, Node: a}); err != nil {
+		t.Fatal(err)
+	}
+	if err := apply(t, g, 6, Command{Op: OpRejoinNode, Node: a}); err != nil {
+		t.Fatalf("rejoin after joining anew: %v", err)
+	}
+	if _, ok := g.State().Nodes["a"]; !ok || g.State().Removed["a"] {
+		t.Fatalf("joined anew: %+v", g.State())
+	}
+}
+
 func TestGroupOfNamesTheIncarnation(t *testing.T) {
 	a := partition.TopicConfig{Name: "t", CreatedMs: 1}
 	b := partition.TopicConfig{Name: "t", CreatedMs: 2}

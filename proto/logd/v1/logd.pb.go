@@ -3046,12 +3046,15 @@ func (x *ClusterStatusRequest) GetLocal() bool {
 }
 
 type JoinRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	ApiAddr       string                 `protobuf:"bytes,2,opt,name=api_addr,json=apiAddr,proto3" json:"api_addr,omitempty"`
-	RaftAddr      string                 `protobuf:"bytes,3,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
-	KafkaAddr     string                 `protobuf:"bytes,4,opt,name=kafka_addr,json=kafkaAddr,proto3" json:"kafka_addr,omitempty"` // advertised Kafka listener; empty: none
-	HttpAddr      string                 `protobuf:"bytes,5,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`    // advertised HTTP API; empty: none
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	NodeId    string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	ApiAddr   string                 `protobuf:"bytes,2,opt,name=api_addr,json=apiAddr,proto3" json:"api_addr,omitempty"`
+	RaftAddr  string                 `protobuf:"bytes,3,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
+	KafkaAddr string                 `protobuf:"bytes,4,opt,name=kafka_addr,json=kafkaAddr,proto3" json:"kafka_addr,omitempty"` // advertised Kafka listener; empty: none
+	HttpAddr  string                 `protobuf:"bytes,5,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`    // advertised HTTP API; empty: none
+	// The node has been a member (it restarted with its data): its
+	// addresses are updated, and it is refused if it was removed since.
+	Rejoin        bool `protobuf:"varint,6,opt,name=rejoin,proto3" json:"rejoin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3119,6 +3122,13 @@ func (x *JoinRequest) GetHttpAddr() string {
 		return x.HttpAddr
 	}
 	return ""
+}
+
+func (x *JoinRequest) GetRejoin() bool {
+	if x != nil {
+		return x.Rejoin
+	}
+	return false
 }
 
 type JoinResponse struct {
@@ -4363,14 +4373,15 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x18ListMemberGroupsResponse\x12-\n" +
 	"\x06groups\x18\x01 \x03(\v2\x15.logd.v1.GroupListingR\x06groups\",\n" +
 	"\x14ClusterStatusRequest\x12\x14\n" +
-	"\x05local\x18\x01 \x01(\bR\x05local\"\x9a\x01\n" +
+	"\x05local\x18\x01 \x01(\bR\x05local\"\xb2\x01\n" +
 	"\vJoinRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x19\n" +
 	"\bapi_addr\x18\x02 \x01(\tR\aapiAddr\x12\x1b\n" +
 	"\traft_addr\x18\x03 \x01(\tR\braftAddr\x12\x1d\n" +
 	"\n" +
 	"kafka_addr\x18\x04 \x01(\tR\tkafkaAddr\x12\x1b\n" +
-	"\thttp_addr\x18\x05 \x01(\tR\bhttpAddr\"\x0e\n" +
+	"\thttp_addr\x18\x05 \x01(\tR\bhttpAddr\x12\x16\n" +
+	"\x06rejoin\x18\x06 \x01(\bR\x06rejoin\"\x0e\n" +
 	"\fJoinResponse\",\n" +
 	"\x11RemoveNodeRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"*\n" +
