@@ -34,25 +34,14 @@ func TestFSMAuthCommandsSnapshotRestore(t *testing.T) {
 		t.Fatal("AuthGen did not change")
 	}
 	checkAuthState(t, f, "applied")
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s sink
-	if err := snap.Persist(&s); err != nil {
-		t.Fatal(err)
-	}
-	g, err := NewFSM()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	s := persist(t, f)
+	g := newFSM(t)
 	// State the restore must drop.
 	if err := apply(t, g, 1, Command{Op: OpPutUser, Name: "mallory", Value: []byte{6}}); err != nil {
 		t.Fatal(err)
 	}
 	before := g.AuthGen()
-	if err := g.Restore(io.NopCloser(&s)); err != nil {
+	if err := g.Restore(io.NopCloser(s)); err != nil {
 		t.Fatal(err)
 	}
 	checkAuthState(t, g, "restored")

@@ -37,23 +37,12 @@ func TestFSMGroupGeneration(t *testing.T) {
 		t.Fatalf("generation of g after delete_group = %d, %v; want 4", g, err)
 	}
 
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s sink
-	if err := snap.Persist(&s); err != nil {
-		t.Fatal(err)
-	}
-	r, err := NewFSM()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	s := persist(t, f)
+	r := newFSM(t)
 	if err := apply(t, r, 1, Command{Op: OpGroupGeneration, Group: "stale", Generation: 9}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Restore(io.NopCloser(&s)); err != nil {
+	if err := r.Restore(io.NopCloser(s)); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := r.Offsets().Generations(); err != nil || !reflect.DeepEqual(got, map[string]int32{"g": 4, "h": 1}) {

@@ -32,6 +32,31 @@ func (s *sink) ID() string    { return "test" }
 func (s *sink) Cancel() error { return nil }
 func (s *sink) Close() error  { return nil }
 
+// newFSM is an empty state machine, closed when the test ends.
+func newFSM(t *testing.T) *FSM {
+	t.Helper()
+	f, err := NewFSM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// persist is f's snapshot as Raft stores it.
+func persist(t *testing.T, f *FSM) *sink {
+	t.Helper()
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s sink
+	if err := snap.Persist(&s); err != nil {
+		t.Fatal(err)
+	}
+	return &s
+}
+
 func TestFSMCommandsSnapshotRestore(t *testing.T) {
 	f, err := NewFSM()
 	if err != nil {
@@ -75,24 +100,13 @@ func TestFSMCommandsSnapshotRestore(t *testing.T) {
 		t.Fatalf("committed: %+v %v %v", c, ok, err)
 	}
 
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s sink
-	if err := snap.Persist(&s); err != nil {
-		t.Fatal(err)
-	}
-	g, err := NewFSM()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	s := persist(t, f)
+	g := newFSM(t)
 	// Whatever g held before is replaced.
 	if err := apply(t, g, 1, Command{Op: OpCommitOffsets, TimeMs: 1, Group: "other", Offsets: []offsets.Committed{{Topic: "x", Partition: 0, Offset: 1}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Restore(io.NopCloser(&s)); err != nil {
+	if err := g.Restore(io.NopCloser(s)); err != nil {
 		t.Fatal(err)
 	}
 	gs := g.State()
@@ -127,11 +141,7 @@ func TestFSMCommandsSnapshotRestore(t *testing.T) {
 // A removed node that comes back with its data is refused, also after a
 // snapshot; the same id joining anew (no data) is a member again.
 func TestRemovedNodeRejoinIsRefused(t *testing.T) {
-	f, err := NewFSM()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := newFSM(t)
 	a := &Node{ID: "a", APIAddr: "h:1", RaftAddr: "h:2"}
 	moved := &Node{ID: "a", APIAddr: "h:5", RaftAddr: "h:6"}
 	if err := apply(t, f, 1, Command{Op: OpAddNode, Node: a}); err != nil {
@@ -146,20 +156,9 @@ func TestRemovedNodeRejoinIsRefused(t *testing.T) {
 	if err := apply(t, f, 3, Command{Op: OpRemoveNode, Name: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s sink
-	if err := snap.Persist(&s); err != nil {
-		t.Fatal(err)
-	}
-	g, err := NewFSM()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	if err := g.Restore(io.NopCloser(&s)); err != nil {
+	s := persist(t, f)
+	g := newFSM(t)
+	if err := g.Restore(io.NopCloser(s)); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range []*FSM{f, g} {
