@@ -134,14 +134,17 @@ func (s statusTally) String() string {
 // logd status. UNKNOWN (a handler's raw error or panic), DATA_LOSS and
 // INTERNAL are not (bytes that do not unmarshal are INVALID_ARGUMENT, not
 // grpc-go's INTERNAL); nor is a unary call that does not answer in time,
-// except Fetch, which long-polls.
+// except the two that wait by contract: Fetch long-polls, and a valid
+// JoinGroup waits for its group's join phase to end (an empty group's
+// initial delay; members that earlier random joins left in the group, up
+// to the rebalance timeout).
 func acceptable(m rpcMethod, err error) bool {
 	switch status.Code(err) {
 	case codes.OK, codes.InvalidArgument, codes.NotFound, codes.AlreadyExists, codes.OutOfRange,
 		codes.ResourceExhausted, codes.FailedPrecondition, codes.Unimplemented:
 		return true
 	case codes.DeadlineExceeded:
-		return strings.HasSuffix(m.path, "/Fetch")
+		return strings.HasSuffix(m.path, "/Fetch") || strings.HasSuffix(m.path, "/JoinGroup")
 	}
 	return false
 }
