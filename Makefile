@@ -84,7 +84,7 @@ check-pkgs:
 	@missing=$$(comm -23 <($(GO) list ./... | sort) <($(GO) list $(RACE_PKGS) $(PLAIN_PKGS) | sort)); \
 	  if [ -n "$$missing" ]; then echo "packages not tested by make test: $$missing (add them to RACE_PKGS or PLAIN_PKGS)"; exit 1; fi
 
-# Each fuzz target for FUZZTIME (.ci/fuzz-target retries once the Go 1.26
+# Each fuzz target for FUZZTIME (.ci/fuzz-target retries, twice at most, the Go 1.26
 # coordinator's bare deadline failure); `make fuzz FUZZTIME=2m` runs longer.
 test-fuzz:
 	@for pkg in $$($(GO) list ./...); do \
