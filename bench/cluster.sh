@@ -24,7 +24,9 @@ cleanup() {
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   rm -rf "$WORK"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM # exit runs cleanup; a trap that only cleaned up let the script go on
 
 waitport() { for _ in $(seq 1 200); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.05; done; echo "port $1 never opened" >&2; exit 1; }
 metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 ~ "^"m {s += $2} END {printf "%.0f", s}'; }

@@ -45,7 +45,9 @@ cleanup() {
   for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
   rm -rf "$WORK"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM # exit runs cleanup; a trap that only cleaned up let the script go on
 
 wait_port() { # host:port
   for _ in $(seq 1 100); do

@@ -31,7 +31,9 @@ cleanup() {
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   rm -rf "$WORK"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM # exit runs cleanup; a trap that only cleaned up let the script go on
 
 waitport() { for _ in $(seq 1 400); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.05; done; echo "port $1 never opened" >&2; exit 1; }
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

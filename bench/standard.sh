@@ -11,7 +11,9 @@ BIN=$(mktemp -d)/logd
 DATA=$(mktemp -d)
 "$BIN" serve --data-dir "$DATA" --addr 127.0.0.1:$PORT --http-addr "" --log-level warn &
 PID=$!
-trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$DATA" "$(dirname "$BIN")"' EXIT INT TERM
+trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$DATA" "$(dirname "$BIN")"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.1; done
 n() { python3 -c "print(max(1000, int($1 * $SCALE)))"; }
 b() { timeout 900 "$BIN" bench "$@" --server 127.0.0.1:$PORT; }
