@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/replication/raftrpc"
 	"github.com/logd/logd/replication/transport"
 )
 
@@ -67,7 +68,7 @@ func TestStaleLeaderDoesNotStoreEntriesUnderANewerLeadersTerm(t *testing.T) {
 	rc.LeaderLeaseTimeout = 2 * time.Second
 	p, err := OpenPartition(PartitionConfig{
 		Group: group, NodeID: "n1", Log: openLog(t, filepath.Join(dir, "log")), DB: db,
-		SnapshotDir: filepath.Join(dir, "snap"), Stream: stream, Raft: rc, Logger: logger,
+		SnapshotDir: filepath.Join(dir, "snap"), Stream: stream, RPC: newHub(t, mux), Raft: rc, Logger: logger,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -91,13 +92,10 @@ func TestStaleLeaderDoesNotStoreEntriesUnderANewerLeadersTerm(t *testing.T) {
 	last, _ := p.store.LastIndex()
 	next := p.Log().NextOffset()
 
-	peerStream, err := peerMux.Group(group)
+	peer, err := newHub(t, peerMux).Group(group, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	peer := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: peerStream, MaxPool: 1, Timeout: 10 * time.Second, Logger: logger,
-	})
 	defer peer.Close()
 	target := raft.ServerAddress(mux.Addr().String())
 	header := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("n2"), Addr: []byte(peerMux.Addr().String())}
@@ -157,7 +155,8 @@ func TestStaleLeaderDoesNotStoreEntriesUnderANewerLeadersTerm(t *testing.T) {
 // The fast path stays open to what it is for: a follower's heartbeat of
 // its own term (or an older one, which Raft ignores). A heartbeat of a
 // newer term, or one reaching a leader or candidate, goes through Raft's
-// loop.
+// loop. This is NetworkTransport's (the metadata group's), bound to a
+// partition's Raft; raftrpc tests its own.
 func TestHeartbeatFastPathOnlyForAFollowersTerm(t *testing.T) {
 	dir := t.TempDir()
 	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn})
@@ -178,12 +177,19 @@ func TestHeartbeatFastPathOnlyForAFollowersTerm(t *testing.T) {
 	}
 	p, err := OpenPartition(PartitionConfig{
 		Group: "p/t/0", NodeID: "n1", Log: openLog(t, filepath.Join(dir, "log")), DB: db,
-		SnapshotDir: filepath.Join(dir, "snap"), Stream: stream, Logger: logger,
+		SnapshotDir: filepath.Join(dir, "snap"), Stream: stream, RPC: newHub(t, mux), Logger: logger,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { p.Close(); p.Log().Close() }()
+	ntStream, err := mux.Group("p/t/nt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nt := NewNetworkTransport(&raft.NetworkTransportConfig{Stream: ntStream, MaxPool: 1, Timeout: time.Second, Logger: logger})
+	defer nt.Close()
+	nt.Bind(p.Raft())
 	heartbeat := func(term uint64) raft.RPC {
 		return raft.RPC{Command: &raft.AppendEntriesRequest{Term: term}}
 	}
@@ -191,10 +197,10 @@ func TestHeartbeatFastPathOnlyForAFollowersTerm(t *testing.T) {
 	if p.Raft().State() != raft.Follower || p.Raft().CurrentTerm() != 0 {
 		t.Fatalf("new replica: %v in term %d", p.Raft().State(), p.Raft().CurrentTerm())
 	}
-	if !p.trans.fastPathSafe(heartbeat(0)) {
+	if !nt.fastPathSafe(heartbeat(0)) {
 		t.Error("a follower's heartbeat of its own term kept off the fast path")
 	}
-	if p.trans.fastPathSafe(heartbeat(1)) {
+	if nt.fastPathSafe(heartbeat(1)) {
 		t.Error("a follower's heartbeat of a newer term on the fast path")
 	}
 	if err := p.Bootstrap([]raft.Server{{ID: "n1", Address: raft.ServerAddress(mux.Addr().String())}}); err != nil {
@@ -203,8 +209,23 @@ func TestHeartbeatFastPathOnlyForAFollowersTerm(t *testing.T) {
 	waitLeader(t, p)
 	term := p.Raft().CurrentTerm()
 	for _, hb := range []uint64{term - 1, term, term + 1} {
-		if p.trans.fastPathSafe(heartbeat(hb)) {
+		if nt.fastPathSafe(heartbeat(hb)) {
 			t.Errorf("a leader of term %d takes a heartbeat of term %d on the fast path", term, hb)
 		}
 	}
+}
+
+// newHub starts a raftrpc.Hub on mux, closed at the test's end.
+func newHub(t *testing.T, mux *transport.Mux) *raftrpc.Hub {
+	t.Helper()
+	links, err := mux.Group(raftrpc.ChannelID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := raftrpc.NewHub(raftrpc.Config{Stream: links, Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Error})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/log"
+	"github.com/logd/logd/replication/raftrpc"
 	"github.com/logd/logd/replication/transport"
 )
 
@@ -61,6 +62,7 @@ type NodeConfig struct {
 type Node struct {
 	cfg NodeConfig
 	mux *transport.Mux
+	rpc *raftrpc.Hub // the partition groups' RPCs
 	log hclog.Logger
 
 	mu     sync.Mutex
@@ -102,7 +104,17 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Node{cfg: cfg, mux: mux, log: cfg.Logger, parts: map[string]*Partition{}}, nil
+	links, err := mux.Group(raftrpc.ChannelID)
+	if err != nil {
+		mux.Close()
+		return nil, err
+	}
+	hub, err := raftrpc.NewHub(raftrpc.Config{Stream: links, Logger: cfg.Logger})
+	if err != nil {
+		mux.Close()
+		return nil, err
+	}
+	return &Node{cfg: cfg, mux: mux, rpc: hub, log: cfg.Logger, parts: map[string]*Partition{}}, nil
 }
 
 // ID is the node's id.
@@ -147,6 +159,7 @@ func (n *Node) OpenReplica(group string, l *log.Log, opts ReplicaOptions) (*Part
 		DB:          n.cfg.DB,
 		SnapshotDir: filepath.Join(n.cfg.DataDir, "raft", groupDir(group), "snapshots"),
 		Stream:      stream,
+		RPC:         n.rpc,
 		Raft:        n.cfg.Raft,
 		Logger:      n.log,
 		OnApply:     opts.OnApply,
@@ -328,6 +341,6 @@ func (n *Node) Close() error {
 	for _, p := range parts {
 		errs = append(errs, p.Close())
 	}
-	errs = append(errs, n.mux.Close())
+	errs = append(errs, n.rpc.Close(), n.mux.Close())
 	return errors.Join(errs...)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/log"
+	"github.com/logd/logd/replication/raftrpc"
 )
 
 // ErrOutOfOrder: the leader's log store refused an entry started after
@@ -64,8 +65,12 @@ type PartitionConfig struct {
 	DB *pebble.DB
 	// SnapshotDir holds the group's snapshots (metadata only).
 	SnapshotDir string
-	// Stream is the group's stream layer on the node's transport.Mux.
+	// Stream is the group's stream layer on the node's transport.Mux: it
+	// carries the group's snapshots and segment copies.
 	Stream raft.StreamLayer
+	// RPC is the node's raftrpc.Hub: it carries every other Raft RPC of
+	// the group, over links shared with the node's other groups.
+	RPC *raftrpc.Hub
 	// Raft, when set, is copied for timeouts and thresholds; LocalID,
 	// Logger, NotifyCh and a TrailingLogs below 1 are overridden. Nil:
 	// Raft's defaults with CommitTimeout DefaultCommitTimeout and
@@ -90,7 +95,7 @@ type Partition struct {
 	store  *LogStore
 	fsm    *PartitionFSM
 	stream *copyStream
-	trans  *NetworkTransport
+	trans  *raftrpc.Transport
 	snaps  *snapshotStore
 	raft   *raft.Raft
 	logger hclog.Logger
@@ -143,8 +148,8 @@ func (s *snapshotStore) openedIndex() uint64 {
 // OpenPartition starts the replica. A new group must then be bootstrapped
 // on one replica (Bootstrap) or be added to an existing configuration.
 func OpenPartition(cfg PartitionConfig) (*Partition, error) {
-	if cfg.Log == nil || cfg.DB == nil || cfg.Stream == nil || cfg.SnapshotDir == "" || cfg.NodeID == "" || cfg.Group == "" {
-		return nil, errors.New("replication: PartitionConfig needs Group, NodeID, Log, DB, SnapshotDir and Stream")
+	if cfg.Log == nil || cfg.DB == nil || cfg.Stream == nil || cfg.RPC == nil || cfg.SnapshotDir == "" || cfg.NodeID == "" || cfg.Group == "" {
+		return nil, errors.New("replication: PartitionConfig needs Group, NodeID, Log, DB, SnapshotDir, Stream and RPC")
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -185,18 +190,18 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 	p.fsm.onRestore = cfg.OnRestore
 	p.fsm.snapshotIndex = p.snaps.openedIndex
 	p.fsm.catchUp = p.catchUp
-	p.stream = newCopyStream(cfg.Stream, func(c net.Conn) { serveCopy(c, cfg.Log, logger) })
-	p.trans = NewNetworkTransport(&raft.NetworkTransportConfig{
-		Stream:  p.stream,
-		MaxPool: 3,
-		Timeout: 10 * time.Second,
-		Logger:  logger,
-	})
+	p.trans, err = cfg.RPC.Group(cfg.Group, cfg.Stream)
+	if err != nil {
+		p.copyCancel()
+		return nil, fmt.Errorf("replication: %s: %w", cfg.Group, err)
+	}
+	p.stream = newCopyStream(cfg.Stream, func(c net.Conn) { serveCopy(c, cfg.Log, logger) }, p.trans.ServeSnapshot)
 	stable := NewStableStore(cfg.DB, cfg.Group)
 	r, err := raft.NewRaft(rc, p.fsm, p.store, stable, p.snaps, p.trans)
 	if err != nil {
 		p.copyCancel()
 		p.trans.Close()
+		p.stream.Close()
 		p.stream.wait()
 		return nil, fmt.Errorf("replication: %s: start raft: %w", cfg.Group, err)
 	}
@@ -461,6 +466,9 @@ func (p *Partition) Close() error {
 	p.stopRole.Do(func() { close(p.roleStop) })
 	<-p.roleDone
 	if cerr := p.trans.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := p.stream.Close(); err == nil {
 		err = cerr
 	}
 	p.stream.wait()

@@ -32,6 +32,7 @@ func TestPartitionSingleNodeSnapshotAndRestart(t *testing.T) {
 	db := openPebble(t, filepath.Join(dir, "meta"), vfs.Default)
 	defer db.Close()
 
+	hub := newHub(t, mux)
 	start := func() *Partition {
 		stream, err := mux.Group("p/t/0")
 		if err != nil {
@@ -41,7 +42,7 @@ func TestPartitionSingleNodeSnapshotAndRestart(t *testing.T) {
 		rc.TrailingLogs = 2
 		p, err := OpenPartition(PartitionConfig{
 			Group: "p/t/0", NodeID: "n1", Log: openLog(t, filepath.Join(dir, "log")), DB: db,
-			SnapshotDir: filepath.Join(dir, "snap"), Stream: stream, Raft: rc, Logger: logger,
+			SnapshotDir: filepath.Join(dir, "snap"), Stream: stream, RPC: hub, Raft: rc, Logger: logger,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -134,6 +135,7 @@ func TestPartitionTrimLimit(t *testing.T) {
 	defer mux.Close()
 	db := openPebble(t, filepath.Join(dir, "meta"), vfs.Default)
 	defer db.Close()
+	hub := newHub(t, mux)
 	start := func() *Partition {
 		stream, err := mux.Group("p/t/0")
 		if err != nil {
@@ -141,7 +143,7 @@ func TestPartitionTrimLimit(t *testing.T) {
 		}
 		p, err := OpenPartition(PartitionConfig{
 			Group: "p/t/0", NodeID: "n1", Log: openLog(t, filepath.Join(dir, "log")), DB: db,
-			SnapshotDir: filepath.Join(dir, "snap"), Stream: stream, Logger: logger,
+			SnapshotDir: filepath.Join(dir, "snap"), Stream: stream, RPC: hub, Logger: logger,
 		})
 		if err != nil {
 			t.Fatal(err)

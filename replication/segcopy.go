@@ -17,15 +17,17 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/logd/logd/log"
+	"github.com/logd/logd/replication/raftrpc"
 )
 
 // Segment copy: a follower whose log cannot continue at the snapshot the
 // leader installs (it fell behind the leader's log start) copies the
 // leader's segments up to the snapshot's index instead of replaying
-// history through Raft. The copy runs over the group's own connection on
-// the node's one Raft port: its first byte, copyMagic, is never one of
-// Raft's RPC types (0-4), so copyStream, wrapped around the group's stream
-// layer, tells the two apart on accept.
+// history through Raft. The copy runs over the group's own stream on the
+// node's one Raft port, which also carries the group's InstallSnapshot
+// RPCs: its first byte, copyMagic, is not raftrpc.SnapshotMagic, so
+// copyStream, wrapped around the group's stream layer, tells the two apart
+// on accept.
 //
 // Request (follower -> leader), after copyMagic:
 //
@@ -62,19 +64,21 @@ const (
 
 var copyCRC = crc32.MakeTable(crc32.Castagnoli)
 
-// copyStream is a group's stream layer that serves segment copy requests
-// and passes every other connection to Raft.
+// copyStream is a group's stream layer on the Mux: it serves segment copy
+// requests and hands InstallSnapshot connections (raftrpc.SnapshotMagic)
+// to the group's transport. Every other RPC of the group goes over the
+// node's raftrpc links, not over this layer.
 type copyStream struct {
 	raft.StreamLayer
-	serve func(net.Conn)
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-	wg    sync.WaitGroup
+	serve    func(net.Conn) // a segment copy request
+	snapshot func(net.Conn) // an InstallSnapshot
+	done     chan struct{}
+	once     sync.Once
+	wg       sync.WaitGroup
 }
 
-func newCopyStream(inner raft.StreamLayer, serve func(net.Conn)) *copyStream {
-	s := &copyStream{StreamLayer: inner, serve: serve, conns: make(chan net.Conn), done: make(chan struct{})}
+func newCopyStream(inner raft.StreamLayer, serve, snapshot func(net.Conn)) *copyStream {
+	s := &copyStream{StreamLayer: inner, serve: serve, snapshot: snapshot, done: make(chan struct{})}
 	s.wg.Add(1)
 	go s.acceptLoop()
 	return s
@@ -99,8 +103,9 @@ func (s *copyStream) acceptLoop() {
 	}
 }
 
-// classify reads a connection's first byte: a copy request is served here,
-// anything else handed to Raft with the byte put back.
+// classify reads a connection's first byte and serves a copy request or
+// an InstallSnapshot; anything else (a node of an older version) is
+// closed.
 func (s *copyStream) classify(c net.Conn) {
 	defer s.wg.Done()
 	c.SetReadDeadline(time.Now().Add(time.Minute))
@@ -110,26 +115,13 @@ func (s *copyStream) classify(c net.Conn) {
 		return
 	}
 	c.SetReadDeadline(time.Time{})
-	if b[0] == copyMagic {
+	switch b[0] {
+	case copyMagic:
 		s.serve(c)
-		c.Close()
-		return
+	case raftrpc.SnapshotMagic:
+		s.snapshot(c)
 	}
-	select {
-	case s.conns <- &peekedConn{Conn: c, first: b[0], has: true}:
-	case <-s.done:
-		c.Close()
-	}
-}
-
-// Accept returns the next connection for Raft.
-func (s *copyStream) Accept() (net.Conn, error) {
-	select {
-	case c := <-s.conns:
-		return c, nil
-	case <-s.done:
-		return nil, net.ErrClosed
-	}
+	c.Close()
 }
 
 // Close closes the inner layer (and with it every connection) and waits
@@ -145,22 +137,6 @@ func (s *copyStream) Close() error {
 
 // wait waits for the accept loop and the copies being served; after Close.
 func (s *copyStream) wait() { s.wg.Wait() }
-
-// peekedConn gives back the byte classify read.
-type peekedConn struct {
-	net.Conn
-	first byte
-	has   bool
-}
-
-func (c *peekedConn) Read(b []byte) (int, error) {
-	if c.has && len(b) > 0 {
-		b[0] = c.first
-		c.has = false
-		return 1, nil
-	}
-	return c.Conn.Read(b)
-}
 
 // idleConn sets a deadline before every read and write: a peer that stops
 // answering fails the copy instead of hanging it.

@@ -1,0 +1,248 @@
+package raftrpc
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// link is one direction's connection to a peer: one writer goroutine
+// draining every queued frame into one Write, and a reader (the caller's
+// goroutine, readLoop).
+type link struct {
+	c       net.Conn
+	timeout time.Duration // bounds each Write
+
+	mu      sync.Mutex
+	pending []byte // frames queued, not yet written
+	err     error  // set once, when the link failed
+	wake    chan struct{}
+	done    chan struct{} // closed when the link failed
+	onFail  func(error)
+}
+
+func newLink(c net.Conn, timeout time.Duration, onFail func(error)) *link {
+	return &link{c: c, timeout: timeout, wake: make(chan struct{}, 1), done: make(chan struct{}), onFail: onFail}
+}
+
+// queue appends a frame with add and wakes the writer.
+func (l *link) queue(add func([]byte) ([]byte, error)) error {
+	l.mu.Lock()
+	if l.err != nil {
+		err := l.err
+		l.mu.Unlock()
+		return err
+	}
+	b, err := add(l.pending)
+	l.pending = b
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// writeLoop writes the queued frames until the link fails.
+func (l *link) writeLoop() {
+	var spare []byte
+	for {
+		select {
+		case <-l.wake:
+		case <-l.done:
+			return
+		}
+		l.mu.Lock()
+		out := l.pending
+		l.pending = spare[:0]
+		l.mu.Unlock()
+		if len(out) == 0 {
+			spare = out
+			continue
+		}
+		l.c.SetWriteDeadline(time.Now().Add(l.timeout))
+		if _, err := l.c.Write(out); err != nil {
+			l.fail(fmt.Errorf("raftrpc: write to %s: %w", l.c.RemoteAddr(), err))
+			return
+		}
+		spare = out[:0]
+		if cap(spare) > keepBuffer {
+			spare = nil // grown by a large append: not kept while idle
+		}
+	}
+}
+
+// fail closes the link with err (the first error wins).
+func (l *link) fail(err error) {
+	l.mu.Lock()
+	if l.err != nil {
+		l.mu.Unlock()
+		return
+	}
+	l.err = err
+	l.pending = nil
+	close(l.done)
+	l.mu.Unlock()
+	l.c.Close()
+	if l.onFail != nil {
+		l.onFail(err)
+	}
+}
+
+// respond queues the answer to request id.
+func (l *link) respond(id uint64, r raft.RPCResponse) {
+	err := l.queue(func(b []byte) ([]byte, error) { return appendResponse(b, id, r.Response, r.Error) })
+	if err != nil && !errors.Is(err, ErrClosed) {
+		select {
+		case <-l.done:
+		default:
+			// An answer that does not encode: the caller's call times out.
+			l.fail(err)
+		}
+	}
+}
+
+// call is a request waiting for its answer.
+type call struct {
+	resp     any        // decoded into by the reader
+	done     chan error // gets one value
+	deadline time.Time
+}
+
+// client is the outgoing link to one peer: requests out, answers in.
+type client struct {
+	*link
+	addr    string
+	ready   chan struct{} // closed once dialed (or the dial failed: dialErr)
+	dialErr error
+	next    atomic.Uint64
+
+	cmu   sync.Mutex
+	calls map[uint64]*call
+}
+
+// start registers a call and queues its request; the answer (or error)
+// arrives on done.
+func (c *client) start(group string, typ byte, args, resp any, done chan error, timeout time.Duration) error {
+	id := c.next.Add(1)
+	c.cmu.Lock()
+	if c.calls == nil {
+		c.cmu.Unlock()
+		return c.closedErr()
+	}
+	c.calls[id] = &call{resp: resp, done: done, deadline: time.Now().Add(timeout)}
+	c.cmu.Unlock()
+	err := c.queue(func(b []byte) ([]byte, error) { return appendRequest(b, typ, id, group, args) })
+	if err != nil && c.take(id) == nil {
+		// The link failed meanwhile and answered the call.
+		return <-done
+	}
+	return err
+}
+
+// do sends a request and waits for its answer.
+func (c *client) do(group string, typ byte, args, resp any, timeout time.Duration) error {
+	done := make(chan error, 1)
+	if err := c.start(group, typ, args, resp, done, timeout); err != nil {
+		return err
+	}
+	return <-done
+}
+
+func (c *client) closedErr() error {
+	select {
+	case <-c.done:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.err
+	default:
+		return ErrClosed
+	}
+}
+
+// take removes and returns the pending call id (nil: none).
+func (c *client) take(id uint64) *call {
+	c.cmu.Lock()
+	defer c.cmu.Unlock()
+	cl := c.calls[id]
+	delete(c.calls, id)
+	return cl
+}
+
+// failCalls answers every pending call with err; later calls fail at once.
+func (c *client) failCalls(err error) {
+	c.cmu.Lock()
+	calls := c.calls
+	c.calls = nil
+	c.cmu.Unlock()
+	for _, cl := range calls {
+		cl.done <- err
+	}
+}
+
+// expire fails the calls whose deadline passed.
+func (c *client) expire(now time.Time) {
+	var late []*call
+	c.cmu.Lock()
+	for id, cl := range c.calls {
+		if now.After(cl.deadline) {
+			late = append(late, cl)
+			delete(c.calls, id)
+		}
+	}
+	c.cmu.Unlock()
+	for _, cl := range late {
+		cl.done <- fmt.Errorf("raftrpc: %s: no answer in time: %w", c.addr, errTimeout)
+	}
+}
+
+var errTimeout = errors.New("timeout")
+
+// readLoop reads answers until the link fails.
+func (c *client) readLoop() {
+	fr := newFrameReader(c.c)
+	for {
+		b, err := fr.next(responseHeader)
+		if err != nil {
+			c.fail(readError(c.addr, err))
+			return
+		}
+		status, id := b[0], binary.BigEndian.Uint64(b[1:9])
+		payload := b[9:]
+		if status != statusOK && status != statusError {
+			c.fail(fmt.Errorf("%w: status %#x from %s", ErrBadFrame, status, c.addr))
+			return
+		}
+		cl := c.take(id)
+		if cl == nil {
+			continue // its call timed out
+		}
+		if status == statusError {
+			cl.done <- &RemoteError{Msg: string(payload)}
+			continue
+		}
+		if err := fr.decode(payload, cl.resp); err != nil {
+			cl.done <- err
+			c.fail(fmt.Errorf("raftrpc: answer from %s: %w", c.addr, err))
+			return
+		}
+		cl.done <- nil
+	}
+}
+
+func readError(addr string, err error) error {
+	if errors.Is(err, io.EOF) {
+		return fmt.Errorf("raftrpc: %s closed the link: %w", addr, err)
+	}
+	return fmt.Errorf("raftrpc: read from %s: %w", addr, err)
+}

@@ -1,0 +1,204 @@
+package raftrpc
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+)
+
+// Transport is one group's raft.Transport over its Hub's links.
+type Transport struct {
+	hub   *Hub
+	id    string
+	snaps raft.StreamLayer
+
+	consumer chan raft.RPC
+	raft     atomic.Pointer[raft.Raft]
+	hb       atomic.Pointer[func(raft.RPC)]
+	done     chan struct{}
+	once     sync.Once
+	wg       sync.WaitGroup // the queue's drain, snapshots served
+
+	qmu     sync.Mutex
+	queue   []inbound // nil while idle
+	running bool      // a drain goroutine runs
+	closed  bool
+}
+
+// inbound is a request waiting in a group's queue.
+type inbound struct {
+	rpc  raft.RPC
+	resp chan raft.RPCResponse
+	from *link
+	id   uint64
+}
+
+var (
+	_ raft.Transport   = (*Transport)(nil)
+	_ raft.WithPreVote = (*Transport)(nil)
+	_ raft.WithClose   = (*Transport)(nil)
+)
+
+// Bind gives the transport the Raft it serves (until then every heartbeat
+// takes the slow path).
+func (t *Transport) Bind(r *raft.Raft) { t.raft.Store(r) }
+
+// Consumer is Raft's channel of RPCs.
+func (t *Transport) Consumer() <-chan raft.RPC { return t.consumer }
+
+// LocalAddr is the node's Raft address.
+func (t *Transport) LocalAddr() raft.ServerAddress {
+	return raft.ServerAddress(t.hub.cfg.Stream.Addr().String())
+}
+
+// SetHeartbeatHandler sets Raft's heartbeat fast path, taken only when
+// safe (see fastPathSafe).
+func (t *Transport) SetHeartbeatHandler(cb func(raft.RPC)) {
+	if cb == nil {
+		t.hb.Store(nil)
+		return
+	}
+	t.hb.Store(&cb)
+}
+
+// fastPathSafe reports whether Raft may handle the heartbeat cmd outside
+// its loop: it is a follower whose term is at least the heartbeat's. This
+// is replication.NetworkTransport's rule (issue 18): a heartbeat of a newer
+// term must go through Raft's loop, since handled concurrently with a
+// leader loop it lets that loop store an entry under the newer term.
+func (t *Transport) fastPathSafe(cmd any) bool {
+	r := t.raft.Load()
+	req, ok := cmd.(*raft.AppendEntriesRequest)
+	return ok && r != nil && r.State() == raft.Follower && req.Term <= r.CurrentTerm()
+}
+
+// receive handles a request from link l, in l's reader: a safe heartbeat
+// at once, anything else through the bounded queue.
+func (t *Transport) receive(l *link, req request) {
+	ch := make(chan raft.RPCResponse, 1)
+	rpc := raft.RPC{Command: req.cmd, RespChan: ch}
+	if isHeartbeat(req.cmd) {
+		if cb := t.hb.Load(); cb != nil && t.fastPathSafe(req.cmd) {
+			(*cb)(rpc)
+			select {
+			case r := <-ch:
+				l.respond(req.id, r)
+			default: // Raft is shutting down: it ignored the heartbeat
+				l.respond(req.id, raft.RPCResponse{Error: raft.ErrTransportShutdown})
+			}
+			return
+		}
+	}
+	t.qmu.Lock()
+	switch {
+	case t.closed:
+		t.qmu.Unlock()
+		l.respond(req.id, raft.RPCResponse{Error: raft.ErrTransportShutdown})
+		return
+	case len(t.queue) >= t.hub.cfg.QueueLen:
+		t.qmu.Unlock()
+		l.respond(req.id, raft.RPCResponse{Error: fmt.Errorf("%w: %s", ErrBusy, t.id)})
+		return
+	}
+	t.queue = append(t.queue, inbound{rpc: rpc, resp: ch, from: l, id: req.id})
+	start := !t.running
+	t.running = true
+	if start {
+		t.wg.Add(1)
+	}
+	t.qmu.Unlock()
+	if start {
+		go t.drain()
+	}
+}
+
+// drain hands the queued requests to Raft one at a time and answers them,
+// until the queue is empty.
+func (t *Transport) drain() {
+	defer t.wg.Done()
+	for {
+		t.qmu.Lock()
+		if len(t.queue) == 0 {
+			t.queue = nil
+			t.running = false
+			t.qmu.Unlock()
+			return
+		}
+		in := t.queue[0]
+		t.queue[0] = inbound{}
+		t.queue = t.queue[1:]
+		t.qmu.Unlock()
+		in.from.respond(in.id, t.handle(in))
+	}
+}
+
+// handle gives one request to Raft and waits for its answer.
+func (t *Transport) handle(in inbound) raft.RPCResponse {
+	select {
+	case t.consumer <- in.rpc:
+	case <-t.done:
+		return raft.RPCResponse{Error: raft.ErrTransportShutdown}
+	}
+	select {
+	case r := <-in.resp:
+		return r
+	case <-t.done:
+		return raft.RPCResponse{Error: raft.ErrTransportShutdown}
+	}
+}
+
+func (t *Transport) call(target raft.ServerAddress, typ byte, args, resp any) error {
+	select {
+	case <-t.done:
+		return raft.ErrTransportShutdown
+	default:
+	}
+	c, err := t.hub.client(target)
+	if err != nil {
+		return err
+	}
+	return c.do(t.id, typ, args, resp, t.hub.cfg.Timeout)
+}
+
+// AppendEntries sends one append (or heartbeat) and waits for the answer.
+func (t *Transport) AppendEntries(_ raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	return t.call(target, rpcAppendEntries, args, resp)
+}
+
+// RequestVote asks target for its vote.
+func (t *Transport) RequestVote(_ raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
+	return t.call(target, rpcRequestVote, args, resp)
+}
+
+// RequestPreVote asks target whether it would vote.
+func (t *Transport) RequestPreVote(_ raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+	return t.call(target, rpcRequestPreVote, args, resp)
+}
+
+// TimeoutNow makes target start an election (a leadership transfer).
+func (t *Transport) TimeoutNow(_ raft.ServerID, target raft.ServerAddress, args *raft.TimeoutNowRequest, resp *raft.TimeoutNowResponse) error {
+	return t.call(target, rpcTimeoutNow, args, resp)
+}
+
+// EncodePeer returns the address's bytes.
+func (t *Transport) EncodePeer(_ raft.ServerID, addr raft.ServerAddress) []byte { return []byte(addr) }
+
+// DecodePeer reverses EncodePeer.
+func (t *Transport) DecodePeer(b []byte) raft.ServerAddress { return raft.ServerAddress(b) }
+
+// Close unregisters the group: its requests are answered with
+// raft.ErrTransportShutdown from then on. It waits for the queue's drain
+// and the snapshots being served.
+func (t *Transport) Close() error {
+	t.once.Do(func() {
+		t.hub.forget(t)
+		t.qmu.Lock()
+		t.closed = true
+		t.qmu.Unlock()
+		close(t.done)
+	})
+	t.wg.Wait()
+	return nil
+}
