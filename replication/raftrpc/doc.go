@@ -18,16 +18,19 @@
 //
 //	request  (dialer -> acceptor)
 //	0  4  length   bytes after this field
-//	4  1  type     0 AppendEntries, 1 RequestVote, 3 TimeoutNow, 4 RequestPreVote
+//	4  1  type     0 AppendEntries, 1 RequestVote, 3 TimeoutNow, 4 RequestPreVote,
+//	               5 AppendEntries without entries (compact.go)
 //	5  8  id       request id, unique on the link
 //	13 2  n        group id length
 //	15 n  group    group id
-//	..    payload  the raft request struct, msgpack (hashicorp's encoding)
+//	..    payload  the raft request struct, msgpack (hashicorp's encoding),
+//	               but for type 5
 //
 //	response (acceptor -> dialer)
 //	0  4  length
 //	4  1  status   0x80 ok: payload is the raft response, msgpack;
-//	               0x81 error: payload is the error text
+//	               0x81 error: payload is the error text;
+//	               0x82 ok: an AppendEntries answer (compact.go)
 //	5  8  id       the request's id
 //	13 .. payload
 //

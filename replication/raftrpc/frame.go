@@ -97,10 +97,18 @@ func appendMsgpack(dst []byte, v any) ([]byte, error) {
 // appendRequest appends a request frame to dst; dst is unchanged on error.
 func appendRequest(dst []byte, typ byte, id uint64, group string, args any) ([]byte, error) {
 	start := len(dst)
+	ae, empty := args.(*raft.AppendEntriesRequest)
+	empty = empty && len(ae.Entries) == 0
+	if empty {
+		typ = rpcEmptyAppend
+	}
 	dst = append(dst, 0, 0, 0, 0, typ)
 	dst = binary.BigEndian.AppendUint64(dst, id)
 	dst = binary.BigEndian.AppendUint16(dst, uint16(len(group)))
 	dst = append(dst, group...)
+	if empty {
+		return finishFrame(appendEmptyAppend(dst, ae), start)
+	}
 	dst, err := appendMsgpack(dst, args)
 	if err != nil {
 		return dst[:start], fmt.Errorf("raftrpc: encode request: %w", err)
@@ -112,8 +120,14 @@ func appendRequest(dst []byte, typ byte, id uint64, group string, args any) ([]b
 func appendResponse(dst []byte, id uint64, resp any, rerr error) ([]byte, error) {
 	start := len(dst)
 	status := statusOK
-	if rerr != nil {
+	ae, compact := resp.(*raft.AppendEntriesResponse)
+	switch {
+	case rerr != nil:
 		status = statusError
+	case compact && ae != nil:
+		dst = append(dst, 0, 0, 0, 0, statusAppendOK)
+		dst = binary.BigEndian.AppendUint64(dst, id)
+		return finishFrame(appendAppendAnswer(dst, ae), start)
 	}
 	dst = append(dst, 0, 0, 0, 0, status)
 	dst = binary.BigEndian.AppendUint64(dst, id)
@@ -185,6 +199,18 @@ func (f *frameReader) decode(payload []byte, v any) error {
 	return nil
 }
 
+// decodeAnswer decodes an answer's payload into resp.
+func (f *frameReader) decodeAnswer(status byte, payload []byte, resp any) error {
+	if status != statusAppendOK {
+		return f.decode(payload, resp)
+	}
+	ae, ok := resp.(*raft.AppendEntriesResponse)
+	if !ok {
+		return fmt.Errorf("%w: an append answer to a %T", ErrBadFrame, resp)
+	}
+	return decodeAppendAnswer(payload, ae)
+}
+
 // request is a decoded request frame.
 type request struct {
 	typ   byte
@@ -203,6 +229,11 @@ func (f *frameReader) decodeRequest(b []byte) (request, error) {
 	req.group = string(b[11 : 11+n])
 	payload := b[11+n:]
 	switch req.typ {
+	case rpcEmptyAppend:
+		var err error
+		req.typ = rpcAppendEntries
+		req.cmd, err = decodeEmptyAppend(payload)
+		return req, err
 	case rpcAppendEntries:
 		req.cmd = &raft.AppendEntriesRequest{}
 	case rpcRequestVote:
@@ -229,4 +260,12 @@ func isHeartbeat(cmd any) bool {
 	}
 	return req.Term != 0 && addr != nil && req.PrevLogEntry == 0 && req.PrevLogTerm == 0 &&
 		len(req.Entries) == 0 && req.LeaderCommitIndex == 0
+}
+
+// isEmptyAppend reports whether cmd is an AppendEntries without entries
+// (a heartbeat or a commit notice): nothing waits on it but its sender's
+// timers, so its frames may linger (link.queue).
+func isEmptyAppend(cmd any) bool {
+	req, ok := cmd.(*raft.AppendEntriesRequest)
+	return ok && len(req.Entries) == 0
 }

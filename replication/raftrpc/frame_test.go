@@ -3,6 +3,7 @@ package raftrpc
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -52,6 +53,8 @@ func FuzzDecodeRequest(f *testing.F) {
 	}
 	b, _ := appendRequest(nil, rpcAppendEntries, 7, "p/t/0", appendReq(2, 5, 2))
 	f.Add(b)
+	b, _ = appendRequest(nil, rpcAppendEntries, 7, "p/t/0", &raft.AppendEntriesRequest{RPCHeader: header, Term: 3, LeaderCommitIndex: 9})
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr := newFrameReader(bytes.NewReader(b))
 		for {
@@ -64,4 +67,68 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The compact encoding carries every field of an empty append and of an
+// append's answer; a raft version adding a field fails here.
+func TestCompactAppendRoundTrip(t *testing.T) {
+	if n := reflect.TypeOf(raft.AppendEntriesRequest{}).NumField(); n != 7 {
+		t.Fatalf("raft.AppendEntriesRequest has %d fields; compact.go encodes 7", n)
+	}
+	if n := reflect.TypeOf(raft.AppendEntriesResponse{}).NumField(); n != 5 {
+		t.Fatalf("raft.AppendEntriesResponse has %d fields; compact.go encodes 5", n)
+	}
+	if n := reflect.TypeOf(raft.RPCHeader{}).NumField(); n != 3 {
+		t.Fatalf("raft.RPCHeader has %d fields; compact.go encodes 3", n)
+	}
+	hdr := raft.RPCHeader{ProtocolVersion: 3, ID: []byte("n1"), Addr: []byte{}}
+	for _, req := range []*raft.AppendEntriesRequest{
+		{RPCHeader: hdr, Term: 1 << 40, Leader: []byte("l"), PrevLogEntry: 7, PrevLogTerm: 6, LeaderCommitIndex: 5},
+		{},
+	} {
+		b, err := appendRequest(nil, rpcAppendEntries, 3, "g", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b[4] != rpcEmptyAppend {
+			t.Fatalf("an empty append of type %d", b[4])
+		}
+		fr := newFrameReader(bytes.NewReader(b))
+		body, err := fr.next(requestHeader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := fr.decodeRequest(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.cmd, req) || got.typ != rpcAppendEntries {
+			t.Fatalf("decoded %#v, want %#v", got.cmd, req)
+		}
+	}
+	for _, resp := range []*raft.AppendEntriesResponse{
+		{RPCHeader: hdr, Term: 9, LastLog: 1 << 50, Success: true, NoRetryBackoff: true},
+		{},
+	} {
+		b, err := appendResponse(nil, 3, resp, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr := newFrameReader(bytes.NewReader(b))
+		body, err := fr.next(responseHeader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got raft.AppendEntriesResponse
+		if err := fr.decodeAnswer(body[0], body[9:], &got); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(&got, resp) {
+			t.Fatalf("decoded %#v, want %#v", got, resp)
+		}
+		// A truncated answer is an error.
+		if err := fr.decodeAnswer(body[0], body[9:len(body)-1], &got); !errors.Is(err, ErrBadFrame) {
+			t.Fatalf("truncated answer: %v", err)
+		}
+	}
 }

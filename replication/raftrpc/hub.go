@@ -295,7 +295,7 @@ func (h *Hub) serve(l *link) {
 func (h *Hub) dispatch(l *link, req request) {
 	t := h.group(req.group)
 	if t == nil {
-		l.respond(req.id, raft.RPCResponse{Error: fmt.Errorf("raftrpc: no group %q on this node", req.group)})
+		l.respond(req.id, isEmptyAppend(req.cmd), raft.RPCResponse{Error: fmt.Errorf("raftrpc: no group %q on this node", req.group)})
 		return
 	}
 	t.receive(l, req)

@@ -24,16 +24,27 @@ type link struct {
 	pending []byte // frames queued, not yet written
 	err     error  // set once, when the link failed
 	wake    chan struct{}
+	lazy    chan struct{} // wakes the writer after Linger
 	done    chan struct{} // closed when the link failed
 	onFail  func(error)
 }
 
+// Linger is how long the writer waits, after a lazy frame was queued (an
+// empty AppendEntries, heartbeat or commit notice, and its answer), for
+// more frames to write with it; any other frame is written at once, with
+// the lazy ones queued before it.
+const Linger = 5 * time.Millisecond
+
 func newLink(c net.Conn, timeout time.Duration, onFail func(error)) *link {
-	return &link{c: c, timeout: timeout, wake: make(chan struct{}, 1), done: make(chan struct{}), onFail: onFail}
+	return &link{
+		c: c, timeout: timeout, onFail: onFail,
+		wake: make(chan struct{}, 1), lazy: make(chan struct{}, 1), done: make(chan struct{}),
+	}
 }
 
-// queue appends a frame with add and wakes the writer.
-func (l *link) queue(add func([]byte) ([]byte, error)) error {
+// queue appends a frame with add and wakes the writer: at once, or after
+// Linger when lazy.
+func (l *link) queue(lazy bool, add func([]byte) ([]byte, error)) error {
 	l.mu.Lock()
 	if l.err != nil {
 		err := l.err
@@ -46,8 +57,12 @@ func (l *link) queue(add func([]byte) ([]byte, error)) error {
 	if err != nil {
 		return err
 	}
+	wake := l.wake
+	if lazy {
+		wake = l.lazy
+	}
 	select {
-	case l.wake <- struct{}{}:
+	case wake <- struct{}{}:
 	default:
 	}
 	return nil
@@ -56,9 +71,20 @@ func (l *link) queue(add func([]byte) ([]byte, error)) error {
 // writeLoop writes the queued frames until the link fails.
 func (l *link) writeLoop() {
 	var spare []byte
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	for {
 		select {
 		case <-l.wake:
+		case <-l.lazy:
+			linger.Reset(Linger)
+			select {
+			case <-l.wake:
+				linger.Stop()
+			case <-linger.C:
+			case <-l.done:
+				return
+			}
 		case <-l.done:
 			return
 		}
@@ -99,9 +125,9 @@ func (l *link) fail(err error) {
 	}
 }
 
-// respond queues the answer to request id.
-func (l *link) respond(id uint64, r raft.RPCResponse) {
-	err := l.queue(func(b []byte) ([]byte, error) { return appendResponse(b, id, r.Response, r.Error) })
+// respond queues the answer to request id (lazy: see queue).
+func (l *link) respond(id uint64, lazy bool, r raft.RPCResponse) {
+	err := l.queue(lazy, func(b []byte) ([]byte, error) { return appendResponse(b, id, r.Response, r.Error) })
 	if err != nil && !errors.Is(err, ErrClosed) {
 		select {
 		case <-l.done:
@@ -142,7 +168,7 @@ func (c *client) start(group string, typ byte, args, resp any, done chan error, 
 	}
 	c.calls[id] = &call{resp: resp, done: done, deadline: time.Now().Add(timeout)}
 	c.cmu.Unlock()
-	err := c.queue(func(b []byte) ([]byte, error) { return appendRequest(b, typ, id, group, args) })
+	err := c.queue(isEmptyAppend(args), func(b []byte) ([]byte, error) { return appendRequest(b, typ, id, group, args) })
 	if err != nil && c.take(id) == nil {
 		// The link failed meanwhile and answered the call.
 		return <-done
@@ -219,7 +245,7 @@ func (c *client) readLoop() {
 		}
 		status, id := b[0], binary.BigEndian.Uint64(b[1:9])
 		payload := b[9:]
-		if status != statusOK && status != statusError {
+		if status != statusOK && status != statusError && status != statusAppendOK {
 			c.fail(fmt.Errorf("%w: status %#x from %s", ErrBadFrame, status, c.addr))
 			return
 		}
@@ -231,7 +257,7 @@ func (c *client) readLoop() {
 			cl.done <- &RemoteError{Msg: string(payload)}
 			continue
 		}
-		if err := fr.decode(payload, cl.resp); err != nil {
+		if err := fr.decodeAnswer(status, payload, cl.resp); err != nil {
 			cl.done <- err
 			c.fail(fmt.Errorf("raftrpc: answer from %s: %w", c.addr, err))
 			return

@@ -33,6 +33,7 @@ type inbound struct {
 	resp chan raft.RPCResponse
 	from *link
 	id   uint64
+	lazy bool // the answer to an empty append
 }
 
 var (
@@ -79,14 +80,15 @@ func (t *Transport) fastPathSafe(cmd any) bool {
 func (t *Transport) receive(l *link, req request) {
 	ch := make(chan raft.RPCResponse, 1)
 	rpc := raft.RPC{Command: req.cmd, RespChan: ch}
+	lazy := isEmptyAppend(req.cmd)
 	if isHeartbeat(req.cmd) {
 		if cb := t.hb.Load(); cb != nil && t.fastPathSafe(req.cmd) {
 			(*cb)(rpc)
 			select {
 			case r := <-ch:
-				l.respond(req.id, r)
+				l.respond(req.id, lazy, r)
 			default: // Raft is shutting down: it ignored the heartbeat
-				l.respond(req.id, raft.RPCResponse{Error: raft.ErrTransportShutdown})
+				l.respond(req.id, lazy, raft.RPCResponse{Error: raft.ErrTransportShutdown})
 			}
 			return
 		}
@@ -95,14 +97,14 @@ func (t *Transport) receive(l *link, req request) {
 	switch {
 	case t.closed:
 		t.qmu.Unlock()
-		l.respond(req.id, raft.RPCResponse{Error: raft.ErrTransportShutdown})
+		l.respond(req.id, lazy, raft.RPCResponse{Error: raft.ErrTransportShutdown})
 		return
 	case len(t.queue) >= t.hub.cfg.QueueLen:
 		t.qmu.Unlock()
-		l.respond(req.id, raft.RPCResponse{Error: fmt.Errorf("%w: %s", ErrBusy, t.id)})
+		l.respond(req.id, lazy, raft.RPCResponse{Error: fmt.Errorf("%w: %s", ErrBusy, t.id)})
 		return
 	}
-	t.queue = append(t.queue, inbound{rpc: rpc, resp: ch, from: l, id: req.id})
+	t.queue = append(t.queue, inbound{rpc: rpc, resp: ch, from: l, id: req.id, lazy: lazy})
 	start := !t.running
 	t.running = true
 	if start {
@@ -130,7 +132,7 @@ func (t *Transport) drain() {
 		t.queue[0] = inbound{}
 		t.queue = t.queue[1:]
 		t.qmu.Unlock()
-		in.from.respond(in.id, t.handle(in))
+		in.from.respond(in.id, in.lazy, t.handle(in))
 	}
 }
 
