@@ -26,11 +26,19 @@
 // when the header is bad or the group unknown. Raft's own RPC framing
 // follows unchanged. A session that fails (peer restarted, link cut,
 // keep-alive unanswered) fails its streams and is dialed again by the next
-// Dial. Each group's Raft transport (NetworkTransport) takes Raft's
-// heartbeat fast path only for a follower's heartbeat of its own term:
-// hashicorp/raft handles a fast-path heartbeat outside its loop, and one
-// of a newer term would let a leader store its last appends under the new
-// leader's term (hashicorp/raft#695, issue 18).
+// Dial.
+//
+// A partition group's Raft RPCs do not use streams of their own: its
+// transport is package replication/raftrpc, where every group's
+// AppendEntries, votes and TimeoutNow to a peer share one stream per
+// direction (frames naming the group), written by one goroutine that puts
+// many groups' frames in one write; only InstallSnapshot and the segment
+// copy (segcopy.go) open a stream of the group. The metadata group keeps
+// hashicorp/raft's NetworkTransport (NetworkTransport, nettransport.go).
+// Both take Raft's heartbeat fast path only for a follower's heartbeat of
+// its own term: hashicorp/raft handles a fast-path heartbeat outside its
+// loop, and one of a newer term would let a leader store its last appends
+// under the new leader's term (hashicorp/raft#695, issue 18).
 //
 // # Idle groups
 //

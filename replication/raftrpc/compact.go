@@ -49,6 +49,7 @@ func appendHeaderFields(dst []byte, h raft.RPCHeader) []byte {
 func appendEmptyAppend(dst []byte, r *raft.AppendEntriesRequest) []byte {
 	dst = appendHeaderFields(dst, r.RPCHeader)
 	dst = binary.AppendUvarint(dst, r.Term)
+	//lint:ignore SA1019 every field is carried, as msgpack does
 	dst = appendBytes(dst, r.Leader)
 	dst = binary.AppendUvarint(dst, r.PrevLogEntry)
 	dst = binary.AppendUvarint(dst, r.PrevLogTerm)
@@ -124,7 +125,9 @@ func (r *compactReader) end() error {
 
 func decodeEmptyAppend(b []byte) (*raft.AppendEntriesRequest, error) {
 	r := compactReader{b: b}
-	req := &raft.AppendEntriesRequest{RPCHeader: r.header(), Term: r.uvarint(), Leader: r.bytes()}
+	req := &raft.AppendEntriesRequest{RPCHeader: r.header(), Term: r.uvarint()}
+	//lint:ignore SA1019 every field is carried, as msgpack does
+	req.Leader = r.bytes()
 	req.PrevLogEntry = r.uvarint()
 	req.PrevLogTerm = r.uvarint()
 	req.LeaderCommitIndex = r.uvarint()

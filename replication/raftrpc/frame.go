@@ -256,6 +256,7 @@ func isHeartbeat(cmd any) bool {
 	}
 	addr := req.Addr
 	if len(addr) == 0 {
+		//lint:ignore SA1019 hashicorp/raft's own test reads it
 		addr = req.Leader
 	}
 	return req.Term != 0 && addr != nil && req.PrevLogEntry == 0 && req.PrevLogTerm == 0 &&

@@ -4,7 +4,11 @@
 //
 // A Mux owns the listener; Mux.Group registers a group and returns its
 // raft.StreamLayer, handed to raft.NewNetworkTransport, which stays
-// hashicorp/raft's own: what it takes for a connection is a stream.
+// hashicorp/raft's own: what it takes for a connection is a stream. (That
+// is the metadata group's transport. Partition groups send their Raft RPCs
+// over package replication/raftrpc's links, streams of one Mux group,
+// raftrpc.ChannelID, shared by every partition; a partition's own streams
+// carry only its snapshots and segment copies.)
 //
 // # Sessions
 //
