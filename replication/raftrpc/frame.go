@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
@@ -37,9 +38,10 @@ const (
 	// group's stream layer (never one of the segment copy's or Raft's).
 	SnapshotMagic byte = 0xC6
 
-	// keepBuffer: a read or write buffer grown past it for a large append
-	// is dropped once the append is through.
-	keepBuffer = 64 << 10
+	// keepBuffer: a link's read or write buffer grown past it for large
+	// appends is dropped once they are through (a few per node: one per
+	// link, not per group).
+	keepBuffer = 1 << 20
 )
 
 // ErrBadFrame: the peer sent a frame this version cannot read; the link
@@ -109,11 +111,24 @@ func appendRequest(dst []byte, typ byte, id uint64, group string, args any) ([]b
 	if empty {
 		return finishFrame(appendEmptyAppend(dst, ae), start)
 	}
+	if ae != nil {
+		dst = slices.Grow(dst, appendSize(ae))
+	}
 	dst, err := appendMsgpack(dst, args)
 	if err != nil {
 		return dst[:start], fmt.Errorf("raftrpc: encode request: %w", err)
 	}
 	return finishFrame(dst, start)
+}
+
+// appendSize estimates an append's encoded size, so that its frame is
+// grown once.
+func appendSize(r *raft.AppendEntriesRequest) int {
+	n := 128
+	for _, e := range r.Entries {
+		n += 64 + len(e.Data) + len(e.Extensions)
+	}
+	return n
 }
 
 // appendResponse appends a response frame: resp, or err's text.
