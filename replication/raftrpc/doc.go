@@ -45,7 +45,10 @@
 // pending buffer and wake it; it swaps the buffer out and writes every
 // frame queued meanwhile in one Write. Heartbeats and commit notices of
 // hundreds of groups to the same peer so go out in a few syscalls. It has
-// one reader, which never blocks on a group:
+// one reader, which never blocks on a group, nor on a lock the calls take
+// (the Hub finds groups and links in sync.Maps: a reader queued on a
+// Hub-wide mutex behind a thousand groups' votes stopped reading on a
+// starved node, and its peers' writes timed out):
 //
 //   - a heartbeat (an AppendEntries without entries, log position or
 //     commit index) takes Raft's fast path in the reader when that is safe:

@@ -33,9 +33,17 @@ type Hub struct {
 	done chan struct{}
 	wg   sync.WaitGroup
 
-	mu      sync.Mutex
-	groups  map[string]*Transport
-	clients map[string]*client // by peer address
+	// groups (id -> *Transport) and clients (peer address -> *client)
+	// are read by every request a link reader dispatches and by every
+	// call: sync.Maps, so that neither reads under mu. A link reader
+	// queued on a Hub-wide mutex behind the calls of a thousand groups
+	// electing at once stopped reading for seconds on a starved node;
+	// its peers' writes then hit their deadline and every group's calls
+	// failed with the link, and elections never finished (issue 19).
+	groups  sync.Map
+	clients sync.Map
+
+	mu      sync.Mutex // guards servers, closed, and additions to groups and clients
 	servers map[*link]struct{}
 	closed  bool
 }
@@ -59,7 +67,7 @@ func NewHub(cfg Config) (*Hub, error) {
 	}
 	h := &Hub{
 		cfg: cfg, log: cfg.Logger.Named("raftrpc"), done: make(chan struct{}),
-		groups: map[string]*Transport{}, clients: map[string]*client{}, servers: map[*link]struct{}{},
+		servers: map[*link]struct{}{},
 	}
 	h.wg.Add(2)
 	go h.acceptLoop()
@@ -78,7 +86,8 @@ func (h *Hub) Close() error {
 	h.closed = true
 	close(h.done)
 	var links []*link
-	for _, c := range h.clients {
+	h.clients.Range(func(_, v any) bool {
+		c := v.(*client)
 		select {
 		case <-c.ready: // c.link is set (or the dial failed) before ready
 			if c.dialErr == nil {
@@ -86,7 +95,8 @@ func (h *Hub) Close() error {
 			}
 		default: // still dialing: dial sees closed
 		}
-	}
+		return true
+	})
 	for l := range h.servers {
 		links = append(links, l)
 	}
@@ -109,53 +119,50 @@ func (h *Hub) Group(id string, snapshots raft.StreamLayer) (*Transport, error) {
 	if h.closed {
 		return nil, ErrClosed
 	}
-	if _, ok := h.groups[id]; ok {
-		return nil, fmt.Errorf("raftrpc: group %q already registered", id)
-	}
 	t := &Transport{
 		hub: h, id: id, snaps: snapshots,
 		consumer: make(chan raft.RPC),
 		done:     make(chan struct{}),
 	}
-	h.groups[id] = t
+	if _, loaded := h.groups.LoadOrStore(id, t); loaded {
+		return nil, fmt.Errorf("raftrpc: group %q already registered", id)
+	}
 	return t, nil
 }
 
+// group returns the registered group id, or nil; it takes no lock.
 func (h *Hub) group(id string) *Transport {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.groups[id]
-}
-
-func (h *Hub) forget(t *Transport) {
-	h.mu.Lock()
-	if h.groups[t.id] == t {
-		delete(h.groups, t.id)
+	if v, ok := h.groups.Load(id); ok {
+		return v.(*Transport)
 	}
-	h.mu.Unlock()
+	return nil
 }
 
-// client returns the link to addr, dialing it when there is none.
+func (h *Hub) forget(t *Transport) { h.groups.CompareAndDelete(t.id, t) }
+
+// client returns the link to addr, dialing it when there is none. With a
+// link, it takes no lock (see Hub.clients).
 func (h *Hub) client(addr raft.ServerAddress) (*client, error) {
+	select {
+	case <-h.done:
+		return nil, ErrClosed
+	default:
+	}
 	a := string(addr)
+	if v, ok := h.clients.Load(a); ok {
+		return v.(*client).dialed()
+	}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
 		return nil, ErrClosed
 	}
-	c := h.clients[a]
-	if c != nil {
-		h.mu.Unlock()
-		<-c.ready
-		if c.dialErr != nil {
-			return nil, c.dialErr
-		}
-		return c, nil
-	}
-	c = &client{addr: a, ready: make(chan struct{}), calls: map[uint64]*call{}}
-	h.clients[a] = c
+	v, loaded := h.clients.LoadOrStore(a, &client{addr: a, ready: make(chan struct{}), calls: map[uint64]*call{}})
 	h.mu.Unlock()
-
+	c := v.(*client)
+	if loaded {
+		return c.dialed()
+	}
 	c.dialErr = h.dial(c)
 	if c.dialErr != nil {
 		h.dropClient(c)
@@ -195,13 +202,16 @@ func (h *Hub) dial(c *client) error {
 	return nil
 }
 
-func (h *Hub) dropClient(c *client) {
-	h.mu.Lock()
-	if h.clients[c.addr] == c {
-		delete(h.clients, c.addr)
+// dialed waits for c's dial and returns c, or the dial's error.
+func (c *client) dialed() (*client, error) {
+	<-c.ready
+	if c.dialErr != nil {
+		return nil, c.dialErr
 	}
-	h.mu.Unlock()
+	return c, nil
 }
+
+func (h *Hub) dropClient(c *client) { h.clients.CompareAndDelete(c.addr, c) }
 
 // expireLoop fails the calls that outlived Timeout, once a second.
 func (h *Hub) expireLoop() {
@@ -211,15 +221,10 @@ func (h *Hub) expireLoop() {
 	for {
 		select {
 		case now := <-tick.C:
-			h.mu.Lock()
-			cs := make([]*client, 0, len(h.clients))
-			for _, c := range h.clients {
-				cs = append(cs, c)
-			}
-			h.mu.Unlock()
-			for _, c := range cs {
-				c.expire(now)
-			}
+			h.clients.Range(func(_, v any) bool {
+				v.(*client).expire(now)
+				return true
+			})
 		case <-h.done:
 			return
 		}

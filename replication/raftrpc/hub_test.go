@@ -71,6 +71,36 @@ func TestCallsReachTheirGroup(t *testing.T) {
 	}
 }
 
+// Once a link is up, neither a call nor the link's reader takes the Hub's
+// mutex: on a starved node with a thousand groups electing at once, a
+// reader queued on it behind every group's votes stopped reading for
+// seconds, its peers' writes hit their deadline and the broken links
+// failed every group's calls, over and over (bench-partitions at 1,000
+// partitions, load 38: the reader in Hub.group, 487 calls in Hub.client,
+// all on the Hub's mutex). Here both Hubs' mutexes are held while a call
+// goes over the link and is answered.
+func TestCallsOnALinkTakeNoHubLock(t *testing.T) {
+	a, b := newNode(t, Config{}), newNode(t, Config{})
+	ta, tb := a.group(t, "g"), b.group(t, "g")
+	stop := make(chan struct{})
+	defer close(stop)
+	go answer(tb, 0, stop)
+	var resp raft.AppendEntriesResponse
+	if err := ta.AppendEntries("b", b.addr(), appendReq(3, 1, 1), &resp); err != nil || !resp.Success {
+		t.Fatalf("append: %+v, %v", resp, err)
+	}
+	a.hub.mu.Lock()
+	b.hub.mu.Lock()
+	defer b.hub.mu.Unlock()
+	defer a.hub.mu.Unlock()
+	err := within(t, 5*time.Second, "an append with both Hubs' mutexes held", func() error {
+		return ta.AppendEntries("b", b.addr(), appendReq(3, 2, 1), &resp)
+	})
+	if err != nil || !resp.Success || resp.LastLog != 3 {
+		t.Fatalf("append with both Hubs' mutexes held: %+v, %v", resp, err)
+	}
+}
+
 // A group whose Raft loop does not read its RPCs (a follower busy storing
 // a large append) fills its own queue, whose next RPC is refused at once;
 // another group's heartbeats on the same link are answered meanwhile.
