@@ -44,7 +44,11 @@
 // A link has one writer: callers append encoded frames to the link's
 // pending buffer and wake it; it swaps the buffer out and writes every
 // frame queued meanwhile in one Write. Heartbeats and commit notices of
-// hundreds of groups to the same peer so go out in a few syscalls. It has
+// hundreds of groups to the same peer so go out in a few syscalls. The
+// writes have no deadline: a peer that reads slowly makes the writer wait
+// for its yamux window, and the calls queued meanwhile time out each on
+// its own (Calls), not all at once with the link; a peer gone silent is
+// noticed by the Mux session's keep-alive, which closes the link. It has
 // one reader, which never blocks on a group, nor on a lock the calls take
 // (the Hub finds groups and links in sync.Maps: a reader queued on a
 // Hub-wide mutex behind a thousand groups' votes stopped reading on a

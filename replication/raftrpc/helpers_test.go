@@ -29,6 +29,13 @@ func (n *node) close() {
 
 func newNode(t *testing.T, cfg Config) *node {
 	t.Helper()
+	return newNodeWith(t, cfg, nil)
+}
+
+// newNodeWith is newNode with the Hub's stream layer wrapped by wrap (nil:
+// as is).
+func newNodeWith(t *testing.T, cfg Config, wrap func(raft.StreamLayer) raft.StreamLayer) *node {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -42,6 +49,9 @@ func newNode(t *testing.T, cfg Config) *node {
 		t.Fatal(err)
 	}
 	cfg.Stream = links
+	if wrap != nil {
+		cfg.Stream = wrap(links)
+	}
 	cfg.Logger = testLogger
 	hub, err := NewHub(cfg)
 	if err != nil {

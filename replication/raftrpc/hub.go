@@ -16,7 +16,8 @@ type Config struct {
 	// Stream is the links' stream layer: the node's Mux group ChannelID.
 	// Required; the Hub closes it.
 	Stream raft.StreamLayer
-	// Timeout bounds a call, a dial and a link's write. 0: 10s.
+	// Timeout bounds a call and a dial (not a link's writes: see link).
+	// 0: 10s.
 	Timeout time.Duration
 	// QueueLen bounds each group's inbound queue. 0: 64.
 	QueueLen int
@@ -185,7 +186,8 @@ func (h *Hub) dial(c *client) error {
 		conn.Close()
 		return fmt.Errorf("raftrpc: dial %s: %w", c.addr, err)
 	}
-	c.link = newLink(conn, h.cfg.Timeout, func(err error) {
+	conn.SetWriteDeadline(time.Time{}) // the link's writes have none
+	c.link = newLink(conn, func(err error) {
 		h.dropClient(c)
 		c.failCalls(err)
 	})
@@ -251,7 +253,7 @@ func (h *Hub) acceptLoop() {
 			c.Close()
 			return
 		}
-		l := newLink(c, h.cfg.Timeout, nil)
+		l := newLink(c, nil)
 		h.servers[l] = struct{}{}
 		h.wg.Add(2)
 		h.mu.Unlock()

@@ -16,9 +16,17 @@ import (
 // link is one direction's connection to a peer: one writer goroutine
 // draining every queued frame into one Write, and a reader (the caller's
 // goroutine, readLoop).
+//
+// A link's writes have no deadline. A peer that reads slowly (a node
+// starved of CPU) fills the stream's yamux window and the writer waits
+// for it, while the calls queued behind fail one by one on their own
+// timeout; a write deadline instead failed the link, and with it every
+// group's calls to that peer at once, which then all retried together
+// (issue 19: elections at 1,000 partitions never finished at a load of
+// 38). A peer gone silent is noticed by the Mux session's keep-alive,
+// which closes the stream and so fails the write; Close ends it too.
 type link struct {
-	c       net.Conn
-	timeout time.Duration // bounds each Write
+	c net.Conn
 
 	mu      sync.Mutex
 	pending []byte // frames queued, not yet written
@@ -35,9 +43,9 @@ type link struct {
 // the lazy ones queued before it.
 const Linger = 5 * time.Millisecond
 
-func newLink(c net.Conn, timeout time.Duration, onFail func(error)) *link {
+func newLink(c net.Conn, onFail func(error)) *link {
 	return &link{
-		c: c, timeout: timeout, onFail: onFail,
+		c: c, onFail: onFail,
 		wake: make(chan struct{}, 1), lazy: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 }
@@ -96,7 +104,6 @@ func (l *link) writeLoop() {
 			spare = out
 			continue
 		}
-		l.c.SetWriteDeadline(time.Now().Add(l.timeout))
 		if _, err := l.c.Write(out); err != nil {
 			l.fail(fmt.Errorf("raftrpc: write to %s: %w", l.c.RemoteAddr(), err))
 			return

@@ -1,0 +1,200 @@
+package raftrpc
+
+import (
+	"errors"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// gate pauses the reads of the links a node accepts: a peer that reads
+// slowly (starved of CPU), so that its link's yamux window fills and the
+// writer's Write waits.
+type gate struct {
+	mu     sync.Mutex
+	opened chan struct{} // closed while reads may go on
+}
+
+func newGate() *gate {
+	g := &gate{opened: make(chan struct{})}
+	close(g.opened)
+	return g
+}
+
+func (g *gate) pause() {
+	g.mu.Lock()
+	g.opened = make(chan struct{})
+	g.mu.Unlock()
+}
+
+func (g *gate) resume() {
+	g.mu.Lock()
+	close(g.opened)
+	g.mu.Unlock()
+}
+
+func (g *gate) wait(closed <-chan struct{}) {
+	g.mu.Lock()
+	opened := g.opened
+	g.mu.Unlock()
+	select {
+	case <-opened:
+	case <-closed:
+	}
+}
+
+// gatedLayer hands out accepted links whose reads wait on its gate, and
+// counts them.
+type gatedLayer struct {
+	raft.StreamLayer
+	gate     *gate
+	accepted atomic.Int32
+}
+
+func (l *gatedLayer) Accept() (net.Conn, error) {
+	c, err := l.StreamLayer.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.accepted.Add(1)
+	return &gatedConn{Conn: c, gate: l.gate, closed: make(chan struct{})}, nil
+}
+
+type gatedConn struct {
+	net.Conn
+	gate   *gate
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (c *gatedConn) Read(p []byte) (int, error) {
+	c.gate.wait(c.closed)
+	return c.Conn.Read(p)
+}
+
+func (c *gatedConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
+
+// slowPeer is node a (call Timeout 1s) and node b whose link reads wait on
+// a gate, each with groups "g" and "big", b answering both until stop.
+func slowPeer(t *testing.T, stop <-chan struct{}) (a, b *node, ta, tbig *Transport, g *gate, layer *gatedLayer) {
+	t.Helper()
+	g = newGate()
+	a = newNode(t, Config{Timeout: time.Second})
+	b = newNodeWith(t, Config{}, func(s raft.StreamLayer) raft.StreamLayer {
+		layer = &gatedLayer{StreamLayer: s, gate: g}
+		return layer
+	})
+	ta, tbig = a.group(t, "g"), a.group(t, "big")
+	go answer(b.group(t, "g"), 0, stop)
+	go answer(b.group(t, "big"), 0, stop)
+	var resp raft.AppendEntriesResponse
+	if err := ta.AppendEntries("b", b.addr(), heartbeat(1), &resp); err != nil || !resp.Success {
+		t.Fatalf("heartbeat: %+v, %v", resp, err)
+	}
+	return a, b, ta, tbig, g, layer
+}
+
+// bigAppend is larger than a yamux stream's window (256 KiB): its Write
+// waits for the peer to read.
+func bigAppend() *raft.AppendEntriesRequest {
+	req := appendReq(1, 1, 1)
+	req.Entries[0].Data = make([]byte, 1<<20)
+	return req
+}
+
+// A peer that reads nothing for longer than the call timeout (a node
+// starved of CPU) makes the calls waiting on it time out, each on its own,
+// and nothing else: the link stays up and carries the calls made once the
+// peer reads again. With a deadline on each link write, the write waiting
+// for the peer's window failed the link, and with it every group's calls
+// to that peer (at 1,000 partitions and a load of 38, 9,632 link writes
+// timed out this way and elections never finished).
+func TestSlowPeerDoesNotBreakTheLink(t *testing.T) {
+	stop := make(chan struct{})
+	defer close(stop)
+	a, b, ta, tbig, g, layer := slowPeer(t, stop)
+	c, err := a.hub.client(b.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.pause()
+	calls := make(chan error, 2)
+	go func() {
+		var resp raft.AppendEntriesResponse
+		calls <- tbig.AppendEntries("b", b.addr(), bigAppend(), &resp)
+	}()
+	go func() {
+		var resp raft.AppendEntriesResponse
+		calls <- ta.AppendEntries("b", b.addr(), heartbeat(1), &resp)
+	}()
+	// Three call timeouts: the calls above expire meanwhile.
+	time.Sleep(3 * time.Second)
+	select {
+	case <-c.done:
+		t.Fatalf("the link failed while its peer was slow: %v", c.closedErr())
+	default:
+	}
+	g.resume()
+	for range 2 {
+		// Answered in time or expired; never failed by the link.
+		if err := <-calls; err != nil && !errors.Is(err, errTimeout) {
+			t.Fatalf("a call waiting on a slow peer: %v, want a timeout or its answer", err)
+		}
+	}
+	var resp raft.AppendEntriesResponse
+	err = within(t, 10*time.Second, "a heartbeat once the peer reads", func() error {
+		return ta.AppendEntries("b", b.addr(), heartbeat(1), &resp)
+	})
+	if err != nil || !resp.Success {
+		t.Fatalf("heartbeat once the peer reads again: %+v, %v", resp, err)
+	}
+	if c2, _ := a.hub.client(b.addr()); c2 != c {
+		t.Fatal("the link to the slow peer was replaced")
+	}
+	if n := layer.accepted.Load(); n != 1 {
+		t.Fatalf("the slow peer accepted %d links, want 1", n)
+	}
+}
+
+// With no deadline on link writes, closing the Hub still ends a write
+// waiting for a peer that does not read, and every goroutine.
+func TestCloseEndsAWriteWaitingOnASlowPeer(t *testing.T) {
+	before := runtime.NumGoroutine()
+	stop := make(chan struct{})
+	a, b, _, tbig, g, _ := slowPeer(t, stop)
+	g.pause()
+	call := make(chan error, 1)
+	go func() {
+		var resp raft.AppendEntriesResponse
+		call <- tbig.AppendEntries("b", b.addr(), bigAppend(), &resp)
+	}()
+	time.Sleep(200 * time.Millisecond) // the writer waits on the window
+	err := within(t, 5*time.Second, "closing a hub whose link write waits", func() error {
+		a.close()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-call; err == nil {
+		t.Fatal("an append to a peer that reads nothing succeeded after Close")
+	}
+	close(stop)
+	b.close()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines before, %d after Close:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
