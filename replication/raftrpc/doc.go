@@ -48,7 +48,9 @@
 // writes have no deadline: a peer that reads slowly makes the writer wait
 // for its yamux window, and the calls queued meanwhile time out each on
 // its own (Calls), not all at once with the link; a peer gone silent is
-// noticed by the Mux session's keep-alive, which closes the link. It has
+// noticed by the Mux session's keep-alive, which closes the link. The
+// requests of calls that ended (timed out) while they waited are dropped
+// before the write, so a peer that reads again gets no stale retries. It has
 // one reader, which never blocks on a group, nor on a lock the calls take
 // (the Hub finds groups and links in sync.Maps: a reader queued on a
 // Hub-wide mutex behind a thousand groups' votes stopped reading on a

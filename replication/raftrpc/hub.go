@@ -191,6 +191,7 @@ func (h *Hub) dial(c *client) error {
 		h.dropClient(c)
 		c.failCalls(err)
 	})
+	c.link.prune = c.dropEnded
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()

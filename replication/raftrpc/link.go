@@ -35,6 +35,10 @@ type link struct {
 	lazy    chan struct{} // wakes the writer after Linger
 	done    chan struct{} // closed when the link failed
 	onFail  func(error)
+	// prune, when set, drops from a batch about to be written the frames
+	// nobody waits for any more (client.dropEnded); set before writeLoop
+	// starts.
+	prune func([]byte) []byte
 }
 
 // Linger is how long the writer waits, after a lazy frame was queued (an
@@ -100,6 +104,9 @@ func (l *link) writeLoop() {
 		out := l.pending
 		l.pending = spare[:0]
 		l.mu.Unlock()
+		if l.prune != nil {
+			out = l.prune(out)
+		}
 		if len(out) == 0 {
 			spare = out
 			continue
@@ -240,6 +247,34 @@ func (c *client) expire(now time.Time) {
 }
 
 var errTimeout = errors.New("timeout")
+
+// dropEnded removes from frames (whole requests, as start queues them)
+// those whose call ended while they waited to be written: timed out, or
+// failed. A peer slow to read (a starved node) would otherwise get, once
+// it reads again, every retry of every group's votes queued meanwhile,
+// all stale: at 3,000 partitions one link's queue grew to 6.6 MB of them.
+func (c *client) dropEnded(frames []byte) []byte {
+	c.cmu.Lock()
+	defer c.cmu.Unlock()
+	w := 0
+	for r := 0; r < len(frames); {
+		n := 0
+		if len(frames)-r >= requestHeader {
+			n = 4 + int(binary.BigEndian.Uint32(frames[r:]))
+		}
+		if n < requestHeader || r+n > len(frames) {
+			// Not a whole request (cannot happen: start queues whole
+			// ones): kept as it is.
+			w += copy(frames[w:], frames[r:])
+			break
+		}
+		if _, ok := c.calls[binary.BigEndian.Uint64(frames[r+5:])]; ok {
+			w += copy(frames[w:], frames[r:r+n])
+		}
+		r += n
+	}
+	return frames[:w]
+}
 
 // readLoop reads answers until the link fails.
 func (c *client) readLoop() {
