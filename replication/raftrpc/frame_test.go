@@ -93,15 +93,7 @@ func TestCompactAppendRoundTrip(t *testing.T) {
 		if b[4] != rpcEmptyAppend {
 			t.Fatalf("an empty append of type %d", b[4])
 		}
-		fr := newFrameReader(bytes.NewReader(b))
-		body, err := fr.next(requestHeader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := fr.decodeRequest(body)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := readRequest(t, b)
 		if !reflect.DeepEqual(got.cmd, req) || got.typ != rpcAppendEntries {
 			t.Fatalf("decoded %#v, want %#v", got.cmd, req)
 		}
@@ -131,4 +123,19 @@ func TestCompactAppendRoundTrip(t *testing.T) {
 			t.Fatalf("truncated answer: %v", err)
 		}
 	}
+}
+
+// readRequest decodes the one request frame b holds.
+func readRequest(t *testing.T, b []byte) request {
+	t.Helper()
+	fr := newFrameReader(bytes.NewReader(b))
+	body, err := fr.next(requestHeader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := fr.decodeRequest(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
 }

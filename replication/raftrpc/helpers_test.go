@@ -3,6 +3,7 @@ package raftrpc
 import (
 	"io"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -140,5 +141,19 @@ func within(t *testing.T, d time.Duration, what string, f func() error) error {
 	case <-time.After(d):
 		t.Fatalf("%s: no outcome in %v", what, d)
 		return nil
+	}
+}
+
+// waitGoroutines waits up to 5 s for the goroutines to be back to before,
+// and fails with every goroutine's stack if they are not.
+func waitGoroutines(t *testing.T, before int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines before, %d after Close:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

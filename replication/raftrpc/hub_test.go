@@ -302,12 +302,5 @@ func TestNoGoroutineLeftAfterClose(t *testing.T) {
 	bg.Close()
 	a.close()
 	b.close()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines before, %d after Close:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitGoroutines(t, before)
 }
