@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/logd/logd/replication/transport"
 )
 
 // gate pauses the reads of the links a node accepts: a peer that reads
@@ -104,11 +105,11 @@ func slowPeer(t *testing.T, stop <-chan struct{}) (a, b *node, ta, tbig *Transpo
 	return a, b, ta, tbig, g, layer
 }
 
-// bigAppend is larger than a yamux stream's window (256 KiB): its Write
-// waits for the peer to read.
+// bigAppend is larger than a yamux stream's window
+// (transport.StreamWindow): its Write waits for the peer to read.
 func bigAppend() *raft.AppendEntriesRequest {
 	req := appendReq(1, 1, 1)
-	req.Entries[0].Data = make([]byte, 1<<20)
+	req.Entries[0].Data = make([]byte, transport.StreamWindow+1<<20)
 	return req
 }
 

@@ -32,6 +32,14 @@ const (
 // not the number of open streams.
 const sessionBacklog = 1024
 
+// StreamWindow is the most a stream's sender may have in flight, unread by
+// the peer (yamux's default is 256 KiB). Every partition's appends to a
+// peer share one raftrpc link, so this bounds the bytes in flight of all of
+// them together: at 256 KiB the 3-node produce benchmark ran 15% below
+// NetworkTransport's stream per group. The receiver buffers at most this
+// much per stream, and only while its reader lags.
+const StreamWindow = 4 << 20
+
 func sessionConfig(cfg Config, log hclog.Logger) *yamux.Config {
 	y := yamux.DefaultConfig()
 	y.AcceptBacklog = sessionBacklog
@@ -47,6 +55,7 @@ func sessionConfig(cfg Config, log hclog.Logger) *yamux.Config {
 	// A stream closed here whose peer never closes its end is dropped
 	// after this (yamux keeps its state until then).
 	y.StreamCloseTimeout = 30 * time.Second
+	y.MaxStreamWindowSize = StreamWindow
 	y.LogOutput = nil
 	y.Logger = log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
 	return y
