@@ -108,3 +108,19 @@ kill -9 "${pids[$k]}"
 echo x | "$BIN" produce idle --partition 0 --acks all --timeout 120s --server "$(IFS=,; echo "${others[*]}")" >/dev/null
 echo
 python3 -c "print('failover of partition 0 (leader $leader killed): %.2f s until a produce (acks=all) was acknowledged' % ($(now) - $t1))"
+
+# Graceful stop of the two survivors (SIGTERM), as an operator's restart does.
+t2=$(now)
+for i in 0 1 2; do [ $i != $k ] && kill -TERM "${pids[$i]}"; done
+running() { [ -r "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; } # an exited child stays a zombie until waited
+stopped=yes
+for i in 0 1 2; do
+  [ $i = $k ] && continue
+  for _ in $(seq 1 1200); do running "${pids[$i]}" || break; sleep 0.1; done
+  running "${pids[$i]}" && stopped=no
+done
+if [ $stopped = yes ]; then
+  python3 -c "print('stop (SIGTERM) of the two other nodes: %.2f s until both exited' % ($(now) - $t2))"
+else
+  echo "stop (SIGTERM) of the two other nodes: not exited after 120 s (killed by the cleanup)"
+fi
