@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/cluster"
+	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
 	"github.com/logd/logd/replication/meta"
 	"github.com/logd/logd/routing"
@@ -73,24 +75,71 @@ func (b *Broker) topic(ctx context.Context, name string) (TopicInfo, error) {
 		// In a cluster this node may not have the topic yet.
 		return TopicInfo{}, b.topicLookup(ctx, name, err)
 	}
-	t := TopicInfo{Config: c}
+	t := TopicInfo{Config: c, Partitions: make([]PartitionInfo, len(parts))}
 	var st meta.State
 	if b.cl != nil {
 		st = b.cl.State()
 	}
-	for _, p := range parts {
-		pi := PartitionInfo{ID: p.ID, LogStart: p.Log.StartOffset(), HighWatermark: p.Log.HighWatermark(),
+	for i, p := range parts {
+		pi := &t.Partitions[i]
+		*pi = PartitionInfo{ID: p.ID, LogStart: p.Log.StartOffset(), HighWatermark: p.Log.HighWatermark(),
 			SizeBytes: p.Log.Size(), Segments: int32(len(p.Log.Segments())),
 			Leader: SelfID, Replicas: []string{SelfID}, ISR: []string{SelfID}}
 		if b.cl != nil {
-			if l, err := b.cl.PartitionLog(ctx, p); err == nil {
-				pi.LogStart, pi.HighWatermark = l.StartOffset(), l.HighWatermark()
-			}
-			b.clusterView(st, c, p, &pi)
+			b.clusterView(st, c, p, pi)
 		}
-		t.Partitions = append(t.Partitions, pi)
+	}
+	if b.cl != nil {
+		leaderBounds(ctx, parts, t.Partitions, b.cl.PartitionLog, describeLookupTimeout)
 	}
 	return t, nil
+}
+
+const (
+	// describeFanOut bounds the partitions one describe asks at once. A
+	// lookup mostly waits, for a read barrier's Raft round here (a
+	// quorum's fsyncs) or for a peer doing one, and different partitions'
+	// rounds are independent: one after the other, 1,000 partitions took
+	// most of 10 s; 32 at once divide that wait by up to 32. The bound
+	// keeps what one describe adds to the nodes (barriers, calls on a peer
+	// link, goroutines) to what a few dozen produce requests add, so that
+	// producers starting together do not crowd out traffic; more would
+	// gain little on a few cores.
+	describeFanOut = 32
+
+	// describeLookupTimeout bounds each partition's lookup (the caller's
+	// deadline bounds them all). A partition whose leader is gone or
+	// re-electing can hold its lookup long: a deposed leader's barrier
+	// until it steps down (a leader lease: 1 s by default) or
+	// ReadBarrierTimeout (5 s), a call to a stopped node until the
+	// deadline. Without a bound of its own, one such partition holds the
+	// whole describe until the caller gives up (a client's default call
+	// timeout is 10 s), and a producer learning the partition count fails
+	// for it. Past the bound the partition keeps this replica's offsets, as
+	// on any lookup error: the answer stays whole and on time, one
+	// partition's bounds maybe a little behind. 2 s is past a lease and
+	// far past a healthy barrier's round, and a fifth of the client's
+	// default.
+	describeLookupTimeout = 2 * time.Second
+)
+
+// partitionLookup answers a partition's log bounds as its leader knows
+// them (Cluster.PartitionLog).
+type partitionLookup func(context.Context, *partition.Partition) (offsets.PartitionLog, error)
+
+// leaderBounds sets pis[i]'s log start and high watermark (this replica's)
+// to what lookup answers for parts[i], asking up to describeFanOut
+// partitions at once, each for at most timeout. A partition whose lookup
+// fails, times out or is not started because ctx ended keeps this
+// replica's bounds.
+func leaderBounds(ctx context.Context, parts []*partition.Partition, pis []PartitionInfo, lookup partitionLookup, timeout time.Duration) {
+	fanOut(ctx, len(parts), describeFanOut, func(ctx context.Context, i int) {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if l, err := lookup(ctx, parts[i]); err == nil {
+			pis[i].LogStart, pis[i].HighWatermark = l.StartOffset(), l.HighWatermark()
+		}
+	})
 }
 
 // clusterView fills a partition's leader, replicas and epoch from the
