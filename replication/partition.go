@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -197,7 +198,7 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 	}
 	p.stream = newCopyStream(cfg.Stream, func(c net.Conn) { serveCopy(c, cfg.Log, logger) }, p.trans.ServeSnapshot)
 	stable := NewStableStore(cfg.DB, cfg.Group)
-	r, err := raft.NewRaft(rc, p.fsm, p.store, stable, p.snaps, p.trans)
+	r, err := newRaft(rc, p.fsm, p.store, stable, p.snaps, p.trans)
 	if err != nil {
 		p.copyCancel()
 		p.trans.Close()
@@ -473,6 +474,30 @@ func (p *Partition) Close() error {
 	}
 	p.stream.wait()
 	return err
+}
+
+// newRaft is raft.NewRaft with its panic on a log entry it cannot read
+// turned into an error. hashicorp/raft v1.8.0 panics when GetLog fails
+// while it scans the log for configuration entries, before it starts any
+// goroutine: a disk error (EIO) reading one replica's segment would
+// otherwise stop the whole node, every other replica on it included (CI's
+// in-process torture met it, a crashed disk under a replica being
+// opened). Only an error is recovered, not a runtime error: any other
+// panic is a bug and goes on.
+func newRaft(conf *raft.Config, fsm raft.FSM, logs raft.LogStore, stable raft.StableStore,
+	snaps raft.SnapshotStore, trans raft.Transport) (r *raft.Raft, err error) {
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		e, ok := v.(error)
+		if _, bug := v.(runtime.Error); !ok || bug {
+			panic(v)
+		}
+		r, err = nil, fmt.Errorf("read the log: %w", e)
+	}()
+	return raft.NewRaft(conf, fsm, logs, stable, snaps, trans)
 }
 
 // catchUp copies the leader's segments through a snapshot this replica's
