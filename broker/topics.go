@@ -16,7 +16,8 @@ import (
 )
 
 // PartitionInfo is a partition's state. In a cluster the bounds are its
-// leader's (size and segments stay this node's replica's, 0 without one).
+// leader's from Topic, this node's replica's from TopicLayout (size and
+// segments stay this node's replica's, 0 without one).
 type PartitionInfo struct {
 	ID            int32
 	LogStart      int64
@@ -49,10 +50,19 @@ func (b *Broker) TopicConfigs(ctx context.Context, p Principal) ([]partition.Top
 // Topics lists the topics p may describe with their partitions' state
 // (Kafka's rule: a listing leaves out the others rather than refusing).
 func (b *Broker) Topics(ctx context.Context, p Principal) ([]TopicInfo, error) {
+	return b.topicList(ctx, p, true)
+}
+
+// TopicLayouts is Topics at TopicLayout's cost.
+func (b *Broker) TopicLayouts(ctx context.Context, p Principal) ([]TopicInfo, error) {
+	return b.topicList(ctx, p, false)
+}
+
+func (b *Broker) topicList(ctx context.Context, p Principal, fromLeaders bool) ([]TopicInfo, error) {
 	var out []TopicInfo
 	cs, _ := b.TopicConfigs(ctx, p)
 	for _, c := range cs {
-		t, err := b.topic(ctx, c.Name)
+		t, err := b.topic(ctx, c.Name, fromLeaders)
 		if err != nil {
 			continue // deleted meanwhile
 		}
@@ -61,15 +71,32 @@ func (b *Broker) Topics(ctx context.Context, p Principal) ([]TopicInfo, error) {
 	return out, nil
 }
 
-// Topic is one topic's config and partitions' state.
+// Topic is one topic's config and partitions' state. In a cluster it asks
+// every partition's leader for its log bounds (a read barrier each, up to
+// describeFanOut at once): for a describe, not for a lookup on every
+// request.
 func (b *Broker) Topic(ctx context.Context, pr Principal, name string) (TopicInfo, error) {
 	if err := b.Authorize(ctx, pr, auth.OpDescribe, auth.Topic(name)); err != nil {
 		return TopicInfo{}, err
 	}
-	return b.topic(ctx, name)
+	return b.topic(ctx, name, true)
 }
 
-func (b *Broker) topic(ctx context.Context, name string) (TopicInfo, error) {
+// TopicLayout is Topic without asking the partitions' leaders anything:
+// the config, each partition's leader, replicas and epoch as Topic gives
+// them, and this node's replica's log bounds, which may trail the
+// leader's by its last appends (a node without a replica of the topic
+// asks a peer for it, as Topic does). It costs no Raft round whatever the
+// partition count, for what clients ask often and needs no offsets:
+// Kafka's Metadata, a producer's partition count.
+func (b *Broker) TopicLayout(ctx context.Context, pr Principal, name string) (TopicInfo, error) {
+	if err := b.Authorize(ctx, pr, auth.OpDescribe, auth.Topic(name)); err != nil {
+		return TopicInfo{}, err
+	}
+	return b.topic(ctx, name, false)
+}
+
+func (b *Broker) topic(ctx context.Context, name string, fromLeaders bool) (TopicInfo, error) {
 	c, parts, err := b.topics.Partitions(name)
 	if err != nil {
 		// In a cluster this node may not have the topic yet.
@@ -89,7 +116,7 @@ func (b *Broker) topic(ctx context.Context, name string) (TopicInfo, error) {
 			b.clusterView(st, c, p, pi)
 		}
 	}
-	if b.cl != nil {
+	if b.cl != nil && fromLeaders {
 		leaderBounds(ctx, parts, t.Partitions, b.cl.PartitionLog, describeLookupTimeout)
 	}
 	return t, nil

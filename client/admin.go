@@ -153,6 +153,21 @@ func (a *Admin) ListTopics(ctx context.Context) ([]TopicInfo, error) {
 	}
 }
 
+// Topic returns a topic's configuration and partition count, without its
+// partitions' state: on a cluster DescribeTopic asks every partition's
+// leader for its offsets, which this does not.
+func (a *Admin) Topic(ctx context.Context, name string) (TopicInfo, error) {
+	var resp *logdv1.DescribeTopicResponse
+	err := a.adminCall(ctx, func(ctx context.Context, ac logdv1.AdminClient) (err error) {
+		resp, err = ac.DescribeTopic(ctx, &logdv1.DescribeTopicRequest{Name: name, ConfigOnly: true})
+		return err
+	})
+	if err != nil {
+		return TopicInfo{}, fmt.Errorf("describe topic %q: %w", name, err)
+	}
+	return topicInfo(resp.GetTopic()), nil
+}
+
 // DescribeTopic returns a topic's configuration and partitions' state.
 func (a *Admin) DescribeTopic(ctx context.Context, name string) (TopicDetail, error) {
 	var resp *logdv1.DescribeTopicResponse

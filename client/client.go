@@ -338,7 +338,7 @@ func (t *topicCache) partitions(ctx context.Context, topic string) (int32, error
 	}
 	var resp *logdv1.DescribeTopicResponse
 	err := t.c.unary(ctx, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
-		resp, err = logdv1.NewAdminClient(cc).DescribeTopic(ctx, &logdv1.DescribeTopicRequest{Name: topic})
+		resp, err = logdv1.NewAdminClient(cc).DescribeTopic(ctx, &logdv1.DescribeTopicRequest{Name: topic, ConfigOnly: true})
 		return err
 	})
 	if err != nil {

@@ -28,7 +28,7 @@ func handleMetadata(s *Server, r *request) func() kmsg.Response {
 		resp.ControllerID = s.controllerID(cv)
 		all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 		if all {
-			infos, err := s.core.Topics(ctx, r.c.principal)
+			infos, err := s.core.TopicLayouts(ctx, r.c.principal)
 			if err != nil {
 				s.log.Warn("kafka metadata: listing topics failed", "err", err)
 			}
@@ -45,7 +45,7 @@ func handleMetadata(s *Server, r *request) func() kmsg.Response {
 				resp.Topics = append(resp.Topics, t)
 				continue
 			}
-			info, err := s.core.Topic(ctx, r.c.principal, *rt.Topic)
+			info, err := s.core.TopicLayout(ctx, r.c.principal, *rt.Topic)
 			resp.Topics = append(resp.Topics, metadataTopic(cv, *rt.Topic, info, err))
 		}
 		return resp

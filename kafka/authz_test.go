@@ -30,8 +30,8 @@ func (aclCore) check(p Principal, op auth.Operation, r auth.Resource) error {
 	return fmt.Errorf("%w: %w", ErrDenied, &auth.DeniedError{Principal: auth.User("mallory"), Operation: op, Resource: r})
 }
 
-func (c aclCore) Topics(ctx context.Context, p Principal) ([]TopicInfo, error) {
-	all, err := c.fakeCore.Topics(ctx, p)
+func (c aclCore) TopicLayouts(ctx context.Context, p Principal) ([]TopicInfo, error) {
+	all, err := c.fakeCore.TopicLayouts(ctx, p)
 	return slices.DeleteFunc(all, func(t TopicInfo) bool {
 		return c.check(p, auth.OpDescribe, auth.Topic(t.Config.Name)) != nil
 	}), err
@@ -42,6 +42,13 @@ func (c aclCore) Topic(ctx context.Context, p Principal, name string) (TopicInfo
 		return TopicInfo{}, err
 	}
 	return c.fakeCore.Topic(ctx, p, name)
+}
+
+func (c aclCore) TopicLayout(ctx context.Context, p Principal, name string) (TopicInfo, error) {
+	if err := c.check(p, auth.OpDescribe, auth.Topic(name)); err != nil {
+		return TopicInfo{}, err
+	}
+	return c.fakeCore.TopicLayout(ctx, p, name)
 }
 
 func (c aclCore) CreateTopic(ctx context.Context, p Principal, cfg partition.TopicConfig) (partition.TopicConfig, error) {

@@ -16,8 +16,11 @@ import (
 type Core interface {
 	LocalNode() Node
 	Nodes(ctx context.Context) ([]Node, error)
-	Topics(ctx context.Context, p Principal) ([]TopicInfo, error)
 	Topic(ctx context.Context, p Principal, name string) (TopicInfo, error)
+	// TopicLayouts and TopicLayout answer Metadata: leaders, replicas
+	// and epochs without a Raft round per partition.
+	TopicLayouts(ctx context.Context, p Principal) ([]TopicInfo, error)
+	TopicLayout(ctx context.Context, p Principal, name string) (TopicInfo, error)
 	CreateTopic(ctx context.Context, p Principal, cfg partition.TopicConfig) (partition.TopicConfig, error)
 	DeleteTopic(ctx context.Context, p Principal, name string) error
 	TopicConfigs(ctx context.Context, p Principal) ([]partition.TopicConfig, error)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/logd/logd/auth"
@@ -27,6 +28,9 @@ type fakeCore struct {
 	coord   *groups.Coordinator
 	produce func(ProduceRequest) error // optional failure injection
 	acls    *auth.MemoryACLStore
+	// described counts Topic calls (a describe with every leader's
+	// offsets), see Topic.
+	described atomic.Int32
 }
 
 type fakeTopic struct {
@@ -77,7 +81,7 @@ func (f *fakeCore) info(t *fakeTopic) TopicInfo {
 	return ti
 }
 
-func (f *fakeCore) Topics(context.Context, Principal) ([]TopicInfo, error) {
+func (f *fakeCore) TopicLayouts(context.Context, Principal) ([]TopicInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []TopicInfo
@@ -87,7 +91,7 @@ func (f *fakeCore) Topics(context.Context, Principal) ([]TopicInfo, error) {
 	return out, nil
 }
 
-func (f *fakeCore) Topic(_ context.Context, _ Principal, name string) (TopicInfo, error) {
+func (f *fakeCore) TopicLayout(_ context.Context, _ Principal, name string) (TopicInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t, ok := f.topics[name]
@@ -95,6 +99,13 @@ func (f *fakeCore) Topic(_ context.Context, _ Principal, name string) (TopicInfo
 		return TopicInfo{}, fmt.Errorf("%w %q", ErrUnknownTopic, name)
 	}
 	return f.info(t), nil
+}
+
+// Topic is TopicLayout, counted: the real one asks every partition's
+// leader (a Raft round each), which Metadata must not.
+func (f *fakeCore) Topic(ctx context.Context, p Principal, name string) (TopicInfo, error) {
+	f.described.Add(1)
+	return f.TopicLayout(ctx, p, name)
 }
 
 func (f *fakeCore) CreateTopic(_ context.Context, _ Principal, cfg partition.TopicConfig) (partition.TopicConfig, error) {

@@ -26,18 +26,18 @@ import (
 )
 
 // principalCore is the fake core that records the principal of every
-// Topics call (Metadata listing all topics).
+// TopicLayouts call (Metadata listing all topics).
 type principalCore struct {
 	*fakeCore
 	mu   sync.Mutex
 	seen []Principal
 }
 
-func (p *principalCore) Topics(ctx context.Context, pr Principal) ([]TopicInfo, error) {
+func (p *principalCore) TopicLayouts(ctx context.Context, pr Principal) ([]TopicInfo, error) {
 	p.mu.Lock()
 	p.seen = append(p.seen, pr)
 	p.mu.Unlock()
-	return p.fakeCore.Topics(ctx, pr)
+	return p.fakeCore.TopicLayouts(ctx, pr)
 }
 
 func (p *principalCore) principals() []Principal {

@@ -51,14 +51,14 @@ value v), unkeyed records spread over partitions, and --partition overrides both
 			}
 			return srv.run(func(c *client.Client) error {
 				ctx := cmd.Context()
-				d, err := c.Admin().DescribeTopic(ctx, topic)
+				t, err := c.Admin().Topic(ctx, topic)
 				if err != nil {
 					return err
 				}
 				var partition *int32
 				if cmd.Flags().Changed("partition") {
-					if part < 0 || part >= d.Topic.Partitions {
-						return fmt.Errorf("--partition %d: topic %s has partitions 0 to %d", part, topic, d.Topic.Partitions-1)
+					if part < 0 || part >= t.Partitions {
+						return fmt.Errorf("--partition %d: topic %s has partitions 0 to %d", part, topic, t.Partitions-1)
 					}
 					partition = client.ToPartition(part)
 				}

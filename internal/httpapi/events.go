@@ -91,7 +91,7 @@ func (s *stream) start(r *http.Request) error {
 	if err != nil {
 		return badRequest{fmt.Errorf("from=%q: %v", q.Get("from"), err)}
 	}
-	info, err := s.h.core.Topic(r.Context(), s.p, s.topic)
+	info, err := s.h.core.TopicLayout(r.Context(), s.p, s.topic)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/logd/logd/auth"
@@ -22,6 +23,7 @@ import (
 // stored batches, producer dedup by id and sequence, long-polling fetch.
 // The end-to-end tests run the same handler over the real broker.
 type fakeCore struct {
+	described atomic.Int32 // Topic calls
 	mu        sync.Mutex
 	topics    map[string][]*fakePartition
 	committed map[string][]offsets.Committed
@@ -80,7 +82,15 @@ func (f *fakeCore) Topics(ctx context.Context, p broker.Principal) ([]broker.Top
 	return out, nil
 }
 
-func (f *fakeCore) Topic(_ context.Context, _ broker.Principal, name string) (broker.TopicInfo, error) {
+// Topic is TopicLayout, counted: the real one asks every partition's
+// leader for its offsets (a Raft round each), which a produce or a
+// stream's start must not.
+func (f *fakeCore) Topic(ctx context.Context, p broker.Principal, name string) (broker.TopicInfo, error) {
+	f.described.Add(1)
+	return f.TopicLayout(ctx, p, name)
+}
+
+func (f *fakeCore) TopicLayout(_ context.Context, _ broker.Principal, name string) (broker.TopicInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ps, ok := f.topics[name]

@@ -21,6 +21,9 @@ type Core interface {
 	ClusterStatus(ctx context.Context, p broker.Principal, local bool) (cluster.Status, error)
 	Topics(ctx context.Context, p broker.Principal) ([]broker.TopicInfo, error)
 	Topic(ctx context.Context, p broker.Principal, name string) (broker.TopicInfo, error)
+	// TopicLayout is for a partition count or list: no Raft round per
+	// partition.
+	TopicLayout(ctx context.Context, p broker.Principal, name string) (broker.TopicInfo, error)
 	Produce(ctx context.Context, r broker.ProduceRequest) (broker.ProduceResult, error)
 	Fetch(ctx context.Context, r broker.FetchRequest) (broker.FetchResult, error)
 	ListOffset(ctx context.Context, p broker.Principal, topic string, partition int32, spec int64) (offset, timestampMs int64, err error)

@@ -63,7 +63,7 @@ func (h *Handler) produce(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := h.principal(r)
-	info, err := h.core.Topic(r.Context(), p, topic)
+	info, err := h.core.TopicLayout(r.Context(), p, topic)
 	if err != nil {
 		writeCoreError(w, err)
 		return

@@ -66,6 +66,13 @@ func (s *Server) ListTopics(ctx context.Context, req *pb.ListTopicsRequest) (*pb
 
 // DescribeTopic returns a topic's config and its partitions' state.
 func (s *Server) DescribeTopic(ctx context.Context, req *pb.DescribeTopicRequest) (*pb.DescribeTopicResponse, error) {
+	if req.ConfigOnly {
+		t, err := s.b.TopicLayout(ctx, principal(ctx), req.Name)
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		return &pb.DescribeTopicResponse{Topic: topicInfo(t.Config)}, nil
+	}
 	t, err := s.b.Topic(ctx, principal(ctx), req.Name)
 	if err != nil {
 		return nil, toStatus(err)

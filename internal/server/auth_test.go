@@ -98,6 +98,11 @@ func TestAuthCertificatePrincipals(t *testing.T) {
 	}
 	_, err = bob.Admin().DescribeTopic(ctx, "orders")
 	wantDenied(t, "bob describes", err, "User:bob", "describe", "orders")
+	_, err = bob.Admin().Topic(ctx, "orders") // config_only: the same check
+	wantDenied(t, "bob's partition count", err, "User:bob", "describe", "orders")
+	if ti, err := alice.Admin().Topic(ctx, "orders"); err != nil || ti.Partitions != 1 {
+		t.Fatalf("alice's partition count: %+v %v", ti, err)
+	}
 	wantDenied(t, "bob adds an ACL", bob.Admin().AddACLs(ctx, client.ACL{Principal: "User:bob", Permission: "allow",
 		Operation: "all", ResourceType: "topic", Pattern: "literal", Name: "*"}), "User:bob", "alter", "cluster")
 	_, err = bob.Admin().ClusterStatus(ctx)

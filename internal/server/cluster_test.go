@@ -125,6 +125,11 @@ func TestClusterTopicsProduceFetchOffsets(t *testing.T) {
 		if resp.Topic.Replicas != 3 || resp.Topic.Partitions != 3 {
 			t.Fatalf("%s: topic %v", n.ID, resp.Topic)
 		}
+		// config_only: the same topic, no partitions (no leader asked).
+		only, err := pb.NewAdminClient(cs.get(n.APIAddr)).DescribeTopic(ctx, &pb.DescribeTopicRequest{Name: "orders", ConfigOnly: true})
+		if err != nil || only.Topic.Partitions != 3 || only.Topic.Replicas != 3 || len(only.Partitions) != 0 {
+			t.Fatalf("%s: describe config_only: %v, %v", n.ID, only, err)
+		}
 	}
 
 	// Produce to each partition from node 1: it redirects to the leaders.

@@ -1330,8 +1330,13 @@ func (x *TopicInfo) GetCreatedMs() int64 {
 }
 
 type DescribeTopicRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// config_only: answer the topic (its config and partition count) and no
+	// partitions. Without it a cluster node asks every partition's leader
+	// for its offsets, a Raft round each; a client that needs only the
+	// partition count (a producer) sets it.
+	ConfigOnly    bool `protobuf:"varint,2,opt,name=config_only,json=configOnly,proto3" json:"config_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1371,6 +1376,13 @@ func (x *DescribeTopicRequest) GetName() string {
 		return x.Name
 	}
 	return ""
+}
+
+func (x *DescribeTopicRequest) GetConfigOnly() bool {
+	if x != nil {
+		return x.ConfigOnly
+	}
+	return false
 }
 
 type PartitionInfo struct {
@@ -4237,9 +4249,11 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\breplicas\x18\x03 \x01(\x05R\breplicas\x12,\n" +
 	"\x06config\x18\x04 \x01(\v2\x14.logd.v1.TopicConfigR\x06config\x12\x1d\n" +
 	"\n" +
-	"created_ms\x18\x05 \x01(\x03R\tcreatedMs\"*\n" +
+	"created_ms\x18\x05 \x01(\x03R\tcreatedMs\"K\n" +
 	"\x14DescribeTopicRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xed\x01\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
+	"\vconfig_only\x18\x02 \x01(\bR\n" +
+	"configOnly\"\xed\x01\n" +
 	"\rPartitionInfo\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12(\n" +
 	"\x10log_start_offset\x18\x02 \x01(\x03R\x0elogStartOffset\x12%\n" +
