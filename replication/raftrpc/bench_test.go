@@ -14,65 +14,45 @@ import (
 // BenchmarkNetworkTransportAppendRoundTrip, hashicorp/raft's transport over
 // the same Mux.
 func BenchmarkAppendRoundTrip(b *testing.B) {
-	for _, size := range []int{0, 1 << 20} {
-		b.Run(fmt.Sprintf("entry=%d", size), func(b *testing.B) {
-			t := &testing.T{}
-			a, p := newNode(t, Config{}), newNode(t, Config{})
-			defer a.close()
-			defer p.close()
-			ta, _ := a.hub.Group("g", nil)
-			tp, _ := p.hub.Group("g", nil)
-			defer ta.Close()
-			defer tp.Close()
-			stop := make(chan struct{})
-			defer close(stop)
-			go answer(tp, 0, stop)
-			req := benchAppend(size)
-			b.SetBytes(int64(size))
-			b.ResetTimer()
-			for range b.N {
-				var resp raft.AppendEntriesResponse
-				if err := ta.AppendEntries("p", p.addr(), req, &resp); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchRoundTrips(b, func(a, p *node) (from, to raft.Transport) {
+		ta, _ := a.hub.Group("g", nil)
+		tp, _ := p.hub.Group("g", nil)
+		return ta, tp
+	})
 }
 
 // BenchmarkNetworkTransportAppendRoundTrip is BenchmarkAppendRoundTrip
 // over hashicorp/raft's NetworkTransport on streams of the same Mux.
 func BenchmarkNetworkTransportAppendRoundTrip(b *testing.B) {
+	benchRoundTrips(b, func(a, p *node) (from, to raft.Transport) {
+		sa, _ := a.mux.Group("g")
+		sp, _ := p.mux.Group("g")
+		return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: sa, MaxPool: 3, Timeout: 10 * time.Second, Logger: testLogger}),
+			raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: sp, MaxPool: 3, Timeout: 10 * time.Second, Logger: testLogger})
+	})
+}
+
+// benchRoundTrips times appends from a's transport to p's, which answers
+// at once; pair makes the two (closed after).
+func benchRoundTrips(b *testing.B, pair func(a, p *node) (from, to raft.Transport)) {
 	for _, size := range []int{0, 1 << 20} {
 		b.Run(fmt.Sprintf("entry=%d", size), func(b *testing.B) {
 			t := &testing.T{}
 			a, p := newNode(t, Config{}), newNode(t, Config{})
 			defer a.close()
 			defer p.close()
-			sa, _ := a.mux.Group("g")
-			sp, _ := p.mux.Group("g")
-			ta := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: sa, MaxPool: 3, Timeout: 10 * time.Second, Logger: testLogger})
-			tp := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: sp, MaxPool: 3, Timeout: 10 * time.Second, Logger: testLogger})
-			defer ta.Close()
-			defer tp.Close()
+			from, to := pair(a, p)
+			defer from.(raft.WithClose).Close()
+			defer to.(raft.WithClose).Close()
 			stop := make(chan struct{})
 			defer close(stop)
-			go func() {
-				for {
-					select {
-					case rpc := <-tp.Consumer():
-						rpc.Respond(&raft.AppendEntriesResponse{Term: 1, Success: true}, nil)
-					case <-stop:
-						return
-					}
-				}
-			}()
+			go answer(to, 0, stop)
 			req := benchAppend(size)
 			b.SetBytes(int64(size))
 			b.ResetTimer()
 			for range b.N {
 				var resp raft.AppendEntriesResponse
-				if err := ta.AppendEntries("p", raft.ServerAddress(p.mux.Addr().String()), req, &resp); err != nil {
+				if err := from.AppendEntries("p", p.addr(), req, &resp); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -98,7 +98,7 @@ func (n *node) group(t *testing.T, id string) *Transport {
 
 // answer answers every AppendEntries on tr's Consumer with success in the
 // request's term, after delay, until stop is closed.
-func answer(tr *Transport, delay time.Duration, stop <-chan struct{}) {
+func answer(tr raft.Transport, delay time.Duration, stop <-chan struct{}) {
 	for {
 		select {
 		case rpc := <-tr.Consumer():
