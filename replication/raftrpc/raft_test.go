@@ -75,9 +75,12 @@ func startReplica(t *testing.T, n *node, group string, id raft.ServerID, tune fu
 	tr := n.group(t, group)
 	rc := raft.DefaultConfig()
 	rc.LocalID = id
-	rc.HeartbeatTimeout = 500 * time.Millisecond
-	rc.ElectionTimeout = 500 * time.Millisecond
-	rc.LeaderLeaseTimeout = 250 * time.Millisecond
+	// Raft's defaults and a lease as long as the follower timeout (as
+	// partitions have it): with a 250 ms lease, leaders under -race on a
+	// loaded CI machine stepped down while committing.
+	rc.HeartbeatTimeout = time.Second
+	rc.ElectionTimeout = time.Second
+	rc.LeaderLeaseTimeout = time.Second
 	rc.CommitTimeout = 20 * time.Millisecond
 	rc.Logger = testLogger
 	if tune != nil {
