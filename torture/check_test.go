@@ -190,6 +190,24 @@ func TestCheckersWithRetention(t *testing.T) {
 	}
 }
 
+// A produce acknowledged without an offset (a duplicate answered -1) is
+// lost unless its value is stored somewhere; seed 3 had two such records
+// counted as trimmed.
+func TestCheckLostAcknowledgedWithoutOffset(t *testing.T) {
+	h := &hist{}
+	h.produce("a", 1, 0, 0, 10)
+	v := Value{Producer: 0, Key: "a", Seq: 2}
+	h.add(Op{Kind: OpProduce, Key: "a", Seq: 2, Value: v.String(), Invoke: 11, Complete: 20, Offset: -1, Duplicate: true})
+	h.read(0, 30, 40, true, "a:1")
+	if c := CheckLost(h.ops); c.OK() || c.Counts["lost"] != 1 || c.Counts["trimmed"] != 0 {
+		t.Fatalf("a record acknowledged at -1 and stored nowhere: %s %v", c, c.Counts)
+	}
+	h.read(0, 50, 60, true, "a:1", "a:2") // stored after all
+	if c := CheckLost(h.ops); !c.OK() || c.Counts["acknowledged_without_offset"] != 1 {
+		t.Fatalf("a record acknowledged at -1 and stored: %s %v", c, c.Counts)
+	}
+}
+
 func TestCheckTimeIndex(t *testing.T) {
 	final := Op{Kind: OpRead, Final: true, From: 0, Next: 4, Invoke: 100, Complete: 110, Records: []ReadRecord{
 		{Offset: 0, Value: "0/a/1", Timestamp: 1000},
