@@ -27,21 +27,8 @@ func TestIdempotentRetryIsStoredOnce(t *testing.T) {
 	if err != nil || ipr.ErrorCode != 0 {
 		t.Fatalf("InitProducerId: %v, code %d", err, ipr.ErrorCode)
 	}
-	recs := []batch.Record{{Timestamp: time.Now().UnixMilli(), Value: []byte("a")}, {Timestamp: time.Now().UnixMilli(), Value: []byte("b")}}
 	produce := func(seq int32) *kmsg.ProduceResponseTopicPartition {
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks, req.TimeoutMillis = -1, 5000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = "idem"
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = batch.Encode(nil, 0, batch.Producer{ID: ipr.ProducerID, Epoch: ipr.ProducerEpoch, Sequence: seq}, recs)
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &resp.Topics[0].Partitions[0]
+		return produceIdempotent(t, cl, "idem", ipr.ProducerID, ipr.ProducerEpoch, seq)
 	}
 	first := produce(0)
 	retry := produce(0)
@@ -61,6 +48,54 @@ func TestIdempotentRetryIsStoredOnce(t *testing.T) {
 	}
 	if o, _ := end.Lookup("idem", 0); o.Offset != 4 {
 		t.Fatalf("end offset %d, want 4 (the retry stored once)", o.Offset)
+	}
+}
+
+// produceIdempotent sends one batch of two records as producer id at
+// epoch and seq, and returns the partition's answer.
+func produceIdempotent(t *testing.T, cl *kgo.Client, topic string, id int64, epoch int16, seq int32) *kmsg.ProduceResponseTopicPartition {
+	t.Helper()
+	recs := []batch.Record{{Timestamp: time.Now().UnixMilli(), Value: []byte("a")}, {Timestamp: time.Now().UnixMilli(), Value: []byte("b")}}
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = batch.Encode(nil, 0, batch.Producer{ID: id, Epoch: epoch, Sequence: seq}, recs)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &resp.Topics[0].Partitions[0]
+}
+
+// A producer that bumps its epoch locally (KIP-360, as franz-go does after
+// a record timeout) restarts at sequence 0; a batch of the new epoch at
+// another sequence is refused, so that the epoch's first batch, when it
+// failed and is retried, is stored and not answered as an old duplicate
+// (make torture DURATION=10m SEED=3 lost two acknowledged records so).
+func TestNewEpochStartsAtSequenceZero(t *testing.T) {
+	n := startNode(t)
+	n.createTopic(t, "epochs", 1)
+	cl := newClient(t, n.addr)
+	ipr, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(testCtx(t), cl)
+	if err != nil || ipr.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %v, code %d", err, ipr.ErrorCode)
+	}
+	id, epoch := ipr.ProducerID, ipr.ProducerEpoch
+	if r := produceIdempotent(t, cl, "epochs", id, epoch, 0); r.ErrorCode != 0 {
+		t.Fatalf("epoch %d sequence 0: code %d", epoch, r.ErrorCode)
+	}
+	if r := produceIdempotent(t, cl, "epochs", id, epoch+1, 2); r.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("new epoch at sequence 2: code %d, base %d; want OUT_OF_ORDER_SEQUENCE_NUMBER", r.ErrorCode, r.BaseOffset)
+	}
+	first := produceIdempotent(t, cl, "epochs", id, epoch+1, 0)
+	next := produceIdempotent(t, cl, "epochs", id, epoch+1, 2)
+	if first.ErrorCode != 0 || next.ErrorCode != 0 || first.BaseOffset != 2 || next.BaseOffset != 4 {
+		t.Fatalf("new epoch at 0 then 2: codes %d %d, base offsets %d %d; want 2 and 4",
+			first.ErrorCode, next.ErrorCode, first.BaseOffset, next.BaseOffset)
 	}
 }
 

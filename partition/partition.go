@@ -39,6 +39,11 @@ type producerState struct {
 	appendMu sync.Mutex
 	epoch    int16
 	lastSeq  int32 // sequence of the last record appended
+	// floor is the first sequence of epoch from which every record up to
+	// lastSeq is known to be appended (batch after batch, no gap): where
+	// the producer was first seen, its epoch began, or a gap was taken.
+	// Only a batch in [floor, lastSeq] is provably an old duplicate.
+	floor    int32
 	recent   []appendedBatch
 	lastUsed time.Time
 	// pending are the batches started (StartAppendVia) and not yet
@@ -297,7 +302,18 @@ func (p *Partition) checkSequence(st *producerState, info batch.Info, firstSeq, 
 	if known && info.ProducerEpoch < epoch {
 		return AppendResult{}, nil, true, fmt.Errorf("%w: producer %d epoch %d is older than epoch %d", ErrOutOfOrderSequence, info.ProducerID, info.ProducerEpoch, epoch)
 	}
-	if !known || info.ProducerEpoch != epoch {
+	if !known {
+		return AppendResult{}, nil, false, nil
+	}
+	if info.ProducerEpoch != epoch {
+		// A new epoch restarts the sequences (Kafka: KIP-360). Taken at
+		// any other sequence, the batches before it in the epoch, still
+		// to be retried, would fall below lastSeq and be answered as old
+		// duplicates without ever being stored (seed 3).
+		if firstSeq != 0 {
+			return AppendResult{}, nil, true, fmt.Errorf("%w: producer %d epoch %d starts at sequence %d, expected 0: send the epoch's first batch first",
+				ErrOutOfOrderSequence, info.ProducerID, info.ProducerEpoch, firstSeq)
+		}
 		return AppendResult{}, nil, false, nil
 	}
 	for _, pb := range st.pending {
@@ -310,6 +326,12 @@ func (p *Partition) checkSequence(st *producerState, info batch.Info, firstSeq, 
 			if r.firstSeq == firstSeq && r.lastSeq == lastSeq {
 				return AppendResult{BaseOffset: r.base, LastOffset: r.last, Duplicate: true}, nil, true, nil
 			}
+		}
+		if firstSeq < st.floor {
+			// Never seen here: stored before the producer's state was
+			// lost (retention, eviction), or never. Nothing proves it.
+			return AppendResult{}, nil, true, fmt.Errorf("%w: producer %d sent sequence %d, before %d, the first this partition knows of: it cannot tell whether that batch was stored",
+				ErrOutOfOrderSequence, info.ProducerID, firstSeq, st.floor)
 		}
 		if firstSeq <= st.lastSeq {
 			return AppendResult{BaseOffset: -1, LastOffset: -1, Duplicate: true}, nil, true, nil
@@ -399,8 +421,12 @@ func (p *Partition) Observe(info batch.Info) {
 
 // remember records an appended batch; p.mu is held.
 func (st *producerState) remember(epoch int16, a appendedBatch) {
-	if epoch != st.epoch {
+	switch {
+	case st.lastSeq < 0 || epoch != st.epoch:
 		st.recent = st.recent[:0]
+		st.floor = a.firstSeq
+	case a.firstSeq > st.lastSeq+1:
+		st.floor = a.firstSeq // what came between is unknown here
 	}
 	st.epoch = epoch
 	st.lastSeq = a.lastSeq

@@ -240,7 +240,7 @@ func TestPipelinedEpochs(t *testing.T) {
 	f := newFake(t)
 	f.send(1, info(0, 0, 1))
 	f.send(1, info(0, 1, 1))
-	// A new epoch starts at any sequence, behind the old one's pending.
+	// A new epoch starts at sequence 0, behind the old one's pending.
 	n := f.send(1, info(1, 0, 1))
 	if n.err != nil || len(f.started) != 3 {
 		t.Fatalf("new epoch: %v", n.err)
@@ -288,7 +288,7 @@ func TestPipelinedAppliedDuringStart(t *testing.T) {
 
 // One write at a time (each applied before the next starts), the
 // producer's rules: a retry is a duplicate with the original offsets, a gap
-// or an older epoch's sequence is refused, a new epoch starts anywhere.
+// or an older epoch's sequence is refused, a new epoch starts at 0.
 func TestSequencesOneAtATime(t *testing.T) {
 	f := newFake(t)
 	tests := []struct {
@@ -301,7 +301,8 @@ func TestSequencesOneAtATime(t *testing.T) {
 		{info(0, 2, 1), 2, false, nil},
 		{info(0, 0, 2), 0, true, nil},
 		{info(0, 5, 1), 0, false, ErrOutOfOrderSequence},
-		{info(1, 9, 1), 3, false, nil},
+		{info(1, 9, 1), 0, false, ErrOutOfOrderSequence},
+		{info(1, 0, 1), 3, false, nil},
 		{info(0, 3, 1), 0, false, ErrOutOfOrderSequence},
 	}
 	for i, tc := range tests {
@@ -329,5 +330,59 @@ func TestPendingProducerNotEvicted(t *testing.T) {
 	}
 	if s := f.send(1, info(0, 0, 1)); s.err != nil || len(f.started) != 1 {
 		t.Fatalf("retry of the pending batch: %v, %d started", s.err, len(f.started))
+	}
+}
+
+// Seed 3 of the torture run (make torture DURATION=10m SEED=3): a Kafka
+// producer bumped its epoch (franz-go does so locally after a record
+// timeout, KIP-360) and restarted its sequences at 0. The new epoch's
+// first batch failed (its leader stepped down) and the next one, at
+// sequence 2, was accepted: a new epoch was taken at any sequence. The
+// retry of the first batch then fell below the producer's last sequence
+// and was answered as an old duplicate (offset -1) though it was never
+// stored: two acknowledged records lost. A known producer's new epoch
+// must start at sequence 0, as in Kafka.
+func TestNewEpochMustStartAtZero(t *testing.T) {
+	f := newFake(t)
+	f.send(1, info(0, 0, 2))
+	f.apply()
+	b := f.send(1, info(1, 0, 2))
+	f.fail()
+	if _, err := b.result(t); !errors.Is(err, errLost) {
+		t.Fatalf("first batch of epoch 1: %v, want it failed", err)
+	}
+	if s := f.send(1, info(1, 2, 1)); len(f.started) != 2 {
+		t.Fatalf("epoch 1 at sequence 2 was started (%v): a gap before it", s.err)
+	} else if _, err := s.result(t); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("epoch 1 at sequence 2: %v, want ErrOutOfOrderSequence", err)
+	}
+	retry := f.send(1, info(1, 0, 2))
+	if len(f.started) != 3 {
+		r, err := retry.result(t)
+		t.Fatalf("retry of epoch 1's first batch not stored: answered %+v, %v", r, err)
+	}
+	f.apply()
+	if r, err := retry.result(t); err != nil || r.Duplicate || r.BaseOffset < 0 {
+		t.Fatalf("retry of epoch 1's first batch: %+v, %v", r, err)
+	}
+	if s := f.send(1, info(1, 2, 1)); s.err != nil || len(f.started) != 4 {
+		t.Fatalf("epoch 1 at sequence 2 after 0..1: %v", s.err)
+	}
+}
+
+// A producer first seen at a sequence above 0 (unknown: new, forgotten, or
+// its batches trimmed) is accepted there, as in Kafka; a batch below that
+// sequence was never seen, so it is not answered as a duplicate (offset
+// -1, success) but refused: nothing proves it was stored.
+func TestBelowFirstKnownSequenceIsNotADuplicate(t *testing.T) {
+	f := newFake(t)
+	f.send(1, info(0, 4, 2))
+	f.apply()
+	s := f.send(1, info(0, 0, 2))
+	if r, err := s.result(t); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("sequence 0..1 below the first known 4: %+v, %v, want ErrOutOfOrderSequence", r, err)
+	}
+	if r, err := f.send(1, info(0, 4, 2)).result(t); err != nil || !r.Duplicate || r.BaseOffset != 0 {
+		t.Fatalf("retry of the first known batch: %+v, %v", r, err)
 	}
 }
