@@ -135,8 +135,9 @@ bench-cluster:
 	bench/cluster.sh
 
 # bench-partitions: the idle cost of many partitions (issue 19): 3 nodes, one
-# topic of N (default 1000) partitions x 3 replicas, CPU, RSS and descriptors
-# per node over 10s idle, then the failover time of one partition.
+# topic of N (default 1000) partitions x 3 replicas, one record produced to each,
+# CPU, RSS and descriptors per node over 10s idle, then the failover time of one
+# partition.
 bench-partitions:
 	bench/partitions.sh
 

@@ -2,7 +2,8 @@
 # partitions.sh: `make bench-partitions`. The cost of many idle partitions
 # (issue 19), on 127.0.0.1 only: 3 nodes (--bootstrap / --join), one topic
 # of N partitions x 3 replicas, no traffic. Once every partition has a
-# leader and the cluster has settled, it samples each node over an idle
+# leader, it produces one record to every partition (acks=all, timed), and
+# once the cluster has settled it samples each node over an idle
 # window: CPU (utime+stime from /proc/PID/stat, as % of one core), RSS
 # (/proc/PID/status VmRSS) and descriptors (/proc/PID/fd: sockets vs the
 # rest). Then it kills the node leading partition 0 (SIGKILL) and times
@@ -68,6 +69,41 @@ if [ "$got" != "$N" ]; then
   exit 1
 fi
 elected=$(python3 -c "print('%.1f' % ($(now) - $t0))")
+
+# One record to every partition (issue 19: "produce to all"): a key per
+# partition, found with the Kafka murmur2 routing (routing.ForKey), in one
+# `logd produce`, which sends to the partitions concurrently and exits
+# non-zero unless every record is acknowledged.
+keys_for_partitions() {
+  python3 - "$1" <<'PY'
+import sys
+def murmur2(b):
+    m, h = 0x5bd1e995, (0x9747b28c ^ len(b)) & 0xffffffff
+    i = 0
+    while i + 4 <= len(b):
+        k = int.from_bytes(b[i:i + 4], 'little')
+        k = (k * m) & 0xffffffff; k ^= k >> 24; k = (k * m) & 0xffffffff
+        h = (h * m) & 0xffffffff; h ^= k
+        i += 4
+    t = b[i:]
+    if len(t) == 3: h ^= t[2] << 16
+    if len(t) >= 2: h ^= t[1] << 8
+    if len(t) >= 1: h ^= t[0]; h = (h * m) & 0xffffffff
+    h ^= h >> 13; h = (h * m) & 0xffffffff; h ^= h >> 15
+    return h
+n, found, i = int(sys.argv[1]), {}, 0
+while len(found) < n:
+    k = 'k%d' % i
+    found.setdefault((murmur2(k.encode()) & 0x7fffffff) % n, k)
+    i += 1
+for p in range(n):
+    print('%s:%d' % (found[p], p))
+PY
+}
+keys_for_partitions "$N" > "$WORK/keys"
+t3=$(now)
+"$BIN" produce idle --key-delimiter : --acks all --timeout 300s --server "$servers" < "$WORK/keys" >/dev/null
+produced=$(python3 -c "print('%.1f' % ($(now) - $t3))")
 sleep "$SETTLE"
 
 declare -a c0
@@ -83,7 +119,7 @@ fi
 window=$(python3 -c "print($(now) - $w0)")
 hz=$(getconf CLK_TCK)
 echo
-echo "$N partitions x 3 replicas, idle $(printf %.1f "$window")s after ${SETTLE}s settle; all leaders after ${elected}s; load: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
+echo "$N partitions x 3 replicas, idle $(printf %.1f "$window")s after ${SETTLE}s settle; all leaders after ${elected}s; one record to each partition acknowledged in ${produced}s; load: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
 echo
 echo "| node | idle CPU (% of a core) | RSS MiB | descriptors | sockets | files |"
 echo "|---|---|---|---|---|---|"
