@@ -15,6 +15,7 @@
 #   BIN=/tmp/logd-main N=300 bench/partitions.sh   # another build
 #   PROFILE=/tmp/idle.pprof bench/partitions.sh    # also a 10s CPU profile of node 1
 #   HEAP=/tmp/heap.pprof bench/partitions.sh       # and a heap profile of node 1 after it
+#   SERVE_ARGS="--log-level info" bench/partitions.sh  # extra flags on every `logd serve`
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 N=${N:-1000}
@@ -26,6 +27,8 @@ if [ -z "${BIN:-}" ]; then
   BIN=$WORK/logd
   (cd "$ROOT" && go build -o "$BIN" ./cmd/logd)
 fi
+PARTKEYS=$WORK/partkeys
+(cd "$ROOT" && go build -o "$PARTKEYS" ./bench/partkeys)
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -71,36 +74,10 @@ fi
 elected=$(python3 -c "print('%.1f' % ($(now) - $t0))")
 
 # One record to every partition (issue 19: "produce to all"): a key per
-# partition, found with the Kafka murmur2 routing (routing.ForKey), in one
+# partition, found by bench/partkeys with routing.ForKey (Kafka's murmur2), in one
 # `logd produce`, which sends to the partitions concurrently and exits
 # non-zero unless every record is acknowledged.
-keys_for_partitions() {
-  python3 - "$1" <<'PY'
-import sys
-def murmur2(b):
-    m, h = 0x5bd1e995, (0x9747b28c ^ len(b)) & 0xffffffff
-    i = 0
-    while i + 4 <= len(b):
-        k = int.from_bytes(b[i:i + 4], 'little')
-        k = (k * m) & 0xffffffff; k ^= k >> 24; k = (k * m) & 0xffffffff
-        h = (h * m) & 0xffffffff; h ^= k
-        i += 4
-    t = b[i:]
-    if len(t) == 3: h ^= t[2] << 16
-    if len(t) >= 2: h ^= t[1] << 8
-    if len(t) >= 1: h ^= t[0]; h = (h * m) & 0xffffffff
-    h ^= h >> 13; h = (h * m) & 0xffffffff; h ^= h >> 15
-    return h
-n, found, i = int(sys.argv[1]), {}, 0
-while len(found) < n:
-    k = 'k%d' % i
-    found.setdefault((murmur2(k.encode()) & 0x7fffffff) % n, k)
-    i += 1
-for p in range(n):
-    print('%s:%d' % (found[p], p))
-PY
-}
-keys_for_partitions "$N" > "$WORK/keys"
+"$PARTKEYS" -n "$N" > "$WORK/keys"
 t3=$(now)
 "$BIN" produce idle --key-delimiter : --acks all --timeout 300s --server "$servers" < "$WORK/keys" >/dev/null
 produced=$(python3 -c "print('%.1f' % ($(now) - $t3))")

@@ -4,6 +4,8 @@
 # once all three report themselves alive. It needs BIN, WORK, BASE, the
 # PIDS array (stopped by the caller's trap) and waitport; it sets api,
 # http, raft, pids and servers. With PROFILE or HEAP set, the nodes serve pprof.
+# SERVE_ARGS (default empty), split on spaces, is added to every `logd serve`
+# after the flags above, so it can override them (a later flag wins).
 start_cluster() {
   api=(); http=(); raft=(); pids=()
   for i in 1 2 3; do
@@ -12,8 +14,9 @@ start_cluster() {
   for i in 0 1 2; do
     if [ $i = 0 ]; then how=(--bootstrap); else how=(--join "${api[0]}"); fi
     if [ -n "${PROFILE:-}${HEAP:-}" ]; then how+=(--pprof); fi
+    read -r -a extra <<< "${SERVE_ARGS:-}"
     "$BIN" serve --data-dir "$WORK/n$i" --addr "${api[$i]}" --http-addr "127.0.0.1:${http[$i]}" --log-level warn \
-      --node-id "n$((i + 1))" --raft-addr "${raft[$i]}" "${how[@]}" 2>"$WORK/n$i.log" &
+      --node-id "n$((i + 1))" --raft-addr "${raft[$i]}" "${how[@]}" ${extra[@]+"${extra[@]}"} 2>"$WORK/n$i.log" &
     PIDS+=($!); pids+=($!)
     waitport "${api[$i]##*:}"
   done
