@@ -162,7 +162,12 @@ clean:
 # TMPDIR is unset). TORTURE_GROUP_MEMBERS (default 3; 0: none) members of
 # one consumer group share the topic's partitions. PARTITIONS (default 3)
 # is the workload topic's partition count: `make torture PARTITIONS=200`
-# is the many-partitions run (issue 19).
+# is the many-partitions run (issue 19). SERVE_ARGS (TORTURE_SERVE_ARGS,
+# split on spaces) adds flags to every `logd serve` the run starts:
+# SERVE_ARGS="--log-level debug". QUIET=FOR/EVERY (TORTURE_QUIET, e.g.
+# QUIET=12s/30s) makes every workload client start nothing new in the last
+# FOR of every EVERY of the run while the faults go on, so that partitions
+# sit idle under faults (0 < FOR < EVERY). Both are off when empty.
 .PHONY: torture
 DURATION ?= 10m
 SEED ?= 1
@@ -170,18 +175,22 @@ NEMESES ?=
 TORTURE_TEST ?= Cluster
 TORTURE_REPORT_DIR ?= $(or $(TMPDIR),/tmp)/logd-torture-report
 PARTITIONS ?=
+SERVE_ARGS ?=
+QUIET ?=
 torture:
 	rm -rf $(TORTURE_REPORT_DIR)
 	TORTURE_DURATION=$(DURATION) TORTURE_SEED=$(SEED) TORTURE_NEMESES=$(NEMESES) TORTURE_REPORT_DIR=$(TORTURE_REPORT_DIR) \
-	  TORTURE_PARTITIONS=$(PARTITIONS) \
+	  TORTURE_PARTITIONS=$(PARTITIONS) TORTURE_SERVE_ARGS="$(SERVE_ARGS)" TORTURE_QUIET=$(QUIET) \
 	  $(GO) test -count=1 -v -timeout 0 -run '^TestTorture$(TORTURE_TEST)$$' ./torture/
 
 # torture-soak: the 3-process cluster torture once per seed, DURATION each,
 # one line per seed (torture/soak.sh): `make torture-soak SEEDS="1 2 3"
-# DURATION=10m PARALLEL=2`. Before calling a change to the replicated path
-# safe, soak at least ten seeds for ten minutes.
+# DURATION=10m PARALLEL=2` (NEMESES, PARTITIONS, SERVE_ARGS and QUIET as
+# for torture). Before calling a change to the replicated path safe, soak
+# at least ten seeds for ten minutes.
 .PHONY: torture-soak
 SEEDS ?= 1 2 3 4 5 6 7 8 9 10
 PARALLEL ?= 1
 torture-soak:
-	SEEDS="$(SEEDS)" DURATION=$(DURATION) PARALLEL=$(PARALLEL) NEMESES=$(NEMESES) PARTITIONS=$(PARTITIONS) torture/soak.sh
+	SEEDS="$(SEEDS)" DURATION=$(DURATION) PARALLEL=$(PARALLEL) NEMESES=$(NEMESES) PARTITIONS=$(PARTITIONS) \
+	  SERVE_ARGS="$(SERVE_ARGS)" QUIET=$(QUIET) torture/soak.sh

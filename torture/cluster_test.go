@@ -38,7 +38,7 @@ func TestTortureCluster(t *testing.T) {
 		kinds = strings.Split(s, ",")
 	}
 	cfg := ProcessConfig{Binary: logdBinary(t), Nodes: 3, Dir: dir, Args: ClusterArgs, RaftMesh: true, Proxy: true,
-		StartTimeout: time.Minute}
+		StartTimeout: time.Minute, ServeArgs: serveArgsFromEnv()}
 	for _, k := range kinds {
 		if k == NemesisDiskFull || k == NemesisDiskFullRestart {
 			cfg.DiskBytes = 256 << 20
@@ -58,7 +58,7 @@ func TestTortureCluster(t *testing.T) {
 		Seed:      seed,
 		ReportDir: dir,
 		Workload: WorkloadConfig{GroupMembers: groupMembersFromEnv(t), KafkaProducers: kafkaProducersFromEnv(t),
-			Partitions: partitionsFromEnv(t)},
+			Partitions: partitionsFromEnv(t), Quiet: quietFromEnv(t)},
 		Nemesis: NemesisConfig{Kinds: kinds, Combine: true, TargetLeader: true, LeaderShare: 0.5,
 			MinDown: 2 * time.Second, MaxDown: 5 * time.Second},
 		Logf: t.Logf,

@@ -119,8 +119,14 @@
 // TORTURE_REPORT_DIR keeps the report; TORTURE_KAFKA (default 1) is how
 // many Kafka producers the process runs add (TestTortureCluster,
 // TestTortureSingleNode, TestTortureNetwork; the in-process cluster has
-// no Kafka listener), and the report counts their produces. TestRaftMesh
-// and TestFaultFS test the partitions and the disk faults themselves.
+// no Kafka listener), and the report counts their produces.
+// TORTURE_SERVE_ARGS (make: SERVE_ARGS) adds flags, split on spaces, to
+// every `logd serve` the tests start (ProcessConfig.ServeArgs), and
+// TORTURE_QUIET=FOR/EVERY (make: QUIET, e.g. 12s/30s) gives the workload
+// quiet windows (QuietWindows): no client starts anything new in the last
+// FOR of every EVERY while the nemeses go on, so partitions sit idle under
+// faults. The report's header names both when set. TestRaftMesh and
+// TestFaultFS test the partitions and the disk faults themselves.
 //
 // TestTortureCluster runs three real processes in cluster mode with every
 // process, partition and client fault (`make torture` runs it;

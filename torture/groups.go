@@ -22,7 +22,7 @@ func (w *Workload) consumeGroup(ctx context.Context, id int, group string) {
 	}
 	defer c.Close()
 	admin := c.Admin()
-	for ctx.Err() == nil {
+	for w.waitQuiet(ctx) {
 		cons, err := c.NewConsumer(ctx, client.ConsumerOptions{Topic: w.cfg.Topic, Group: group,
 			Start: client.Earliest(), Follow: true, MaxWait: 300 * time.Millisecond, MaxBytes: readMaxBytes})
 		if err != nil {
@@ -30,7 +30,7 @@ func (w *Workload) consumeGroup(ctx context.Context, id int, group string) {
 			continue
 		}
 		for i := range 10 + rng.IntN(40) {
-			if ctx.Err() != nil {
+			if !w.waitQuiet(ctx) {
 				break
 			}
 			_, err := w.recordPoll(cons, proc, group, false, func() ([]client.ConsumedRecord, error) {
@@ -40,11 +40,12 @@ func (w *Workload) consumeGroup(ctx context.Context, id int, group string) {
 			})
 			reseek(ctx, cons, err)
 			if i%5 == 4 {
+				w.waitQuiet(ctx)
 				w.commit(ctx, cons, proc, group)
 			}
 		}
 		cons.Close()
-		if rng.IntN(4) == 0 && ctx.Err() == nil {
+		if rng.IntN(4) == 0 && w.waitQuiet(ctx) {
 			w.reset(ctx, admin, proc, group, rng)
 		}
 	}
@@ -112,6 +113,7 @@ func (w *Workload) observe(ctx context.Context, id int, group string) {
 	defer c.Close()
 	for ctx.Err() == nil {
 		sleep(ctx, time.Duration(100+rng.IntN(200))*time.Millisecond)
+		w.waitQuiet(ctx)
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		inv := w.h.Now()
 		offs, err := c.Admin().FetchOffsets(cctx, group, w.cfg.Topic)

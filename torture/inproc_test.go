@@ -85,7 +85,7 @@ func tortureInProcess(t *testing.T, d time.Duration, seed int64, nodes int, dir 
 		Duration:  d,
 		Seed:      seed,
 		ReportDir: dir,
-		Workload:  WorkloadConfig{Followers: 2, Groups: 2, GroupMembers: groupMembersFromEnv(t)},
+		Workload:  WorkloadConfig{Followers: 2, Groups: 2, GroupMembers: groupMembersFromEnv(t), Quiet: quietFromEnv(t)},
 		Nemesis: NemesisConfig{Kinds: inProcessKinds(nodes), Combine: true, TargetLeader: true, LeaderShare: 0.5,
 			Interval: 1500 * time.Millisecond},
 		Logf: t.Logf,
@@ -152,3 +152,19 @@ func kafkaProducersFromEnv(t *testing.T) int {
 	}
 	return n
 }
+
+// quietFromEnv is TORTURE_QUIET: FOR/EVERY, the workload's quiet windows
+// (unset: none; see QuietWindows).
+func quietFromEnv(t *testing.T) QuietWindows {
+	s := os.Getenv("TORTURE_QUIET")
+	q, err := ParseQuietWindows(s)
+	if err != nil {
+		t.Fatalf("TORTURE_QUIET=%q: %v", s, err)
+	}
+	return q
+}
+
+// serveArgsFromEnv is TORTURE_SERVE_ARGS split on spaces: flags added to
+// every `logd serve` a test starts (ProcessConfig.ServeArgs; unset: none).
+// The in-process cluster runs no logd serve and ignores them.
+func serveArgsFromEnv() []string { return strings.Fields(os.Getenv("TORTURE_SERVE_ARGS")) }

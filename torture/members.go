@@ -48,7 +48,7 @@ func (w *Workload) groupMember(ctx context.Context, id int) {
 		return
 	}
 	defer c.Close()
-	for ctx.Err() == nil {
+	for w.waitQuiet(ctx) {
 		m := &member{w: w, proc: proc, lastGen: -1}
 		jctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		g, err := c.NewGroupConsumer(jctx, client.GroupConsumerOptions{Group: MemberGroup, Topic: w.cfg.Topic,
@@ -62,14 +62,16 @@ func (w *Workload) groupMember(ctx context.Context, id int) {
 		m.g = g
 		m.report()
 		for i := range 30 + rng.IntN(120) {
-			if ctx.Err() != nil {
+			if !w.waitQuiet(ctx) {
 				break
 			}
 			m.poll(ctx)
 			if i%3 == 2 {
+				w.waitQuiet(ctx)
 				m.commit(ctx)
 			}
 		}
+		w.waitQuiet(ctx) // leaving commits and rebalances: an operation too
 		m.close()
 		sleep(ctx, time.Duration(rng.IntN(2000))*time.Millisecond)
 	}
@@ -269,6 +271,7 @@ func (w *Workload) observeMembers(ctx context.Context) {
 	admin := c.Admin()
 	for ctx.Err() == nil {
 		sleep(ctx, time.Duration(100+rng.IntN(200))*time.Millisecond)
+		w.waitQuiet(ctx)
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		inv := w.h.Now()
 		d1, err1 := admin.DescribeGroup(cctx, MemberGroup)

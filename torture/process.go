@@ -30,6 +30,10 @@ type ProcessConfig struct {
 	// or ClusterArgs). It may use the addresses of c's nodes: every node's
 	// API and Raft address is chosen before the first one starts. Optional.
 	Args func(node int, c *ProcessCluster) []string
+	// ServeArgs are added to every node's `logd serve`, last, so that one
+	// of the harness's own flags given here again takes this value (the
+	// tests take TORTURE_SERVE_ARGS, split on spaces). Optional.
+	ServeArgs []string
 	// StartTimeout bounds how long a node may take to serve (default 30s).
 	StartTimeout time.Duration
 	// DiskBytes, when set, gives each node a data directory on its own
@@ -229,6 +233,10 @@ func ClusterArgs(node int, c *ProcessCluster) []string {
 	return append(args, "--join", c.NodeAddr(0))
 }
 
+// ServeArgs are the flags added to every node's `logd serve`
+// (ProcessConfig.ServeArgs); the report names them.
+func (c *ProcessCluster) ServeArgs() []string { return c.cfg.ServeArgs }
+
 // NodeAddr is node's own API address, behind its proxy if any.
 func (c *ProcessCluster) NodeAddr(node int) string { return c.nodes[node].addr }
 
@@ -265,6 +273,7 @@ func (c *ProcessCluster) start(n *procNode) error {
 	if c.cfg.Args != nil {
 		args = append(args, c.cfg.Args(n.id, c)...)
 	}
+	args = append(args, c.cfg.ServeArgs...)
 	cmd := exec.Command(c.cfg.Binary, args...)
 	if c.mesh != nil {
 		cmd.Env = append(os.Environ(), "LOGD_RAFT_ROUTES="+c.mesh.Routes(n.id))

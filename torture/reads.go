@@ -59,7 +59,7 @@ func (w *Workload) follow(ctx context.Context, id int) {
 		return
 	}
 	defer c.Close()
-	for ctx.Err() == nil {
+	for w.waitQuiet(ctx) {
 		part := rng.Int32N(w.cfg.Partitions)
 		var start client.Position
 		switch rng.IntN(4) {
@@ -82,6 +82,7 @@ func (w *Workload) follow(ctx context.Context, id int) {
 			}
 			start = client.AtOffset(rng.Int64N(offs[0].HighWatermark + 1))
 		}
+		w.waitQuiet(ctx)
 		cons, err := c.NewConsumer(ctx, client.ConsumerOptions{Topic: w.cfg.Topic, Partitions: []int32{part},
 			Start: start, Follow: true, MaxWait: 300 * time.Millisecond, MaxBytes: readMaxBytes})
 		if err != nil {
@@ -89,7 +90,7 @@ func (w *Workload) follow(ctx context.Context, id int) {
 			continue
 		}
 		for range 5 + rng.IntN(50) {
-			if ctx.Err() != nil {
+			if !w.waitQuiet(ctx) {
 				break
 			}
 			_, err := w.recordPoll(cons, proc, "", false, func() ([]client.ConsumedRecord, error) {

@@ -36,6 +36,12 @@ type Report struct {
 	Seed     int64  `json:"seed"`
 	Nodes    int    `json:"nodes"`
 	Duration string `json:"duration"`
+	// Quiet is the workload's quiet windows, FOR/EVERY (see QuietWindows;
+	// "" for none).
+	Quiet string `json:"quiet,omitempty"`
+	// ServeArgs are the extra `logd serve` flags every node ran with
+	// (ProcessConfig.ServeArgs).
+	ServeArgs []string `json:"serve_args,omitempty"`
 	// Ops counts operations by kind, then outcome.
 	Ops map[OpKind]map[Outcome]int `json:"ops"`
 	// KafkaProduce counts the produces of the Kafka producers (also in
@@ -73,6 +79,9 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	if cfg.ReportDir == "" {
 		return nil, fmt.Errorf("torture: RunConfig.ReportDir is required")
 	}
+	if err := cfg.Workload.Quiet.validate(); err != nil {
+		return nil, fmt.Errorf("torture: WorkloadConfig.Quiet: %w", err)
+	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
@@ -89,7 +98,7 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	if cfg.Linearizable.VisualizeDir == "" {
 		cfg.Linearizable.VisualizeDir = cfg.ReportDir
 	}
-	rep := &Report{Seed: cfg.Seed, Nodes: c.Size(), Duration: cfg.Duration.String()}
+	rep := newReport(c, cfg)
 
 	h := NewHistory()
 	w := NewWorkload(c, h, cfg.Workload)
@@ -142,6 +151,16 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 		return rep, err
 	}
 	return rep, nil
+}
+
+// newReport is a report with what the run is: its seed, cluster, duration
+// and knobs (the serve flags of a cluster that has them).
+func newReport(c Cluster, cfg RunConfig) *Report {
+	rep := &Report{Seed: cfg.Seed, Nodes: c.Size(), Duration: cfg.Duration.String(), Quiet: cfg.Workload.Quiet.String()}
+	if sa, ok := c.(interface{ ServeArgs() []string }); ok {
+		rep.ServeArgs = sa.ServeArgs()
+	}
+	return rep
 }
 
 // countKafka counts the Kafka producers' produces (their producer ids
@@ -217,7 +236,14 @@ func (r *Report) Text() string {
 	if !r.Valid {
 		verdict = "INVALID"
 	}
-	fmt.Fprintf(&b, "logd torture: %s — seed %d, %d node(s), %s\n\n", verdict, r.Seed, r.Nodes, r.Duration)
+	fmt.Fprintf(&b, "logd torture: %s — seed %d, %d node(s), %s\n", verdict, r.Seed, r.Nodes, r.Duration)
+	if r.Quiet != "" {
+		fmt.Fprintf(&b, "quiet windows: %s (FOR/EVERY: the clients started nothing in the last FOR of every EVERY)\n", r.Quiet)
+	}
+	if len(r.ServeArgs) > 0 {
+		fmt.Fprintf(&b, "extra logd serve flags: %s\n", strings.Join(r.ServeArgs, " "))
+	}
+	b.WriteString("\n")
 	b.WriteString("operations:\n")
 	for _, k := range slices.Sorted(maps.Keys(r.Ops)) {
 		fmt.Fprintf(&b, "  %-8s", k)

@@ -9,6 +9,10 @@
 #               the machine to themselves; more finds more, slower each)
 #   NEMESES     fault kinds, as for `make torture` (default: the test's)
 #   PARTITIONS  the workload topic's partitions (default: the test's, 3)
+#   SERVE_ARGS  extra `logd serve` flags on every node, split on spaces
+#               (TORTURE_SERVE_ARGS; default none)
+#   QUIET       FOR/EVERY: the clients start nothing in the last FOR of
+#               every EVERY (TORTURE_QUIET; default none)
 #   SOAK_DIR    where reports go (default $TMPDIR/logd-soak), a directory
 #               per seed; a valid seed's node data is removed
 # It exits non-zero when any seed is not valid.
@@ -27,7 +31,7 @@ one() {
   rm -rf "$dir"; mkdir -p "$dir"
   local t0=$SECONDS
   (cd torture && TORTURE_DURATION=$DURATION TORTURE_SEED=$seed TORTURE_NEMESES=${NEMESES:-} TORTURE_PARTITIONS=${PARTITIONS:-} \
-    TORTURE_REPORT_DIR=$dir "$bin" -test.run '^TestTortureCluster$' -test.count=1 -test.timeout 0 -test.v \
+    TORTURE_SERVE_ARGS="${SERVE_ARGS:-}" TORTURE_QUIET=${QUIET:-} TORTURE_REPORT_DIR=$dir "$bin" -test.run '^TestTortureCluster$' -test.count=1 -test.timeout 0 -test.v \
     >"$dir/test.out" 2>&1)
   local rc=$? verdict="NO-REPORT" summary="" bad=""
   if [ -f "$dir/report.txt" ]; then

@@ -66,7 +66,7 @@ func TestTortureSingleNode(t *testing.T) {
 	// TORTURE_NEMESES (comma-separated kinds) picks the faults; the default
 	// is kill, pause and pause-kill. Network kinds put a proxy in front of
 	// the node; disk-full gives it a 256 MiB tmpfs (root only).
-	cfg := ProcessConfig{Binary: bin, Nodes: 1, Dir: dir}
+	cfg := ProcessConfig{Binary: bin, Nodes: 1, Dir: dir, ServeArgs: serveArgsFromEnv()}
 	var kinds []string
 	if s := os.Getenv("TORTURE_NEMESES"); s != "" {
 		kinds = strings.Split(s, ",")
@@ -88,9 +88,10 @@ func TestTortureSingleNode(t *testing.T) {
 		Duration:  d,
 		Seed:      seed,
 		ReportDir: dir,
-		Workload:  WorkloadConfig{KafkaProducers: kafkaProducersFromEnv(t), Partitions: partitionsFromEnv(t)},
-		Nemesis:   NemesisConfig{Kinds: kinds, Combine: true, TargetLeader: true},
-		Logf:      t.Logf,
+		Workload: WorkloadConfig{KafkaProducers: kafkaProducersFromEnv(t), Partitions: partitionsFromEnv(t),
+			Quiet: quietFromEnv(t)},
+		Nemesis: NemesisConfig{Kinds: kinds, Combine: true, TargetLeader: true},
+		Logf:    t.Logf,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +119,7 @@ func TestTortureDetectsLostWrites(t *testing.T) {
 	ctx := context.Background()
 	bin := logdBinary(t)
 	dir := t.TempDir()
-	c, err := StartProcessCluster(ProcessConfig{Binary: bin, Nodes: 1, Dir: dir})
+	c, err := StartProcessCluster(ProcessConfig{Binary: bin, Nodes: 1, Dir: dir, ServeArgs: serveArgsFromEnv()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +187,7 @@ func TestTortureDiskFull(t *testing.T) {
 	ctx := context.Background()
 	bin := logdBinary(t)
 	dir := t.TempDir()
-	c, err := StartProcessCluster(ProcessConfig{Binary: bin, Nodes: 1, Dir: dir, DiskBytes: 64 << 20})
+	c, err := StartProcessCluster(ProcessConfig{Binary: bin, Nodes: 1, Dir: dir, DiskBytes: 64 << 20, ServeArgs: serveArgsFromEnv()})
 	if err != nil {
 		t.Skipf("no tmpfs for the data directory: %v", err)
 	}
@@ -222,7 +223,7 @@ func TestTortureNetwork(t *testing.T) {
 	ctx := context.Background()
 	bin := logdBinary(t)
 	dir := t.TempDir()
-	c, err := StartProcessCluster(ProcessConfig{Binary: bin, Nodes: 1, Dir: dir, Proxy: true})
+	c, err := StartProcessCluster(ProcessConfig{Binary: bin, Nodes: 1, Dir: dir, Proxy: true, ServeArgs: serveArgsFromEnv()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +264,7 @@ func TestTortureRetention(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	c, err := StartProcessCluster(ProcessConfig{Binary: logdBinary(t), Nodes: 1, Dir: dir,
+	c, err := StartProcessCluster(ProcessConfig{Binary: logdBinary(t), Nodes: 1, Dir: dir, ServeArgs: serveArgsFromEnv(),
 		Args: func(int, *ProcessCluster) []string { return []string{"--retention-interval", "200ms"} }})
 	if err != nil {
 		t.Fatal(err)
@@ -294,7 +295,7 @@ func TestTortureRetention(t *testing.T) {
 // TestLeaderOf finds the leader through the cluster status, behind a proxy
 // (the status names nodes by their own addresses).
 func TestLeaderOf(t *testing.T) {
-	c, err := StartProcessCluster(ProcessConfig{Binary: logdBinary(t), Nodes: 1, Dir: t.TempDir(), Proxy: true})
+	c, err := StartProcessCluster(ProcessConfig{Binary: logdBinary(t), Nodes: 1, Dir: t.TempDir(), Proxy: true, ServeArgs: serveArgsFromEnv()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +329,7 @@ func TestTortureClientCut(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	c, err := StartProcessCluster(ProcessConfig{Binary: logdBinary(t), Nodes: 1, Dir: dir})
+	c, err := StartProcessCluster(ProcessConfig{Binary: logdBinary(t), Nodes: 1, Dir: dir, ServeArgs: serveArgsFromEnv()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,10 @@ type WorkloadConfig struct {
 	// ClientNet, when set, gives each producer its own proxy (see
 	// NemesisClientCut).
 	ClientNet *ClientNet
+	// Quiet, when set, keeps every client from starting anything new in
+	// the last Quiet.For of every Quiet.Every (see QuietWindows; the tests
+	// take TORTURE_QUIET).
+	Quiet QuietWindows
 	// Logf, when set, receives progress lines.
 	Logf func(format string, args ...any)
 }
@@ -284,6 +288,7 @@ func (w *Workload) paced(ctx context.Context, rng *rand.Rand, id, proc int, send
 		case <-ctx.Done():
 			continue
 		}
+		w.waitQuiet(ctx)
 		k := rng.IntN(len(seqs))
 		seqs[k]++
 		v := Value{Producer: id, Key: KeyName(id, k), Seq: seqs[k]}
