@@ -22,12 +22,20 @@ import (
 //	    17    1 type       1: move the log start
 //	    18    8 offset     the new log start offset, big-endian
 //
-// The log stores it as an entry of kind kindCommand (a logd Raft entry:
+//	sleep marker (18 bytes): the group goes to sleep (sleep.go); applying
+//	it changes nothing
+//	     0   16 zero
+//	    16    1 magic      101
+//	    17    1 type       2
+//
+// The log stores each as an entry of kind kindCommand (a logd Raft entry:
 // it owns no offset) and gives it back to Raft as a LogCommand.
 const (
 	commandMagic      byte = 101
 	commandDeleteRecs byte = 1
+	commandSleep      byte = 2
 	commandSize            = 26
+	sleepSize              = 18
 	// kindCommand is the log entry kind of a command that is not a batch,
 	// well above 1 + any raft.LogType.
 	kindCommand log.EntryKind = 64
@@ -40,6 +48,17 @@ var ErrBadCommand = errors.New("replication: unknown command entry")
 // isCommand reports whether a LogCommand's data is a logd command rather
 // than a record batch.
 func isCommand(b []byte) bool { return len(b) > 16 && b[16] == commandMagic }
+
+// isSleep reports whether a LogCommand's data is a sleep marker.
+func isSleep(b []byte) bool {
+	return len(b) == sleepSize && b[16] == commandMagic && b[17] == commandSleep
+}
+
+func encodeSleep() []byte {
+	b := make([]byte, sleepSize)
+	b[16], b[17] = commandMagic, commandSleep
+	return b
+}
 
 func encodeDeleteRecords(offset int64) []byte {
 	b := make([]byte, commandSize)

@@ -20,18 +20,22 @@ const ReadBarrierTimeout = 5 * time.Second
 // IsLeader reports whether this replica leads its group in Raft's view
 // now. That is no proof for serving a request: see Leading and
 // ConfirmRead.
-func (p *Partition) IsLeader() bool { return p.raft.State() == raft.Leader }
+func (p *Partition) IsLeader() bool { return p.r().State() == raft.Leader }
 
 // Leader returns the leader's id and Raft address as this replica knows
-// them, empty when it knows none.
+// them, empty when it knows none; while it sleeps, the leader it knew
+// when it fell asleep.
 func (p *Partition) Leader() (raft.ServerID, raft.ServerAddress) {
-	addr, id := p.raft.LeaderWithID()
+	if rec, ok := p.Slept(); ok {
+		return rec.LeaderID, rec.LeaderAddr
+	}
+	addr, id := p.r().LeaderWithID()
 	return id, addr
 }
 
 // Servers returns the group's latest configuration (committed or not).
 func (p *Partition) Servers() ([]raft.Server, error) {
-	f := p.raft.GetConfiguration()
+	f := p.r().GetConfiguration()
 	if err := f.Error(); err != nil {
 		return nil, fmt.Errorf("replication: %s: configuration: %w", p.group, err)
 	}
@@ -40,7 +44,7 @@ func (p *Partition) Servers() ([]raft.Server, error) {
 
 // LastIndex is the index of the last entry in the replica's Raft log (or
 // of its last snapshot).
-func (p *Partition) LastIndex() uint64 { return p.raft.LastIndex() }
+func (p *Partition) LastIndex() uint64 { return p.r().LastIndex() }
 
 // ConfirmRead makes a read served by this replica linearizable: it returns
 // once a barrier started after the call committed and was applied here
@@ -53,7 +57,7 @@ func (p *Partition) ConfirmRead(ctx context.Context) error {
 	if err == nil {
 		return nil
 	}
-	if nl := AsNotLeader(p.group, p.raft, err); nl != nil {
+	if nl := AsNotLeader(p.group, p.r(), err); nl != nil {
 		return nl
 	}
 	return fmt.Errorf("replication: %s: confirm leadership for a read: %w", p.group, err)

@@ -64,7 +64,9 @@
 //	                         no offset; given back to Raft as a LogCommand
 //	any other raft LogType -> log.Entry{Kind: 1 + LogType}: opaque, owns no offset
 //
-// The one logd command is DeleteRecords (Partition.DeleteRecords): the
+// A sleep marker (Partition.Hibernate, sleep.go) is a logd command that
+// applies as nothing. The other logd command is DeleteRecords
+// (Partition.DeleteRecords): the
 // leader checks the offset against its high watermark and replicates the
 // command; applying it on every replica moves the log's start
 // (log.AdvanceStart, durable in the log's logstart file before it is

@@ -79,7 +79,8 @@ func (f *PartitionFSM) Apply(e *raft.Log) any {
 	return ApplyResult{BaseOffset: info.BaseOffset, LastOffset: info.LastOffset()}
 }
 
-// applyCommand applies a logd command entry: move the log start to the
+// applyCommand applies a logd command entry: a sleep marker changes
+// nothing; a delete records command moves the log start to the
 // command's offset (every replica: the leader checked it against its high
 // watermark, which is the high watermark every replica has when it applies
 // the entry, as the entries before it are the same). It returns the log
@@ -89,6 +90,9 @@ func (f *PartitionFSM) applyCommand(e *raft.Log) any {
 	f.mu.Lock()
 	f.lastIndex, f.lastTerm = e.Index, e.Term
 	f.mu.Unlock()
+	if isSleep(e.Data) {
+		return nil
+	}
 	off, err := decodeDeleteRecords(e.Data)
 	if err != nil {
 		return fmt.Errorf("index %d: %w", e.Index, err)

@@ -99,7 +99,7 @@ func (p *Partition) followRole(notify <-chan bool, stop <-chan struct{}, followe
 			if lead {
 				c = leader
 			}
-			if err := p.raft.ReloadConfig(c); err != nil {
+			if err := p.r().ReloadConfig(c); err != nil {
 				p.logger.Warn("reload raft configuration", "leader", lead, "error", err)
 			}
 			p.leaderHB.Store(lead)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -49,6 +50,12 @@ type LogStore struct {
 	cut       bool
 	onStale   func()
 	staleOnce sync.Once
+
+	// onMarker, when set, is called (under mu: it must not block) after a
+	// StoreLogs whose last entry is a sleep marker (sleep.go).
+	onMarker func(index uint64)
+	// lastStore is when a StoreLogs last succeeded (Unix nanoseconds).
+	lastStore atomic.Int64
 
 	// started holds the entries started on this leader that must follow
 	// another (Partition.Start's after), by the address of their batch.
@@ -130,6 +137,12 @@ func (s *LogStore) StoreLogs(ls []*raft.Log) error {
 	defer s.mu.Unlock()
 	err := s.storeLogs(ls)
 	s.afterStore(err)
+	if err == nil {
+		s.lastStore.Store(time.Now().UnixNano())
+	}
+	if last := ls[len(ls)-1]; err == nil && s.onMarker != nil && last.Type == raft.LogCommand && isSleep(last.Data) {
+		s.onMarker(last.Index)
+	}
 	return err
 }
 

@@ -25,27 +25,33 @@ type PartitionStatus struct {
 	HighWatermark  int64
 	NextOffset     int64
 	Servers        []raft.Server // latest configuration
+	// Asleep: the replica's Raft is stopped (sleep.go); State is
+	// raft.Shutdown, and the leader is the one it knew when it fell asleep.
+	Asleep bool
 }
 
 // Status reports the replica's state.
 func (p *Partition) Status() PartitionStatus {
-	addr, id := p.raft.LeaderWithID()
+	addr, id := p.r().LeaderWithID()
 	s := PartitionStatus{
 		Group:          p.group,
-		State:          p.raft.State(),
-		Term:           p.raft.CurrentTerm(),
+		State:          p.r().State(),
+		Term:           p.r().CurrentTerm(),
 		LeaderID:       id,
 		LeaderAddr:     addr,
 		FirstIndex:     p.log.FirstIndex(),
 		LastIndex:      p.log.LastIndex(),
-		CommitIndex:    p.raft.CommitIndex(),
-		AppliedIndex:   p.raft.AppliedIndex(),
+		CommitIndex:    p.r().CommitIndex(),
+		AppliedIndex:   p.r().AppliedIndex(),
 		LogStartOffset: p.log.StartOffset(),
 		HighWatermark:  p.log.HighWatermark(),
 		NextOffset:     p.log.NextOffset(),
 	}
-	if f := p.raft.GetConfiguration(); f.Error() == nil {
+	if f := p.r().GetConfiguration(); f.Error() == nil {
 		s.Servers = f.Configuration().Servers
+	}
+	if rec, ok := p.Slept(); ok {
+		s.Asleep, s.LeaderID, s.LeaderAddr = true, rec.LeaderID, rec.LeaderAddr
 	}
 	return s
 }
@@ -54,19 +60,19 @@ func (p *Partition) Status() PartitionStatus {
 // replica catches up from the leader's log; if the leader's log no longer
 // starts at index 1, by segment copy (see the package comment).
 func (p *Partition) AddVoter(id raft.ServerID, addr raft.ServerAddress, timeout time.Duration) error {
-	return p.membership("add voter "+string(id), p.raft.AddVoter(id, addr, 0, timeout).Error())
+	return p.membership("add voter "+string(id), p.r().AddVoter(id, addr, 0, timeout).Error())
 }
 
 // RemoveServer removes a replica from the group (called on the leader; a
 // leader removing itself steps down once the change commits).
 func (p *Partition) RemoveServer(id raft.ServerID, timeout time.Duration) error {
-	return p.membership("remove server "+string(id), p.raft.RemoveServer(id, 0, timeout).Error())
+	return p.membership("remove server "+string(id), p.r().RemoveServer(id, 0, timeout).Error())
 }
 
 // TransferLeadership hands the group's leadership to another voter (leader
 // spreading), and returns once the transfer is done or has failed.
 func (p *Partition) TransferLeadership(id raft.ServerID, addr raft.ServerAddress) error {
-	return p.membership("transfer leadership to "+string(id), p.raft.LeadershipTransferToServer(id, addr).Error())
+	return p.membership("transfer leadership to "+string(id), p.r().LeadershipTransferToServer(id, addr).Error())
 }
 
 func (p *Partition) membership(what string, err error) error {
@@ -74,7 +80,7 @@ func (p *Partition) membership(what string, err error) error {
 		return nil
 	}
 	if errors.Is(err, raft.ErrNotLeader) {
-		addr, id := p.raft.LeaderWithID()
+		addr, id := p.r().LeaderWithID()
 		return &NotLeaderError{Group: p.group, LeaderID: id, Leader: addr, Cause: err}
 	}
 	return fmt.Errorf("replication: %s: %s: %w", p.group, what, err)

@@ -9,13 +9,18 @@ import (
 
 var (
 	raftLabels      = []string{"group", "topic", "partition"}
-	descRaftState   = prometheus.NewDesc("logd_raft_state", "Raft state of this replica: 0 follower, 1 candidate, 2 leader, 3 shutdown.", raftLabels, nil)
+	descRaftState   = prometheus.NewDesc("logd_raft_state", "Raft state of this replica: 0 follower, 1 candidate, 2 leader, 3 shutdown, 4 asleep (--partition-hibernate-after).", raftLabels, nil)
+	descSleeps      = prometheus.NewDesc("logd_raft_sleeps_total", "Times a partition replica on this node fell asleep (its Raft stopped while the partition was idle).", nil, nil)
+	descWakes       = prometheus.NewDesc("logd_raft_wakes_total", "Times a sleeping partition replica on this node woke (used, or a peer's Raft RPC).", nil, nil)
 	descRaftLeader  = prometheus.NewDesc("logd_raft_leader", "1 when this replica leads its group.", raftLabels, nil)
 	descRaftTerm    = prometheus.NewDesc("logd_raft_term", "Current Raft term of this replica.", raftLabels, nil)
 	descRaftCommit  = prometheus.NewDesc("logd_raft_commit_index", "Raft commit index known to this replica.", raftLabels, nil)
 	descRaftApplied = prometheus.NewDesc("logd_raft_applied_index", "Raft index this replica has applied.", raftLabels, nil)
 	descRaftLast    = prometheus.NewDesc("logd_raft_last_index", "Last Raft index in this replica's log.", raftLabels, nil)
 )
+
+// stateAsleep is logd_raft_state's value for a sleeping replica.
+const stateAsleep = 4
 
 // Collector exports the Raft state of every replica open on a node. Register
 // it once; it reads Partition.Status at each scrape.
@@ -26,13 +31,16 @@ func NewCollector(n *Node) *Collector { return &Collector{n: n} }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRaftState, descRaftLeader, descRaftTerm, descRaftCommit, descRaftApplied, descRaftLast} {
+	for _, d := range []*prometheus.Desc{descRaftState, descRaftLeader, descRaftTerm, descRaftCommit, descRaftApplied, descRaftLast, descSleeps, descWakes} {
 		ch <- d
 	}
 }
 
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	sleeps, wakes := c.n.SleepCounts()
+	ch <- prometheus.MustNewConstMetric(descSleeps, prometheus.CounterValue, float64(sleeps))
+	ch <- prometheus.MustNewConstMetric(descWakes, prometheus.CounterValue, float64(wakes))
 	for _, p := range c.n.Partitions() {
 		s := p.Status()
 		labels := groupLabels(s.Group)
@@ -40,11 +48,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if s.State == raft.Leader {
 			leader = 1
 		}
+		state := float64(s.State)
+		if s.Asleep {
+			state = stateAsleep
+		}
 		for _, m := range []struct {
 			d *prometheus.Desc
 			v float64
 		}{
-			{descRaftState, float64(s.State)},
+			{descRaftState, state},
 			{descRaftLeader, leader},
 			{descRaftTerm, float64(s.Term)},
 			{descRaftCommit, float64(s.CommitIndex)},

@@ -68,6 +68,7 @@ type Node struct {
 	mu     sync.Mutex
 	parts  map[string]*Partition
 	closed bool
+	counts SleepCounts // of every replica opened here
 
 	// spreadMu guards failedMoves: the groups whose last leadership
 	// transfer failed, skipped by SpreadLeaders until their time.
@@ -117,6 +118,12 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	return &Node{cfg: cfg, mux: mux, rpc: hub, log: cfg.Logger, parts: map[string]*Partition{}}, nil
 }
 
+// SleepCounts returns how many times the node's replicas fell asleep and
+// woke (sleep.go), since the node started.
+func (n *Node) SleepCounts() (sleeps, wakes int64) {
+	return n.counts.Sleeps.Load(), n.counts.Wakes.Load()
+}
+
 // ID is the node's id.
 func (n *Node) ID() raft.ServerID { return n.cfg.ID }
 
@@ -164,6 +171,7 @@ func (n *Node) OpenReplica(group string, l *log.Log, opts ReplicaOptions) (*Part
 		Logger:      n.log,
 		OnApply:     opts.OnApply,
 		OnRestore:   opts.OnRestore,
+		Counts:      &n.counts,
 	})
 	if err != nil {
 		stream.Close()
@@ -248,10 +256,10 @@ func (n *Node) SpreadLeaders(ctx context.Context, preferred func(group string) (
 			break
 		}
 		want, ok := preferred(p.group)
-		if !ok || want == n.cfg.ID || p.raft.State() != raft.Leader {
+		if !ok || want == n.cfg.ID || p.r().State() != raft.Leader {
 			continue
 		}
-		f := p.raft.GetConfiguration()
+		f := p.r().GetConfiguration()
 		if err := f.Error(); err != nil {
 			errs = append(errs, fmt.Errorf("replication: %s: %w", p.group, err))
 			continue

@@ -87,6 +87,9 @@ type PartitionConfig struct {
 	// OnRestore, when set, is called after a snapshot is restored (see
 	// PartitionFSM): the batches it covers were never applied here.
 	OnRestore func()
+	// Counts, when set, counts this replica's sleeps and wakes too (the
+	// node's totals, for its metrics).
+	Counts *SleepCounts
 }
 
 // Partition is this node's replica of a partition's Raft group.
@@ -98,8 +101,17 @@ type Partition struct {
 	stream *copyStream
 	trans  *raftrpc.Transport
 	snaps  *snapshotStore
-	raft   *raft.Raft
 	logger hclog.Logger
+
+	// raft is the group's running Raft instance, or the last one, shut
+	// down, while the replica sleeps (sleep.go): every use loads it once.
+	raft atomic.Pointer[raft.Raft]
+	// What a wake needs to start Raft again: the configuration it was
+	// opened with and the stores (sleep.go).
+	rc     raft.Config
+	stable raft.StableStore
+	sleep  sleepState
+	counts *SleepCounts // the node's (or the replica's own)
 
 	// copyCtx ends at Close: it aborts a catch-up in progress, which
 	// Raft's shutdown waits for.
@@ -183,7 +195,10 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replication: %s: snapshot store: %w", cfg.Group, err)
 	}
-	p := &Partition{group: cfg.Group, log: cfg.Log, snaps: &snapshotStore{SnapshotStore: fsnaps}, logger: logger}
+	p := &Partition{group: cfg.Group, log: cfg.Log, snaps: &snapshotStore{SnapshotStore: fsnaps}, logger: logger, counts: cfg.Counts}
+	if p.counts == nil {
+		p.counts = &SleepCounts{}
+	}
 	p.copyCtx, p.copyCancel = context.WithCancel(context.Background())
 	p.store = NewLogStore(cfg.Log)
 	p.fsm = NewPartitionFSM(cfg.Log, p.store)
@@ -197,8 +212,10 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 		return nil, fmt.Errorf("replication: %s: %w", cfg.Group, err)
 	}
 	p.stream = newCopyStream(cfg.Stream, func(c net.Conn) { serveCopy(c, cfg.Log, logger) }, p.trans.ServeSnapshot)
-	stable := NewStableStore(cfg.DB, cfg.Group)
-	r, err := newRaft(rc, p.fsm, p.store, stable, p.snaps, p.trans)
+	p.stable = NewStableStore(cfg.DB, cfg.Group)
+	p.rc = *rc
+	p.store.onMarker = p.markerStored
+	r, err := newRaft(rc, p.fsm, p.store, p.stable, p.snaps, raftTransport{p.trans})
 	if err != nil {
 		p.copyCancel()
 		p.trans.Close()
@@ -206,20 +223,19 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 		p.stream.wait()
 		return nil, fmt.Errorf("replication: %s: start raft: %w", cfg.Group, err)
 	}
-	p.raft = r
 	p.followerCfg, p.leaderCfg = roleConfigs(rc)
 	p.roleStop, p.roleDone = make(chan struct{}), make(chan struct{})
 	go p.followRole(notify, p.roleStop, p.followerCfg, p.leaderCfg)
-	p.reads = NewReadIndex(r, ReadBarrierTimeout)
-	p.trans.Bind(r)
-	p.store.SetAppliedIndex(r.AppliedIndex)
+	p.reads = newReadIndex(func(d time.Duration) error { return p.r().Barrier(d).Error() }, ReadBarrierTimeout)
+	p.run(r)
+	p.Touch()
 	return p, nil
 }
 
 // Bootstrap makes servers the group's first configuration, if this replica
 // has no state yet (raft.ErrCantBootstrap otherwise).
 func (p *Partition) Bootstrap(servers []raft.Server) error {
-	return p.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+	return p.r().BootstrapCluster(raft.Configuration{Servers: servers}).Error()
 }
 
 // Group is the group id.
@@ -228,7 +244,17 @@ func (p *Partition) Group() string { return p.group }
 // Raft exposes the group's Raft instance to this package's tests and
 // harness (clustertest); other packages use the methods of control.go and
 // membership.go instead.
-func (p *Partition) Raft() *raft.Raft { return p.raft }
+func (p *Partition) Raft() *raft.Raft { return p.r() }
+
+// r is the group's Raft instance now (shut down while the replica sleeps).
+func (p *Partition) r() *raft.Raft { return p.raft.Load() }
+
+// run makes r the group's Raft instance.
+func (p *Partition) run(r *raft.Raft) {
+	p.raft.Store(r)
+	p.trans.Bind(r)
+	p.store.SetAppliedIndex(r.AppliedIndex)
+}
 
 // Log is the partition's log.
 func (p *Partition) Log() *log.Log { return p.log }
@@ -288,13 +314,22 @@ func (p *Partition) Start(b []byte, leaderOnly bool, after *Write) (*Write, erro
 	if after != nil {
 		prev = after.entry
 	}
+	// The gate keeps a Hibernate from stopping Raft between this check
+	// and the Apply (sleep.go).
+	p.sleep.gate.RLock()
+	if p.Asleep() {
+		p.sleep.gate.RUnlock()
+		return nil, fmt.Errorf("replication: %s: append: %w", p.group, ErrAsleep)
+	}
+	p.sleep.starts.Add(1)
 	var settle func()
 	w.entry, settle = p.store.startEntry(b, prev)
 	cancel := func() {}
 	if leaderOnly {
 		w.stored, cancel = p.store.awaitStored(b)
 	}
-	f := p.raft.Apply(b, 0)
+	f := p.r().Apply(b, 0)
+	p.sleep.gate.RUnlock()
 	go func() {
 		// Raft answers every future but one whose node shuts down after
 		// the entry committed and before it was applied (hashicorp/raft
@@ -354,16 +389,16 @@ func (w *Write) Result() (ApplyResult, error) {
 // such proof: it moves when entries are handed to the state machine,
 // before they are applied.
 func (p *Partition) Leading(ctx context.Context) (uint64, error) {
-	if p.raft.State() != raft.Leader {
+	if p.r().State() != raft.Leader {
 		return 0, p.applyError(raft.ErrNotLeader)
 	}
-	term := p.raft.CurrentTerm()
+	term := p.r().CurrentTerm()
 	r := p.ready.Load()
 	if r == nil || r.term != term || r.failed() {
 		nr := &readiness{term: term, done: make(chan struct{})}
 		if p.ready.CompareAndSwap(r, nr) {
 			go func() {
-				nr.ok = p.raft.Barrier(0).Error() == nil
+				nr.ok = p.r().Barrier(0).Error() == nil
 				close(nr.done)
 			}()
 		}
@@ -449,11 +484,14 @@ func checkAppend(b []byte) error {
 }
 
 func (p *Partition) applyError(err error) error {
-	if nl := AsNotLeader(p.group, p.raft, err); nl != nil {
+	if errors.Is(err, raft.ErrRaftShutdown) && p.Asleep() {
+		return fmt.Errorf("replication: %s: %w", p.group, ErrAsleep)
+	}
+	if nl := AsNotLeader(p.group, p.r(), err); nl != nil {
 		return nl
 	}
 	if errors.Is(err, ErrNotReady) {
-		addr, id := p.raft.LeaderWithID()
+		addr, id := p.r().LeaderWithID()
 		return &NotLeaderError{Group: p.group, LeaderID: id, Leader: addr, Cause: err}
 	}
 	return fmt.Errorf("replication: %s: append: %w", p.group, err)
@@ -463,7 +501,11 @@ func (p *Partition) applyError(err error) error {
 // in progress and waiting for the copies it serves. The log stays open.
 func (p *Partition) Close() error {
 	p.copyCancel()
-	err := p.raft.Shutdown().Error()
+	p.stopTimers()
+	p.sleep.mu.Lock()
+	p.sleep.closed = true
+	err := p.r().Shutdown().Error()
+	p.sleep.mu.Unlock()
 	p.stopRole.Do(func() { close(p.roleStop) })
 	<-p.roleDone
 	if cerr := p.trans.Close(); err == nil {
@@ -506,7 +548,7 @@ func newRaft(conf *raft.Config, fsm raft.FSM, logs raft.LogStore, stable raft.St
 // InstallSnapshot RPC may time out first (10s), in which case the leader
 // retries and the second install finds the log caught up.
 func (p *Partition) catchUp(s PartitionSnapshot, index uint64) error {
-	leader, _ := p.raft.LeaderWithID()
+	leader, _ := p.r().LeaderWithID()
 	if leader == "" {
 		return errNoLeader
 	}
@@ -550,7 +592,7 @@ func (p *Partition) DeleteRecords(ctx context.Context, offset int64) (int64, err
 	if offset <= start {
 		return start, nil
 	}
-	f := p.raft.Apply(encodeDeleteRecords(offset), 0)
+	f := p.r().Apply(encodeDeleteRecords(offset), 0)
 	done := make(chan struct{})
 	var res any
 	var err error

@@ -17,9 +17,12 @@ type Transport struct {
 	consumer chan raft.RPC
 	raft     atomic.Pointer[raft.Raft]
 	hb       atomic.Pointer[func(raft.RPC)]
-	done     chan struct{}
-	once     sync.Once
-	wg       sync.WaitGroup // the queue's drain, snapshots served
+	// wake, while the group's Raft is stopped (Sleep), is called by every
+	// request that arrives: see Sleep.
+	wake atomic.Pointer[func()]
+	done chan struct{}
+	once sync.Once
+	wg   sync.WaitGroup // the queue's drain, snapshots served
 
 	qmu     sync.Mutex
 	queue   []inbound // nil while idle
@@ -75,13 +78,58 @@ func (t *Transport) fastPathSafe(cmd any) bool {
 	return ok && r != nil && r.State() == raft.Follower && req.Term <= r.CurrentTerm()
 }
 
+// Sleep marks the group's Raft as stopped (replication's sleeping
+// replicas): from now until Wake, every request that arrives, heartbeats
+// included, calls wake and waits in the queue for the next Raft instance,
+// as long as the caller's timeout allows. wake runs in a link's reader: it
+// must not block. Requests queued already call it too.
+func (t *Transport) Sleep(wake func()) {
+	t.wake.Store(&wake)
+	t.qmu.Lock()
+	queued := t.running
+	t.qmu.Unlock()
+	if queued {
+		wake()
+	}
+}
+
+// Wake ends Sleep: the group's new Raft instance reads the Consumer.
+func (t *Transport) Wake() { t.wake.Store(nil) }
+
+// Campaign makes the group's Raft stand for election at once, as a
+// leadership transfer's TimeoutNow does, in its own goroutine: the request
+// waits for Raft to read it, until the transport is closed.
+func (t *Transport) Campaign(self raft.ServerID) {
+	rpc := raft.RPC{
+		Command: &raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{
+			ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(self), Addr: []byte(t.LocalAddr()),
+		}},
+		RespChan: make(chan raft.RPCResponse, 1),
+	}
+	t.qmu.Lock()
+	defer t.qmu.Unlock()
+	if t.closed {
+		return
+	}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		select {
+		case t.consumer <- rpc:
+		case <-t.done:
+		}
+	}()
+}
+
 // receive handles a request from link l, in l's reader: a safe heartbeat
 // at once, anything else through the bounded queue.
 func (t *Transport) receive(l *link, req request) {
 	ch := make(chan raft.RPCResponse, 1)
 	rpc := raft.RPC{Command: req.cmd, RespChan: ch}
 	lazy := isEmptyAppend(req.cmd)
-	if isHeartbeat(req.cmd) {
+	if wake := t.wake.Load(); wake != nil {
+		(*wake)()
+	} else if isHeartbeat(req.cmd) {
 		if cb := t.hb.Load(); cb != nil && t.fastPathSafe(req.cmd) {
 			(*cb)(rpc)
 			select {

@@ -1,0 +1,303 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/logd/logd/replication/raftrpc"
+)
+
+// Sleeping replicas (issue 19). An idle hashicorp/raft group still costs
+// its leader a heartbeat to every follower every few hundred milliseconds,
+// and a Raft leader cannot go quiet without being deposed: its lease and
+// its followers' election timers both expect the heartbeats. So an idle
+// group does not slow down, it stops: every replica shuts its Raft
+// instance down, keeping its log, its state and its place on the node's
+// raftrpc.Hub, and starts a new one when the group is used again.
+//
+// Safety: sleeping is a restart. A replica's term, vote and log are durable
+// before Raft acts on them (the same stores a kill -9 leaves behind), so a
+// replica that stops its Raft and starts it again is, to the group, a
+// replica that crashed and restarted, which Raft tolerates at any moment.
+// No schedule of sleeps and wakes can lose a committed entry; a bad one can
+// only cost an election.
+//
+// Liveness is the protocol's business, and it is this:
+//
+//   - Hibernate, on the leader, replicates a sleep marker (a logd command
+//     entry that changes nothing, command.go), and once it is committed,
+//     with no entry after it, the leader sleeps.
+//   - A follower that stores a marker as its last entry sleeps once it has
+//     heard from no leader for half its HeartbeatTimeout (F/2) with the
+//     marker still last. An awake leader heartbeats at least every F/3
+//     (heartbeat.go), so a follower goes F/2 without contact only when the
+//     leader stopped: it slept, died or was cut off. The follower's own
+//     election timer waits at least F: it sleeps before it would campaign.
+//   - Any RPC for a sleeping replica wakes it (raftrpc.Transport.Sleep): a
+//     peer that is awake wants the group, and Raft retries the RPC. A
+//     replica woken by a peer does not campaign; the peer's election or
+//     appends carry on.
+//   - A use (a produce, a fetch) wakes the replica where it arrives:
+//     Wake(true) starts Raft and makes it stand for election at once (a
+//     TimeoutNow to itself, as a leadership transfer does), so the group has
+//     a leader after one round of votes rather than an election timeout,
+//     waking the other replicas with its RequestVote.
+//
+// A replica started by the node (OpenPartition) is awake: a restart never
+// sleeps.
+//
+// While asleep, the Partition answers from the record of the moment it fell
+// asleep (SleepRecord): Raft's methods would answer from a shut-down
+// instance. Writes fail with ErrAsleep: the caller wakes the group (Wake)
+// and waits for a leader, as after any leader loss.
+
+// ErrAsleep: the replica's Raft is stopped (Sleep); Wake starts it.
+var ErrAsleep = errors.New("replication: the partition replica is asleep")
+
+// SleepRecord is what a sleeping replica knew of its group when it fell
+// asleep.
+type SleepRecord struct {
+	At         time.Time
+	Term       uint64
+	LeaderID   raft.ServerID // empty when it knew none
+	LeaderAddr raft.ServerAddress
+	WasLeader  bool
+}
+
+// SleepCounts counts sleeps and wakes (a node's replicas', for metrics).
+type SleepCounts struct {
+	Sleeps, Wakes atomic.Int64
+}
+
+// sleepState is a Partition's sleep bookkeeping.
+type sleepState struct {
+	// mu orders Sleep, Wake and Close; it is never taken in Raft's
+	// goroutines (a Sleep holding it waits for them to end).
+	mu     sync.Mutex
+	asleep atomic.Bool
+	closed bool
+	rec    atomic.Pointer[SleepRecord]
+	sleeps atomic.Int64
+	wakes  atomic.Int64
+	// gate orders appends (Start, read-locked from its check of asleep to
+	// its Apply) and falling asleep (write-locked); starts counts the
+	// appends started, so that a Hibernate sees any since its marker.
+	gate   sync.RWMutex
+	starts atomic.Int64
+	// used is when the replica was last used (Touch) or woke, in Unix
+	// nanoseconds.
+	used atomic.Int64
+
+	// timer runs a follower's marker check (markerStored); guarded by
+	// timerMu, which StoreLogs takes, so never held while waiting for Raft.
+	timerMu   sync.Mutex
+	timer     *time.Timer
+	timerStop bool
+}
+
+// raftTransport is the group's Transport as handed to Raft: without
+// Close, which Raft's shutdown calls, since the Transport outlives a
+// sleeping Raft instance (Partition.Close closes it).
+type raftTransport struct{ *raftrpc.Transport }
+
+// Close leaves the Transport open for the next Raft instance.
+func (raftTransport) Close() error { return nil }
+
+// Asleep reports whether the replica's Raft is stopped.
+func (p *Partition) Asleep() bool { return p.sleep.asleep.Load() }
+
+// Slept returns the record of the replica's last sleep, if it is asleep.
+func (p *Partition) Slept() (SleepRecord, bool) {
+	if !p.Asleep() {
+		return SleepRecord{}, false
+	}
+	if r := p.sleep.rec.Load(); r != nil {
+		return *r, true
+	}
+	return SleepRecord{}, false
+}
+
+// SleepCounts returns how many times the replica fell asleep and woke.
+func (p *Partition) SleepCounts() (sleeps, wakes int64) {
+	return p.sleep.sleeps.Load(), p.sleep.wakes.Load()
+}
+
+// Touch records a use of the replica (a request it serves) for Idle.
+func (p *Partition) Touch() { p.sleep.used.Store(time.Now().UnixNano()) }
+
+// Idle returns how long ago the replica was last used (Touch), woke, or
+// stored a log entry (any write, barrier or configuration change, led or
+// followed).
+func (p *Partition) Idle() time.Duration {
+	last := max(p.sleep.used.Load(), p.store.lastStore.Load())
+	return time.Since(time.Unix(0, last))
+}
+
+// Hibernate puts an idle group to sleep; called on its leader. It
+// replicates a sleep marker and, once the marker is committed with no
+// entry after it, stops this replica's Raft (the followers follow, see
+// above). It returns false, and the group stays awake, when this replica
+// does not lead, the marker could not be committed within timeout, or
+// anything was appended after it.
+func (p *Partition) Hibernate(timeout time.Duration) (bool, error) {
+	r := p.r()
+	if p.Asleep() || r.State() != raft.Leader {
+		return false, nil
+	}
+	// An append started before the marker is stored before it, and so
+	// applied before the marker's future answers; one started after it
+	// changes starts.
+	starts := p.sleep.starts.Load()
+	f := r.Apply(encodeSleep(), timeout)
+	if err := f.Error(); err != nil {
+		return false, p.applyError(err)
+	}
+	p.sleep.mu.Lock()
+	defer p.sleep.mu.Unlock()
+	if p.sleep.closed || p.r() != r {
+		return false, nil
+	}
+	p.sleep.gate.Lock()
+	if p.sleep.starts.Load() != starts || r.State() != raft.Leader || r.LastIndex() != f.Index() {
+		p.sleep.gate.Unlock()
+		return false, nil
+	}
+	p.sleep.asleep.Store(true)
+	p.sleep.gate.Unlock()
+	return true, p.sleepLocked(r)
+}
+
+// Sleep stops the replica's Raft now, whatever its role. It is a no-op
+// for a replica that is asleep or closed.
+func (p *Partition) Sleep() error {
+	p.sleep.mu.Lock()
+	defer p.sleep.mu.Unlock()
+	if p.sleep.closed || p.Asleep() {
+		return nil
+	}
+	return p.sleepLocked(p.r())
+}
+
+// sleepLocked stops r, which is the running instance; sleep.mu is held.
+func (p *Partition) sleepLocked(r *raft.Raft) error {
+	addr, id := r.LeaderWithID()
+	rec := &SleepRecord{At: time.Now(), Term: r.CurrentTerm(), LeaderID: id, LeaderAddr: addr, WasLeader: r.State() == raft.Leader}
+	p.sleep.rec.Store(rec)
+	p.sleep.gate.Lock()
+	p.sleep.asleep.Store(true)
+	p.sleep.gate.Unlock()
+	// From now on an RPC for the group wakes it (after this Sleep).
+	p.trans.Sleep(func() { go p.wakeForPeer() })
+	if err := r.Shutdown().Error(); err != nil {
+		return fmt.Errorf("replication: %s: sleep: %w", p.group, err)
+	}
+	p.leaderHB.Store(false)
+	p.sleep.sleeps.Add(1)
+	p.counts.Sleeps.Add(1)
+	p.logger.Debug("asleep", "term", rec.Term, "leader", rec.LeaderID, "was-leader", rec.WasLeader)
+	return nil
+}
+
+// Wake starts the replica's Raft again, if it is asleep; with campaign, it
+// stands for election at once. Waking a replica that is awake is a no-op.
+func (p *Partition) Wake(campaign bool) error {
+	p.sleep.mu.Lock()
+	defer p.sleep.mu.Unlock()
+	if p.sleep.closed {
+		return fmt.Errorf("replication: %s: wake: %w", p.group, raft.ErrRaftShutdown)
+	}
+	if !p.Asleep() {
+		return nil
+	}
+	rc := p.rc
+	// The state machine is the log, which is as it was: restoring the
+	// snapshot would replace it. Raft re-applies the entries after the
+	// snapshot, which is harmless (PartitionFSM.Apply).
+	rc.NoSnapshotRestoreOnStart = true
+	r, err := newRaft(&rc, p.fsm, p.store, p.stable, p.snaps, raftTransport{p.trans})
+	if err != nil {
+		return fmt.Errorf("replication: %s: wake: %w", p.group, err)
+	}
+	p.run(r)
+	p.Touch()
+	p.sleep.asleep.Store(false)
+	p.trans.Wake()
+	p.sleep.wakes.Add(1)
+	p.counts.Wakes.Add(1)
+	p.logger.Debug("awake", "campaign", campaign)
+	if campaign {
+		p.trans.Campaign(p.rc.LocalID)
+	}
+	return nil
+}
+
+// wakeForPeer wakes the replica for an RPC a peer sent it.
+func (p *Partition) wakeForPeer() {
+	if err := p.Wake(false); err != nil && !errors.Is(err, raft.ErrRaftShutdown) {
+		p.logger.Warn("waking for a peer's RPC failed", "error", err)
+	}
+}
+
+// markerStored is the log store's hook: a sleep marker was stored as the
+// last entry at index. A follower checks F/2 later whether to sleep.
+func (p *Partition) markerStored(uint64) {
+	p.sleep.timerMu.Lock()
+	defer p.sleep.timerMu.Unlock()
+	if p.sleep.timerStop {
+		return
+	}
+	d := p.followerCfg.HeartbeatTimeout / 2
+	if p.sleep.timer == nil {
+		p.sleep.timer = time.AfterFunc(d, p.checkMarker)
+		return
+	}
+	p.sleep.timer.Reset(d)
+}
+
+// checkMarker puts a follower to sleep whose last entry is a sleep marker
+// and which has heard from no leader for F/2; while one is heard, it looks
+// again when F/2 will have passed since.
+func (p *Partition) checkMarker() {
+	p.sleep.mu.Lock()
+	defer p.sleep.mu.Unlock()
+	r := p.r()
+	if p.sleep.closed || p.Asleep() || r.State() == raft.Leader || !p.lastIsMarker() {
+		return
+	}
+	quiet := p.followerCfg.HeartbeatTimeout / 2
+	if since := time.Since(r.LastContact()); since < quiet {
+		p.sleep.timerMu.Lock()
+		if !p.sleep.timerStop {
+			p.sleep.timer.Reset(quiet - since)
+		}
+		p.sleep.timerMu.Unlock()
+		return
+	}
+	if err := p.sleepLocked(r); err != nil {
+		p.logger.Warn("sleep after a marker failed", "error", err)
+	}
+}
+
+// lastIsMarker reports whether the log's last entry is a sleep marker.
+func (p *Partition) lastIsMarker() bool {
+	var l raft.Log
+	if err := p.store.GetLog(p.log.LastIndex(), &l); err != nil {
+		return false
+	}
+	return l.Type == raft.LogCommand && isSleep(l.Data)
+}
+
+// stopTimers stops the marker check for Close.
+func (p *Partition) stopTimers() {
+	p.sleep.timerMu.Lock()
+	defer p.sleep.timerMu.Unlock()
+	p.sleep.timerStop = true
+	if p.sleep.timer != nil {
+		p.sleep.timer.Stop()
+	}
+}

@@ -1,0 +1,165 @@
+package replication_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/replication"
+	"github.com/logd/logd/replication/clustertest"
+)
+
+// waitAsleep waits until every running replica of group is asleep.
+func waitAsleep(t *testing.T, c *clustertest.Cluster, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var awake []string
+		for _, n := range c.Up() {
+			if !n.Partition(group).Asleep() {
+				awake = append(awake, fmt.Sprintf("%s (%v)", n.ID, n.Partition(group).Raft().State()))
+			}
+		}
+		if len(awake) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v, replicas still awake: %v", timeout, awake)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// hibernate puts group to sleep through its leader and waits until every
+// running replica sleeps.
+func hibernate(t *testing.T, c *clustertest.Cluster) *clustertest.Node {
+	t.Helper()
+	leader := c.Leader(group)
+	ok, err := leader.Partition(group).Hibernate(10 * time.Second)
+	if err != nil || !ok {
+		t.Fatalf("hibernate on %s: %v, %v", leader.ID, ok, err)
+	}
+	if !leader.Partition(group).Asleep() {
+		t.Fatalf("%s hibernated and is awake", leader.ID)
+	}
+	waitAsleep(t, c, 10*time.Second)
+	return leader
+}
+
+// A hibernated group sleeps on every replica and stays asleep (no
+// follower campaigns against the silent leader); a use on any replica
+// (Wake(true)) elects it there, the RPCs of its election wake the others,
+// and every acknowledged record, before and after, is on every replica.
+func TestHibernateSleepsAndWakesWhereUsed(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
+	a := newAcked()
+	a.produce(t, c, 20, "a")
+	c.WaitConverged(group, 30*time.Second)
+
+	old := hibernate(t, c)
+	rec, ok := old.Partition(group).Slept()
+	if !ok || !rec.WasLeader || rec.LeaderID != raft.ServerID(old.ID) {
+		t.Fatalf("the old leader's sleep record: %+v, %v", rec, ok)
+	}
+	// Longer than any election timeout (1.5 s to 3 s here): nobody wakes.
+	time.Sleep(4 * time.Second)
+	for _, n := range c.Up() {
+		p := n.Partition(group)
+		if _, wakes := p.SleepCounts(); !p.Asleep() || wakes != 0 {
+			t.Fatalf("%s: asleep %v, woke %d times while idle", n.ID, p.Asleep(), wakes)
+		}
+		_, err := p.Append(within(t, 5*time.Second), batch.Encode(nil, 0, batch.NoProducer, []batch.Record{{Value: []byte("x")}}))
+		if !errors.Is(err, replication.ErrAsleep) {
+			t.Fatalf("%s: an append to a sleeping replica: %v, want ErrAsleep", n.ID, err)
+		}
+	}
+
+	var woken *clustertest.Node
+	for _, n := range c.Nodes() {
+		if n != old {
+			woken = n
+			break
+		}
+	}
+	if err := woken.Partition(group).Wake(true); err != nil {
+		t.Fatal(err)
+	}
+	if l := c.Leader(group); l != woken {
+		t.Fatalf("%s woke to campaign, %s leads", woken.ID, l.ID)
+	}
+	a.produce(t, c, 20, "b")
+	c.WaitConverged(group, 30*time.Second)
+	for _, n := range c.Nodes() {
+		if n.Partition(group).Asleep() {
+			t.Fatalf("%s still asleep after the group was used", n.ID)
+		}
+		a.check(t, n)
+	}
+}
+
+// A node restarted while its group sleeps opens its replica awake; its
+// election wakes the others, and the group takes writes again.
+func TestRestartWhileAsleep(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
+	a := newAcked()
+	a.produce(t, c, 10, "a")
+	c.WaitConverged(group, 30*time.Second)
+	old := hibernate(t, c)
+	c.Kill(old.ID)
+	c.Restart(old.ID)
+	if old.Partition(group).Asleep() {
+		t.Fatal("a restarted replica opened asleep")
+	}
+	a.produce(t, c, 10, "b")
+	c.WaitConverged(group, 60*time.Second)
+	for _, n := range c.Nodes() {
+		a.check(t, n)
+	}
+}
+
+// A group whose leader died asleep (killed, not restarted) is woken by a
+// use on a survivor, elects it, and takes writes on the two survivors.
+func TestWakeAfterSleepingLeaderDied(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
+	a := newAcked()
+	a.produce(t, c, 10, "a")
+	c.WaitConverged(group, 30*time.Second)
+	old := hibernate(t, c)
+	c.Kill(old.ID)
+	survivor := c.Up()[0]
+	if err := survivor.Partition(group).Wake(true); err != nil {
+		t.Fatal(err)
+	}
+	a.produce(t, c, 10, "b")
+	c.WaitConverged(group, 30*time.Second)
+	for _, n := range c.Up() {
+		a.check(t, n)
+	}
+}
+
+// Sleeping and waking repeatedly, with writes in between, loses nothing.
+func TestSleepWakeCycles(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
+	a := newAcked()
+	for i := range 4 {
+		a.produce(t, c, 5, fmt.Sprintf("c%d", i))
+		c.WaitConverged(group, 30*time.Second)
+		hibernate(t, c)
+		n := c.Nodes()[i%3]
+		if err := n.Partition(group).Wake(true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.produce(t, c, 5, "end")
+	c.WaitConverged(group, 30*time.Second)
+	for _, n := range c.Nodes() {
+		a.check(t, n)
+		if s, w := n.Partition(group).SleepCounts(); s != 4 || w != 4 {
+			t.Fatalf("%s slept %d and woke %d times, want 4 and 4", n.ID, s, w)
+		}
+	}
+}
