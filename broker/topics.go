@@ -178,8 +178,8 @@ func (b *Broker) clusterView(st meta.State, c partition.TopicConfig, p *partitio
 		pi.ISR = pi.Replicas
 	}
 	if r := b.cl.LocalReplica(meta.GroupOf(c, p.ID)); r != nil {
-		rs := r.Status()
-		pi.Leader, pi.LeaderEpoch = string(rs.LeaderID), int32(rs.Term)
+		leader, term := b.cl.LeaderOf(r)
+		pi.Leader, pi.LeaderEpoch = leader, int32(term)
 	}
 }
 

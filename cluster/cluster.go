@@ -47,6 +47,9 @@ type Config struct {
 	Routes map[string]string
 	// Raft is the base Raft configuration of every group; nil: defaults.
 	Raft *raft.Config
+	// HibernateAfter puts a partition group to sleep once it has been
+	// idle that long (hibernate.go); 0: never.
+	HibernateAfter time.Duration
 }
 
 // Validate checks the settings a user gives.
@@ -60,6 +63,8 @@ func (c *Config) Validate() error {
 		return errors.New("cluster mode needs --raft-addr HOST:PORT")
 	case c.Bootstrap && c.Join != "":
 		return errors.New("give either --bootstrap (a new cluster) or --join ADDR (an existing one), not both")
+	case c.HibernateAfter < 0:
+		return fmt.Errorf("--partition-hibernate-after %v: give a duration >= 0 (0: partitions never sleep)", c.HibernateAfter)
 	}
 	return nil
 }
@@ -93,6 +98,11 @@ type Cluster struct {
 	// against the removed nodes is not applied after a removal it raced.
 	members sync.Mutex
 	refused atomic.Pointer[error] // why the metadata refused this node
+
+	// loops is the background loops' context (Run); reach, whether peers
+	// answered lately (hibernate.go).
+	loops context.Context
+	reach reachability
 }
 
 // Start starts the Raft port and the metadata group. The background loops
@@ -185,11 +195,18 @@ func (c *Cluster) Run(self meta.Node) {
 	self.ID, self.RaftAddr = c.self, c.RaftAddr()
 	ctx, stop := context.WithCancel(context.Background())
 	c.stop = stop
+	c.reach.mu.Lock()
+	c.loops = ctx
+	c.reach.mu.Unlock()
 	c.wg.Add(4)
 	go func() { defer c.wg.Done(); c.lagLoop(ctx) }()
 	go func() { defer c.wg.Done(); c.registerLoop(ctx, self) }()
 	go func() { defer c.wg.Done(); c.reconcileLoop(ctx) }()
 	go func() { defer c.wg.Done(); c.spreadLoop(ctx) }()
+	if c.cfg.HibernateAfter > 0 {
+		c.wg.Add(1)
+		go func() { defer c.wg.Done(); c.hibernateLoop(ctx) }()
+	}
 }
 
 // Close stops the loops, every replica, the metadata group and the Raft
@@ -198,6 +215,9 @@ func (c *Cluster) Close() error {
 	if c.stop != nil {
 		c.stop()
 	}
+	c.reach.mu.Lock()
+	c.reach.closed = true // no reachability check starts from now on
+	c.reach.mu.Unlock()
 	c.wg.Wait()
 	return errors.Join(c.rn.Close(), c.meta.Close())
 }

@@ -35,6 +35,14 @@ func (c *Cluster) Replica(ctx context.Context, p *partition.Partition) (*replica
 		}
 		return nil, &NotLeaderError{What: what, Untouched: true}
 	}
+	r.Touch()
+	if r.Asleep() {
+		// hibernate.go says why it does not wait for the election.
+		if err := r.Wake(true); err != nil {
+			return nil, Errorf(ErrUnavailable, "%s: waking its sleeping replica: %v: retry", what, err)
+		}
+		return nil, &NotLeaderError{What: what + " (it was asleep and is electing a leader: retry)", Untouched: true}
+	}
 	if r.IsLeader() {
 		return r, nil
 	}
@@ -42,10 +50,15 @@ func (c *Cluster) Replica(ctx context.Context, p *partition.Partition) (*replica
 	return nil, &NotLeaderError{What: what, Leader: c.node(string(id)), Untouched: true}
 }
 
-// Leads reports whether this node leads p's group.
+// Leads reports whether this node leads p's group, without waking it: a
+// sleeping replica leads nothing.
 func (c *Cluster) Leads(p *partition.Partition) bool {
-	_, err := c.Replica(context.Background(), p)
-	return err == nil
+	t, ok := c.State().Topics[p.Topic]
+	if !ok || p.ID >= int32(len(t.Replicas)) {
+		return false
+	}
+	r := c.rn.Partition(meta.GroupOf(t.Config, p.ID))
+	return r != nil && r.IsLeader()
 }
 
 // readConfirmer is a Raft group whose leader serves reads: a partition's

@@ -132,6 +132,9 @@ func (c *Cluster) reconcileReplica(st meta.State, t meta.Topic, id int32, p *par
 	case !want:
 		return nil
 	}
+	if r.Asleep() {
+		return c.wakeForVoters(t.Replicas[id], r)
+	}
 	if !r.IsLeader() {
 		return nil
 	}

@@ -61,10 +61,15 @@ func (c *Cluster) LocalStatus(self meta.Node) Status {
 			for i, s := range rs.Servers {
 				ids[i] = string(s.ID)
 			}
+			state := rs.State.String()
+			if rs.Asleep {
+				state = "Asleep"
+			}
+			leader, _ := c.LeaderOf(r)
 			resp.Partitions = append(resp.Partitions, ReplicaStatus{
-				Topic: t.Config.Name, Partition: int32(i), Leader: string(rs.LeaderID),
+				Topic: t.Config.Name, Partition: int32(i), Leader: leader,
 				Replicas: ids, CommitIndex: rs.CommitIndex, Term: rs.Term,
-				RaftState:    rs.State.String() + " on " + c.self,
+				RaftState:    state + " on " + c.self,
 				AppliedIndex: rs.AppliedIndex, LastIndex: rs.LastIndex,
 			})
 		}

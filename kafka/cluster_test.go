@@ -20,6 +20,13 @@ import (
 // startCluster starts three in-process nodes, each with a Kafka listener
 // on 127.0.0.1, and returns the listeners' addresses by node id.
 func startCluster(t *testing.T) map[string]string {
+	addrs, _ := startClusterWith(t)
+	return addrs
+}
+
+// startClusterWith is startCluster with the cluster, and mutate applied
+// to each node's configuration.
+func startClusterWith(t *testing.T, mutate ...func(*server.Config)) (map[string]string, *servertest.Cluster) {
 	var mu sync.Mutex
 	var listeners []*Server
 	addrs := map[string]string{}
@@ -31,7 +38,10 @@ func startCluster(t *testing.T) map[string]string {
 		}
 	}
 	t.Cleanup(closeAll) // after the nodes stop, should starting them fail
-	servertest.NewCluster(t, 3, func(cfg *server.Config) {
+	cl := servertest.NewCluster(t, 3, func(cfg *server.Config) {
+		for _, m := range mutate {
+			m(cfg)
+		}
 		cfg.Logger = quietLogger()
 		cfg.BeforeReady = func(b *broker.Broker) (broker.Node, error) {
 			s, err := Listen("127.0.0.1:0", Config{Core: b, Logger: quietLogger()})
@@ -52,7 +62,7 @@ func startCluster(t *testing.T) map[string]string {
 	for id, a := range addrs {
 		out[id] = a
 	}
-	return out
+	return out, cl
 }
 
 // In a cluster Metadata lists every node, a node that does not lead a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -213,11 +214,22 @@ func TestRaftMetrics(t *testing.T) {
 				for _, lp := range m.GetLabel() {
 					labels[lp.GetName()] = lp.GetValue()
 				}
+				if strings.HasSuffix(mf.GetName(), "_total") {
+					// The node's sleep and wake counts: none here.
+					if len(labels) != 0 || m.GetCounter().GetValue() != 0 {
+						t.Fatalf("%s: labels %v, value %v", mf.GetName(), labels, m.GetCounter().GetValue())
+					}
+					got[mf.GetName()] = 0
+					continue
+				}
 				if labels["topic"] != "orders" {
 					t.Fatalf("%s: labels %v", mf.GetName(), labels)
 				}
 				got[mf.GetName()+"/"+labels["partition"]] = m.GetGauge().GetValue()
 			}
+		}
+		if _, ok := got["logd_raft_sleeps_total"]; !ok {
+			t.Fatalf("%s: no logd_raft_sleeps_total in %v", n.ID, got)
 		}
 		for i, g := range groups {
 			p := n.Partition(g)

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -31,6 +32,7 @@ type serveFlags struct {
 	cluster   struct {
 		nodeID, raftAddr, join, advertise string
 		bootstrap                         bool
+		hibernateAfter                    time.Duration
 	}
 	tls         tlsFlags // --tls-ca: the CA of the other nodes' certificates
 	auth        struct{ mode, authz, superUsers string }
@@ -138,6 +140,7 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&fl.cluster.bootstrap, "bootstrap", false, "cluster mode: start a new cluster")
 	f.StringVar(&fl.cluster.join, "join", "", "cluster mode: API address of a member to join")
 	f.StringVar(&fl.cluster.advertise, "raft-advertise", "", "cluster mode: Raft address other nodes dial (default: --raft-addr)")
+	f.DurationVar(&fl.cluster.hibernateAfter, "partition-hibernate-after", 0, "cluster mode: a partition nobody used for this long stops its Raft group on every replica until it is used again, which then costs an election (0: never; see docs/architecture.md)")
 	f.StringVar(&cfg.RaftTLS.CertFile, "raft-tls-cert", "", "cluster mode: mutual TLS on the Raft port with this node certificate (PEM; it must name the host of --raft-advertise; re-read when it changes and on SIGHUP)")
 	f.StringVar(&cfg.RaftTLS.KeyFile, "raft-tls-key", "", "the private key of --raft-tls-cert (PEM)")
 	f.StringVar(&cfg.RaftTLS.CAFile, "raft-tls-ca", "", "the cluster CA bundle: only nodes with a certificate it signed may connect to or join this node's Raft port")
@@ -162,7 +165,7 @@ func (fl *serveFlags) serverConfig() (server.Config, error) {
 	cl := fl.cluster
 	if cl.nodeID != "" || cl.raftAddr != "" || cl.join != "" || cl.bootstrap {
 		cc := &server.ClusterConfig{NodeID: cl.nodeID, RaftAddr: cl.raftAddr, Advertise: cl.advertise,
-			Bootstrap: cl.bootstrap, Join: cl.join}
+			Bootstrap: cl.bootstrap, Join: cl.join, HibernateAfter: cl.hibernateAfter}
 		routes, err := parseRoutes(os.Getenv("LOGD_RAFT_ROUTES"))
 		if err != nil {
 			return cfg, err
@@ -172,6 +175,8 @@ func (fl *serveFlags) serverConfig() (server.Config, error) {
 			return cfg, err
 		}
 		cfg.Cluster = cc
+	} else if cl.hibernateAfter != 0 {
+		return cfg, errors.New("--partition-hibernate-after needs cluster mode (--node-id, --raft-addr and --bootstrap or --join): a single node has no Raft groups to put to sleep")
 	}
 	if cfg.TLS.CertFile != "" {
 		// The node calls the other nodes' APIs (forwarding, joins) as any

@@ -1,0 +1,169 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/logd/logd/replication"
+)
+
+// Hibernation (Config.HibernateAfter, `logd serve
+// --partition-hibernate-after`; issue 19): a partition group that nobody
+// used and that stored nothing for HibernateAfter goes to sleep on every
+// replica, and costs nothing until it is used again (replication's
+// sleep.go has the protocol and why it is safe). This file is the
+// cluster's side of it:
+//
+//   - hibernateLoop, on each node, puts to sleep the idle groups it leads;
+//   - Replica, the door of every use (produce, fetch, list offsets, delete
+//     records, leader epochs), wakes a sleeping replica where the use
+//     arrives and makes it stand for election, and answers at once that
+//     the partition has no leader yet (retriable: gRPC UNAVAILABLE, Kafka
+//     LEADER_NOT_AVAILABLE). It does not wait for the election: front-ends
+//     start a connection's requests in order (a Kafka produce or fetch
+//     names many partitions), so a wait would add up over every sleeping
+//     partition of a request, where the retry after one client backoff
+//     finds them all elected;
+//   - a sleeping group's leader, for metadata and status, is the one its
+//     replica knew when it fell asleep, unless that node is unreachable:
+//     then this node names itself, so that clients come here and the use
+//     wakes the group on a live node (LeaderOf);
+//   - reconciliation wakes a sleeping group whose voters differ from the
+//     placement (a node removed, a replica moved), on the replica that led
+//     it or on the placement's first replica;
+//   - a restarted node opens its replicas awake; they sleep again once idle.
+//
+// What keeps a group awake: any produce, any fetch (a consumer tailing a
+// partition fetches it all the time), list offsets (consumer lag queries
+// ask the leader for its end), and the barriers of reads at the high
+// watermark. Committing offsets does not wake a group: while it sleeps,
+// this node does not check the offset against the partition's high
+// watermark (as a follower does not), the metadata leader stores it.
+
+// hibernateTimeout bounds the commit of a sleep marker.
+const hibernateTimeout = 5 * time.Second
+
+// aliveFor is how long a peer's reachability, once checked, is believed.
+const aliveFor = 2 * time.Second
+
+// hibernateLoop puts to sleep, every quarter of HibernateAfter, each group
+// this node leads that has been idle for HibernateAfter.
+func (c *Cluster) hibernateLoop(ctx context.Context) {
+	after := c.cfg.HibernateAfter
+	every(ctx, max(after/4, 50*time.Millisecond), func() {
+		for _, r := range c.rn.Partitions() {
+			if ctx.Err() != nil {
+				return
+			}
+			if r.Asleep() || !r.IsLeader() || r.Idle() < after {
+				continue
+			}
+			if _, err := r.Hibernate(hibernateTimeout); err != nil {
+				c.logger.Debug("putting an idle partition to sleep", "group", r.Group(), "err", err)
+			}
+		}
+	})
+}
+
+// LeaderOf is the leader of r's group as this node names it in metadata
+// and status, and the term it knows: while r sleeps, the leader it knew
+// then, unless that node is unreachable, when this node names itself (a
+// use here wakes the group and elects this replica).
+func (c *Cluster) LeaderOf(r *replication.Partition) (string, uint64) {
+	s := r.Status()
+	leader := string(s.LeaderID)
+	if s.Asleep && leader != c.self && (leader == "" || !c.reachable(leader)) {
+		leader = c.self
+	}
+	return leader, s.Term
+}
+
+// wakeForVoters wakes a sleeping replica whose group's voters differ from
+// the placement's set, when this node led the group or is the set's first:
+// only an awake leader can change the voters (matchVoters).
+func (c *Cluster) wakeForVoters(set []string, r *replication.Partition) error {
+	rec, ok := r.Slept()
+	if !ok {
+		return nil
+	}
+	servers, err := r.Servers()
+	if err != nil {
+		return err
+	}
+	var voters []string
+	for _, s := range servers {
+		if s.Suffrage == raft.Voter {
+			voters = append(voters, string(s.ID))
+		}
+	}
+	slices.Sort(voters)
+	want := slices.Sorted(slices.Values(set))
+	if slices.Equal(voters, want) || !(rec.WasLeader || (len(set) > 0 && set[0] == c.self)) {
+		return nil
+	}
+	c.logger.Info("waking a sleeping partition whose voters differ from the placement", "group", r.Group(), "voters", voters, "placement", set)
+	return r.Wake(true)
+}
+
+// reachability remembers whether other nodes' Raft ports answered lately.
+type reachability struct {
+	mu     sync.Mutex
+	nodes  map[string]*peerCheck
+	closed bool // Close waits for the checks under way
+}
+
+type peerCheck struct {
+	alive    bool
+	at       time.Time
+	checking bool
+}
+
+// reachable reports whether node id's Raft port accepted a connection
+// within aliveFor. An unchecked or stale answer is refreshed in the
+// background (one dial at a time per node), and until then the last
+// answer stands: a node never checked counts as reachable.
+func (c *Cluster) reachable(id string) bool {
+	c.reach.mu.Lock()
+	defer c.reach.mu.Unlock()
+	if c.reach.nodes == nil {
+		c.reach.nodes = map[string]*peerCheck{}
+	}
+	pc, ok := c.reach.nodes[id]
+	if !ok {
+		pc = &peerCheck{alive: true}
+		c.reach.nodes[id] = pc
+	}
+	if !pc.checking && time.Since(pc.at) > aliveFor && c.loops != nil && !c.reach.closed {
+		addr := c.node(id).RaftAddr
+		pc.checking = true
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			alive := c.dialable(addr)
+			c.reach.mu.Lock()
+			pc.alive, pc.at, pc.checking = alive, time.Now(), false
+			c.reach.mu.Unlock()
+		}()
+	}
+	return pc.alive
+}
+
+// dialable reports whether a Raft connection to addr opens within a
+// second (through the node's Raft dialer: its routes, its TLS).
+func (c *Cluster) dialable(addr string) bool {
+	if addr == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(c.loops, time.Second)
+	defer cancel()
+	conn, err := c.cfg.RaftDialer()(ctx, addr)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}

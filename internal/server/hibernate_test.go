@@ -1,0 +1,119 @@
+package server_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logd/logd/client"
+	"github.com/logd/logd/internal/server"
+	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/replication/meta"
+)
+
+// hibernating puts a node's idle partitions to sleep after d
+// (--partition-hibernate-after).
+func hibernating(d time.Duration) func(*server.Config) {
+	return func(c *server.Config) { c.Cluster.HibernateAfter = d }
+}
+
+// replicaStates returns the Raft state of every replica of topic on the
+// running nodes ("Asleep", "Leader", ...), and the leader each names.
+func replicaStates(cl *servertest.Cluster, topic string) (states, leaders []string) {
+	for _, n := range cl.Nodes() {
+		s := n.Server()
+		if s == nil {
+			continue
+		}
+		for _, p := range s.Broker().Cluster().LocalStatus(meta.Node{}).Partitions {
+			if p.Topic == topic {
+				state, _, _ := strings.Cut(p.RaftState, " on ")
+				states = append(states, state)
+				leaders = append(leaders, p.Leader)
+			}
+		}
+	}
+	return states, leaders
+}
+
+// waitAllAsleep waits until every running replica of topic sleeps.
+func waitAllAsleep(t *testing.T, cl *servertest.Cluster, topic string, replicas int) {
+	t.Helper()
+	waitUntil(t, 60*time.Second, "every replica of "+topic+" asleep", func() bool {
+		states, _ := replicaStates(cl, topic)
+		return len(states) == replicas && !slices.ContainsFunc(states, func(s string) bool { return s != "Asleep" })
+	})
+}
+
+func createTopicIn(t *testing.T, cl *servertest.Cluster, name string, parts int32) {
+	t.Helper()
+	c, err := client.Dial(strings.Join(cl.Addrs(), ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Admin().CreateTopic(ctx(t), name, client.TopicOptions{Partitions: parts, Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sorted(v []string) string { return strings.Join(slices.Sorted(slices.Values(v)), ",") }
+
+// With --partition-hibernate-after, an idle topic's replicas all go to
+// sleep; a produce wakes its partition and is acknowledged, and every
+// record acknowledged before and after reads back; the topic sleeps again.
+func TestHibernateIdleTopicWakesOnUse(t *testing.T) {
+	cl := servertest.NewCluster(t, 3, hibernating(time.Second))
+	createTopicIn(t, cl, "sleepy", 3)
+	if got := produceAll(t, cl.Addrs(), "sleepy", "a", "b", "c"); sorted(got) != "a,b,c" {
+		t.Fatalf("read %q, want a, b, c", got)
+	}
+	waitAllAsleep(t, cl, "sleepy", 9)
+	if _, leaders := replicaStates(cl, "sleepy"); slices.Contains(leaders, "") {
+		t.Fatalf("a sleeping replica names no leader: %q", leaders)
+	}
+	if got := produceAll(t, cl.Addrs(), "sleepy", "d", "e"); sorted(got) != "a,b,c,d,e" {
+		t.Fatalf("read %q after waking, want a..e", got)
+	}
+	waitAllAsleep(t, cl, "sleepy", 9)
+}
+
+// Without the flag nothing sleeps.
+func TestNoHibernationByDefault(t *testing.T) {
+	cl := servertest.NewCluster(t, 3)
+	createTopicIn(t, cl, "awake", 1)
+	produceAll(t, cl.Addrs(), "awake", "a")
+	time.Sleep(3 * time.Second)
+	states, _ := replicaStates(cl, "awake")
+	if slices.Contains(states, "Asleep") {
+		t.Fatalf("replicas asleep without --partition-hibernate-after: %q", states)
+	}
+}
+
+// The node that led a sleeping partition dies: the survivors stop naming
+// it once its Raft port does not answer, a produce through them wakes the
+// partition on a survivor, and nothing acknowledged is lost.
+func TestHibernatedLeaderDies(t *testing.T) {
+	cl := servertest.NewCluster(t, 3, hibernating(time.Second))
+	createTopicIn(t, cl, "orphan", 1)
+	produceAll(t, cl.Addrs(), "orphan", "a", "b")
+	waitAllAsleep(t, cl, "orphan", 3)
+	_, leaders := replicaStates(cl, "orphan")
+	var dead *servertest.Node
+	var rest []string
+	for _, n := range cl.Nodes() {
+		if n.ID == leaders[0] {
+			dead = n
+		} else {
+			rest = append(rest, n.APIAddr)
+		}
+	}
+	if dead == nil {
+		t.Fatalf("no node is the recorded leader %q", leaders[0])
+	}
+	dead.Stop()
+	if got := produceAll(t, rest, "orphan", "c"); sorted(got) != "a,b,c" {
+		t.Fatalf("read %q through the survivors, want a,b,c", got)
+	}
+}
