@@ -67,6 +67,9 @@ type procNode struct {
 	id       int
 	addr     string
 	raftAddr string // chosen for cluster mode (see ClusterArgs)
+	// httpAddr is the node's --http-addr, where the run scrapes /metrics
+	// (see CounterScraper).
+	httpAddr string
 	proxy    *Proxy // nil without ProcessConfig.Proxy
 	// kafkaAddr is the node's Kafka listener ("" with NoKafka); with
 	// Proxy, kafkaProxy forwards to it and is what the node advertises.
@@ -128,7 +131,12 @@ func startProcessCluster(cfg ProcessConfig) (*ProcessCluster, error) {
 			c.Close()
 			return nil, err
 		}
-		n := &procNode{id: i, addr: addr, raftAddr: raftAddr,
+		httpAddr, err := freePort()
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		n := &procNode{id: i, addr: addr, raftAddr: raftAddr, httpAddr: httpAddr,
 			dataDir: filepath.Join(cfg.Dir, fmt.Sprintf("node-%d", i)),
 			logPath: filepath.Join(cfg.Dir, fmt.Sprintf("node-%d.log", i))}
 		if err := c.addKafka(n); err != nil {
@@ -237,6 +245,13 @@ func ClusterArgs(node int, c *ProcessCluster) []string {
 // (ProcessConfig.ServeArgs); the report names them.
 func (c *ProcessCluster) ServeArgs() []string { return c.cfg.ServeArgs }
 
+// MetricsURL is node's /metrics on its --http-addr (a port chosen like
+// its API's, kept across restarts). A --http-addr in ServeArgs overrides
+// the harness's, and then this URL answers nothing.
+func (c *ProcessCluster) MetricsURL(node int) string {
+	return "http://" + c.nodes[node].httpAddr + "/metrics"
+}
+
 // NodeAddr is node's own API address, behind its proxy if any.
 func (c *ProcessCluster) NodeAddr(node int) string { return c.nodes[node].addr }
 
@@ -266,7 +281,7 @@ func (c *ProcessCluster) start(n *procNode) error {
 	if err != nil {
 		return fmt.Errorf("torture: node %d log: %w", n.id, err)
 	}
-	args := []string{"serve", "--data-dir", n.dataDir, "--addr", n.addr, "--http-addr", "", "--kafka-addr", n.kafkaAddr}
+	args := []string{"serve", "--data-dir", n.dataDir, "--addr", n.addr, "--http-addr", n.httpAddr, "--kafka-addr", n.kafkaAddr}
 	if n.kafkaProxy != nil {
 		args = append(args, "--kafka-advertised-addr", n.kafkaProxy.Addr())
 	}
