@@ -167,7 +167,11 @@ clean:
 # SERVE_ARGS="--log-level debug". QUIET=FOR/EVERY (TORTURE_QUIET, e.g.
 # QUIET=12s/30s) makes every workload client start nothing new in the last
 # FOR of every EVERY of the run while the faults go on, so that partitions
-# sit idle under faults (0 < FOR < EVERY). Both are off when empty.
+# sit idle under faults (0 < FOR < EVERY). Both are off when empty. The
+# report counts replica sleeps / wakes (logd_raft_sleeps_total and
+# logd_raft_wakes_total on every node's /metrics), and a run with
+# SERVE_ARGS="--partition-hibernate-after D" (D > 0) in which no replica
+# slept is INVALID.
 .PHONY: torture
 DURATION ?= 10m
 SEED ?= 1

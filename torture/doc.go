@@ -128,6 +128,21 @@
 // faults. The report's header names both when set. TestRaftMesh and
 // TestFaultFS test the partitions and the disk faults themselves.
 //
+// # Partitions that sleep
+//
+// Over a run on a ProcessCluster, a CounterScraper (metrics.go) reads
+// every node's /metrics (the --http-addr the cluster gives each node)
+// every 2 s and once at the end: logd_raft_sleeps_total and
+// logd_raft_wakes_total, summed over the nodes and over each node's
+// processes (a restarted node counts from 0 again). A node down or paused
+// misses those samples (each scrape gives up after 1 s), and what a node
+// counted after its last sample before a kill is lost. When a node
+// exports them, the report says "replica sleeps / wakes: S / W". With
+// --partition-hibernate-after > 0 in TORTURE_SERVE_ARGS the Hibernation
+// check (CheckHibernation) makes a run in which no replica slept INVALID:
+// it proved nothing about hibernation (quiet windows give partitions the
+// idle time to fall asleep).
+//
 // TestTortureCluster runs three real processes in cluster mode with every
 // process, partition and client fault (`make torture` runs it;
 // TORTURE_TEST=SingleNode the single node), and TestTortureInProcess a

@@ -59,6 +59,16 @@ type Report struct {
 	// on its own, a node that would not restart, a partition that accepted
 	// no append after the faults stopped, a final read that did not finish.
 	Errors []string `json:"errors,omitempty"`
+	// ReplicaSleeps and ReplicaWakes are how many times a partition's Raft
+	// group went to sleep, and woke, on any replica over the run
+	// (logd_raft_sleeps_total and logd_raft_wakes_total, read from every
+	// node's /metrics every scrapeInterval and at the end, summed over the
+	// nodes and their restarts: see CounterScraper); nil when no node
+	// exported the counter (a logd without hibernation, or a cluster
+	// without metrics). A run asked to hibernate needs sleeps
+	// (CheckHibernation).
+	ReplicaSleeps *int64 `json:"replica_sleeps,omitempty"`
+	ReplicaWakes  *int64 `json:"replica_wakes,omitempty"`
 	// Cluster is the final cluster status (leaders, terms, commit
 	// indexes) as the first node to answer saw it, after the final read.
 	Cluster *client.ClusterStatus `json:"cluster,omitempty"`
@@ -113,6 +123,8 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	}
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
+	scraper := StartCounterScraper(ctx, c, []string{metricRaftSleeps, metricRaftWakes}, scrapeInterval)
+	defer scraper.Stop()
 	w.Run(runCtx)
 	nemErr := make(chan error, 1)
 	if cfg.NoNemesis {
@@ -136,21 +148,50 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 		rep.Errors = append(rep.Errors, err.Error())
 	}
 
+	rep.countSleeps(scraper.Stop(), cfg.Logf)
 	rep.Cluster = finalStatus(ctx, c)
 	ops := h.Ops()
 	rep.count(ops, h.Faults(), cfg.ReportDir)
 	rep.countKafka(ops, w.Config())
 	cfg.Logf("checking %d operations", len(ops))
-	rep.Verdicts = CheckAll(ops, CheckOptions{Linearizable: cfg.Linearizable})
-	rep.Valid = len(rep.Errors) == 0
-	for _, v := range rep.Verdicts {
-		rep.Valid = rep.Valid && v.OK()
-		rep.Files = append(rep.Files, v.Artifacts...)
-	}
+	rep.check(ops, cfg.Linearizable)
 	if err := rep.write(cfg.ReportDir, h); err != nil {
 		return rep, err
 	}
 	return rep, nil
+}
+
+// scrapeInterval is how often a run reads the nodes' counters (see
+// CounterScraper): often enough that a node killed between two samples
+// loses little of its count.
+const scrapeInterval = 2 * time.Second
+
+// check runs the checkers on ops, and CheckHibernation on the sleeps, and
+// decides the verdict: valid when every checker is and nothing else went
+// wrong.
+func (r *Report) check(ops []Op, lin LinearizableOptions) {
+	r.Verdicts = CheckAll(ops, CheckOptions{Linearizable: lin})
+	if v := CheckHibernation(r.ServeArgs, r.ReplicaSleeps, r.ReplicaWakes); v != nil {
+		r.Verdicts = append(r.Verdicts, v)
+	}
+	r.Valid = len(r.Errors) == 0
+	for _, v := range r.Verdicts {
+		r.Valid = r.Valid && v.OK()
+		r.Files = append(r.Files, v.Artifacts...)
+	}
+}
+
+// countSleeps keeps the replicas' sleeps and wakes the scraper counted.
+func (r *Report) countSleeps(t CounterTotals, logf func(string, ...any)) {
+	if n, ok := t.Totals[metricRaftSleeps]; ok {
+		r.ReplicaSleeps = &n
+	}
+	if n, ok := t.Totals[metricRaftWakes]; ok {
+		r.ReplicaWakes = &n
+	}
+	if t.Answered+t.Missed > 0 {
+		logf("metrics: %d scrapes of a node answered, %d missed (down, paused or restarting); counters seen: %v", t.Answered, t.Missed, t.Totals)
+	}
 }
 
 // newReport is a report with what the run is: its seed, cluster, duration
@@ -243,6 +284,9 @@ func (r *Report) Text() string {
 	if len(r.ServeArgs) > 0 {
 		fmt.Fprintf(&b, "extra logd serve flags: %s\n", strings.Join(r.ServeArgs, " "))
 	}
+	if r.ReplicaSleeps != nil || r.ReplicaWakes != nil {
+		fmt.Fprintf(&b, "replica sleeps / wakes: %s / %s\n", countOrDash(r.ReplicaSleeps), countOrDash(r.ReplicaWakes))
+	}
 	b.WriteString("\n")
 	b.WriteString("operations:\n")
 	for _, k := range slices.Sorted(maps.Keys(r.Ops)) {
@@ -290,6 +334,14 @@ func (r *Report) Text() string {
 		fmt.Fprintf(&b, "error: %s\n", e)
 	}
 	return b.String()
+}
+
+// countOrDash is *n, "-" for nil.
+func countOrDash(n *int64) string {
+	if n == nil {
+		return "-"
+	}
+	return fmt.Sprint(*n)
 }
 
 // finalStatus is the cluster status of the first node to answer, nil when
