@@ -35,7 +35,9 @@ import (
 //   - reconciliation wakes a sleeping group whose voters differ from the
 //     placement (a node removed, a replica moved), on the replica that led
 //     it or on the placement's first replica;
-//   - a restarted node opens its replicas awake; they sleep again once idle.
+//   - a restarted node puts back to sleep each replica whose log ends with
+//     a sleep marker (it was asleep when the node stopped), knowing no
+//     leader: metadata then names this node, where a use wakes it.
 //
 // What keeps a group awake: any produce, any fetch (a consumer tailing a
 // partition fetches it all the time), list offsets (consumer lag queries

@@ -165,6 +165,12 @@ func (c *Cluster) openReplica(st meta.State, t meta.Topic, id int32, p *partitio
 			return nil, fmt.Errorf("bootstrap %s: %w", group, err)
 		}
 	}
+	if c.cfg.HibernateAfter > 0 {
+		// Asleep when the node stopped: no election for it (hibernate.go).
+		if _, err := r.SleepIfMarked(); err != nil {
+			c.logger.Warn("putting a replica that was asleep back to sleep", "group", group, "err", err)
+		}
+	}
 	return r, nil
 }
 

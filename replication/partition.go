@@ -389,16 +389,17 @@ func (w *Write) Result() (ApplyResult, error) {
 // such proof: it moves when entries are handed to the state machine,
 // before they are applied.
 func (p *Partition) Leading(ctx context.Context) (uint64, error) {
-	if p.r().State() != raft.Leader {
+	rf := p.r() // one instance throughout (a sleep and a wake start another)
+	if rf.State() != raft.Leader {
 		return 0, p.applyError(raft.ErrNotLeader)
 	}
-	term := p.r().CurrentTerm()
+	term := rf.CurrentTerm()
 	r := p.ready.Load()
 	if r == nil || r.term != term || r.failed() {
 		nr := &readiness{term: term, done: make(chan struct{})}
 		if p.ready.CompareAndSwap(r, nr) {
 			go func() {
-				nr.ok = p.r().Barrier(0).Error() == nil
+				nr.ok = rf.Barrier(0).Error() == nil
 				close(nr.done)
 			}()
 		}

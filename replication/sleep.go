@@ -48,8 +48,8 @@ import (
 //     a leader after one round of votes rather than an election timeout,
 //     waking the other replicas with its RequestVote.
 //
-// A replica started by the node (OpenPartition) is awake: a restart never
-// sleeps.
+// A replica started by the node (OpenPartition) is awake; the node puts it
+// back to sleep at once when its log ends with a marker (SleepIfMarked).
 //
 // While asleep, the Partition answers from the record of the moment it fell
 // asleep (SleepRecord): Raft's methods would answer from a shut-down
@@ -234,6 +234,22 @@ func (p *Partition) Wake(campaign bool) error {
 		p.trans.Campaign(p.rc.LocalID)
 	}
 	return nil
+}
+
+// SleepIfMarked puts a replica just opened back to sleep when its log ends
+// with a sleep marker: its group was asleep when the node stopped, and a
+// restart that wakes every idle group (an election each) would cost a
+// node with thousands of them minutes. It knows no leader then (Slept's
+// LeaderID is empty). A group that is awake elsewhere wakes it with its
+// next RPC. It reports whether the replica sleeps.
+func (p *Partition) SleepIfMarked() (bool, error) {
+	p.sleep.mu.Lock()
+	defer p.sleep.mu.Unlock()
+	r := p.r()
+	if p.sleep.closed || p.Asleep() || r.State() == raft.Leader || !p.lastIsMarker() {
+		return p.Asleep(), nil
+	}
+	return true, p.sleepLocked(r)
 }
 
 // wakeForPeer wakes the replica for an RPC a peer sent it.

@@ -121,6 +121,44 @@ func TestRestartWhileAsleep(t *testing.T) {
 	}
 }
 
+// Every node restarted while the group sleeps: each replica's log ends
+// with the marker, so SleepIfMarked puts it back to sleep knowing no
+// leader, nothing campaigns, and a use on any one elects it.
+func TestRestartAllAsleepStaysAsleep(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
+	a := newAcked()
+	a.produce(t, c, 10, "a")
+	c.WaitConverged(group, 30*time.Second)
+	hibernate(t, c)
+	for _, n := range c.Nodes() {
+		c.Kill(n.ID)
+	}
+	for _, n := range c.Nodes() {
+		c.Restart(n.ID)
+		ok, err := n.Partition(group).SleepIfMarked()
+		if err != nil || !ok {
+			t.Fatalf("%s: SleepIfMarked after a restart: %v, %v", n.ID, ok, err)
+		}
+		if rec, _ := n.Partition(group).Slept(); rec.LeaderID != "" {
+			t.Fatalf("%s: a replica put back to sleep names leader %s", n.ID, rec.LeaderID)
+		}
+	}
+	time.Sleep(4 * time.Second) // past any election timeout
+	for _, n := range c.Nodes() {
+		if !n.Partition(group).Asleep() {
+			t.Fatalf("%s woke with nothing using the group", n.ID)
+		}
+	}
+	if err := c.Nodes()[2].Partition(group).Wake(true); err != nil {
+		t.Fatal(err)
+	}
+	a.produce(t, c, 10, "b")
+	c.WaitConverged(group, 30*time.Second)
+	for _, n := range c.Nodes() {
+		a.check(t, n)
+	}
+}
+
 // A group whose leader died asleep (killed, not restarted) is woken by a
 // use on a survivor, elects it, and takes writes on the two survivors.
 func TestWakeAfterSleepingLeaderDied(t *testing.T) {

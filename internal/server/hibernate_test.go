@@ -117,3 +117,26 @@ func TestHibernatedLeaderDies(t *testing.T) {
 		t.Fatalf("read %q through the survivors, want a,b,c", got)
 	}
 }
+
+// A cluster restarted while its partitions sleep keeps them asleep (each
+// replica's log ends with a sleep marker), even with a hibernation delay
+// that would not put them to sleep again for an hour; a produce then wakes
+// them, and every record reads back.
+func TestRestartedClusterKeepsSleeping(t *testing.T) {
+	after := time.Second
+	cl := servertest.NewCluster(t, 3, func(c *server.Config) { c.Cluster.HibernateAfter = after })
+	createTopicIn(t, cl, "dormant", 2)
+	produceAll(t, cl.Addrs(), "dormant", "a", "b")
+	waitAllAsleep(t, cl, "dormant", 6)
+	after = time.Hour
+	for _, n := range cl.Nodes() {
+		n.Stop()
+	}
+	for _, n := range cl.Nodes() {
+		n.Restart()
+	}
+	waitAllAsleep(t, cl, "dormant", 6)
+	if got := produceAll(t, cl.Addrs(), "dormant", "c"); sorted(got) != "a,b,c" {
+		t.Fatalf("read %q after the restart, want a,b,c", got)
+	}
+}
