@@ -35,9 +35,13 @@ import (
 //   - reconciliation wakes a sleeping group whose voters differ from the
 //     placement (a node removed, a replica moved), on the replica that led
 //     it or on the placement's first replica;
-//   - a restarted node puts back to sleep each replica whose log ends with
-//     a sleep marker (it was asleep when the node stopped), knowing no
-//     leader: metadata then names this node, where a use wakes it.
+//   - a new group (a topic created, partitions added) sleeps from the start
+//     on every replica that bootstraps it, and is elected at its first
+//     use; a restarted node puts back to sleep each replica whose log ends
+//     with a sleep marker (it was asleep when the node stopped). Both know
+//     no leader: metadata then names the node answering, where a use wakes
+//     the group. CreateTopic takes a partition asleep on a majority of its
+//     replicas as usable.
 //
 // What keeps a group awake: any produce, any fetch (a consumer tailing a
 // partition fetches it all the time), list offsets (consumer lag queries

@@ -156,19 +156,30 @@ func (c *Cluster) openReplica(st meta.State, t meta.Topic, id int32, p *partitio
 	if err != nil {
 		return nil, err
 	}
+	born := false
 	if slices.Contains(t.Initial[id], c.self) {
 		var servers []raft.Server
 		for _, n := range t.Initial[id] {
 			servers = append(servers, raft.Server{ID: raft.ServerID(n), Address: raft.ServerAddress(st.Nodes[n].RaftAddr)})
 		}
-		if err := r.Bootstrap(servers); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		err := r.Bootstrap(servers)
+		if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			return nil, fmt.Errorf("bootstrap %s: %w", group, err)
 		}
+		born = err == nil
 	}
 	if c.cfg.HibernateAfter > 0 {
-		// Asleep when the node stopped: no election for it (hibernate.go).
-		if _, err := r.SleepIfMarked(); err != nil {
-			c.logger.Warn("putting a replica that was asleep back to sleep", "group", group, "err", err)
+		// A new group sleeps until it is used, and one that was asleep
+		// when the node stopped sleeps on: no election for either
+		// (hibernate.go).
+		var err error
+		if born {
+			err = r.Sleep()
+		} else {
+			_, err = r.SleepIfMarked()
+		}
+		if err != nil {
+			c.logger.Warn("putting a new or sleeping replica to sleep", "group", group, "err", err)
 		}
 	}
 	return r, nil

@@ -48,14 +48,20 @@ func (c *Cluster) awaitUsable(ctx context.Context, name string, from int) error 
 // them, saying it leads), or -1 when there is none. A minority that does
 // not know the leader yet (a replica cut off from the others) does not
 // hold the create up: it redirects to the first replica, which leads or
-// knows who does, once it hears from the leader.
+// knows who does, once it hears from the leader. A partition asleep on a
+// majority of its replicas (a new group with hibernation on) is usable:
+// its first use elects it (hibernate.go).
 func (c *Cluster) unledPartition(ctx context.Context, t meta.Topic, from int) int {
 	views := c.replicaViews(ctx, t, from)
 	for i := from; i < len(t.Replicas); i++ {
 		named := map[string]int{}
 		leads := map[string]bool{}
+		asleep := 0
 		for _, n := range t.Replicas[i] {
 			rs, ok := views[n][int32(i)]
+			if ok && strings.HasPrefix(rs.RaftState, "Asleep") {
+				asleep++ // a use wakes and elects it (hibernate.go)
+			}
 			if !ok || rs.Leader == "" {
 				continue
 			}
@@ -64,7 +70,7 @@ func (c *Cluster) unledPartition(ctx context.Context, t meta.Topic, from int) in
 				leads[n] = true
 			}
 		}
-		usable := false
+		usable := 2*asleep > len(t.Replicas[i])
 		for l, votes := range named {
 			usable = usable || (leads[l] && 2*votes > len(t.Replicas[i]))
 		}

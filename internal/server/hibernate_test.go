@@ -60,20 +60,56 @@ func createTopicIn(t *testing.T, cl *servertest.Cluster, name string, parts int3
 
 func sorted(v []string) string { return strings.Join(slices.Sorted(slices.Values(v)), ",") }
 
+// produceRead produces values to topic through seeds and reads the topic
+// from the start until it has total records (produceAll stops at
+// len(values)), returned sorted and comma separated.
+func produceRead(t *testing.T, seeds []string, topic string, total int, values ...string) string {
+	t.Helper()
+	c, err := client.Dial(strings.Join(seeds, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := ctx(t)
+	p := c.NewProducer(client.ProducerOptions{})
+	for _, v := range values {
+		if _, err := p.Produce(ctx, client.Record{Topic: topic, Value: []byte(v)}).Get(ctx); err != nil {
+			t.Fatalf("produce %q: %v", v, err)
+		}
+	}
+	p.Close()
+	cons, err := c.NewConsumer(ctx, client.ConsumerOptions{Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	var got []string
+	for len(got) < total {
+		recs, err := cons.Poll(ctx)
+		if err != nil {
+			t.Fatalf("consume: %v (read %q)", err, got)
+		}
+		for _, r := range recs {
+			got = append(got, string(r.Value))
+		}
+	}
+	return sorted(got)
+}
+
 // With --partition-hibernate-after, an idle topic's replicas all go to
 // sleep; a produce wakes its partition and is acknowledged, and every
 // record acknowledged before and after reads back; the topic sleeps again.
 func TestHibernateIdleTopicWakesOnUse(t *testing.T) {
 	cl := servertest.NewCluster(t, 3, hibernating(time.Second))
 	createTopicIn(t, cl, "sleepy", 3)
-	if got := produceAll(t, cl.Addrs(), "sleepy", "a", "b", "c"); sorted(got) != "a,b,c" {
+	if got := produceRead(t, cl.Addrs(), "sleepy", 3, "a", "b", "c"); got != "a,b,c" {
 		t.Fatalf("read %q, want a, b, c", got)
 	}
 	waitAllAsleep(t, cl, "sleepy", 9)
 	if _, leaders := replicaStates(cl, "sleepy"); slices.Contains(leaders, "") {
 		t.Fatalf("a sleeping replica names no leader: %q", leaders)
 	}
-	if got := produceAll(t, cl.Addrs(), "sleepy", "d", "e"); sorted(got) != "a,b,c,d,e" {
+	if got := produceRead(t, cl.Addrs(), "sleepy", 5, "d", "e"); got != "a,b,c,d,e" {
 		t.Fatalf("read %q after waking, want a..e", got)
 	}
 	waitAllAsleep(t, cl, "sleepy", 9)
@@ -113,7 +149,7 @@ func TestHibernatedLeaderDies(t *testing.T) {
 		t.Fatalf("no node is the recorded leader %q", leaders[0])
 	}
 	dead.Stop()
-	if got := produceAll(t, rest, "orphan", "c"); sorted(got) != "a,b,c" {
+	if got := produceRead(t, rest, "orphan", 3, "c"); got != "a,b,c" {
 		t.Fatalf("read %q through the survivors, want a,b,c", got)
 	}
 }
@@ -136,7 +172,19 @@ func TestRestartedClusterKeepsSleeping(t *testing.T) {
 		n.Restart()
 	}
 	waitAllAsleep(t, cl, "dormant", 6)
-	if got := produceAll(t, cl.Addrs(), "dormant", "c"); sorted(got) != "a,b,c" {
+	if got := produceRead(t, cl.Addrs(), "dormant", 3, "c"); got != "a,b,c" {
 		t.Fatalf("read %q after the restart, want a,b,c", got)
+	}
+}
+
+// With hibernation on, a new topic's partitions sleep from the start (no
+// election at create, even with a delay of an hour): the create answers
+// that they take writes, and the first produce to each elects it.
+func TestNewTopicBornAsleep(t *testing.T) {
+	cl := servertest.NewCluster(t, 3, hibernating(time.Hour))
+	createTopicIn(t, cl, "newborn", 4)
+	waitAllAsleep(t, cl, "newborn", 12) // the nodes open their replicas as they learn of the topic
+	if got := produceRead(t, cl.Addrs(), "newborn", 4, "a", "b", "c", "d"); got != "a,b,c,d" {
+		t.Fatalf("read %q, want a..d", got)
 	}
 }
