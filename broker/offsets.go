@@ -211,6 +211,9 @@ func (b *Broker) ResolveReset(ctx context.Context, pr Principal, topic string, p
 		}
 		targets = []*partition.Partition{parts[*part]}
 	}
+	if b.cl != nil {
+		b.cl.WakeAll(targets) // see ListOffsets
+	}
 	var cs []offsets.Committed
 	for _, p := range targets {
 		var l offsets.PartitionLog = p.Log

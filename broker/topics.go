@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -354,7 +355,9 @@ type PartitionOffset struct {
 
 // ListOffsets resolves spec on each of a topic's partitions (nil: all).
 // In a cluster each is answered by the partition's leader: here, current,
-// or asked through Peers.
+// or asked through Peers. A partition that fails does not stop the others
+// from being asked, so that one request wakes every sleeping partition it
+// names (cluster/hibernate.go); the first failure is returned.
 func (b *Broker) ListOffsets(ctx context.Context, pr Principal, topic string, ids []int32, spec int64) ([]PartitionOffset, error) {
 	if err := b.Authorize(ctx, pr, auth.OpDescribe, auth.Topic(topic)); err != nil {
 		return nil, err
@@ -368,16 +371,28 @@ func (b *Broker) ListOffsets(ctx context.Context, pr Principal, topic string, id
 			ids = append(ids, i)
 		}
 	}
-	var out []PartitionOffset
+	named := make([]*partition.Partition, 0, len(ids))
 	for _, id := range ids {
 		if id < 0 || id >= cfg.Partitions {
 			return nil, partitionRange(topic, cfg.Partitions, id)
 		}
-		po, err := b.listOffset(ctx, parts[id], spec)
+		named = append(named, parts[id])
+	}
+	if b.cl != nil {
+		b.cl.WakeAll(named)
+	}
+	var out []PartitionOffset
+	var first error
+	for _, p := range named {
+		po, err := b.listOffset(ctx, p, spec)
 		if err != nil {
-			return nil, err
+			first = cmp.Or(first, err)
+			continue
 		}
 		out = append(out, po)
+	}
+	if first != nil {
+		return nil, first
 	}
 	return out, nil
 }

@@ -8,7 +8,9 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/logd/logd/partition"
 	"github.com/logd/logd/replication"
+	"github.com/logd/logd/replication/meta"
 )
 
 // Hibernation (Config.HibernateAfter, `logd serve
@@ -73,6 +75,30 @@ func (c *Cluster) hibernateLoop(ctx context.Context) {
 			}
 		}
 	})
+}
+
+// WakeAll wakes this node's sleeping replicas of ps at once, each standing
+// for election, for a request over many partitions that stops at the
+// first one without a leader (a reset of a group's offsets) or answers
+// only when all have one (ListOffsets): woken one per try, the first ones
+// could fall asleep again before the last one woke.
+func (c *Cluster) WakeAll(ps []*partition.Partition) {
+	if c.cfg.HibernateAfter <= 0 {
+		return
+	}
+	st := c.State()
+	for _, p := range ps {
+		t, ok := st.Topics[p.Topic]
+		if !ok || p.ID >= int32(len(t.Replicas)) {
+			continue
+		}
+		if r := c.rn.Partition(meta.GroupOf(t.Config, p.ID)); r != nil && r.Asleep() {
+			r.Touch()
+			if err := r.Wake(true); err != nil {
+				c.logger.Debug("waking a sleeping partition", "group", r.Group(), "err", err)
+			}
+		}
+	}
 }
 
 // LeaderOf is the leader of r's group as this node names it in metadata

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -186,5 +187,27 @@ func TestNewTopicBornAsleep(t *testing.T) {
 	waitAllAsleep(t, cl, "newborn", 12) // the nodes open their replicas as they learn of the topic
 	if got := produceRead(t, cl.Addrs(), "newborn", 4, "a", "b", "c", "d"); got != "a,b,c,d" {
 		t.Fatalf("read %q, want a..d", got)
+	}
+}
+
+// ListOffsets over every partition of a topic whose partitions all sleep
+// answers, even when a woken partition falls asleep again sooner than the
+// client retries: each request wakes every partition it names, not only
+// the first that has no leader (torture seed 11 with 200 partitions: the
+// final read's list offsets never answered).
+func TestListOffsetsWakesEveryPartition(t *testing.T) {
+	cl := servertest.NewCluster(t, 3, hibernating(300*time.Millisecond))
+	createTopicIn(t, cl, "many", 40)
+	waitAllAsleep(t, cl, "many", 120)
+	c, err := client.Dial(strings.Join(cl.Addrs(), ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cctx, cancel := context.WithTimeout(ctx(t), 30*time.Second)
+	defer cancel()
+	offs, err := c.Admin().ListOffsets(cctx, "many", nil, client.Latest())
+	if err != nil || len(offs) != 40 {
+		t.Fatalf("list offsets of 40 sleeping partitions: %d answers, %v", len(offs), err)
 	}
 }
