@@ -41,9 +41,13 @@ func (b *Broker) CommitOffsets(ctx context.Context, pr Principal, group, member 
 			return b.topicLookup(ctx, o.Topic, err)
 		}
 		// In a cluster only the leader knows the high watermark for sure (a
-		// follower's may lag): others leave the check to it.
-		if hw := p.Log.HighWatermark(); o.Offset > hw && (b.cl == nil || b.cl.Leads(p)) {
-			return Errorf(ErrInvalidArgument, "commit offsets: offset %d of %s is beyond its high watermark %d", o.Offset, p.Name(), hw)
+		// follower's may lag, and a new leader's until Leads proves it):
+		// others leave the check to it. The high watermark is read again
+		// after the proof.
+		if o.Offset > p.Log.HighWatermark() && (b.cl == nil || b.cl.Leads(ctx, p)) {
+			if hw := p.Log.HighWatermark(); o.Offset > hw {
+				return Errorf(ErrInvalidArgument, "commit offsets: offset %d of %s is beyond its high watermark %d", o.Offset, p.Name(), hw)
+			}
 		}
 	}
 	if err := b.coord.validateCommit(group, member, generation); err != nil {

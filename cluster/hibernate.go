@@ -59,7 +59,8 @@ const hibernateTimeout = 5 * time.Second
 const aliveFor = 2 * time.Second
 
 // hibernateLoop puts to sleep, every quarter of HibernateAfter, each group
-// this node leads that has been idle for HibernateAfter.
+// this node leads that has been idle for HibernateAfter, unless it was
+// woken for a use it has not served yet (replication.WakeGrace).
 func (c *Cluster) hibernateLoop(ctx context.Context) {
 	after := c.cfg.HibernateAfter
 	every(ctx, max(after/4, 50*time.Millisecond), func() {
@@ -67,7 +68,7 @@ func (c *Cluster) hibernateLoop(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			if r.Asleep() || !r.IsLeader() || r.Idle() < after {
+			if r.Asleep() || !r.IsLeader() || r.Idle() < after || r.AwaitsUse() {
 				continue
 			}
 			if _, err := r.Hibernate(hibernateTimeout); err != nil {

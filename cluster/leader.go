@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
@@ -44,21 +45,36 @@ func (c *Cluster) Replica(ctx context.Context, p *partition.Partition) (*replica
 		return nil, &NotLeaderError{What: what + " (it was asleep and is electing a leader: retry)", Untouched: true}
 	}
 	if r.IsLeader() {
+		r.Served()
 		return r, nil
 	}
 	id, _ := r.Leader()
 	return nil, &NotLeaderError{What: what, Leader: c.node(string(id)), Untouched: true}
 }
 
-// Leads reports whether this node leads p's group, without waking it: a
-// sleeping replica leads nothing.
-func (c *Cluster) Leads(p *partition.Partition) bool {
+// leadsWait bounds how long Leads waits for a new leader's proof.
+const leadsWait = time.Second
+
+// Leads reports whether this node leads p's group with a high watermark
+// that is the group's: once it has proven, for its term, that every entry
+// of earlier terms is applied here (replication.Partition.Leading, waited
+// for up to leadsWait). A new leader's high watermark may lag until then (a
+// follower learns the commit index late, and one that fell asleep may not
+// have learned it at all). It does not wake a sleeping replica, which
+// leads nothing here.
+func (c *Cluster) Leads(ctx context.Context, p *partition.Partition) bool {
 	t, ok := c.State().Topics[p.Topic]
 	if !ok || p.ID >= int32(len(t.Replicas)) {
 		return false
 	}
 	r := c.rn.Partition(meta.GroupOf(t.Config, p.ID))
-	return r != nil && r.IsLeader()
+	if r == nil || !r.IsLeader() {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, leadsWait)
+	defer cancel()
+	_, err := r.Leading(ctx)
+	return err == nil
 }
 
 // readConfirmer is a Raft group whose leader serves reads: a partition's

@@ -89,9 +89,10 @@ type sleepState struct {
 	// appends started, so that a Hibernate sees any since its marker.
 	gate   sync.RWMutex
 	starts atomic.Int64
-	// used is when the replica was last used (Touch) or woke, in Unix
+	// used is when the replica was last used (Touch) or woke, woke when it
+	// last woke, served when it last served a use (Served), in Unix
 	// nanoseconds.
-	used atomic.Int64
+	used, woke, served atomic.Int64
 
 	// timer runs a follower's marker check (markerStored); guarded by
 	// timerMu, which StoreLogs takes, so never held while waiting for Raft.
@@ -129,6 +130,22 @@ func (p *Partition) SleepCounts() (sleeps, wakes int64) {
 
 // Touch records a use of the replica (a request it serves) for Idle.
 func (p *Partition) Touch() { p.sleep.used.Store(time.Now().UnixNano()) }
+
+// Served records that the replica, as leader, served a use.
+func (p *Partition) Served() { p.sleep.served.Store(time.Now().UnixNano()) }
+
+// WakeGrace is how long a replica woken for a use stays awake, idle or
+// not, until it has served one: a request over many partitions is answered
+// only once all of them have a leader, and under load their elections can
+// take longer than the hibernation delay.
+const WakeGrace = 30 * time.Second
+
+// AwaitsUse reports whether the replica woke less than WakeGrace ago and
+// has served no use since (Served).
+func (p *Partition) AwaitsUse() bool {
+	w := p.sleep.woke.Load()
+	return w > p.sleep.served.Load() && time.Since(time.Unix(0, w)) < WakeGrace
+}
 
 // Idle returns how long ago the replica was last used (Touch), woke, or
 // stored a log entry (any write, barrier or configuration change, led or
@@ -225,6 +242,7 @@ func (p *Partition) Wake(campaign bool) error {
 	}
 	p.run(r)
 	p.Touch()
+	p.sleep.woke.Store(time.Now().UnixNano())
 	p.sleep.asleep.Store(false)
 	p.trans.Wake()
 	p.sleep.wakes.Add(1)
