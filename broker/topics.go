@@ -1,11 +1,11 @@
 package broker
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/logd/logd/auth"
@@ -353,11 +353,18 @@ type PartitionOffset struct {
 	Offset, LogStart, HighWatermark int64
 }
 
+// listOffsetsParallel bounds the partitions ListOffsets resolves at once.
+const listOffsetsParallel = 16
+
 // ListOffsets resolves spec on each of a topic's partitions (nil: all).
-// In a cluster each is answered by the partition's leader: here, current,
-// or asked through Peers. A partition that fails does not stop the others
-// from being asked, so that one request wakes every sleeping partition it
-// names (cluster/hibernate.go); the first failure is returned.
+// In a cluster each is answered by the partition's leader: here, current
+// (a read barrier), or asked through Peers. The partitions are resolved
+// concurrently (listOffsetsParallel at a time: one barrier or peer call
+// each, which added up over a topic of 200 partitions past a client's call
+// timeout under load), and a partition that fails does not stop the
+// others from being asked, so that one request wakes every sleeping
+// partition it names (cluster/hibernate.go); the failure of the first
+// partition that failed, in the order asked, is returned.
 func (b *Broker) ListOffsets(ctx context.Context, pr Principal, topic string, ids []int32, spec int64) ([]PartitionOffset, error) {
 	if err := b.Authorize(ctx, pr, auth.OpDescribe, auth.Topic(topic)); err != nil {
 		return nil, err
@@ -381,18 +388,24 @@ func (b *Broker) ListOffsets(ctx context.Context, pr Principal, topic string, id
 	if b.cl != nil {
 		b.cl.WakeAll(named)
 	}
-	var out []PartitionOffset
-	var first error
-	for _, p := range named {
-		po, err := b.listOffset(ctx, p, spec)
-		if err != nil {
-			first = cmp.Or(first, err)
-			continue
-		}
-		out = append(out, po)
+	out := make([]PartitionOffset, len(named))
+	errs := make([]error, len(named))
+	sem := make(chan struct{}, listOffsetsParallel)
+	var wg sync.WaitGroup
+	for i, p := range named {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = b.listOffset(ctx, p, spec)
+			<-sem
+		}()
 	}
-	if first != nil {
-		return nil, first
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

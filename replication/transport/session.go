@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -200,6 +201,14 @@ func (m *Mux) serveSession(c net.Conn) {
 	m.removePending(c)
 	if err == nil && (string(preface[:4]) != sessionMagic || preface[4] != sessionVersion) {
 		err = fmt.Errorf("%w: session preface %q", ErrBadHeader, preface[:])
+	}
+	if errors.Is(err, io.EOF) {
+		// Closed before a byte: a reachability probe (another node's
+		// check of a sleeping partition's leader, cluster/hibernate.go)
+		// or a port scan, nothing wrong.
+		m.log.Debug("connection closed before its preface", "remote", c.RemoteAddr())
+		c.Close()
+		return
 	}
 	if err != nil {
 		m.log.Warn("rejected connection", "remote", c.RemoteAddr(), "error", err)
