@@ -101,35 +101,45 @@ func TestHibernateSleepsAndWakesWhereUsed(t *testing.T) {
 	}
 }
 
-// A node restarted while its group sleeps opens its replica awake; its
-// election wakes the others, and the group takes writes again.
-func TestRestartWhileAsleep(t *testing.T) {
+// sleepingGroup starts a cluster, acknowledges 10 batches and puts the
+// group to sleep; it returns the replica that led it.
+func sleepingGroup(t *testing.T) (*clustertest.Cluster, *acked, *clustertest.Node) {
+	t.Helper()
 	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
 	a := newAcked()
 	a.produce(t, c, 10, "a")
 	c.WaitConverged(group, 30*time.Second)
-	old := hibernate(t, c)
+	return c, a, hibernate(t, c)
+}
+
+// produceAndCheck acknowledges 10 more batches and checks every running
+// replica holds every acknowledged record.
+func produceAndCheck(t *testing.T, c *clustertest.Cluster, a *acked, tag string) {
+	t.Helper()
+	a.produce(t, c, 10, tag)
+	c.WaitConverged(group, 60*time.Second)
+	for _, n := range c.Up() {
+		a.check(t, n)
+	}
+}
+
+// A node restarted while its group sleeps opens its replica awake; its
+// election wakes the others, and the group takes writes again.
+func TestRestartWhileAsleep(t *testing.T) {
+	c, a, old := sleepingGroup(t)
 	c.Kill(old.ID)
 	c.Restart(old.ID)
 	if old.Partition(group).Asleep() {
 		t.Fatal("a restarted replica opened asleep")
 	}
-	a.produce(t, c, 10, "b")
-	c.WaitConverged(group, 60*time.Second)
-	for _, n := range c.Nodes() {
-		a.check(t, n)
-	}
+	produceAndCheck(t, c, a, "b")
 }
 
 // Every node restarted while the group sleeps: each replica's log ends
 // with the marker, so SleepIfMarked puts it back to sleep knowing no
 // leader, nothing campaigns, and a use on any one elects it.
 func TestRestartAllAsleepStaysAsleep(t *testing.T) {
-	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
-	a := newAcked()
-	a.produce(t, c, 10, "a")
-	c.WaitConverged(group, 30*time.Second)
-	hibernate(t, c)
+	c, a, _ := sleepingGroup(t)
 	for _, n := range c.Nodes() {
 		c.Kill(n.ID)
 	}
@@ -152,31 +162,19 @@ func TestRestartAllAsleepStaysAsleep(t *testing.T) {
 	if err := c.Nodes()[2].Partition(group).Wake(true); err != nil {
 		t.Fatal(err)
 	}
-	a.produce(t, c, 10, "b")
-	c.WaitConverged(group, 30*time.Second)
-	for _, n := range c.Nodes() {
-		a.check(t, n)
-	}
+	produceAndCheck(t, c, a, "b")
 }
 
 // A group whose leader died asleep (killed, not restarted) is woken by a
 // use on a survivor, elects it, and takes writes on the two survivors.
 func TestWakeAfterSleepingLeaderDied(t *testing.T) {
-	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
-	a := newAcked()
-	a.produce(t, c, 10, "a")
-	c.WaitConverged(group, 30*time.Second)
-	old := hibernate(t, c)
+	c, a, old := sleepingGroup(t)
 	c.Kill(old.ID)
 	survivor := c.Up()[0]
 	if err := survivor.Partition(group).Wake(true); err != nil {
 		t.Fatal(err)
 	}
-	a.produce(t, c, 10, "b")
-	c.WaitConverged(group, 30*time.Second)
-	for _, n := range c.Up() {
-		a.check(t, n)
-	}
+	produceAndCheck(t, c, a, "b")
 }
 
 // Sleeping and waking repeatedly, with writes in between, loses nothing.

@@ -199,16 +199,8 @@ func TestCounterScraperDoesNotWaitForPausedNodes(t *testing.T) {
 // grows by what each process wrote.
 func TestCounterScraperReadsRealNode(t *testing.T) {
 	const written = "logd_disk_written_bytes_total"
-	c, err := StartProcessCluster(ProcessConfig{Binary: logdBinary(t), Nodes: 1, Dir: t.TempDir(), ServeArgs: serveArgsFromEnv()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, w := oneNodeWorkload(t, false)
 	ctx := context.Background()
-	w := NewWorkload(c, NewHistory(), WorkloadConfig{})
-	if err := w.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if err := w.CheckAvailable(ctx, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}

@@ -292,19 +292,28 @@ func TestTortureRetention(t *testing.T) {
 	}
 }
 
-// TestLeaderOf finds the leader through the cluster status, behind a proxy
-// (the status names nodes by their own addresses).
-func TestLeaderOf(t *testing.T) {
-	c, err := StartProcessCluster(ProcessConfig{Binary: logdBinary(t), Nodes: 1, Dir: t.TempDir(), Proxy: true, ServeArgs: serveArgsFromEnv()})
+// oneNodeWorkload starts one logd process (behind a proxy with proxy)
+// and sets the default workload's topic up on it; both are stopped when
+// the test ends.
+func oneNodeWorkload(t *testing.T, proxy bool) (*ProcessCluster, *Workload) {
+	t.Helper()
+	c, err := StartProcessCluster(ProcessConfig{Binary: logdBinary(t), Nodes: 1, Dir: t.TempDir(), Proxy: proxy, ServeArgs: serveArgsFromEnv()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	ctx := context.Background()
+	t.Cleanup(func() { c.Close() })
 	w := NewWorkload(c, NewHistory(), WorkloadConfig{})
-	if err := w.Setup(ctx); err != nil {
+	if err := w.Setup(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	return c, w
+}
+
+// TestLeaderOf finds the leader through the cluster status, behind a proxy
+// (the status names nodes by their own addresses).
+func TestLeaderOf(t *testing.T) {
+	c, w := oneNodeWorkload(t, true)
+	ctx := context.Background()
 	for p := range w.Config().Partitions {
 		if l, err := LeaderOf(ctx, c, w.Config().Topic, p); err != nil || l != 0 {
 			t.Fatalf("leader of partition %d: node %d, %v", p, l, err)

@@ -61,40 +61,10 @@ func createTopicIn(t *testing.T, cl *servertest.Cluster, name string, parts int3
 
 func sorted(v []string) string { return strings.Join(slices.Sorted(slices.Values(v)), ",") }
 
-// produceRead produces values to topic through seeds and reads the topic
-// from the start until it has total records (produceAll stops at
-// len(values)), returned sorted and comma separated.
+// produceRead is produceUntil, its records sorted and comma separated.
 func produceRead(t *testing.T, seeds []string, topic string, total int, values ...string) string {
 	t.Helper()
-	c, err := client.Dial(strings.Join(seeds, ","))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx := ctx(t)
-	p := c.NewProducer(client.ProducerOptions{})
-	for _, v := range values {
-		if _, err := p.Produce(ctx, client.Record{Topic: topic, Value: []byte(v)}).Get(ctx); err != nil {
-			t.Fatalf("produce %q: %v", v, err)
-		}
-	}
-	p.Close()
-	cons, err := c.NewConsumer(ctx, client.ConsumerOptions{Topic: topic})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	var got []string
-	for len(got) < total {
-		recs, err := cons.Poll(ctx)
-		if err != nil {
-			t.Fatalf("consume: %v (read %q)", err, got)
-		}
-		for _, r := range recs {
-			got = append(got, string(r.Value))
-		}
-	}
-	return sorted(got)
+	return sorted(produceUntil(t, seeds, topic, total, values...))
 }
 
 // With --partition-hibernate-after, an idle topic's replicas all go to

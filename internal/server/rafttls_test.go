@@ -38,6 +38,13 @@ func raftTLS(t *testing.T, ca *testcerts.CA) func(*server.Config) {
 // reads them back from the start.
 func produceAll(t *testing.T, seeds []string, topic string, values ...string) []string {
 	t.Helper()
+	return produceUntil(t, seeds, topic, len(values), values...)
+}
+
+// produceUntil produces values to topic through seeds and reads the topic
+// from the start until it has at least total records.
+func produceUntil(t *testing.T, seeds []string, topic string, total int, values ...string) []string {
+	t.Helper()
 	c, err := client.Dial(strings.Join(seeds, ","))
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +64,7 @@ func produceAll(t *testing.T, seeds []string, topic string, values ...string) []
 	}
 	defer cons.Close()
 	var got []string
-	for len(got) < len(values) {
+	for len(got) < total {
 		recs, err := cons.Poll(ctx)
 		if err != nil {
 			t.Fatalf("consume: %v (read %q)", err, got)
