@@ -45,7 +45,6 @@ func (c *Cluster) Replica(ctx context.Context, p *partition.Partition) (*replica
 		return nil, &NotLeaderError{What: what + " (it was asleep and is electing a leader: retry)", Untouched: true}
 	}
 	if r.IsLeader() {
-		r.Served()
 		return r, nil
 	}
 	id, _ := r.Leader()

@@ -90,9 +90,8 @@ type sleepState struct {
 	gate   sync.RWMutex
 	starts atomic.Int64
 	// used is when the replica was last used (Touch) or woke, woke when it
-	// last woke, served when it last served a use (Served), in Unix
-	// nanoseconds.
-	used, woke, served atomic.Int64
+	// last woke, in Unix nanoseconds.
+	used, woke atomic.Int64
 
 	// timer runs a follower's marker check (markerStored); guarded by
 	// timerMu, which StoreLogs takes, so never held while waiting for Raft.
@@ -131,20 +130,12 @@ func (p *Partition) SleepCounts() (sleeps, wakes int64) {
 // Touch records a use of the replica (a request it serves) for Idle.
 func (p *Partition) Touch() { p.sleep.used.Store(time.Now().UnixNano()) }
 
-// Served records that the replica, as leader, served a use.
-func (p *Partition) Served() { p.sleep.served.Store(time.Now().UnixNano()) }
-
-// WakeGrace is how long a replica woken for a use stays awake, idle or
-// not, until it has served one: a request over many partitions is answered
-// only once all of them have a leader, and under load their elections can
-// take longer than the hibernation delay.
-const WakeGrace = 30 * time.Second
-
-// AwaitsUse reports whether the replica woke less than WakeGrace ago and
-// has served no use since (Served).
-func (p *Partition) AwaitsUse() bool {
-	w := p.sleep.woke.Load()
-	return w > p.sleep.served.Load() && time.Since(time.Unix(0, w)) < WakeGrace
+// Woke returns when the replica last woke (the zero time if it never did).
+func (p *Partition) Woke() time.Time {
+	if w := p.sleep.woke.Load(); w != 0 {
+		return time.Unix(0, w)
+	}
+	return time.Time{}
 }
 
 // Idle returns how long ago the replica was last used (Touch), woke, or
