@@ -215,22 +215,22 @@ func (b *Broker) ResolveReset(ctx context.Context, pr Principal, topic string, p
 		}
 		targets = []*partition.Partition{parts[*part]}
 	}
-	if b.cl != nil {
-		b.cl.WakeAll(targets) // see ListOffsets
-	}
-	var cs []offsets.Committed
-	for _, p := range targets {
+	now := time.Now()
+	cs := make([]offsets.Committed, len(targets))
+	err = eachPartition(len(targets), func(i int) (err error) {
+		p := targets[i]
 		var l offsets.PartitionLog = p.Log
 		if b.cl != nil {
 			if l, err = b.cl.PartitionLog(ctx, p); err != nil {
-				return nil, err
+				return err
 			}
 		}
-		r, err := spec.Resolve(time.Now(), l)
-		if err != nil {
-			return nil, err
-		}
-		cs = append(cs, offsets.Committed{Topic: p.Topic, Partition: p.ID, Offset: r.Offset})
+		r, err := spec.Resolve(now, l)
+		cs[i] = offsets.Committed{Topic: p.Topic, Partition: p.ID, Offset: r.Offset}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return cs, nil
 }

@@ -179,7 +179,7 @@ func (b *Broker) clusterView(st meta.State, c partition.TopicConfig, p *partitio
 		pi.ISR = pi.Replicas
 	}
 	if r := b.cl.LocalReplica(meta.GroupOf(c, p.ID)); r != nil {
-		leader, term := b.cl.LeaderOf(r)
+		leader, term := b.cl.LeaderOf(r.Status())
 		pi.Leader, pi.LeaderEpoch = leader, int32(term)
 	}
 }
@@ -359,12 +359,7 @@ const listOffsetsParallel = 16
 // ListOffsets resolves spec on each of a topic's partitions (nil: all).
 // In a cluster each is answered by the partition's leader: here, current
 // (a read barrier), or asked through Peers. The partitions are resolved
-// concurrently (listOffsetsParallel at a time: one barrier or peer call
-// each, which added up over a topic of 200 partitions past a client's call
-// timeout under load), and a partition that fails does not stop the
-// others from being asked, so that one request wakes every sleeping
-// partition it names (cluster/hibernate.go); the failure of the first
-// partition that failed, in the order asked, is returned.
+// concurrently, every one even when one fails (eachPartition).
 func (b *Broker) ListOffsets(ctx context.Context, pr Principal, topic string, ids []int32, spec int64) ([]PartitionOffset, error) {
 	if err := b.Authorize(ctx, pr, auth.OpDescribe, auth.Topic(topic)); err != nil {
 		return nil, err
@@ -385,29 +380,45 @@ func (b *Broker) ListOffsets(ctx context.Context, pr Principal, topic string, id
 		}
 		named = append(named, parts[id])
 	}
-	if b.cl != nil {
-		b.cl.WakeAll(named)
-	}
 	out := make([]PartitionOffset, len(named))
-	errs := make([]error, len(named))
+	err = eachPartition(len(named), func(i int) (err error) {
+		out[i], err = b.listOffset(ctx, named[i], spec)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// eachPartition calls fn(i) for i in [0, n), listOffsetsParallel at a
+// time, and returns the first error in i's order. It calls fn for every i
+// even after one failed: a partition's call may be what wakes its sleeping
+// group (cluster.Replica), and a request over many partitions is answered
+// only once all have a leader at the same time; one try that stopped at
+// the first sleeping one would wake one partition per try, while the
+// first ones fell asleep again. One at a time, one read barrier or peer
+// call each added up, over 200 partitions, past a client's 5 s timeout.
+func eachPartition(n int, fn func(i int) error) error {
+	errs := make([]error, n)
 	sem := make(chan struct{}, listOffsetsParallel)
 	var wg sync.WaitGroup
-	for i, p := range named {
+	for i := range n {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i], errs[i] = b.listOffset(ctx, p, spec)
+			errs[i] = fn(i)
 			<-sem
 		}()
 	}
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 func (b *Broker) listOffset(ctx context.Context, p *partition.Partition, spec int64) (PartitionOffset, error) {

@@ -9,9 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/logd/logd/partition"
 	"github.com/logd/logd/replication"
-	"github.com/logd/logd/replication/meta"
 )
 
 // Hibernation (Config.HibernateAfter, `logd serve
@@ -70,8 +68,8 @@ const hibernateTimeout = 5 * time.Second
 const aliveFor = 2 * time.Second
 
 // hibernateLoop puts to sleep, every quarter of HibernateAfter, each group
-// this node leads that has been idle for HibernateAfter, unless it was
-// woke less than WakeGrace ago.
+// this node leads that has been idle for HibernateAfter, unless it woke
+// less than WakeGrace ago.
 func (c *Cluster) hibernateLoop(ctx context.Context) {
 	after, grace := c.cfg.HibernateAfter, cmp.Or(c.cfg.WakeGrace, DefaultWakeGrace)
 	every(ctx, max(after/4, 50*time.Millisecond), func() {
@@ -89,36 +87,12 @@ func (c *Cluster) hibernateLoop(ctx context.Context) {
 	})
 }
 
-// WakeAll wakes this node's sleeping replicas of ps at once, each standing
-// for election, for a request over many partitions that stops at the
-// first one without a leader (a reset of a group's offsets) or answers
-// only when all have one (ListOffsets): woken one per try, the first ones
-// could fall asleep again before the last one woke.
-func (c *Cluster) WakeAll(ps []*partition.Partition) {
-	if c.cfg.HibernateAfter <= 0 {
-		return
-	}
-	st := c.State()
-	for _, p := range ps {
-		t, ok := st.Topics[p.Topic]
-		if !ok || p.ID >= int32(len(t.Replicas)) {
-			continue
-		}
-		if r := c.rn.Partition(meta.GroupOf(t.Config, p.ID)); r != nil && r.Asleep() {
-			r.Touch()
-			if err := r.Wake(true); err != nil {
-				c.logger.Debug("waking a sleeping partition", "group", r.Group(), "err", err)
-			}
-		}
-	}
-}
-
-// LeaderOf is the leader of r's group as this node names it in metadata
-// and status, and the term it knows: while r sleeps, the leader it knew
-// then, unless that node is unreachable, when this node names itself (a
-// use here wakes the group and elects this replica).
-func (c *Cluster) LeaderOf(r *replication.Partition) (string, uint64) {
-	s := r.Status()
+// LeaderOf is the leader of a group as this node names it in metadata and
+// status, and the term it knows, from its replica's status s: while the
+// replica sleeps, the leader it knew then, unless that node is
+// unreachable, when this node names itself (a use here wakes the group and
+// elects this replica).
+func (c *Cluster) LeaderOf(s replication.PartitionStatus) (string, uint64) {
 	leader := string(s.LeaderID)
 	if s.Asleep && leader != c.self && (leader == "" || !c.reachable(leader)) {
 		leader = c.self

@@ -17,9 +17,8 @@ import (
 // *NotLeaderError naming the leader (or, when this node has no replica,
 // the preferred leader, which leads or knows who does).
 func (c *Cluster) Replica(ctx context.Context, p *partition.Partition) (*replication.Partition, error) {
-	st := c.State()
-	t, ok := st.Topics[p.Topic]
-	if !ok || p.ID >= int32(len(t.Replicas)) {
+	r, set, ok := c.localReplica(p)
+	if !ok {
 		// This node has the topic but its metadata does not: it may be
 		// behind (a restarted node's metadata is its last snapshot's until
 		// a leader lets its log replay), or the topic is being deleted.
@@ -27,9 +26,8 @@ func (c *Cluster) Replica(ctx context.Context, p *partition.Partition) (*replica
 		return nil, c.TopicLookup(ctx, p.Topic, fmt.Errorf("%w: %q", partition.ErrTopicNotFound, p.Topic))
 	}
 	what := "partition " + p.Name()
-	r := c.rn.Partition(meta.GroupOf(t.Config, p.ID))
 	if r == nil {
-		for _, n := range t.Replicas[p.ID] {
+		for _, n := range set {
 			if n != c.self {
 				return nil, &NotLeaderError{What: what, Leader: c.node(n), Untouched: true}
 			}
@@ -51,6 +49,17 @@ func (c *Cluster) Replica(ctx context.Context, p *partition.Partition) (*replica
 	return nil, &NotLeaderError{What: what, Leader: c.node(string(id)), Untouched: true}
 }
 
+// localReplica is this node's replica of p's group (nil when it has none)
+// and the nodes the metadata places it on; ok is false when the metadata
+// has no partition p.
+func (c *Cluster) localReplica(p *partition.Partition) (r *replication.Partition, set []string, ok bool) {
+	t, ok := c.State().Topics[p.Topic]
+	if !ok || p.ID >= int32(len(t.Replicas)) {
+		return nil, nil, false
+	}
+	return c.rn.Partition(meta.GroupOf(t.Config, p.ID)), t.Replicas[p.ID], true
+}
+
 // leadsWait bounds how long Leads waits for a new leader's proof.
 const leadsWait = time.Second
 
@@ -62,11 +71,7 @@ const leadsWait = time.Second
 // have learned it at all). It does not wake a sleeping replica, which
 // leads nothing here.
 func (c *Cluster) Leads(ctx context.Context, p *partition.Partition) bool {
-	t, ok := c.State().Topics[p.Topic]
-	if !ok || p.ID >= int32(len(t.Replicas)) {
-		return false
-	}
-	r := c.rn.Partition(meta.GroupOf(t.Config, p.ID))
+	r, _, _ := c.localReplica(p)
 	if r == nil || !r.IsLeader() {
 		return false
 	}

@@ -166,7 +166,7 @@ func TestNewTopicBornAsleep(t *testing.T) {
 // client retries: each request wakes every partition it names, not only
 // the first that has no leader (torture seed 11 with 200 partitions: the
 // final read's list offsets never answered).
-func TestListOffsetsWakesEveryPartition(t *testing.T) {
+func TestRequestsOverSleepingPartitionsWakeAll(t *testing.T) {
 	// Idle partitions sleep after 300 ms, and woken ones 3 s after they
 	// woke: shorter than the client takes to wake 40 one per try.
 	cl := servertest.NewCluster(t, 3, func(c *server.Config) {
@@ -184,5 +184,14 @@ func TestListOffsetsWakesEveryPartition(t *testing.T) {
 	offs, err := c.Admin().ListOffsets(cctx, "many", nil, client.Latest())
 	if err != nil || len(offs) != 40 {
 		t.Fatalf("list offsets of 40 sleeping partitions: %d answers, %v", len(offs), err)
+	}
+	// A reset of a group's offsets over the whole topic asks every
+	// partition the same way.
+	waitAllAsleep(t, cl, "many", 120)
+	rctx, cancel := context.WithTimeout(ctx(t), 30*time.Second)
+	defer cancel()
+	reset, err := c.Admin().ResetOffsets(rctx, "g", "many", client.AllPartitions, client.Earliest())
+	if err != nil || len(reset) != 40 {
+		t.Fatalf("reset offsets over 40 sleeping partitions: %d answers, %v", len(reset), err)
 	}
 }
