@@ -217,7 +217,7 @@ func (b *Broker) ResolveReset(ctx context.Context, pr Principal, topic string, p
 	}
 	now := time.Now()
 	cs := make([]offsets.Committed, len(targets))
-	err = eachPartition(len(targets), func(i int) (err error) {
+	err = eachPartition(ctx, len(targets), func(ctx context.Context, i int) (err error) {
 		p := targets[i]
 		var l offsets.PartitionLog = p.Log
 		if b.cl != nil {

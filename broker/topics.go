@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/logd/logd/auth"
@@ -381,7 +380,7 @@ func (b *Broker) ListOffsets(ctx context.Context, pr Principal, topic string, id
 		named = append(named, parts[id])
 	}
 	out := make([]PartitionOffset, len(named))
-	err = eachPartition(len(named), func(i int) (err error) {
+	err = eachPartition(ctx, len(named), func(ctx context.Context, i int) (err error) {
 		out[i], err = b.listOffset(ctx, named[i], spec)
 		return err
 	})
@@ -391,28 +390,21 @@ func (b *Broker) ListOffsets(ctx context.Context, pr Principal, topic string, id
 	return out, nil
 }
 
-// eachPartition calls fn(i) for i in [0, n), listOffsetsParallel at a
-// time, and returns the first error in i's order. It calls fn for every i
-// even after one failed: a partition's call may be what wakes its sleeping
-// group (cluster.Replica), and a request over many partitions is answered
-// only once all have a leader at the same time; one try that stopped at
-// the first sleeping one would wake one partition per try, while the
-// first ones fell asleep again. One at a time, one read barrier or peer
-// call each added up, over 200 partitions, past a client's 5 s timeout.
-func eachPartition(n int, fn func(i int) error) error {
+// eachPartition calls fn(ctx, i) for i in [0, n), listOffsetsParallel at
+// a time (fanOut), and returns the first error in i's order, or ctx's when
+// it ended first. It calls fn for every i even after one failed: a
+// partition's call may be what wakes its sleeping group (cluster.Replica),
+// and a request over many partitions is answered only once all have a
+// leader at the same time; one try that stopped at the first sleeping one
+// would wake one partition per try, while the first ones fell asleep
+// again. One at a time, one read barrier or peer call each added up, over
+// 200 partitions, past a client's 5 s timeout.
+func eachPartition(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
 	errs := make([]error, n)
-	sem := make(chan struct{}, listOffsetsParallel)
-	var wg sync.WaitGroup
-	for i := range n {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = fn(i)
-			<-sem
-		}()
+	fanOut(ctx, n, listOffsetsParallel, func(ctx context.Context, i int) { errs[i] = fn(ctx, i) })
+	if err := ctx.Err(); err != nil {
+		return err // some were not asked
 	}
-	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
 			return err
