@@ -51,12 +51,12 @@ func TestForwardedMark(t *testing.T) {
 // The status of a partition is the view of the replica that says it
 // leads, in the highest term; without one, any replica's.
 func TestBestView(t *testing.T) {
-	views := map[string][]ReplicaStatus{
+	views := indexViews(map[string][]ReplicaStatus{
 		"a": {{Topic: "t", Partition: 0, Leader: "a", Term: 3, RaftState: "Leader on a"}},
 		"b": {{Topic: "t", Partition: 0, Leader: "b", Term: 5, RaftState: "Leader on b"},
 			{Topic: "t", Partition: 1, Leader: "", Term: 5, RaftState: "Follower on b"}},
 		"c": {{Topic: "t", Partition: 0, Leader: "b", Term: 5, RaftState: "Follower on c"}},
-	}
+	})
 	got := bestView("t", 0, []string{"a", "b", "c"}, views)
 	if got.Leader != "b" || got.Term != 5 || got.RaftState != "Leader on b" || len(got.Replicas) != 3 {
 		t.Fatalf("partition 0: %+v", got)
