@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logd/logd/replication"
 )
@@ -60,6 +61,70 @@ import (
 // kept torture seed 11's final read (200 partitions, a 2 s delay) from
 // ever being answered.
 const DefaultWakeGrace = 30 * time.Second
+
+// DefaultMaxWaking is how many sleeping groups a node wakes for uses at
+// once (Config.MaxWaking): a group it woke counts until it has a leader,
+// or for wakeHold. A use of a sleeping partition beyond that is answered
+// "no leader yet, retry" without waking it. A produce to every partition
+// of a sleeping topic otherwise woke them all at once: thousands of
+// elections on a few cores miss their timeouts and start again, and at
+// 3,000 partitions most of the records were not acknowledged within two
+// minutes.
+const DefaultMaxWaking = 64
+
+// wakeHold is how long a group this node woke counts against MaxWaking
+// without a leader: its election failed, and another may succeed.
+const wakeHold = 3 * time.Second
+
+// wakeBudget is the groups this node woke for uses that have no leader
+// yet (Config.MaxWaking).
+type wakeBudget struct {
+	mu       sync.Mutex
+	waking   map[*replication.Partition]waking
+	deferred prometheus.Counter
+}
+
+type waking struct {
+	at    time.Time // when its slot was taken
+	awake bool      // its Wake returned
+}
+
+// wakeForUse wakes r, asleep, for a use, and makes it stand for election,
+// unless MaxWaking groups this node woke have no leader yet (woke false).
+func (c *Cluster) wakeForUse(r *replication.Partition) (woke bool, err error) {
+	b := &c.wakes
+	b.mu.Lock()
+	if b.waking == nil {
+		b.waking = map[*replication.Partition]waking{}
+	}
+	for r, w := range b.waking {
+		if id, _ := r.Leader(); time.Since(w.at) > wakeHold || (w.awake && (r.Asleep() || id != "")) {
+			delete(b.waking, r)
+		}
+	}
+	_, already := b.waking[r]
+	if already || len(b.waking) >= cmp.Or(c.cfg.MaxWaking, DefaultMaxWaking) {
+		b.mu.Unlock()
+		if !already {
+			b.deferred.Inc()
+		}
+		return already, nil
+	}
+	b.waking[r] = waking{at: time.Now()}
+	b.mu.Unlock()
+	err = r.Wake(true)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err != nil {
+		delete(b.waking, r)
+		return false, err
+	}
+	if w, ok := b.waking[r]; ok {
+		w.awake = true
+		b.waking[r] = w
+	}
+	return true, nil
+}
 
 // hibernateTimeout bounds the commit of a sleep marker.
 const hibernateTimeout = 5 * time.Second
