@@ -237,6 +237,28 @@ func (a *Admin) DeleteTopic(ctx context.Context, name string) error {
 	return nil
 }
 
+// ToHighWatermark is the DeleteRecords offset that deletes every record
+// a partition holds: its high watermark.
+const ToHighWatermark = -1
+
+// DeleteRecords deletes a partition's records below offset (ToHighWatermark:
+// all of them) by moving its log start forward, as Kafka's DeleteRecords,
+// and returns the log start now in force. A read below it is then an
+// *OutOfRangeError; the bytes go when retention deletes whole segments. An
+// offset at or below the log start changes nothing; one above the high
+// watermark is ErrOffsetOutOfRange. It needs delete on the topic.
+func (a *Admin) DeleteRecords(ctx context.Context, topic string, partition int32, offset int64) (int64, error) {
+	var resp *logdv1.DeleteRecordsResponse
+	err := a.adminCall(ctx, func(ctx context.Context, ac logdv1.AdminClient) (err error) {
+		resp, err = ac.DeleteRecords(ctx, &logdv1.DeleteRecordsRequest{Topic: topic, Partition: partition, BeforeOffset: offset})
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete records of %q partition %d below offset %d: %w", topic, partition, offset, err)
+	}
+	return resp.GetLogStartOffset(), nil
+}
+
 // ListOffsets resolves pos for the given partitions of topic (none: all). An
 // AtOffset position is returned as given, with each partition's bounds.
 func (a *Admin) ListOffsets(ctx context.Context, topic string, partitions []int32, pos Position) ([]PartitionOffset, error) {

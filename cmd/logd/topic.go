@@ -18,11 +18,11 @@ func newTopicCmd() *cobra.Command {
 	var srv serverFlag
 	cmd := &cobra.Command{
 		Use:   "topic",
-		Short: "Create, list, describe, alter and delete topics",
+		Short: "Create, list, describe, alter, trim and delete topics",
 	}
 	srv.register(cmd, true)
 	cmd.AddCommand(newTopicCreateCmd(&srv), newTopicListCmd(&srv), newTopicDescribeCmd(&srv),
-		newTopicAlterCmd(&srv), newTopicDeleteCmd(&srv))
+		newTopicAlterCmd(&srv), newTopicTrimPrefixCmd(&srv), newTopicDeleteCmd(&srv))
 	return cmd
 }
 

@@ -179,3 +179,48 @@ func TestAuthPasswords(t *testing.T) {
 		t.Fatalf("delete twice: %v", err)
 	}
 }
+
+// DeleteRecords over gRPC is the broker's, authorized as Kafka's: delete on
+// the topic. A principal that may read and write a topic may not trim it
+// until an ACL allows delete.
+func TestAuthDeleteRecordsNeedsDelete(t *testing.T) {
+	ca := testcerts.NewCA(t, "logd")
+	certFile, keyFile := ca.Pair(t, t.TempDir(), "node")
+	s := servertest.Start(t, func(c *server.Config) {
+		c.TLS = tlsconfig.ServerFiles{CertFile: certFile, KeyFile: keyFile, ClientCAFile: ca.File}
+		secured(c)
+	})
+	dir := t.TempDir()
+	as := func(cn string) *client.Client {
+		cert, key := ca.Pair(t, dir, cn)
+		return tlsClient(t, s.Addr(), ca.File, cert, key)
+	}
+	admin, alice := as("admin"), as("alice")
+	ctx := ctx(t)
+	if _, err := admin.Admin().CreateTopic(ctx, "orders", client.TopicOptions{Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	allow := func(op string) {
+		t.Helper()
+		if err := admin.Admin().AddACLs(ctx, client.ACL{Principal: "User:alice", Permission: "allow", Operation: op,
+			ResourceType: "topic", Pattern: "literal", Name: "orders"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allow("read")
+	allow("write")
+	p := alice.NewProducer(client.ProducerOptions{})
+	for range 5 {
+		p.Produce(ctx, client.Record{Topic: "orders", Value: []byte("x")})
+	}
+	p.Close()
+	_, err := alice.Admin().DeleteRecords(ctx, "orders", 0, 3)
+	wantDenied(t, "alice trims", err, "User:alice", "delete", "orders")
+	if ps, err := alice.Admin().ListOffsets(ctx, "orders", nil, client.Earliest()); err != nil || ps[0].LogStartOffset != 0 || ps[0].HighWatermark != 5 {
+		t.Fatalf("after the refused trim: %+v %v, want offsets 0 to 5", ps, err)
+	}
+	allow("delete")
+	if start, err := alice.Admin().DeleteRecords(ctx, "orders", 0, 3); err != nil || start != 3 {
+		t.Fatalf("alice trims with delete allowed: start %d, %v; want 3", start, err)
+	}
+}

@@ -1719,6 +1719,110 @@ func (*DeleteTopicResponse) Descriptor() ([]byte, []int) {
 	return file_logd_v1_logd_proto_rawDescGZIP(), []int{23}
 }
 
+type DeleteRecordsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	BeforeOffset  int64                  `protobuf:"varint,3,opt,name=before_offset,json=beforeOffset,proto3" json:"before_offset,omitempty"` // the new log start; -1: the high watermark
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteRecordsRequest) Reset() {
+	*x = DeleteRecordsRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteRecordsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteRecordsRequest) ProtoMessage() {}
+
+func (x *DeleteRecordsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteRecordsRequest.ProtoReflect.Descriptor instead.
+func (*DeleteRecordsRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *DeleteRecordsRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *DeleteRecordsRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *DeleteRecordsRequest) GetBeforeOffset() int64 {
+	if x != nil {
+		return x.BeforeOffset
+	}
+	return 0
+}
+
+type DeleteRecordsResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	LogStartOffset int64                  `protobuf:"varint,1,opt,name=log_start_offset,json=logStartOffset,proto3" json:"log_start_offset,omitempty"` // the log start now in force
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *DeleteRecordsResponse) Reset() {
+	*x = DeleteRecordsResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteRecordsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteRecordsResponse) ProtoMessage() {}
+
+func (x *DeleteRecordsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteRecordsResponse.ProtoReflect.Descriptor instead.
+func (*DeleteRecordsResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *DeleteRecordsResponse) GetLogStartOffset() int64 {
+	if x != nil {
+		return x.LogStartOffset
+	}
+	return 0
+}
+
 type CommittedOffset struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	Topic        string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
@@ -1737,7 +1841,7 @@ type CommittedOffset struct {
 
 func (x *CommittedOffset) Reset() {
 	*x = CommittedOffset{}
-	mi := &file_logd_v1_logd_proto_msgTypes[24]
+	mi := &file_logd_v1_logd_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1749,7 +1853,7 @@ func (x *CommittedOffset) String() string {
 func (*CommittedOffset) ProtoMessage() {}
 
 func (x *CommittedOffset) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[24]
+	mi := &file_logd_v1_logd_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1762,7 +1866,7 @@ func (x *CommittedOffset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommittedOffset.ProtoReflect.Descriptor instead.
 func (*CommittedOffset) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{24}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CommittedOffset) GetTopic() string {
@@ -1846,7 +1950,7 @@ type CommitOffsetsRequest struct {
 
 func (x *CommitOffsetsRequest) Reset() {
 	*x = CommitOffsetsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[25]
+	mi := &file_logd_v1_logd_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1858,7 +1962,7 @@ func (x *CommitOffsetsRequest) String() string {
 func (*CommitOffsetsRequest) ProtoMessage() {}
 
 func (x *CommitOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[25]
+	mi := &file_logd_v1_logd_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1871,7 +1975,7 @@ func (x *CommitOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*CommitOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{25}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CommitOffsetsRequest) GetGroup() string {
@@ -1910,7 +2014,7 @@ type CommitOffsetsResponse struct {
 
 func (x *CommitOffsetsResponse) Reset() {
 	*x = CommitOffsetsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[26]
+	mi := &file_logd_v1_logd_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1922,7 +2026,7 @@ func (x *CommitOffsetsResponse) String() string {
 func (*CommitOffsetsResponse) ProtoMessage() {}
 
 func (x *CommitOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[26]
+	mi := &file_logd_v1_logd_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1935,7 +2039,7 @@ func (x *CommitOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*CommitOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{26}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{28}
 }
 
 type FetchOffsetsRequest struct {
@@ -1948,7 +2052,7 @@ type FetchOffsetsRequest struct {
 
 func (x *FetchOffsetsRequest) Reset() {
 	*x = FetchOffsetsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[27]
+	mi := &file_logd_v1_logd_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1960,7 +2064,7 @@ func (x *FetchOffsetsRequest) String() string {
 func (*FetchOffsetsRequest) ProtoMessage() {}
 
 func (x *FetchOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[27]
+	mi := &file_logd_v1_logd_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1973,7 +2077,7 @@ func (x *FetchOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*FetchOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{27}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *FetchOffsetsRequest) GetGroup() string {
@@ -2000,7 +2104,7 @@ type FetchOffsetsResponse struct {
 
 func (x *FetchOffsetsResponse) Reset() {
 	*x = FetchOffsetsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[28]
+	mi := &file_logd_v1_logd_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2012,7 +2116,7 @@ func (x *FetchOffsetsResponse) String() string {
 func (*FetchOffsetsResponse) ProtoMessage() {}
 
 func (x *FetchOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[28]
+	mi := &file_logd_v1_logd_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2025,7 +2129,7 @@ func (x *FetchOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*FetchOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{28}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *FetchOffsetsResponse) GetGroup() string {
@@ -2050,7 +2154,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[29]
+	mi := &file_logd_v1_logd_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2062,7 +2166,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[29]
+	mi := &file_logd_v1_logd_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2075,7 +2179,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{29}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{31}
 }
 
 type ListGroupsResponse struct {
@@ -2087,7 +2191,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[30]
+	mi := &file_logd_v1_logd_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2099,7 +2203,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[30]
+	mi := &file_logd_v1_logd_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2112,7 +2216,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{30}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListGroupsResponse) GetGroups() []string {
@@ -2136,7 +2240,7 @@ type ResetOffsetsRequest struct {
 
 func (x *ResetOffsetsRequest) Reset() {
 	*x = ResetOffsetsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[31]
+	mi := &file_logd_v1_logd_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2148,7 +2252,7 @@ func (x *ResetOffsetsRequest) String() string {
 func (*ResetOffsetsRequest) ProtoMessage() {}
 
 func (x *ResetOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[31]
+	mi := &file_logd_v1_logd_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2161,7 +2265,7 @@ func (x *ResetOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ResetOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{31}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ResetOffsetsRequest) GetGroup() string {
@@ -2215,7 +2319,7 @@ type ResetOffsetsResponse struct {
 
 func (x *ResetOffsetsResponse) Reset() {
 	*x = ResetOffsetsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[32]
+	mi := &file_logd_v1_logd_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2227,7 +2331,7 @@ func (x *ResetOffsetsResponse) String() string {
 func (*ResetOffsetsResponse) ProtoMessage() {}
 
 func (x *ResetOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[32]
+	mi := &file_logd_v1_logd_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2240,7 +2344,7 @@ func (x *ResetOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ResetOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{32}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ResetOffsetsResponse) GetOffsets() []*CommittedOffset {
@@ -2260,7 +2364,7 @@ type TopicPartitions struct {
 
 func (x *TopicPartitions) Reset() {
 	*x = TopicPartitions{}
-	mi := &file_logd_v1_logd_proto_msgTypes[33]
+	mi := &file_logd_v1_logd_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2272,7 +2376,7 @@ func (x *TopicPartitions) String() string {
 func (*TopicPartitions) ProtoMessage() {}
 
 func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[33]
+	mi := &file_logd_v1_logd_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2285,7 +2389,7 @@ func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicPartitions.ProtoReflect.Descriptor instead.
 func (*TopicPartitions) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{33}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *TopicPartitions) GetTopic() string {
@@ -2324,7 +2428,7 @@ type JoinGroupRequest struct {
 
 func (x *JoinGroupRequest) Reset() {
 	*x = JoinGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	mi := &file_logd_v1_logd_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2336,7 +2440,7 @@ func (x *JoinGroupRequest) String() string {
 func (*JoinGroupRequest) ProtoMessage() {}
 
 func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	mi := &file_logd_v1_logd_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2349,7 +2453,7 @@ func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupRequest.ProtoReflect.Descriptor instead.
 func (*JoinGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{34}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *JoinGroupRequest) GetGroup() string {
@@ -2432,7 +2536,7 @@ type JoinGroupResponse struct {
 
 func (x *JoinGroupResponse) Reset() {
 	*x = JoinGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	mi := &file_logd_v1_logd_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2444,7 +2548,7 @@ func (x *JoinGroupResponse) String() string {
 func (*JoinGroupResponse) ProtoMessage() {}
 
 func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	mi := &file_logd_v1_logd_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2457,7 +2561,7 @@ func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupResponse.ProtoReflect.Descriptor instead.
 func (*JoinGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{35}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *JoinGroupResponse) GetMemberId() string {
@@ -2513,7 +2617,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	mi := &file_logd_v1_logd_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2525,7 +2629,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	mi := &file_logd_v1_logd_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2538,7 +2642,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{36}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *HeartbeatRequest) GetGroup() string {
@@ -2570,7 +2674,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[37]
+	mi := &file_logd_v1_logd_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2582,7 +2686,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[37]
+	mi := &file_logd_v1_logd_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2595,7 +2699,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{37}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{39}
 }
 
 type LeaveGroupRequest struct {
@@ -2608,7 +2712,7 @@ type LeaveGroupRequest struct {
 
 func (x *LeaveGroupRequest) Reset() {
 	*x = LeaveGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[38]
+	mi := &file_logd_v1_logd_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2620,7 +2724,7 @@ func (x *LeaveGroupRequest) String() string {
 func (*LeaveGroupRequest) ProtoMessage() {}
 
 func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[38]
+	mi := &file_logd_v1_logd_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2633,7 +2737,7 @@ func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupRequest.ProtoReflect.Descriptor instead.
 func (*LeaveGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{38}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *LeaveGroupRequest) GetGroup() string {
@@ -2658,7 +2762,7 @@ type LeaveGroupResponse struct {
 
 func (x *LeaveGroupResponse) Reset() {
 	*x = LeaveGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[39]
+	mi := &file_logd_v1_logd_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2670,7 +2774,7 @@ func (x *LeaveGroupResponse) String() string {
 func (*LeaveGroupResponse) ProtoMessage() {}
 
 func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[39]
+	mi := &file_logd_v1_logd_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2683,7 +2787,7 @@ func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupResponse.ProtoReflect.Descriptor instead.
 func (*LeaveGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{39}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{41}
 }
 
 type DescribeGroupRequest struct {
@@ -2695,7 +2799,7 @@ type DescribeGroupRequest struct {
 
 func (x *DescribeGroupRequest) Reset() {
 	*x = DescribeGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[40]
+	mi := &file_logd_v1_logd_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2707,7 +2811,7 @@ func (x *DescribeGroupRequest) String() string {
 func (*DescribeGroupRequest) ProtoMessage() {}
 
 func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[40]
+	mi := &file_logd_v1_logd_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2720,7 +2824,7 @@ func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{40}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *DescribeGroupRequest) GetGroup() string {
@@ -2743,7 +2847,7 @@ type GroupMember struct {
 
 func (x *GroupMember) Reset() {
 	*x = GroupMember{}
-	mi := &file_logd_v1_logd_proto_msgTypes[41]
+	mi := &file_logd_v1_logd_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2755,7 +2859,7 @@ func (x *GroupMember) String() string {
 func (*GroupMember) ProtoMessage() {}
 
 func (x *GroupMember) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[41]
+	mi := &file_logd_v1_logd_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2768,7 +2872,7 @@ func (x *GroupMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMember.ProtoReflect.Descriptor instead.
 func (*GroupMember) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{41}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GroupMember) GetMemberId() string {
@@ -2824,7 +2928,7 @@ type DescribeGroupResponse struct {
 
 func (x *DescribeGroupResponse) Reset() {
 	*x = DescribeGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[42]
+	mi := &file_logd_v1_logd_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2836,7 +2940,7 @@ func (x *DescribeGroupResponse) String() string {
 func (*DescribeGroupResponse) ProtoMessage() {}
 
 func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[42]
+	mi := &file_logd_v1_logd_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2849,7 +2953,7 @@ func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{42}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *DescribeGroupResponse) GetGroup() string {
@@ -2925,7 +3029,7 @@ type GroupListing struct {
 
 func (x *GroupListing) Reset() {
 	*x = GroupListing{}
-	mi := &file_logd_v1_logd_proto_msgTypes[43]
+	mi := &file_logd_v1_logd_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2937,7 +3041,7 @@ func (x *GroupListing) String() string {
 func (*GroupListing) ProtoMessage() {}
 
 func (x *GroupListing) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[43]
+	mi := &file_logd_v1_logd_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2950,7 +3054,7 @@ func (x *GroupListing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupListing.ProtoReflect.Descriptor instead.
 func (*GroupListing) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{43}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GroupListing) GetGroup() string {
@@ -2976,7 +3080,7 @@ type ListMemberGroupsResponse struct {
 
 func (x *ListMemberGroupsResponse) Reset() {
 	*x = ListMemberGroupsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[44]
+	mi := &file_logd_v1_logd_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2988,7 +3092,7 @@ func (x *ListMemberGroupsResponse) String() string {
 func (*ListMemberGroupsResponse) ProtoMessage() {}
 
 func (x *ListMemberGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[44]
+	mi := &file_logd_v1_logd_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3001,7 +3105,7 @@ func (x *ListMemberGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemberGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListMemberGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{44}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListMemberGroupsResponse) GetGroups() []*GroupListing {
@@ -3022,7 +3126,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[45]
+	mi := &file_logd_v1_logd_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3034,7 +3138,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[45]
+	mi := &file_logd_v1_logd_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3047,7 +3151,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{45}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ClusterStatusRequest) GetLocal() bool {
@@ -3073,7 +3177,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[46]
+	mi := &file_logd_v1_logd_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3085,7 +3189,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[46]
+	mi := &file_logd_v1_logd_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3098,7 +3202,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{46}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *JoinRequest) GetNodeId() string {
@@ -3151,7 +3255,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[47]
+	mi := &file_logd_v1_logd_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3163,7 +3267,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[47]
+	mi := &file_logd_v1_logd_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3176,7 +3280,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{47}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{49}
 }
 
 type RemoveNodeRequest struct {
@@ -3188,7 +3292,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[48]
+	mi := &file_logd_v1_logd_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3200,7 +3304,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[48]
+	mi := &file_logd_v1_logd_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3213,7 +3317,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{48}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RemoveNodeRequest) GetNodeId() string {
@@ -3233,7 +3337,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[49]
+	mi := &file_logd_v1_logd_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3245,7 +3349,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[49]
+	mi := &file_logd_v1_logd_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3258,7 +3362,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{49}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RemoveNodeResponse) GetMoved() []string {
@@ -3283,7 +3387,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_logd_v1_logd_proto_msgTypes[50]
+	mi := &file_logd_v1_logd_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3295,7 +3399,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[50]
+	mi := &file_logd_v1_logd_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3308,7 +3412,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{50}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *NodeStatus) GetId() string {
@@ -3378,7 +3482,7 @@ type PartitionStatus struct {
 
 func (x *PartitionStatus) Reset() {
 	*x = PartitionStatus{}
-	mi := &file_logd_v1_logd_proto_msgTypes[51]
+	mi := &file_logd_v1_logd_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3390,7 +3494,7 @@ func (x *PartitionStatus) String() string {
 func (*PartitionStatus) ProtoMessage() {}
 
 func (x *PartitionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[51]
+	mi := &file_logd_v1_logd_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3403,7 +3507,7 @@ func (x *PartitionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionStatus.ProtoReflect.Descriptor instead.
 func (*PartitionStatus) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{51}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *PartitionStatus) GetTopic() string {
@@ -3480,7 +3584,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[52]
+	mi := &file_logd_v1_logd_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3492,7 +3596,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[52]
+	mi := &file_logd_v1_logd_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3505,7 +3609,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{52}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ClusterStatusResponse) GetNodes() []*NodeStatus {
@@ -3544,7 +3648,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[53]
+	mi := &file_logd_v1_logd_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3556,7 +3660,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[53]
+	mi := &file_logd_v1_logd_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3569,7 +3673,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{53}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *CreateUserRequest) GetName() string {
@@ -3601,7 +3705,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[54]
+	mi := &file_logd_v1_logd_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3613,7 +3717,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[54]
+	mi := &file_logd_v1_logd_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3626,7 +3730,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{54}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{56}
 }
 
 type DeleteUserRequest struct {
@@ -3638,7 +3742,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[55]
+	mi := &file_logd_v1_logd_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3650,7 +3754,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[55]
+	mi := &file_logd_v1_logd_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3663,7 +3767,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{55}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *DeleteUserRequest) GetName() string {
@@ -3681,7 +3785,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[56]
+	mi := &file_logd_v1_logd_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3693,7 +3797,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[56]
+	mi := &file_logd_v1_logd_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3706,7 +3810,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{56}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{58}
 }
 
 type ListUsersRequest struct {
@@ -3717,7 +3821,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[57]
+	mi := &file_logd_v1_logd_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3729,7 +3833,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[57]
+	mi := &file_logd_v1_logd_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3742,7 +3846,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{57}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{59}
 }
 
 type ListUsersResponse struct {
@@ -3754,7 +3858,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[58]
+	mi := &file_logd_v1_logd_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3766,7 +3870,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[58]
+	mi := &file_logd_v1_logd_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3779,7 +3883,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{58}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListUsersResponse) GetNames() []string {
@@ -3808,7 +3912,7 @@ type ACL struct {
 
 func (x *ACL) Reset() {
 	*x = ACL{}
-	mi := &file_logd_v1_logd_proto_msgTypes[59]
+	mi := &file_logd_v1_logd_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3820,7 +3924,7 @@ func (x *ACL) String() string {
 func (*ACL) ProtoMessage() {}
 
 func (x *ACL) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[59]
+	mi := &file_logd_v1_logd_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3833,7 +3937,7 @@ func (x *ACL) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACL.ProtoReflect.Descriptor instead.
 func (*ACL) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{59}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ACL) GetPrincipal() string {
@@ -3887,7 +3991,7 @@ type AddACLsRequest struct {
 
 func (x *AddACLsRequest) Reset() {
 	*x = AddACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[60]
+	mi := &file_logd_v1_logd_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3899,7 +4003,7 @@ func (x *AddACLsRequest) String() string {
 func (*AddACLsRequest) ProtoMessage() {}
 
 func (x *AddACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[60]
+	mi := &file_logd_v1_logd_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3912,7 +4016,7 @@ func (x *AddACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddACLsRequest.ProtoReflect.Descriptor instead.
 func (*AddACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{60}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *AddACLsRequest) GetAcls() []*ACL {
@@ -3930,7 +4034,7 @@ type AddACLsResponse struct {
 
 func (x *AddACLsResponse) Reset() {
 	*x = AddACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[61]
+	mi := &file_logd_v1_logd_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3942,7 +4046,7 @@ func (x *AddACLsResponse) String() string {
 func (*AddACLsResponse) ProtoMessage() {}
 
 func (x *AddACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[61]
+	mi := &file_logd_v1_logd_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3955,7 +4059,7 @@ func (x *AddACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddACLsResponse.ProtoReflect.Descriptor instead.
 func (*AddACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{61}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{63}
 }
 
 // An ACL whose fields, when set, select ACLs.
@@ -3968,7 +4072,7 @@ type RemoveACLsRequest struct {
 
 func (x *RemoveACLsRequest) Reset() {
 	*x = RemoveACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[62]
+	mi := &file_logd_v1_logd_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3980,7 +4084,7 @@ func (x *RemoveACLsRequest) String() string {
 func (*RemoveACLsRequest) ProtoMessage() {}
 
 func (x *RemoveACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[62]
+	mi := &file_logd_v1_logd_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3993,7 +4097,7 @@ func (x *RemoveACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveACLsRequest.ProtoReflect.Descriptor instead.
 func (*RemoveACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{62}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *RemoveACLsRequest) GetFilter() *ACL {
@@ -4012,7 +4116,7 @@ type RemoveACLsResponse struct {
 
 func (x *RemoveACLsResponse) Reset() {
 	*x = RemoveACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[63]
+	mi := &file_logd_v1_logd_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4024,7 +4128,7 @@ func (x *RemoveACLsResponse) String() string {
 func (*RemoveACLsResponse) ProtoMessage() {}
 
 func (x *RemoveACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[63]
+	mi := &file_logd_v1_logd_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4037,7 +4141,7 @@ func (x *RemoveACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveACLsResponse.ProtoReflect.Descriptor instead.
 func (*RemoveACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{63}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *RemoveACLsResponse) GetRemoved() []*ACL {
@@ -4056,7 +4160,7 @@ type ListACLsRequest struct {
 
 func (x *ListACLsRequest) Reset() {
 	*x = ListACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[64]
+	mi := &file_logd_v1_logd_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4068,7 +4172,7 @@ func (x *ListACLsRequest) String() string {
 func (*ListACLsRequest) ProtoMessage() {}
 
 func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[64]
+	mi := &file_logd_v1_logd_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4081,7 +4185,7 @@ func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsRequest.ProtoReflect.Descriptor instead.
 func (*ListACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{64}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ListACLsRequest) GetFilter() *ACL {
@@ -4100,7 +4204,7 @@ type ListACLsResponse struct {
 
 func (x *ListACLsResponse) Reset() {
 	*x = ListACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[65]
+	mi := &file_logd_v1_logd_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4112,7 +4216,7 @@ func (x *ListACLsResponse) String() string {
 func (*ListACLsResponse) ProtoMessage() {}
 
 func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[65]
+	mi := &file_logd_v1_logd_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4125,7 +4229,7 @@ func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsResponse.ProtoReflect.Descriptor instead.
 func (*ListACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{65}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ListACLsResponse) GetAcls() []*ACL {
@@ -4278,7 +4382,13 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x05topic\x18\x01 \x01(\v2\x12.logd.v1.TopicInfoR\x05topic\"(\n" +
 	"\x12DeleteTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x15\n" +
-	"\x13DeleteTopicResponse\"\x9c\x02\n" +
+	"\x13DeleteTopicResponse\"o\n" +
+	"\x14DeleteRecordsRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12#\n" +
+	"\rbefore_offset\x18\x03 \x01(\x03R\fbeforeOffset\"A\n" +
+	"\x15DeleteRecordsResponse\x12(\n" +
+	"\x10log_start_offset\x18\x01 \x01(\x03R\x0elogStartOffset\"\x9c\x02\n" +
 	"\x0fCommittedOffset\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
@@ -4474,7 +4584,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\rProduceStream\x12\x17.logd.v1.ProduceRequest\x1a\x18.logd.v1.ProduceResponse(\x010\x01\x126\n" +
 	"\x05Fetch\x12\x15.logd.v1.FetchRequest\x1a\x16.logd.v1.FetchResponse\x12@\n" +
 	"\tSubscribe\x12\x19.logd.v1.SubscribeRequest\x1a\x16.logd.v1.FetchResponse0\x01\x12H\n" +
-	"\vListOffsets\x12\x1b.logd.v1.ListOffsetsRequest\x1a\x1c.logd.v1.ListOffsetsResponse2\xf9\x02\n" +
+	"\vListOffsets\x12\x1b.logd.v1.ListOffsetsRequest\x1a\x1c.logd.v1.ListOffsetsResponse2\xc9\x03\n" +
 	"\x05Admin\x12H\n" +
 	"\vCreateTopic\x12\x1b.logd.v1.CreateTopicRequest\x1a\x1c.logd.v1.CreateTopicResponse\x12E\n" +
 	"\n" +
@@ -4482,7 +4592,8 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\rDescribeTopic\x12\x1d.logd.v1.DescribeTopicRequest\x1a\x1e.logd.v1.DescribeTopicResponse\x12E\n" +
 	"\n" +
 	"AlterTopic\x12\x1a.logd.v1.AlterTopicRequest\x1a\x1b.logd.v1.AlterTopicResponse\x12H\n" +
-	"\vDeleteTopic\x12\x1b.logd.v1.DeleteTopicRequest\x1a\x1c.logd.v1.DeleteTopicResponse2\xba\x02\n" +
+	"\vDeleteTopic\x12\x1b.logd.v1.DeleteTopicRequest\x1a\x1c.logd.v1.DeleteTopicResponse\x12N\n" +
+	"\rDeleteRecords\x12\x1d.logd.v1.DeleteRecordsRequest\x1a\x1e.logd.v1.DeleteRecordsResponse2\xba\x02\n" +
 	"\aOffsets\x12N\n" +
 	"\rCommitOffsets\x12\x1d.logd.v1.CommitOffsetsRequest\x1a\x1e.logd.v1.CommitOffsetsResponse\x12K\n" +
 	"\fFetchOffsets\x12\x1c.logd.v1.FetchOffsetsRequest\x1a\x1d.logd.v1.FetchOffsetsResponse\x12E\n" +
@@ -4525,7 +4636,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Acks)(0),                        // 0: logd.v1.Acks
 	(OffsetSpec)(0),                  // 1: logd.v1.OffsetSpec
@@ -4553,48 +4664,50 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*AlterTopicResponse)(nil),       // 23: logd.v1.AlterTopicResponse
 	(*DeleteTopicRequest)(nil),       // 24: logd.v1.DeleteTopicRequest
 	(*DeleteTopicResponse)(nil),      // 25: logd.v1.DeleteTopicResponse
-	(*CommittedOffset)(nil),          // 26: logd.v1.CommittedOffset
-	(*CommitOffsetsRequest)(nil),     // 27: logd.v1.CommitOffsetsRequest
-	(*CommitOffsetsResponse)(nil),    // 28: logd.v1.CommitOffsetsResponse
-	(*FetchOffsetsRequest)(nil),      // 29: logd.v1.FetchOffsetsRequest
-	(*FetchOffsetsResponse)(nil),     // 30: logd.v1.FetchOffsetsResponse
-	(*ListGroupsRequest)(nil),        // 31: logd.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),       // 32: logd.v1.ListGroupsResponse
-	(*ResetOffsetsRequest)(nil),      // 33: logd.v1.ResetOffsetsRequest
-	(*ResetOffsetsResponse)(nil),     // 34: logd.v1.ResetOffsetsResponse
-	(*TopicPartitions)(nil),          // 35: logd.v1.TopicPartitions
-	(*JoinGroupRequest)(nil),         // 36: logd.v1.JoinGroupRequest
-	(*JoinGroupResponse)(nil),        // 37: logd.v1.JoinGroupResponse
-	(*HeartbeatRequest)(nil),         // 38: logd.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),        // 39: logd.v1.HeartbeatResponse
-	(*LeaveGroupRequest)(nil),        // 40: logd.v1.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),       // 41: logd.v1.LeaveGroupResponse
-	(*DescribeGroupRequest)(nil),     // 42: logd.v1.DescribeGroupRequest
-	(*GroupMember)(nil),              // 43: logd.v1.GroupMember
-	(*DescribeGroupResponse)(nil),    // 44: logd.v1.DescribeGroupResponse
-	(*GroupListing)(nil),             // 45: logd.v1.GroupListing
-	(*ListMemberGroupsResponse)(nil), // 46: logd.v1.ListMemberGroupsResponse
-	(*ClusterStatusRequest)(nil),     // 47: logd.v1.ClusterStatusRequest
-	(*JoinRequest)(nil),              // 48: logd.v1.JoinRequest
-	(*JoinResponse)(nil),             // 49: logd.v1.JoinResponse
-	(*RemoveNodeRequest)(nil),        // 50: logd.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),       // 51: logd.v1.RemoveNodeResponse
-	(*NodeStatus)(nil),               // 52: logd.v1.NodeStatus
-	(*PartitionStatus)(nil),          // 53: logd.v1.PartitionStatus
-	(*ClusterStatusResponse)(nil),    // 54: logd.v1.ClusterStatusResponse
-	(*CreateUserRequest)(nil),        // 55: logd.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),       // 56: logd.v1.CreateUserResponse
-	(*DeleteUserRequest)(nil),        // 57: logd.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),       // 58: logd.v1.DeleteUserResponse
-	(*ListUsersRequest)(nil),         // 59: logd.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),        // 60: logd.v1.ListUsersResponse
-	(*ACL)(nil),                      // 61: logd.v1.ACL
-	(*AddACLsRequest)(nil),           // 62: logd.v1.AddACLsRequest
-	(*AddACLsResponse)(nil),          // 63: logd.v1.AddACLsResponse
-	(*RemoveACLsRequest)(nil),        // 64: logd.v1.RemoveACLsRequest
-	(*RemoveACLsResponse)(nil),       // 65: logd.v1.RemoveACLsResponse
-	(*ListACLsRequest)(nil),          // 66: logd.v1.ListACLsRequest
-	(*ListACLsResponse)(nil),         // 67: logd.v1.ListACLsResponse
+	(*DeleteRecordsRequest)(nil),     // 26: logd.v1.DeleteRecordsRequest
+	(*DeleteRecordsResponse)(nil),    // 27: logd.v1.DeleteRecordsResponse
+	(*CommittedOffset)(nil),          // 28: logd.v1.CommittedOffset
+	(*CommitOffsetsRequest)(nil),     // 29: logd.v1.CommitOffsetsRequest
+	(*CommitOffsetsResponse)(nil),    // 30: logd.v1.CommitOffsetsResponse
+	(*FetchOffsetsRequest)(nil),      // 31: logd.v1.FetchOffsetsRequest
+	(*FetchOffsetsResponse)(nil),     // 32: logd.v1.FetchOffsetsResponse
+	(*ListGroupsRequest)(nil),        // 33: logd.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),       // 34: logd.v1.ListGroupsResponse
+	(*ResetOffsetsRequest)(nil),      // 35: logd.v1.ResetOffsetsRequest
+	(*ResetOffsetsResponse)(nil),     // 36: logd.v1.ResetOffsetsResponse
+	(*TopicPartitions)(nil),          // 37: logd.v1.TopicPartitions
+	(*JoinGroupRequest)(nil),         // 38: logd.v1.JoinGroupRequest
+	(*JoinGroupResponse)(nil),        // 39: logd.v1.JoinGroupResponse
+	(*HeartbeatRequest)(nil),         // 40: logd.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),        // 41: logd.v1.HeartbeatResponse
+	(*LeaveGroupRequest)(nil),        // 42: logd.v1.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),       // 43: logd.v1.LeaveGroupResponse
+	(*DescribeGroupRequest)(nil),     // 44: logd.v1.DescribeGroupRequest
+	(*GroupMember)(nil),              // 45: logd.v1.GroupMember
+	(*DescribeGroupResponse)(nil),    // 46: logd.v1.DescribeGroupResponse
+	(*GroupListing)(nil),             // 47: logd.v1.GroupListing
+	(*ListMemberGroupsResponse)(nil), // 48: logd.v1.ListMemberGroupsResponse
+	(*ClusterStatusRequest)(nil),     // 49: logd.v1.ClusterStatusRequest
+	(*JoinRequest)(nil),              // 50: logd.v1.JoinRequest
+	(*JoinResponse)(nil),             // 51: logd.v1.JoinResponse
+	(*RemoveNodeRequest)(nil),        // 52: logd.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),       // 53: logd.v1.RemoveNodeResponse
+	(*NodeStatus)(nil),               // 54: logd.v1.NodeStatus
+	(*PartitionStatus)(nil),          // 55: logd.v1.PartitionStatus
+	(*ClusterStatusResponse)(nil),    // 56: logd.v1.ClusterStatusResponse
+	(*CreateUserRequest)(nil),        // 57: logd.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),       // 58: logd.v1.CreateUserResponse
+	(*DeleteUserRequest)(nil),        // 59: logd.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),       // 60: logd.v1.DeleteUserResponse
+	(*ListUsersRequest)(nil),         // 61: logd.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),        // 62: logd.v1.ListUsersResponse
+	(*ACL)(nil),                      // 63: logd.v1.ACL
+	(*AddACLsRequest)(nil),           // 64: logd.v1.AddACLsRequest
+	(*AddACLsResponse)(nil),          // 65: logd.v1.AddACLsResponse
+	(*RemoveACLsRequest)(nil),        // 66: logd.v1.RemoveACLsRequest
+	(*RemoveACLsResponse)(nil),       // 67: logd.v1.RemoveACLsResponse
+	(*ListACLsRequest)(nil),          // 68: logd.v1.ListACLsRequest
+	(*ListACLsResponse)(nil),         // 69: logd.v1.ListACLsResponse
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	2,  // 0: logd.v1.Record.headers:type_name -> logd.v1.Header
@@ -4612,22 +4725,22 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	20, // 12: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
 	13, // 13: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.TopicConfig
 	18, // 14: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
-	26, // 15: logd.v1.CommitOffsetsRequest.offsets:type_name -> logd.v1.CommittedOffset
-	26, // 16: logd.v1.FetchOffsetsResponse.offsets:type_name -> logd.v1.CommittedOffset
+	28, // 15: logd.v1.CommitOffsetsRequest.offsets:type_name -> logd.v1.CommittedOffset
+	28, // 16: logd.v1.FetchOffsetsResponse.offsets:type_name -> logd.v1.CommittedOffset
 	1,  // 17: logd.v1.ResetOffsetsRequest.spec:type_name -> logd.v1.OffsetSpec
-	26, // 18: logd.v1.ResetOffsetsResponse.offsets:type_name -> logd.v1.CommittedOffset
-	35, // 19: logd.v1.JoinGroupRequest.owned:type_name -> logd.v1.TopicPartitions
-	35, // 20: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.TopicPartitions
-	35, // 21: logd.v1.GroupMember.assignment:type_name -> logd.v1.TopicPartitions
-	43, // 22: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.GroupMember
-	45, // 23: logd.v1.ListMemberGroupsResponse.groups:type_name -> logd.v1.GroupListing
-	52, // 24: logd.v1.ClusterStatusResponse.nodes:type_name -> logd.v1.NodeStatus
-	53, // 25: logd.v1.ClusterStatusResponse.partitions:type_name -> logd.v1.PartitionStatus
-	61, // 26: logd.v1.AddACLsRequest.acls:type_name -> logd.v1.ACL
-	61, // 27: logd.v1.RemoveACLsRequest.filter:type_name -> logd.v1.ACL
-	61, // 28: logd.v1.RemoveACLsResponse.removed:type_name -> logd.v1.ACL
-	61, // 29: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACL
-	61, // 30: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
+	28, // 18: logd.v1.ResetOffsetsResponse.offsets:type_name -> logd.v1.CommittedOffset
+	37, // 19: logd.v1.JoinGroupRequest.owned:type_name -> logd.v1.TopicPartitions
+	37, // 20: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.TopicPartitions
+	37, // 21: logd.v1.GroupMember.assignment:type_name -> logd.v1.TopicPartitions
+	45, // 22: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.GroupMember
+	47, // 23: logd.v1.ListMemberGroupsResponse.groups:type_name -> logd.v1.GroupListing
+	54, // 24: logd.v1.ClusterStatusResponse.nodes:type_name -> logd.v1.NodeStatus
+	55, // 25: logd.v1.ClusterStatusResponse.partitions:type_name -> logd.v1.PartitionStatus
+	63, // 26: logd.v1.AddACLsRequest.acls:type_name -> logd.v1.ACL
+	63, // 27: logd.v1.RemoveACLsRequest.filter:type_name -> logd.v1.ACL
+	63, // 28: logd.v1.RemoveACLsResponse.removed:type_name -> logd.v1.ACL
+	63, // 29: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACL
+	63, // 30: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
 	4,  // 31: logd.v1.Log.Produce:input_type -> logd.v1.ProduceRequest
 	4,  // 32: logd.v1.Log.ProduceStream:input_type -> logd.v1.ProduceRequest
 	7,  // 33: logd.v1.Log.Fetch:input_type -> logd.v1.FetchRequest
@@ -4638,54 +4751,56 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	19, // 38: logd.v1.Admin.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
 	22, // 39: logd.v1.Admin.AlterTopic:input_type -> logd.v1.AlterTopicRequest
 	24, // 40: logd.v1.Admin.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	27, // 41: logd.v1.Offsets.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	29, // 42: logd.v1.Offsets.FetchOffsets:input_type -> logd.v1.FetchOffsetsRequest
-	31, // 43: logd.v1.Offsets.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	33, // 44: logd.v1.Offsets.ResetOffsets:input_type -> logd.v1.ResetOffsetsRequest
-	36, // 45: logd.v1.Groups.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	38, // 46: logd.v1.Groups.Heartbeat:input_type -> logd.v1.HeartbeatRequest
-	40, // 47: logd.v1.Groups.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	42, // 48: logd.v1.Groups.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	31, // 49: logd.v1.Groups.ListMemberGroups:input_type -> logd.v1.ListGroupsRequest
-	47, // 50: logd.v1.Cluster.Status:input_type -> logd.v1.ClusterStatusRequest
-	48, // 51: logd.v1.Cluster.Join:input_type -> logd.v1.JoinRequest
-	50, // 52: logd.v1.Cluster.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	55, // 53: logd.v1.Security.CreateUser:input_type -> logd.v1.CreateUserRequest
-	57, // 54: logd.v1.Security.DeleteUser:input_type -> logd.v1.DeleteUserRequest
-	59, // 55: logd.v1.Security.ListUsers:input_type -> logd.v1.ListUsersRequest
-	62, // 56: logd.v1.Security.AddACLs:input_type -> logd.v1.AddACLsRequest
-	64, // 57: logd.v1.Security.RemoveACLs:input_type -> logd.v1.RemoveACLsRequest
-	66, // 58: logd.v1.Security.ListACLs:input_type -> logd.v1.ListACLsRequest
-	5,  // 59: logd.v1.Log.Produce:output_type -> logd.v1.ProduceResponse
-	5,  // 60: logd.v1.Log.ProduceStream:output_type -> logd.v1.ProduceResponse
-	8,  // 61: logd.v1.Log.Fetch:output_type -> logd.v1.FetchResponse
-	8,  // 62: logd.v1.Log.Subscribe:output_type -> logd.v1.FetchResponse
-	12, // 63: logd.v1.Log.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	15, // 64: logd.v1.Admin.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	17, // 65: logd.v1.Admin.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	21, // 66: logd.v1.Admin.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	23, // 67: logd.v1.Admin.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	25, // 68: logd.v1.Admin.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	28, // 69: logd.v1.Offsets.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	30, // 70: logd.v1.Offsets.FetchOffsets:output_type -> logd.v1.FetchOffsetsResponse
-	32, // 71: logd.v1.Offsets.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	34, // 72: logd.v1.Offsets.ResetOffsets:output_type -> logd.v1.ResetOffsetsResponse
-	37, // 73: logd.v1.Groups.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	39, // 74: logd.v1.Groups.Heartbeat:output_type -> logd.v1.HeartbeatResponse
-	41, // 75: logd.v1.Groups.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	44, // 76: logd.v1.Groups.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	46, // 77: logd.v1.Groups.ListMemberGroups:output_type -> logd.v1.ListMemberGroupsResponse
-	54, // 78: logd.v1.Cluster.Status:output_type -> logd.v1.ClusterStatusResponse
-	49, // 79: logd.v1.Cluster.Join:output_type -> logd.v1.JoinResponse
-	51, // 80: logd.v1.Cluster.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	56, // 81: logd.v1.Security.CreateUser:output_type -> logd.v1.CreateUserResponse
-	58, // 82: logd.v1.Security.DeleteUser:output_type -> logd.v1.DeleteUserResponse
-	60, // 83: logd.v1.Security.ListUsers:output_type -> logd.v1.ListUsersResponse
-	63, // 84: logd.v1.Security.AddACLs:output_type -> logd.v1.AddACLsResponse
-	65, // 85: logd.v1.Security.RemoveACLs:output_type -> logd.v1.RemoveACLsResponse
-	67, // 86: logd.v1.Security.ListACLs:output_type -> logd.v1.ListACLsResponse
-	59, // [59:87] is the sub-list for method output_type
-	31, // [31:59] is the sub-list for method input_type
+	26, // 41: logd.v1.Admin.DeleteRecords:input_type -> logd.v1.DeleteRecordsRequest
+	29, // 42: logd.v1.Offsets.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	31, // 43: logd.v1.Offsets.FetchOffsets:input_type -> logd.v1.FetchOffsetsRequest
+	33, // 44: logd.v1.Offsets.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	35, // 45: logd.v1.Offsets.ResetOffsets:input_type -> logd.v1.ResetOffsetsRequest
+	38, // 46: logd.v1.Groups.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	40, // 47: logd.v1.Groups.Heartbeat:input_type -> logd.v1.HeartbeatRequest
+	42, // 48: logd.v1.Groups.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	44, // 49: logd.v1.Groups.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	33, // 50: logd.v1.Groups.ListMemberGroups:input_type -> logd.v1.ListGroupsRequest
+	49, // 51: logd.v1.Cluster.Status:input_type -> logd.v1.ClusterStatusRequest
+	50, // 52: logd.v1.Cluster.Join:input_type -> logd.v1.JoinRequest
+	52, // 53: logd.v1.Cluster.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	57, // 54: logd.v1.Security.CreateUser:input_type -> logd.v1.CreateUserRequest
+	59, // 55: logd.v1.Security.DeleteUser:input_type -> logd.v1.DeleteUserRequest
+	61, // 56: logd.v1.Security.ListUsers:input_type -> logd.v1.ListUsersRequest
+	64, // 57: logd.v1.Security.AddACLs:input_type -> logd.v1.AddACLsRequest
+	66, // 58: logd.v1.Security.RemoveACLs:input_type -> logd.v1.RemoveACLsRequest
+	68, // 59: logd.v1.Security.ListACLs:input_type -> logd.v1.ListACLsRequest
+	5,  // 60: logd.v1.Log.Produce:output_type -> logd.v1.ProduceResponse
+	5,  // 61: logd.v1.Log.ProduceStream:output_type -> logd.v1.ProduceResponse
+	8,  // 62: logd.v1.Log.Fetch:output_type -> logd.v1.FetchResponse
+	8,  // 63: logd.v1.Log.Subscribe:output_type -> logd.v1.FetchResponse
+	12, // 64: logd.v1.Log.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	15, // 65: logd.v1.Admin.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	17, // 66: logd.v1.Admin.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	21, // 67: logd.v1.Admin.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	23, // 68: logd.v1.Admin.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	25, // 69: logd.v1.Admin.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	27, // 70: logd.v1.Admin.DeleteRecords:output_type -> logd.v1.DeleteRecordsResponse
+	30, // 71: logd.v1.Offsets.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	32, // 72: logd.v1.Offsets.FetchOffsets:output_type -> logd.v1.FetchOffsetsResponse
+	34, // 73: logd.v1.Offsets.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	36, // 74: logd.v1.Offsets.ResetOffsets:output_type -> logd.v1.ResetOffsetsResponse
+	39, // 75: logd.v1.Groups.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	41, // 76: logd.v1.Groups.Heartbeat:output_type -> logd.v1.HeartbeatResponse
+	43, // 77: logd.v1.Groups.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	46, // 78: logd.v1.Groups.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	48, // 79: logd.v1.Groups.ListMemberGroups:output_type -> logd.v1.ListMemberGroupsResponse
+	56, // 80: logd.v1.Cluster.Status:output_type -> logd.v1.ClusterStatusResponse
+	51, // 81: logd.v1.Cluster.Join:output_type -> logd.v1.JoinResponse
+	53, // 82: logd.v1.Cluster.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	58, // 83: logd.v1.Security.CreateUser:output_type -> logd.v1.CreateUserResponse
+	60, // 84: logd.v1.Security.DeleteUser:output_type -> logd.v1.DeleteUserResponse
+	62, // 85: logd.v1.Security.ListUsers:output_type -> logd.v1.ListUsersResponse
+	65, // 86: logd.v1.Security.AddACLs:output_type -> logd.v1.AddACLsResponse
+	67, // 87: logd.v1.Security.RemoveACLs:output_type -> logd.v1.RemoveACLsResponse
+	69, // 88: logd.v1.Security.ListACLs:output_type -> logd.v1.ListACLsResponse
+	60, // [60:89] is the sub-list for method output_type
+	31, // [31:60] is the sub-list for method input_type
 	31, // [31:31] is the sub-list for extension type_name
 	31, // [31:31] is the sub-list for extension extendee
 	0,  // [0:31] is the sub-list for field type_name
@@ -4698,15 +4813,15 @@ func file_logd_v1_logd_proto_init() {
 	}
 	file_logd_v1_logd_proto_msgTypes[2].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[11].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[25].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[31].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[27].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[33].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   66,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   6,
 		},

@@ -323,19 +323,27 @@ const (
 	Admin_DescribeTopic_FullMethodName = "/logd.v1.Admin/DescribeTopic"
 	Admin_AlterTopic_FullMethodName    = "/logd.v1.Admin/AlterTopic"
 	Admin_DeleteTopic_FullMethodName   = "/logd.v1.Admin/DeleteTopic"
+	Admin_DeleteRecords_FullMethodName = "/logd.v1.Admin/DeleteRecords"
 )
 
 // AdminClient is the client API for Admin service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// Admin manages topics.
+// Admin manages topics and their records.
 type AdminClient interface {
 	CreateTopic(ctx context.Context, in *CreateTopicRequest, opts ...grpc.CallOption) (*CreateTopicResponse, error)
 	ListTopics(ctx context.Context, in *ListTopicsRequest, opts ...grpc.CallOption) (*ListTopicsResponse, error)
 	DescribeTopic(ctx context.Context, in *DescribeTopicRequest, opts ...grpc.CallOption) (*DescribeTopicResponse, error)
 	AlterTopic(ctx context.Context, in *AlterTopicRequest, opts ...grpc.CallOption) (*AlterTopicResponse, error)
 	DeleteTopic(ctx context.Context, in *DeleteTopicRequest, opts ...grpc.CallOption) (*DeleteTopicResponse, error)
+	// DeleteRecords moves a partition's log start offset forward to
+	// before_offset, as Kafka's DeleteRecords: records below it are never read
+	// again (a fetch there is OUT_OF_RANGE) and their bytes go when retention
+	// deletes their segments whole. It needs delete on the topic. An offset at
+	// or below the log start changes nothing; above the high watermark is
+	// OUT_OF_RANGE. In a cluster it runs on the partition's leader.
+	DeleteRecords(ctx context.Context, in *DeleteRecordsRequest, opts ...grpc.CallOption) (*DeleteRecordsResponse, error)
 }
 
 type adminClient struct {
@@ -396,17 +404,34 @@ func (c *adminClient) DeleteTopic(ctx context.Context, in *DeleteTopicRequest, o
 	return out, nil
 }
 
+func (c *adminClient) DeleteRecords(ctx context.Context, in *DeleteRecordsRequest, opts ...grpc.CallOption) (*DeleteRecordsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteRecordsResponse)
+	err := c.cc.Invoke(ctx, Admin_DeleteRecords_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
 //
-// Admin manages topics.
+// Admin manages topics and their records.
 type AdminServer interface {
 	CreateTopic(context.Context, *CreateTopicRequest) (*CreateTopicResponse, error)
 	ListTopics(context.Context, *ListTopicsRequest) (*ListTopicsResponse, error)
 	DescribeTopic(context.Context, *DescribeTopicRequest) (*DescribeTopicResponse, error)
 	AlterTopic(context.Context, *AlterTopicRequest) (*AlterTopicResponse, error)
 	DeleteTopic(context.Context, *DeleteTopicRequest) (*DeleteTopicResponse, error)
+	// DeleteRecords moves a partition's log start offset forward to
+	// before_offset, as Kafka's DeleteRecords: records below it are never read
+	// again (a fetch there is OUT_OF_RANGE) and their bytes go when retention
+	// deletes their segments whole. It needs delete on the topic. An offset at
+	// or below the log start changes nothing; above the high watermark is
+	// OUT_OF_RANGE. In a cluster it runs on the partition's leader.
+	DeleteRecords(context.Context, *DeleteRecordsRequest) (*DeleteRecordsResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -431,6 +456,9 @@ func (UnimplementedAdminServer) AlterTopic(context.Context, *AlterTopicRequest) 
 }
 func (UnimplementedAdminServer) DeleteTopic(context.Context, *DeleteTopicRequest) (*DeleteTopicResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteTopic not implemented")
+}
+func (UnimplementedAdminServer) DeleteRecords(context.Context, *DeleteRecordsRequest) (*DeleteRecordsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteRecords not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -543,6 +571,24 @@ func _Admin_DeleteTopic_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_DeleteRecords_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteRecordsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).DeleteRecords(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_DeleteRecords_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).DeleteRecords(ctx, req.(*DeleteRecordsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -569,6 +615,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteTopic",
 			Handler:    _Admin_DeleteTopic_Handler,
+		},
+		{
+			MethodName: "DeleteRecords",
+			Handler:    _Admin_DeleteRecords_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

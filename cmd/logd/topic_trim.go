@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/logd/logd/client"
+)
+
+// newTopicTrimPrefixCmd is Redpanda's rpk topic trim-prefix: Kafka's
+// DeleteRecords, through Admin.DeleteRecords.
+func newTopicTrimPrefixCmd(srv *serverFlag) *cobra.Command {
+	var (
+		offset string
+		part   int32
+	)
+	cmd := &cobra.Command{
+		Use:   "trim-prefix TOPIC --offset N|end [--partition P]",
+		Short: "Delete a topic's records below an offset (move the log start forward)",
+		Long: `Delete the records of a partition (default: of every partition) below
+--offset by moving its log start there, as Kafka's DeleteRecords: they are
+never read again, and their bytes go when retention deletes their segments.
+--offset end (or -1) deletes every record the partition holds. An offset at
+or below the log start changes nothing; one past the high watermark fails.
+Prints the log start now in force of each partition. Needs delete on the
+topic.`,
+		Args: exactArgs("TOPIC"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			topic, err := topicArg(args)
+			if err != nil {
+				return err
+			}
+			off, err := parseTrimOffset(offset)
+			if err != nil {
+				return err
+			}
+			p := int32(client.AllPartitions)
+			if cmd.Flags().Changed("partition") {
+				if part < 0 {
+					return fmt.Errorf("--partition %d: partitions are numbered from 0", part)
+				}
+				p = part
+			}
+			return srv.run(func(c *client.Client) error {
+				return trimPrefix(cmd.Context(), cmd.OutOrStdout(), c.Admin(), topic, p, off)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&offset, "offset", "", "the new log start: an offset, or end for the high watermark (required)")
+	cmd.Flags().Int32Var(&part, "partition", 0, "trim only this partition (default: all)")
+	return cmd
+}
+
+// parseTrimOffset parses --offset: an offset, or end (-1) for the high
+// watermark.
+func parseTrimOffset(s string) (int64, error) {
+	switch s {
+	case "":
+		return 0, errors.New("--offset is required: the new log start, or end to delete every record")
+	case "end", "-1":
+		return client.ToHighWatermark, nil
+	}
+	off, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || off < 0 {
+		return 0, fmt.Errorf("--offset %q: want an offset (0 or more) or end", s)
+	}
+	return off, nil
+}
+
+// trimPrefix trims partition p of topic (every partition with
+// AllPartitions) and prints each log start now in force, stopping at the
+// first failure after printing what was done.
+func trimPrefix(ctx context.Context, w io.Writer, admin *client.Admin, topic string, p int32, off int64) error {
+	parts := []int32{p}
+	if p == client.AllPartitions {
+		ti, err := admin.Topic(ctx, topic)
+		if err != nil {
+			return err
+		}
+		parts = parts[:0]
+		for i := range ti.Partitions {
+			parts = append(parts, i)
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLOG-START")
+	var err error
+	for _, part := range parts {
+		var start int64
+		if start, err = admin.DeleteRecords(ctx, topic, part, off); err != nil {
+			break
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\n", topic, part, start)
+	}
+	if ferr := tw.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
