@@ -2,15 +2,14 @@ package main
 
 import (
 	"bufio"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/logd/logd/client"
+	"github.com/logd/logd/internal/recordtext"
 )
 
 // printer writes one consumed record.
@@ -35,22 +34,14 @@ type jsonRecord struct {
 	Headers       map[string]string `json:"headers,omitempty"`
 }
 
-// textOrBase64 is b as a string when it is UTF-8, else base64 and "base64".
-func textOrBase64(b []byte) (string, string) {
-	if utf8.Valid(b) {
-		return string(b), ""
-	}
-	return base64.StdEncoding.EncodeToString(b), "base64"
-}
-
 func jsonPrinter(w *bufio.Writer, r client.ConsumedRecord) error {
 	j := jsonRecord{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 		Timestamp: r.Timestamp.UTC().Format("2006-01-02T15:04:05.000Z07:00")}
 	if r.Key != nil {
-		k, enc := textOrBase64(r.Key)
+		k, enc := recordtext.TextOrBase64(r.Key)
 		j.Key, j.KeyEncoding = &k, enc
 	}
-	j.Value, j.ValueEncoding = textOrBase64(r.Value)
+	j.Value, j.ValueEncoding = recordtext.TextOrBase64(r.Value)
 	if len(r.Headers) > 0 {
 		j.Headers = make(map[string]string, len(r.Headers))
 		for _, h := range r.Headers {

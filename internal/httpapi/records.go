@@ -9,9 +9,9 @@ import (
 	"io"
 	"net/http"
 	"time"
-	"unicode/utf8"
 
 	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/internal/recordtext"
 )
 
 // recordJSON is a record in an answer or an SSE event: the object `logd
@@ -28,23 +28,15 @@ type recordJSON struct {
 	Headers       map[string]string `json:"headers,omitempty"`
 }
 
-// textOrBase64 is b as a string when it is UTF-8, else base64 and "base64".
-func textOrBase64(b []byte) (string, string) {
-	if utf8.Valid(b) {
-		return string(b), ""
-	}
-	return base64.StdEncoding.EncodeToString(b), "base64"
-}
-
 func toRecordJSON(topic string, p int32, r batch.Record) recordJSON {
 	j := recordJSON{Topic: topic, Partition: p, Offset: r.Offset,
 		Timestamp: time.UnixMilli(r.Timestamp).UTC().Format("2006-01-02T15:04:05.000Z07:00")}
 	if r.Key != nil {
-		k, enc := textOrBase64(r.Key)
+		k, enc := recordtext.TextOrBase64(r.Key)
 		j.Key, j.KeyEncoding = &k, enc
 	}
 	if r.Value != nil {
-		v, enc := textOrBase64(r.Value)
+		v, enc := recordtext.TextOrBase64(r.Value)
 		j.Value, j.ValueEncoding = &v, enc
 	}
 	if len(r.Headers) > 0 {
