@@ -9,6 +9,7 @@ import (
 
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/cluster"
+	"github.com/logd/logd/internal/fanout"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
 	"github.com/logd/logd/replication/meta"
@@ -160,7 +161,7 @@ type partitionLookup func(context.Context, *partition.Partition) (offsets.Partit
 // fails, times out or is not started because ctx ended keeps this
 // replica's bounds.
 func leaderBounds(ctx context.Context, parts []*partition.Partition, pis []PartitionInfo, lookup partitionLookup, timeout time.Duration) {
-	fanOut(ctx, len(parts), describeFanOut, func(ctx context.Context, i int) {
+	fanout.Run(ctx, len(parts), describeFanOut, func(ctx context.Context, i int) {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		if l, err := lookup(ctx, parts[i]); err == nil {
@@ -391,7 +392,7 @@ func (b *Broker) ListOffsets(ctx context.Context, pr Principal, topic string, id
 }
 
 // eachPartition calls fn(ctx, i) for i in [0, n), listOffsetsParallel at
-// a time (fanOut), and returns the first error in i's order, or ctx's when
+// a time (fanout.Run), and returns the first error in i's order, or ctx's when
 // it ended first. It calls fn for every i even after one failed: a
 // partition's call may be what wakes its sleeping group (cluster.Replica),
 // and a request over many partitions is answered only once all have a
@@ -401,7 +402,7 @@ func (b *Broker) ListOffsets(ctx context.Context, pr Principal, topic string, id
 // 200 partitions, past a client's 5 s timeout.
 func eachPartition(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
 	errs := make([]error, n)
-	fanOut(ctx, n, listOffsetsParallel, func(ctx context.Context, i int) { errs[i] = fn(ctx, i) })
+	fanout.Run(ctx, n, listOffsetsParallel, func(ctx context.Context, i int) { errs[i] = fn(ctx, i) })
 	if err := ctx.Err(); err != nil {
 		return err // some were not asked
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/internal/fanout"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/replication/raftrpc"
 	"github.com/logd/logd/replication/transport"
@@ -360,24 +362,10 @@ func (n *Node) Close() error {
 const closeParallel = 32
 
 // closeAll closes the replicas, closeParallel at a time, and returns their
-// errors.
+// errors. Every replica is closed: the context never ends.
 func closeAll(parts map[string]*Partition) []error {
-	errs := make([]error, 0, len(parts))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, closeParallel)
-	for _, p := range parts {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := p.Close()
-			<-sem
-			mu.Lock()
-			errs = append(errs, err)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	ps := slices.Collect(maps.Values(parts))
+	errs := make([]error, len(ps))
+	fanout.Run(context.Background(), len(ps), closeParallel, func(_ context.Context, i int) { errs[i] = ps[i].Close() })
 	return errs
 }

@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,10 @@ import (
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
 )
+
+// The fan-out itself is tested in internal/fanout; these test what
+// leaderBounds does over it. gate and waitGoroutines are a copy of
+// internal/fanout's test helpers.
 
 // hangGuard only ends a test that would otherwise hang (a fan-out that
 // runs its calls one after the other never lets them all in at once): it
@@ -68,81 +71,6 @@ func (g *gate) leave() {
 	g.mu.Lock()
 	g.in--
 	g.mu.Unlock()
-}
-
-func TestFanOutRunsLimitCallsAtOnceAndNeverMore(t *testing.T) {
-	for _, tc := range []struct{ n, limit int }{{200, 5}, {32, 32}, {10, 32}, {1, 1}, {50, 1}} {
-		t.Run(fmt.Sprintf("n=%d,limit=%d", tc.n, tc.limit), func(t *testing.T) {
-			g := newGate(min(tc.n, tc.limit))
-			seen := make([]atomic.Int32, tc.n)
-			fanOut(context.Background(), tc.n, tc.limit, func(ctx context.Context, i int) {
-				g.enter(t)
-				defer g.leave()
-				seen[i].Add(1)
-			})
-			if g.max > tc.limit {
-				t.Errorf("%d calls inside at once, limit %d", g.max, tc.limit)
-			}
-			if g.in != 0 {
-				t.Errorf("%d calls still inside after fanOut returned", g.in)
-			}
-			for i := range seen {
-				if c := seen[i].Load(); c != 1 {
-					t.Errorf("f(%d) called %d times, want 1", i, c)
-				}
-			}
-		})
-	}
-}
-
-func TestFanOutZero(t *testing.T) {
-	fanOut(context.Background(), 0, 4, func(context.Context, int) { t.Error("f called for n=0") })
-}
-
-// Cancelling stops the fan-out from starting calls; it returns once the
-// running ones (which watch ctx) have, and leaves no goroutine behind.
-func TestFanOutCancelStartsNoMoreAndLeaksNothing(t *testing.T) {
-	before := runtime.NumGoroutine()
-	ctx, cancel := context.WithCancel(context.Background())
-	const limit = 4
-	var started, running atomic.Int32
-	allIn := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fanOut(ctx, 100, limit, func(ctx context.Context, i int) {
-			running.Add(1)
-			defer running.Add(-1)
-			if started.Add(1) == limit {
-				close(allIn)
-			}
-			<-ctx.Done() // a call that runs until cancelled
-		})
-	}()
-	select {
-	case <-allIn:
-	case <-time.After(hangGuard):
-		t.Fatalf("only %d of %d calls started", started.Load(), limit)
-	}
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(hangGuard):
-		t.Fatal("fanOut did not return after its context was cancelled")
-	}
-	if n := started.Load(); n != limit {
-		t.Errorf("%d calls started, want %d: it went on after the cancel", n, limit)
-	}
-	if n := running.Load(); n != 0 {
-		t.Errorf("%d calls still running after fanOut returned", n)
-	}
-	waitGoroutines(t, before)
-}
-
-func TestFanOutDoneContextStartsNothing(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	fanOut(ctx, 10, 4, func(context.Context, int) { t.Error("f called with a done context") })
 }
 
 // waitGoroutines fails t if the goroutines do not fall back to before
