@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ func newTopicTrimPrefixCmd(srv *serverFlag) *cobra.Command {
 	var (
 		offset string
 		part   int32
+		asJSON bool
 	)
 	cmd := &cobra.Command{
 		Use:   "trim-prefix TOPIC --offset N|end [--partition P]",
@@ -28,7 +30,8 @@ func newTopicTrimPrefixCmd(srv *serverFlag) *cobra.Command {
 never read again, and their bytes go when retention deletes their segments.
 --offset end (or -1) deletes every record the partition holds. An offset at
 or below the log start changes nothing; one past the high watermark fails.
-Prints the log start now in force of each partition. Needs delete on the
+Prints the log start now in force of each partition; --json prints one
+object a line: topic, partition, log_start_offset. Needs delete on the
 topic.`,
 		Args: exactArgs("TOPIC"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -48,12 +51,13 @@ topic.`,
 				p = part
 			}
 			return srv.run(func(c *client.Client) error {
-				return trimPrefix(cmd.Context(), cmd.OutOrStdout(), c.Admin(), topic, p, off)
+				return trimPrefix(cmd.Context(), cmd.OutOrStdout(), c.Admin(), topic, p, off, asJSON)
 			})
 		},
 	}
 	cmd.Flags().StringVar(&offset, "offset", "", "the new log start: an offset, or end for the high watermark (required)")
 	cmd.Flags().Int32Var(&part, "partition", 0, "trim only this partition (default: all)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object a line")
 	return cmd
 }
 
@@ -73,10 +77,17 @@ func parseTrimOffset(s string) (int64, error) {
 	return off, nil
 }
 
+// trimmedJSON is one line of topic trim-prefix --json.
+type trimmedJSON struct {
+	Topic          string `json:"topic"`
+	Partition      int32  `json:"partition"`
+	LogStartOffset int64  `json:"log_start_offset"`
+}
+
 // trimPrefix trims partition p of topic (every partition with
 // AllPartitions) and prints each log start now in force, stopping at the
 // first failure after printing what was done.
-func trimPrefix(ctx context.Context, w io.Writer, admin *client.Admin, topic string, p int32, off int64) error {
+func trimPrefix(ctx context.Context, w io.Writer, admin *client.Admin, topic string, p int32, off int64, asJSON bool) error {
 	parts := []int32{p}
 	if p == client.AllPartitions {
 		ti, err := admin.Topic(ctx, topic)
@@ -88,18 +99,39 @@ func trimPrefix(ctx context.Context, w io.Writer, admin *client.Admin, topic str
 			parts = append(parts, i)
 		}
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLOG-START")
-	var err error
+	var (
+		done []trimmedJSON
+		err  error
+	)
 	for _, part := range parts {
 		var start int64
 		if start, err = admin.DeleteRecords(ctx, topic, part, off); err != nil {
 			break
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\n", topic, part, start)
+		done = append(done, trimmedJSON{Topic: topic, Partition: part, LogStartOffset: start})
 	}
-	if ferr := tw.Flush(); err == nil {
-		err = ferr
+	if werr := writeTrimmed(w, done, asJSON); err == nil {
+		err = werr
 	}
 	return err
+}
+
+// writeTrimmed prints the partitions trimmed: a table, or one JSON object
+// a line.
+func writeTrimmed(w io.Writer, done []trimmedJSON, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		for _, d := range done {
+			if err := enc.Encode(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLOG-START")
+	for _, d := range done {
+		fmt.Fprintf(tw, "%s\t%d\t%d\n", d.Topic, d.Partition, d.LogStartOffset)
+	}
+	return tw.Flush()
 }

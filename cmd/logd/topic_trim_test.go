@@ -29,6 +29,10 @@ func TestCLITopicTrimPrefix(t *testing.T) {
 		t.Fatalf("trim every partition to its end: %q", out)
 	}
 	t.Logf("trim-prefix --offset end:\n%s", out)
+	out = c.ok("", "topic", "trim-prefix", "t", "--partition", "1", "--offset", "2", "--json")
+	if out != `{"topic":"t","partition":1,"log_start_offset":5}`+"\n" {
+		t.Fatalf("--json, an offset below the start: %q", out)
+	}
 
 	for _, tc := range []struct {
 		args []string
