@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/logd/logd/internal/fanout"
 	"github.com/logd/logd/replication"
 )
 
@@ -63,8 +64,9 @@ import (
 const DefaultWakeGrace = 30 * time.Second
 
 // DefaultMaxWaking is how many sleeping groups a node wakes for uses at
-// once (Config.MaxWaking): a group it woke counts until it has a leader,
-// or for wakeHold. A use of a sleeping partition beyond that is answered
+// once (Config.MaxWaking): a group it woke counts until it has a leader
+// or sleeps again (a replica that saw no leader for wakeHold after it woke
+// does: hibernateLoop), or at most for 10 wakeHolds. A use of a sleeping partition beyond that is answered
 // "no leader yet, retry" without waking it. A produce to every partition
 // of a sleeping topic otherwise woke them all at once: thousands of
 // elections on a few cores miss their timeouts and start again, and at
@@ -72,8 +74,12 @@ const DefaultWakeGrace = 30 * time.Second
 // minutes.
 const DefaultMaxWaking = 64
 
-// wakeHold is how long a group this node woke counts against MaxWaking
-// without a leader: its election failed, and another may succeed.
+// wakeHold is how long a replica that woke may go without seeing a
+// leader: then its group's election failed, and it goes back to sleep
+// (hibernateLoop; a later use wakes it again). Left campaigning, failed
+// elections added up: each group woke by the budget's turn, and thousands
+// of candidates, their vote requests slower than an election timeout,
+// never elected.
 const wakeHold = 3 * time.Second
 
 // wakeBudget is the groups this node woke for uses that have no leader
@@ -98,7 +104,7 @@ func (c *Cluster) wakeForUse(r *replication.Partition) (woke bool, err error) {
 		b.waking = map[*replication.Partition]waking{}
 	}
 	for r, w := range b.waking {
-		if id, _ := r.Leader(); time.Since(w.at) > wakeHold || (w.awake && (r.Asleep() || id != "")) {
+		if id, _ := r.Leader(); time.Since(w.at) > 10*wakeHold || (w.awake && (r.Asleep() || id != "")) {
 			delete(b.waking, r)
 		}
 	}
@@ -132,25 +138,40 @@ const hibernateTimeout = 5 * time.Second
 // aliveFor is how long a peer's reachability, once checked, is believed.
 const aliveFor = 2 * time.Second
 
-// hibernateLoop puts to sleep, every quarter of HibernateAfter, each group
-// this node leads that has been idle for HibernateAfter, unless it woke
-// less than WakeGrace ago.
+// hibernateLoop puts to sleep, every quarter of HibernateAfter (at most a
+// second), each group this node leads that has been idle for
+// HibernateAfter, unless it woke less than WakeGrace ago, and each replica
+// that woke more than wakeHold ago and has seen no leader since.
 func (c *Cluster) hibernateLoop(ctx context.Context) {
 	after, grace := c.cfg.HibernateAfter, cmp.Or(c.cfg.WakeGrace, DefaultWakeGrace)
-	every(ctx, max(after/4, 50*time.Millisecond), func() {
+	every(ctx, min(max(after/4, 50*time.Millisecond), time.Second), func() {
+		var unled, idle []*replication.Partition
 		for _, r := range c.rn.Partitions() {
-			if ctx.Err() != nil {
-				return
-			}
-			if r.Asleep() || !r.IsLeader() || r.Idle() < after || time.Since(r.Woke()) < grace {
-				continue
-			}
-			if _, err := r.Hibernate(hibernateTimeout); err != nil {
-				c.logger.Debug("putting an idle partition to sleep", "group", r.Group(), "err", err)
+			switch {
+			case r.UnledSinceWake(wakeHold):
+				unled = append(unled, r)
+			case !r.Asleep() && r.IsLeader() && r.Idle() >= after && time.Since(r.Woke()) >= grace:
+				idle = append(idle, r)
 			}
 		}
+		// Each waits for its Raft instance to stop (a candidate's vote
+		// requests up to the RPC timeout) or for a marker's commit: one
+		// at a time, thousands took minutes.
+		fanout.Run(ctx, len(unled), sleepParallel, func(_ context.Context, i int) {
+			if err := unled[i].Sleep(); err != nil {
+				c.logger.Debug("putting back to sleep a woken partition without a leader", "group", unled[i].Group(), "err", err)
+			}
+		})
+		fanout.Run(ctx, len(idle), sleepParallel, func(_ context.Context, i int) {
+			if _, err := idle[i].Hibernate(hibernateTimeout); err != nil {
+				c.logger.Debug("putting an idle partition to sleep", "group", idle[i].Group(), "err", err)
+			}
+		})
 	})
 }
+
+// sleepParallel bounds the replicas hibernateLoop puts to sleep at once.
+const sleepParallel = 64
 
 // LeaderOf is the leader of a group as this node names it in metadata and
 // status, and the term it knows, from its replica's status s: while the

@@ -131,6 +131,7 @@ type Partition struct {
 	followerCfg, leaderCfg raft.ReloadableConfig
 	leaderHB               atomic.Bool
 	roleStop, roleDone     chan struct{}
+	quiet                  chan struct{} // Wake by a peer: followRole looks for a leader
 	stopRole               sync.Once
 }
 
@@ -224,7 +225,7 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 		return nil, fmt.Errorf("replication: %s: start raft: %w", cfg.Group, err)
 	}
 	p.followerCfg, p.leaderCfg = roleConfigs(rc)
-	p.roleStop, p.roleDone = make(chan struct{}), make(chan struct{})
+	p.roleStop, p.roleDone, p.quiet = make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
 	go p.followRole(notify, p.roleStop, p.followerCfg, p.leaderCfg)
 	p.reads = newReadIndex(func(d time.Duration) error { return p.r().Barrier(d).Error() }, ReadBarrierTimeout)
 	p.run(r)

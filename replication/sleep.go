@@ -92,6 +92,8 @@ type sleepState struct {
 	// used is when the replica was last used (Touch) or woke, woke when it
 	// last woke, in Unix nanoseconds.
 	used, woke atomic.Int64
+	// led: a leader was seen since the replica last woke (UnledSinceWake).
+	led atomic.Bool
 
 	// timer runs a follower's marker check (markerStored); guarded by
 	// timerMu, which StoreLogs takes, so never held while waiting for Raft.
@@ -136,6 +138,25 @@ func (p *Partition) Woke() time.Time {
 		return time.Unix(0, w)
 	}
 	return time.Time{}
+}
+
+// UnledSinceWake reports whether the replica woke more than d ago and has
+// seen no leader of its group since (as far as these calls saw: each one
+// that finds a leader records it). A group woken on a loaded node whose
+// election has not succeeded by then is better put back to sleep than
+// left campaigning: thousands of candidates at once, each one's RPCs
+// slower than the election timeout, never elect (a produce to 10,000
+// sleeping partitions). A replica the node opened awake never counts.
+func (p *Partition) UnledSinceWake(d time.Duration) bool {
+	if p.Asleep() || p.sleep.led.Load() {
+		return false
+	}
+	woke := p.sleep.woke.Load()
+	if _, id := p.r().LeaderWithID(); id != "" {
+		p.sleep.led.Store(true)
+		return false
+	}
+	return woke != 0 && time.Since(time.Unix(0, woke)) > d
 }
 
 // Idle returns how long ago the replica was last used (Touch), woke, or
@@ -223,6 +244,9 @@ func (p *Partition) Wake(campaign bool) error {
 		return nil
 	}
 	rc := p.rc
+	if !campaign {
+		rc = quietTimeouts(rc)
+	}
 	// The state machine is the log, which is as it was: restoring the
 	// snapshot would replace it. Raft re-applies the entries after the
 	// snapshot, which is harmless (PartitionFSM.Apply).
@@ -234,6 +258,7 @@ func (p *Partition) Wake(campaign bool) error {
 	p.run(r)
 	p.Touch()
 	p.sleep.woke.Store(time.Now().UnixNano())
+	p.sleep.led.Store(false)
 	p.sleep.asleep.Store(false)
 	p.trans.Wake()
 	p.sleep.wakes.Add(1)
@@ -241,6 +266,11 @@ func (p *Partition) Wake(campaign bool) error {
 	p.logger.Debug("awake", "campaign", campaign)
 	if campaign {
 		p.trans.Campaign(p.rc.LocalID)
+	} else {
+		select {
+		case p.quiet <- struct{}{}:
+		default: // followRole polls already
+		}
 	}
 	return nil
 }

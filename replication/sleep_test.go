@@ -199,3 +199,71 @@ func TestSleepWakeCycles(t *testing.T) {
 		}
 	}
 }
+
+// A replica woken where no majority can answer sees no leader: once it has
+// been awake longer than asked, UnledSinceWake says so (the cluster puts
+// it back to sleep). A replica of a group that elected does not count,
+// nor does one that never slept.
+func TestUnledSinceWake(t *testing.T) {
+	c, a, _ := sleepingGroup(t)
+	nodes := c.Nodes()
+	c.Kill(nodes[1].ID)
+	c.Kill(nodes[2].ID)
+	lone := nodes[0].Partition(group)
+	if err := lone.Wake(true); err != nil {
+		t.Fatal(err)
+	}
+	if lone.UnledSinceWake(time.Hour) {
+		t.Fatal("unled for an hour right after waking")
+	}
+	for deadline := time.Now().Add(10 * time.Second); !lone.UnledSinceWake(300 * time.Millisecond); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a replica woken without a majority is not unled after 10s")
+		}
+	}
+	if err := lone.Sleep(); err != nil {
+		t.Fatal(err)
+	}
+	c.Restart(nodes[1].ID)
+	c.Restart(nodes[2].ID)
+	if nodes[1].Partition(group).UnledSinceWake(0) {
+		t.Fatal("a replica the node opened, never woken, counts as unled")
+	}
+	if err := lone.Wake(true); err != nil {
+		t.Fatal(err)
+	}
+	produceAndCheck(t, c, a, "b")
+	time.Sleep(400 * time.Millisecond)
+	if lone.UnledSinceWake(300 * time.Millisecond) {
+		t.Fatal("a woken replica of a group that elected counts as unled")
+	}
+}
+
+// A replica woken by a peer's RPC (Wake(false)) follows and does not stand
+// for election on its own while it knows no leader: with the other
+// replicas down, its term stays put for well past its heartbeat timeout.
+// Once a leader is known it runs with its own timeouts again.
+func TestPeerWokenReplicaStaysQuiet(t *testing.T) {
+	c, a, _ := sleepingGroup(t)
+	nodes := c.Nodes()
+	c.Kill(nodes[1].ID)
+	c.Kill(nodes[2].ID)
+	lone := nodes[0].Partition(group)
+	term := lone.Status().Term
+	if err := lone.Wake(false); err != nil {
+		t.Fatal(err)
+	}
+	follower := lone.HeartbeatTimeout() // the follower's, while it does not lead
+	time.Sleep(3 * follower)
+	if s := lone.Status(); s.Term != term || s.State != raft.Follower {
+		t.Fatalf("a replica woken by a peer campaigned on its own: term %d -> %d, %v", term, s.Term, s.State)
+	}
+	c.Restart(nodes[1].ID)
+	c.Restart(nodes[2].ID)
+	produceAndCheck(t, c, a, "b")
+	for deadline := time.Now().Add(10 * time.Second); lone.RunningHeartbeatTimeout() != follower && !lone.IsLeader(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("heartbeat timeout %v with a leader known, want %v", lone.RunningHeartbeatTimeout(), follower)
+		}
+	}
+}
