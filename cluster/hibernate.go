@@ -74,12 +74,12 @@ const DefaultWakeGrace = 30 * time.Second
 // minutes.
 const DefaultMaxWaking = 64
 
-// wakeHold is how long a replica that woke may go without seeing a
-// leader: then its group's election failed, and it goes back to sleep
-// (hibernateLoop; a later use wakes it again). Left campaigning, failed
-// elections added up: each group woke by the budget's turn, and thousands
-// of candidates, their vote requests slower than an election timeout,
-// never elected.
+// wakeHold is how long an awake replica may go without knowing a leader
+// (since it woke, or since it last knew one): then its group's election
+// failed, and it goes back to sleep (hibernateLoop; a later use wakes it
+// to campaign). Left campaigning, failed elections added up: thousands of
+// candidates, their vote requests slower than an election timeout, never
+// elected, and leaders losing their lease under that load joined them.
 const wakeHold = 3 * time.Second
 
 // wakeBudget is the groups this node woke for uses that have no leader
@@ -141,14 +141,14 @@ const aliveFor = 2 * time.Second
 // hibernateLoop puts to sleep, every quarter of HibernateAfter (at most a
 // second), each group this node leads that has been idle for
 // HibernateAfter, unless it woke less than WakeGrace ago, and each replica
-// that woke more than wakeHold ago and has seen no leader since.
+// that has known no leader for wakeHold (replication.Partition.Unled).
 func (c *Cluster) hibernateLoop(ctx context.Context) {
 	after, grace := c.cfg.HibernateAfter, cmp.Or(c.cfg.WakeGrace, DefaultWakeGrace)
 	every(ctx, min(max(after/4, 50*time.Millisecond), time.Second), func() {
 		var unled, idle []*replication.Partition
 		for _, r := range c.rn.Partitions() {
 			switch {
-			case r.UnledSinceWake(wakeHold):
+			case r.Unled(wakeHold):
 				unled = append(unled, r)
 			case !r.Asleep() && r.IsLeader() && r.Idle() >= after && time.Since(r.Woke()) >= grace:
 				idle = append(idle, r)
@@ -159,7 +159,7 @@ func (c *Cluster) hibernateLoop(ctx context.Context) {
 		// at a time, thousands took minutes.
 		fanout.Run(ctx, len(unled), sleepParallel, func(_ context.Context, i int) {
 			if err := unled[i].Sleep(); err != nil {
-				c.logger.Debug("putting back to sleep a woken partition without a leader", "group", unled[i].Group(), "err", err)
+				c.logger.Debug("putting back to sleep a partition without a leader", "group", unled[i].Group(), "err", err)
 			}
 		})
 		fanout.Run(ctx, len(idle), sleepParallel, func(_ context.Context, i int) {

@@ -230,6 +230,7 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 	p.reads = newReadIndex(func(d time.Duration) error { return p.r().Barrier(d).Error() }, ReadBarrierTimeout)
 	p.run(r)
 	p.Touch()
+	p.sleep.seen.Store(time.Now().UnixNano())
 	return p, nil
 }
 

@@ -92,8 +92,9 @@ type sleepState struct {
 	// used is when the replica was last used (Touch) or woke, woke when it
 	// last woke, in Unix nanoseconds.
 	used, woke atomic.Int64
-	// led: a leader was seen since the replica last woke (UnledSinceWake).
-	led atomic.Bool
+	// seen is when the replica last knew a leader, as far as Unled's calls
+	// saw, or opened or woke, in Unix nanoseconds.
+	seen atomic.Int64
 
 	// timer runs a follower's marker check (markerStored); guarded by
 	// timerMu, which StoreLogs takes, so never held while waiting for Raft.
@@ -140,23 +141,23 @@ func (p *Partition) Woke() time.Time {
 	return time.Time{}
 }
 
-// UnledSinceWake reports whether the replica woke more than d ago and has
-// seen no leader of its group since (as far as these calls saw: each one
-// that finds a leader records it). A group woken on a loaded node whose
-// election has not succeeded by then is better put back to sleep than
-// left campaigning: thousands of candidates at once, each one's RPCs
-// slower than the election timeout, never elect (a produce to 10,000
-// sleeping partitions). A replica the node opened awake never counts.
-func (p *Partition) UnledSinceWake(d time.Duration) bool {
-	if p.Asleep() || p.sleep.led.Load() {
+// Unled reports whether the replica is awake and has known no leader of
+// its group for d since it opened or woke (as far as these calls saw: each
+// one that finds a leader records it). A group whose election has not
+// succeeded by then is better put back to sleep than left campaigning: on
+// a loaded node, thousands of candidates at once, their vote requests
+// slower than an election timeout, never elect, and leaders that lose
+// their lease under that load join them (a produce to 3,000 or 10,000
+// sleeping partitions).
+func (p *Partition) Unled(d time.Duration) bool {
+	if p.Asleep() {
 		return false
 	}
-	woke := p.sleep.woke.Load()
 	if _, id := p.r().LeaderWithID(); id != "" {
-		p.sleep.led.Store(true)
+		p.sleep.seen.Store(time.Now().UnixNano())
 		return false
 	}
-	return woke != 0 && time.Since(time.Unix(0, woke)) > d
+	return time.Since(time.Unix(0, p.sleep.seen.Load())) > d
 }
 
 // Idle returns how long ago the replica was last used (Touch), woke, or
@@ -258,7 +259,7 @@ func (p *Partition) Wake(campaign bool) error {
 	p.run(r)
 	p.Touch()
 	p.sleep.woke.Store(time.Now().UnixNano())
-	p.sleep.led.Store(false)
+	p.sleep.seen.Store(time.Now().UnixNano())
 	p.sleep.asleep.Store(false)
 	p.trans.Wake()
 	p.sleep.wakes.Add(1)

@@ -200,11 +200,11 @@ func TestSleepWakeCycles(t *testing.T) {
 	}
 }
 
-// A replica woken where no majority can answer sees no leader: once it has
-// been awake longer than asked, UnledSinceWake says so (the cluster puts
-// it back to sleep). A replica of a group that elected does not count,
-// nor does one that never slept.
-func TestUnledSinceWake(t *testing.T) {
+// A replica woken where no majority can answer knows no leader: once it
+// has been so longer than asked, Unled says so (the cluster puts it back
+// to sleep). A replica just opened does not count before that long, nor
+// does one of a group that has a leader.
+func TestUnled(t *testing.T) {
 	c, a, _ := sleepingGroup(t)
 	nodes := c.Nodes()
 	c.Kill(nodes[1].ID)
@@ -213,10 +213,10 @@ func TestUnledSinceWake(t *testing.T) {
 	if err := lone.Wake(true); err != nil {
 		t.Fatal(err)
 	}
-	if lone.UnledSinceWake(time.Hour) {
+	if lone.Unled(time.Hour) {
 		t.Fatal("unled for an hour right after waking")
 	}
-	for deadline := time.Now().Add(10 * time.Second); !lone.UnledSinceWake(300 * time.Millisecond); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !lone.Unled(300 * time.Millisecond); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("a replica woken without a majority is not unled after 10s")
 		}
@@ -226,16 +226,16 @@ func TestUnledSinceWake(t *testing.T) {
 	}
 	c.Restart(nodes[1].ID)
 	c.Restart(nodes[2].ID)
-	if nodes[1].Partition(group).UnledSinceWake(0) {
-		t.Fatal("a replica the node opened, never woken, counts as unled")
+	if nodes[1].Partition(group).Unled(time.Hour) {
+		t.Fatal("a replica just opened counts as unled for an hour")
 	}
 	if err := lone.Wake(true); err != nil {
 		t.Fatal(err)
 	}
 	produceAndCheck(t, c, a, "b")
 	time.Sleep(400 * time.Millisecond)
-	if lone.UnledSinceWake(300 * time.Millisecond) {
-		t.Fatal("a woken replica of a group that elected counts as unled")
+	if lone.Unled(300 * time.Millisecond) {
+		t.Fatal("a replica of a group that has a leader counts as unled")
 	}
 }
 
