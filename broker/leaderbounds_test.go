@@ -4,88 +4,18 @@ import (
 	"context"
 	"errors"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
+
+	"github.com/logd/logd/internal/fanout/fanouttest"
 )
 
 // The fan-out itself is tested in internal/fanout; these test what
-// leaderBounds does over it. gate and waitGoroutines are a copy of
-// internal/fanout's test helpers.
-
-// hangGuard only ends a test that would otherwise hang (a fan-out that
-// runs its calls one after the other never lets them all in at once): it
-// is no timing target.
-const hangGuard = 30 * time.Second
-
-// gate lets callers in and counts them: the first want callers wait
-// inside until want are inside at once, which only calls running
-// concurrently can reach. It records the most ever inside.
-type gate struct {
-	want    int
-	mu      sync.Mutex
-	in, max int
-	calls   int
-	full    chan struct{} // closed once want are inside at once
-}
-
-func newGate(want int) *gate { return &gate{want: want, full: make(chan struct{})} }
-
-func (g *gate) enter(t *testing.T) {
-	g.mu.Lock()
-	g.in++
-	g.calls++
-	first := g.calls <= g.want
-	g.max = max(g.max, g.in)
-	if g.in == g.want {
-		g.open()
-	}
-	g.mu.Unlock()
-	if first {
-		select {
-		case <-g.full:
-		case <-time.After(hangGuard):
-			t.Errorf("never %d calls inside at once: they do not run concurrently", g.want)
-			g.mu.Lock()
-			g.open() // the others need not wait too
-			g.mu.Unlock()
-		}
-	}
-	runtime.Gosched() // let others in while this one is inside
-}
-
-// open lets every caller through; g.mu is held.
-func (g *gate) open() {
-	select {
-	case <-g.full:
-	default:
-		close(g.full)
-	}
-}
-
-func (g *gate) leave() {
-	g.mu.Lock()
-	g.in--
-	g.mu.Unlock()
-}
-
-// waitGoroutines fails t if the goroutines do not fall back to before
-// (goroutines that have returned may take a moment to be gone).
-func waitGoroutines(t *testing.T, before int) {
-	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines before, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// leaderBounds does over it.
 
 // leaderLog is a leader's answer for partition id: bounds derived from id.
 func leaderLog(id int32) offsets.PartitionLog {
@@ -126,17 +56,17 @@ func checkBounds(t *testing.T, pis []PartitionInfo, fromLeader func(id int32) bo
 func TestLeaderBoundsAsksLeadersConcurrentlyInPartitionOrder(t *testing.T) {
 	const n = 1000
 	parts, pis := describeParts(n)
-	g := newGate(describeFanOut)
+	g := fanouttest.NewGate(describeFanOut)
 	leaderBounds(context.Background(), parts, pis, func(ctx context.Context, p *partition.Partition) (offsets.PartitionLog, error) {
-		g.enter(t)
-		defer g.leave()
+		g.Enter(t)
+		defer g.Leave()
 		if _, ok := ctx.Deadline(); !ok {
 			t.Errorf("partition %d: lookup without a deadline of its own", p.ID)
 		}
 		return leaderLog(p.ID), nil
 	}, time.Minute)
-	if g.max > describeFanOut {
-		t.Errorf("%d lookups at once, bound %d", g.max, describeFanOut)
+	if g.Max() > describeFanOut {
+		t.Errorf("%d lookups at once, bound %d", g.Max(), describeFanOut)
 	}
 	checkBounds(t, pis, func(int32) bool { return true })
 }
@@ -173,7 +103,7 @@ func TestLeaderBoundsOneStuckPartitionTimesOutAlone(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(hangGuard):
+	case <-time.After(fanouttest.HangGuard):
 		t.Fatal("a stuck partition held the describe: its lookup has no deadline of its own")
 	}
 	if !errors.Is(stuckErr, context.DeadlineExceeded) {
@@ -207,7 +137,7 @@ func TestLeaderBoundsCancelKeepsLocalBounds(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(hangGuard):
+	case <-time.After(fanouttest.HangGuard):
 		cancel()
 		t.Fatalf("the describe did not end after its cancel (%d lookups started)", asked.Load())
 	}
@@ -215,5 +145,5 @@ func TestLeaderBoundsCancelKeepsLocalBounds(t *testing.T) {
 		t.Errorf("%d lookups started, want %d: it went on after the cancel", n, 2*describeFanOut)
 	}
 	checkBounds(t, pis, func(id int32) bool { return id < describeFanOut })
-	waitGoroutines(t, before)
+	fanouttest.WaitGoroutines(t, before)
 }

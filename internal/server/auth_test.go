@@ -53,17 +53,7 @@ func wantDenied(t *testing.T, what string, err error, words ...string) {
 // Mutual TLS: the certificate's CN is the principal; ACLs allow and refuse
 // per principal; listings show only what a principal may describe.
 func TestAuthCertificatePrincipals(t *testing.T) {
-	ca := testcerts.NewCA(t, "logd")
-	certFile, keyFile := ca.Pair(t, t.TempDir(), "node")
-	s := servertest.Start(t, func(c *server.Config) {
-		c.TLS = tlsconfig.ServerFiles{CertFile: certFile, KeyFile: keyFile, ClientCAFile: ca.File}
-		secured(c)
-	})
-	dir := t.TempDir()
-	as := func(cn string) *client.Client {
-		cert, key := ca.Pair(t, dir, cn)
-		return tlsClient(t, s.Addr(), ca.File, cert, key)
-	}
+	as := mtlsServer(t)
 	admin, alice, bob := as("admin"), as("alice"), as("bob")
 	ctx := ctx(t)
 	if _, err := admin.Admin().CreateTopic(ctx, "orders", client.TopicOptions{Partitions: 1}); err != nil {
@@ -184,17 +174,7 @@ func TestAuthPasswords(t *testing.T) {
 // the topic. A principal that may read and write a topic may not trim it
 // until an ACL allows delete.
 func TestAuthDeleteRecordsNeedsDelete(t *testing.T) {
-	ca := testcerts.NewCA(t, "logd")
-	certFile, keyFile := ca.Pair(t, t.TempDir(), "node")
-	s := servertest.Start(t, func(c *server.Config) {
-		c.TLS = tlsconfig.ServerFiles{CertFile: certFile, KeyFile: keyFile, ClientCAFile: ca.File}
-		secured(c)
-	})
-	dir := t.TempDir()
-	as := func(cn string) *client.Client {
-		cert, key := ca.Pair(t, dir, cn)
-		return tlsClient(t, s.Addr(), ca.File, cert, key)
-	}
+	as := mtlsServer(t)
 	admin, alice := as("admin"), as("alice")
 	ctx := ctx(t)
 	if _, err := admin.Admin().CreateTopic(ctx, "orders", client.TopicOptions{Partitions: 1}); err != nil {
@@ -222,5 +202,22 @@ func TestAuthDeleteRecordsNeedsDelete(t *testing.T) {
 	allow("delete")
 	if start, err := alice.Admin().DeleteRecords(ctx, "orders", 0, 3); err != nil || start != 3 {
 		t.Fatalf("alice trims with delete allowed: start %d, %v; want 3", start, err)
+	}
+}
+
+// mtlsServer starts a secured node that takes client certificates, and
+// returns a dialer of clients whose certificate's CN (the principal) is cn.
+func mtlsServer(t *testing.T) (as func(cn string) *client.Client) {
+	t.Helper()
+	ca := testcerts.NewCA(t, "logd")
+	certFile, keyFile := ca.Pair(t, t.TempDir(), "node")
+	s := servertest.Start(t, func(c *server.Config) {
+		c.TLS = tlsconfig.ServerFiles{CertFile: certFile, KeyFile: keyFile, ClientCAFile: ca.File}
+		secured(c)
+	})
+	dir := t.TempDir()
+	return func(cn string) *client.Client {
+		cert, key := ca.Pair(t, dir, cn)
+		return tlsClient(t, s.Addr(), ca.File, cert, key)
 	}
 }
