@@ -104,6 +104,15 @@ type TopicOptions struct {
 	Config     TopicConfig
 }
 
+// setupWait is how long a cluster waits, at most, for the leaders of
+// partitions it has just created before it answers CreateTopic or
+// AddPartitions (cluster.UsableTimeout): each attempt of those calls gets
+// it beyond the call timeout. Without it the call timeout (10 s by default)
+// ended the call first, and a create of thousands of partitions that the
+// cluster carried out, or answered "created, partition N has no leader
+// yet", read as a server that did not answer.
+const setupWait = 10 * time.Second
+
 // CreateTopic creates a topic. It returns once the topic is usable: in a
 // cluster, every partition has a leader that takes a produce, so Produce
 // right after it never sees ErrTopicNotFound. It fails with ErrTopicExists
@@ -114,7 +123,7 @@ func (a *Admin) CreateTopic(ctx context.Context, name string, opts TopicOptions)
 		opts.Partitions = 1
 	}
 	var resp *logdv1.CreateTopicResponse
-	err := a.adminCall(ctx, func(ctx context.Context, ac logdv1.AdminClient) (err error) {
+	err := a.adminCall(withServerWait(ctx, setupWait), func(ctx context.Context, ac logdv1.AdminClient) (err error) {
 		resp, err = ac.CreateTopic(ctx, &logdv1.CreateTopicRequest{
 			Name: name, Partitions: opts.Partitions, Replicas: opts.Replicas, Config: opts.Config.proto(),
 		})
@@ -213,7 +222,7 @@ func (a *Admin) AlterTopic(ctx context.Context, name string, cfg TopicConfig) (T
 // topic rebalance and read the new partitions from their start.
 func (a *Admin) AddPartitions(ctx context.Context, name string, count int32) (TopicInfo, error) {
 	var resp *logdv1.AlterTopicResponse
-	err := a.adminCall(ctx, func(ctx context.Context, ac logdv1.AdminClient) (err error) {
+	err := a.adminCall(withServerWait(ctx, setupWait), func(ctx context.Context, ac logdv1.AdminClient) (err error) {
 		resp, err = ac.AlterTopic(ctx, &logdv1.AlterTopicRequest{Name: name, Partitions: count})
 		return err
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 )
 
 // TestListTopicsFollowsPages: Admin.ListTopics returns every topic of a
@@ -19,5 +20,24 @@ func TestListTopicsFollowsPages(t *testing.T) {
 	}
 	if len(got) != 5 || got[0].Name != "t0" || got[4].Name != "t4" {
 		t.Fatalf("%d topics: %+v", len(got), got)
+	}
+}
+
+// A cluster answers CreateTopic only once the new partitions have leaders,
+// or after waiting for them up to cluster.UsableTimeout: each attempt gets
+// that long beyond the call timeout, so the server's answer is read, not
+// cut off as a server that did not answer.
+func TestCreateTopicWaitsForTheServersSetup(t *testing.T) {
+	f := startFake(t)
+	f.mu.Lock()
+	f.setupDelay = 600 * time.Millisecond
+	f.mu.Unlock()
+	c, err := Dial(f.addr, WithCallTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Admin().CreateTopic(context.Background(), "slow", TopicOptions{Partitions: 3}); err != nil {
+		t.Fatalf("create topic answered after 600ms with a call timeout of 200ms: %v", err)
 	}
 }

@@ -277,12 +277,26 @@ func (c *Client) unary(ctx context.Context, fn func(ctx context.Context, cc *grp
 
 func (c *Client) unaryOnce(ctx context.Context, fn func(ctx context.Context, cc *grpc.ClientConn) error) error {
 	if _, ok := ctx.Deadline(); !ok && c.opts.callTimeout > 0 {
+		d := c.opts.callTimeout
+		if extra, ok := ctx.Value(serverWaitKey{}).(time.Duration); ok {
+			d += extra
+		}
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.opts.callTimeout)
+		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
 	_, err := c.call(ctx, "", fn)
 	return err
+}
+
+// serverWaitKey marks a call whose server waits, on purpose, up to the
+// time.Duration it holds before answering (withServerWait).
+type serverWaitKey struct{}
+
+// withServerWait gives each attempt of a call on ctx d more than the call
+// timeout, for a server that waits up to d before it answers.
+func withServerWait(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, serverWaitKey{}, d)
 }
 
 // StartupGrace is how long a Client that no node ever answered retries an

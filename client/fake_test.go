@@ -51,6 +51,9 @@ type fakeServer struct {
 	streamFails error
 	// streamReceived counts the requests ProduceStream received.
 	streamReceived int
+	// setupDelay delays the answer to CreateTopic and AlterTopic, as a
+	// cluster waiting for new partitions' leaders.
+	setupDelay time.Duration
 }
 
 type fakePartition struct {
@@ -401,6 +404,10 @@ func (f *fakeServer) CreateTopic(ctx context.Context, req *logdv1.CreateTopicReq
 	}
 	n := max(int(req.GetPartitions()), 1)
 	f.createTopic(req.GetName(), n)
+	f.mu.Lock()
+	delay := f.setupDelay
+	f.mu.Unlock()
+	time.Sleep(delay)
 	return &logdv1.CreateTopicResponse{Topic: &logdv1.TopicInfo{Name: req.GetName(), Partitions: int32(n), Replicas: 1, Config: req.GetConfig()}}, nil
 }
 

@@ -65,13 +65,12 @@ const DefaultWakeGrace = 30 * time.Second
 
 // DefaultMaxWaking is how many sleeping groups a node wakes for uses at
 // once (Config.MaxWaking): a group it woke counts until it has a leader
-// or sleeps again (a replica that saw no leader for wakeHold after it woke
-// does: hibernateLoop), or at most for 10 wakeHolds. A use of a sleeping partition beyond that is answered
-// "no leader yet, retry" without waking it. A produce to every partition
-// of a sleeping topic otherwise woke them all at once: thousands of
-// elections on a few cores miss their timeouts and start again, and at
-// 3,000 partitions most of the records were not acknowledged within two
-// minutes.
+// or sleeps again (one that knew no leader for wakeHold does:
+// hibernateLoop), or at most for 10 wakeHolds. A use of a sleeping
+// partition beyond that is answered "no leader yet, retry" without waking
+// it. A produce to every partition of a sleeping topic otherwise woke them
+// all at once: thousands of elections on a few cores miss their timeouts
+// and start again.
 const DefaultMaxWaking = 64
 
 // wakeHold is how long an awake replica may go without knowing a leader
@@ -103,9 +102,9 @@ func (c *Cluster) wakeForUse(r *replication.Partition) (woke bool, err error) {
 	if b.waking == nil {
 		b.waking = map[*replication.Partition]waking{}
 	}
-	for r, w := range b.waking {
-		if id, _ := r.Leader(); time.Since(w.at) > 10*wakeHold || (w.awake && (r.Asleep() || id != "")) {
-			delete(b.waking, r)
+	for q, w := range b.waking {
+		if id, _ := q.Leader(); time.Since(w.at) > 10*wakeHold || (w.awake && (q.Asleep() || id != "")) {
+			delete(b.waking, q)
 		}
 	}
 	_, already := b.waking[r]
