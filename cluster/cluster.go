@@ -53,9 +53,6 @@ type Config struct {
 	// WakeGrace is how long a group that woke stays awake at least, idle
 	// or not (hibernate.go); 0: DefaultWakeGrace. Tests shorten it.
 	WakeGrace time.Duration
-	// MaxWaking bounds the sleeping groups this node wakes for uses that
-	// have no leader yet (hibernate.go); 0: DefaultMaxWaking.
-	MaxWaking int
 }
 
 // Validate checks the settings a user gives.
@@ -109,7 +106,6 @@ type Cluster struct {
 	// answered lately (hibernate.go).
 	loops context.Context
 	reach reachability
-	wakes wakeBudget
 }
 
 // Start starts the Raft port and the metadata group. The background loops
@@ -142,10 +138,7 @@ func Start(cfg Config, o Options) (*Cluster, error) {
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "logd_raft_follower_lag_entries",
 			Help: "On a partition's leader: Raft entries each follower has yet to apply (-1: it did not answer). Measured every 5s."},
-			[]string{"topic", "partition", "follower"}),
-		wakes: wakeBudget{deferred: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "logd_raft_wakes_deferred_total",
-			Help: "Uses of a sleeping partition answered \"no leader yet, retry\" without waking it, since as many groups as --partition-hibernate-after's wake budget allows were already electing on this node."})}}
+			[]string{"topic", "partition", "follower"})}
 	if cfg.Bootstrap && !g.HadState() {
 		if err := g.Bootstrap(raft.ServerID(cfg.NodeID), n.Addr()); err != nil {
 			c.Close()
@@ -156,7 +149,7 @@ func Start(cfg Config, o Options) (*Cluster, error) {
 		c.Close()
 		return nil, errors.New("this node has no cluster state: start the first node with --bootstrap and the others with --join ADDR")
 	}
-	o.Registry.MustRegister(replication.NewCollector(n), c.lag, c.wakes.deferred)
+	o.Registry.MustRegister(replication.NewCollector(n), c.lag)
 	return c, nil
 }
 

@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/logd/logd/internal/fanout"
 	"github.com/logd/logd/replication"
 )
 
@@ -63,114 +61,31 @@ import (
 // ever being answered.
 const DefaultWakeGrace = 30 * time.Second
 
-// DefaultMaxWaking is how many sleeping groups a node wakes for uses at
-// once (Config.MaxWaking): a group it woke counts until it has a leader
-// or sleeps again (one that knew no leader for wakeHold does:
-// hibernateLoop), or at most for 10 wakeHolds. A use of a sleeping
-// partition beyond that is answered "no leader yet, retry" without waking
-// it. A produce to every partition of a sleeping topic otherwise woke them
-// all at once: thousands of elections on a few cores miss their timeouts
-// and start again.
-const DefaultMaxWaking = 64
-
-// wakeHold is how long an awake replica may go without knowing a leader
-// (since it woke, or since it last knew one): then its group's election
-// failed, and it goes back to sleep (hibernateLoop; a later use wakes it
-// to campaign). Left campaigning, failed elections added up: thousands of
-// candidates, their vote requests slower than an election timeout, never
-// elected, and leaders losing their lease under that load joined them.
-const wakeHold = 3 * time.Second
-
-// wakeBudget is the groups this node woke for uses that have no leader
-// yet (Config.MaxWaking).
-type wakeBudget struct {
-	mu       sync.Mutex
-	waking   map[*replication.Partition]waking
-	deferred prometheus.Counter
-}
-
-type waking struct {
-	at    time.Time // when its slot was taken
-	awake bool      // its Wake returned
-}
-
-// wakeForUse wakes r, asleep, for a use, and makes it stand for election,
-// unless MaxWaking groups this node woke have no leader yet (woke false).
-func (c *Cluster) wakeForUse(r *replication.Partition) (woke bool, err error) {
-	b := &c.wakes
-	b.mu.Lock()
-	if b.waking == nil {
-		b.waking = map[*replication.Partition]waking{}
-	}
-	for q, w := range b.waking {
-		if id, _ := q.Leader(); time.Since(w.at) > 10*wakeHold || (w.awake && (q.Asleep() || id != "")) {
-			delete(b.waking, q)
-		}
-	}
-	_, already := b.waking[r]
-	if already || len(b.waking) >= cmp.Or(c.cfg.MaxWaking, DefaultMaxWaking) {
-		b.mu.Unlock()
-		if !already {
-			b.deferred.Inc()
-		}
-		return already, nil
-	}
-	b.waking[r] = waking{at: time.Now()}
-	b.mu.Unlock()
-	err = r.Wake(true)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err != nil {
-		delete(b.waking, r)
-		return false, err
-	}
-	if w, ok := b.waking[r]; ok {
-		w.awake = true
-		b.waking[r] = w
-	}
-	return true, nil
-}
-
 // hibernateTimeout bounds the commit of a sleep marker.
 const hibernateTimeout = 5 * time.Second
 
 // aliveFor is how long a peer's reachability, once checked, is believed.
 const aliveFor = 2 * time.Second
 
-// hibernateLoop puts to sleep, every quarter of HibernateAfter (at most a
-// second), each group this node leads that has been idle for
-// HibernateAfter, unless it woke less than WakeGrace ago, and each replica
-// that has known no leader for wakeHold (replication.Partition.Unled).
+// hibernateLoop puts to sleep, every quarter of HibernateAfter, each group
+// this node leads that has been idle for HibernateAfter, unless it woke
+// less than WakeGrace ago.
 func (c *Cluster) hibernateLoop(ctx context.Context) {
 	after, grace := c.cfg.HibernateAfter, cmp.Or(c.cfg.WakeGrace, DefaultWakeGrace)
-	every(ctx, min(max(after/4, 50*time.Millisecond), time.Second), func() {
-		var unled, idle []*replication.Partition
+	every(ctx, max(after/4, 50*time.Millisecond), func() {
 		for _, r := range c.rn.Partitions() {
-			switch {
-			case r.Unled(wakeHold):
-				unled = append(unled, r)
-			case !r.Asleep() && r.IsLeader() && r.Idle() >= after && time.Since(r.Woke()) >= grace:
-				idle = append(idle, r)
+			if ctx.Err() != nil {
+				return
+			}
+			if r.Asleep() || !r.IsLeader() || r.Idle() < after || time.Since(r.Woke()) < grace {
+				continue
+			}
+			if _, err := r.Hibernate(hibernateTimeout); err != nil {
+				c.logger.Debug("putting an idle partition to sleep", "group", r.Group(), "err", err)
 			}
 		}
-		// Each waits for its Raft instance to stop (a candidate's vote
-		// requests up to the RPC timeout) or for a marker's commit: one
-		// at a time, thousands took minutes.
-		fanout.Run(ctx, len(unled), sleepParallel, func(_ context.Context, i int) {
-			if err := unled[i].Sleep(); err != nil {
-				c.logger.Debug("putting back to sleep a partition without a leader", "group", unled[i].Group(), "err", err)
-			}
-		})
-		fanout.Run(ctx, len(idle), sleepParallel, func(_ context.Context, i int) {
-			if _, err := idle[i].Hibernate(hibernateTimeout); err != nil {
-				c.logger.Debug("putting an idle partition to sleep", "group", idle[i].Group(), "err", err)
-			}
-		})
 	})
 }
-
-// sleepParallel bounds the replicas hibernateLoop puts to sleep at once.
-const sleepParallel = 64
 
 // LeaderOf is the leader of a group as this node names it in metadata and
 // status, and the term it knows, from its replica's status s: while the

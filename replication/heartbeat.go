@@ -89,20 +89,9 @@ func roleConfigs(rc *raft.Config) (follower, leader raft.ReloadableConfig) {
 }
 
 // followRole reloads the replica's configuration each time Raft reports
-// (on notify) that it gained or lost the leadership, and, after a wake by
-// a peer (p.quiet), once a leader is known (see quietTimeouts), until stop
-// is closed.
+// (on notify) that it gained or lost the leadership, until stop is closed.
 func (p *Partition) followRole(notify <-chan bool, stop <-chan struct{}, follower, leader raft.ReloadableConfig) {
 	defer close(p.roleDone)
-	var poll *time.Ticker
-	var tick <-chan time.Time
-	stopPoll := func() {
-		if poll != nil {
-			poll.Stop()
-			poll, tick = nil, nil
-		}
-	}
-	defer stopPoll()
 	for {
 		select {
 		case lead := <-notify:
@@ -114,44 +103,10 @@ func (p *Partition) followRole(notify <-chan bool, stop <-chan struct{}, followe
 				p.logger.Warn("reload raft configuration", "leader", lead, "error", err)
 			}
 			p.leaderHB.Store(lead)
-		case <-p.quiet:
-			if poll == nil {
-				poll = time.NewTicker(quietPoll)
-				tick = poll.C
-			}
-		case <-tick:
-			r := p.r()
-			if _, id := r.LeaderWithID(); p.Asleep() || r.State() == raft.Shutdown || id != "" {
-				stopPoll()
-				if id != "" && r.State() == raft.Follower {
-					if err := r.ReloadConfig(follower); err != nil {
-						p.logger.Warn("reload raft configuration after a quiet wake", "error", err)
-					}
-				}
-			}
 		case <-stop:
 			return
 		}
 	}
-}
-
-// quietPoll is how often a replica woken by a peer looks for a leader.
-const quietPoll = 50 * time.Millisecond
-
-// quietTimeouts returns rc for a replica woken by a peer's RPC: its
-// heartbeat and election timeouts ten times rc's, until it knows a leader
-// (followRole then reloads rc's own). It follows, and does not stand for
-// election on its own in the meantime: when the peer's election fails, a
-// replica woken by it that campaigned after one heartbeat timeout woke the
-// group's other replicas in turn, and on a loaded node thousands of
-// groups campaigned at once, their vote requests slower than an election
-// timeout, none electing (a produce to 10,000 sleeping partitions). The
-// cluster puts a woken replica that saw no leader back to sleep before
-// that (cluster/hibernate.go); a use wakes it to campaign.
-func quietTimeouts(rc raft.Config) raft.Config {
-	rc.HeartbeatTimeout *= 10
-	rc.ElectionTimeout = max(rc.ElectionTimeout*10, rc.HeartbeatTimeout)
-	return rc
 }
 
 // HeartbeatTimeout is the HeartbeatTimeout this replica's Raft runs with

@@ -131,7 +131,6 @@ type Partition struct {
 	followerCfg, leaderCfg raft.ReloadableConfig
 	leaderHB               atomic.Bool
 	roleStop, roleDone     chan struct{}
-	quiet                  chan struct{} // Wake by a peer: followRole looks for a leader
 	stopRole               sync.Once
 }
 
@@ -225,12 +224,11 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 		return nil, fmt.Errorf("replication: %s: start raft: %w", cfg.Group, err)
 	}
 	p.followerCfg, p.leaderCfg = roleConfigs(rc)
-	p.roleStop, p.roleDone, p.quiet = make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
+	p.roleStop, p.roleDone = make(chan struct{}), make(chan struct{})
 	go p.followRole(notify, p.roleStop, p.followerCfg, p.leaderCfg)
 	p.reads = newReadIndex(func(d time.Duration) error { return p.r().Barrier(d).Error() }, ReadBarrierTimeout)
 	p.run(r)
 	p.Touch()
-	p.sleep.seen.Store(time.Now().UnixNano())
 	return p, nil
 }
 

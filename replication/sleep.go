@@ -92,9 +92,6 @@ type sleepState struct {
 	// used is when the replica was last used (Touch) or woke, woke when it
 	// last woke, in Unix nanoseconds.
 	used, woke atomic.Int64
-	// seen is when the replica last knew a leader, as far as Unled's calls
-	// saw, or opened or woke, in Unix nanoseconds.
-	seen atomic.Int64
 
 	// timer runs a follower's marker check (markerStored); guarded by
 	// timerMu, which StoreLogs takes, so never held while waiting for Raft.
@@ -139,25 +136,6 @@ func (p *Partition) Woke() time.Time {
 		return time.Unix(0, w)
 	}
 	return time.Time{}
-}
-
-// Unled reports whether the replica is awake and has known no leader of
-// its group for d since it opened or woke (as far as these calls saw: each
-// one that finds a leader records it). A group whose election has not
-// succeeded by then is better put back to sleep than left campaigning: on
-// a loaded node, thousands of candidates at once, their vote requests
-// slower than an election timeout, never elect, and leaders that lose
-// their lease under that load join them (a produce to 3,000 or 10,000
-// sleeping partitions).
-func (p *Partition) Unled(d time.Duration) bool {
-	if p.Asleep() {
-		return false
-	}
-	if _, id := p.r().LeaderWithID(); id != "" {
-		p.sleep.seen.Store(time.Now().UnixNano())
-		return false
-	}
-	return time.Since(time.Unix(0, p.sleep.seen.Load())) > d
 }
 
 // Idle returns how long ago the replica was last used (Touch), woke, or
@@ -245,9 +223,6 @@ func (p *Partition) Wake(campaign bool) error {
 		return nil
 	}
 	rc := p.rc
-	if !campaign {
-		rc = quietTimeouts(rc)
-	}
 	// The state machine is the log, which is as it was: restoring the
 	// snapshot would replace it. Raft re-applies the entries after the
 	// snapshot, which is harmless (PartitionFSM.Apply).
@@ -259,7 +234,6 @@ func (p *Partition) Wake(campaign bool) error {
 	p.run(r)
 	p.Touch()
 	p.sleep.woke.Store(time.Now().UnixNano())
-	p.sleep.seen.Store(time.Now().UnixNano())
 	p.sleep.asleep.Store(false)
 	p.trans.Wake()
 	p.sleep.wakes.Add(1)
@@ -267,11 +241,6 @@ func (p *Partition) Wake(campaign bool) error {
 	p.logger.Debug("awake", "campaign", campaign)
 	if campaign {
 		p.trans.Campaign(p.rc.LocalID)
-	} else {
-		select {
-		case p.quiet <- struct{}{}:
-		default: // followRole polls already
-		}
 	}
 	return nil
 }
