@@ -230,12 +230,9 @@ line, as offsets show does, with requested_offset and clamped.`,
 			if err != nil {
 				return fmt.Errorf("--to: %w", err)
 			}
-			p := int32(client.AllPartitions)
-			if cmd.Flags().Changed("partition") {
-				if part < 0 {
-					return fmt.Errorf("--partition %d: partitions are numbered from 0", part)
-				}
-				p = part
+			p, err := partitionFlag(cmd, part)
+			if err != nil {
+				return err
 			}
 			return srv.run(func(c *client.Client) error {
 				rows, err := resetOffsets(cmd.Context(), c.Admin(), group, topic, p, pos)
@@ -294,4 +291,16 @@ func resetOffsets(ctx context.Context, admin *client.Admin, group, topic string,
 	}
 	slices.SortFunc(rows, func(a, b offsetRow) int { return int(a.Partition - b.Partition) })
 	return rows, nil
+}
+
+// partitionFlag is --partition's value (part) when it was given, checked,
+// else client.AllPartitions.
+func partitionFlag(cmd *cobra.Command, part int32) (int32, error) {
+	if !cmd.Flags().Changed("partition") {
+		return client.AllPartitions, nil
+	}
+	if part < 0 {
+		return 0, fmt.Errorf("--partition %d: partitions are numbered from 0", part)
+	}
+	return part, nil
 }

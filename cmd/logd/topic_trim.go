@@ -43,12 +43,9 @@ topic.`,
 			if err != nil {
 				return err
 			}
-			p := int32(client.AllPartitions)
-			if cmd.Flags().Changed("partition") {
-				if part < 0 {
-					return fmt.Errorf("--partition %d: partitions are numbered from 0", part)
-				}
-				p = part
+			p, err := partitionFlag(cmd, part)
+			if err != nil {
+				return err
 			}
 			return srv.run(func(c *client.Client) error {
 				return trimPrefix(cmd.Context(), cmd.OutOrStdout(), c.Admin(), topic, p, off, asJSON)
