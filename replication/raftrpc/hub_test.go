@@ -180,6 +180,19 @@ func TestCutLinkFailsPendingCallsAndRedials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every call must be pending on this link when it breaks: one that
+	// started after the cut would dial a new link and wait there.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		c.cmu.Lock()
+		n := len(c.calls)
+		c.cmu.Unlock()
+		if n == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 3 calls pending on the link after 5s", n)
+		}
+	}
 	c.c.Close()
 	for i := range 3 {
 		select {
