@@ -116,9 +116,15 @@ func (c *Cluster) hibernateLoop(ctx context.Context) {
 // toHibernate picks, among parts, the awake groups this node leads that
 // have been idle for HibernateAfter and woke at least WakeGrace ago; and,
 // while more than MaxAwake of parts are awake besides those, as many more
-// of the groups idle for HibernateAfter, idlest first, grace or not.
+// of the groups idle for HibernateAfter, idlest first, grace or not,
+// except a group this node woke for a use that it has not served yet:
+// with the client's retries slowed by thousands of others (a produce to
+// every partition), it is what the next retry comes for, and putting it
+// back to sleep first made a produce to 3,000 sleeping partitions wake
+// each group more than twice.
 func (c *Cluster) toHibernate(parts []*replication.Partition) []*replication.Partition {
 	after, grace := c.cfg.HibernateAfter, cmp.Or(c.cfg.WakeGrace, DefaultWakeGrace)
+	c.wakes.expire(grace)
 	awake := 0
 	var due, early []*replication.Partition
 	for _, r := range parts {
@@ -130,7 +136,7 @@ func (c *Cluster) toHibernate(parts []*replication.Partition) []*replication.Par
 		case !r.IsLeader() || r.Idle() < after:
 		case time.Since(r.Woke()) >= grace:
 			due = append(due, r)
-		default:
+		case !c.wakes.unserved(r, grace):
 			early = append(early, r)
 		}
 	}
@@ -143,11 +149,43 @@ func (c *Cluster) toHibernate(parts []*replication.Partition) []*replication.Par
 }
 
 // wakeBudget is the groups this node woke for uses that have no leader
-// yet (Config.MaxWaking).
+// yet (Config.MaxWaking), and those that have served no use since.
 type wakeBudget struct {
 	mu       sync.Mutex
 	waking   map[*replication.Partition]time.Time // when its slot was taken
 	deferred prometheus.Counter
+	// woken maps a group woken for a use to when it woke, until a use is
+	// served by it (served) or the wake grace passed (unserved).
+	woken sync.Map
+}
+
+// served records that r, leading here, serves a use.
+func (b *wakeBudget) served(r *replication.Partition) {
+	if _, ok := b.woken.Load(r); ok {
+		b.woken.Delete(r)
+	}
+}
+
+// unserved reports whether r woke here for a use less than grace ago and
+// has not served one since.
+func (b *wakeBudget) unserved(r *replication.Partition, grace time.Duration) bool {
+	at, ok := b.woken.Load(r)
+	if ok && (r.Asleep() || time.Since(at.(time.Time)) >= grace) {
+		b.woken.Delete(r)
+		return false
+	}
+	return ok
+}
+
+// expire forgets the woken groups that are asleep again or woke grace
+// ago (a group led elsewhere is never served here).
+func (b *wakeBudget) expire(grace time.Duration) {
+	b.woken.Range(func(k, at any) bool {
+		if k.(*replication.Partition).Asleep() || time.Since(at.(time.Time)) >= grace {
+			b.woken.Delete(k)
+		}
+		return true
+	})
 }
 
 // wakeForUse wakes r, asleep, for a use, and makes it stand for election,
@@ -176,6 +214,7 @@ func (c *Cluster) wakeForUse(r *replication.Partition) (woke bool, err error) {
 		return false, err
 	}
 	b.waking[r] = time.Now()
+	b.woken.Store(r, time.Now())
 	return true, nil
 }
 

@@ -47,6 +47,7 @@ func (c *Cluster) Replica(ctx context.Context, p *partition.Partition) (*replica
 		return nil, &NotLeaderError{What: what + " (it was asleep and is electing a leader: retry)", Untouched: true}
 	}
 	if r.IsLeader() {
+		c.wakes.served(r)
 		return r, nil
 	}
 	id, _ := r.Leader()
