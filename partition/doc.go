@@ -21,6 +21,10 @@
 //     is written (synced); a crash between leaves directories of no
 //     partition, which the next add moves aside ("<dir>.orphaned-<ns>") so
 //     a new partition always starts empty.
+//   - Partitions' logs are opened openParallel at a time (a create, an add,
+//     a restart: open.go). When one fails, every log opened is closed, a
+//     create or add stores no config and removes the new directories, and
+//     a restart removes nothing.
 //   - Offsets within a partition are assigned by its log; records with one
 //     key go to one partition, so per-key order is the log's order.
 //   - Idempotent producing: a batch whose producer id is >= 0 is checked

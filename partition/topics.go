@@ -29,14 +29,24 @@ type Options struct {
 }
 
 // Topics is the set of topics on this node and their open partitions.
+//
+// Changes (Create, AddPartitions, Alter, Delete, Close) take changing, one
+// at a time, and hold it across their disk work: opening thousands of logs
+// takes seconds. Readers (Config, Partitions, List, Each) take mu only,
+// which a change holds just to write the map or a topic's fields, so a
+// produce or fetch never waits for a create's disk work.
 type Topics struct {
 	opts Options
 	reg  registry
 	dir  string
 
+	changing sync.Mutex
+	closed   bool // guarded by changing
+
+	// mu guards topics and each topic's fields for readers; a writer
+	// holds changing too, so a holder of changing reads them without mu.
 	mu     sync.RWMutex
 	topics map[string]*topic
-	closed bool
 }
 
 type topic struct {
@@ -64,6 +74,8 @@ func Open(opts Options) (*Topics, error) {
 	if err != nil {
 		return nil, err
 	}
+	var live []TopicConfig
+	var rs []partitionRef
 	for _, c := range configs {
 		if t.deleting(c) {
 			t.opts.Logger.Warn("finishing the deletion of a topic interrupted by a crash", "topic", c.Name)
@@ -72,19 +84,18 @@ func Open(opts Options) (*Topics, error) {
 			}
 			continue
 		}
-		tp := &topic{config: c}
-		for i := int32(0); i < c.Partitions; i++ {
-			p, err := t.openPartition(c, i)
-			if err != nil {
-				for _, p := range tp.partitions {
-					p.Log.Close()
-				}
-				t.closeAll()
-				return nil, err
-			}
-			tp.partitions = append(tp.partitions, p)
-		}
-		t.topics[c.Name] = tp
+		live = append(live, c)
+		rs = append(rs, refs(c, 0, c.Partitions)...)
+	}
+	// Every topic's partitions in one fan-out: a node of many small
+	// topics restarts as fast as one of a few big ones.
+	ps, err := t.openPartitions(rs)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range live {
+		t.topics[c.Name] = &topic{config: c, partitions: ps[:c.Partitions:c.Partitions]}
+		ps = ps[c.Partitions:]
 	}
 	t.removeLeftovers()
 	return t, nil
@@ -103,24 +114,6 @@ func (t *Topics) deleting(c TopicConfig) bool {
 
 func (t *Topics) partitionDir(topic string, id int32) string {
 	return filepath.Join(t.dir, topic+"-"+strconv.Itoa(int(id)))
-}
-
-func (t *Topics) openPartition(c TopicConfig, id int32) (*Partition, error) {
-	dir := t.partitionDir(c.Name, id)
-	l, err := log.Open(dir, t.opts.LogOptions(c))
-	if err != nil {
-		return nil, fmt.Errorf("open partition %s-%d: %w", c.Name, id, err)
-	}
-	if r := l.Recovery(); r.TruncatedBytes > 0 || r.RebuiltIndexes > 0 {
-		t.opts.Logger.Warn("partition recovered", "partition", fmt.Sprintf("%s-%d", c.Name, id),
-			"truncated_bytes", r.TruncatedBytes, "truncated_at", r.TruncatedAt, "rebuilt_indexes", r.RebuiltIndexes)
-	}
-	p := newPartition(c.Name, id, l)
-	if err := p.recoverProducers(); err != nil {
-		l.Close()
-		return nil, err
-	}
-	return p, nil
 }
 
 // removeLeftovers removes "*.deleted" directories and empty directories of
@@ -156,13 +149,15 @@ func (t *Topics) removeLeftovers() {
 	}
 }
 
-// Create creates a topic with its partitions.
+// Create creates a topic with its partitions, their logs opened
+// openParallel at a time. When one fails to open, it closes those it
+// opened, removes their directories and stores nothing.
 func (t *Topics) Create(c TopicConfig) (TopicConfig, error) {
 	if err := c.Validate(); err != nil {
 		return c, err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.changing.Lock()
+	defer t.changing.Unlock()
 	if t.closed {
 		return c, ErrClosed
 	}
@@ -175,20 +170,18 @@ func (t *Topics) Create(c TopicConfig) (TopicConfig, error) {
 	if err := t.moveAsideOrphans(c.Name, 0, c.Partitions); err != nil {
 		return c, fmt.Errorf("create topic %q: %w", c.Name, err)
 	}
-	tp := &topic{config: c}
-	for i := int32(0); i < c.Partitions; i++ {
-		p, err := t.openPartition(c, i)
-		if err != nil {
-			t.discardCreated(c, tp.partitions)
-			return c, err
-		}
-		tp.partitions = append(tp.partitions, p)
+	ps, err := t.openPartitions(refs(c, 0, c.Partitions))
+	if err != nil {
+		t.discardNew(c.Name, 0, c.Partitions, nil)
+		return c, fmt.Errorf("create topic %q: %w", c.Name, err)
 	}
 	if err := t.reg.put(c); err != nil {
-		t.discardCreated(c, tp.partitions)
+		t.discardNew(c.Name, 0, c.Partitions, ps)
 		return c, err
 	}
-	t.topics[c.Name] = tp
+	t.mu.Lock()
+	t.topics[c.Name] = &topic{config: c, partitions: ps}
+	t.mu.Unlock()
 	return c, nil
 }
 
@@ -211,15 +204,17 @@ func (t *Topics) moveAsideOrphans(name string, from, to int32) error {
 	return nil
 }
 
-// discardCreated undoes a failed create: it closes the partitions opened
-// and removes their directories, and the directory of the one that failed
-// to open (log.Open may have made it before failing).
-func (t *Topics) discardCreated(c TopicConfig, opened []*Partition) {
+// discardNew undoes a failed create or add of partitions from..to-1: it
+// closes those opened and removes every one's directory. None of them
+// existed before (moveAsideOrphans moved any aside), so whatever is there
+// is this create's: a log opened, or one that failed after log.Open made
+// its directory.
+func (t *Topics) discardNew(name string, from, to int32, opened []*Partition) {
 	for _, p := range opened {
 		p.Log.Close()
 	}
-	for i := range min(int32(len(opened))+1, c.Partitions) {
-		os.RemoveAll(t.partitionDir(c.Name, i))
+	for i := from; i < to; i++ {
+		os.RemoveAll(t.partitionDir(name, i))
 	}
 }
 
@@ -294,8 +289,8 @@ func (t *Topics) Each(fn func(TopicConfig, *Partition)) {
 // Alter changes a topic's retention and segment settings. Retention takes
 // effect at the next trim, segment settings at the next append.
 func (t *Topics) Alter(name string, ch ConfigChange) (TopicConfig, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.changing.Lock()
+	defer t.changing.Unlock()
 	tp, ok := t.topics[name]
 	if !ok {
 		return TopicConfig{}, fmt.Errorf("%w: %q", ErrTopicNotFound, name)
@@ -307,7 +302,9 @@ func (t *Topics) Alter(name string, ch ConfigChange) (TopicConfig, error) {
 	if err := t.reg.put(c); err != nil {
 		return tp.config, err
 	}
+	t.mu.Lock()
 	tp.config = c
+	t.mu.Unlock()
 	for _, p := range tp.partitions {
 		p.Log.SetSegmentLimits(c.SegmentBytes, time.Duration(c.SegmentMs)*time.Millisecond)
 	}
@@ -320,12 +317,13 @@ func (t *Topics) Alter(name string, ch ConfigChange) (TopicConfig, error) {
 // deletion Open finishes; a topic created again under the name never sees
 // the old records.
 func (t *Topics) Delete(name string) error {
-	t.mu.Lock()
+	t.changing.Lock()
+	defer t.changing.Unlock()
 	tp, ok := t.topics[name]
 	if !ok {
-		t.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrTopicNotFound, name)
 	}
+	t.mu.Lock()
 	delete(t.topics, name)
 	t.mu.Unlock()
 	for _, p := range tp.partitions {
@@ -370,8 +368,8 @@ func syncDir(dir string) error {
 
 // Close closes every partition's log (each syncs what it holds).
 func (t *Topics) Close() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.changing.Lock()
+	defer t.changing.Unlock()
 	if t.closed {
 		return nil
 	}
