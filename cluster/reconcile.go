@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/logd/logd/internal/fanout"
 	"github.com/logd/logd/partition"
 	"github.com/logd/logd/replication"
 	"github.com/logd/logd/replication/meta"
@@ -32,16 +33,43 @@ func (c *Cluster) reconcileLoop(ctx context.Context) {
 	}
 }
 
+// reconcileParallel is how many replicas one reconcile opens, closes or
+// checks at once. Opening a replica and bootstrapping its group is disk
+// work (the group's snapshot directory, its first entry written and
+// fsynced to the log, its term to the DB) and, with hibernation, a Raft
+// shutdown: one after the other, a node took minutes to set up its
+// replicas of a 10,000-partition topic (issue 19). Different partitions'
+// replicas share nothing reconcileReplica takes but the replication
+// Node's map of replicas (its mutex orders the OpenReplica calls; the
+// bootstraps, sleeps and voter changes after them run at once) and the
+// DB (safe for concurrent writes). A voter change may wait up to 30 s for
+// a peer, so the bound also caps how many such waits hold a reconcile;
+// 16 matches how many logs the node opens at once (partition's
+// openParallel).
+const reconcileParallel = 16
+
+// replicaRef is a partition of a topic of the metadata, with its local
+// partition.
+type replicaRef struct {
+	t  meta.Topic
+	id int32
+	p  *partition.Partition
+}
+
 // reconcile brings the local topics and replicas in line with the
 // metadata: topics created, altered or deleted; replicas opened (and
 // bootstrapped with their initial configuration) or closed; and, on each
 // partition this node leads, the group's voters made the placement's.
+// Topics are reconciled one after the other (each opens its partitions'
+// logs concurrently), then every topic's replicas reconcileParallel at a
+// time. Once ctx ends it starts no more replicas.
 func (c *Cluster) reconcile(ctx context.Context) error {
 	c.recMu.Lock()
 	defer c.recMu.Unlock()
 	st := c.State()
 	errs := c.dropSuperseded(st)
 	topics := c.o.Topics
+	var replicas []replicaRef
 	for _, t := range st.Topics {
 		lc, err := topics.Config(t.Config.Name)
 		if err == nil && lc.CreatedMs > t.Config.CreatedMs {
@@ -60,10 +88,21 @@ func (c *Cluster) reconcile(ctx context.Context) error {
 			continue
 		}
 		for i, p := range parts[:min(len(parts), len(t.Replicas))] {
-			errs = append(errs, c.reconcileReplica(st, t, int32(i), p))
+			replicas = append(replicas, replicaRef{t, int32(i), p})
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, c.reconcileReplicas(ctx, st, replicas)...)...)
+}
+
+// reconcileReplicas runs reconcileReplica for each of rs,
+// reconcileParallel at a time, and returns their errors, and ctx's if it
+// ended before every one started.
+func (c *Cluster) reconcileReplicas(ctx context.Context, st meta.State, rs []replicaRef) []error {
+	errs := make([]error, len(rs), len(rs)+1)
+	fanout.Run(ctx, len(rs), reconcileParallel, func(_ context.Context, i int) {
+		errs[i] = c.reconcileReplica(st, rs[i].t, rs[i].id, rs[i].p)
+	})
+	return append(errs, ctx.Err())
 }
 
 // reconcileTopic makes the local topic (lc, or lookupErr when it has
