@@ -10,7 +10,7 @@ import (
 )
 
 // openParallel is how many partition logs Topics opens at once (a create,
-// an add, a restart). Opening a log is file system work, not CPU: make
+// an add, a restart), and closes at once (Close). Opening a log is file system work, not CPU: make
 // its directory, create or read its segment and index, fsync them and the
 // directory. One after the other, a node took minutes to open 10,000
 // (issue 19); at once, the file system overlaps them (a journal commits

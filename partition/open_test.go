@@ -21,9 +21,9 @@ import (
 
 // openFS is the partitions' file system in the open tests. Every log.Open
 // starts with MkdirAll of its partition's directory, where the gate, once
-// set, lets it in, and stall, once set, is called; files under the
-// partition directory named fail do not open (descriptors ran out); and it
-// counts the files open.
+// set, lets it in, and stall, once set, is called; a file's Close goes
+// through the gate too; files under the partition directory named fail do
+// not open (descriptors ran out); and it counts the files open.
 type openFS struct {
 	log.OSFS
 	t     testing.TB
@@ -63,6 +63,10 @@ type countedFile struct {
 }
 
 func (c *countedFile) Close() error {
+	if g := c.fs.gate.Load(); g != nil {
+		g.Enter(c.fs.t)
+		defer g.Leave()
+	}
 	c.once.Do(func() { c.fs.open.Add(-1) })
 	return c.File.Close()
 }
@@ -115,11 +119,13 @@ func TestOpensRunConcurrently(t *testing.T) {
 			}},
 		// Topics smaller than the bound: only one fan-out over every
 		// topic's partitions has openParallel opens at once.
-		{"restart", func(t *testing.T, tp *Topics) { createTopics(t, tp, openParallel/2, "a", "b", "c", "d") },
-			func(t *testing.T, dir string, db *pebble.DB, tp *Topics, fs *openFS) {
-				if err := tp.Close(); err != nil {
-					t.Fatal(err)
-				}
+		{"restart", func(t *testing.T, tp *Topics) {
+			createTopics(t, tp, openParallel/2, "a", "b", "c", "d")
+			if err := tp.Close(); err != nil {
+				t.Fatal(err)
+			}
+		},
+			func(t *testing.T, dir string, db *pebble.DB, _ *Topics, fs *openFS) {
 				again, err := openOn(dir, db, fs)
 				if err != nil {
 					t.Fatal(err)
@@ -297,5 +303,29 @@ func TestReadersDoNotWaitForACreate(t *testing.T) {
 	}
 	if _, err := tp.Partition("new", 3); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestCloseClosesConcurrently: Close closes the partitions' logs
+// openParallel at once, never more. One after the other, the gate never
+// has openParallel inside and the test fails after fanouttest.HangGuard.
+func TestCloseClosesConcurrently(t *testing.T) {
+	dir := t.TempDir()
+	fs := &openFS{t: t}
+	tp, err := openOn(dir, openDB(t, dir), fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createTopics(t, tp, openParallel, "a", "b")
+	g := fanouttest.NewGate(openParallel)
+	fs.gate.Store(g)
+	if err := tp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if g.Max() > openParallel {
+		t.Errorf("%d files closing at once, bound %d", g.Max(), openParallel)
+	}
+	if n := fs.open.Load(); n != 0 {
+		t.Errorf("%d files open after Close", n)
 	}
 }

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/logd/logd/internal/fanout"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/routing"
 )
@@ -366,7 +369,9 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// Close closes every partition's log (each syncs what it holds).
+// Close closes every partition's log, openParallel at a time: each syncs
+// what it holds unsynced, and one after the other a node of thousands of
+// partitions would wait for each of those fsyncs in turn to stop.
 func (t *Topics) Close() error {
 	t.changing.Lock()
 	defer t.changing.Unlock()
@@ -374,15 +379,11 @@ func (t *Topics) Close() error {
 		return nil
 	}
 	t.closed = true
-	return t.closeAll()
-}
-
-func (t *Topics) closeAll() error {
-	var errs []error
+	var ps []*Partition
 	for _, tp := range t.topics {
-		for _, p := range tp.partitions {
-			errs = append(errs, p.Log.Close())
-		}
+		ps = append(ps, tp.partitions...)
 	}
+	errs := make([]error, len(ps))
+	fanout.Run(context.Background(), len(ps), openParallel, func(_ context.Context, i int) { errs[i] = ps[i].Log.Close() })
 	return errors.Join(errs...)
 }
