@@ -44,10 +44,9 @@ func (c *Cluster) reconcileLoop(ctx context.Context) {
 // Node's map of replicas (its mutex orders the OpenReplica calls, see
 // reconcileReplicas; the bootstraps, sleeps and voter changes after them
 // run at once) and the DB (safe for concurrent writes). A voter change
-// may wait up to 30 s for
-// a peer, so the bound also caps how many such waits hold a reconcile;
-// 16 matches how many logs the node opens at once (partition's
-// openParallel).
+// may wait up to 30 s for a peer, so the bound also caps how many such
+// waits hold a reconcile; 16 matches how many logs the node opens at once
+// (partition's openParallel): the same disk does the work.
 const reconcileParallel = 16
 
 // replicaRef is a partition of a topic of the metadata, with its local
