@@ -53,12 +53,6 @@ type Config struct {
 	// WakeGrace is how long a group that woke stays awake at least, idle
 	// or not (hibernate.go); 0: DefaultWakeGrace. Tests shorten it.
 	WakeGrace time.Duration
-	// MaxAwake is how many replicas this node lets stay awake past the
-	// hibernation delay (hibernate.go); 0: DefaultMaxAwake.
-	MaxAwake int
-	// MaxWaking bounds the sleeping groups this node wakes for uses that
-	// have no leader yet (hibernate.go); 0: DefaultMaxWaking.
-	MaxWaking int
 }
 
 // Validate checks the settings a user gives.
@@ -74,8 +68,6 @@ func (c *Config) Validate() error {
 		return errors.New("give either --bootstrap (a new cluster) or --join ADDR (an existing one), not both")
 	case c.HibernateAfter < 0:
 		return fmt.Errorf("--partition-hibernate-after %v: give a duration >= 0 (0: partitions never sleep)", c.HibernateAfter)
-	case c.MaxAwake < 0:
-		return fmt.Errorf("--partition-max-awake %d: give a count >= 0 (0: %d)", c.MaxAwake, DefaultMaxAwake)
 	}
 	return nil
 }
@@ -114,7 +106,6 @@ type Cluster struct {
 	// answered lately (hibernate.go).
 	loops context.Context
 	reach reachability
-	wakes wakeBudget
 }
 
 // Start starts the Raft port and the metadata group. The background loops
@@ -147,10 +138,7 @@ func Start(cfg Config, o Options) (*Cluster, error) {
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "logd_raft_follower_lag_entries",
 			Help: "On a partition's leader: Raft entries each follower has yet to apply (-1: it did not answer). Measured every 5s."},
-			[]string{"topic", "partition", "follower"}),
-		wakes: wakeBudget{deferred: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "logd_raft_wakes_deferred_total",
-			Help: "Uses of a sleeping partition answered \"no leader yet, retry\" without waking it, since as many groups as the node wakes at once were electing."})}}
+			[]string{"topic", "partition", "follower"})}
 	if cfg.Bootstrap && !g.HadState() {
 		if err := g.Bootstrap(raft.ServerID(cfg.NodeID), n.Addr()); err != nil {
 			c.Close()
@@ -161,7 +149,7 @@ func Start(cfg Config, o Options) (*Cluster, error) {
 		c.Close()
 		return nil, errors.New("this node has no cluster state: start the first node with --bootstrap and the others with --join ADDR")
 	}
-	o.Registry.MustRegister(replication.NewCollector(n), c.lag, c.wakes.deferred)
+	o.Registry.MustRegister(replication.NewCollector(n), c.lag)
 	return c, nil
 }
 

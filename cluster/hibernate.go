@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/logd/logd/internal/fanout"
 	"github.com/logd/logd/replication"
 )
 
@@ -21,9 +19,7 @@ import (
 // sleep.go has the protocol and why it is safe). This file is the
 // cluster's side of it:
 //
-//   - hibernateLoop, on each node, puts to sleep the idle groups it leads,
-//     and, beyond MaxAwake awake replicas on the node, without the wake
-//     grace (toHibernate);
+//   - hibernateLoop, on each node, puts to sleep the idle groups it leads;
 //   - Replica, the door of every use (produce, fetch, list offsets, delete
 //     records, leader epochs), wakes a sleeping replica where the use
 //     arrives and makes it stand for election, and answers at once that
@@ -32,9 +28,7 @@ import (
 //     start a connection's requests in order (a Kafka produce or fetch
 //     names many partitions), so a wait would add up over every sleeping
 //     partition of a request, where the retry after one client backoff
-//     finds them all elected. A node wakes at most MaxWaking groups at once
-//     for uses; a use beyond that is answered the same way without waking
-//     (wakeForUse);
+//     finds them all elected;
 //   - a sleeping group's leader, for metadata and status, is the one its
 //     replica knew when it fell asleep, unless that node is unreachable:
 //     then this node names itself, so that clients come here and the use
@@ -70,152 +64,27 @@ const DefaultWakeGrace = 30 * time.Second
 // hibernateTimeout bounds the commit of a sleep marker.
 const hibernateTimeout = 5 * time.Second
 
-// DefaultMaxAwake is how many of its replicas a node lets stay awake past
-// the hibernation delay (Config.MaxAwake): beyond it, a group this node
-// leads sleeps once idle for the delay, without the wake grace, idlest
-// first. Measured here (docs/architecture.md), an awake group costs each
-// of its nodes about 0.25 ms of CPU a second doing nothing, and thousands
-// of them are more than two cores carry: leaders lose their leases and
-// elections start again. It is a soft bound: a group in use (touched
-// within the delay) stays awake whatever the count, so a request over
-// more partitions than the bound (list offsets of a whole topic) is
-// still answered once its retries have woken them all.
-const DefaultMaxAwake = 500
-
-// DefaultMaxWaking is how many sleeping groups a node wakes for uses at
-// once (Config.MaxWaking): a group it woke counts until it has a leader,
-// or for wakeHold. A use of a sleeping partition beyond that is answered
-// "no leader yet, retry" without waking it. A produce to every partition
-// of a sleeping topic otherwise wakes them all at once: thousands of
-// elections on a few cores miss their timeouts and start again.
-const DefaultMaxWaking = 64
-
-// wakeHold is how long a group this node woke counts against MaxWaking
-// without a leader: its election failed, and another may succeed.
-const wakeHold = 3 * time.Second
-
 // aliveFor is how long a peer's reachability, once checked, is believed.
 const aliveFor = 2 * time.Second
 
-// sleepsAtOnce bounds the sleep markers a node commits at once.
-const sleepsAtOnce = 16
-
-// hibernateLoop puts to sleep, every quarter of HibernateAfter, the groups
-// this node leads that toHibernate picks.
+// hibernateLoop puts to sleep, every quarter of HibernateAfter, each group
+// this node leads that has been idle for HibernateAfter, unless it woke
+// less than WakeGrace ago.
 func (c *Cluster) hibernateLoop(ctx context.Context) {
-	every(ctx, max(c.cfg.HibernateAfter/4, 50*time.Millisecond), func() {
-		due := c.toHibernate(c.rn.Partitions())
-		fanout.Run(ctx, len(due), sleepsAtOnce, func(_ context.Context, i int) {
-			if _, err := due[i].Hibernate(hibernateTimeout); err != nil {
-				c.logger.Debug("putting an idle partition to sleep", "group", due[i].Group(), "err", err)
-			}
-		})
-	})
-}
-
-// toHibernate picks, among parts, the awake groups this node leads that
-// have been idle for HibernateAfter and woke at least WakeGrace ago; and,
-// while more than MaxAwake of parts are awake besides those, as many more
-// of the groups idle for HibernateAfter, idlest first, grace or not,
-// except a group this node woke for a use that it has not served yet:
-// with the client's retries slowed by thousands of others (a produce to
-// every partition), it is what the next retry comes for, and putting it
-// back to sleep first made a produce to 3,000 sleeping partitions wake
-// each group more than twice.
-func (c *Cluster) toHibernate(parts []*replication.Partition) []*replication.Partition {
 	after, grace := c.cfg.HibernateAfter, cmp.Or(c.cfg.WakeGrace, DefaultWakeGrace)
-	c.wakes.expire(grace)
-	awake := 0
-	var due, early []*replication.Partition
-	for _, r := range parts {
-		if r.Asleep() {
-			continue
+	every(ctx, max(after/4, 50*time.Millisecond), func() {
+		for _, r := range c.rn.Partitions() {
+			if ctx.Err() != nil {
+				return
+			}
+			if r.Asleep() || !r.IsLeader() || r.Idle() < after || time.Since(r.Woke()) < grace {
+				continue
+			}
+			if _, err := r.Hibernate(hibernateTimeout); err != nil {
+				c.logger.Debug("putting an idle partition to sleep", "group", r.Group(), "err", err)
+			}
 		}
-		awake++
-		switch {
-		case !r.IsLeader() || r.Idle() < after:
-		case time.Since(r.Woke()) >= grace:
-			due = append(due, r)
-		case !c.wakes.unserved(r, grace):
-			early = append(early, r)
-		}
-	}
-	over := awake - len(due) - cmp.Or(c.cfg.MaxAwake, DefaultMaxAwake)
-	if over <= 0 {
-		return due
-	}
-	slices.SortFunc(early, func(a, b *replication.Partition) int { return cmp.Compare(b.Idle(), a.Idle()) })
-	return append(due, early[:min(over, len(early))]...)
-}
-
-// wakeBudget is the groups this node woke for uses that have no leader
-// yet (Config.MaxWaking), and those that have served no use since.
-type wakeBudget struct {
-	mu       sync.Mutex
-	waking   map[*replication.Partition]time.Time // when its slot was taken
-	deferred prometheus.Counter
-	// woken maps a group woken for a use to when it woke, until a use is
-	// served by it (served) or the wake grace passed (unserved).
-	woken sync.Map
-}
-
-// served records that r, leading here, serves a use.
-func (b *wakeBudget) served(r *replication.Partition) {
-	if _, ok := b.woken.Load(r); ok {
-		b.woken.Delete(r)
-	}
-}
-
-// unserved reports whether r woke here for a use less than grace ago and
-// has not served one since.
-func (b *wakeBudget) unserved(r *replication.Partition, grace time.Duration) bool {
-	at, ok := b.woken.Load(r)
-	if ok && (r.Asleep() || time.Since(at.(time.Time)) >= grace) {
-		b.woken.Delete(r)
-		return false
-	}
-	return ok
-}
-
-// expire forgets the woken groups that are asleep again or woke grace
-// ago (a group led elsewhere is never served here).
-func (b *wakeBudget) expire(grace time.Duration) {
-	b.woken.Range(func(k, at any) bool {
-		if k.(*replication.Partition).Asleep() || time.Since(at.(time.Time)) >= grace {
-			b.woken.Delete(k)
-		}
-		return true
 	})
-}
-
-// wakeForUse wakes r, asleep, for a use, and makes it stand for election,
-// unless MaxWaking groups this node woke have no leader yet: then it
-// leaves r asleep and reports woke false.
-func (c *Cluster) wakeForUse(r *replication.Partition) (woke bool, err error) {
-	b := &c.wakes
-	b.mu.Lock()
-	if b.waking == nil {
-		b.waking = map[*replication.Partition]time.Time{}
-	}
-	for w, at := range b.waking {
-		if id, _ := w.Leader(); time.Since(at) > wakeHold || w.Asleep() || id != "" {
-			delete(b.waking, w)
-		}
-	}
-	if len(b.waking) >= cmp.Or(c.cfg.MaxWaking, DefaultMaxWaking) {
-		b.mu.Unlock()
-		b.deferred.Inc()
-		return false, nil
-	}
-	// Wake under the lock: a replica counted is awake, and one use at a
-	// time wakes (Wake starts a Raft instance, a few hundred microseconds).
-	defer b.mu.Unlock()
-	if err := r.Wake(true); err != nil {
-		return false, err
-	}
-	b.waking[r] = time.Now()
-	b.woken.Store(r, time.Now())
-	return true, nil
 }
 
 // LeaderOf is the leader of a group as this node names it in metadata and

@@ -37,17 +37,12 @@ func (c *Cluster) Replica(ctx context.Context, p *partition.Partition) (*replica
 	r.Touch()
 	if r.Asleep() {
 		// hibernate.go says why it does not wait for the election.
-		woke, err := c.wakeForUse(r)
-		switch {
-		case err != nil:
+		if err := r.Wake(true); err != nil {
 			return nil, Errorf(ErrUnavailable, "%s: waking its sleeping replica: %v: retry", what, err)
-		case !woke:
-			return nil, &NotLeaderError{What: what + " (it is asleep, and waits while other partitions wake here: retry)", Untouched: true}
 		}
 		return nil, &NotLeaderError{What: what + " (it was asleep and is electing a leader: retry)", Untouched: true}
 	}
 	if r.IsLeader() {
-		c.wakes.served(r)
 		return r, nil
 	}
 	id, _ := r.Leader()

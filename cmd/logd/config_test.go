@@ -89,8 +89,6 @@ func TestBinServeConfigErrors(t *testing.T) {
 		})
 	}
 	failBin(t, nil, "", "no such file", "serve", "--config", filepath.Join(t.TempDir(), "missing.toml"))
-	failBin(t, nil, "", "--partition-max-awake -1: give a count >= 0", "serve", "--node-id", "n1", "--raft-addr", "127.0.0.1:0",
-		"--bootstrap", "--partition-hibernate-after", "5s", "--partition-max-awake", "-1", "--data-dir", t.TempDir())
 }
 
 // The values from the file and the environment are the ones the node runs

@@ -2,9 +2,7 @@ package server_test
 
 import (
 	"context"
-	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -196,106 +194,4 @@ func TestRequestsOverSleepingPartitionsWakeAll(t *testing.T) {
 	if err != nil || len(reset) != 40 {
 		t.Fatalf("reset offsets over 40 sleeping partitions: %d answers, %v", len(reset), err)
 	}
-}
-
-// produceToEach produces one record to each of topic's parts partitions,
-// one producer, all at once, and waits for every acknowledgement.
-func produceToEach(t *testing.T, cl *servertest.Cluster, topic string, parts int32) {
-	t.Helper()
-	c, err := client.Dial(strings.Join(cl.Addrs(), ","))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx := ctx(t)
-	p := c.NewProducer(client.ProducerOptions{})
-	defer p.Close()
-	futures := make([]*client.Future, parts)
-	for i := range parts {
-		futures[i] = p.Produce(ctx, client.Record{Topic: topic, Partition: &i, Value: []byte{byte(i)}})
-	}
-	for i, f := range futures {
-		if _, err := f.Get(ctx); err != nil {
-			t.Fatalf("produce to sleeping partition %d: %v", i, err)
-		}
-	}
-}
-
-// A node wakes at most MaxWaking sleeping groups for uses at once: a
-// produce to every partition of a sleeping topic is answered "no leader
-// yet, retry" for the others (counted in logd_raft_wakes_deferred_total),
-// and every record is acknowledged in the end, as the woken groups elect
-// and free their places.
-func TestWakeBudget(t *testing.T) {
-	cl := servertest.NewCluster(t, 3, func(c *server.Config) {
-		c.HTTPAddr = "127.0.0.1:0"
-		c.Cluster.HibernateAfter, c.Cluster.WakeGrace, c.Cluster.MaxWaking = 300*time.Millisecond, 10*time.Second, 1
-	})
-	const parts = 12
-	createTopicIn(t, cl, "budget", parts)
-	waitAllAsleep(t, cl, "budget", 3*parts)
-	produceToEach(t, cl, "budget", parts)
-	deferred := 0.0
-	for _, n := range cl.Nodes() {
-		deferred += metricValue(t, "http://"+n.Server().HTTPAddr()+"/metrics", "logd_raft_wakes_deferred_total")
-	}
-	if deferred == 0 {
-		t.Fatal("no use of a sleeping partition was deferred with a budget of one waking group per node")
-	}
-}
-
-// Beyond MaxAwake awake replicas on a node, idle groups sleep after the
-// hibernation delay without the wake grace: after a produce to each of
-// 12 sleeping partitions, with a grace of a minute, the nodes are back to
-// at most MaxAwake awake replicas each, and every record reads back.
-func TestMaxAwake(t *testing.T) {
-	const parts, maxAwake = 12, 3
-	cl := servertest.NewCluster(t, 3, func(c *server.Config) {
-		c.Cluster.HibernateAfter, c.Cluster.WakeGrace, c.Cluster.MaxAwake = 300*time.Millisecond, time.Minute, maxAwake
-	})
-	createTopicIn(t, cl, "bounded", parts)
-	waitAllAsleep(t, cl, "bounded", 3*parts)
-	produceToEach(t, cl, "bounded", parts)
-	waitUntil(t, 30*time.Second, "at most 3 replicas awake per node", func() bool {
-		for _, n := range cl.Nodes() {
-			awake := 0
-			for _, p := range n.Server().Broker().Cluster().LocalStatus(meta.Node{}).Partitions {
-				if p.Topic == "bounded" && !strings.HasPrefix(p.RaftState, "Asleep") {
-					awake++
-				}
-			}
-			if awake > maxAwake {
-				return false
-			}
-		}
-		return true
-	})
-	var want []string
-	for i := range parts {
-		want = append(want, string([]byte{byte(i)}))
-	}
-	if got := sorted(produceUntil(t, cl.Addrs(), "bounded", parts)); got != sorted(want) {
-		t.Fatalf("read %q, want %q", got, sorted(want))
-	}
-}
-
-// metricValue is the value of an unlabelled metric in the text exposition
-// at url.
-func metricValue(t *testing.T, url, name string) float64 {
-	t.Helper()
-	code, _, body := httpGet(t, http.DefaultClient, url, "", "")
-	if code != http.StatusOK {
-		t.Fatalf("GET %s: %d", url, code)
-	}
-	for line := range strings.Lines(body) {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				t.Fatalf("%s: %q: %v", name, line, err)
-			}
-			return f
-		}
-	}
-	t.Fatalf("%s: no such metric at %s", name, url)
-	return 0
 }
