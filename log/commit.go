@@ -9,21 +9,47 @@ import (
 // Group commit and the high watermark.
 //
 // Appenders write under l.mu and, with FsyncAlways, wait on l.durable until
-// l.synced covers their bytes. One syncer goroutine loops: take l.written,
+// l.synced covers their bytes. A syncer goroutine loops: take l.written,
 // fdatasync outside the lock, publish it as l.synced, wake everyone. Appends
-// that arrive during an fsync are covered by the next one.
+// that arrive during an fsync are covered by the next one (group commit:
+// many writers, one fsync).
+//
+// The syncer runs only while there is something to sync (issue 19: a node
+// holds thousands of idle logs, and a syncer parked per log was a
+// goroutine each for nothing). The write that finds no syncer running
+// starts one (l.syncing); the syncer exits once l.synced has caught up
+// with l.written, or an fsync failed. Both decisions are taken under l.mu,
+// so none is lost: a write either precedes the syncer's last check (which
+// then sees it and syncs again) or follows its exit (and starts the next
+// one). Invariant: l.written.seq != l.synced.seq with no failure means a
+// syncer runs, or Close has begun and syncs what is left itself. Close
+// waits for a running syncer (l.wg), which finishes its fsyncs first.
 
-// wroteLocked follows a write: with FsyncAlways it wakes the syncer, so
-// the fsync starts before anyone waits for it; otherwise what is written
-// is durable per the policy and the high watermark moves now. It returns
-// the truncation generation the write belongs to, for waitDurableLocked.
+// wroteLocked follows a write: with FsyncAlways it makes sure a syncer
+// runs, so the fsync starts before anyone waits for it; otherwise what is
+// written is durable per the policy and the high watermark moves now. It
+// returns the truncation generation the write belongs to, for
+// waitDurableLocked.
 func (l *Log) wroteLocked() (gen uint64) {
 	if l.opts.Fsync.Mode == FsyncAlways {
-		l.syncWork.Signal()
+		l.startSyncerLocked()
 	} else {
 		l.publishLocked()
 	}
 	return l.gen
+}
+
+// startSyncerLocked starts the FsyncAlways syncer if there is something
+// to sync and none runs. Not once Close has begun: writes are refused
+// then, and Close syncs what is left after waiting for the syncer, so the
+// WaitGroup never grows while Close waits on it.
+func (l *Log) startSyncerLocked() {
+	if l.syncing || l.closing || l.failed != nil || l.written.seq == l.synced.seq {
+		return
+	}
+	l.syncing = true
+	l.wg.Add(1)
+	go l.syncLoop()
 }
 
 // waitDurableLocked returns once the bytes up to seq, written in
@@ -42,7 +68,9 @@ func (l *Log) waitDurableLocked(seq, gen uint64) error {
 		case l.closed:
 			return ErrClosed
 		}
-		l.syncWork.Signal()
+		// A no-op by the invariant above; cheap insurance against a path
+		// that moved l.written without wroteLocked.
+		l.startSyncerLocked()
 		l.durable.Wait()
 	}
 	if l.gen != gen {
@@ -51,20 +79,17 @@ func (l *Log) waitDurableLocked(seq, gen uint64) error {
 	return nil
 }
 
-// syncLoop is the FsyncAlways syncer.
+// syncLoop is the FsyncAlways syncer, started by startSyncerLocked: it
+// fsyncs until everything written is synced, or an fsync fails (then
+// nothing more can be made durable), and exits.
 func (l *Log) syncLoop() {
 	defer l.wg.Done()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for {
-		for l.written.seq == l.synced.seq && !l.closing {
-			l.syncWork.Wait()
-		}
-		if l.written.seq == l.synced.seq || l.failed != nil {
-			return // closing, or nothing more can be made durable
-		}
+	for l.written.seq != l.synced.seq && l.failed == nil {
 		l.syncOnceLocked()
 	}
+	l.syncing = false
 }
 
 // intervalLoop is the FsyncInterval syncer.

@@ -60,10 +60,12 @@ type Log struct {
 	// installing is set while an Install stages segments.
 	installing bool
 	changed    chan struct{}
-	syncWork   *sync.Cond // the syncer waits for written bytes
-	durable    *sync.Cond // appenders wait for their sync
-	stop       chan struct{}
-	wg         sync.WaitGroup
+	// syncing: the FsyncAlways syncer runs (commit.go); it runs only
+	// while written bytes wait for their fsync.
+	syncing bool
+	durable *sync.Cond // appenders wait for their sync
+	stop    chan struct{}
+	wg      sync.WaitGroup
 
 	tick   uint64
 	report RecoveryReport
@@ -88,17 +90,13 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("log: fsync interval %v: want a positive duration", opts.Fsync.Interval)
 	}
 	l := &Log{dir: dir, fs: opts.FS, opts: opts, repairAt: -1, changed: make(chan struct{}), stop: make(chan struct{})}
-	l.syncWork = sync.NewCond(&l.mu)
 	l.durable = sync.NewCond(&l.mu)
 	if err := l.load(); err != nil {
 		l.closeHandles()
 		return nil, fmt.Errorf("log: open %s: %w", dir, err)
 	}
-	switch opts.Fsync.Mode {
-	case FsyncAlways:
-		l.wg.Add(1)
-		go l.syncLoop()
-	case FsyncInterval:
+	// The FsyncAlways syncer starts with the first write (commit.go).
+	if opts.Fsync.Mode == FsyncInterval {
 		l.wg.Add(1)
 		go l.intervalLoop()
 	}
@@ -346,7 +344,6 @@ func (l *Log) Close() error {
 	}
 	l.closing = true
 	close(l.stop)
-	l.syncWork.Broadcast()
 	l.mu.Unlock()
 	l.wg.Wait()
 
