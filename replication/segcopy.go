@@ -68,20 +68,57 @@ var copyCRC = crc32.MakeTable(crc32.Castagnoli)
 // requests and hands InstallSnapshot connections (raftrpc.SnapshotMagic)
 // to the group's transport. Every other RPC of the group goes over the
 // node's raftrpc links, not over this layer.
+//
+// It takes its connections from the Mux's routing goroutine
+// (transport.Group.Serve), not from an accept loop of its own: a node
+// holds thousands of groups, nearly all idle, and a goroutine per group
+// waiting in Accept was one per replica for nothing, asleep or not (issue
+// 19). A stream layer without Serve gets the accept loop.
 type copyStream struct {
 	raft.StreamLayer
 	serve    func(net.Conn) // a segment copy request
 	snapshot func(net.Conn) // an InstallSnapshot
-	done     chan struct{}
-	once     sync.Once
-	wg       sync.WaitGroup
+	// mu orders handing a connection in (wg.Add) and Close, so that wait
+	// waits for every connection handed in before Close.
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
 }
 
+// connServer is a stream layer that hands each connection to a function
+// rather than to Accept (transport.Group).
+type connServer interface{ Serve(func(net.Conn)) }
+
 func newCopyStream(inner raft.StreamLayer, serve, snapshot func(net.Conn)) *copyStream {
-	s := &copyStream{StreamLayer: inner, serve: serve, snapshot: snapshot, done: make(chan struct{})}
+	s := &copyStream{StreamLayer: inner, serve: serve, snapshot: snapshot}
+	if cs, ok := inner.(connServer); ok {
+		cs.Serve(s.take)
+		return s
+	}
 	s.wg.Add(1)
 	go s.acceptLoop()
 	return s
+}
+
+// take classifies and serves a connection in the caller's goroutine; once
+// the stream is closed it closes the connection instead.
+func (s *copyStream) take(c net.Conn) {
+	if s.enter(c) {
+		s.classify(c)
+	}
+}
+
+// enter counts c among the connections wait waits for; false, and c
+// closed, once the stream is closed.
+func (s *copyStream) enter(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		c.Close()
+		return false
+	}
+	s.wg.Add(1)
+	return true
 }
 
 func (s *copyStream) acceptLoop() {
@@ -89,17 +126,14 @@ func (s *copyStream) acceptLoop() {
 	for {
 		c, err := s.StreamLayer.Accept()
 		if err != nil {
-			select {
-			case <-s.done:
-				return
-			default:
-			}
-			// The inner layer failed for good (it closes only with us).
+			// Closed, or the inner layer failed for good (it closes only
+			// with us).
 			s.Close()
 			return
 		}
-		s.wg.Add(1)
-		go s.classify(c)
+		if s.enter(c) {
+			go s.classify(c)
+		}
 	}
 }
 
@@ -124,18 +158,21 @@ func (s *copyStream) classify(c net.Conn) {
 	c.Close()
 }
 
-// Close closes the inner layer (and with it every connection) and waits
-// for the copies being served.
+// Close closes the inner layer, and with it every connection, failing
+// the copies being served (wait waits for them).
 func (s *copyStream) Close() error {
-	var err error
-	s.once.Do(func() {
-		close(s.done)
-		err = s.StreamLayer.Close()
-	})
-	return err
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	return s.StreamLayer.Close()
 }
 
-// wait waits for the accept loop and the copies being served; after Close.
+// wait waits for the accept loop, if any, and the copies being served;
+// after Close.
 func (s *copyStream) wait() { s.wg.Wait() }
 
 // idleConn sets a deadline before every read and write: a peer that stops

@@ -29,7 +29,8 @@
 //
 // Group.Dial writes a header naming the group on the new stream (format in
 // header.go); the accepting Mux reads it under a deadline and answers one
-// status byte: the stream is queued on that group's Accept, or refused and
+// status byte: the stream is queued on that group's Accept (or handed to the
+// function Group.Serve set, in the routing goroutine), or refused and
 // closed when the header is bad, the group unknown or its bounded accept
 // queue full. Dial returns the refusal as an error (ErrUnknownGroup,
 // ErrBusy, ErrBadHeader), so Raft sees a failed dial, not a broken RPC.

@@ -23,6 +23,9 @@ type Group struct {
 	conns    map[*conn]struct{} // open connections, accepted or dialed
 	reserved int                // queue slots promised to routed connections
 	closed   bool
+	// serve, when set (Serve), takes routed connections instead of the
+	// queue.
+	serve func(net.Conn)
 }
 
 var _ raft.StreamLayer = (*Group)(nil)
@@ -40,6 +43,28 @@ func (g *Group) Accept() (net.Conn, error) {
 		return c, nil
 	case <-g.ctx.Done():
 		return nil, fmt.Errorf("%w: group %q", ErrClosed, g.id)
+	}
+}
+
+// Serve hands every connection routed to the group from now on to h,
+// called in the goroutine that routed it (the Mux's own, one per accepted
+// stream, which ends with h), instead of queueing it for Accept. A group
+// served so keeps no goroutine waiting in Accept: a node holds thousands of
+// groups, nearly all idle (issue 19). h owns the connection and closes it;
+// Close still closes it too, failing a read or write blocked on it, so h
+// ends once the group closes. Connections queued before Serve are handed
+// to h in goroutines of their own.
+func (g *Group) Serve(h func(net.Conn)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.serve = h
+	for {
+		select {
+		case c := <-g.queue:
+			go h(c)
+		default:
+			return
+		}
 	}
 }
 
@@ -167,17 +192,21 @@ func (g *Group) unreserve(c *conn) {
 	g.mu.Unlock()
 }
 
-// deliver queues a reserved connection; false when the group closed.
-func (g *Group) deliver(c *conn) bool {
+// deliver queues a reserved connection, or returns the function that
+// takes it (Serve); false when the group closed.
+func (g *Group) deliver(c *conn) (serve func(net.Conn), ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.reserved--
 	if g.closed {
 		delete(g.conns, c)
-		return false
+		return nil, false
+	}
+	if g.serve != nil {
+		return g.serve, true
 	}
 	g.queue <- c // a slot was reserved: never blocks
-	return true
+	return nil, true
 }
 
 func (g *Group) forget(c *conn) {

@@ -232,7 +232,8 @@ func (m *Mux) removePending(c net.Conn) {
 }
 
 // route reads the group header of an accepted stream and queues it on its
-// group, or answers with an error status and closes it.
+// group (or serves it there, Group.Serve), or answers with an error status
+// and closes it.
 func (m *Mux) route(c net.Conn) {
 	defer m.wg.Done()
 	handed := false
@@ -269,5 +270,10 @@ func (m *Mux) route(c net.Conn) {
 		return
 	}
 	c.SetDeadline(time.Time{})
-	handed = g.deliver(tc)
+	serve, ok := g.deliver(tc)
+	handed = ok
+	if serve != nil {
+		m.removePending(c)
+		serve(tc)
+	}
 }
