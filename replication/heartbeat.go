@@ -88,13 +88,46 @@ func roleConfigs(rc *raft.Config) (follower, leader raft.ReloadableConfig) {
 	return follower, leader
 }
 
+// roleWatch is a running followRole: closing stop ends it, and it closes
+// done when it has.
+type roleWatch struct{ stop, done chan struct{} }
+
+// startRole starts the role watcher of the Raft instance just started
+// (run), with sleep.mu held or before the replica is shared. A watcher
+// runs only while an instance does: a sleeping replica keeps no goroutine
+// (issue 19). Raft blocks on NotifyCh until it is read or it shuts down,
+// so an instance must never run without one.
+func (p *Partition) startRole() {
+	w := &roleWatch{stop: make(chan struct{}), done: make(chan struct{})}
+	p.role = w
+	go p.followRole(w, p.followerCfg, p.leaderCfg)
+}
+
+// stopRole ends the role watcher, if one runs, once its instance has shut
+// down (sleep.mu held). A notification Raft left unread (a leader's step
+// down, sent as it shut down) is dropped: the next instance starts as a
+// follower, with the follower configuration.
+func (p *Partition) stopRole() {
+	if p.role == nil {
+		return
+	}
+	close(p.role.stop)
+	<-p.role.done
+	p.role = nil
+	select {
+	case <-p.notify:
+	default:
+	}
+}
+
 // followRole reloads the replica's configuration each time Raft reports
-// (on notify) that it gained or lost the leadership, until stop is closed.
-func (p *Partition) followRole(notify <-chan bool, stop <-chan struct{}, follower, leader raft.ReloadableConfig) {
-	defer close(p.roleDone)
+// (on p.notify) that it gained or lost the leadership, until w.stop is
+// closed. It never takes sleep.mu, which stopRole holds while it waits.
+func (p *Partition) followRole(w *roleWatch, follower, leader raft.ReloadableConfig) {
+	defer close(w.done)
 	for {
 		select {
-		case lead := <-notify:
+		case lead := <-p.notify:
 			c := follower
 			if lead {
 				c = leader
@@ -103,7 +136,7 @@ func (p *Partition) followRole(notify <-chan bool, stop <-chan struct{}, followe
 				p.logger.Warn("reload raft configuration", "leader", lead, "error", err)
 			}
 			p.leaderHB.Store(lead)
-		case <-stop:
+		case <-w.stop:
 			return
 		}
 	}

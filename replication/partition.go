@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -130,8 +129,11 @@ type Partition struct {
 	// whether the leader one was loaded last (heartbeat.go).
 	followerCfg, leaderCfg raft.ReloadableConfig
 	leaderHB               atomic.Bool
-	roleStop, roleDone     chan struct{}
-	stopRole               sync.Once
+	// notify is Raft's NotifyCh, read by the role watcher (followRole)
+	// while an instance runs; role is that watcher, nil while the replica
+	// sleeps or once closed. Guarded by sleep.mu.
+	notify chan bool
+	role   *roleWatch
 }
 
 // snapshotStore is the partition's raft.SnapshotStore, remembering the
@@ -195,7 +197,7 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replication: %s: snapshot store: %w", cfg.Group, err)
 	}
-	p := &Partition{group: cfg.Group, log: cfg.Log, snaps: &snapshotStore{SnapshotStore: fsnaps}, logger: logger, counts: cfg.Counts}
+	p := &Partition{group: cfg.Group, log: cfg.Log, snaps: &snapshotStore{SnapshotStore: fsnaps}, logger: logger, counts: cfg.Counts, notify: notify}
 	if p.counts == nil {
 		p.counts = &SleepCounts{}
 	}
@@ -224,10 +226,9 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 		return nil, fmt.Errorf("replication: %s: start raft: %w", cfg.Group, err)
 	}
 	p.followerCfg, p.leaderCfg = roleConfigs(rc)
-	p.roleStop, p.roleDone = make(chan struct{}), make(chan struct{})
-	go p.followRole(notify, p.roleStop, p.followerCfg, p.leaderCfg)
 	p.reads = newReadIndex(func(d time.Duration) error { return p.r().Barrier(d).Error() }, ReadBarrierTimeout)
 	p.run(r)
+	p.startRole()
 	p.Touch()
 	return p, nil
 }
@@ -506,9 +507,8 @@ func (p *Partition) Close() error {
 	p.sleep.mu.Lock()
 	p.sleep.closed = true
 	err := p.r().Shutdown().Error()
+	p.stopRole()
 	p.sleep.mu.Unlock()
-	p.stopRole.Do(func() { close(p.roleStop) })
-	<-p.roleDone
 	if cerr := p.trans.Close(); err == nil {
 		err = cerr
 	}

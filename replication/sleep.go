@@ -201,7 +201,10 @@ func (p *Partition) sleepLocked(r *raft.Raft) error {
 	p.sleep.gate.Unlock()
 	// From now on an RPC for the group wakes it (after this Sleep).
 	p.trans.Sleep(func() { go p.wakeForPeer() })
-	if err := r.Shutdown().Error(); err != nil {
+	err := r.Shutdown().Error()
+	// The instance is down whether or not its shutdown reported an error.
+	p.stopRole()
+	if err != nil {
 		return fmt.Errorf("replication: %s: sleep: %w", p.group, err)
 	}
 	p.leaderHB.Store(false)
@@ -232,6 +235,7 @@ func (p *Partition) Wake(campaign bool) error {
 		return fmt.Errorf("replication: %s: wake: %w", p.group, err)
 	}
 	p.run(r)
+	p.startRole()
 	p.Touch()
 	p.sleep.woke.Store(time.Now().UnixNano())
 	p.sleep.asleep.Store(false)
