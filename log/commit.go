@@ -31,9 +31,13 @@ import (
 // returns the truncation generation the write belongs to, for
 // waitDurableLocked.
 func (l *Log) wroteLocked() (gen uint64) {
-	if l.opts.Fsync.Mode == FsyncAlways {
+	switch l.opts.Fsync.Mode {
+	case FsyncAlways:
 		l.startSyncerLocked()
-	} else {
+	case FsyncInterval:
+		l.publishLocked()
+		l.scheduleSyncLocked()
+	default:
 		l.publishLocked()
 	}
 	return l.gen
@@ -92,22 +96,43 @@ func (l *Log) syncLoop() {
 	l.syncing = false
 }
 
-// intervalLoop is the FsyncInterval syncer.
-func (l *Log) intervalLoop() {
+// scheduleSyncLocked makes sure an FsyncInterval sync is due within the
+// interval of what was just written: a timer, not a goroutine ticking for
+// an idle log. Close stops a due one and syncs what is left itself.
+func (l *Log) scheduleSyncLocked() {
+	if l.syncDue || l.closing || l.failed != nil || l.written.seq == l.synced.seq {
+		return
+	}
+	l.syncDue = true
+	l.wg.Add(1) // done by intervalSync, or by Close if it stops the timer
+	if l.syncTimer == nil {
+		l.syncTimer = time.AfterFunc(l.opts.Fsync.Interval, l.intervalSync)
+	} else {
+		l.syncTimer.Reset(l.opts.Fsync.Interval)
+	}
+}
+
+// intervalSync is the FsyncInterval sync, run by the timer.
+func (l *Log) intervalSync() {
 	defer l.wg.Done()
-	t := time.NewTicker(l.opts.Fsync.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.stop:
-			return
-		case <-t.C:
-		}
-		l.mu.Lock()
-		if l.written.seq != l.synced.seq && l.failed == nil {
-			l.syncOnceLocked()
-		}
-		l.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.syncDue = false
+	if l.closing {
+		return // Close syncs what is left
+	}
+	if l.written.seq != l.synced.seq && l.failed == nil {
+		l.syncOnceLocked()
+	}
+	l.scheduleSyncLocked() // for what was written during the fsync
+}
+
+// stopSyncTimerLocked cancels a due FsyncInterval sync, for Close; one
+// already running ends by itself (it sees l.closing).
+func (l *Log) stopSyncTimerLocked() {
+	if l.syncDue && l.syncTimer.Stop() {
+		l.syncDue = false
+		l.wg.Done()
 	}
 }
 

@@ -137,6 +137,9 @@
 // then wait for a sync covering their bytes; one syncer goroutine loops:
 // take the written end, fdatasync, publish it as durable, wake the waiters.
 // Appends that arrive during an fsync share the next one (group commit).
+// The syncer runs only while bytes wait for their fsync: the write that
+// finds none starts it, and it exits once caught up (an idle log keeps no
+// goroutine; commit.go).
 // FsyncInterval syncs in the background; FsyncNever leaves it to the OS,
 // except at roll, truncation and close. The high watermark is the durable
 // end (FsyncAlways) or the written end, unless ManualHighWatermark, when the

@@ -63,9 +63,11 @@ type Log struct {
 	// syncing: the FsyncAlways syncer runs (commit.go); it runs only
 	// while written bytes wait for their fsync.
 	syncing bool
-	durable *sync.Cond // appenders wait for their sync
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	// syncDue: an FsyncInterval sync is scheduled on syncTimer (commit.go).
+	syncDue   bool
+	syncTimer *time.Timer
+	durable   *sync.Cond     // appenders wait for their sync
+	wg        sync.WaitGroup // the syncer and a due interval sync
 
 	tick   uint64
 	report RecoveryReport
@@ -89,17 +91,14 @@ func Open(dir string, opts Options) (*Log, error) {
 	if opts.Fsync.Mode == FsyncInterval && opts.Fsync.Interval <= 0 {
 		return nil, fmt.Errorf("log: fsync interval %v: want a positive duration", opts.Fsync.Interval)
 	}
-	l := &Log{dir: dir, fs: opts.FS, opts: opts, repairAt: -1, changed: make(chan struct{}), stop: make(chan struct{})}
+	l := &Log{dir: dir, fs: opts.FS, opts: opts, repairAt: -1, changed: make(chan struct{})}
 	l.durable = sync.NewCond(&l.mu)
 	if err := l.load(); err != nil {
 		l.closeHandles()
 		return nil, fmt.Errorf("log: open %s: %w", dir, err)
 	}
-	// The FsyncAlways syncer starts with the first write (commit.go).
-	if opts.Fsync.Mode == FsyncInterval {
-		l.wg.Add(1)
-		go l.intervalLoop()
-	}
+	// The syncer (FsyncAlways) or the interval's timer (FsyncInterval)
+	// starts with the first write (commit.go).
 	return l, nil
 }
 
@@ -343,7 +342,7 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closing = true
-	close(l.stop)
+	l.stopSyncTimerLocked()
 	l.mu.Unlock()
 	l.wg.Wait()
 

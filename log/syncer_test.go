@@ -8,13 +8,17 @@ import (
 	"time"
 )
 
-// syncers counts the goroutines running an FsyncAlways syncer.
+// syncers counts the goroutines running a syncer: the FsyncAlways
+// syncLoop, or an FsyncInterval sync (its timer's function, or the loop
+// that ticked before).
 func syncers() int {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			return strings.Count(string(buf[:n]), "log.(*Log).syncLoop(")
+			s := string(buf[:n])
+			return strings.Count(s, "log.(*Log).syncLoop(") + strings.Count(s, "log.(*Log).intervalSync(") +
+				strings.Count(s, "log.(*Log).intervalLoop(")
 		}
 		buf = make([]byte, 2*len(buf))
 	}
@@ -83,5 +87,44 @@ func TestIdleLogHasNoSyncer(t *testing.T) {
 	defer crashed.Close()
 	if next := crashed.NextOffset(); next != int64(appends) {
 		t.Fatalf("after a crash the log ends at %d, %d appends were acknowledged", next, appends)
+	}
+}
+
+// TestIdleIntervalLogHasNoSyncer: an idle FsyncInterval log keeps no
+// goroutine either; what is written is fsynced within the interval, by a
+// timer armed by the write, and is then durable.
+func TestIdleIntervalLogHasNoSyncer(t *testing.T) {
+	base := syncers()
+	fs := newFaultFS()
+	l := mustOpen(t, fs, Options{Fsync: FsyncPolicy{Mode: FsyncInterval, Interval: 5 * time.Millisecond}})
+	defer l.Close()
+	waitSyncers(t, base)
+	for round := range 3 {
+		before := fs.syncs.Load()
+		for range 10 {
+			mustAppend(t, l, testBatch(1, 0, 10))
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for fs.syncs.Load() == before {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: no fsync within 5s of the writes", round)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		waitSyncers(t, base)
+	}
+	// The last sync may be under way: a crash after it keeps everything.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		crashed := mustOpen(t, fs.crash(), Options{})
+		next := crashed.NextOffset()
+		crashed.Close()
+		if next == 30 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a crash the log ends at %d, 30 records were written and synced", next)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
