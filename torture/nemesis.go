@@ -170,22 +170,7 @@ func RunNemesis(ctx context.Context, c Cluster, h *History, cfg NemesisConfig) e
 		d := down()
 		var err error
 		if other, ok := partner(kind, cfg, rng); ok {
-			// Two faults at once: a process fault and one of its
-			// environment, on the same node.
-			// The network or disk fault first; the process fault a third
-			// of the way into it.
-			proc, env := kind, other
-			if !processFault(proc) {
-				proc, env = env, proc
-			}
-			// The process fault lasts a third too, so the node is back
-			// while the other fault still holds: retries reach the
-			// restarted node within the producers' delivery timeout.
-			errs := make(chan error, 1)
-			go func() { errs <- inject(ctx, c, h, cfg, env, node, d) }()
-			sleep(ctx, d/3)
-			err = errors.Join(inject(ctx, c, h, cfg, proc, node, d/3), <-errs)
-			kind = env + "+" + proc
+			kind, err = injectTwo(ctx, c, h, cfg, kind, other, node, d)
 		} else {
 			err = inject(ctx, c, h, cfg, kind, node, d)
 		}
@@ -332,6 +317,40 @@ func fault(h *History, kind string, node int, do func() error, detail ...string)
 	}
 	h.AddFault(f)
 	return err
+}
+
+// injectTwo runs two faults at once on node, a process fault and one of
+// its environment (kind and other, in either order), and returns the
+// pair's name.
+func injectTwo(ctx context.Context, c Cluster, h *History, cfg NemesisConfig, kind, other string, node int, d time.Duration) (string, error) {
+	// The network or disk fault first; the process fault a third of the
+	// way into it. The process fault lasts a third too, so the node is
+	// back while the other fault still holds: retries reach the restarted
+	// node within the producers' delivery timeout.
+	proc, env := kind, other
+	if !processFault(proc) {
+		proc, env = env, proc
+	}
+	errs := make(chan error, 1)
+	go func() { errs <- inject(ctx, c, h, cfg, env, node, d) }()
+	sleep(ctx, d/3)
+	perr := inject(ctx, c, h, cfg, proc, node, d/3)
+	if perr != nil && exitedOnFullDisk(c, node) {
+		// Documented (broker.ExitDiskFull): the disk fault made the node
+		// exit before the process fault reached it; restartCrashed
+		// records it and restarts the node.
+		cfg.Logf("nemesis: %s node %d: the node had exited on the full disk: %v", proc, node, perr)
+		perr = nil
+	}
+	return env + "+" + proc, errors.Join(perr, <-errs)
+}
+
+// exitedOnFullDisk reports whether node's process has exited with
+// broker.ExitDiskFull.
+func exitedOnFullDisk(c Cluster, node int) bool {
+	w, ok := c.(ProcessWatcher)
+	e, ok2 := c.(interface{ ExitCode(int) int })
+	return ok && ok2 && !w.Running(node) && e.ExitCode(node) == broker.ExitDiskFull
 }
 
 // restartCrashed restarts every node whose process died on its own,
