@@ -18,6 +18,7 @@ import (
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/replication/raftrpc"
+	"github.com/logd/logd/replication/transport"
 )
 
 // ErrOutOfOrder: the leader's log store refused an entry started after
@@ -67,7 +68,7 @@ type PartitionConfig struct {
 	SnapshotDir string
 	// Stream is the group's stream layer on the node's transport.Mux: it
 	// carries the group's snapshots and segment copies.
-	Stream raft.StreamLayer
+	Stream *transport.Group
 	// RPC is the node's raftrpc.Hub: it carries every other Raft RPC of
 	// the group, over links shared with the node's other groups.
 	RPC *raftrpc.Hub

@@ -18,6 +18,7 @@ import (
 
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/replication/raftrpc"
+	"github.com/logd/logd/replication/transport"
 )
 
 // Segment copy: a follower whose log cannot continue at the snapshot the
@@ -73,9 +74,9 @@ var copyCRC = crc32.MakeTable(crc32.Castagnoli)
 // (transport.Group.Serve), not from an accept loop of its own: a node
 // holds thousands of groups, nearly all idle, and a goroutine per group
 // waiting in Accept was one per replica for nothing, asleep or not (issue
-// 19). A stream layer without Serve gets the accept loop.
+// 19).
 type copyStream struct {
-	raft.StreamLayer
+	*transport.Group
 	serve    func(net.Conn) // a segment copy request
 	snapshot func(net.Conn) // an InstallSnapshot
 	// mu orders handing a connection in (wg.Add) and Close, so that wait
@@ -85,56 +86,24 @@ type copyStream struct {
 	wg     sync.WaitGroup
 }
 
-// connServer is a stream layer that hands each connection to a function
-// rather than to Accept (transport.Group).
-type connServer interface{ Serve(func(net.Conn)) }
-
-func newCopyStream(inner raft.StreamLayer, serve, snapshot func(net.Conn)) *copyStream {
-	s := &copyStream{StreamLayer: inner, serve: serve, snapshot: snapshot}
-	if cs, ok := inner.(connServer); ok {
-		cs.Serve(s.take)
-		return s
-	}
-	s.wg.Add(1)
-	go s.acceptLoop()
+func newCopyStream(inner *transport.Group, serve, snapshot func(net.Conn)) *copyStream {
+	s := &copyStream{Group: inner, serve: serve, snapshot: snapshot}
+	inner.Serve(s.take)
 	return s
 }
 
 // take classifies and serves a connection in the caller's goroutine; once
 // the stream is closed it closes the connection instead.
 func (s *copyStream) take(c net.Conn) {
-	if s.enter(c) {
-		s.classify(c)
-	}
-}
-
-// enter counts c among the connections wait waits for; false, and c
-// closed, once the stream is closed.
-func (s *copyStream) enter(c net.Conn) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		c.Close()
-		return false
+		return
 	}
 	s.wg.Add(1)
-	return true
-}
-
-func (s *copyStream) acceptLoop() {
-	defer s.wg.Done()
-	for {
-		c, err := s.StreamLayer.Accept()
-		if err != nil {
-			// Closed, or the inner layer failed for good (it closes only
-			// with us).
-			s.Close()
-			return
-		}
-		if s.enter(c) {
-			go s.classify(c)
-		}
-	}
+	s.mu.Unlock()
+	s.classify(c)
 }
 
 // classify reads a connection's first byte and serves a copy request or
@@ -168,11 +137,10 @@ func (s *copyStream) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	return s.StreamLayer.Close()
+	return s.Group.Close()
 }
 
-// wait waits for the accept loop, if any, and the copies being served;
-// after Close.
+// wait waits for the copies being served; after Close.
 func (s *copyStream) wait() { s.wg.Wait() }
 
 // idleConn sets a deadline before every read and write: a peer that stops
