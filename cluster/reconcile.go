@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -41,9 +40,8 @@ func (c *Cluster) reconcileLoop(ctx context.Context) {
 // shutdown: one after the other, a node took minutes to set up its
 // replicas of a 10,000-partition topic (issue 19). Different partitions'
 // replicas share nothing reconcileReplica takes but the replication
-// Node's map of replicas (its mutex orders the OpenReplica calls, see
-// reconcileReplicas; the bootstraps, sleeps and voter changes after them
-// run at once) and the DB (safe for concurrent writes). A voter change
+// Node's map of replicas (its mutex is held only to reserve a group;
+// each Raft starts outside it) and the DB (safe for concurrent writes). A voter change
 // may wait up to 30 s for a peer, so the bound also caps how many such
 // waits hold a reconcile; 16 matches how many logs the node opens at once
 // (partition's openParallel): the same disk does the work.
@@ -98,17 +96,10 @@ func (c *Cluster) reconcile(ctx context.Context) error {
 // reconcileReplicas runs reconcileReplica for each of rs,
 // reconcileParallel at a time, and returns their errors, and ctx's if it
 // ended before every one started.
-//
-// Their OpenReplica calls go one at a time through opening: the Node
-// holds its mutex while a replica's Raft starts, so they would run one
-// at a time anyway, and a queue of them on that mutex would hold up every
-// lookup of a replica (each produce and fetch makes one) behind all of
-// them, where one at a time it waits for one open at most, as before.
 func (c *Cluster) reconcileReplicas(ctx context.Context, st meta.State, rs []replicaRef) []error {
 	errs := make([]error, len(rs), len(rs)+1)
-	var opening sync.Mutex
 	fanout.Run(ctx, len(rs), reconcileParallel, func(_ context.Context, i int) {
-		errs[i] = c.reconcileReplica(st, rs[i], &opening)
+		errs[i] = c.reconcileReplica(st, rs[i])
 	})
 	return append(errs, ctx.Err())
 }
@@ -165,9 +156,8 @@ func changeTo(c partition.TopicConfig) partition.ConfigChange {
 }
 
 // reconcileReplica opens or closes this node's replica of ref's
-// partition as the placement says, wakes it or matches its voters; its
-// OpenReplica call holds opening.
-func (c *Cluster) reconcileReplica(st meta.State, ref replicaRef, opening *sync.Mutex) error {
+// partition as the placement says, wakes it or matches its voters.
+func (c *Cluster) reconcileReplica(st meta.State, ref replicaRef) error {
 	t, id := ref.t, ref.id
 	group := meta.GroupOf(t.Config, id)
 	want := slices.Contains(t.Replicas[id], c.self)
@@ -175,7 +165,7 @@ func (c *Cluster) reconcileReplica(st meta.State, ref replicaRef, opening *sync.
 	switch {
 	case want && r == nil:
 		var err error
-		if r, err = c.openReplica(st, ref, opening); err != nil {
+		if r, err = c.openReplica(st, ref); err != nil {
 			return err
 		}
 	case !want && r != nil:
@@ -193,12 +183,10 @@ func (c *Cluster) reconcileReplica(st meta.State, ref replicaRef, opening *sync.
 }
 
 // openReplica opens this node's replica of a partition, bootstrapping its
-// group when this node is in the initial configuration. Only the
-// OpenReplica call holds opening.
-func (c *Cluster) openReplica(st meta.State, ref replicaRef, opening *sync.Mutex) (*replication.Partition, error) {
+// group when this node is in the initial configuration.
+func (c *Cluster) openReplica(st meta.State, ref replicaRef) (*replication.Partition, error) {
 	t, id, p := ref.t, ref.id, ref.p
 	group := meta.GroupOf(t.Config, id)
-	opening.Lock()
 	r, err := c.rn.OpenReplica(group, p.Log, replication.ReplicaOptions{
 		OnApply: p.Observe,
 		OnRestore: func() {
@@ -207,7 +195,6 @@ func (c *Cluster) openReplica(st meta.State, ref replicaRef, opening *sync.Mutex
 			}
 		},
 	})
-	opening.Unlock()
 	if err != nil {
 		return nil, err
 	}

@@ -9,17 +9,17 @@ import (
 	"github.com/logd/logd/log"
 )
 
-// openParallel is how many partition logs Topics opens at once (a create,
-// an add, a restart), and closes at once (Close). Opening a log is file system work, not CPU: make
-// its directory, create or read its segment and index, fsync them and the
-// directory. One after the other, a node took minutes to open 10,000
-// (issue 19); at once, the file system overlaps them (a journal commits
-// concurrent fsyncs together, a device queues concurrent reads). The
-// bound keeps the goroutines and the descriptors of opens in flight
-// small beside a create's thousands of partitions, and a failing create
-// stops after at most this many more opens. 16 gives ext4's journal
-// enough concurrent fsyncs to batch, on a machine of any core count (the
-// work does not need the cores).
+// openParallel is how many partition logs Topics opens at once (a
+// create, an add, a restart), and closes at once (Close). Opening a log is
+// file system work, not CPU: make its directory, create or read its
+// segment and index, fsync them and the directory. One after the other, a
+// node took minutes to open 10,000 (issue 19); at once, the file system
+// overlaps them (a journal commits concurrent fsyncs together, a device
+// queues concurrent reads). The bound keeps the goroutines and the
+// descriptors of opens in flight small beside a create's thousands of
+// partitions, and a failing create stops after at most this many more
+// opens. 16 gives ext4's journal enough concurrent fsyncs to batch, on a
+// machine of any core count (the work does not need the cores).
 const openParallel = 16
 
 // partitionRef names a partition to open: its topic's config and its id.

@@ -70,7 +70,11 @@ type Node struct {
 	mu     sync.Mutex
 	parts  map[string]*Partition
 	closed bool
-	counts SleepCounts // of every replica opened here
+	// opening holds the groups OpenReplica is starting, outside mu; opens
+	// counts them for Close.
+	opening map[string]bool
+	opens   sync.WaitGroup
+	counts  SleepCounts // of every replica opened here
 
 	// spreadMu guards failedMoves: the groups whose last leadership
 	// transfer failed, skipped by SpreadLeaders until their time.
@@ -117,7 +121,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		mux.Close()
 		return nil, err
 	}
-	return &Node{cfg: cfg, mux: mux, rpc: hub, log: cfg.Logger, parts: map[string]*Partition{}}, nil
+	return &Node{cfg: cfg, mux: mux, rpc: hub, log: cfg.Logger, parts: map[string]*Partition{}, opening: map[string]bool{}}, nil
 }
 
 // SleepCounts returns how many times the node's replicas fell asleep and
@@ -147,20 +151,30 @@ type ReplicaOptions struct {
 	OnRestore func()
 }
 
-// OpenReplica is OpenPartition with per-replica options.
+// OpenReplica is OpenPartition with per-replica options. The group is
+// reserved under the node's mutex and its Raft started outside it (a few
+// milliseconds of disk reads each): a reconcile opens thousands of
+// replicas at once (issue 19), and every lookup of a replica (Partition,
+// one per produce and fetch) takes that mutex.
 func (n *Node) OpenReplica(group string, l *log.Log, opts ReplicaOptions) (*Partition, error) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	if n.closed {
+		n.mu.Unlock()
 		return nil, errors.New("replication: node closed")
 	}
-	if _, ok := n.parts[group]; ok {
+	if _, ok := n.parts[group]; ok || n.opening[group] {
+		n.mu.Unlock()
 		return nil, fmt.Errorf("replication: group %s already open", group)
 	}
 	stream, err := n.mux.Group(group)
 	if err != nil {
+		n.mu.Unlock()
 		return nil, err
 	}
+	n.opening[group] = true
+	n.opens.Add(1) // Close waits for it
+	n.mu.Unlock()
+	defer n.opens.Done()
 	p, err := OpenPartition(PartitionConfig{
 		Group:       group,
 		NodeID:      n.cfg.ID,
@@ -175,9 +189,16 @@ func (n *Node) OpenReplica(group string, l *log.Log, opts ReplicaOptions) (*Part
 		OnRestore:   opts.OnRestore,
 		Counts:      &n.counts,
 	})
-	if err != nil {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.opening, group)
+	switch {
+	case err != nil:
 		stream.Close()
 		return nil, err
+	case n.closed:
+		p.Close()
+		return nil, errors.New("replication: node closed")
 	}
 	p.store.SetOnStale(func() { n.restartStale(group, p, opts) })
 	n.parts[group] = p
@@ -324,7 +345,10 @@ func (n *Node) ClosePartition(group string) error {
 // replica left the node or whose topic was deleted; the group must not be
 // open.
 func (n *Node) DropGroup(group string) error {
-	if n.Partition(group) != nil {
+	n.mu.Lock()
+	open := n.parts[group] != nil || n.opening[group]
+	n.mu.Unlock()
+	if open {
 		return fmt.Errorf("replication: drop group %s: still open", group)
 	}
 	if err := NewStableStore(n.cfg.DB, group).Drop(); err != nil {
@@ -348,6 +372,7 @@ func (n *Node) Close() error {
 	n.parts = map[string]*Partition{}
 	n.mu.Unlock()
 	errs := closeAll(parts)
+	n.opens.Wait() // a replica opening closes itself (OpenReplica)
 	errs = append(errs, n.rpc.Close(), n.mux.Close())
 	return errors.Join(errs...)
 }
