@@ -85,6 +85,17 @@ func openOn(dir string, db *pebble.DB, fs *openFS) (*Topics, error) {
 	return Open(Options{DataDir: dir, DB: db, LogOptions: func(TopicConfig) log.Options { return log.Options{FS: fs} }})
 }
 
+// mustOpenOn opens Topics in dir on fs, closed when the test ends.
+func mustOpenOn(t *testing.T, dir string, fs *openFS) *Topics {
+	t.Helper()
+	tp, err := openOn(dir, openDB(t, dir), fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tp.Close() })
+	return tp
+}
+
 // createTopics creates topics of n partitions each, named names.
 func createTopics(t *testing.T, tp *Topics, n int32, names ...string) {
 	t.Helper()
@@ -185,14 +196,10 @@ func TestFailedOpenLeavesNothingOpen(t *testing.T) {
 		dir := t.TempDir()
 		fs := &openFS{t: t}
 		fs.fail.Store(&failed)
-		tp, err := openOn(dir, openDB(t, dir), fs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tp.Close()
+		tp := mustOpenOn(t, dir, fs)
 		c := DefaultConfig("t")
 		c.Partitions = n
-		_, err = tp.Create(c)
+		_, err := tp.Create(c)
 		check(t, err, fs, 0, failed)
 		if _, err := tp.Config("t"); !errors.Is(err, ErrTopicNotFound) {
 			t.Errorf("after a failed create: %v, want ErrTopicNotFound", err)
@@ -203,15 +210,11 @@ func TestFailedOpenLeavesNothingOpen(t *testing.T) {
 	t.Run("add partitions", func(t *testing.T) {
 		dir := t.TempDir()
 		fs := &openFS{t: t}
-		tp, err := openOn(dir, openDB(t, dir), fs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tp.Close()
+		tp := mustOpenOn(t, dir, fs)
 		createTopics(t, tp, 2, "t")
 		before := fs.open.Load()
 		fs.fail.Store(&failed)
-		_, err = tp.AddPartitions("t", n)
+		_, err := tp.AddPartitions("t", n)
 		check(t, err, fs, before, failed)
 		if c, _ := tp.Config("t"); c.Partitions != 2 {
 			t.Errorf("%d partitions after a failed add, want 2", c.Partitions)
@@ -265,11 +268,7 @@ func TestFailedOpenLeavesNothingOpen(t *testing.T) {
 func TestReadersDoNotWaitForACreate(t *testing.T) {
 	dir := t.TempDir()
 	fs := &openFS{t: t}
-	tp, err := openOn(dir, openDB(t, dir), fs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tp.Close()
+	tp := mustOpenOn(t, dir, fs)
 	createTopics(t, tp, 1, "old")
 	inside, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
