@@ -241,7 +241,7 @@ func (c *Cluster) Changed() <-chan struct{} { return c.meta.FSM.Changed() }
 func (c *Cluster) Offsets() *offsets.Store { return c.meta.FSM.Offsets() }
 
 // Members lists the nodes the metadata holds.
-func (c *Cluster) Members() map[string]meta.Node { return c.State().Nodes }
+func (c *Cluster) Members() map[string]meta.Node { return c.meta.FSM.Nodes() }
 
 // LocalReplica is this node's replica of a partition group, nil without
 // one.
@@ -253,7 +253,7 @@ func (c *Cluster) node(id string) meta.Node {
 	if id == "" {
 		return meta.Node{}
 	}
-	n, ok := c.State().Nodes[id]
+	n, ok := c.meta.FSM.Node(id)
 	if !ok {
 		n.ID = id
 	}
@@ -296,7 +296,7 @@ func (c *Cluster) registerLoop(ctx context.Context, self meta.Node) {
 			return
 		case <-time.After(wait):
 		}
-		if n, ok := c.State().Nodes[c.self]; ok && n.Registered(self) {
+		if n, ok := c.meta.FSM.Node(c.self); ok && n.Registered(self) {
 			return
 		}
 		err := c.register(ctx, self, rejoin)

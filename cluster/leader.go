@@ -53,11 +53,11 @@ func (c *Cluster) Replica(ctx context.Context, p *partition.Partition) (*replica
 // and the nodes the metadata places it on; ok is false when the metadata
 // has no partition p.
 func (c *Cluster) localReplica(p *partition.Partition) (r *replication.Partition, set []string, ok bool) {
-	t, ok := c.State().Topics[p.Topic]
-	if !ok || p.ID >= int32(len(t.Replicas)) {
+	cfg, set, ok := c.meta.FSM.Placement(p.Topic, p.ID)
+	if !ok {
 		return nil, nil, false
 	}
-	return c.rn.Partition(meta.GroupOf(t.Config, p.ID)), t.Replicas[p.ID], true
+	return c.rn.Partition(meta.GroupOf(cfg, p.ID)), set, true
 }
 
 // leadsWait bounds how long Leads waits for a new leader's proof.
@@ -122,7 +122,7 @@ func (c *Cluster) TopicLookup(ctx context.Context, topic string, err error) erro
 	if !errors.Is(err, partition.ErrTopicNotFound) {
 		return err
 	}
-	if _, ok := c.State().Topics[topic]; ok {
+	if c.meta.FSM.HasTopic(topic) {
 		return Errorf(ErrUnavailable, "topic %q is being set up on this node: retry", topic)
 	}
 	if !c.meta.IsLeader() {
@@ -134,7 +134,7 @@ func (c *Cluster) TopicLookup(ctx context.Context, topic string, err error) erro
 	if err := c.MetaLinearizable(ctx); err != nil {
 		return err
 	}
-	if _, ok := c.State().Topics[topic]; ok {
+	if c.meta.FSM.HasTopic(topic) {
 		return Errorf(ErrUnavailable, "topic %q is being set up on this node: retry", topic)
 	}
 	return err

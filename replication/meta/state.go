@@ -209,6 +209,44 @@ func (f *FSM) State() State {
 	return f.state.clone()
 }
 
+// Placement is one partition's topic config and replica set (a copy),
+// without copying the rest of the state as State does: it is asked once
+// per produce and fetch, and a State copy costs one allocation per
+// partition of every topic. ok is false when the topic or the partition is
+// unknown.
+func (f *FSM) Placement(topic string, p int32) (c partition.TopicConfig, set []string, ok bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	t, ok := f.state.Topics[topic]
+	if !ok || p < 0 || p >= int32(len(t.Replicas)) {
+		return partition.TopicConfig{}, nil, false
+	}
+	return t.Config, slices.Clone(t.Replicas[p]), true
+}
+
+// HasTopic reports whether the state lists topic.
+func (f *FSM) HasTopic(topic string) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	_, ok := f.state.Topics[topic]
+	return ok
+}
+
+// Nodes returns a copy of the members, without the rest of the state.
+func (f *FSM) Nodes() map[string]Node {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return maps.Clone(f.state.Nodes)
+}
+
+// Node returns the member id, if the state lists it.
+func (f *FSM) Node(id string) (Node, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	n, ok := f.state.Nodes[id]
+	return n, ok
+}
+
 // Changed is closed at the next change of the state.
 func (f *FSM) Changed() <-chan struct{} {
 	f.mu.RLock()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -245,5 +246,64 @@ func TestFSMDeleteGroup(t *testing.T) {
 	}
 	if err := apply(t, f, 4, Command{Op: OpDeleteGroup, TimeMs: 3, Group: "none"}); err != nil {
 		t.Fatalf("deleting a group without offsets: %v", err)
+	}
+}
+
+// TestPlacementCopiesOnePartition: the per-request lookups (Placement,
+// HasTopic, Node, Nodes) answer from the state without copying all of
+// it. State copies every partition's replica set, once per produce and
+// fetch before, which at 3,000 partitions made a produce to every
+// partition quadratic (13% of a node's CPU, and most of its garbage).
+func TestPlacementCopiesOnePartition(t *testing.T) {
+	f := newFSM(t)
+	const n = 3000
+	cfg := partition.DefaultConfig("many")
+	cfg.Partitions, cfg.Replicas, cfg.CreatedMs = n, 3, 1000
+	sets := make([][]string, n)
+	for i := range sets {
+		sets[i] = []string{"a", "b", "c"}
+	}
+	sets[7] = []string{"c", "a", "b"}
+	steps := []Command{
+		{Op: OpAddNode, Node: &Node{ID: "a", APIAddr: "h:1", RaftAddr: "h:2"}},
+		{Op: OpCreateTopic, Topic: &Topic{Config: cfg, Replicas: sets, Initial: sets}},
+	}
+	for i, c := range steps {
+		if err := apply(t, f, uint64(i+1), c); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	c, set, ok := f.Placement("many", 7)
+	if !ok || c.CreatedMs != 1000 || !slices.Equal(set, []string{"c", "a", "b"}) {
+		t.Fatalf("Placement(many, 7) = %+v %v %v", c, set, ok)
+	}
+	set[0] = "changed"
+	if _, again, _ := f.Placement("many", 7); again[0] != "c" {
+		t.Fatalf("Placement returned the state's own set: %v", again)
+	}
+	for _, p := range []int32{-1, n} {
+		if _, _, ok := f.Placement("many", p); ok {
+			t.Fatalf("Placement(many, %d) found a partition", p)
+		}
+	}
+	if _, _, ok := f.Placement("none", 0); ok || f.HasTopic("none") || !f.HasTopic("many") {
+		t.Fatal("an unknown topic was found, or a known one was not")
+	}
+	if nd, ok := f.Node("a"); !ok || nd.APIAddr != "h:1" {
+		t.Fatalf("Node(a) = %+v %v", nd, ok)
+	}
+	if _, ok := f.Node("z"); ok {
+		t.Fatal("Node(z) found")
+	}
+	// Allocations, not time: a lookup allocates for one set, whatever the
+	// number of partitions (State allocates one set per partition).
+	if a := testing.AllocsPerRun(100, func() { f.Placement("many", 7) }); a > 2 {
+		t.Fatalf("Placement allocates %.0f times at %d partitions", a, n)
+	}
+	if a := testing.AllocsPerRun(10, func() { f.State() }); a < n {
+		t.Fatalf("State allocates %.0f times: the test no longer compares with a full copy", a)
+	}
+	if a := testing.AllocsPerRun(100, func() { f.Nodes() }); a > 4 {
+		t.Fatalf("Nodes allocates %.0f times at %d partitions", a, n)
 	}
 }
