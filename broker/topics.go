@@ -179,7 +179,7 @@ func (b *Broker) clusterView(st meta.State, c partition.TopicConfig, p *partitio
 		pi.ISR = pi.Replicas
 	}
 	if r := b.cl.LocalReplica(meta.GroupOf(c, p.ID)); r != nil {
-		leader, term := b.cl.LeaderOf(r.Status())
+		leader, term := b.cl.LeaderOf(r.Status(), pi.Replicas)
 		pi.Leader, pi.LeaderEpoch = leader, int32(term)
 	}
 }

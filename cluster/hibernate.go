@@ -31,8 +31,9 @@ import (
 //     finds them all elected;
 //   - a sleeping group's leader, for metadata and status, is the one its
 //     replica knew when it fell asleep, unless that node is unreachable:
-//     then this node names itself, so that clients come here and the use
-//     wakes the group on a live node (LeaderOf);
+//     then the placement's first replica that is reachable (this node
+//     counts as reachable), so that clients go there and the use wakes the
+//     group on a live node (LeaderOf);
 //   - reconciliation wakes a sleeping group whose voters differ from the
 //     placement (a node removed, a replica moved), on the replica that led
 //     it or on the placement's first replica;
@@ -40,8 +41,9 @@ import (
 //     on every replica that bootstraps it, and is elected at its first
 //     use; a restarted node puts back to sleep each replica whose log ends
 //     with a sleep marker (it was asleep when the node stopped). Both know
-//     no leader: metadata then names the node answering, where a use wakes
-//     the group. CreateTopic takes a partition asleep on a majority of its
+//     no leader: metadata then names the placement's first reachable
+//     replica (the preferred leader), where a use wakes the group.
+//     CreateTopic takes a partition asleep on a majority of its
 //     replicas as usable.
 //
 // What keeps a group awake: any produce, any fetch (a consumer tailing a
@@ -88,16 +90,28 @@ func (c *Cluster) hibernateLoop(ctx context.Context) {
 }
 
 // LeaderOf is the leader of a group as this node names it in metadata and
-// status, and the term it knows, from its replica's status s: while the
-// replica sleeps, the leader it knew then, unless that node is
-// unreachable, when this node names itself (a use here wakes the group and
-// elects this replica).
-func (c *Cluster) LeaderOf(s replication.PartitionStatus) (string, uint64) {
+// status, and the term it knows, from its replica's status s and the
+// group's placement set (preferred leader first): while the replica
+// sleeps, the leader it knew then, unless that node is unreachable or it
+// knew none (a group never elected since it was created or its node
+// restarted). Then it names the first replica of set that is this node or
+// reachable, where a use wakes the group and elects that replica: every
+// node names the same one, so the first uses of a new topic's partitions
+// spread over the preferred leaders instead of each piling on whichever
+// node a client asked (all 10,000 partitions of a new topic on one node,
+// whose heartbeats then overloaded it), and clients asking different
+// nodes do not start rival elections. Without a set, this node.
+func (c *Cluster) LeaderOf(s replication.PartitionStatus, set []string) (string, uint64) {
 	leader := string(s.LeaderID)
-	if s.Asleep && leader != c.self && (leader == "" || !c.reachable(leader)) {
-		leader = c.self
+	if !s.Asleep || leader == c.self || (leader != "" && c.reachable(leader)) {
+		return leader, s.Term
 	}
-	return leader, s.Term
+	for _, id := range set {
+		if id == c.self || c.reachable(id) {
+			return id, s.Term
+		}
+	}
+	return c.self, s.Term
 }
 
 // wakeForVoters wakes a sleeping replica whose group's voters differ from

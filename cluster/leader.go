@@ -34,6 +34,9 @@ func (c *Cluster) Replica(ctx context.Context, p *partition.Partition) (*replica
 		}
 		return nil, &NotLeaderError{What: what, Untouched: true}
 	}
+	if to := c.preferredWaker(r, set); to != "" {
+		return nil, &NotLeaderError{What: what + " (asleep: its preferred leader wakes it)", Leader: c.node(to), Untouched: true}
+	}
 	r.Touch()
 	if r.Asleep() {
 		// hibernate.go says why it does not wait for the election.
@@ -47,6 +50,28 @@ func (c *Cluster) Replica(ctx context.Context, p *partition.Partition) (*replica
 	}
 	id, _ := r.Leader()
 	return nil, &NotLeaderError{What: what, Leader: c.node(string(id)), Untouched: true}
+}
+
+// preferredWaker is the node a use of r's group goes to instead of waking
+// r here: when r sleeps knowing no leader (a group never elected since it
+// was created or its node restarted), set's first replica, the preferred
+// leader, if that is another node and reachable; otherwise "" (wake here).
+// So the first uses of a new topic, which a client sends wherever it
+// likes, elect each partition on its preferred leader, as LeaderOf names
+// it: waking all of them where they arrived put every leader of a
+// 10,000-partition topic on one node, whose heartbeats then overloaded it,
+// and the leader spreading after it moved thousands of them again. A node
+// that knew a leader wakes its replica itself, so a use is redirected once
+// at most: the preferred leader either knows none (and wakes) or knows one
+// (and wakes, as before).
+func (c *Cluster) preferredWaker(r *replication.Partition, set []string) string {
+	if len(set) == 0 || set[0] == c.self {
+		return ""
+	}
+	if rec, _ := r.Slept(); !r.Asleep() || rec.LeaderID != "" || !c.reachable(set[0]) {
+		return ""
+	}
+	return set[0]
 }
 
 // localReplica is this node's replica of p's group (nil when it has none)

@@ -65,7 +65,7 @@ func (c *Cluster) LocalStatus(self meta.Node) Status {
 			if rs.Asleep {
 				state = "Asleep"
 			}
-			leader, _ := c.LeaderOf(rs)
+			leader, _ := c.LeaderOf(rs, t.Replicas[i])
 			resp.Partitions = append(resp.Partitions, ReplicaStatus{
 				Topic: t.Config.Name, Partition: int32(i), Leader: leader,
 				Replicas: ids, CommitIndex: rs.CommitIndex, Term: rs.Term,

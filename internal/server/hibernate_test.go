@@ -195,3 +195,48 @@ func TestRequestsOverSleepingPartitionsWakeAll(t *testing.T) {
 		t.Fatalf("reset offsets over 40 sleeping partitions: %d answers, %v", len(reset), err)
 	}
 }
+
+// The first use of a partition born asleep elects its preferred leader
+// (the placement's first replica), whichever node the client asked: every
+// record here goes through node 1 alone. Before, each woke where it
+// arrived, and a new topic's partitions were all led by the node clients
+// happened to ask (all 10,000 of bench-partitions on one node, until the
+// leader spreading moved them again).
+func TestFirstUseElectsThePreferredLeader(t *testing.T) {
+	cl := servertest.NewCluster(t, 3, hibernating(time.Hour))
+	const parts = 6
+	createTopicIn(t, cl, "placed", parts)
+	waitAllAsleep(t, cl, "placed", 3*parts)
+	c, err := client.Dial(cl.Addrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := ctx(t)
+	p := c.NewProducer(client.ProducerOptions{})
+	defer p.Close()
+	for i := range int32(parts) {
+		if _, err := p.Produce(ctx, client.Record{Topic: "placed", Partition: &i, Value: []byte("x")}).Get(ctx); err != nil {
+			t.Fatalf("produce to partition %d: %v", i, err)
+		}
+	}
+	// Right after the produce, before the leader spreading (every 10 s)
+	// could move a leader there.
+	want := cl.Nodes()[0].Server().Broker().Cluster().State().Topics["placed"].Replicas
+	got := make([]string, parts)
+	for _, n := range cl.Nodes() {
+		for _, r := range n.Server().Broker().Cluster().LocalStatus(meta.Node{}).Partitions {
+			if r.Topic == "placed" && strings.HasPrefix(r.RaftState, "Leader") {
+				got[r.Partition] = n.ID
+			}
+		}
+	}
+	for i := range parts {
+		if got[i] != want[i][0] {
+			t.Errorf("partition %d: led by %q, want its preferred leader %q (placement %v)", i, got[i], want[i][0], want[i])
+		}
+	}
+	if !slices.ContainsFunc(want, func(set []string) bool { return set[0] != cl.Nodes()[0].ID }) {
+		t.Fatalf("node 1 is every partition's preferred leader (%v): the test shows nothing", want)
+	}
+}
