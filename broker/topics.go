@@ -392,19 +392,53 @@ func (b *Broker) ListOffsets(ctx context.Context, pr Principal, topic string, id
 }
 
 // eachPartition calls fn(ctx, i) for i in [0, n), listOffsetsParallel at
-// a time (fanout.Run), and returns the first error in i's order, or ctx's when
-// it ended first. It calls fn for every i even after one failed: a
-// partition's call may be what wakes its sleeping group (cluster.Replica),
-// and a request over many partitions is answered only once all have a
-// leader at the same time; one try that stopped at the first sleeping one
-// would wake one partition per try, while the first ones fell asleep
-// again. One at a time, one read barrier or peer call each added up, over
-// 200 partitions, past a client's 5 s timeout.
+// a time (fanout.Run), in rounds: a round calls fn for every i not yet
+// answered, even after one failed (a partition's call may be what wakes
+// its sleeping group, cluster.Replica, so one pass wakes them all), and
+// the next round, eachPartitionBackoff later, asks again only for those
+// that failed retryably (no leader yet: an election, a group just woken),
+// until eachPartitionRetry has passed or ctx ends. It returns the first
+// error in i's order of the last round, or ctx's when it ended first.
+//
+// A request over many partitions so makes progress partition by
+// partition: an answer once got is kept, however long the others take.
+// Before, it was answered only once every partition had a leader at the
+// same time, and the client retried it whole: woken partitions falling
+// asleep again before the last one was elected kept a list offsets of 200
+// partitions from ever being answered (torture seed 11), which is why
+// woken groups stayed awake for a grace of 30 s (cluster.hibernateLoop)
+// and a produce to all 10,000 partitions of a topic kept them all awake at
+// once.
 func eachPartition(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
 	errs := make([]error, n)
-	fanout.Run(ctx, n, listOffsetsParallel, func(ctx context.Context, i int) { errs[i] = fn(ctx, i) })
-	if err := ctx.Err(); err != nil {
-		return err // some were not asked
+	todo := make([]int, n)
+	for i := range todo {
+		todo[i] = i
+	}
+	start, backoff := time.Now(), eachPartitionBackoff
+	for {
+		fanout.Run(ctx, len(todo), listOffsetsParallel, func(ctx context.Context, k int) { errs[todo[k]] = fn(ctx, todo[k]) })
+		if err := ctx.Err(); err != nil {
+			return err // some were not asked
+		}
+		again := todo[:0]
+		for _, i := range todo {
+			if errs[i] != nil && retryLater(errs[i]) {
+				again = append(again, i)
+			}
+		}
+		todo = again
+		// A request forwarded by another node gets one round: that node
+		// asks again, within its own budget.
+		if len(todo) == 0 || cluster.Forwarded(ctx) || time.Since(start)+backoff > eachPartitionRetry {
+			break
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		backoff = min(2*backoff, eachPartitionMaxBackoff)
 	}
 	for _, err := range errs {
 		if err != nil {
@@ -412,6 +446,22 @@ func eachPartition(ctx context.Context, n int, fn func(ctx context.Context, i in
 		}
 	}
 	return nil
+}
+
+// eachPartition's rounds: the first backoff, its cap, and how long a
+// request goes on asking (under the client's 10 s call timeout).
+const (
+	eachPartitionBackoff    = 20 * time.Millisecond
+	eachPartitionMaxBackoff = 500 * time.Millisecond
+	eachPartitionRetry      = 5 * time.Second
+)
+
+// retryLater reports an error of a partition that has no leader right now
+// (cluster.Replica's answers for a group electing, just woken, or moving
+// its leadership): asked again shortly, it may answer.
+func retryLater(err error) bool {
+	var nl *cluster.NotLeaderError
+	return errors.Is(err, ErrUnavailable) || errors.As(err, &nl)
 }
 
 func (b *Broker) listOffset(ctx context.Context, p *partition.Partition, spec int64) (PartitionOffset, error) {

@@ -7,9 +7,11 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/cluster"
@@ -118,6 +120,11 @@ func (f *forwarder) ListOffset(ctx context.Context, addr, topic string, part int
 	}
 	resp := &pb.ListOffsetsResponse{}
 	if err := f.invoke(ctx, addr, pb.Log_ListOffsets_FullMethodName, req, resp); err != nil {
+		if status.Code(err) == codes.Unavailable {
+			// No leader there right now: errors.Is(err, broker.ErrUnavailable),
+			// so a request over many partitions asks again (eachPartition).
+			return cluster.PartitionOffset{}, fromStatus(err)
+		}
 		return cluster.PartitionOffset{}, err
 	}
 	if len(resp.Partitions) != 1 {
