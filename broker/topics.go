@@ -406,9 +406,8 @@ func (b *Broker) ListOffsets(ctx context.Context, pr Principal, topic string, id
 // same time, and the client retried it whole: woken partitions falling
 // asleep again before the last one was elected kept a list offsets of 200
 // partitions from ever being answered (torture seed 11), which is why
-// woken groups stayed awake for a grace of 30 s (cluster.hibernateLoop)
-// and a produce to all 10,000 partitions of a topic kept them all awake at
-// once.
+// woken groups stay awake for a grace of 30 s (cluster.DefaultWakeGrace
+// says why it stays).
 func eachPartition(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
 	errs := make([]error, n)
 	todo := make([]int, n)

@@ -50,6 +50,9 @@ type Config struct {
 	// HibernateAfter puts a partition group to sleep once it has been
 	// idle that long (hibernate.go); 0: never.
 	HibernateAfter time.Duration
+	// WakeGrace is how long a group that woke stays awake at least, idle
+	// or not (hibernate.go); 0: DefaultWakeGrace. Tests shorten it.
+	WakeGrace time.Duration
 }
 
 // Validate checks the settings a user gives.

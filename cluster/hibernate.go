@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -52,6 +53,23 @@ import (
 // this node does not check the offset against the partition's high
 // watermark (as a follower does not), the metadata leader stores it.
 
+// DefaultWakeGrace is how long a group that woke stays awake at least,
+// idle or not, whatever the hibernation delay. It came for requests over
+// many partitions (list offsets of a whole topic), which were answered
+// only once every one of them had a leader at the same time: woken
+// partitions falling asleep again before the last one was elected kept
+// torture seed 11's final read (200 partitions, a 2 s delay) from ever
+// being answered. Those requests now keep each partition's answer
+// (broker.eachPartition), but the grace stays: without it (tried in
+// session 14), a produce of one record to each of 3,000 sleeping
+// partitions with a 5 s delay saw about 200 of the groups it had woken
+// fall asleep again before their record got through, and took 18-43 s
+// instead of 8-13 s. Why their leaders went 5 s without a use while the
+// producer retried is not understood yet. The cost: every group a burst
+// woke stays awake 30 s, which is what overloads a produce to all of
+// 10,000 partitions (docs/architecture.md).
+const DefaultWakeGrace = 30 * time.Second
+
 // hibernateTimeout bounds the commit of a sleep marker.
 const hibernateTimeout = 5 * time.Second
 
@@ -59,28 +77,16 @@ const hibernateTimeout = 5 * time.Second
 const aliveFor = 2 * time.Second
 
 // hibernateLoop puts to sleep, every quarter of HibernateAfter, each group
-// this node leads that has been idle for HibernateAfter (a wake counts as
-// a use, so a group woken stays awake that long at least).
-//
-// Until session 14 a woken group also stayed awake for a grace of 30 s,
-// idle or not: a request over many partitions (list offsets of a whole
-// topic) was answered only once every one had a leader at the same time,
-// and woken partitions falling asleep again before the last one was
-// elected kept torture seed 11's final read (200 partitions, a 2 s delay)
-// from ever being answered. Such requests now keep each partition's answer
-// and ask again only for the others (broker.eachPartition), so the grace
-// went: it kept every partition a produce to all of a 10,000-partition
-// topic had woken awake at once, more groups than three nodes on two cores
-// can heartbeat, and their leaders lost their followers in an election
-// storm.
+// this node leads that has been idle for HibernateAfter, unless it woke
+// less than WakeGrace ago.
 func (c *Cluster) hibernateLoop(ctx context.Context) {
-	after := c.cfg.HibernateAfter
+	after, grace := c.cfg.HibernateAfter, cmp.Or(c.cfg.WakeGrace, DefaultWakeGrace)
 	every(ctx, max(after/4, 50*time.Millisecond), func() {
 		for _, r := range c.rn.Partitions() {
 			if ctx.Err() != nil {
 				return
 			}
-			if r.Asleep() || !r.IsLeader() || r.Idle() < after {
+			if r.Asleep() || !r.IsLeader() || r.Idle() < after || time.Since(r.Woke()) < grace {
 				continue
 			}
 			if _, err := r.Hibernate(hibernateTimeout); err != nil {

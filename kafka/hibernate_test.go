@@ -47,7 +47,7 @@ func sleepingLeader(t *testing.T, cl *servertest.Cluster, topic string) *servert
 // partition has died: metadata then names a live replica, where the
 // produce wakes the partition.
 func TestKafkaClientsWakeSleepingPartitions(t *testing.T) {
-	addrs, cl := startClusterWith(t, func(c *server.Config) { c.Cluster.HibernateAfter = time.Second })
+	addrs, cl := startClusterWith(t, func(c *server.Config) { c.Cluster.HibernateAfter, c.Cluster.WakeGrace = time.Second, time.Second })
 	var seeds []string
 	for _, a := range addrs {
 		seeds = append(seeds, a)

@@ -89,9 +89,9 @@ type sleepState struct {
 	// appends started, so that a Hibernate sees any since its marker.
 	gate   sync.RWMutex
 	starts atomic.Int64
-	// used is when the replica was last used (Touch) or woke, in Unix
-	// nanoseconds.
-	used atomic.Int64
+	// used is when the replica was last used (Touch) or woke, woke when it
+	// last woke, in Unix nanoseconds.
+	used, woke atomic.Int64
 
 	// timer runs a follower's marker check (markerStored); guarded by
 	// timerMu, which StoreLogs takes, so never held while waiting for Raft.
@@ -129,6 +129,14 @@ func (p *Partition) SleepCounts() (sleeps, wakes int64) {
 
 // Touch records a use of the replica (a request it serves) for Idle.
 func (p *Partition) Touch() { p.sleep.used.Store(time.Now().UnixNano()) }
+
+// Woke returns when the replica last woke (the zero time if it never did).
+func (p *Partition) Woke() time.Time {
+	if w := p.sleep.woke.Load(); w != 0 {
+		return time.Unix(0, w)
+	}
+	return time.Time{}
+}
 
 // Idle returns how long ago the replica was last used (Touch), woke, or
 // stored a log entry (any write, barrier or configuration change, led or
@@ -229,6 +237,7 @@ func (p *Partition) Wake(campaign bool) error {
 	p.run(r)
 	p.startRole()
 	p.Touch()
+	p.sleep.woke.Store(time.Now().UnixNano())
 	p.sleep.asleep.Store(false)
 	p.trans.Wake()
 	p.sleep.wakes.Add(1)

@@ -14,9 +14,10 @@ import (
 )
 
 // hibernating puts a node's idle partitions to sleep after d
-// (--partition-hibernate-after).
+// (--partition-hibernate-after), a woken one no sooner than d after it
+// woke (not the default 30 s, for short tests).
 func hibernating(d time.Duration) func(*server.Config) {
-	return func(c *server.Config) { c.Cluster.HibernateAfter = d }
+	return func(c *server.Config) { c.Cluster.HibernateAfter, c.Cluster.WakeGrace = d, d }
 }
 
 // replicaStates returns the Raft state of every replica of topic on the
@@ -131,7 +132,7 @@ func TestHibernatedLeaderDies(t *testing.T) {
 // them, and every record reads back.
 func TestRestartedClusterKeepsSleeping(t *testing.T) {
 	after := time.Second
-	cl := servertest.NewCluster(t, 3, func(c *server.Config) { c.Cluster.HibernateAfter = after })
+	cl := servertest.NewCluster(t, 3, func(c *server.Config) { c.Cluster.HibernateAfter, c.Cluster.WakeGrace = after, time.Second })
 	createTopicIn(t, cl, "dormant", 2)
 	produceAll(t, cl.Addrs(), "dormant", "a", "b")
 	waitAllAsleep(t, cl, "dormant", 6)
@@ -164,13 +165,13 @@ func TestNewTopicBornAsleep(t *testing.T) {
 // answers, even when a woken partition falls asleep again sooner than the
 // client retries: each request wakes every partition it names, not only
 // the first that has no leader (torture seed 11 with 200 partitions: the
-// final read's list offsets never answered), and keeps each partition's
-// answer while it asks the others again (broker.eachPartition), so it
-// needs no time when all are led at once.
+// final read's list offsets never answered).
 func TestRequestsOverSleepingPartitionsWakeAll(t *testing.T) {
-	// Idle partitions sleep after 300 ms, woken ones too: shorter than the
-	// client takes to wake 40 one per try.
-	cl := servertest.NewCluster(t, 3, hibernating(300*time.Millisecond))
+	// Idle partitions sleep after 300 ms, and woken ones 3 s after they
+	// woke: shorter than the client takes to wake 40 one per try.
+	cl := servertest.NewCluster(t, 3, func(c *server.Config) {
+		c.Cluster.HibernateAfter, c.Cluster.WakeGrace = 300*time.Millisecond, 3*time.Second
+	})
 	createTopicIn(t, cl, "many", 40)
 	waitAllAsleep(t, cl, "many", 120)
 	c, err := client.Dial(strings.Join(cl.Addrs(), ","))
