@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/logd/logd/cluster"
 )
@@ -65,5 +66,21 @@ func TestEachPartitionStopsOnLastingErrors(t *testing.T) {
 	})
 	if !errors.Is(err, ErrUnavailable) || calls != 3 {
 		t.Fatalf("forwarded: %v after %d calls, want unavailable after one round of 3", err, calls)
+	}
+}
+
+// Rounds end at half the time left before the caller's deadline, with the
+// partitions' own error, not the deadline's: a client that waits 2 s for
+// an answer gets one it can retry (torture seed 11's final read got
+// DeadlineExceeded on every try while rounds went on for 5 s).
+func TestEachPartitionLeavesTheCallerTime(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	err := eachPartition(ctx, 3, func(context.Context, int) error {
+		return Errorf(ErrUnavailable, "electing")
+	})
+	if !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
+		t.Fatalf("after %v: %v (ctx: %v), want unavailable before the deadline", time.Since(start), err, ctx.Err())
 	}
 }

@@ -397,8 +397,12 @@ func (b *Broker) ListOffsets(ctx context.Context, pr Principal, topic string, id
 // its sleeping group, cluster.Replica, so one pass wakes them all), and
 // the next round, eachPartitionBackoff later, asks again only for those
 // that failed retryably (no leader yet: an election, a group just woken),
-// until eachPartitionRetry has passed or ctx ends. It returns the first
-// error in i's order of the last round, or ctx's when it ended first.
+// until eachPartitionRetry or half of the time left before ctx's deadline
+// has passed (the caller's own retry then still has time: torture's
+// clients wait 2-5 s for an answer, and a request held to its deadline
+// failed with DeadlineExceeded, which they do not retry). It returns the
+// first error in i's order of the last round, or ctx's when it ended
+// first.
 //
 // A request over many partitions so makes progress partition by
 // partition: an answer once got is kept, however long the others take.
@@ -414,7 +418,10 @@ func eachPartition(ctx context.Context, n int, fn func(ctx context.Context, i in
 	for i := range todo {
 		todo[i] = i
 	}
-	start, backoff := time.Now(), eachPartitionBackoff
+	start, backoff, budget := time.Now(), eachPartitionBackoff, eachPartitionRetry
+	if d, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(d)/2)
+	}
 	for {
 		fanout.Run(ctx, len(todo), listOffsetsParallel, func(ctx context.Context, k int) { errs[todo[k]] = fn(ctx, todo[k]) })
 		if err := ctx.Err(); err != nil {
@@ -429,7 +436,7 @@ func eachPartition(ctx context.Context, n int, fn func(ctx context.Context, i in
 		todo = again
 		// A request forwarded by another node gets one round: that node
 		// asks again, within its own budget.
-		if len(todo) == 0 || cluster.Forwarded(ctx) || time.Since(start)+backoff > eachPartitionRetry {
+		if len(todo) == 0 || cluster.Forwarded(ctx) || time.Since(start)+backoff > budget {
 			break
 		}
 		select {
