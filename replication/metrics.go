@@ -12,6 +12,7 @@ var (
 	descRaftState   = prometheus.NewDesc("logd_raft_state", "Raft state of this replica: 0 follower, 1 candidate, 2 leader, 3 shutdown, 4 asleep (--partition-hibernate-after).", raftLabels, nil)
 	descSleeps      = prometheus.NewDesc("logd_raft_sleeps_total", "Times a partition replica on this node fell asleep (its Raft stopped while the partition was idle).", nil, nil)
 	descWakes       = prometheus.NewDesc("logd_raft_wakes_total", "Times a sleeping partition replica on this node woke (used, or a peer's Raft RPC).", nil, nil)
+	descAwake       = prometheus.NewDesc("logd_raft_awake_replicas", "Partition replicas on this node whose Raft runs (not asleep): what their heartbeats cost grows with it.", nil, nil)
 	descRaftLeader  = prometheus.NewDesc("logd_raft_leader", "1 when this replica leads its group.", raftLabels, nil)
 	descRaftTerm    = prometheus.NewDesc("logd_raft_term", "Current Raft term of this replica.", raftLabels, nil)
 	descRaftCommit  = prometheus.NewDesc("logd_raft_commit_index", "Raft commit index known to this replica.", raftLabels, nil)
@@ -31,7 +32,7 @@ func NewCollector(n *Node) *Collector { return &Collector{n: n} }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRaftState, descRaftLeader, descRaftTerm, descRaftCommit, descRaftApplied, descRaftLast, descSleeps, descWakes} {
+	for _, d := range []*prometheus.Desc{descRaftState, descRaftLeader, descRaftTerm, descRaftCommit, descRaftApplied, descRaftLast, descSleeps, descWakes, descAwake} {
 		ch <- d
 	}
 }
@@ -41,6 +42,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	sleeps, wakes := c.n.SleepCounts()
 	ch <- prometheus.MustNewConstMetric(descSleeps, prometheus.CounterValue, float64(sleeps))
 	ch <- prometheus.MustNewConstMetric(descWakes, prometheus.CounterValue, float64(wakes))
+	ch <- prometheus.MustNewConstMetric(descAwake, prometheus.GaugeValue, float64(c.n.Awake()))
 	for _, p := range c.n.Partitions() {
 		s := p.Status()
 		labels := groupLabels(s.Group)

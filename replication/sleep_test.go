@@ -199,3 +199,36 @@ func TestSleepWakeCycles(t *testing.T) {
 		}
 	}
 }
+
+// Node.Awake counts the replicas whose Raft runs: one per node once the
+// group is open, none once it sleeps, one again once a use woke it (the
+// others by its election's RPCs), none once closed.
+func TestAwakeCountsRunningReplicas(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
+	awake := func(want int64) {
+		t.Helper()
+		for _, n := range c.Up() {
+			deadline := time.Now().Add(10 * time.Second)
+			for n.Replication().Awake() != want && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if got := n.Replication().Awake(); got != want {
+				t.Fatalf("%s: %d replicas awake, want %d", n.ID, got, want)
+			}
+		}
+	}
+	c.WaitConverged(group, 30*time.Second)
+	awake(1)
+	hibernate(t, c)
+	awake(0)
+	if err := c.Nodes()[1].Partition(group).Wake(true); err != nil {
+		t.Fatal(err)
+	}
+	awake(1)
+	for _, n := range c.Up() {
+		if err := n.Replication().ClosePartition(group); err != nil {
+			t.Fatal(err)
+		}
+	}
+	awake(0)
+}
