@@ -222,6 +222,14 @@ func TestRaftMetrics(t *testing.T) {
 					got[mf.GetName()] = 0
 					continue
 				}
+				if mf.GetName() == "logd_raft_awake_replicas" {
+					// Both groups' replicas here are awake.
+					if len(labels) != 0 || m.GetGauge().GetValue() != float64(len(groups)) {
+						t.Fatalf("%s: labels %v, value %v, want %d", mf.GetName(), labels, m.GetGauge().GetValue(), len(groups))
+					}
+					got[mf.GetName()] = m.GetGauge().GetValue()
+					continue
+				}
 				if labels["topic"] != "orders" {
 					t.Fatalf("%s: labels %v", mf.GetName(), labels)
 				}
