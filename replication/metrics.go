@@ -42,9 +42,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	sleeps, wakes := c.n.SleepCounts()
 	ch <- prometheus.MustNewConstMetric(descSleeps, prometheus.CounterValue, float64(sleeps))
 	ch <- prometheus.MustNewConstMetric(descWakes, prometheus.CounterValue, float64(wakes))
-	ch <- prometheus.MustNewConstMetric(descAwake, prometheus.GaugeValue, float64(c.n.Awake()))
+	awake := 0
 	for _, p := range c.n.Partitions() {
 		s := p.Status()
+		if !s.Asleep {
+			awake++
+		}
 		labels := groupLabels(s.Group)
 		leader := 0.0
 		if s.State == raft.Leader {
@@ -68,6 +71,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.v, labels...)
 		}
 	}
+	ch <- prometheus.MustNewConstMetric(descAwake, prometheus.GaugeValue, float64(awake))
 }
 
 // groupLabels returns group, topic and partition ("" for the metadata

@@ -124,9 +124,17 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	return &Node{cfg: cfg, mux: mux, rpc: hub, log: cfg.Logger, parts: map[string]*Partition{}, opening: map[string]bool{}}, nil
 }
 
-// Awake is how many of the node's replicas run their Raft instance (are
-// not asleep).
-func (n *Node) Awake() int64 { return n.counts.Awake.Load() }
+// Awake is how many of the node's open replicas run their Raft instance
+// (are not asleep).
+func (n *Node) Awake() int64 {
+	var awake int64
+	for _, p := range n.Partitions() {
+		if !p.Asleep() {
+			awake++
+		}
+	}
+	return awake
+}
 
 // SleepCounts returns how many times the node's replicas fell asleep and
 // woke (sleep.go), since the node started.

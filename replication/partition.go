@@ -229,7 +229,6 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 	p.followerCfg, p.leaderCfg = roleConfigs(rc)
 	p.reads = newReadIndex(func(d time.Duration) error { return p.r().Barrier(d).Error() }, ReadBarrierTimeout)
 	p.run(r)
-	p.counts.Awake.Add(1)
 	p.startRole()
 	p.Touch()
 	return p, nil
@@ -507,9 +506,6 @@ func (p *Partition) Close() error {
 	p.copyCancel()
 	p.stopTimers()
 	p.sleep.mu.Lock()
-	if !p.sleep.closed && !p.Asleep() {
-		p.counts.Awake.Add(-1)
-	}
 	p.sleep.closed = true
 	err := p.r().Shutdown().Error()
 	p.stopRole()

@@ -72,9 +72,6 @@ type SleepRecord struct {
 // SleepCounts counts sleeps and wakes (a node's replicas', for metrics).
 type SleepCounts struct {
 	Sleeps, Wakes atomic.Int64
-	// Awake is how many replicas run their Raft instance: opened and not
-	// asleep, or woken since, and not closed.
-	Awake atomic.Int64
 }
 
 // sleepState is a Partition's sleep bookkeeping.
@@ -202,7 +199,6 @@ func (p *Partition) sleepLocked(r *raft.Raft) error {
 	p.sleep.gate.Lock()
 	p.sleep.asleep.Store(true)
 	p.sleep.gate.Unlock()
-	p.counts.Awake.Add(-1) // the instance is down below, error or not
 	// From now on an RPC for the group wakes it (after this Sleep).
 	p.trans.Sleep(func() { go p.wakeForPeer() })
 	err := r.Shutdown().Error()
@@ -243,7 +239,6 @@ func (p *Partition) Wake(campaign bool) error {
 	p.Touch()
 	p.sleep.woke.Store(time.Now().UnixNano())
 	p.sleep.asleep.Store(false)
-	p.counts.Awake.Add(1)
 	p.trans.Wake()
 	p.sleep.wakes.Add(1)
 	p.counts.Wakes.Add(1)
