@@ -113,12 +113,19 @@ func (c *Cluster) LeaderOf(s replication.PartitionStatus, set []string) (string,
 	if !s.Asleep || leader == c.self || (leader != "" && c.reachable(leader)) {
 		return leader, s.Term
 	}
+	return c.waker(set), s.Term
+}
+
+// waker is where a sleeping group with no usable leader is woken: the
+// first replica of its placement set (preferred leader first) that is this
+// node or reachable; this node without one.
+func (c *Cluster) waker(set []string) string {
 	for _, id := range set {
 		if id == c.self || c.reachable(id) {
-			return id, s.Term
+			return id
 		}
 	}
-	return c.self, s.Term
+	return c.self
 }
 
 // wakeForVoters wakes a sleeping replica whose group's voters differ from

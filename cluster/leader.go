@@ -54,24 +54,25 @@ func (c *Cluster) Replica(ctx context.Context, p *partition.Partition) (*replica
 
 // preferredWaker is the node a use of r's group goes to instead of waking
 // r here: when r sleeps knowing no leader (a group never elected since it
-// was created or its node restarted), set's first replica, the preferred
-// leader, if that is another node and reachable; otherwise "" (wake here).
+// was created or its node restarted), the node LeaderOf names (waker: the
+// preferred leader, or the next replica of set when it is unreachable), if
+// that is another node; otherwise "" (wake here).
 // So the first uses of a new topic, which a client sends wherever it
 // likes, elect each partition on its preferred leader, as LeaderOf names
 // it: waking all of them where they arrived put every leader of a
 // 10,000-partition topic on one node, whose heartbeats then overloaded it,
 // and the leader spreading after it moved thousands of them again. A node
-// that knew a leader wakes its replica itself, so a use is redirected once
-// at most: the preferred leader either knows none (and wakes) or knows one
-// (and wakes, as before).
+// that knew a leader wakes its replica itself. Each redirect goes to a
+// replica earlier in set than the node redirecting (the node sent to names
+// itself or one before it), so they end, after at most len(set)-1.
 func (c *Cluster) preferredWaker(r *replication.Partition, set []string) string {
-	if len(set) == 0 || set[0] == c.self {
+	if rec, _ := r.Slept(); !r.Asleep() || rec.LeaderID != "" {
 		return ""
 	}
-	if rec, _ := r.Slept(); !r.Asleep() || rec.LeaderID != "" || !c.reachable(set[0]) {
-		return ""
+	if to := c.waker(set); to != c.self {
+		return to
 	}
-	return set[0]
+	return ""
 }
 
 // localReplica is this node's replica of p's group (nil when it has none)
