@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -271,95 +270,26 @@ func (a *Admin) DeleteRecords(ctx context.Context, topic string, partition int32
 
 // ListOffsets resolves pos for the given partitions of topic (none: all). An
 // AtOffset position is returned as given, with each partition's bounds.
-//
-// It asks for them all in one call first. When that fails in a way worth
-// another try (some partition has no leader right now: an election, a
-// partition waking from sleep) and it named more than one partition, it
-// asks each partition on its own, listOffsetsParallel at a time, each
-// retried as any admin call, and keeps every answer it got, as Kafka
-// clients do with ListOffsets' errors per partition: so a topic of
-// thousands of sleeping partitions is answered even when the node bounds
-// how many are awake at once (`logd serve --partition-max-awake`).
 func (a *Admin) ListOffsets(ctx context.Context, topic string, partitions []int32, pos Position) ([]PartitionOffset, error) {
-	var resp []*logdv1.PartitionOffset
-	var err error
-	if len(partitions) == 1 {
-		resp, err = a.listOffsets(ctx, topic, partitions, pos, a.c.unary)
-	} else if resp, err = a.listOffsets(ctx, topic, partitions, pos, a.c.unaryOnce); err != nil && a.c.retriable(err, 0) && ctx.Err() == nil {
-		resp, err = a.listEachOffset(ctx, topic, partitions, pos)
-	}
+	spec, ts := pos.spec()
+	var resp *logdv1.ListOffsetsResponse
+	err := a.c.unary(ctx, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+		resp, err = logdv1.NewLogClient(cc).ListOffsets(ctx, &logdv1.ListOffsetsRequest{
+			Topic: topic, Partitions: partitions, Spec: spec, TimestampMs: ts,
+		})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list offsets of %q (%s): %w", topic, pos, err)
 	}
-	out := make([]PartitionOffset, 0, len(resp))
-	for _, p := range resp {
+	out := make([]PartitionOffset, 0, len(resp.GetPartitions()))
+	for _, p := range resp.GetPartitions() {
 		po := PartitionOffset{Partition: p.GetPartition(), Offset: p.GetOffset(),
 			LogStartOffset: p.GetLogStartOffset(), HighWatermark: p.GetHighWatermark()}
 		if off, ok := pos.Offset(); ok {
 			po.Offset = off
 		}
 		out = append(out, po)
-	}
-	return out, nil
-}
-
-// listOffsetsParallel bounds the partitions ListOffsets asks at once when
-// it asks them one by one.
-const listOffsetsParallel = 16
-
-// listOffsets is one ListOffsets call through call (unaryOnce: one attempt;
-// unary: retried).
-func (a *Admin) listOffsets(ctx context.Context, topic string, partitions []int32, pos Position,
-	call func(context.Context, func(context.Context, *grpc.ClientConn) error) error) ([]*logdv1.PartitionOffset, error) {
-	spec, ts := pos.spec()
-	var resp *logdv1.ListOffsetsResponse
-	err := call(ctx, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
-		resp, err = logdv1.NewLogClient(cc).ListOffsets(ctx, &logdv1.ListOffsetsRequest{
-			Topic: topic, Partitions: partitions, Spec: spec, TimestampMs: ts,
-		})
-		return err
-	})
-	return resp.GetPartitions(), err
-}
-
-// listEachOffset asks each of partitions (none: every partition of topic)
-// with a call of its own, retried on its own, and returns the answers in
-// partitions' order, or the first error of a partition that never
-// answered.
-func (a *Admin) listEachOffset(ctx context.Context, topic string, partitions []int32, pos Position) ([]*logdv1.PartitionOffset, error) {
-	if len(partitions) == 0 {
-		n, err := a.c.topics.partitions(ctx, topic)
-		if err != nil {
-			return nil, err
-		}
-		for i := range n {
-			partitions = append(partitions, i)
-		}
-	}
-	out := make([]*logdv1.PartitionOffset, len(partitions))
-	errs := make([]error, len(partitions))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, listOffsetsParallel)
-	for i, p := range partitions {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			var resp []*logdv1.PartitionOffset
-			resp, errs[i] = a.listOffsets(ctx, topic, []int32{p}, pos, a.c.unary)
-			if errs[i] == nil && len(resp) != 1 {
-				errs[i] = fmt.Errorf("partition %d: %d answers, want 1", p, len(resp))
-			}
-			if errs[i] == nil {
-				out[i] = resp[0]
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
 	}
 	return out, nil
 }

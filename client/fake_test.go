@@ -54,9 +54,6 @@ type fakeServer struct {
 	// setupDelay delays the answer to CreateTopic and AlterTopic, as a
 	// cluster waiting for new partitions' leaders.
 	setupDelay time.Duration
-	// listOffsetsFails, when set, may fail a ListOffsets before it is
-	// answered.
-	listOffsetsFails func(req *logdv1.ListOffsetsRequest) error
 }
 
 type fakePartition struct {
@@ -323,11 +320,6 @@ func (f *fakeServer) ListOffsets(ctx context.Context, req *logdv1.ListOffsetsReq
 	defer f.mu.Unlock()
 	if err := f.notLeader(); err != nil {
 		return nil, err
-	}
-	if f.listOffsetsFails != nil {
-		if err := f.listOffsetsFails(req); err != nil {
-			return nil, err
-		}
 	}
 	ps, ok := f.topics[req.GetTopic()]
 	if !ok {
