@@ -41,8 +41,8 @@ func (c *Cluster) reconcileLoop(ctx context.Context) {
 // replicas of a 10,000-partition topic (issue 19). Different partitions'
 // replicas share nothing reconcileReplica takes but the replication
 // Node's map of replicas (its mutex is held only to reserve a group;
-// each Raft starts outside it) and the DB (safe for concurrent writes). A voter change
-// may wait up to 30 s for a peer, so the bound also caps how many such
+// each Raft starts outside it) and the DB (safe for concurrent writes). A
+// voter change may wait up to 30 s for a peer, so the bound also caps how many such
 // waits hold a reconcile; 16 matches how many logs the node opens at once
 // (partition's openParallel): the same disk does the work.
 const reconcileParallel = 16
