@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/partition"
@@ -44,13 +45,56 @@ type ProduceResult struct {
 	Duplicate              bool  // a retry answered with the original offsets
 }
 
-// Produce appends a batch and answers once it is durable per r.Acks.
+// wakeWait bounds how long Produce waits for its sleeping partition to
+// wake and elect a leader; wakeRetry is how often it asks again meanwhile
+// while the node wakes no more groups.
+const (
+	wakeWait  = 2 * time.Second
+	wakeRetry = 20 * time.Millisecond
+)
+
+// Produce appends a batch and answers once it is durable per r.Acks. A
+// produce to a sleeping partition waits, up to wakeWait, until the node
+// may wake it (cluster.NotLeaderError.Deferred) and for the election it
+// started (Woke), instead of answering "retry" at once: it names one
+// partition, so no other partition's request waits behind it
+// (StartProduce, for front-ends that pipeline many partitions on one
+// connection, answers at once). On a busy cluster a client's retry came
+// seconds later, keeping the group it had woken awake for nothing, and
+// a burst of retries refused by the wake bound cost the nodes more than
+// the wakes.
 func (b *Broker) Produce(ctx context.Context, r ProduceRequest) (ProduceResult, error) {
-	wait, err := b.StartProduce(ctx, r)
+	wait, err := b.startWaking(ctx, r)
 	if err != nil {
 		return ProduceResult{}, err
 	}
 	return wait()
+}
+
+// startWaking is StartProduce, waiting up to wakeWait for r's sleeping
+// partition to wake (Produce).
+func (b *Broker) startWaking(ctx context.Context, r ProduceRequest) (func() (ProduceResult, error), error) {
+	deadline := time.Now().Add(wakeWait)
+	for {
+		wait, err := b.StartProduce(ctx, r)
+		nl := (*cluster.NotLeaderError)(nil)
+		if !errors.As(err, &nl) || !(nl.Woke || nl.Deferred) || !time.Now().Before(deadline) {
+			return wait, err
+		}
+		p, perr := b.producePartition(ctx, r)
+		if perr != nil {
+			return nil, err
+		}
+		if nl.Woke {
+			b.cl.AwaitLeader(ctx, p, time.Until(deadline))
+			continue // once more: led here, a leader named, or no leader yet
+		}
+		select {
+		case <-time.After(wakeRetry):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
 }
 
 // StartProduce checks r and starts its write, in order with the
