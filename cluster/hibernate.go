@@ -39,7 +39,7 @@ import (
 //     while fewer than MaxAwake of its replicas are awake, and at most
 //     WakeRate a second; a use beyond either is answered like one that
 //     woke its group, without waking it (NotLeaderError.Deferred), and
-//     broker.Produce asks again for up to 2 s. A burst of uses over
+//     broker.Produce asks again for up to 0.5 s. A burst of uses over
 //     thousands of sleeping partitions is so served a slice at a time
 //     instead of overloading the nodes with heartbeats and elections;
 //   - a sleeping group's leader, for metadata and status, is the one its
