@@ -90,11 +90,11 @@ const DefaultWakeGrace = 30 * time.Second
 // retry) without waking it, and the client's retry comes back for it.
 // Waking is the dear part of a group's life: a Raft instance on every
 // replica, an election, a no-op entry and the fsyncs of all three, then
-// heartbeats while it is awake. A burst of uses over every partition of a
-// 10,000-partition topic woke all of them within 12 s and brought the
-// nodes to an election storm, where no wake finished (docs/architecture.md
-// has the numbers); paced, they are woken, used and put back to sleep a
-// slice at a time.
+// heartbeats while it is awake. It spreads the first burst of a produce
+// to every partition of a sleeping topic (all 10,000 woke within 12 s);
+// what keeps the nodes out of an election storm is the bound on awake
+// replicas (DefaultMaxAwake): with the pace alone, 848 of 10,000 records
+// were acknowledged in two minutes (docs/architecture.md).
 const DefaultWakeRate = 200
 
 // wakeLimiter is the pacing of wakes for a Config.WakeRate.
