@@ -59,8 +59,7 @@ type Config struct {
 	// for uses (hibernate.go); 0: DefaultWakeRate, < 0: no bound.
 	WakeRate float64
 	// MaxAwake: a use wakes a sleeping group only while fewer of this
-	// node's replicas are awake (hibernate.go); 0: DefaultMaxAwake, < 0:
-	// no bound.
+	// node's replicas are awake (hibernate.go); 0: no bound.
 	MaxAwake int
 }
 
@@ -75,6 +74,8 @@ func (c *Config) Validate() error {
 		return errors.New("cluster mode needs --raft-addr HOST:PORT")
 	case c.Bootstrap && c.Join != "":
 		return errors.New("give either --bootstrap (a new cluster) or --join ADDR (an existing one), not both")
+	case c.MaxAwake < 0:
+		return fmt.Errorf("--partition-max-awake %d: give a number of replicas, or 0 for no bound", c.MaxAwake)
 	case math.IsNaN(c.WakeRate) || math.IsInf(c.WakeRate, 0):
 		return fmt.Errorf("--partition-wake-rate %v: give a number of wakes a second (0: the default, %v; below 0: no bound)", c.WakeRate, DefaultWakeRate)
 	case c.HibernateAfter < 0:

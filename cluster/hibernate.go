@@ -3,7 +3,6 @@ package cluster
 import (
 	"cmp"
 	"context"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -35,9 +34,9 @@ import (
 //     client backoff finds them all elected. A caller that names one
 //     partition per request waits (broker.Produce, the gRPC and HTTP
 //     unary produce: Cluster.AwaitLeader);
-//   - wakes for uses are bounded (mayWake): a node wakes a group only
-//     while fewer than MaxAwake of its replicas are awake, and at most
-//     WakeRate a second; a use beyond either is answered like one that
+//   - wakes for uses are bounded (mayWake): a node wakes a group at most
+//     WakeRate a second, and, when MaxAwake is set, only while fewer than
+//     MaxAwake of its replicas are awake; a use beyond either is answered like one that
 //     woke its group, without waking it (NotLeaderError.Deferred), and
 //     broker.Produce asks again for up to 0.5 s. A burst of uses over
 //     thousands of sleeping partitions is so served a slice at a time
@@ -93,7 +92,7 @@ const DefaultWakeGrace = 30 * time.Second
 // heartbeats while it is awake. It spreads the first burst of a produce
 // to every partition of a sleeping topic (all 10,000 woke within 12 s);
 // what keeps the nodes out of an election storm is the bound on awake
-// replicas (DefaultMaxAwake): with the pace alone, 848 of 10,000 records
+// replicas (Config.MaxAwake): with the pace alone, 848 of 10,000 records
 // were acknowledged in two minutes (docs/architecture.md).
 const DefaultWakeRate = 200
 
@@ -108,21 +107,22 @@ func wakeLimiter(r float64) *rate.Limiter {
 	return rate.NewLimiter(rate.Limit(r), max(1, int(r)))
 }
 
-// DefaultMaxAwake is how many of a node's replicas may be awake before a
-// use no longer wakes a sleeping group (Config.MaxAwake): 750 per core
-// the node may use (GOMAXPROCS). An awake group's heartbeats are most of
-// what it costs: 3,000 groups awake and idle, each with a replica on
-// each of 3 nodes sharing 2 cores, took half a core on every node. With
-// 1,500 per node there (2 cores), a produce of one record to each of
-// 10,000 sleeping partitions was acknowledged in 92 s; with no bound,
-// the nodes fell into an election storm and 194 records were
-// acknowledged in two minutes.
-func DefaultMaxAwake() int { return 750 * runtime.GOMAXPROCS(0) }
+// Config.MaxAwake has no default: a bound below the number of partitions
+// clients use at once starves the rest. A consumer tailing every
+// partition of a topic fetches each all the time, so none of the groups
+// it keeps awake ever falls idle, and the partitions beyond the bound are
+// never woken (torture seed 11, 200 partitions, a bound of 120: the final
+// read never got 20 of them). What it is for is a burst over many
+// sleeping partitions: 3,000 groups awake and idle, each with a replica
+// on each of 3 nodes sharing 2 cores, took half a core on every node, and
+// a produce of one record to each of 10,000 sleeping partitions, which
+// with no bound threw the nodes into an election storm (194 records
+// acknowledged in two minutes), was acknowledged in 91-106 s with 1,500.
 
 // mayWake reports whether a use may wake a sleeping group now: the node
 // has fewer than MaxAwake replicas awake, and the wake fits the pace.
 func (c *Cluster) mayWake() bool {
-	if m := cmp.Or(c.cfg.MaxAwake, DefaultMaxAwake()); m > 0 && c.awake.get(c.rn) >= m {
+	if m := c.cfg.MaxAwake; m > 0 && c.awake.get(c.rn) >= m {
 		return false
 	}
 	if !c.wakes.Allow() {
