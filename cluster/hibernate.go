@@ -117,7 +117,7 @@ func wakeLimiter(r float64) *rate.Limiter {
 // on each of 3 nodes sharing 2 cores, took half a core on every node, and
 // a produce of one record to each of 10,000 sleeping partitions, which
 // with no bound threw the nodes into an election storm (194 records
-// acknowledged in two minutes), was acknowledged in 91-106 s with 1,500.
+// acknowledged in two minutes), was acknowledged in 69-106 s with 1,500.
 
 // mayWake reports whether a use may wake a sleeping group now: the node
 // has fewer than MaxAwake replicas awake, and the wake fits the pace.
