@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/partition"
@@ -44,13 +45,59 @@ type ProduceResult struct {
 	Duplicate              bool  // a retry answered with the original offsets
 }
 
-// Produce appends a batch and answers once it is durable per r.Acks.
+// How long Produce waits for a sleeping partition: for room to wake it
+// (deferWait, asking again every deferRetry) and for the election it
+// started (wokeWait). A client's request waiting for room holds one of its
+// in-flight slots, where the retry of a group woken already may queue
+// behind it: a shorter wait for room (500 ms instead of 2 s) served a
+// produce to 10,000 sleeping partitions in 91 s instead of 92-106 s.
+const (
+	deferWait  = 500 * time.Millisecond
+	deferRetry = 20 * time.Millisecond
+	wokeWait   = 2 * time.Second
+)
+
+// Produce appends a batch and answers once it is durable per r.Acks. A
+// produce to a sleeping partition waits until the node may wake it
+// (cluster.NotLeaderError.Deferred) and for the election it started
+// (Woke), instead of answering "retry" at once: it names one partition,
+// so no other partition's request waits behind it (StartProduce, for
+// front-ends that pipeline many partitions on one connection, answers at
+// once). On a busy cluster a client's retry came seconds later, keeping
+// the group it had woken awake for nothing, and a burst of retries
+// refused by the wake bound cost the nodes more than the wakes.
 func (b *Broker) Produce(ctx context.Context, r ProduceRequest) (ProduceResult, error) {
-	wait, err := b.StartProduce(ctx, r)
+	wait, err := b.startWaking(ctx, r)
 	if err != nil {
 		return ProduceResult{}, err
 	}
 	return wait()
+}
+
+// startWaking is StartProduce, waiting for r's sleeping partition to wake
+// (Produce).
+func (b *Broker) startWaking(ctx context.Context, r ProduceRequest) (func() (ProduceResult, error), error) {
+	deferUntil := time.Now().Add(deferWait)
+	for {
+		wait, err := b.StartProduce(ctx, r)
+		nl := (*cluster.NotLeaderError)(nil)
+		if !errors.As(err, &nl) || !(nl.Woke || nl.Deferred && time.Now().Before(deferUntil)) {
+			return wait, err
+		}
+		p, perr := b.producePartition(ctx, r)
+		if perr != nil {
+			return nil, err
+		}
+		if nl.Woke {
+			b.cl.AwaitLeader(ctx, p, wokeWait)
+			return b.StartProduce(ctx, r) // led here, a leader named, or none yet
+		}
+		select {
+		case <-time.After(deferRetry):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
 }
 
 // StartProduce checks r and starts its write, in order with the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 
 	"github.com/logd/logd/internal/logging"
 	"github.com/logd/logd/offsets"
@@ -50,9 +52,15 @@ type Config struct {
 	// HibernateAfter puts a partition group to sleep once it has been
 	// idle that long (hibernate.go); 0: never.
 	HibernateAfter time.Duration
-	// WakeGrace is how long a group that woke stays awake at least, idle
-	// or not (hibernate.go); 0: DefaultWakeGrace. Tests shorten it.
+	// WakeGrace is how long a group that woke stays awake at least while
+	// nobody uses it (hibernate.go); 0: DefaultWakeGrace. Tests shorten it.
 	WakeGrace time.Duration
+	// WakeRate bounds how many sleeping groups a second this node wakes
+	// for uses (hibernate.go); 0: DefaultWakeRate, < 0: no bound.
+	WakeRate float64
+	// MaxAwake: a use wakes a sleeping group only while fewer of this
+	// node's replicas are awake (hibernate.go); 0: no bound.
+	MaxAwake int
 }
 
 // Validate checks the settings a user gives.
@@ -66,6 +74,10 @@ func (c *Config) Validate() error {
 		return errors.New("cluster mode needs --raft-addr HOST:PORT")
 	case c.Bootstrap && c.Join != "":
 		return errors.New("give either --bootstrap (a new cluster) or --join ADDR (an existing one), not both")
+	case c.MaxAwake < 0:
+		return fmt.Errorf("--partition-max-awake %d: give a number of replicas, or 0 for no bound", c.MaxAwake)
+	case math.IsNaN(c.WakeRate) || math.IsInf(c.WakeRate, 0):
+		return fmt.Errorf("--partition-wake-rate %v: give a number of wakes a second (0: the default, %v; below 0: no bound)", c.WakeRate, DefaultWakeRate)
 	case c.HibernateAfter < 0:
 		return fmt.Errorf("--partition-hibernate-after %v: give a duration >= 0 (0: partitions never sleep)", c.HibernateAfter)
 	}
@@ -106,6 +118,10 @@ type Cluster struct {
 	// answered lately (hibernate.go).
 	loops context.Context
 	reach reachability
+	// wakes paces the wakes of sleeping groups for uses, and awake counts
+	// this node's awake replicas (hibernate.go).
+	wakes *rate.Limiter
+	awake awakeCount
 }
 
 // Start starts the Raft port and the metadata group. The background loops
@@ -138,7 +154,8 @@ func Start(cfg Config, o Options) (*Cluster, error) {
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "logd_raft_follower_lag_entries",
 			Help: "On a partition's leader: Raft entries each follower has yet to apply (-1: it did not answer). Measured every 5s."},
-			[]string{"topic", "partition", "follower"})}
+			[]string{"topic", "partition", "follower"}),
+		wakes: wakeLimiter(cfg.WakeRate)}
 	if cfg.Bootstrap && !g.HadState() {
 		if err := g.Bootstrap(raft.ServerID(cfg.NodeID), n.Addr()); err != nil {
 			c.Close()

@@ -60,6 +60,11 @@ type NotLeaderError struct {
 	// Untouched: nothing of the request was done here, so it may be sent
 	// to Leader as it is (a front-end may forward it).
 	Untouched bool
+	// Woke: the use woke this node's sleeping replica, which stands for
+	// election (Cluster.AwaitLeader waits for it). Deferred: the replica
+	// sleeps, and the node wakes no more groups now (Config.MaxAwake,
+	// WakeRate): a retry may.
+	Woke, Deferred bool
 }
 
 func (e *NotLeaderError) Error() string {

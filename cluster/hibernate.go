@@ -5,10 +5,13 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"golang.org/x/time/rate"
 
+	"github.com/logd/logd/internal/fanout"
 	"github.com/logd/logd/replication"
 )
 
@@ -24,11 +27,20 @@ import (
 //     records, leader epochs), wakes a sleeping replica where the use
 //     arrives and makes it stand for election, and answers at once that
 //     the partition has no leader yet (retriable: gRPC UNAVAILABLE, Kafka
-//     LEADER_NOT_AVAILABLE). It does not wait for the election: front-ends
-//     start a connection's requests in order (a Kafka produce or fetch
-//     names many partitions), so a wait would add up over every sleeping
-//     partition of a request, where the retry after one client backoff
-//     finds them all elected;
+//     LEADER_NOT_AVAILABLE; NotLeaderError.Woke). It does not wait for the
+//     election: front-ends start a connection's requests in order (a Kafka
+//     produce or fetch names many partitions), so a wait would add up over
+//     every sleeping partition of a request, where the retry after one
+//     client backoff finds them all elected. A caller that names one
+//     partition per request waits (broker.Produce, the gRPC and HTTP
+//     unary produce: Cluster.AwaitLeader);
+//   - wakes for uses are bounded (mayWake): a node wakes a group at most
+//     WakeRate a second, and, when MaxAwake is set, only while fewer than
+//     MaxAwake of its replicas are awake; a use beyond either is answered like one that
+//     woke its group, without waking it (NotLeaderError.Deferred), and
+//     broker.Produce asks again for up to 0.5 s. A burst of uses over
+//     thousands of sleeping partitions is so served a slice at a time
+//     instead of overloading the nodes with heartbeats and elections;
 //   - a sleeping group's leader, for metadata and status, is the one its
 //     replica knew when it fell asleep, unless that node is unreachable:
 //     then the placement's first replica that is reachable (this node
@@ -53,22 +65,90 @@ import (
 // this node does not check the offset against the partition's high
 // watermark (as a follower does not), the metadata leader stores it.
 
-// DefaultWakeGrace is how long a group that woke stays awake at least,
-// idle or not, whatever the hibernation delay. It came for requests over
-// many partitions (list offsets of a whole topic), which were answered
-// only once every one of them had a leader at the same time: woken
-// partitions falling asleep again before the last one was elected kept
-// torture seed 11's final read (200 partitions, a 2 s delay) from ever
-// being answered. Those requests now keep each partition's answer
-// (broker.eachPartition), but the grace stays: without it (tried in
-// session 14), a produce of one record to each of 3,000 sleeping
-// partitions with a 5 s delay saw about 200 of the groups it had woken
-// fall asleep again before their record got through, and took 18-43 s
-// instead of 8-13 s. Why their leaders went 5 s without a use while the
-// producer retried is not understood yet. The cost: every group a burst
-// woke stays awake 30 s, which is what overloads a produce to all of
-// 10,000 partitions (docs/architecture.md).
+// DefaultWakeGrace is how long a group that woke stays awake at least
+// while nobody has used it since (on its leader), whatever the
+// hibernation delay: the use that woke it may still be on its way (the
+// client retries after a backoff; the leader may be another replica than
+// the one it asked). It came for requests over many partitions (list
+// offsets of a whole topic), which were answered only once every one of
+// them had a leader at the same time: woken partitions falling asleep
+// again before the last one was elected kept torture seed 11's final read
+// (200 partitions, a 2 s delay) from ever being answered. Those requests
+// now keep each partition's answer (broker.eachPartition), but without a
+// grace (tried in session 14) a produce of one record to each of 3,000
+// sleeping partitions with a 5 s delay saw about 200 of the groups it had
+// woken fall asleep again before their record got through. Until session
+// 15 the grace held every woken group, used or not: a burst over 10,000
+// partitions kept all of them awake for 30 s, more than two cores can
+// heartbeat. A group used since it woke sleeps after the delay.
 const DefaultWakeGrace = 30 * time.Second
+
+// DefaultWakeRate is how many sleeping groups a second a node wakes for
+// uses, at most (Config.WakeRate), and as many at once. A use of a
+// sleeping group beyond it is answered as one that woke it (no leader yet:
+// retry) without waking it, and the client's retry comes back for it.
+// Waking is the dear part of a group's life: a Raft instance on every
+// replica, an election, a no-op entry and the fsyncs of all three, then
+// heartbeats while it is awake. It spreads the first burst of a produce
+// to every partition of a sleeping topic (all 10,000 woke within 12 s);
+// what keeps the nodes out of an election storm is the bound on awake
+// replicas (Config.MaxAwake): with the pace alone, 848 of 10,000 records
+// were acknowledged in two minutes (docs/architecture.md).
+const DefaultWakeRate = 200
+
+// wakeLimiter is the pacing of wakes for a Config.WakeRate.
+func wakeLimiter(r float64) *rate.Limiter {
+	switch {
+	case r < 0:
+		return rate.NewLimiter(rate.Inf, 1)
+	case r == 0:
+		r = DefaultWakeRate
+	}
+	return rate.NewLimiter(rate.Limit(r), max(1, int(r)))
+}
+
+// Config.MaxAwake has no default: a bound below the number of partitions
+// clients use at once starves the rest. A consumer tailing every
+// partition of a topic fetches each all the time, so none of the groups
+// it keeps awake ever falls idle, and the partitions beyond the bound are
+// never woken (torture seed 11, 200 partitions, a bound of 120: the final
+// read never got 20 of them). What it is for is a burst over many
+// sleeping partitions: 3,000 groups awake and idle, each with a replica
+// on each of 3 nodes sharing 2 cores, took half a core on every node, and
+// a produce of one record to each of 10,000 sleeping partitions, which
+// with no bound threw the nodes into an election storm (194 records
+// acknowledged in two minutes), was acknowledged in 69-106 s with 1,500.
+
+// mayWake reports whether a use may wake a sleeping group now: the node
+// has fewer than MaxAwake replicas awake, and the wake fits the pace.
+func (c *Cluster) mayWake() bool {
+	if m := c.cfg.MaxAwake; m > 0 && c.awake.get(c.rn) >= m {
+		return false
+	}
+	if !c.wakes.Allow() {
+		return false
+	}
+	c.awake.n.Add(1) // until the next count, which includes it
+	return true
+}
+
+// awakeCount is a node's awake replicas, counted again at most every
+// awakeCountEvery (a burst of uses over thousands of sleeping partitions
+// would count them once per use), plus the wakes admitted since.
+type awakeCount struct {
+	n  atomic.Int64
+	at atomic.Int64 // Unix nanoseconds of the count
+}
+
+const awakeCountEvery = 50 * time.Millisecond
+
+func (a *awakeCount) get(rn *replication.Node) int {
+	if now := time.Now().UnixNano(); now-a.at.Load() > int64(awakeCountEvery) {
+		a.at.Store(now)
+		a.n.Store(rn.Awake())
+	}
+	return int(a.n.Load())
+}
 
 // hibernateTimeout bounds the commit of a sleep marker.
 const hibernateTimeout = 5 * time.Second
@@ -76,23 +156,30 @@ const hibernateTimeout = 5 * time.Second
 // aliveFor is how long a peer's reachability, once checked, is believed.
 const aliveFor = 2 * time.Second
 
+// hibernateParallel is how many groups the hibernate loop puts to sleep
+// at once: each waits for its sleep marker's commit, and one after the
+// other a node put 10-20 groups a second to sleep on a busy machine, fewer
+// than a burst of uses woke.
+const hibernateParallel = 64
+
 // hibernateLoop puts to sleep, every quarter of HibernateAfter, each group
 // this node leads that has been idle for HibernateAfter, unless it woke
-// less than WakeGrace ago.
+// less than WakeGrace ago and nobody used it since.
 func (c *Cluster) hibernateLoop(ctx context.Context) {
 	after, grace := c.cfg.HibernateAfter, cmp.Or(c.cfg.WakeGrace, DefaultWakeGrace)
 	every(ctx, max(after/4, 50*time.Millisecond), func() {
+		var idle []*replication.Partition
 		for _, r := range c.rn.Partitions() {
-			if ctx.Err() != nil {
-				return
-			}
-			if r.Asleep() || !r.IsLeader() || r.Idle() < after || time.Since(r.Woke()) < grace {
+			if r.Asleep() || !r.IsLeader() || r.Idle() < after || (!r.UsedSinceWake() && time.Since(r.Woke()) < grace) {
 				continue
 			}
-			if _, err := r.Hibernate(hibernateTimeout); err != nil {
-				c.logger.Debug("putting an idle partition to sleep", "group", r.Group(), "err", err)
-			}
+			idle = append(idle, r)
 		}
+		fanout.Run(ctx, len(idle), hibernateParallel, func(_ context.Context, i int) {
+			if _, err := idle[i].Hibernate(hibernateTimeout); err != nil {
+				c.logger.Debug("putting an idle partition to sleep", "group", idle[i].Group(), "err", err)
+			}
+		})
 	})
 }
 

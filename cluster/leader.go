@@ -39,17 +39,51 @@ func (c *Cluster) Replica(ctx context.Context, p *partition.Partition) (*replica
 	}
 	r.Touch()
 	if r.Asleep() {
-		// hibernate.go says why it does not wait for the election.
+		// hibernate.go says why it does not wait for the election, and
+		// why wakes are paced.
+		if !c.mayWake() {
+			return nil, &NotLeaderError{What: what + " (asleep; this node is waking others first: retry)", Untouched: true, Deferred: true}
+		}
 		if err := r.Wake(true); err != nil {
 			return nil, Errorf(ErrUnavailable, "%s: waking its sleeping replica: %v: retry", what, err)
 		}
-		return nil, &NotLeaderError{What: what + " (it was asleep and is electing a leader: retry)", Untouched: true}
+		return nil, &NotLeaderError{What: what + " (it was asleep and is electing a leader: retry)", Untouched: true, Woke: true}
 	}
 	if r.IsLeader() {
 		return r, nil
 	}
 	id, _ := r.Leader()
 	return nil, &NotLeaderError{What: what, Leader: c.node(string(id)), Untouched: true}
+}
+
+// AwaitLeader waits, up to max or ctx's end, until this node's replica of
+// p's group knows a leader (itself or another node), polling every few
+// milliseconds; it reports whether one is known. A caller whose use woke
+// the replica (NotLeaderError.Woke) and that serves one partition per
+// request waits with it for the election rather than answering "retry":
+// on a busy node the client's retry came seconds later, and the group it
+// had woken was kept awake for nothing meanwhile.
+func (c *Cluster) AwaitLeader(ctx context.Context, p *partition.Partition, max time.Duration) bool {
+	r, _, _ := c.localReplica(p)
+	if r == nil {
+		return false
+	}
+	t := time.NewTimer(max)
+	defer t.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if id, _ := r.Leader(); id != "" && !r.Asleep() {
+			return true
+		}
+		select {
+		case <-tick.C:
+		case <-t.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // preferredWaker is the node a use of r's group goes to instead of waking

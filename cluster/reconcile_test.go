@@ -50,7 +50,7 @@ func (w writeGatedFile) WriteAt(b []byte, off int64) (int, error) {
 
 // singleNode starts a one-node cluster (without its loops: the test calls
 // reconcile) whose partitions' logs are on fs, and registers the node.
-func singleNode(t *testing.T, fs log.FS) (*Cluster, *partition.Topics) {
+func singleNode(t *testing.T, fs log.FS, opts ...func(*Config)) (*Cluster, *partition.Topics) {
 	t.Helper()
 	dir := t.TempDir()
 	db, err := pebble.Open(filepath.Join(dir, "meta"), &pebble.Options{})
@@ -69,7 +69,11 @@ func singleNode(t *testing.T, fs log.FS) (*Cluster, *partition.Topics) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Start(Config{NodeID: "n1", RaftListener: ln, Bootstrap: true, HibernateAfter: time.Hour},
+	cfg := Config{NodeID: "n1", RaftListener: ln, Bootstrap: true, HibernateAfter: time.Hour}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c, err := Start(cfg,
 		Options{DataDir: dir, DB: db, Topics: topics, Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)

@@ -127,8 +127,10 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 // Awake is how many of the node's open replicas run their Raft instance
 // (are not asleep).
 func (n *Node) Awake() int64 {
+	n.mu.Lock() // no copy, no sort: a burst of uses asks often (cluster's wake bound)
+	defer n.mu.Unlock()
 	var awake int64
-	for _, p := range n.Partitions() {
+	for _, p := range n.parts {
 		if !p.Asleep() {
 			awake++
 		}

@@ -130,6 +130,10 @@ func (p *Partition) SleepCounts() (sleeps, wakes int64) {
 // Touch records a use of the replica (a request it serves) for Idle.
 func (p *Partition) Touch() { p.sleep.used.Store(time.Now().UnixNano()) }
 
+// UsedSinceWake reports whether the replica was used (Touch) after it
+// last woke.
+func (p *Partition) UsedSinceWake() bool { return p.sleep.used.Load() > p.sleep.woke.Load() }
+
 // Woke returns when the replica last woke (the zero time if it never did).
 func (p *Partition) Woke() time.Time {
 	if w := p.sleep.woke.Load(); w != 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/auth/tlsconfig"
 	"github.com/logd/logd/broker"
+	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/internal/logging"
 	"github.com/logd/logd/internal/server"
 	"github.com/logd/logd/log"
@@ -33,6 +34,8 @@ type serveFlags struct {
 		nodeID, raftAddr, join, advertise string
 		bootstrap                         bool
 		hibernateAfter                    time.Duration
+		wakeRate                          float64
+		maxAwake                          int
 	}
 	tls         tlsFlags // --tls-ca: the CA of the other nodes' certificates
 	auth        struct{ mode, authz, superUsers string }
@@ -141,6 +144,8 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.cluster.join, "join", "", "cluster mode: API address of a member to join")
 	f.StringVar(&fl.cluster.advertise, "raft-advertise", "", "cluster mode: Raft address other nodes dial (default: --raft-addr)")
 	f.DurationVar(&fl.cluster.hibernateAfter, "partition-hibernate-after", 0, "cluster mode: a partition nobody used for this long stops its Raft group on every replica until it is used again, which then costs an election (0: never; see docs/architecture.md)")
+	f.Float64Var(&fl.cluster.wakeRate, "partition-wake-rate", 0, fmt.Sprintf("cluster mode, with --partition-hibernate-after: sleeping partitions this node wakes a second for uses, at most; a use beyond it waits or is asked to retry (0: %d; below 0: no bound)", cluster.DefaultWakeRate))
+	f.IntVar(&fl.cluster.maxAwake, "partition-max-awake", 0, "cluster mode, with --partition-hibernate-after: a use wakes a sleeping partition only while fewer of this node's replicas are awake, else it waits or is asked to retry until some fall idle; keep it above the partitions clients use at once (0: no bound; see docs/architecture.md)")
 	f.StringVar(&cfg.RaftTLS.CertFile, "raft-tls-cert", "", "cluster mode: mutual TLS on the Raft port with this node certificate (PEM; it must name the host of --raft-advertise; re-read when it changes and on SIGHUP)")
 	f.StringVar(&cfg.RaftTLS.KeyFile, "raft-tls-key", "", "the private key of --raft-tls-cert (PEM)")
 	f.StringVar(&cfg.RaftTLS.CAFile, "raft-tls-ca", "", "the cluster CA bundle: only nodes with a certificate it signed may connect to or join this node's Raft port")
@@ -165,7 +170,8 @@ func (fl *serveFlags) serverConfig() (server.Config, error) {
 	cl := fl.cluster
 	if cl.nodeID != "" || cl.raftAddr != "" || cl.join != "" || cl.bootstrap {
 		cc := &server.ClusterConfig{NodeID: cl.nodeID, RaftAddr: cl.raftAddr, Advertise: cl.advertise,
-			Bootstrap: cl.bootstrap, Join: cl.join, HibernateAfter: cl.hibernateAfter}
+			Bootstrap: cl.bootstrap, Join: cl.join, HibernateAfter: cl.hibernateAfter,
+			WakeRate: cl.wakeRate, MaxAwake: cl.maxAwake}
 		routes, err := parseRoutes(os.Getenv("LOGD_RAFT_ROUTES"))
 		if err != nil {
 			return cfg, err

@@ -7,9 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/logd/logd/client"
+	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/internal/server"
 	"github.com/logd/logd/internal/server/servertest"
+	pb "github.com/logd/logd/proto/logd/v1"
 	"github.com/logd/logd/replication/meta"
 )
 
@@ -158,6 +162,48 @@ func TestNewTopicBornAsleep(t *testing.T) {
 	waitAllAsleep(t, cl, "newborn", 12) // the nodes open their replicas as they learn of the topic
 	if got := produceRead(t, cl.Addrs(), "newborn", 4, "a", "b", "c", "d"); got != "a,b,c,d" {
 		t.Fatalf("read %q, want a..d", got)
+	}
+}
+
+// A group that woke and was used sleeps once idle for the hibernation
+// delay: the wake grace keeps awake only a group nobody used since it woke
+// (the use that woke it is still retrying). With the grace for every woken
+// group, a burst over 10,000 sleeping partitions kept all of them awake
+// for 30 s, which two cores cannot heartbeat.
+func TestUsedGroupSleepsWithoutTheGrace(t *testing.T) {
+	cl := servertest.NewCluster(t, 3, func(c *server.Config) {
+		c.Cluster.HibernateAfter, c.Cluster.WakeGrace = time.Second, time.Hour
+	})
+	createTopicIn(t, cl, "served", 2)
+	waitAllAsleep(t, cl, "served", 6)
+	if got := produceRead(t, cl.Addrs(), "served", 3, "a", "b", "c"); got != "a,b,c" {
+		t.Fatalf("read %q, want a,b,c", got)
+	}
+	waitAllAsleep(t, cl, "served", 6)
+}
+
+// A unary produce that wakes its sleeping partition on the node it asks
+// (the preferred leader) waits for the election there and is answered in
+// that one call, not with "retry": on a busy cluster the client's retry
+// came seconds later, and kept the group awake for nothing meanwhile.
+func TestProduceWaitsForTheElectionItStarted(t *testing.T) {
+	cl := servertest.NewCluster(t, 3, hibernating(time.Hour))
+	createTopicIn(t, cl, "woken", 1)
+	waitAllAsleep(t, cl, "woken", 3)
+	preferred := cl.Nodes()[0].Server().Broker().Cluster().State().Topics["woken"].Replicas[0][0]
+	var addr string
+	for _, n := range cl.Nodes() {
+		if n.ID == preferred {
+			addr = n.APIAddr
+		}
+	}
+	resp, err := pb.NewLogClient(newCCs(t).get(addr)).Produce(ctx(t), &pb.ProduceRequest{Topic: "woken", Partition: proto.Int32(0),
+		Batch: encodeBatch(1, 0, batch.Record{Value: []byte("x")})})
+	if err != nil {
+		t.Fatalf("one produce to the sleeping partition's preferred leader %s: %v", preferred, err)
+	}
+	if resp.Appends[0].BaseOffset != 0 {
+		t.Fatalf("appended at %d, want 0", resp.Appends[0].BaseOffset)
 	}
 }
 
