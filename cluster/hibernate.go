@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/raft"
 	"golang.org/x/time/rate"
 
-	"github.com/logd/logd/internal/fanout"
 	"github.com/logd/logd/replication"
 )
 
@@ -156,30 +155,30 @@ const hibernateTimeout = 5 * time.Second
 // aliveFor is how long a peer's reachability, once checked, is believed.
 const aliveFor = 2 * time.Second
 
-// hibernateParallel is how many groups the hibernate loop puts to sleep
-// at once: each waits for its sleep marker's commit, and one after the
-// other a node put 10-20 groups a second to sleep on a busy machine, fewer
-// than a burst of uses woke.
-const hibernateParallel = 64
-
 // hibernateLoop puts to sleep, every quarter of HibernateAfter, each group
 // this node leads that has been idle for HibernateAfter, unless it woke
-// less than WakeGrace ago and nobody used it since.
+// less than WakeGrace ago and nobody used it since. It puts them to sleep
+// one after the other, each checked just before. Session 15 put them to
+// sleep 64 at a time, from a list checked once (one at a time, a node
+// slept 10-20 groups a second, fewer than a burst over 10,000 partitions
+// woke); with that, torture seed 11 (200 partitions, a 2 s delay) never
+// finished its final read: its list offsets of the 200 partitions timed
+// out for two minutes, while the nodes went through hundreds of elections.
+// The same seed and build with this loop one at a time was valid.
 func (c *Cluster) hibernateLoop(ctx context.Context) {
 	after, grace := c.cfg.HibernateAfter, cmp.Or(c.cfg.WakeGrace, DefaultWakeGrace)
 	every(ctx, max(after/4, 50*time.Millisecond), func() {
-		var idle []*replication.Partition
 		for _, r := range c.rn.Partitions() {
+			if ctx.Err() != nil {
+				return
+			}
 			if r.Asleep() || !r.IsLeader() || r.Idle() < after || (!r.UsedSinceWake() && time.Since(r.Woke()) < grace) {
 				continue
 			}
-			idle = append(idle, r)
-		}
-		fanout.Run(ctx, len(idle), hibernateParallel, func(_ context.Context, i int) {
-			if _, err := idle[i].Hibernate(hibernateTimeout); err != nil {
-				c.logger.Debug("putting an idle partition to sleep", "group", idle[i].Group(), "err", err)
+			if _, err := r.Hibernate(hibernateTimeout); err != nil {
+				c.logger.Debug("putting an idle partition to sleep", "group", r.Group(), "err", err)
 			}
-		})
+		}
 	})
 }
 

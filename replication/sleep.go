@@ -155,7 +155,8 @@ func (p *Partition) Idle() time.Duration {
 // entry after it, stops this replica's Raft (the followers follow, see
 // above). It returns false, and the group stays awake, when this replica
 // does not lead, the marker could not be committed within timeout, or
-// anything was appended after it.
+// anything was appended after it, or the replica was used (Touch) while
+// the marker was on its way: a request it serves would find it asleep.
 func (p *Partition) Hibernate(timeout time.Duration) (bool, error) {
 	r := p.r()
 	if p.Asleep() || r.State() != raft.Leader {
@@ -164,7 +165,7 @@ func (p *Partition) Hibernate(timeout time.Duration) (bool, error) {
 	// An append started before the marker is stored before it, and so
 	// applied before the marker's future answers; one started after it
 	// changes starts.
-	starts := p.sleep.starts.Load()
+	starts, used := p.sleep.starts.Load(), p.sleep.used.Load()
 	f := r.Apply(encodeSleep(), timeout)
 	if err := f.Error(); err != nil {
 		return false, p.applyError(err)
@@ -175,7 +176,7 @@ func (p *Partition) Hibernate(timeout time.Duration) (bool, error) {
 		return false, nil
 	}
 	p.sleep.gate.Lock()
-	if p.sleep.starts.Load() != starts || r.State() != raft.Leader || r.LastIndex() != f.Index() {
+	if p.sleep.starts.Load() != starts || p.sleep.used.Load() != used || r.State() != raft.Leader || r.LastIndex() != f.Index() {
 		p.sleep.gate.Unlock()
 		return false, nil
 	}

@@ -232,3 +232,43 @@ func TestAwakeCountsRunningReplicas(t *testing.T) {
 	}
 	awake(0)
 }
+
+// A use of the leader while its sleep marker is on its way keeps the group
+// awake: the request it serves would otherwise find the replica asleep
+// (the hibernate loop checks idleness before the marker, which takes a
+// commit). Once uses stop, the group sleeps.
+func TestHibernateAbandonedByAUse(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
+	a := newAcked()
+	a.produce(t, c, 5, "a")
+	c.WaitConverged(group, 30*time.Second)
+	leader := c.Leader(group)
+	p := leader.Partition(group)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				p.Touch()
+			}
+		}
+	}()
+	ok, err := p.Hibernate(10 * time.Second)
+	close(stop)
+	<-done
+	if err != nil || ok || p.Asleep() {
+		t.Fatalf("hibernate while used: slept %v (asleep %v), %v; want awake", ok, p.Asleep(), err)
+	}
+	hibernate(t, c)
+	if err := p.Wake(true); err != nil {
+		t.Fatal(err)
+	}
+	a.produce(t, c, 5, "b")
+	c.WaitConverged(group, 30*time.Second)
+	for _, n := range c.Nodes() {
+		a.check(t, n)
+	}
+}
