@@ -64,22 +64,26 @@ import (
 // this node does not check the offset against the partition's high
 // watermark (as a follower does not), the metadata leader stores it.
 
-// DefaultWakeGrace is how long a group that woke stays awake at least
-// while nobody has used it since (on its leader), whatever the
-// hibernation delay: the use that woke it may still be on its way (the
-// client retries after a backoff; the leader may be another replica than
-// the one it asked). It came for requests over many partitions (list
-// offsets of a whole topic), which were answered only once every one of
-// them had a leader at the same time: woken partitions falling asleep
-// again before the last one was elected kept torture seed 11's final read
-// (200 partitions, a 2 s delay) from ever being answered. Those requests
-// now keep each partition's answer (broker.eachPartition), but without a
-// grace (tried in session 14) a produce of one record to each of 3,000
-// sleeping partitions with a 5 s delay saw about 200 of the groups it had
-// woken fall asleep again before their record got through. Until session
-// 15 the grace held every woken group, used or not: a burst over 10,000
-// partitions kept all of them awake for 30 s, more than two cores can
-// heartbeat. A group used since it woke sleeps after the delay.
+// DefaultWakeGrace is how long a group that woke stays awake at least,
+// idle or not, whatever the hibernation delay, unless uses are waiting
+// for room to wake others (below). It came for requests over many
+// partitions (list offsets of a whole topic): each wakes the sleeping
+// partitions it names, and when it cannot finish before its client's
+// deadline (each wake costs a Raft instance and an election; on a loaded
+// node, seconds), the client's next try must find them awake. Without the
+// grace (session 14), a produce of one record to each of 3,000 sleeping
+// partitions with a 5 s delay saw about 200 of the groups it had woken
+// fall asleep again before their record got through; with the grace
+// waived for every group used since it woke (session 15), torture seeds
+// 11 and 13 (200 partitions, a 2 s delay) never finished their final
+// read: each try of its list offsets woke the 200 partitions again, took
+// 7-18 s on the busy node, and found them asleep again the next time.
+//
+// While a node refuses wakes (its awake bound or wake pace, mayWake), the
+// grace is waived for groups used since they woke: they have served, and
+// their room is wanted. A burst over 10,000 sleeping partitions is so
+// served a slice at a time (with the grace for all, every group it woke
+// stayed awake 30 s, more than two cores can heartbeat).
 const DefaultWakeGrace = 30 * time.Second
 
 // DefaultWakeRate is how many sleeping groups a second a node wakes for
@@ -121,14 +125,17 @@ func wakeLimiter(r float64) *rate.Limiter {
 // mayWake reports whether a use may wake a sleeping group now: the node
 // has fewer than MaxAwake replicas awake, and the wake fits the pace.
 func (c *Cluster) mayWake() bool {
-	if m := c.cfg.MaxAwake; m > 0 && c.awake.get(c.rn) >= m {
-		return false
-	}
-	if !c.wakes.Allow() {
+	if m := c.cfg.MaxAwake; (m > 0 && c.awake.get(c.rn) >= m) || !c.wakes.Allow() {
+		c.wakeRefused.Store(time.Now().UnixNano())
 		return false
 	}
 	c.awake.n.Add(1) // until the next count, which includes it
 	return true
+}
+
+// pressed reports whether this node refused a wake (mayWake) within d.
+func (c *Cluster) pressed(d time.Duration) bool {
+	return time.Since(time.Unix(0, c.wakeRefused.Load())) < d
 }
 
 // awakeCount is a node's awake replicas, counted again at most every
@@ -157,22 +164,23 @@ const aliveFor = 2 * time.Second
 
 // hibernateLoop puts to sleep, every quarter of HibernateAfter, each group
 // this node leads that has been idle for HibernateAfter, unless it woke
-// less than WakeGrace ago and nobody used it since. It puts them to sleep
-// one after the other, each checked just before. Session 15 put them to
-// sleep 64 at a time, from a list checked once (one at a time, a node
-// slept 10-20 groups a second, fewer than a burst over 10,000 partitions
-// woke); with that, torture seed 11 (200 partitions, a 2 s delay) never
-// finished its final read: its list offsets of the 200 partitions timed
-// out for two minutes, while the nodes went through hundreds of elections.
-// The same seed and build with this loop one at a time was valid.
+// less than WakeGrace ago (and, while the node refuses wakes, was not used
+// since). It puts them to sleep one after the other, each checked just
+// before. Session 15 put them to sleep 64 at a time, from a list checked
+// once (one at a time, a node slept 10-20 groups a second, fewer than a
+// burst over 10,000 partitions woke); with that and the grace as it is
+// now, torture seed 11 (200 partitions, a 2 s delay) still never
+// finished its final read.
 func (c *Cluster) hibernateLoop(ctx context.Context) {
 	after, grace := c.cfg.HibernateAfter, cmp.Or(c.cfg.WakeGrace, DefaultWakeGrace)
 	every(ctx, max(after/4, 50*time.Millisecond), func() {
+		pressed := c.pressed(max(after, time.Second))
 		for _, r := range c.rn.Partitions() {
 			if ctx.Err() != nil {
 				return
 			}
-			if r.Asleep() || !r.IsLeader() || r.Idle() < after || (!r.UsedSinceWake() && time.Since(r.Woke()) < grace) {
+			if r.Asleep() || !r.IsLeader() || r.Idle() < after ||
+				(time.Since(r.Woke()) < grace && !(pressed && r.UsedSinceWake())) {
 				continue
 			}
 			if _, err := r.Hibernate(hibernateTimeout); err != nil {
