@@ -122,8 +122,6 @@ type Cluster struct {
 	// this node's awake replicas (hibernate.go).
 	wakes *rate.Limiter
 	awake awakeCount
-	// wakeRefused is when mayWake last refused a wake (Unix nanoseconds).
-	wakeRefused atomic.Int64
 }
 
 // Start starts the Raft port and the metadata group. The background loops

@@ -65,25 +65,27 @@ import (
 // watermark (as a follower does not), the metadata leader stores it.
 
 // DefaultWakeGrace is how long a group that woke stays awake at least,
-// idle or not, whatever the hibernation delay, unless uses are waiting
-// for room to wake others (below). It came for requests over many
-// partitions (list offsets of a whole topic): each wakes the sleeping
-// partitions it names, and when it cannot finish before its client's
-// deadline (each wake costs a Raft instance and an election; on a loaded
-// node, seconds), the client's next try must find them awake. Without the
-// grace (session 14), a produce of one record to each of 3,000 sleeping
-// partitions with a 5 s delay saw about 200 of the groups it had woken
-// fall asleep again before their record got through; with the grace
-// waived for every group used since it woke (session 15), torture seeds
-// 11 and 13 (200 partitions, a 2 s delay) never finished their final
-// read: each try of its list offsets woke the 200 partitions again, took
-// 7-18 s on the busy node, and found them asleep again the next time.
+// idle or not, whatever the hibernation delay, unless the node has an
+// awake bound (below). It came for requests over many partitions (list
+// offsets of a whole topic): each wakes the sleeping partitions it names,
+// and when it cannot finish before its client's deadline (each wake costs
+// a Raft instance and an election; on a loaded node, seconds), the
+// client's next try must find them awake. Without the grace (session 14),
+// a produce of one record to each of 3,000 sleeping partitions with a 5 s
+// delay saw about 200 of the groups it had woken fall asleep again before
+// their record got through; with the grace waived for every group used
+// since it woke (session 15), torture seeds 11 and 13 (200 partitions, a
+// 2 s delay) never finished their final read: each try of its list
+// offsets woke the 200 partitions again, took 7-18 s on the busy node,
+// and found them asleep again at the next try.
 //
-// While a node refuses wakes (its awake bound or wake pace, mayWake), the
-// grace is waived for groups used since they woke: they have served, and
-// their room is wanted. A burst over 10,000 sleeping partitions is so
-// served a slice at a time (with the grace for all, every group it woke
-// stayed awake 30 s, more than two cores can heartbeat).
+// With an awake bound (Config.MaxAwake), the grace is waived for groups
+// used since they woke: they have served, and their room is wanted. A
+// burst over 10,000 sleeping partitions is so served a slice at a time
+// (with the grace for every woken group, each stayed awake 30 s, more
+// than two cores can heartbeat). The bound's operator accepts that a
+// request over more partitions than it can hold awake may not be served
+// (docs/architecture.md).
 const DefaultWakeGrace = 30 * time.Second
 
 // DefaultWakeRate is how many sleeping groups a second a node wakes for
@@ -125,17 +127,14 @@ func wakeLimiter(r float64) *rate.Limiter {
 // mayWake reports whether a use may wake a sleeping group now: the node
 // has fewer than MaxAwake replicas awake, and the wake fits the pace.
 func (c *Cluster) mayWake() bool {
-	if m := c.cfg.MaxAwake; (m > 0 && c.awake.get(c.rn) >= m) || !c.wakes.Allow() {
-		c.wakeRefused.Store(time.Now().UnixNano())
+	if m := c.cfg.MaxAwake; m > 0 && c.awake.get(c.rn) >= m {
+		return false
+	}
+	if !c.wakes.Allow() {
 		return false
 	}
 	c.awake.n.Add(1) // until the next count, which includes it
 	return true
-}
-
-// pressed reports whether this node refused a wake (mayWake) within d.
-func (c *Cluster) pressed(d time.Duration) bool {
-	return time.Since(time.Unix(0, c.wakeRefused.Load())) < d
 }
 
 // awakeCount is a node's awake replicas, counted again at most every
@@ -164,7 +163,7 @@ const aliveFor = 2 * time.Second
 
 // hibernateLoop puts to sleep, every quarter of HibernateAfter, each group
 // this node leads that has been idle for HibernateAfter, unless it woke
-// less than WakeGrace ago (and, while the node refuses wakes, was not used
+// less than WakeGrace ago (and, with an awake bound, nobody used it
 // since). It puts them to sleep one after the other, each checked just
 // before. Session 15 put them to sleep 64 at a time, from a list checked
 // once (one at a time, a node slept 10-20 groups a second, fewer than a
@@ -174,13 +173,13 @@ const aliveFor = 2 * time.Second
 func (c *Cluster) hibernateLoop(ctx context.Context) {
 	after, grace := c.cfg.HibernateAfter, cmp.Or(c.cfg.WakeGrace, DefaultWakeGrace)
 	every(ctx, max(after/4, 50*time.Millisecond), func() {
-		pressed := c.pressed(max(after, time.Second))
+		bounded := c.cfg.MaxAwake > 0
 		for _, r := range c.rn.Partitions() {
 			if ctx.Err() != nil {
 				return
 			}
 			if r.Asleep() || !r.IsLeader() || r.Idle() < after ||
-				(time.Since(r.Woke()) < grace && !(pressed && r.UsedSinceWake())) {
+				(time.Since(r.Woke()) < grace && !(bounded && r.UsedSinceWake())) {
 				continue
 			}
 			if _, err := r.Hibernate(hibernateTimeout); err != nil {

@@ -2,7 +2,10 @@ package server_test
 
 import (
 	"context"
+	"errors"
+	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -165,14 +168,35 @@ func TestNewTopicBornAsleep(t *testing.T) {
 	}
 }
 
-// A group that woke and was used sleeps once idle for the hibernation
-// delay: the wake grace keeps awake only a group nobody used since it woke
-// (the use that woke it is still retrying). With the grace for every woken
-// group, a burst over 10,000 sleeping partitions kept all of them awake
-// for 30 s, which two cores cannot heartbeat.
-func TestUsedGroupSleepsWithoutTheGrace(t *testing.T) {
+// A group that woke stays awake for the wake grace, used or not, whatever
+// the hibernation delay: a request over many partitions that wakes them
+// all may not finish before its client's deadline, and the client's next
+// try must find them awake (torture seeds 11 and 13, 200 partitions, a
+// 2 s delay: with the grace waived for used groups, the final read's list
+// offsets found them asleep again at every try for two minutes).
+func TestWokenGroupKeepsTheGrace(t *testing.T) {
 	cl := servertest.NewCluster(t, 3, func(c *server.Config) {
-		c.Cluster.HibernateAfter, c.Cluster.WakeGrace = time.Second, time.Hour
+		c.Cluster.HibernateAfter, c.Cluster.WakeGrace = 300*time.Millisecond, 15*time.Second
+	})
+	createTopicIn(t, cl, "graced", 1)
+	waitAllAsleep(t, cl, "graced", 3)
+	produceAll(t, cl.Addrs(), "graced", "a")
+	time.Sleep(3 * time.Second) // ten hibernation delays
+	if states, _ := replicaStates(cl, "graced"); slices.Contains(states, "Asleep") {
+		t.Fatalf("a used group slept within its wake grace: %q", states)
+	}
+	waitAllAsleep(t, cl, "graced", 3)
+}
+
+// With an awake bound (--partition-max-awake), a group that woke and was
+// used sleeps once idle for the hibernation delay: the grace keeps awake
+// only a group nobody used since it woke, so that a burst over 10,000
+// sleeping partitions is served a slice at a time (with the grace for
+// every woken group, the burst kept all of them awake for 30 s, which two
+// cores cannot heartbeat).
+func TestUsedGroupSleepsWithoutTheGraceUnderABound(t *testing.T) {
+	cl := servertest.NewCluster(t, 3, func(c *server.Config) {
+		c.Cluster.HibernateAfter, c.Cluster.WakeGrace, c.Cluster.MaxAwake = time.Second, time.Hour, 100
 	})
 	createTopicIn(t, cl, "served", 2)
 	waitAllAsleep(t, cl, "served", 6)
@@ -285,4 +309,61 @@ func TestFirstUseElectsThePreferredLeader(t *testing.T) {
 	if !slices.ContainsFunc(want, func(set []string) bool { return set[0] != cl.Nodes()[0].ID }) {
 		t.Fatalf("node 1 is every partition's preferred leader (%v): the test shows nothing", want)
 	}
+}
+
+// A consumer reading every partition of a sleeping topic from its start
+// reaches the end, as torture's final read does: its list offsets and
+// subscriptions wake the partitions, which fall asleep again once read.
+func TestConsumerReadsSleepingPartitionsToTheEnd(t *testing.T) {
+	const parts, each = 40, 3
+	cl := servertest.NewCluster(t, 3, func(c *server.Config) {
+		c.Cluster.HibernateAfter, c.Cluster.WakeGrace = 300*time.Millisecond, 3*time.Second
+	})
+	createTopicIn(t, cl, "many", parts)
+	c, err := client.Dial(strings.Join(cl.Addrs(), ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p := c.NewProducer(client.ProducerOptions{})
+	var futures []*client.Future
+	for i := range parts * each {
+		futures = append(futures, p.Produce(ctx(t), client.Record{Topic: "many", Partition: client.ToPartition(int32(i % parts)), Value: []byte(strconv.Itoa(i))}))
+	}
+	for _, f := range futures {
+		if _, err := f.Get(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Close()
+	waitAllAsleep(t, cl, "many", parts*3)
+
+	cctx, cancel := context.WithTimeout(ctx(t), 60*time.Second)
+	defer cancel()
+	cons, err := c.NewConsumer(cctx, client.ConsumerOptions{Topic: "many", Start: client.Earliest()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	read, failed := 0, 0
+	var last error
+	for {
+		recs, err := cons.Poll(cctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if cctx.Err() != nil {
+				t.Fatalf("read %d of %d records in 60 s; %d polls failed, the last with %v", read, parts*each, failed, last)
+			}
+			failed, last = failed+1, err
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		read += len(recs)
+	}
+	if read != parts*each {
+		t.Fatalf("read %d records, want %d", read, parts*each)
+	}
+	t.Logf("%d records read; %d polls failed", read, failed)
 }
