@@ -3,6 +3,7 @@ package replication_test
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -270,5 +271,32 @@ func TestHibernateAbandonedByAUse(t *testing.T) {
 	c.WaitConverged(group, 30*time.Second)
 	for _, n := range c.Nodes() {
 		a.check(t, n)
+	}
+}
+
+// A replica takes a snapshot as it falls asleep, so that waking does not
+// read its log: a new Raft instance reads every entry after the last
+// snapshot (hashicorp/raft scans them for configuration changes), and
+// partitions snapshot only every 8,192 entries. Waking a replica of 2,000
+// entries took 40 ms that way on a quiet machine, seconds on a loaded one.
+func TestSleepTakesASnapshot(t *testing.T) {
+	c, _, old := sleepingGroup(t)
+	want := old.Partition(group).Log().LastIndex() - 1 // before the marker, at least
+	if err := old.Partition(group).Wake(true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitLeader(group, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.Nodes() {
+		p := n.Partition(group)
+		deadline := time.Now().Add(10 * time.Second)
+		for p.Asleep() && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond) // woken by the election's RPCs
+		}
+		got, err := strconv.ParseUint(p.Raft().Stats()["last_snapshot_index"], 10, 64)
+		if err != nil || got < want {
+			t.Errorf("%s woke with its last snapshot at index %d (%v), want %d or later", n.ID, got, err, want)
+		}
 	}
 }
