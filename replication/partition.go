@@ -144,6 +144,18 @@ type Partition struct {
 type snapshotStore struct {
 	raft.SnapshotStore
 	opened atomic.Pointer[raft.SnapshotMeta]
+	// last is the index of the newest snapshot there is (or being made):
+	// sleepLocked snapshots a replica only far enough past it.
+	last atomic.Uint64
+}
+
+func (s *snapshotStore) Create(version raft.SnapshotVersion, index, term uint64, configuration raft.Configuration,
+	configurationIndex uint64, trans raft.Transport) (raft.SnapshotSink, error) {
+	sink, err := s.SnapshotStore.Create(version, index, term, configuration, configurationIndex, trans)
+	if err == nil && index > s.last.Load() {
+		s.last.Store(index) // only Raft's snapshot goroutine creates
+	}
+	return sink, err
 }
 
 func (s *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
@@ -199,6 +211,9 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 		return nil, fmt.Errorf("replication: %s: snapshot store: %w", cfg.Group, err)
 	}
 	p := &Partition{group: cfg.Group, log: cfg.Log, snaps: &snapshotStore{SnapshotStore: fsnaps}, logger: logger, counts: cfg.Counts, notify: notify}
+	if metas, err := fsnaps.List(); err == nil && len(metas) > 0 {
+		p.snaps.last.Store(metas[0].Index) // newest first
+	}
 	if p.counts == nil {
 		p.counts = &SleepCounts{}
 	}

@@ -198,20 +198,21 @@ func (p *Partition) Sleep() error {
 
 // sleepLocked stops r, which is the running instance; sleep.mu is held.
 //
-// It takes a snapshot first (a few bytes: the log is the state, fsm.go).
-// Waking starts a Raft instance, which reads every entry after the
-// replica's last snapshot (hashicorp/raft's NewRaft scans them for
+// It takes a snapshot first (a few bytes: the log is the state, fsm.go)
+// when the replica's log is more than sleepSnapshotAfter entries past its
+// last one. Waking starts a Raft instance, which reads every entry after
+// the replica's last snapshot (hashicorp/raft's NewRaft scans them for
 // configuration changes, and re-applies them once it learns the commit
-// index). Partitions snapshot every 8,192 entries, so a wake read up to
-// that many, and all of a younger partition's: 40 ms for 2,000 entries on
-// a quiet machine, seconds on a loaded one, which kept torture seeds 11
-// and 13 (200 partitions, a 2 s delay) from finishing their final read
-// once their logs had grown (a list offsets of the 200 partitions woke
-// them 16 at a time and took 7-18 s). With a snapshot at every sleep, a
-// wake reads what came after it: the sleep marker, or nothing.
+// index), and partitions snapshot on their own only every 8,192 entries:
+// waking a replica of 2,000 entries took 40 ms on a quiet machine, and
+// seconds on a loaded one, where a list offsets over 200 partitions that
+// woke them took 7-18 s (torture seeds 11 and 13, 200 partitions, a 2 s
+// delay: their final reads never finished).
 func (p *Partition) sleepLocked(r *raft.Raft) error {
-	if err := r.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
-		p.logger.Debug("snapshot before sleeping", "err", err)
+	if r.LastIndex() > p.snaps.last.Load()+sleepSnapshotAfter {
+		if err := r.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+			p.logger.Debug("snapshot before sleeping", "err", err)
+		}
 	}
 	addr, id := r.LeaderWithID()
 	rec := &SleepRecord{At: time.Now(), Term: r.CurrentTerm(), LeaderID: id, LeaderAddr: addr, WasLeader: r.State() == raft.Leader}
@@ -233,6 +234,12 @@ func (p *Partition) sleepLocked(r *raft.Raft) error {
 	p.logger.Debug("asleep", "term", rec.Term, "leader", rec.LeaderID, "was-leader", rec.WasLeader)
 	return nil
 }
+
+// sleepSnapshotAfter is how many entries past its last snapshot a replica
+// may sleep without taking one: a wake reads them (sleepLocked), about
+// 5 ms for 256 on a quiet machine; a snapshot costs a few files and an
+// fsync, which a group that slept since its last few entries need not pay.
+const sleepSnapshotAfter = 256
 
 // Wake starts the replica's Raft again, if it is asleep; with campaign, it
 // stands for election at once. Waking a replica that is awake is a no-op.

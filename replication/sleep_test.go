@@ -274,13 +274,17 @@ func TestHibernateAbandonedByAUse(t *testing.T) {
 	}
 }
 
-// A replica takes a snapshot as it falls asleep, so that waking does not
-// read its log: a new Raft instance reads every entry after the last
-// snapshot (hashicorp/raft scans them for configuration changes), and
-// partitions snapshot only every 8,192 entries. Waking a replica of 2,000
-// entries took 40 ms that way on a quiet machine, seconds on a loaded one.
+// A replica whose log grew past its last snapshot takes one as it falls
+// asleep, so that waking does not read its log: a new Raft instance reads
+// every entry after the last snapshot (hashicorp/raft scans them for
+// configuration changes), and partitions snapshot only every 8,192
+// entries. Waking a replica of 2,000 entries took 40 ms that way on a
+// quiet machine, seconds on a loaded one.
 func TestSleepTakesASnapshot(t *testing.T) {
-	c, _, old := sleepingGroup(t)
+	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
+	newAcked().produce(t, c, 300, "a") // past sleepSnapshotAfter
+	c.WaitConverged(group, 30*time.Second)
+	old := hibernate(t, c)
 	want := old.Partition(group).Log().LastIndex() - 1 // before the marker, at least
 	if err := old.Partition(group).Wake(true); err != nil {
 		t.Fatal(err)
