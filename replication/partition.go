@@ -145,8 +145,17 @@ type snapshotStore struct {
 	raft.SnapshotStore
 	opened atomic.Pointer[raft.SnapshotMeta]
 	// last is the index of the newest snapshot there is (or being made):
-	// sleepLocked snapshots a replica only far enough past it.
+	// sleepLocked snapshots a replica only far enough past it. Raft lists
+	// the snapshots as it starts (List) and creates the next ones (Create).
 	last atomic.Uint64
+}
+
+func (s *snapshotStore) List() ([]*raft.SnapshotMeta, error) {
+	metas, err := s.SnapshotStore.List()
+	if err == nil && len(metas) > 0 && metas[0].Index > s.last.Load() {
+		s.last.Store(metas[0].Index) // newest first
+	}
+	return metas, err
 }
 
 func (s *snapshotStore) Create(version raft.SnapshotVersion, index, term uint64, configuration raft.Configuration,
@@ -211,9 +220,6 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 		return nil, fmt.Errorf("replication: %s: snapshot store: %w", cfg.Group, err)
 	}
 	p := &Partition{group: cfg.Group, log: cfg.Log, snaps: &snapshotStore{SnapshotStore: fsnaps}, logger: logger, counts: cfg.Counts, notify: notify}
-	if metas, err := fsnaps.List(); err == nil && len(metas) > 0 {
-		p.snaps.last.Store(metas[0].Index) // newest first
-	}
 	if p.counts == nil {
 		p.counts = &SleepCounts{}
 	}
