@@ -102,14 +102,21 @@ func TestHibernateSleepsAndWakesWhereUsed(t *testing.T) {
 	}
 }
 
+// ackedGroup starts a cluster and acknowledges n batches, on every replica.
+func ackedGroup(t *testing.T, n int) (*clustertest.Cluster, *acked) {
+	t.Helper()
+	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
+	a := newAcked()
+	a.produce(t, c, n, "a")
+	c.WaitConverged(group, 30*time.Second)
+	return c, a
+}
+
 // sleepingGroup starts a cluster, acknowledges 10 batches and puts the
 // group to sleep; it returns the replica that led it.
 func sleepingGroup(t *testing.T) (*clustertest.Cluster, *acked, *clustertest.Node) {
 	t.Helper()
-	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
-	a := newAcked()
-	a.produce(t, c, 10, "a")
-	c.WaitConverged(group, 30*time.Second)
+	c, a := ackedGroup(t, 10)
 	return c, a, hibernate(t, c)
 }
 
@@ -239,10 +246,7 @@ func TestAwakeCountsRunningReplicas(t *testing.T) {
 // (the hibernate loop checks idleness before the marker, which takes a
 // commit). Once uses stop, the group sleeps.
 func TestHibernateAbandonedByAUse(t *testing.T) {
-	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
-	a := newAcked()
-	a.produce(t, c, 5, "a")
-	c.WaitConverged(group, 30*time.Second)
+	c, a := ackedGroup(t, 5)
 	leader := c.Leader(group)
 	p := leader.Partition(group)
 	stop, done := make(chan struct{}), make(chan struct{})
@@ -281,9 +285,7 @@ func TestHibernateAbandonedByAUse(t *testing.T) {
 // entries. Waking a replica of 2,000 entries took 40 ms that way on a
 // quiet machine, seconds on a loaded one.
 func TestSleepTakesASnapshot(t *testing.T) {
-	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
-	newAcked().produce(t, c, 300, "a") // past sleepSnapshotAfter
-	c.WaitConverged(group, 30*time.Second)
+	c, _ := ackedGroup(t, 300) // past sleepSnapshotAfter
 	old := hibernate(t, c)
 	want := old.Partition(group).Log().LastIndex() - 1 // before the marker, at least
 	if err := old.Partition(group).Wake(true); err != nil {
