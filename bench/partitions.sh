@@ -16,6 +16,9 @@
 #   PROFILE=/tmp/idle.pprof bench/partitions.sh    # also a 10s CPU profile of node 1
 #   HEAP=/tmp/heap.pprof bench/partitions.sh       # and a heap profile of node 1 after it
 #   SERVE_ARGS="--log-level info" bench/partitions.sh  # extra flags on every `logd serve`
+#   SETTLE=100 bench/partitions.sh   # the default flags: partitions sleep 1 min after their
+#     last use (30 s after a wake), so the idle window samples them asleep
+#   SERVE_ARGS="--partition-hibernate-after 0" bench/partitions.sh  # every group awake
 #   N=10000 SETTLE=45 SERVE_ARGS="--partition-hibernate-after 5s --partition-max-awake 1500" \
 #     bench/partitions.sh   # issue 19's 10,000 partitions on a 2-core machine (docs/architecture.md)
 set -euo pipefail

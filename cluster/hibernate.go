@@ -65,6 +65,17 @@ import (
 // this node does not check the offset against the partition's high
 // watermark (as a follower does not), the metadata leader stores it.
 
+// DefaultHibernateAfter is `logd serve`'s --partition-hibernate-after
+// (Config.HibernateAfter itself defaults to 0, never, for embedders and
+// tests). Idle groups cost a node CPU all the time (1,000 awake idle
+// partitions x 3 replicas: 32% of a core per node; asleep: 2.5-4.8%), and
+// a group that sleeps costs its first use an election (tens of
+// milliseconds on a quiet machine, a client retry through Kafka). A
+// minute keeps any partition used more than once a minute awake, so a
+// steady producer or a tailing consumer never sees a wake, and still puts
+// a cluster's cold partitions to sleep soon after they go cold.
+const DefaultHibernateAfter = time.Minute
+
 // DefaultWakeGrace is how long a group that woke stays awake at least,
 // idle or not, whatever the hibernation delay, unless the node has an
 // awake bound (below). It came for requests over many partitions (list

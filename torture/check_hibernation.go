@@ -6,12 +6,14 @@ import (
 )
 
 // hibernateFlag is the `logd serve` flag that puts an idle partition's
-// Raft group to sleep on every replica after that long (0 or absent: never).
+// Raft group to sleep on every replica after that long (0: never; absent:
+// logd's default, a minute, which a busy workload may never reach).
 const hibernateFlag = "partition-hibernate-after"
 
 // hibernateAfter is the --partition-hibernate-after that serve flags args
 // give (-flag or --flag, "=value" or the next argument; the last one
-// wins, as with Go's flag package), 0 when absent or not a duration.
+// wins, as with Go's flag package), 0 when absent or not a duration: only
+// a run that asks for hibernation must see a sleep (CheckHibernation).
 func hibernateAfter(args []string) time.Duration {
 	var d time.Duration
 	for i := 0; i < len(args); i++ {

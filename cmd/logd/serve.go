@@ -34,6 +34,7 @@ type serveFlags struct {
 		nodeID, raftAddr, join, advertise string
 		bootstrap                         bool
 		hibernateAfter                    time.Duration
+		hibernateSet                      bool // --partition-hibernate-after given, not its default
 		wakeRate                          float64
 		maxAwake                          int
 	}
@@ -75,6 +76,7 @@ requests without a certificate or a user and password (logd user create);
 			if fl.printConfig {
 				return printConfig(cmd.OutOrStdout(), cmd.Flags(), sources)
 			}
+			fl.cluster.hibernateSet = cmd.Flags().Changed("partition-hibernate-after")
 			cfg, err := fl.serverConfig()
 			if err != nil {
 				return err
@@ -143,7 +145,7 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&fl.cluster.bootstrap, "bootstrap", false, "cluster mode: start a new cluster")
 	f.StringVar(&fl.cluster.join, "join", "", "cluster mode: API address of a member to join")
 	f.StringVar(&fl.cluster.advertise, "raft-advertise", "", "cluster mode: Raft address other nodes dial (default: --raft-addr)")
-	f.DurationVar(&fl.cluster.hibernateAfter, "partition-hibernate-after", 0, "cluster mode: a partition nobody used for this long stops its Raft group on every replica until it is used again, which then costs an election (0: never; see docs/architecture.md)")
+	f.DurationVar(&fl.cluster.hibernateAfter, "partition-hibernate-after", cluster.DefaultHibernateAfter, "cluster mode: a partition nobody used for this long stops its Raft group on every replica until it is used again, which then costs an election (0: never; see docs/architecture.md)")
 	f.Float64Var(&fl.cluster.wakeRate, "partition-wake-rate", 0, fmt.Sprintf("cluster mode, with --partition-hibernate-after: sleeping partitions this node wakes a second for uses, at most; a use beyond it waits or is asked to retry (0: %d; below 0: no bound)", cluster.DefaultWakeRate))
 	f.IntVar(&fl.cluster.maxAwake, "partition-max-awake", 0, "cluster mode, with --partition-hibernate-after: a use wakes a sleeping partition only while fewer of this node's replicas are awake, else it waits or is asked to retry until some fall idle; keep it above the partitions clients use at once (0: no bound; see docs/architecture.md)")
 	f.StringVar(&cfg.RaftTLS.CertFile, "raft-tls-cert", "", "cluster mode: mutual TLS on the Raft port with this node certificate (PEM; it must name the host of --raft-advertise; re-read when it changes and on SIGHUP)")
@@ -181,7 +183,9 @@ func (fl *serveFlags) serverConfig() (server.Config, error) {
 			return cfg, err
 		}
 		cfg.Cluster = cc
-	} else if cl.hibernateAfter != 0 {
+	} else if cl.hibernateSet && cl.hibernateAfter != 0 {
+		// The default applies to cluster mode only; given for a single
+		// node, the flag is a mistake worth saying.
 		return cfg, errors.New("--partition-hibernate-after needs cluster mode (--node-id, --raft-addr and --bootstrap or --join): a single node has no Raft groups to put to sleep")
 	}
 	if cfg.TLS.CertFile != "" {
