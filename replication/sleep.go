@@ -31,7 +31,8 @@ import (
 //
 //   - Hibernate, on the leader, replicates a sleep marker (a logd command
 //     entry that changes nothing, command.go), and once it is committed,
-//     with no entry after it, the leader sleeps.
+//     with no entry after it, and every reachable voter holds it (or F
+//     has passed), the leader sleeps.
 //   - A follower that stores a marker as its last entry sleeps once it has
 //     heard from no leader for half its HeartbeatTimeout (F/2) with the
 //     marker still last. An awake leader heartbeats at least every F/3
@@ -152,8 +153,8 @@ func (p *Partition) Idle() time.Duration {
 
 // Hibernate puts an idle group to sleep; called on its leader. It
 // replicates a sleep marker and, once the marker is committed with no
-// entry after it, stops this replica's Raft (the followers follow, see
-// above). It returns false, and the group stays awake, when this replica
+// entry after it and its reachable followers hold it (awaitMarker), stops
+// this replica's Raft (the followers follow, see above). It returns false, and the group stays awake, when this replica
 // does not lead, the marker could not be committed within timeout, or
 // anything was appended after it, or the replica was used (Touch) while
 // the marker was on its way: a request it serves would find it asleep.
@@ -165,11 +166,12 @@ func (p *Partition) Hibernate(timeout time.Duration) (bool, error) {
 	// An append started before the marker is stored before it, and so
 	// applied before the marker's future answers; one started after it
 	// changes starts.
-	starts, used := p.sleep.starts.Load(), p.sleep.used.Load()
+	starts, used, term := p.sleep.starts.Load(), p.sleep.used.Load(), r.CurrentTerm()
 	f := r.Apply(encodeSleep(), timeout)
 	if err := f.Error(); err != nil {
 		return false, p.applyError(err)
 	}
+	p.awaitMarker(r, term, f.Index())
 	p.sleep.mu.Lock()
 	defer p.sleep.mu.Unlock()
 	if p.sleep.closed || p.r() != r {
@@ -183,6 +185,40 @@ func (p *Partition) Hibernate(timeout time.Duration) (bool, error) {
 	p.sleep.asleep.Store(true)
 	p.sleep.gate.Unlock()
 	return true, p.sleepLocked(r)
+}
+
+// awaitMarker waits, for at most a follower's HeartbeatTimeout F, until
+// every other voter of the group that answered an append of this leader
+// within F holds the sleep marker at index (appended in term). A commit
+// needs a majority only: a follower left behind (a slow link, a loaded
+// node) would miss the marker and, not sleeping, campaign once the
+// leader fell silent, and its RequestVotes would wake the whole group for
+// nothing; the torture saw more sleeps than wakes. A voter that did not
+// answer within F is down or cut off, and is not waited for.
+func (p *Partition) awaitMarker(r *raft.Raft, term, index uint64) {
+	f := r.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	wait := p.followerCfg.HeartbeatTimeout
+	deadline := time.Now().Add(wait)
+	for {
+		behind := false
+		for _, s := range f.Configuration().Servers {
+			if s.ID == p.rc.LocalID || s.Suffrage != raft.Voter {
+				continue
+			}
+			a := p.trans.Acked(s.ID)
+			if (a.Term != term || a.Index < index) && time.Since(a.At) < wait {
+				behind = true
+				break
+			}
+		}
+		if !behind || time.Now().After(deadline) || r.State() != raft.Leader {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // Sleep stops the replica's Raft now, whatever its role. It is a no-op

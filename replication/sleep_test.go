@@ -306,3 +306,58 @@ func TestSleepTakesASnapshot(t *testing.T) {
 		}
 	}
 }
+
+// A follower cut off while the sleep marker commits without it gets the
+// marker before the leader sleeps, once its link is back within F (the
+// leader waits for it): then every replica sleeps and stays asleep. A
+// leader that slept at the commit left it behind, and it campaigned and
+// woke the whole group. A follower that stays cut off is not waited for
+// longer than F.
+func TestLeaderSleepsOnceEveryReachableFollowerHasTheMarker(t *testing.T) {
+	c, _ := ackedGroup(t, 5)
+	leader := c.Leader(group)
+	var behind, other *clustertest.Node
+	for _, n := range c.Nodes() {
+		switch {
+		case n == leader:
+		case behind == nil:
+			behind = n
+		default:
+			other = n
+		}
+	}
+	c.Net.Partition(leader.ID, behind.ID)
+	heal := time.AfterFunc(300*time.Millisecond, c.Net.Heal)
+	defer heal.Stop()
+	ok, err := leader.Partition(group).Hibernate(10 * time.Second)
+	if err != nil || !ok {
+		t.Fatalf("hibernate on %s: %v, %v", leader.ID, ok, err)
+	}
+	waitAsleep(t, c, 10*time.Second)
+	time.Sleep(5 * time.Second) // past the follower's election timeout (1.5 s)
+	for _, n := range c.Nodes() {
+		if s, w := n.Partition(group).SleepCounts(); !n.Partition(group).Asleep() || s != 1 || w != 0 {
+			t.Errorf("%s: asleep %v, slept %d and woke %d times; want asleep, once, never", n.ID, n.Partition(group).Asleep(), s, w)
+		}
+	}
+
+	// Cut off for good: the leader sleeps within F (1.5 s) of the commit.
+	if err := other.Partition(group).Wake(true); err != nil {
+		t.Fatal(err)
+	}
+	leader = c.Leader(group)
+	for _, n := range c.Nodes() {
+		if n != leader {
+			c.Net.Partition(leader.ID, n.ID)
+			break
+		}
+	}
+	defer c.Net.Heal()
+	start := time.Now()
+	if ok, err := leader.Partition(group).Hibernate(10 * time.Second); err != nil || !ok {
+		t.Fatalf("hibernate on %s with a follower cut off: %v, %v", leader.ID, ok, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("hibernate with a follower cut off took %v, want about F (1.5 s)", d)
+	}
+}

@@ -10,7 +10,7 @@ import (
 // AppendEntriesPipeline returns a pipeline of appends to target: sends do
 // not wait for answers, and the answers reach Raft in the order of the
 // sends.
-func (t *Transport) AppendEntriesPipeline(_ raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+func (t *Transport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
 	select {
 	case <-t.done:
 		return nil, raft.ErrTransportShutdown
@@ -21,7 +21,7 @@ func (t *Transport) AppendEntriesPipeline(_ raft.ServerID, target raft.ServerAdd
 		return nil, err
 	}
 	p := &pipeline{
-		t: t, c: c,
+		t: t, c: c, peer: id,
 		inflight: make(chan *appendFuture, t.hub.cfg.PipelineDepth),
 		answers:  make(chan raft.AppendFuture),
 		closed:   make(chan struct{}),
@@ -38,6 +38,7 @@ func (t *Transport) AppendEntriesPipeline(_ raft.ServerID, target raft.ServerAdd
 type pipeline struct {
 	t        *Transport
 	c        *client
+	peer     raft.ServerID
 	inflight chan *appendFuture // sent, in order, answer not handed over
 	answers  chan raft.AppendFuture
 	closed   chan struct{}
@@ -78,6 +79,9 @@ func (p *pipeline) relay() {
 		case f.err = <-f.done:
 		case <-p.closed:
 			return
+		}
+		if f.err == nil {
+			p.t.acked(p.peer, f.args, f.resp)
 		}
 		select {
 		case p.answers <- f:

@@ -24,6 +24,9 @@ type Transport struct {
 	once sync.Once
 	wg   sync.WaitGroup // the queue's drain, snapshots served
 
+	ackMu sync.Mutex
+	acks  map[raft.ServerID]Ack // acks.go
+
 	qmu     sync.Mutex
 	queue   []inbound // nil while idle
 	running bool      // a drain goroutine runs
@@ -213,8 +216,12 @@ func (t *Transport) call(target raft.ServerAddress, typ byte, args, resp any) er
 }
 
 // AppendEntries sends one append (or heartbeat) and waits for the answer.
-func (t *Transport) AppendEntries(_ raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
-	return t.call(target, rpcAppendEntries, args, resp)
+func (t *Transport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	err := t.call(target, rpcAppendEntries, args, resp)
+	if err == nil {
+		t.acked(id, args, resp)
+	}
+	return err
 }
 
 // RequestVote asks target for its vote.
