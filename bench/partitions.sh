@@ -86,7 +86,11 @@ t3=$(now)
 produced=$(python3 -c "print('%.1f' % ($(now) - $t3))")
 sleep "$SETTLE"
 
-declare -a c0
+# Sleeps and wakes of each node's replicas over the window: an idle group
+# that wakes (a follower left behind campaigning) costs an election.
+wakes() { curl -s "http://127.0.0.1:${http[$1]}/metrics" | awk '/^logd_raft_(sleeps|wakes)_total/ {n[$1] += $2} END {printf "%d %d", n["logd_raft_sleeps_total"], n["logd_raft_wakes_total"]}'; }
+declare -a c0 sw0
+for i in 0 1 2; do sw0[$i]=$(wakes $i); done
 for i in 0 1 2; do c0[$i]=$(ticks "${pids[$i]}"); done
 w0=$(now)
 if [ -n "${PROFILE:-}" ]; then
@@ -101,16 +105,19 @@ hz=$(getconf CLK_TCK)
 echo
 echo "$N partitions x 3 replicas, idle $(printf %.1f "$window")s after ${SETTLE}s settle; all leaders after ${elected}s; one record to each partition acknowledged in ${produced}s; load: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
 echo
-echo "| node | idle CPU (% of a core) | RSS MiB | descriptors | sockets | files |"
-echo "|---|---|---|---|---|---|"
+echo "| node | idle CPU (% of a core) | RSS MiB | descriptors | sockets | files | sleeps / wakes in the window |"
+echo "|---|---|---|---|---|---|---|"
 # Every node's CPU is read before any descriptor count: reading 10,000
 # links takes long enough to skew a window that ends later.
-declare -a c1
+declare -a c1 sw1
 for i in 0 1 2; do c1[$i]=$(( $(ticks "${pids[$i]}") - c0[i] )); done
+for i in 0 1 2; do sw1[$i]=$(wakes $i); done
 for i in 0 1 2; do
   c=${c1[$i]}
   read -r s f < <(fds "${pids[$i]}")
-  python3 -c "print('| n%d | %.1f | %s | %d | %d | %d |' % ($i + 1, 100.0 * $c / $hz / $window, '$(rss "${pids[$i]}")', $s + $f, $s, $f))"
+  read -r sl0 wk0 <<< "${sw0[$i]}"
+  read -r sl1 wk1 <<< "${sw1[$i]}"
+  python3 -c "print('| n%d | %.1f | %s | %d | %d | %d | %d / %d |' % ($i + 1, 100.0 * $c / $hz / $window, '$(rss "${pids[$i]}")', $s + $f, $s, $f, $sl1 - $sl0, $wk1 - $wk0))"
 done
 
 if [ -n "${HEAP:-}" ]; then
