@@ -162,6 +162,16 @@ func (a *awakeCount) get(rn *replication.Node) int {
 	return int(a.n.Load())
 }
 
+// fullIdle is how long a group that served since it woke must be idle to
+// sleep while its leader's node is at its awake bound (Config.MaxAwake),
+// instead of HibernateAfter: uses of sleeping groups wait for room then,
+// and with a long delay (a minute, logd serve's default) a burst over
+// thousands of sleeping partitions freed room a minute after each slice.
+// Its groups are asleep, or awake on every node of the placement, so the
+// nodes that lead them are at the bound too and make the room. A group
+// used within fullIdle is never put to sleep for room.
+const fullIdle = time.Second
+
 // hibernateTimeout bounds the commit of a sleep marker.
 const hibernateTimeout = 5 * time.Second
 
@@ -175,19 +185,29 @@ const aliveFor = 2 * time.Second
 // 1500, 4,045 of its 10,000 records were not acknowledged in two minutes).
 const hibernateParallel = 64
 
-// hibernateLoop puts to sleep, every quarter of HibernateAfter, each group
-// this node leads that has been idle for HibernateAfter, unless it woke
-// less than WakeGrace ago (and, with an awake bound, nobody used it
-// since), hibernateParallel at a time. Each is checked again just before
+// hibernateLoop puts to sleep, every quarter of HibernateAfter (with an
+// awake bound, at least every quarter of fullIdle), each group this node
+// leads that has been idle for HibernateAfter (fullIdle while the node is
+// at its bound), unless it woke less than WakeGrace ago (and, with an
+// awake bound, nobody used it since), hibernateParallel at a time. Each is checked again just before
 // its marker, and Hibernate gives up on a group used while its marker was
 // on its way.
 func (c *Cluster) hibernateLoop(ctx context.Context) {
 	after, grace := c.cfg.HibernateAfter, cmp.Or(c.cfg.WakeGrace, DefaultWakeGrace)
+	var delay time.Duration // after, or fullIdle while the node is at its bound
 	idle := func(r *replication.Partition) bool {
-		return !r.Asleep() && r.IsLeader() && r.Idle() >= after &&
+		return !r.Asleep() && r.IsLeader() && r.Idle() >= delay &&
 			(time.Since(r.Woke()) >= grace || (c.cfg.MaxAwake > 0 && r.UsedSinceWake()))
 	}
-	every(ctx, max(after/4, 50*time.Millisecond), func() {
+	tick := max(after/4, 50*time.Millisecond)
+	if c.cfg.MaxAwake > 0 {
+		tick = min(tick, fullIdle/4)
+	}
+	every(ctx, tick, func() {
+		delay = after
+		if m := c.cfg.MaxAwake; m > 0 && int(c.rn.Awake()) >= m {
+			delay = min(after, fullIdle)
+		}
 		var due []*replication.Partition
 		for _, r := range c.rn.Partitions() {
 			if idle(r) {
