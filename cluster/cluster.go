@@ -122,6 +122,9 @@ type Cluster struct {
 	// this node's awake replicas (hibernate.go).
 	wakes *rate.Limiter
 	awake awakeCount
+	// fullWarned is when mayWake last warned that uses wait for room
+	// (Unix nanoseconds).
+	fullWarned atomic.Int64
 }
 
 // Start starts the Raft port and the metadata group. The background loops

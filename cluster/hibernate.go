@@ -135,6 +135,11 @@ func wakeLimiter(r float64) *rate.Limiter {
 // has fewer than MaxAwake replicas awake, and the wake fits the pace.
 func (c *Cluster) mayWake() bool {
 	if m := c.cfg.MaxAwake; m > 0 && c.awake.get(c.rn) >= m {
+		if now := time.Now().UnixNano(); now-c.fullWarned.Load() > int64(fullWarnEvery) {
+			c.fullWarned.Store(now)
+			c.logger.Warn("uses of sleeping partitions wait for room: this node has as many partition replicas awake as --partition-max-awake allows; they are served as others fall idle (raise the bound if clients use more partitions than that at once)",
+				"max-awake", m)
+		}
 		return false
 	}
 	if !c.wakes.Allow() {
@@ -143,6 +148,10 @@ func (c *Cluster) mayWake() bool {
 	c.awake.n.Add(1) // until the next count, which includes it
 	return true
 }
+
+// fullWarnEvery is how often at most a node warns that uses wait for
+// room under its awake bound.
+const fullWarnEvery = time.Minute
 
 // awakeCount is a node's awake replicas, counted again at most every
 // awakeCountEvery (a burst of uses over thousands of sleeping partitions
