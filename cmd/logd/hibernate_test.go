@@ -16,6 +16,9 @@ func TestBinServeHibernationDefault(t *testing.T) {
 	if v, src := configLine(t, okBin(t, nil, "", "serve", "--print-config"), "partition-hibernate-after"); v != `"1m0s"` || src != "default" {
 		t.Errorf("partition-hibernate-after = %s (%s), want \"1m0s\" (default)", v, src)
 	}
+	if v, _ := configLine(t, okBin(t, nil, "", "serve", "--print-config"), "partition-max-awake"); v != "2000" {
+		t.Errorf("partition-max-awake = %s, want 2000", v)
+	}
 	dir := t.TempDir()
 	failBin(t, nil, "", "needs cluster mode", "serve", "--data-dir", dir, "--partition-hibernate-after", "5s")
 	failBin(t, []string{"LOGD_PARTITION_HIBERNATE_AFTER=5s"}, "", "needs cluster mode", "serve", "--data-dir", dir)
