@@ -3,6 +3,7 @@ package cluster
 import (
 	"cmp"
 	"context"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -119,19 +120,25 @@ func wakeLimiter(r float64) *rate.Limiter {
 	return rate.NewLimiter(rate.Limit(r), max(1, int(r)))
 }
 
-// DefaultMaxAwake is `logd serve`'s --partition-max-awake (Config.MaxAwake
-// itself defaults to 0, no bound). Below it, the bound changes nothing. It
-// is for bursts over thousands of sleeping partitions: with logd serve's
-// default delay (a minute) and this bound, one record to each of 10,000
-// sleeping partitions was acknowledged in 110 s on 3 nodes sharing 2
-// cores (session 17); without a bound, every group woke within a minute
-// and the nodes fell into an election storm. What it costs: more than
-// this many partitions per node used every second (a consumer tailing
-// them) keep the others asleep, as below; the node then warns.
-const DefaultMaxAwake = 2000
+// DefaultMaxAwake is `logd serve`'s --partition-max-awake
+// (Config.MaxAwake itself defaults to 0, no bound): 1,000 replicas per
+// core the Go runtime may use (GOMAXPROCS), 2,000 on a 2-core machine.
+// Below it, the bound changes nothing. It is for bursts over thousands of
+// sleeping partitions: with logd serve's default delay (a minute) and
+// 2,000, one record to each of 10,000 sleeping partitions was
+// acknowledged in 110 s on 3 nodes sharing 2 cores (session 17); without
+// a bound, every group woke within a minute and the nodes fell into an
+// election storm. What it costs: more partitions per node than the bound
+// used every second (a consumer tailing them) keep the others asleep, as
+// below, and the node warns. It grows with the cores because what a node
+// can keep awake does (each awake group heartbeats), so that a bigger
+// machine is not starved by a bound made for a small one.
+func DefaultMaxAwake() int { return 1000 * runtime.GOMAXPROCS(0) }
 
 // A bound below the number of partitions clients use at once starves the
-// rest (fullIdle makes room only from groups idle for a second). A consumer tailing every
+// rest (fullIdle makes room only from groups idle for a second; torture
+// seed 11, 200 partitions, a bound of 120, session 17: 24,987 sleeps in
+// 10 minutes, and the final read timed out again). A consumer tailing every
 // partition of a topic fetches each all the time, so none of the groups
 // it keeps awake ever falls idle, and the partitions beyond the bound are
 // never woken (torture seed 11, 200 partitions, a bound of 120: the final

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -16,8 +18,8 @@ func TestBinServeHibernationDefault(t *testing.T) {
 	if v, src := configLine(t, okBin(t, nil, "", "serve", "--print-config"), "partition-hibernate-after"); v != `"1m0s"` || src != "default" {
 		t.Errorf("partition-hibernate-after = %s (%s), want \"1m0s\" (default)", v, src)
 	}
-	if v, _ := configLine(t, okBin(t, nil, "", "serve", "--print-config"), "partition-max-awake"); v != "2000" {
-		t.Errorf("partition-max-awake = %s, want 2000", v)
+	if v, _ := configLine(t, okBin(t, nil, "", "serve", "--print-config"), "partition-max-awake"); v != strconv.Itoa(1000*runtime.GOMAXPROCS(0)) {
+		t.Errorf("partition-max-awake = %s, want 1000 per core (%d cores)", v, runtime.GOMAXPROCS(0))
 	}
 	dir := t.TempDir()
 	failBin(t, nil, "", "needs cluster mode", "serve", "--data-dir", dir, "--partition-hibernate-after", "5s")
