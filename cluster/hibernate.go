@@ -136,13 +136,13 @@ func wakeLimiter(r float64) *rate.Limiter {
 func DefaultMaxAwake() int { return 1000 * runtime.GOMAXPROCS(0) }
 
 // A bound below the number of partitions clients use at once starves the
-// rest (fullIdle makes room only from groups idle for a second; torture
-// seed 11, 200 partitions, a bound of 120, session 17: 24,987 sleeps in
-// 10 minutes, and the final read timed out again). A consumer tailing every
-// partition of a topic fetches each all the time, so none of the groups
-// it keeps awake ever falls idle, and the partitions beyond the bound are
-// never woken (torture seed 11, 200 partitions, a bound of 120: the final
-// read never got 20 of them). What it is for is a burst over many
+// rest: fullIdle makes room only from groups idle for a second, and a
+// consumer tailing every partition of a topic fetches each all the time,
+// so none of the groups it keeps awake ever falls idle, and the
+// partitions beyond the bound are never woken (torture seed 11, 200
+// partitions, a bound of 120: the final read never got 20 of them; with
+// fullIdle, session 17, the groups cycled, 24,987 sleeps in 10 minutes,
+// and the final read timed out again). What it is for is a burst over many
 // sleeping partitions: 3,000 groups awake and idle, each with a replica
 // on each of 3 nodes sharing 2 cores, took half a core on every node, and
 // a produce of one record to each of 10,000 sleeping partitions, which
@@ -216,9 +216,9 @@ const hibernateParallel = 64
 // awake bound, at least every quarter of fullIdle), each group this node
 // leads that has been idle for HibernateAfter (fullIdle while the node is
 // at its bound), unless it woke less than WakeGrace ago (and, with an
-// awake bound, nobody used it since), hibernateParallel at a time. Each is checked again just before
-// its marker, and Hibernate gives up on a group used while its marker was
-// on its way.
+// awake bound, nobody used it since), hibernateParallel at a time. Each
+// is checked again just before its marker, and Hibernate gives up on a
+// group used while its marker was on its way.
 func (c *Cluster) hibernateLoop(ctx context.Context) {
 	after, grace := c.cfg.HibernateAfter, cmp.Or(c.cfg.WakeGrace, DefaultWakeGrace)
 	var delay time.Duration // after, or fullIdle while the node is at its bound
