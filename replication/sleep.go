@@ -155,9 +155,10 @@ func (p *Partition) Idle() time.Duration {
 // replicates a sleep marker and, once the marker is committed with no
 // entry after it and its reachable followers hold it (awaitMarker), stops
 // this replica's Raft (the followers follow, see above). It returns false,
-// and the group stays awake, when this replica does not lead, the marker could not be committed within timeout, or
-// anything was appended after it, or the replica was used (Touch) while
-// the marker was on its way: a request it serves would find it asleep.
+// and the group stays awake, when this replica does not lead, the marker
+// could not be committed within timeout, or anything was appended after
+// it, or the replica was used (Touch) while the marker was on its way: a
+// request it serves would find it asleep.
 func (p *Partition) Hibernate(timeout time.Duration) (bool, error) {
 	r := p.r()
 	if p.Asleep() || r.State() != raft.Leader {
