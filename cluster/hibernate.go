@@ -232,7 +232,7 @@ func (c *Cluster) hibernateLoop(ctx context.Context) {
 	}
 	every(ctx, tick, func() {
 		delay = after
-		if m := c.cfg.MaxAwake; m > 0 && int(c.rn.Awake()) >= m {
+		if m := c.cfg.MaxAwake; m > 0 && c.awake.get(c.rn) >= m {
 			delay = min(after, fullIdle)
 		}
 		var due []*replication.Partition
