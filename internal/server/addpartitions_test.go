@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -73,11 +72,7 @@ func TestClusterAddPartitions(t *testing.T) {
 	cs := newCCs(t, cl.Addrs()...)
 	ctx := ctx(t)
 	nodes := cl.Nodes()
-	c, err := client.Dial(strings.Join(cl.Addrs(), ","))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := clusterClient(t, cl)
 	if _, err := c.Admin().CreateTopic(ctx, "grow", client.TopicOptions{Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}

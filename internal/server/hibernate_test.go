@@ -57,11 +57,7 @@ func waitAllAsleep(t *testing.T, cl *servertest.Cluster, topic string, replicas 
 
 func createTopicIn(t *testing.T, cl *servertest.Cluster, name string, parts int32) {
 	t.Helper()
-	c, err := client.Dial(strings.Join(cl.Addrs(), ","))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := clusterClient(t, cl)
 	if _, err := c.Admin().CreateTopic(ctx(t), name, client.TopicOptions{Partitions: parts, Replicas: 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -215,11 +211,7 @@ func TestBoundFreesRoomFromServedGroups(t *testing.T) {
 	})
 	createTopicIn(t, cl, "room", 3)
 	waitAllAsleep(t, cl, "room", 9)
-	c, err := client.Dial(strings.Join(cl.Addrs(), ","))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := clusterClient(t, cl)
 	p := c.NewProducer(client.ProducerOptions{})
 	defer p.Close()
 	for i := range int32(3) {
@@ -272,11 +264,7 @@ func TestRequestsOverSleepingPartitionsWakeAll(t *testing.T) {
 	})
 	createTopicIn(t, cl, "many", 40)
 	waitAllAsleep(t, cl, "many", 120)
-	c, err := client.Dial(strings.Join(cl.Addrs(), ","))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := clusterClient(t, cl)
 	cctx, cancel := context.WithTimeout(ctx(t), 30*time.Second)
 	defer cancel()
 	offs, err := c.Admin().ListOffsets(cctx, "many", nil, client.Latest())
@@ -348,11 +336,7 @@ func TestConsumerReadsSleepingPartitionsToTheEnd(t *testing.T) {
 		c.Cluster.HibernateAfter, c.Cluster.WakeGrace = 300*time.Millisecond, 3*time.Second
 	})
 	createTopicIn(t, cl, "many", parts)
-	c, err := client.Dial(strings.Join(cl.Addrs(), ","))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := clusterClient(t, cl)
 	p := c.NewProducer(client.ProducerOptions{})
 	var futures []*client.Future
 	for i := range parts * each {

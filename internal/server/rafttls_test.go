@@ -41,6 +41,18 @@ func produceAll(t *testing.T, seeds []string, topic string, values ...string) []
 	return produceUntil(t, seeds, topic, len(values), values...)
 }
 
+// clusterClient dials every node of cl; it is closed at the end of the
+// test.
+func clusterClient(t *testing.T, cl *servertest.Cluster) *client.Client {
+	t.Helper()
+	c, err := client.Dial(strings.Join(cl.Addrs(), ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // produceUntil produces values to topic through seeds and reads the topic
 // from the start until it has at least total records.
 func produceUntil(t *testing.T, seeds []string, topic string, total int, values ...string) []string {
@@ -105,11 +117,7 @@ func TestRaftMutualTLS(t *testing.T) {
 	if !nodes[0].Server().TLSEnabled() {
 		t.Fatal("TLSEnabled is false on a node with Raft TLS")
 	}
-	admin, err := client.Dial(strings.Join(cl.Addrs(), ","))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	admin := clusterClient(t, cl)
 	if _, err := admin.Admin().CreateTopic(ctx(t), "raft-tls", client.TopicOptions{Partitions: 1, Replicas: 3}); err != nil {
 		t.Fatal(err)
 	}
