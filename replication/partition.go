@@ -130,11 +130,11 @@ type Partition struct {
 	// whether the leader one was loaded last (heartbeat.go).
 	followerCfg, leaderCfg raft.ReloadableConfig
 	leaderHB               atomic.Bool
-	// notify is Raft's NotifyCh, read by the role watcher (followRole)
+	// notify is Raft's NotifyCh, read by the role watcher (FollowRole)
 	// while an instance runs; role is that watcher, nil while the replica
 	// sleeps or once closed. Guarded by sleep.mu.
 	notify chan bool
-	role   *roleWatch
+	role   *RoleWatch
 }
 
 // snapshotStore is the partition's raft.SnapshotStore, remembering the
@@ -193,14 +193,7 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 		logger = hclog.Default()
 	}
 	logger = logger.Named(cfg.Group)
-	rc := raft.DefaultConfig()
-	if cfg.Raft != nil {
-		c := *cfg.Raft
-		rc = &c
-	} else {
-		rc.CommitTimeout = DefaultCommitTimeout
-		rc.LeaderLeaseTimeout = rc.HeartbeatTimeout
-	}
+	rc := GroupConfig(cfg.Raft)
 	rc.LocalID = cfg.NodeID
 	rc.Logger = logger
 	notify := make(chan bool, 1)
