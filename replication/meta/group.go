@@ -102,11 +102,8 @@ func Open(n *replication.Node) (*Group, error) {
 // applies the change one round trip after it committed, as it did with
 // the 50 ms notices (sooner). Barriers are not applied to the FSM. One
 // runs at a time; commands committed while it runs share the next one, so
-// a burst of commands adds at most one barrier per barrier round, and an
-// idle group sends nothing but heartbeats. The consumer groups' commands
-// (offset commits, generations) are not published: only the leader reads
-// them, behind a read barrier, and a barrier after each doubled the
-// group's writes under a committing consumer.
+// a burst of commands (offset commits) adds at most one barrier per
+// barrier round, and an idle group sends nothing but heartbeats.
 //
 // A new leader commits the entries of earlier terms with its first entry
 // (Raft's no-op), whose commit its followers would likewise learn late. It
@@ -145,19 +142,6 @@ func (g *Group) led(leader bool) {
 
 // publishTimeout bounds how long a publishing barrier waits to be started.
 const publishTimeout = 10 * time.Second
-
-// actedOnByFollowers reports whether a follower acts on what a command of
-// op changes (the replicas it runs, the users it authenticates, the
-// topics it serves), so that the leader publishes it at once. The
-// consumer groups' state is read only on the leader, after a read barrier
-// (broker.currentMeta).
-func (op Op) actedOnByFollowers() bool {
-	switch op {
-	case OpCommitOffsets, OpDeleteGroup, OpGroupGeneration:
-		return false
-	}
-	return true
-}
 
 // announce asks publishLoop for a barrier after a command committed.
 func (g *Group) announce() { signal(g.publish) }
@@ -217,9 +201,7 @@ func (g *Group) Apply(ctx context.Context, c Command) error {
 	if err := f.Error(); err != nil {
 		return g.raftError(err)
 	}
-	if c.Op.actedOnByFollowers() {
-		g.announce()
-	}
+	g.announce()
 	if err, ok := f.Response().(error); ok {
 		return err
 	}
