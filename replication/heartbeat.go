@@ -3,11 +3,10 @@ package replication
 import (
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )
 
-// Idle cost of a Raft group (issue 19). An idle hashicorp/raft leader
+// Idle cost of a partition group (issue 19). An idle hashicorp/raft leader
 // sends each follower two streams of empty AppendEntries RPCs:
 //
 //   - heartbeats, every HeartbeatTimeout/10 to /5, so that the follower,
@@ -20,8 +19,7 @@ import (
 // follower per group, and at a few hundred groups per node the idle CPU is
 // spent on nothing else (encoding, yamux frames, syscalls, timers).
 //
-// Partitions and the metadata group cut both (GroupConfig, FollowRole),
-// without changing what a follower tolerates:
+// Partitions cut both, without changing what a follower tolerates:
 //
 //   - The leader's heartbeat interval is decoupled from the follower
 //     timeout. hashicorp/raft reads both from HeartbeatTimeout (the leader
@@ -47,11 +45,9 @@ import (
 //   - CommitTimeout is 1 s unless the caller's Raft configuration sets it:
 //     it only bounds how late followers learn the last commit after appends
 //     stop (Raft's own comment: it is not the heartbeat). logd serves
-//     nothing from a partition follower's state machine; a follower's
-//     applied index (logd_raft_follower_lag_entries) trails the leader's by
-//     the last batch for up to 2 s after a burst. The metadata group's
-//     followers do act on what they apply (which replicas to run, users),
-//     so its leader publishes each change with a barrier (meta.Group).
+//     nothing from a follower's state machine; a follower's applied index
+//     (logd_raft_follower_lag_entries) trails the leader's by the last
+//     batch for up to 2 s after a burst.
 //   - LeaderLeaseTimeout is HeartbeatTimeout unless the caller's Raft
 //     configuration sets it. A leader hearing from no quorum within it steps
 //     down; the commit notices at 50 ms used to refresh that contact, now
@@ -63,8 +59,8 @@ import (
 // Failover is unchanged: a follower still starts an election after F to 2F
 // of silence.
 
-// DefaultCommitTimeout is a group's CommitTimeout when the caller gives no
-// Raft configuration (GroupConfig).
+// DefaultCommitTimeout is a partition group's CommitTimeout when
+// PartitionConfig.Raft is nil.
 const DefaultCommitTimeout = time.Second
 
 // leaderHeartbeatTimeout is the HeartbeatTimeout a leader runs with, for a
@@ -92,70 +88,19 @@ func roleConfigs(rc *raft.Config) (follower, leader raft.ReloadableConfig) {
 	return follower, leader
 }
 
-// GroupConfig is the Raft configuration of a group (a partition's or the
-// metadata group's): a copy of base, or when base is nil Raft's defaults
-// with CommitTimeout DefaultCommitTimeout and LeaderLeaseTimeout
-// HeartbeatTimeout (see above). While a replica leads, FollowRole runs it
-// with a longer HeartbeatTimeout.
-func GroupConfig(base *raft.Config) *raft.Config {
-	if base != nil {
-		c := *base
-		return &c
-	}
-	rc := raft.DefaultConfig()
-	rc.CommitTimeout = DefaultCommitTimeout
-	rc.LeaderLeaseTimeout = rc.HeartbeatTimeout
-	return rc
-}
-
-// RoleWatch is a running FollowRole: Stop ends it.
-type RoleWatch struct{ stop, done chan struct{} }
-
-// FollowRole reloads the configuration of the Raft instance r returns each
-// time Raft reports on notify (rc.NotifyCh) that the replica gained or lost
-// the leadership: rc's own HeartbeatTimeout while it follows, the longer
-// leader one while it leads (see above). lead, if not nil, is told the
-// role after each reload. Raft blocks on NotifyCh until it is read or it
-// shuts down, so an instance must never run without a watcher.
-func FollowRole(r func() *raft.Raft, rc *raft.Config, notify <-chan bool, lead func(bool), logger hclog.Logger) *RoleWatch {
-	follower, leader := roleConfigs(rc)
-	w := &RoleWatch{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		for {
-			select {
-			case isLeader := <-notify:
-				c := follower
-				if isLeader {
-					c = leader
-				}
-				if err := r().ReloadConfig(c); err != nil {
-					logger.Warn("reload raft configuration", "leader", isLeader, "error", err)
-				}
-				if lead != nil {
-					lead(isLeader)
-				}
-			case <-w.stop:
-				return
-			}
-		}
-	}()
-	return w
-}
-
-// Stop ends the watcher and waits until it has. It never waits for Raft:
-// call it once the instance has shut down, or before.
-func (w *RoleWatch) Stop() {
-	close(w.stop)
-	<-w.done
-}
+// roleWatch is a running followRole: closing stop ends it, and it closes
+// done when it has.
+type roleWatch struct{ stop, done chan struct{} }
 
 // startRole starts the role watcher of the Raft instance just started
 // (run), with sleep.mu held or before the replica is shared. A watcher
 // runs only while an instance does: a sleeping replica keeps no goroutine
-// (issue 19).
+// (issue 19). Raft blocks on NotifyCh until it is read or it shuts down,
+// so an instance must never run without one.
 func (p *Partition) startRole() {
-	p.role = FollowRole(p.r, &p.rc, p.notify, p.leaderHB.Store, p.logger)
+	w := &roleWatch{stop: make(chan struct{}), done: make(chan struct{})}
+	p.role = w
+	go p.followRole(w, p.followerCfg, p.leaderCfg)
 }
 
 // stopRole ends the role watcher, if one runs, once its instance has shut
@@ -166,11 +111,34 @@ func (p *Partition) stopRole() {
 	if p.role == nil {
 		return
 	}
-	p.role.Stop()
+	close(p.role.stop)
+	<-p.role.done
 	p.role = nil
 	select {
 	case <-p.notify:
 	default:
+	}
+}
+
+// followRole reloads the replica's configuration each time Raft reports
+// (on p.notify) that it gained or lost the leadership, until w.stop is
+// closed. It never takes sleep.mu, which stopRole holds while it waits.
+func (p *Partition) followRole(w *roleWatch, follower, leader raft.ReloadableConfig) {
+	defer close(w.done)
+	for {
+		select {
+		case lead := <-p.notify:
+			c := follower
+			if lead {
+				c = leader
+			}
+			if err := p.r().ReloadConfig(c); err != nil {
+				p.logger.Warn("reload raft configuration", "leader", lead, "error", err)
+			}
+			p.leaderHB.Store(lead)
+		case <-w.stop:
+			return
+		}
 	}
 }
 

@@ -130,11 +130,11 @@ type Partition struct {
 	// whether the leader one was loaded last (heartbeat.go).
 	followerCfg, leaderCfg raft.ReloadableConfig
 	leaderHB               atomic.Bool
-	// notify is Raft's NotifyCh, read by the role watcher (FollowRole)
+	// notify is Raft's NotifyCh, read by the role watcher (followRole)
 	// while an instance runs; role is that watcher, nil while the replica
 	// sleeps or once closed. Guarded by sleep.mu.
 	notify chan bool
-	role   *RoleWatch
+	role   *roleWatch
 }
 
 // snapshotStore is the partition's raft.SnapshotStore, remembering the
@@ -193,7 +193,14 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 		logger = hclog.Default()
 	}
 	logger = logger.Named(cfg.Group)
-	rc := GroupConfig(cfg.Raft)
+	rc := raft.DefaultConfig()
+	if cfg.Raft != nil {
+		c := *cfg.Raft
+		rc = &c
+	} else {
+		rc.CommitTimeout = DefaultCommitTimeout
+		rc.LeaderLeaseTimeout = rc.HeartbeatTimeout
+	}
 	rc.LocalID = cfg.NodeID
 	rc.Logger = logger
 	notify := make(chan bool, 1)

@@ -38,12 +38,7 @@
 // the server. Reads of the state that must be current (a committed offset,
 // whether a topic exists) call ConfirmRead first, which proves with a
 // barrier started after the read that this replica leads and has applied
-// everything committed before (replication.ReadIndex). The group runs
-// with replication.GroupConfig's timeouts, as partitions do (a commit
-// notice a second, sparser heartbeats from the leader), and its leader
-// publishes each command it commits with a barrier, so followers apply it
-// one round trip later rather than at the next notice (group.go).
-// Membership changes
+// everything committed before (replication.ReadIndex). Membership changes
 // go through AddVoter and RemoveServer; no caller outside package
 // replication holds the group's *raft.Raft.
 package meta

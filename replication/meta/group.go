@@ -22,13 +22,6 @@ type Group struct {
 	store    *replication.PebbleLogStore
 	reads    *replication.ReadIndex
 	existing bool
-	role     *replication.RoleWatch
-	// publish asks publishLoop for a barrier, leading for two (buffered 1:
-	// requests made while one runs coalesce into one more); stop ends the
-	// loop, which closes published when it has returned.
-	publish, leading chan struct{}
-	stop             chan struct{}
-	published        chan struct{}
 }
 
 // Open starts this node's replica of the metadata group on n's Raft port.
@@ -39,12 +32,14 @@ func Open(n *replication.Node) (*Group, error) {
 		return nil, err
 	}
 	logger := n.Logger().Named(replication.MetaGroup)
-	rc := replication.GroupConfig(cfg.Raft)
+	rc := raft.DefaultConfig()
+	if cfg.Raft != nil {
+		c := *cfg.Raft
+		rc = &c
+	}
 	rc.LocalID = cfg.ID
 	rc.Logger = logger
 	rc.SnapshotThreshold = 1024
-	notify := make(chan bool, 1)
-	rc.NotifyCh = notify
 	dir := filepath.Join(cfg.DataDir, "raft", replication.MetaGroup, "snapshots")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		stream.Close()
@@ -80,78 +75,7 @@ func Open(n *replication.Node) (*Group, error) {
 	g.raft = r
 	g.reads = replication.NewReadIndex(r, replication.ReadBarrierTimeout)
 	g.trans.Bind(r)
-	g.publish, g.leading = make(chan struct{}, 1), make(chan struct{}, 1)
-	g.stop, g.published = make(chan struct{}), make(chan struct{})
-	g.role = replication.FollowRole(func() *raft.Raft { return r }, rc, notify, g.led, logger)
-	go g.publishLoop()
 	return g, nil
-}
-
-// Publishing a change (issue 19). hashicorp/raft tells followers the
-// commit index only in the appends it sends: right away when there are new
-// entries, else every CommitTimeout, which is 1 s for this group as for
-// partitions (replication.GroupConfig: at 50 ms, Raft's default, the
-// group's commit notices were a third of an idle cluster's CPU). A
-// follower would then apply a change up to 2 s after it committed: a new
-// topic's replicas would start late on the other nodes (and CreateTopic,
-// which waits for leaders, return late), a user just created would be
-// refused by another node, a partition moved would keep serving there.
-//
-// So after a command commits, the leader appends a barrier: its append
-// carries the new commit index to every follower at once, and a follower
-// applies the change one round trip after it committed, as it did with
-// the 50 ms notices (sooner). Barriers are not applied to the FSM. One
-// runs at a time; commands committed while it runs share the next one, so
-// a burst of commands (offset commits) adds at most one barrier per
-// barrier round, and an idle group sends nothing but heartbeats.
-//
-// A new leader commits the entries of earlier terms with its first entry
-// (Raft's no-op), whose commit its followers would likewise learn late. It
-// runs two barriers: the first commits after the no-op, and the append of
-// the second carries that commit.
-
-// publishLoop runs a barrier each time publish is signalled and two each
-// time leading is, on the leader, until stop is closed.
-func (g *Group) publishLoop() {
-	defer close(g.published)
-	for {
-		n := 1
-		select {
-		case <-g.stop:
-			return
-		case <-g.publish:
-		case <-g.leading:
-			n = 2
-		}
-		// An error is a lost leadership or a shutdown: the next leader
-		// publishes what it commits.
-		for i := 0; i < n && g.raft.State() == raft.Leader; i++ {
-			if err := g.raft.Barrier(publishTimeout).Error(); err != nil {
-				break
-			}
-		}
-	}
-}
-
-// led is told the replica's role each time it changes (FollowRole).
-func (g *Group) led(leader bool) {
-	if leader {
-		signal(g.leading)
-	}
-}
-
-// publishTimeout bounds how long a publishing barrier waits to be started.
-const publishTimeout = 10 * time.Second
-
-// announce asks publishLoop for a barrier after a command committed.
-func (g *Group) announce() { signal(g.publish) }
-
-// signal sends on c (buffered 1) unless a signal is already waiting there.
-func signal(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
 }
 
 // HadState reports whether this replica had Raft state when it opened
@@ -201,7 +125,6 @@ func (g *Group) Apply(ctx context.Context, c Command) error {
 	if err := f.Error(); err != nil {
 		return g.raftError(err)
 	}
-	g.announce()
 	if err, ok := f.Response().(error); ok {
 		return err
 	}
@@ -253,10 +176,7 @@ func (g *Group) ConfirmRead(ctx context.Context) error {
 
 // Close stops the replica.
 func (g *Group) Close() error {
-	close(g.stop)
 	err := g.raft.Shutdown().Error()
-	<-g.published
-	g.role.Stop()
 	errs := []error{err, g.trans.Close(), g.FSM.Close()}
 	return errors.Join(errs...)
 }
