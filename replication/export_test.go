@@ -1,6 +1,9 @@
 package replication
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // SetStagedHook makes every catch-up call h after each segment it staged,
 // until the test ends.
@@ -8,3 +11,6 @@ func SetStagedHook(t interface{ Cleanup(func()) }, h func(ctx context.Context, s
 	stagedHook.Store(&h)
 	t.Cleanup(func() { stagedHook.Store(nil) })
 }
+
+// TransferWait is how long p.TransferLeadership waits for Raft's answer.
+func TransferWait(p *Partition) time.Duration { return p.transferWait() }

@@ -70,9 +70,41 @@ func (p *Partition) RemoveServer(id raft.ServerID, timeout time.Duration) error 
 }
 
 // TransferLeadership hands the group's leadership to another voter (leader
-// spreading), and returns once the transfer is done or has failed.
+// spreading), and returns once the transfer is done or has failed, or
+// after transferWait. Raft answers a transfer it started within twice its
+// ElectionTimeout, but never one still queued when its instance shut down
+// (the replica went to sleep, or the node stops): a leader spreader
+// waiting for that answer spread nothing more, and held the node's
+// shutdown for good (seen once in a burst over 10,000 partitions).
 func (p *Partition) TransferLeadership(id raft.ServerID, addr raft.ServerAddress) error {
-	return p.membership("transfer leadership to "+string(id), p.r().LeadershipTransferToServer(id, addr).Error())
+	f := p.r().LeadershipTransferToServer(id, addr)
+	return p.membership("transfer leadership to "+string(id), waitFuture(f, p.transferWait()))
+}
+
+// transferWait is how long TransferLeadership waits for Raft's answer:
+// twice the leader's ElectionTimeout, and a second more.
+func (p *Partition) transferWait() time.Duration {
+	return 2*p.leaderCfg.ElectionTimeout + time.Second
+}
+
+// errNoAnswer: Raft did not answer a request within the time it answers
+// one it handles (its instance shut down with the request queued).
+var errNoAnswer = errors.New("no answer from raft (its instance shut down?)")
+
+// waitFuture returns f's error, or errNoAnswer after limit. A goroutine
+// waits for f meanwhile: it ends when Raft answers, and stays (a few
+// hundred bytes) if Raft never does.
+func waitFuture(f raft.Future, limit time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return errNoAnswer
+	}
 }
 
 func (p *Partition) membership(what string, err error) error {

@@ -361,3 +361,32 @@ func TestLeaderSleepsOnceEveryReachableFollowerHasTheMarker(t *testing.T) {
 		t.Fatalf("hibernate with a follower cut off took %v, want about F (1.5 s)", d)
 	}
 }
+
+// A leadership transfer asked of a replica whose instance has shut down
+// (it fell asleep after the spreader saw it lead) returns. Raft's
+// LeadershipTransferToServer may still queue it then (its select between
+// the queue, which has room for one, and the shutdown picks either), and
+// nothing answers a queued request once the instance has stopped: the
+// spreader waited for good, and held its node's shutdown.
+func TestTransferLeadershipOfASleepingReplicaReturns(t *testing.T) {
+	c, _, leader := sleepingGroup(t)
+	p := leader.Partition(group)
+	var other *clustertest.Node
+	for _, n := range c.Nodes() {
+		if n != leader {
+			other = n
+		}
+	}
+	for i := range 20 { // each try queues it with odds of one half
+		done := make(chan error, 1)
+		go func() { done <- p.TransferLeadership(raft.ServerID(other.ID), raft.ServerAddress(other.Addr)) }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatalf("try %d: a sleeping replica transferred its leadership", i)
+			}
+		case <-time.After(replication.TransferWait(p) + 5*time.Second):
+			t.Fatalf("try %d: no answer after %v", i, replication.TransferWait(p)+5*time.Second)
+		}
+	}
+}
