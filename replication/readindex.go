@@ -53,7 +53,25 @@ func newReadIndex(barrier func(time.Duration) error, timeout time.Duration) *Rea
 // was applied here; Raft's error (raft.ErrNotLeader, ErrLeadershipLost, a
 // timeout) when it failed; ctx's error when ctx ends first.
 func (ri *ReadIndex) Confirm(ctx context.Context) error {
+	r := ri.round()
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Start starts a barrier after the call, as Confirm does, without waiting
+// for it. Its append carries the leader's commit index to every follower:
+// meta.Group publishes what it commits with it.
+func (ri *ReadIndex) Start() { ri.round() }
+
+// round returns the first round that starts after the call: a new one run
+// at once when none runs, else the one queued behind the running one.
+func (ri *ReadIndex) round() *readRound {
 	ri.mu.Lock()
+	defer ri.mu.Unlock()
 	var r *readRound
 	switch {
 	case ri.running == nil:
@@ -66,13 +84,7 @@ func (ri *ReadIndex) Confirm(ctx context.Context) error {
 		r = &readRound{done: make(chan struct{})}
 		ri.queued = r
 	}
-	ri.mu.Unlock()
-	select {
-	case <-r.done:
-		return r.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return r
 }
 
 // run runs r's barrier, then the queued round's, until none is queued.

@@ -132,3 +132,27 @@ func TestReadIndexSharesBarriers(t *testing.T) {
 		t.Fatalf("%d barriers for 200 concurrent reads: not shared", n)
 	}
 }
+
+// Start runs a barrier after the call without waiting for it (the
+// barriers here block until the test finishes them), and shares rounds as
+// Confirm does: two Starts while one round runs queue one more.
+func TestReadIndexStartDoesNotWait(t *testing.T) {
+	g := newGatedBarrier()
+	ri := newReadIndex(g.barrier, time.Second)
+	ri.Start()
+	if n := <-g.started; n != 1 {
+		t.Fatalf("round %d started, want 1", n)
+	}
+	ri.Start()
+	ri.Start()
+	g.finish <- nil
+	if n := <-g.started; n != 2 {
+		t.Fatalf("round %d started, want 2", n)
+	}
+	g.finish <- errors.New("lost")
+	select {
+	case n := <-g.started:
+		t.Fatalf("round %d started: Starts while one ran were not shared", n)
+	case <-time.After(20 * time.Millisecond):
+	}
+}
