@@ -38,7 +38,10 @@
 // the server. Reads of the state that must be current (a committed offset,
 // whether a topic exists) call ConfirmRead first, which proves with a
 // barrier started after the read that this replica leads and has applied
-// everything committed before (replication.ReadIndex). Membership changes
+// everything committed before (replication.ReadIndex). The group sends
+// commit notices once a second, as partitions do, and its leader
+// publishes each command followers act on with a barrier, so they apply
+// it one round trip after it committed (group.go). Membership changes
 // go through AddVoter and RemoveServer; no caller outside package
 // replication holds the group's *raft.Raft.
 package meta
