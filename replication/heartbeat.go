@@ -59,9 +59,23 @@ import (
 // Failover is unchanged: a follower still starts an election after F to 2F
 // of silence.
 
-// DefaultCommitTimeout is a partition group's CommitTimeout when
-// PartitionConfig.Raft is nil.
+// DefaultCommitTimeout is a group's CommitTimeout when the server gives
+// no Raft configuration (RaftConfig).
 const DefaultCommitTimeout = time.Second
+
+// RaftConfig is the Raft configuration a group starts from: a copy of
+// base, or when base is nil Raft's defaults with CommitTimeout
+// DefaultCommitTimeout. Partitions and the metadata group both use it;
+// each then sets what is its own.
+func RaftConfig(base *raft.Config) *raft.Config {
+	if base != nil {
+		c := *base
+		return &c
+	}
+	rc := raft.DefaultConfig()
+	rc.CommitTimeout = DefaultCommitTimeout
+	return rc
+}
 
 // leaderHeartbeatTimeout is the HeartbeatTimeout a leader runs with, for a
 // group whose followers wait follower and whose lease is lease: the leader

@@ -193,12 +193,8 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 		logger = hclog.Default()
 	}
 	logger = logger.Named(cfg.Group)
-	rc := raft.DefaultConfig()
-	if cfg.Raft != nil {
-		c := *cfg.Raft
-		rc = &c
-	} else {
-		rc.CommitTimeout = DefaultCommitTimeout
+	rc := RaftConfig(cfg.Raft)
+	if cfg.Raft == nil {
 		rc.LeaderLeaseTimeout = rc.HeartbeatTimeout
 	}
 	rc.LocalID = cfg.NodeID

@@ -37,13 +37,7 @@ func Open(n *replication.Node) (*Group, error) {
 		return nil, err
 	}
 	logger := n.Logger().Named(replication.MetaGroup)
-	rc := raft.DefaultConfig()
-	if cfg.Raft != nil {
-		c := *cfg.Raft
-		rc = &c
-	} else {
-		rc.CommitTimeout = replication.DefaultCommitTimeout
-	}
+	rc := replication.RaftConfig(cfg.Raft)
 	rc.LocalID = cfg.ID
 	rc.Logger = logger
 	rc.SnapshotThreshold = 1024
