@@ -168,10 +168,7 @@ func (c *Cluster) DeleteGroupOffsets(ctx context.Context, group string) error {
 // awaitLocal waits until this node's reconciler has made the topic as
 // the metadata says (or removed it, for a cfg with CreatedMs 0).
 func (c *Cluster) awaitLocal(ctx context.Context, cfg partition.TopicConfig) error {
-	select {
-	case c.kick <- struct{}{}:
-	default:
-	}
+	c.kickReconcile()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for {

@@ -125,6 +125,9 @@ type Cluster struct {
 	// fullWarned is when mayWake last warned that uses wait for room
 	// (Unix nanoseconds).
 	fullWarned atomic.Int64
+	// boots are the new groups this node waits to bootstrap
+	// (firstelection.go).
+	boots deferredBoots
 }
 
 // Start starts the Raft port and the metadata group. The background loops

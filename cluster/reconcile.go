@@ -169,9 +169,13 @@ func (c *Cluster) reconcileReplica(st meta.State, ref replicaRef) error {
 			return err
 		}
 	case !want && r != nil:
+		c.boots.forget(group)
 		return c.rn.ClosePartition(group)
 	case !want:
 		return nil
+	}
+	if servers, ok := c.boots.take(group); ok {
+		c.bootstrapLate(group, r, servers)
 	}
 	if r.Asleep() {
 		return c.wakeForVoters(t.Replicas[id], r)
@@ -204,6 +208,14 @@ func (c *Cluster) openReplica(st meta.State, ref replicaRef) (*replication.Parti
 		for _, n := range t.Initial[id] {
 			servers = append(servers, raft.Server{ID: raft.ServerID(n), Address: raft.ServerAddress(st.Nodes[n].RaftAddr)})
 		}
+		if pref := t.Initial[id][0]; c.cfg.HibernateAfter <= 0 && pref != c.self && r.LastIndex() == 0 && c.reachable(pref) {
+			// The preferred replica wins the first election
+			// (firstelection.go).
+			wait := c.firstElectionWait()
+			c.boots.add(group, servers, wait)
+			time.AfterFunc(wait, c.kickReconcile)
+			return r, nil
+		}
 		err := r.Bootstrap(servers)
 		if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			return nil, fmt.Errorf("bootstrap %s: %w", group, err)
@@ -225,6 +237,27 @@ func (c *Cluster) openReplica(st meta.State, ref replicaRef) (*replication.Parti
 		}
 	}
 	return r, nil
+}
+
+// bootstrapLate bootstraps group's replica r, opened without a
+// configuration (firstelection.go), unless it has taken one from a leader
+// or voted meanwhile (raft.ErrCantBootstrap).
+func (c *Cluster) bootstrapLate(group string, r *replication.Partition, servers []raft.Server) {
+	switch err := r.Bootstrap(servers); {
+	case err == nil:
+		c.logger.Info("a new partition's preferred replica has not led it yet: its other replicas stand for election", "group", group)
+	case !errors.Is(err, raft.ErrCantBootstrap):
+		c.logger.Warn("bootstrap a new partition's group", "group", group, "err", err)
+	}
+}
+
+// kickReconcile asks the reconcile loop for a pass now (it runs one
+// every 2 s and on each metadata change anyway).
+func (c *Cluster) kickReconcile() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
 }
 
 // matchVoters makes the voters of a group this node leads the placement's

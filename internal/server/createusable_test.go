@@ -3,11 +3,14 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/logd/logd/client"
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/internal/server/servertest"
 	pb "github.com/logd/logd/proto/logd/v1"
@@ -56,6 +59,46 @@ func TestClusterCreatedTopicUsableAtOnce(t *testing.T) {
 				t.Logf("status: %v", st)
 				t.Fatalf("produce to %s/%d through %s right after create: %v", name, p, addr, err)
 			}
+		}
+	}
+}
+
+// Without hibernation, each partition of a new topic is led by its
+// preferred replica (the placement's first) when CreateTopic returns, as
+// Kafka's controller elects it: the other replicas let it stand first
+// (cluster/firstelection.go). Before, whichever replica timed out first
+// led it, and the leader spreading moved two thirds of them 10 s later:
+// a produce racing that move was told the partition had no leader right
+// after CreateTopic said it took writes.
+func TestCreateElectsThePreferredLeaders(t *testing.T) {
+	cl := servertest.NewCluster(t, 3)
+	createTopicIn(t, cl, "preferred", 9)
+	checkPreferredLead(t, cl, "preferred", "")
+}
+
+// A partition whose preferred replica is down when the topic is created
+// is still elected, by its other replicas, in time for CreateTopic to
+// say it takes writes.
+func TestCreateWithAPreferredReplicaDown(t *testing.T) {
+	cl := servertest.NewCluster(t, 3)
+	down := cl.Nodes()[2]
+	down.Stop()
+	c := clusterClient(t, cl)
+	ctx := ctx(t)
+	start := time.Now()
+	if _, err := c.Admin().CreateTopic(ctx, "half", client.TopicOptions{Partitions: 6, Replicas: 3}); err != nil {
+		t.Fatalf("create with %s down: %v", down.ID, err)
+	}
+	t.Logf("created in %v", time.Since(start))
+	placement := cl.Nodes()[0].Server().Broker().Cluster().State().Topics["half"].Replicas
+	if !slices.ContainsFunc(placement, func(set []string) bool { return set[0] == down.ID }) {
+		t.Fatalf("no partition prefers %s (%v): the test shows nothing", down.ID, placement)
+	}
+	p := c.NewProducer(client.ProducerOptions{})
+	defer p.Close()
+	for i := range int32(6) {
+		if _, err := p.Produce(ctx, client.Record{Topic: "half", Partition: &i, Value: []byte("x")}).Get(ctx); err != nil {
+			t.Fatalf("produce to partition %d: %v", i, err)
 		}
 	}
 }
