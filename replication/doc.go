@@ -49,6 +49,14 @@
 // CommitTimeout of 1 s and a lease of HeartbeatTimeout (heartbeat.go has
 // the argument; docs/architecture.md the numbers).
 //
+// # Waiting on Raft
+//
+// hashicorp/raft never answers a request still queued when its instance
+// shuts down, and a replica's instance shuts down each time it falls
+// asleep. Every wait on a future of a partition's Raft (and of the
+// metadata group's) is Await, which ends with the instance (await.go);
+// only logd shuts an instance down (ShutdownOnRemove is off).
+//
 // # Each record written once
 //
 // A partition's segment log (package log) is its Raft log store

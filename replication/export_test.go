@@ -1,9 +1,6 @@
 package replication
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
 // SetStagedHook makes every catch-up call h after each segment it staged,
 // until the test ends.
@@ -11,6 +8,3 @@ func SetStagedHook(t interface{ Cleanup(func()) }, h func(ctx context.Context, s
 	stagedHook.Store(&h)
 	t.Cleanup(func() { stagedHook.Store(nil) })
 }
-
-// TransferWait is how long p.TransferLeadership waits for Raft's answer.
-func TransferWait(p *Partition) time.Duration { return p.transferWait() }

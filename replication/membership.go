@@ -60,51 +60,27 @@ func (p *Partition) Status() PartitionStatus {
 // replica catches up from the leader's log; if the leader's log no longer
 // starts at index 1, by segment copy (see the package comment).
 func (p *Partition) AddVoter(id raft.ServerID, addr raft.ServerAddress, timeout time.Duration) error {
-	return p.membership("add voter "+string(id), p.r().AddVoter(id, addr, 0, timeout).Error())
+	in := p.inst()
+	return p.membership("add voter "+string(id), in.await(in.AddVoter(id, addr, 0, timeout)))
 }
 
 // RemoveServer removes a replica from the group (called on the leader; a
 // leader removing itself steps down once the change commits).
 func (p *Partition) RemoveServer(id raft.ServerID, timeout time.Duration) error {
-	return p.membership("remove server "+string(id), p.r().RemoveServer(id, 0, timeout).Error())
+	in := p.inst()
+	return p.membership("remove server "+string(id), in.await(in.RemoveServer(id, 0, timeout)))
 }
 
 // TransferLeadership hands the group's leadership to another voter (leader
-// spreading), and returns once the transfer is done or has failed, or
-// after transferWait. Raft answers a transfer it started within twice its
-// ElectionTimeout, but never one still queued when its instance shut down
-// (the replica went to sleep, or the node stops): a leader spreader
-// waiting for that answer spread nothing more, and held the node's
-// shutdown for good (seen once in a burst over 10,000 partitions).
+// spreading), and returns once the transfer is done or has failed. Raft
+// answers a transfer it takes within twice its ElectionTimeout; one still
+// queued when the instance shut down (the replica fell asleep, the node
+// stops) it never answers, and a leader spreader waiting for that answer
+// spread nothing more and held the node's shutdown for good (seen once in
+// a burst over 10,000 partitions): await ends with the instance.
 func (p *Partition) TransferLeadership(id raft.ServerID, addr raft.ServerAddress) error {
-	f := p.r().LeadershipTransferToServer(id, addr)
-	return p.membership("transfer leadership to "+string(id), waitFuture(f, p.transferWait()))
-}
-
-// transferWait is how long TransferLeadership waits for Raft's answer:
-// twice the leader's ElectionTimeout, and a second more.
-func (p *Partition) transferWait() time.Duration {
-	return 2*p.leaderCfg.ElectionTimeout + time.Second
-}
-
-// errNoAnswer: Raft did not answer a request within the time it answers
-// one it handles (its instance shut down with the request queued).
-var errNoAnswer = errors.New("no answer from raft (its instance shut down?)")
-
-// waitFuture returns f's error, or errNoAnswer after limit. A goroutine
-// waits for f meanwhile: it ends when Raft answers, and stays (a few
-// hundred bytes) if Raft never does.
-func waitFuture(f raft.Future, limit time.Duration) error {
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
-	t := time.NewTimer(limit)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-t.C:
-		return errNoAnswer
-	}
+	in := p.inst()
+	return p.membership("transfer leadership to "+string(id), in.await(in.LeadershipTransferToServer(id, addr)))
 }
 
 func (p *Partition) membership(what string, err error) error {

@@ -105,7 +105,7 @@ type Partition struct {
 
 	// raft is the group's running Raft instance, or the last one, shut
 	// down, while the replica sleeps (sleep.go): every use loads it once.
-	raft atomic.Pointer[raft.Raft]
+	raft atomic.Pointer[instance]
 	// What a wake needs to start Raft again: the configuration it was
 	// opened with and the stores (sleep.go).
 	rc     raft.Config
@@ -207,6 +207,10 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 	// A buffered apply channel lets the leader take every pipelined
 	// entry at once (one StoreLogs, one fsync) and Start return at once.
 	rc.BatchApplyCh = true
+	// Only logd shuts an instance down (await.go): a leader that removes
+	// itself from the group steps down, and the replica is closed when the
+	// placement no longer has it.
+	rc.ShutdownOnRemove = false
 
 	if err := os.MkdirAll(cfg.SnapshotDir, 0o755); err != nil {
 		return nil, fmt.Errorf("replication: %s: %w", cfg.Group, err)
@@ -244,7 +248,10 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 		return nil, fmt.Errorf("replication: %s: start raft: %w", cfg.Group, err)
 	}
 	p.followerCfg, p.leaderCfg = roleConfigs(rc)
-	p.reads = newReadIndex(func(d time.Duration) error { return p.r().Barrier(d).Error() }, ReadBarrierTimeout)
+	p.reads = newReadIndex(func(d time.Duration) error {
+		in := p.inst()
+		return in.await(in.Barrier(d))
+	}, ReadBarrierTimeout)
 	p.run(r)
 	p.startRole()
 	p.Touch()
@@ -266,11 +273,14 @@ func (p *Partition) Group() string { return p.group }
 func (p *Partition) Raft() *raft.Raft { return p.r() }
 
 // r is the group's Raft instance now (shut down while the replica sleeps).
-func (p *Partition) r() *raft.Raft { return p.raft.Load() }
+func (p *Partition) r() *raft.Raft { return p.raft.Load().Raft }
+
+// inst is r with what waits on its futures need (await.go).
+func (p *Partition) inst() *instance { return p.raft.Load() }
 
 // run makes r the group's Raft instance.
 func (p *Partition) run(r *raft.Raft) {
-	p.raft.Store(r)
+	p.raft.Store(newInstance(r))
 	p.trans.Bind(r)
 	p.store.SetAppliedIndex(r.AppliedIndex)
 }
@@ -347,13 +357,11 @@ func (p *Partition) Start(b []byte, leaderOnly bool, after *Write) (*Write, erro
 	if leaderOnly {
 		w.stored, cancel = p.store.awaitStored(b)
 	}
-	f := p.r().Apply(b, 0)
+	in := p.inst()
+	f := in.Apply(b, 0)
 	p.sleep.gate.RUnlock()
 	go func() {
-		// Raft answers every future but one whose node shuts down after
-		// the entry committed and before it was applied (hashicorp/raft
-		// issue 498): this goroutine then waits for good.
-		w.res, w.err = p.applied(f)
+		w.res, w.err = p.applied(in, f)
 		close(w.done)
 		cancel()
 		settle()
@@ -361,9 +369,9 @@ func (p *Partition) Start(b []byte, leaderOnly bool, after *Write) (*Write, erro
 	return w, nil
 }
 
-// applied waits for f and returns its outcome.
-func (p *Partition) applied(f raft.ApplyFuture) (ApplyResult, error) {
-	if err := f.Error(); err != nil {
+// applied waits for f, a future of in, and returns its outcome.
+func (p *Partition) applied(in *instance, f raft.ApplyFuture) (ApplyResult, error) {
+	if err := in.await(f); err != nil {
 		return ApplyResult{}, p.applyError(err)
 	}
 	switch r := f.Response().(type) {
@@ -408,7 +416,7 @@ func (w *Write) Result() (ApplyResult, error) {
 // such proof: it moves when entries are handed to the state machine,
 // before they are applied.
 func (p *Partition) Leading(ctx context.Context) (uint64, error) {
-	rf := p.r() // one instance throughout (a sleep and a wake start another)
+	rf := p.inst() // one instance throughout (a sleep and a wake start another)
 	if rf.State() != raft.Leader {
 		return 0, p.applyError(raft.ErrNotLeader)
 	}
@@ -418,7 +426,7 @@ func (p *Partition) Leading(ctx context.Context) (uint64, error) {
 		nr := &readiness{term: term, done: make(chan struct{})}
 		if p.ready.CompareAndSwap(r, nr) {
 			go func() {
-				nr.ok = rf.Barrier(0).Error() == nil
+				nr.ok = rf.await(rf.Barrier(0)) == nil
 				close(nr.done)
 			}()
 		}
@@ -524,7 +532,7 @@ func (p *Partition) Close() error {
 	p.stopTimers()
 	p.sleep.mu.Lock()
 	p.sleep.closed = true
-	err := p.r().Shutdown().Error()
+	err := p.inst().shutdown()
 	p.stopRole()
 	p.sleep.mu.Unlock()
 	if cerr := p.trans.Close(); err == nil {
@@ -611,12 +619,13 @@ func (p *Partition) DeleteRecords(ctx context.Context, offset int64) (int64, err
 	if offset <= start {
 		return start, nil
 	}
-	f := p.r().Apply(encodeDeleteRecords(offset), 0)
+	in := p.inst()
+	f := in.Apply(encodeDeleteRecords(offset), 0)
 	done := make(chan struct{})
 	var res any
 	var err error
 	go func() {
-		if err = f.Error(); err == nil {
+		if err = in.await(f); err == nil {
 			res = f.Response()
 		}
 		close(done)

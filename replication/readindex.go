@@ -39,10 +39,11 @@ type readRound struct {
 	err  error // set before done is closed
 }
 
-// NewReadIndex returns the read index of r's group; timeout bounds each
+// NewReadIndex returns the read index of r's group, whose barriers end
+// once down is closed (r has shut down: Await); timeout bounds each
 // barrier.
-func NewReadIndex(r *raft.Raft, timeout time.Duration) *ReadIndex {
-	return newReadIndex(func(d time.Duration) error { return r.Barrier(d).Error() }, timeout)
+func NewReadIndex(r *raft.Raft, down <-chan struct{}, timeout time.Duration) *ReadIndex {
+	return newReadIndex(func(d time.Duration) error { return Await(r.Barrier(d), down) }, timeout)
 }
 
 func newReadIndex(barrier func(time.Duration) error, timeout time.Duration) *ReadIndex {

@@ -160,7 +160,8 @@ func (p *Partition) Idle() time.Duration {
 // it, or the replica was used (Touch) while the marker was on its way: a
 // request it serves would find it asleep.
 func (p *Partition) Hibernate(timeout time.Duration) (bool, error) {
-	r := p.r()
+	in := p.inst()
+	r := in.Raft
 	if p.Asleep() || r.State() != raft.Leader {
 		return false, nil
 	}
@@ -169,13 +170,13 @@ func (p *Partition) Hibernate(timeout time.Duration) (bool, error) {
 	// changes starts.
 	starts, used, term := p.sleep.starts.Load(), p.sleep.used.Load(), r.CurrentTerm()
 	f := r.Apply(encodeSleep(), timeout)
-	if err := f.Error(); err != nil {
+	if err := in.await(f); err != nil {
 		return false, p.applyError(err)
 	}
 	p.awaitMarker(r, term, f.Index())
 	p.sleep.mu.Lock()
 	defer p.sleep.mu.Unlock()
-	if p.sleep.closed || p.r() != r {
+	if p.sleep.closed || p.inst() != in {
 		return false, nil
 	}
 	p.sleep.gate.Lock()
@@ -185,7 +186,7 @@ func (p *Partition) Hibernate(timeout time.Duration) (bool, error) {
 	}
 	p.sleep.asleep.Store(true)
 	p.sleep.gate.Unlock()
-	return true, p.sleepLocked(r)
+	return true, p.sleepLocked(in)
 }
 
 // awaitMarker waits, for at most a follower's HeartbeatTimeout F, until
@@ -230,10 +231,10 @@ func (p *Partition) Sleep() error {
 	if p.sleep.closed || p.Asleep() {
 		return nil
 	}
-	return p.sleepLocked(p.r())
+	return p.sleepLocked(p.inst())
 }
 
-// sleepLocked stops r, which is the running instance; sleep.mu is held.
+// sleepLocked stops in, which is the running instance; sleep.mu is held.
 //
 // It takes a snapshot first (a few bytes: the log is the state, fsm.go)
 // when the replica's log is more than sleepSnapshotAfter entries past its
@@ -245,7 +246,8 @@ func (p *Partition) Sleep() error {
 // seconds on a loaded one, where a list offsets over 200 partitions that
 // woke them took 7-18 s (torture seeds 11 and 13, 200 partitions, a 2 s
 // delay: their final reads never finished).
-func (p *Partition) sleepLocked(r *raft.Raft) error {
+func (p *Partition) sleepLocked(in *instance) error {
+	r := in.Raft
 	if r.LastIndex() > p.snaps.last.Load()+sleepSnapshotAfter {
 		if err := r.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
 			p.logger.Debug("snapshot before sleeping", "err", err)
@@ -259,7 +261,7 @@ func (p *Partition) sleepLocked(r *raft.Raft) error {
 	p.sleep.gate.Unlock()
 	// From now on an RPC for the group wakes it (after this Sleep).
 	p.trans.Sleep(func() { go p.wakeForPeer() })
-	err := r.Shutdown().Error()
+	err := in.shutdown()
 	// The instance is down whether or not its shutdown reported an error.
 	p.stopRole()
 	if err != nil {
@@ -322,11 +324,11 @@ func (p *Partition) Wake(campaign bool) error {
 func (p *Partition) SleepIfMarked() (bool, error) {
 	p.sleep.mu.Lock()
 	defer p.sleep.mu.Unlock()
-	r := p.r()
-	if p.sleep.closed || p.Asleep() || r.State() == raft.Leader || !p.lastIsMarker() {
+	in := p.inst()
+	if p.sleep.closed || p.Asleep() || in.State() == raft.Leader || !p.lastIsMarker() {
 		return p.Asleep(), nil
 	}
-	return true, p.sleepLocked(r)
+	return true, p.sleepLocked(in)
 }
 
 // wakeForPeer wakes the replica for an RPC a peer sent it.
@@ -358,12 +360,12 @@ func (p *Partition) markerStored(uint64) {
 func (p *Partition) checkMarker() {
 	p.sleep.mu.Lock()
 	defer p.sleep.mu.Unlock()
-	r := p.r()
-	if p.sleep.closed || p.Asleep() || r.State() == raft.Leader || !p.lastIsMarker() {
+	in := p.inst()
+	if p.sleep.closed || p.Asleep() || in.State() == raft.Leader || !p.lastIsMarker() {
 		return
 	}
 	quiet := p.followerCfg.HeartbeatTimeout / 2
-	if since := time.Since(r.LastContact()); since < quiet {
+	if since := time.Since(in.LastContact()); since < quiet {
 		p.sleep.timerMu.Lock()
 		if !p.sleep.timerStop {
 			p.sleep.timer.Reset(quiet - since)
@@ -371,7 +373,7 @@ func (p *Partition) checkMarker() {
 		p.sleep.timerMu.Unlock()
 		return
 	}
-	if err := p.sleepLocked(r); err != nil {
+	if err := p.sleepLocked(in); err != nil {
 		p.logger.Warn("sleep after a marker failed", "error", err)
 	}
 }

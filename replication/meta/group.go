@@ -22,6 +22,9 @@ type Group struct {
 	store    *replication.PebbleLogStore
 	reads    *replication.ReadIndex
 	existing bool
+	// down is closed once Raft has shut down (Close): every wait on a
+	// Raft future ends then (replication.Await).
+	down chan struct{}
 	// publishing ends publishLoop, which closes published when it has
 	// returned.
 	publishing context.Context
@@ -74,7 +77,8 @@ func Open(n *replication.Node) (*Group, error) {
 		return nil, fmt.Errorf("meta: start raft: %w", err)
 	}
 	g.raft = r
-	g.reads = replication.NewReadIndex(r, replication.ReadBarrierTimeout)
+	g.down = make(chan struct{})
+	g.reads = replication.NewReadIndex(r, g.down, replication.ReadBarrierTimeout)
 	g.trans.Bind(r)
 	g.publishing, g.stop = context.WithCancel(context.Background())
 	g.published = make(chan struct{})
@@ -185,7 +189,7 @@ func (g *Group) Apply(ctx context.Context, c Command) error {
 		timeout = max(time.Until(d), time.Millisecond)
 	}
 	f := g.raft.Apply(b, timeout)
-	if err := f.Error(); err != nil {
+	if err := replication.Await(f, g.down); err != nil {
 		return g.raftError(err)
 	}
 	if c.Op.actedOnByFollowers() {
@@ -206,7 +210,7 @@ func (g *Group) raftError(err error) error {
 
 // AddVoter adds a node to the group (on the leader).
 func (g *Group) AddVoter(id raft.ServerID, addr raft.ServerAddress) error {
-	if err := g.raft.AddVoter(id, addr, 0, 30*time.Second).Error(); err != nil {
+	if err := replication.Await(g.raft.AddVoter(id, addr, 0, 30*time.Second), g.down); err != nil {
 		return g.raftError(err)
 	}
 	return nil
@@ -214,7 +218,7 @@ func (g *Group) AddVoter(id raft.ServerID, addr raft.ServerAddress) error {
 
 // RemoveServer removes a node from the group (on the leader).
 func (g *Group) RemoveServer(id raft.ServerID) error {
-	if err := g.raft.RemoveServer(id, 0, 30*time.Second).Error(); err != nil {
+	if err := replication.Await(g.raft.RemoveServer(id, 0, 30*time.Second), g.down); err != nil {
 		return g.raftError(err)
 	}
 	return nil
@@ -223,7 +227,7 @@ func (g *Group) RemoveServer(id raft.ServerID) error {
 // Barrier waits until this replica (the leader) has applied everything
 // committed before, so its state is current.
 func (g *Group) Barrier(timeout time.Duration) error {
-	if err := g.raft.Barrier(timeout).Error(); err != nil {
+	if err := replication.Await(g.raft.Barrier(timeout), g.down); err != nil {
 		return g.raftError(err)
 	}
 	return nil
@@ -245,6 +249,11 @@ func (g *Group) Close() error {
 	g.stop()
 	<-g.published
 	err := g.raft.Shutdown().Error()
+	select {
+	case <-g.down:
+	default:
+		close(g.down)
+	}
 	errs := []error{err, g.trans.Close(), g.FSM.Close()}
 	return errors.Join(errs...)
 }
