@@ -24,9 +24,10 @@ func TestListTopicsFollowsPages(t *testing.T) {
 }
 
 // A cluster answers CreateTopic only once the new partitions have leaders,
-// or after waiting for them up to cluster.UsableTimeout: each attempt gets
-// that long beyond the call timeout, so the server's answer is read, not
-// cut off as a server that did not answer.
+// or after waiting for them until just before the call's deadline
+// (cluster.setupContext): each attempt gets setupWait beyond the call
+// timeout, so the server's answer is read, not cut off as a server that
+// did not answer.
 func TestCreateTopicWaitsForTheServersSetup(t *testing.T) {
 	f := startFake(t)
 	f.mu.Lock()

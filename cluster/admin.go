@@ -30,7 +30,8 @@ const defaultReplicas = 3
 // CreateTopic creates a topic of cfg (Name, Partitions, Replicas: 0 for
 // the default, and its settings), places its replicas and waits until this
 // node has it and every partition has a leader that takes a produce (at
-// most UsableTimeout: then ErrFailedPrecondition naming the partition).
+// most until just before the request's deadline, or UsableTimeout without
+// one: setupContext; then ErrFailedPrecondition naming the partition).
 func (c *Cluster) CreateTopic(ctx context.Context, cfg partition.TopicConfig) (partition.TopicConfig, error) {
 	if err := c.OnMetaLeader(); err != nil {
 		return cfg, err
@@ -62,6 +63,8 @@ func (c *Cluster) CreateTopic(ctx context.Context, cfg partition.TopicConfig) (p
 	if err := c.meta.Apply(ctx, meta.Command{Op: meta.OpCreateTopic, Topic: &t}); err != nil {
 		return cfg, c.RaftError(err)
 	}
+	ctx, cancel := setupContext(ctx)
+	defer cancel()
 	if err := c.awaitLocal(ctx, cfg); err != nil {
 		return cfg, err
 	}
@@ -84,6 +87,8 @@ func (c *Cluster) AlterTopic(ctx context.Context, name string, ch partition.Conf
 	if err := c.meta.Apply(ctx, meta.Command{Op: meta.OpAlterTopic, Name: name, Topic: &meta.Topic{Config: cfg}}); err != nil {
 		return cfg, c.RaftError(err)
 	}
+	ctx, cancel := setupContext(ctx)
+	defer cancel()
 	return cfg, c.awaitLocal(ctx, cfg)
 }
 
@@ -91,7 +96,7 @@ func (c *Cluster) AlterTopic(ctx context.Context, name string, ch partition.Conf
 // partitions' replicas as CreateTopic places a new topic's (the least
 // loaded nodes, preferred leaders spread), applies one command, and
 // waits until this node has them and each new partition has a leader
-// that takes a produce (at most UsableTimeout: then
+// that takes a produce (as CreateTopic: setupContext; then
 // ErrFailedPrecondition naming the partition).
 func (c *Cluster) AddPartitions(ctx context.Context, name string, count int32) (partition.TopicConfig, error) {
 	if err := c.OnMetaLeader(); err != nil {
@@ -119,6 +124,8 @@ func (c *Cluster) AddPartitions(ctx context.Context, name string, count int32) (
 	if err := c.meta.Apply(ctx, meta.Command{Op: meta.OpAddPartitions, Name: name, Topic: &add}); err != nil {
 		return t.Config, c.RaftError(err)
 	}
+	ctx, cancel := setupContext(ctx)
+	defer cancel()
 	if err := c.awaitLocal(ctx, cfg); err != nil {
 		return cfg, err
 	}
@@ -136,6 +143,8 @@ func (c *Cluster) DeleteTopic(ctx context.Context, name string) error {
 	if err := c.meta.Apply(ctx, meta.Command{Op: meta.OpDeleteTopic, Name: name}); err != nil {
 		return c.RaftError(err)
 	}
+	ctx, cancel := setupContext(ctx)
+	defer cancel()
 	return c.awaitLocal(ctx, partition.TopicConfig{Name: name})
 }
 
@@ -165,12 +174,11 @@ func (c *Cluster) DeleteGroupOffsets(ctx context.Context, group string) error {
 	return c.RaftError(c.meta.Apply(ctx, meta.Command{Op: meta.OpDeleteGroup, Group: group}))
 }
 
-// awaitLocal waits until this node's reconciler has made the topic as
-// the metadata says (or removed it, for a cfg with CreatedMs 0).
+// awaitLocal waits, within ctx (setupContext), until this node's
+// reconciler has made the topic as the metadata says (or removed it, for
+// a cfg with CreatedMs 0).
 func (c *Cluster) awaitLocal(ctx context.Context, cfg partition.TopicConfig) error {
 	c.kickReconcile()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
 	for {
 		lc, err := c.o.Topics.Config(cfg.Name)
 		switch {

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/logd/logd/client"
@@ -101,4 +104,29 @@ func TestCreateWithAPreferredReplicaDown(t *testing.T) {
 			t.Fatalf("produce to partition %d: %v", i, err)
 		}
 	}
+}
+
+// CreateTopic waits for its partitions' leaders until just before the
+// request's deadline, not a fixed 10 s: a partition that cannot elect (its
+// only replica is down) is answered FAILED_PRECONDITION, saying so, within
+// a 3 s call. Before, the server waited 10 s and the client saw only its
+// own deadline pass.
+func TestCreateAnswersWithinItsDeadline(t *testing.T) {
+	cl := servertest.NewCluster(t, 3)
+	down := cl.Nodes()[2]
+	down.Stop()
+	cs := newCCs(t, cl.Addrs()[:2]...)
+	var err error
+	start := time.Now()
+	_, _ = cs.call(ctx(t), cl.Nodes()[0].APIAddr, func(cc *grpc.ClientConn) error {
+		cctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_, err = pb.NewAdminClient(cc).CreateTopic(cctx, &pb.CreateTopicRequest{Name: "stranded", Partitions: 3, Replicas: 1})
+		return err
+	})
+	took := time.Since(start)
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "no leader") {
+		t.Fatalf("create with a partition only on %s, which is down: %v after %v; want FAILED_PRECONDITION saying a partition has no leader", down.ID, err, took)
+	}
+	t.Logf("%v after %v", err, took)
 }
