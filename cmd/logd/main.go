@@ -92,9 +92,22 @@ func (s *serverFlag) register(cmd *cobra.Command, persistent bool) {
 	}
 	fs.StringVar(&s.addr, "server", def, "logd server address HOST:PORT, or several separated by commas (env LOGD_SERVER)")
 	fs.DurationVar(&s.timeout, "timeout", client.DefaultRetryTimeout,
-		"how long to retry while the cluster cannot answer (an election, a node restarting) before giving up")
+		"how long to retry while the cluster cannot answer (an election, a node restarting) before giving up; "+
+			"with topic create and topic alter --partitions, also how long the cluster may wait for the new partitions' leaders")
 	s.tls.register(fs)
 	s.creds.register(fs)
+}
+
+// setupContext is the context of a call that creates partitions (topic
+// create, topic alter --partitions): with --timeout given, the call ends
+// then, and the cluster waits for the new partitions' leaders until just
+// before it (thousands of partitions take longer than the client's default
+// 10 s beyond the call timeout); else cmd's context.
+func (s *serverFlag) setupContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	if !cmd.Flags().Changed("timeout") {
+		return context.WithCancel(cmd.Context())
+	}
+	return context.WithTimeout(cmd.Context(), s.timeout)
 }
 
 // run dials the server, runs fn, closes the client and explains fn's error.

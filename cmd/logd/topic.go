@@ -122,7 +122,9 @@ func newTopicCreateCmd(srv *serverFlag) *cobra.Command {
 				return err
 			}
 			return srv.run(func(c *client.Client) error {
-				ti, err := c.Admin().CreateTopic(cmd.Context(), name, client.TopicOptions{Partitions: partitions, Replicas: replicas, Config: cfg})
+				ctx, cancel := srv.setupContext(cmd)
+				defer cancel()
+				ti, err := c.Admin().CreateTopic(ctx, name, client.TopicOptions{Partitions: partitions, Replicas: replicas, Config: cfg})
 				if err != nil {
 					return err
 				}
@@ -290,7 +292,9 @@ func newTopicAlterCmd(srv *serverFlag) *cobra.Command {
 					fmt.Fprintf(cmd.OutOrStdout(), "altered topic %s: %s\n", ti.Name, policy(ti.Config))
 				}
 				if grow {
-					ti, err := c.Admin().AddPartitions(cmd.Context(), name, partitions)
+					ctx, cancel := srv.setupContext(cmd)
+					defer cancel()
+					ti, err := c.Admin().AddPartitions(ctx, name, partitions)
 					if err != nil {
 						return err
 					}
