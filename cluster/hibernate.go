@@ -236,7 +236,7 @@ func (c *Cluster) hibernateLoop(ctx context.Context) {
 			delay = min(after, fullIdle)
 		}
 		var due []*replication.Partition
-		for _, r := range c.rn.Partitions() {
+		for _, r := range c.rn.PartitionsUnordered() {
 			if idle(r) {
 				due = append(due, r)
 			}

@@ -43,7 +43,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descSleeps, prometheus.CounterValue, float64(sleeps))
 	ch <- prometheus.MustNewConstMetric(descWakes, prometheus.CounterValue, float64(wakes))
 	awake := 0
-	for _, p := range c.n.Partitions() {
+	for _, p := range c.n.PartitionsUnordered() {
 		s := p.Status()
 		if !s.Asleep {
 			awake++

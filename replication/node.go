@@ -266,13 +266,22 @@ func (n *Node) Partition(group string) *Partition {
 
 // Partitions returns the open replicas, by group id.
 func (n *Node) Partitions() []*Partition {
+	out := n.PartitionsUnordered()
+	slices.SortFunc(out, func(a, b *Partition) int { return strings.Compare(a.group, b.group) })
+	return out
+}
+
+// PartitionsUnordered returns the open replicas in no order, for a caller
+// that looks at every one often: sorting 10,000 of them, four times a
+// second in the hibernate loop, was 5% of a node's CPU during a burst
+// over 10,000 partitions.
+func (n *Node) PartitionsUnordered() []*Partition {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	out := make([]*Partition, 0, len(n.parts))
 	for _, p := range n.parts {
 		out = append(out, p)
 	}
-	slices.SortFunc(out, func(a, b *Partition) int { return strings.Compare(a.group, b.group) })
 	return out
 }
 
