@@ -107,8 +107,8 @@ type TopicOptions struct {
 // setupWait is how long a cluster may wait for the leaders of partitions
 // it has just created before it answers CreateTopic or AddPartitions: each
 // attempt of those calls gets it beyond the call timeout, and the server
-// waits until just before the attempt's deadline (cluster.setupContext). Without it the call timeout (10 s by default)
-// ended the call first, and a create of thousands of partitions that the
+// waits until just before the attempt's deadline (cluster.setupContext).
+// Without it the call timeout (10 s by default) ended the call first, and a create of thousands of partitions that the
 // cluster carried out, or answered "created, partition N has no leader
 // yet", read as a server that did not answer.
 const setupWait = 10 * time.Second

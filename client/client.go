@@ -251,12 +251,21 @@ const (
 func (c *Client) unary(ctx context.Context, fn func(ctx context.Context, cc *grpc.ClientConn) error) error {
 	start := time.Now()
 	backoff := firstAdminBackoff
+	var last error // the last attempt's retriable answer
 	for {
 		err := c.unaryOnce(ctx, fn)
 		waited := time.Since(start)
+		if last != nil && endedByContext(err) {
+			// A retry ran out of time (ctx's deadline, or the attempt's:
+			// the server may see it pass first): the answer that made the
+			// call retry says why it failed, the deadline only when it
+			// gave up.
+			return fmt.Errorf("still failing after retrying for %s: %w (then: %w)", waited.Round(10*time.Millisecond), last, err)
+		}
 		if err == nil || !c.retriable(err, waited) || ctx.Err() != nil {
 			return err
 		}
+		last = err
 		// The last wait is cut short so the last attempt comes at the
 		// timeout, not a backoff before it.
 		wait := min(backoff, c.opts.retryTimeout-waited)
@@ -314,6 +323,16 @@ func (c *Client) retriable(err error, waited time.Duration) bool {
 		return false
 	}
 	return !errors.Is(err, ErrUnreachable) || c.answered.Load() || waited < StartupGrace
+}
+
+// endedByContext reports whether err is a call's end by its context (its
+// deadline, or a cancel), as gRPC or the context reports it.
+func endedByContext(err error) bool {
+	switch status.Code(err) {
+	case codes.DeadlineExceeded, codes.Canceled:
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 // pastDeadline reports whether ctx's deadline comes within d.

@@ -23,10 +23,17 @@ type electingAdmin struct {
 	fails int32
 	calls atomic.Int32
 	err   error // the answer while failing; default: no leader
+	// hang makes every attempt after the first wait for its deadline.
+	hang bool
 }
 
 func (a *electingAdmin) CreateTopic(ctx context.Context, req *logdv1.CreateTopicRequest) (*logdv1.CreateTopicResponse, error) {
-	if n := a.calls.Add(1); n <= a.fails || a.fails < 0 {
+	n := a.calls.Add(1)
+	if a.hang && n > 1 {
+		<-ctx.Done()
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	if n <= a.fails || a.fails < 0 {
 		if a.err != nil {
 			return nil, a.err
 		}
@@ -96,6 +103,19 @@ func TestAdminRetryGivesUpAtTheTimeout(t *testing.T) {
 	start = time.Now()
 	if _, err := c2.Admin().CreateTopic(ctx, "t", TopicOptions{}); !errors.Is(err, ErrUnavailable) || time.Since(start) > 2*time.Second {
 		t.Fatalf("with a 100ms deadline: %v after %v", err, time.Since(start))
+	}
+}
+
+// A retry cut off by the caller's deadline (a loaded machine: the server
+// did not answer the second attempt in time) fails with the answer that
+// made the call retry, not only "deadline exceeded".
+func TestAdminRetryCutByTheDeadlineSaysWhy(t *testing.T) {
+	c := dialT(t, startElecting(t, &electingAdmin{fails: -1, hang: true}))
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := c.Admin().CreateTopic(ctx, "t", TopicOptions{})
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "no leader right now") {
+		t.Fatalf("got %v, want the no-leader answer that made it retry", err)
 	}
 }
 
