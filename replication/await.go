@@ -35,6 +35,10 @@ type instance struct {
 	*raft.Raft
 	down chan struct{} // closed once the instance has shut down
 	once sync.Once
+
+	mu      sync.Mutex
+	watched map[*watcher]struct{} // futures handed to watch and not yet answered
+	gone    bool                  // down is closed: a late watch is failed after lateAnswer
 }
 
 func newInstance(r *raft.Raft) *instance { return &instance{Raft: r, down: make(chan struct{})} }
@@ -43,12 +47,69 @@ func newInstance(r *raft.Raft) *instance { return &instance{Raft: r, down: make(
 // and closes down.
 func (in *instance) shutdown() error {
 	err := in.Shutdown().Error()
-	in.once.Do(func() { close(in.down) })
+	in.once.Do(func() {
+		close(in.down)
+		in.mu.Lock()
+		in.gone = true
+		n := len(in.watched)
+		in.mu.Unlock()
+		if n > 0 {
+			time.AfterFunc(lateAnswer, in.failWatched)
+		}
+	})
 	return err
 }
 
 // await is Await for a future of in.
 func (in *instance) await(f raft.Future) error { return Await(f, in.down) }
+
+// watcher is one future handed to watch.
+type watcher struct {
+	once sync.Once
+	then func(error)
+}
+
+func (w *watcher) end(err error) { w.once.Do(func() { w.then(err) }) }
+
+// watch is Await without a caller waiting: then is called once, with f's
+// error when Raft answers it, or with raft.ErrRaftShutdown when the
+// instance has shut down and f stays unanswered lateAnswer later. One
+// goroutine waits for f (the produce path runs one per Apply anyway); the
+// shutdown fails whatever is still watched then, rather than a second
+// goroutine per future watching down.
+func (in *instance) watch(f raft.Future, then func(error)) {
+	w := &watcher{then: then}
+	in.mu.Lock()
+	if in.watched == nil {
+		in.watched = map[*watcher]struct{}{}
+	}
+	in.watched[w] = struct{}{}
+	gone := in.gone
+	in.mu.Unlock()
+	if gone {
+		time.AfterFunc(lateAnswer, in.failWatched)
+	}
+	go func() {
+		err := f.Error()
+		in.mu.Lock()
+		delete(in.watched, w)
+		in.mu.Unlock()
+		w.end(err)
+	}()
+}
+
+// failWatched ends every watched future with raft.ErrRaftShutdown; it
+// runs lateAnswer after the shutdown, so an answer Raft gave has been
+// passed on by then.
+func (in *instance) failWatched() {
+	in.mu.Lock()
+	ws := in.watched
+	in.watched = nil
+	in.mu.Unlock()
+	for w := range ws {
+		w.end(raft.ErrRaftShutdown)
+	}
+}
 
 // lateAnswer is how long Await still waits for an answer once the
 // instance has shut down: an answer Raft gave is already there, and only

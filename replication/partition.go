@@ -360,18 +360,18 @@ func (p *Partition) Start(b []byte, leaderOnly bool, after *Write) (*Write, erro
 	in := p.inst()
 	f := in.Apply(b, 0)
 	p.sleep.gate.RUnlock()
-	go func() {
-		w.res, w.err = p.applied(in, f)
+	in.watch(f, func(err error) {
+		w.res, w.err = p.applied(f, err)
 		close(w.done)
 		cancel()
 		settle()
-	}()
+	})
 	return w, nil
 }
 
-// applied waits for f, a future of in, and returns its outcome.
-func (p *Partition) applied(in *instance, f raft.ApplyFuture) (ApplyResult, error) {
-	if err := in.await(f); err != nil {
+// applied returns the outcome of f, answered with err.
+func (p *Partition) applied(f raft.ApplyFuture, err error) (ApplyResult, error) {
+	if err != nil {
 		return ApplyResult{}, p.applyError(err)
 	}
 	switch r := f.Response().(type) {
@@ -624,12 +624,12 @@ func (p *Partition) DeleteRecords(ctx context.Context, offset int64) (int64, err
 	done := make(chan struct{})
 	var res any
 	var err error
-	go func() {
-		if err = in.await(f); err == nil {
+	in.watch(f, func(e error) {
+		if err = e; err == nil {
 			res = f.Response()
 		}
 		close(done)
-	}()
+	})
 	select {
 	case <-done:
 	case <-ctx.Done():
