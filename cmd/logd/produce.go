@@ -31,7 +31,11 @@ until every record is acknowledged. Exits non-zero if any record was not.
 
 Records are routed by key (--key for all lines, or --key-delimiter to take each
 line's key from before the first delimiter: with ':' the line "k:v" is key k,
-value v), unkeyed records spread over partitions, and --partition overrides both.`,
+value v), unkeyed records spread over partitions, and --partition overrides both.
+
+--timeout, when given, is also how long each record may take to be
+acknowledged, retries included (the producer's delivery timeout, 2m without
+it): a burst over thousands of sleeping partitions may need longer.`,
 		Args: exactArgs("TOPIC"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			topic, err := topicArg(args)
@@ -42,6 +46,9 @@ value v), unkeyed records spread over partitions, and --partition overrides both
 				return errors.New("--key and --key-delimiter exclude each other: give one")
 			}
 			opts := client.ProducerOptions{}
+			if cmd.Flags().Changed("timeout") {
+				opts.DeliveryTimeout = srv.timeout
+			}
 			if opts.Acks, err = parseAcks(acks); err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,5 +25,19 @@ func TestBinTopicCreateWaitsForItsTimeout(t *testing.T) {
 	}
 	if !strings.Contains(line, "[n3]") {
 		t.Fatalf("the answer does not name the partition's replica on the node that is down: %s", line)
+	}
+
+	// `produce --timeout D` gives each record D to be acknowledged, not
+	// the producer's default 2 minutes.
+	m := regexp.MustCompile(`partition (\d+) has no leader`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("the answer names no partition: %s", line)
+	}
+	start = time.Now()
+	line = failBin(t, nil, "x\n", "delivery timeout (3s)", "produce", "stranded", "--partition", m[1], "--timeout", "3s", servers)
+	took = time.Since(start)
+	t.Logf("%s after %v", line, took)
+	if took > 15*time.Second {
+		t.Fatalf("produce --timeout 3s answered after %v: %s", took, line)
 	}
 }
