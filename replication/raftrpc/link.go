@@ -192,12 +192,24 @@ func (c *client) start(group string, typ byte, args, resp any, done chan error, 
 
 // do sends a request and waits for its answer.
 func (c *client) do(group string, typ byte, args, resp any, timeout time.Duration) error {
-	done := make(chan error, 1)
-	if err := c.start(group, typ, args, resp, done, timeout); err != nil {
-		return err
+	done := donePool.Get().(chan error)
+	err := c.start(group, typ, args, resp, done, timeout)
+	if err == nil {
+		err = <-done
 	}
-	return <-done
+	// done is empty and nobody sends on it any more: a call gets exactly
+	// one value, from whoever takes it from calls, and start either
+	// received it, or failed before or after registering it (then it took
+	// it back itself).
+	donePool.Put(done)
+	return err
 }
+
+// donePool keeps do's answer channels: every Raft RPC of every group (a
+// heartbeat several times a second per follower) made one, and in a
+// burst over 10,000 partitions the allocations of the RPC path were
+// most of the garbage collector's work (issue 19).
+var donePool = sync.Pool{New: func() any { return make(chan error, 1) }}
 
 func (c *client) closedErr() error {
 	select {

@@ -127,23 +127,27 @@ func (t *Transport) Campaign(self raft.ServerID) {
 // receive handles a request from link l, in l's reader: a safe heartbeat
 // at once, anything else through the bounded queue.
 func (t *Transport) receive(l *link, req request) {
-	ch := make(chan raft.RPCResponse, 1)
-	rpc := raft.RPC{Command: req.cmd, RespChan: ch}
 	lazy := isEmptyAppend(req.cmd)
 	if wake := t.wake.Load(); wake != nil {
 		(*wake)()
 	} else if isHeartbeat(req.cmd) {
 		if cb := t.hb.Load(); cb != nil && t.fastPathSafe(req.cmd) {
-			(*cb)(rpc)
+			// Raft answers a heartbeat before the callback returns, or
+			// never (shutting down), so its channel is reused.
+			ch := hbPool.Get().(chan raft.RPCResponse)
+			(*cb)(raft.RPC{Command: req.cmd, RespChan: ch})
 			select {
 			case r := <-ch:
 				l.respond(req.id, lazy, r)
 			default: // Raft is shutting down: it ignored the heartbeat
 				l.respond(req.id, lazy, raft.RPCResponse{Error: raft.ErrTransportShutdown})
 			}
+			hbPool.Put(ch)
 			return
 		}
 	}
+	ch := make(chan raft.RPCResponse, 1)
+	rpc := raft.RPC{Command: req.cmd, RespChan: ch}
 	t.qmu.Lock()
 	switch {
 	case t.closed:
@@ -166,6 +170,9 @@ func (t *Transport) receive(l *link, req request) {
 		go t.drain()
 	}
 }
+
+// hbPool keeps the answer channels of heartbeats taken on the fast path.
+var hbPool = sync.Pool{New: func() any { return make(chan raft.RPCResponse, 1) }}
 
 // drain hands the queued requests to Raft one at a time and answers them,
 // until the queue is empty.
