@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -28,9 +29,25 @@ func (s *StableStore) key(k []byte) []byte {
 	return append(append(make([]byte, 0, len(s.prefix)+len(k)), s.prefix...), k...)
 }
 
-// Set stores val under key, synced.
+// Set stores val under key, synced, unless key holds val already: a
+// replica's Raft starts (raft.NewRaft, at every wake of a sleeping group)
+// by writing back the term it just read, and votes often name the
+// candidate of the previous vote. What the key holds is durable, so
+// nothing is lost by not writing it again: only Set (synced, and Raft
+// acts on a term or vote only once Set returned) and Drop (synced) write
+// the group's keys, and Pebble flushes what it replays from its WAL at
+// open, so a value written but not synced before a crash is made durable
+// by the restart that reads it.
 func (s *StableStore) Set(key, val []byte) error {
-	if err := s.db.Set(s.key(key), val, pebble.Sync); err != nil {
+	k := s.key(key)
+	if v, closer, err := s.db.Get(k); err == nil {
+		same := bytes.Equal(v, val)
+		closer.Close()
+		if same {
+			return nil
+		}
+	}
+	if err := s.db.Set(k, val, pebble.Sync); err != nil {
 		return fmt.Errorf("replication: stable store set %q: %w", key, err)
 	}
 	return nil
