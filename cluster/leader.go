@@ -57,34 +57,51 @@ func (c *Cluster) Replica(ctx context.Context, p *partition.Partition) (*replica
 }
 
 // AwaitLeader waits, up to max or ctx's end, until this node's replica of
-// p's group knows a leader (itself or another node), polling every few
-// milliseconds; it reports whether one is known. A caller whose use woke
-// the replica (NotLeaderError.Woke) and that serves one partition per
-// request waits with it for the election rather than answering "retry":
-// on a busy node the client's retry came seconds later, and the group it
-// had woken was kept awake for nothing meanwhile.
+// p's group knows a leader (itself or another node); it reports whether
+// one is known. A caller whose use woke the replica (NotLeaderError.Woke)
+// and that serves one partition per request waits with it for the
+// election rather than answering "retry": on a busy node the client's
+// retry came seconds later, and the group it had woken was kept awake for
+// nothing meanwhile.
+//
+// It looks after awaitPoll, then twice as long after each look up to
+// awaitPollMax: an election on a quiet node is seen within milliseconds,
+// and the requests waiting in a burst over thousands of sleeping
+// partitions do not spin (a look every 5 ms, as before, is 200,000 looks
+// a second for a client with 1,024 requests in flight; 40 per request
+// over the 2 s wait instead of 400).
 func (c *Cluster) AwaitLeader(ctx context.Context, p *partition.Partition, max time.Duration) bool {
 	r, _, _ := c.localReplica(p)
 	if r == nil {
 		return false
 	}
-	t := time.NewTimer(max)
+	end := time.NewTimer(max)
+	defer end.Stop()
+	poll := awaitPoll
+	t := time.NewTimer(poll)
 	defer t.Stop()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
 	for {
 		if id, _ := r.Leader(); id != "" && !r.Asleep() {
 			return true
 		}
 		select {
-		case <-tick.C:
 		case <-t.C:
+			poll = min(2*poll, awaitPollMax)
+			t.Reset(poll)
+		case <-end.C:
 			return false
 		case <-ctx.Done():
 			return false
 		}
 	}
 }
+
+// AwaitLeader's looks: the first after awaitPoll, then twice as long each
+// time up to awaitPollMax.
+const (
+	awaitPoll    = 2 * time.Millisecond
+	awaitPollMax = 50 * time.Millisecond
+)
 
 // preferredWaker is the node a use of r's group goes to instead of waking
 // r here: when r sleeps knowing no leader (a group never elected since it
