@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/hashicorp/raft"
@@ -16,7 +18,13 @@ import (
 type StableStore struct {
 	db     *pebble.DB
 	prefix []byte
+
+	mu     sync.Mutex
+	synced []stableEntry // what Set wrote and synced (Raft uses three keys)
 }
+
+// stableEntry is a key and the value Set synced under it.
+type stableEntry struct{ key, val []byte }
 
 var _ raft.StableStore = (*StableStore)(nil)
 
@@ -29,26 +37,31 @@ func (s *StableStore) key(k []byte) []byte {
 	return append(append(make([]byte, 0, len(s.prefix)+len(k)), s.prefix...), k...)
 }
 
-// Set stores val under key, synced, unless key holds val already: a
-// replica's Raft starts (raft.NewRaft, at every wake of a sleeping group)
-// by writing back the term it just read, and votes often name the
-// candidate of the previous vote. What the key holds is durable, so
-// nothing is lost by not writing it again: only Set (synced, and Raft
-// acts on a term or vote only once Set returned) and Drop (synced) write
-// the group's keys, and Pebble flushes what it replays from its WAL at
-// open, so a value written but not synced before a crash is made durable
-// by the restart that reads it.
+// Set stores val under key, synced, unless this store wrote and synced
+// val under key already: a replica's Raft starts (raft.NewRaft, at every
+// wake of a sleeping group) by writing back the term it just read, and a
+// vote often names the candidate of the previous one. Only what this
+// store synced itself is skipped, so the first Set after a restart still
+// syncs what the node read back (a value written before a crash but not
+// synced is visible after a kill -9, and durable only once synced).
 func (s *StableStore) Set(key, val []byte) error {
-	k := s.key(key)
-	if v, closer, err := s.db.Get(k); err == nil {
-		same := bytes.Equal(v, val)
-		closer.Close()
-		if same {
-			return nil
-		}
+	s.mu.Lock() // held across the write: the remembered value is the stored one
+	defer s.mu.Unlock()
+	i := slices.IndexFunc(s.synced, func(e stableEntry) bool { return bytes.Equal(e.key, key) })
+	if i >= 0 && bytes.Equal(s.synced[i].val, val) {
+		return nil
 	}
-	if err := s.db.Set(k, val, pebble.Sync); err != nil {
+	if err := s.db.Set(s.key(key), val, pebble.Sync); err != nil {
+		if i >= 0 {
+			s.synced = slices.Delete(s.synced, i, i+1) // unknown now
+		}
 		return fmt.Errorf("replication: stable store set %q: %w", key, err)
+	}
+	v := bytes.Clone(val)
+	if i >= 0 {
+		s.synced[i].val = v
+	} else {
+		s.synced = append(s.synced, stableEntry{key: bytes.Clone(key), val: v})
 	}
 	return nil
 }
@@ -91,6 +104,9 @@ func (s *StableStore) GetUint64(key []byte) (uint64, error) {
 func (s *StableStore) Drop() error {
 	end := append([]byte(nil), s.prefix...)
 	end[len(end)-1]++ // '/' + 1: the first key after the prefix
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.synced = nil
 	if err := s.db.DeleteRange(s.prefix, end, pebble.Sync); err != nil {
 		return fmt.Errorf("replication: stable store drop %q: %w", s.prefix, err)
 	}
