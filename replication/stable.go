@@ -41,9 +41,11 @@ func (s *StableStore) key(k []byte) []byte {
 // val under key already: a replica's Raft starts (raft.NewRaft, at every
 // wake of a sleeping group) by writing back the term it just read, and a
 // vote often names the candidate of the previous one. Only what this
-// store synced itself is skipped, so the first Set after a restart still
-// syncs what the node read back (a value written before a crash but not
-// synced is visible after a kill -9, and durable only once synced).
+// store synced itself is skipped: the first Set after a restart still
+// writes what the node read back. Pebble's Open does flush what it
+// replays from its WAL (a value written but not synced before a kill -9
+// is durable once the DB is open again), but the skip does not rest on
+// that, and costs no read.
 func (s *StableStore) Set(key, val []byte) error {
 	s.mu.Lock() // held across the write: the remembered value is the stored one
 	defer s.mu.Unlock()
