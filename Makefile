@@ -137,7 +137,8 @@ bench-cluster:
 # bench-partitions: the idle cost of many partitions (issue 19): 3 nodes, one
 # topic of N (default 1000) partitions x 3 replicas, one record produced to each,
 # CPU, RSS and descriptors per node over 10s idle, then the failover time of one
-# partition. SERVE_ARGS="..." adds flags to every `logd serve` it starts.
+# partition. SERVE_ARGS="..." adds flags to every `logd serve` it starts;
+# KAFKA=1 produces through the nodes' Kafka listeners with franz-go instead.
 bench-partitions:
 	bench/partitions.sh
 

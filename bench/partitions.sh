@@ -16,6 +16,7 @@
 #   PROFILE=/tmp/idle.pprof bench/partitions.sh    # also a 10s CPU profile of node 1
 #   HEAP=/tmp/heap.pprof bench/partitions.sh       # and a heap profile of node 1 after it
 #   SERVE_ARGS="--log-level info" bench/partitions.sh  # extra flags on every `logd serve`
+#   KAFKA=1 bench/partitions.sh   # the produce to every partition through the Kafka listeners (franz-go)
 #   SETTLE=100 bench/partitions.sh   # the default flags: partitions sleep 1 min after their
 #     last use (30 s after a wake), so the idle window samples them asleep
 #   SERVE_ARGS="--partition-hibernate-after 0" bench/partitions.sh  # every group awake
@@ -34,6 +35,8 @@ if [ -z "${BIN:-}" ]; then
 fi
 PARTKEYS=$WORK/partkeys
 (cd "$ROOT" && go build -o "$PARTKEYS" ./bench/partkeys)
+KGO=$WORK/kgo
+if [ -n "${KAFKA:-}" ]; then (cd "$ROOT" && go build -o "$KGO" ./bench/kgo); fi
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -80,9 +83,17 @@ elected=$(python3 -c "print('%.1f' % ($(now) - $t0))")
 # partition, found by bench/partkeys with routing.ForKey (Kafka's murmur2), in one
 # `logd produce`, which sends to the partitions concurrently and exits
 # non-zero unless every record is acknowledged.
+# With KAFKA=1, franz-go sends them through the nodes' Kafka listeners
+# instead (bench/kgo spread: a manual partitioner, acks all, the client's
+# defaults otherwise: its produce requests name every partition a node
+# leads at once).
 "$PARTKEYS" -n "$N" > "$WORK/keys"
 t3=$(now)
-"$BIN" produce idle --key-delimiter : --acks all --timeout 300s --server "$servers" < "$WORK/keys" >/dev/null
+if [ -n "${KAFKA:-}" ]; then
+  "$KGO" spread -b "$kafka_servers" -topic idle -records "$N" -size 1 -timeout 300s >/dev/null
+else
+  "$BIN" produce idle --key-delimiter : --acks all --timeout 300s --server "$servers" < "$WORK/keys" >/dev/null
+fi
 produced=$(python3 -c "print('%.1f' % ($(now) - $t3))")
 sleep "$SETTLE"
 

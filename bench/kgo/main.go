@@ -3,12 +3,16 @@
 //
 //	kgo produce -b HOST:PORT -topic T -records N -size S
 //	kgo consume -b HOST:PORT -topic T -records N
+//	kgo spread -b HOST:PORT -topic T -records N
 //
 // produce is one idempotent franz-go producer (acks all, no compression,
 // linger 0, the client's default in-flight requests) appending N records of
 // S bytes, unkeyed, to an existing topic; consume is one franz-go consumer
-// (no group) reading N records from the earliest offset. Each prints one
-// JSON line: {"records": N, "seconds": s, "records_per_sec": r}.
+// (no group) reading N records from the earliest offset. spread (for
+// bench/partitions.sh with KAFKA=1) is the same producer sending one record
+// to each of the topic's first N partitions (a manual partitioner), as a
+// Kafka client meets a topic of thousands of sleeping partitions. Each
+// prints one JSON line: {"records": N, "seconds": s, "records_per_sec": r}.
 package main
 
 import (
@@ -19,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -26,12 +31,13 @@ import (
 )
 
 func main() {
-	if len(os.Args) < 2 || (os.Args[1] != "produce" && os.Args[1] != "consume") {
-		fmt.Fprintln(os.Stderr, "usage: kgo produce|consume -b HOST:PORT -topic T -records N [-size S]")
+	runs := map[string]func(context.Context, string, string, int, int) error{"produce": produce, "consume": consume, "spread": spread}
+	if len(os.Args) < 2 || runs[os.Args[1]] == nil {
+		fmt.Fprintln(os.Stderr, "usage: kgo produce|consume|spread -b HOST:PORT -topic T -records N [-size S]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
-	broker := fs.String("b", "127.0.0.1:9092", "Kafka bootstrap address")
+	broker := fs.String("b", "127.0.0.1:9092", "Kafka bootstrap addresses, comma-separated")
 	topic := fs.String("topic", "bench", "topic (must exist)")
 	records := fs.Int("records", 100_000, "records")
 	size := fs.Int("size", 100, "record value size in bytes (produce)")
@@ -43,10 +49,7 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	run := produce
-	if os.Args[1] == "consume" {
-		run = consume
-	}
+	run := runs[os.Args[1]]
 	start := time.Now()
 	if err := run(ctx, *broker, *topic, *records, *size); err != nil {
 		fmt.Fprintln(os.Stderr, "kgo:", err)
@@ -57,17 +60,34 @@ func main() {
 }
 
 func produce(ctx context.Context, broker, topic string, n, size int) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.DefaultProduceTopic(topic),
+	return send(ctx, broker, topic, n, size, false)
+}
+
+func spread(ctx context.Context, broker, topic string, n, size int) error {
+	return send(ctx, broker, topic, n, size, true)
+}
+
+// send produces n records of size bytes; toEach: record i to partition i.
+func send(ctx context.Context, broker, topic string, n, size int, toEach bool) error {
+	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(broker, ",")...), kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.ProducerLinger(0))
+		kgo.ProducerLinger(0)}
+	if toEach {
+		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	value := bytes.Repeat([]byte("x"), size)
 	var failed atomic.Pointer[error]
-	for range n {
-		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+	for i := range n {
+		r := &kgo.Record{Value: value}
+		if toEach {
+			r.Partition = int32(i)
+		}
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
 			if err != nil {
 				failed.CompareAndSwap(nil, &err)
 			}
@@ -83,7 +103,7 @@ func produce(ctx context.Context, broker, topic string, n, size int) error {
 }
 
 func consume(ctx context.Context, broker, topic string, n, _ int) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ConsumeTopics(topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(broker, ",")...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		return err
