@@ -8,34 +8,35 @@ package fanout
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
-// Run calls f(ctx, i) for each i in [0, n), at most limit calls at a time,
-// and returns once every call it started has returned: no goroutine it
-// starts outlives it. Once ctx ends it starts no more calls (f must return
-// promptly when ctx ends, or Run waits for it). Each f owns its i: writing
-// a result to a slice's element i needs no lock, and is seen by Run's
-// caller.
+// Run calls f(ctx, i) for each i in [0, n), in order of i, at most limit
+// calls at a time (a limit below 1 is 1), and returns once every call it
+// started has returned: no goroutine it starts outlives it. Once ctx ends
+// it starts no more calls (f must return promptly when ctx ends, or Run
+// waits for it). Each f owns its i: writing a result to a slice's element
+// i needs no lock, and is seen by Run's caller.
 //
+// The calls run on min(n, limit) goroutines, each taking the next i until
+// none is left: a cluster node's reconcile passes over each of its
+// replicas every 2 s, and a goroutine per call, each growing its own
+// stack, was a tenth of a node's idle CPU at 10,000 partitions (issue 19).
 // errgroup.Group with SetLimit would block its Go while the calls run,
-// deaf to ctx, then start one more; the slots here are taken under a
-// select on ctx.
+// deaf to ctx, then start one more.
 func Run(ctx context.Context, n, limit int, f func(ctx context.Context, i int)) {
-	slots := make(chan struct{}, limit)
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	for i := range n {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
-		if ctx.Err() != nil { // both were ready and select chose the slot
-			return
-		}
+	for range min(n, max(limit, 1)) {
 		wg.Go(func() {
-			defer func() { <-slots }()
-			f(ctx, i)
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				f(ctx, i)
+			}
 		})
 	}
+	wg.Wait()
 }
