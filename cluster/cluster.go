@@ -104,6 +104,7 @@ type Cluster struct {
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
 	recMu  sync.Mutex // one reconcile at a time
+	groups groupNames // the partitions' group names (groupnames.go)
 	kick   chan struct{}
 	logger *slog.Logger
 	lag    *prometheus.GaugeVec

@@ -10,7 +10,6 @@ import (
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
 	"github.com/logd/logd/replication"
-	"github.com/logd/logd/replication/meta"
 )
 
 // Replica returns this node's replica of p when it leads p's group, or
@@ -134,7 +133,7 @@ func (c *Cluster) localReplica(p *partition.Partition) (r *replication.Partition
 	if !ok {
 		return nil, nil, false
 	}
-	return c.rn.Partition(meta.GroupOf(cfg, p.ID)), set, true
+	return c.rn.Partition(c.groups.of(cfg, p.ID)), set, true
 }
 
 // leadsWait bounds how long Leads waits for a new leader's proof.

@@ -50,9 +50,10 @@ const reconcileParallel = 16
 // replicaRef is a partition of a topic of the metadata, with its local
 // partition.
 type replicaRef struct {
-	t  meta.Topic
-	id int32
-	p  *partition.Partition
+	t     meta.Topic
+	id    int32
+	p     *partition.Partition
+	group string // meta.GroupOf(t.Config, id)
 }
 
 // reconcile brings the local topics and replicas in line with the
@@ -66,6 +67,7 @@ func (c *Cluster) reconcile(ctx context.Context) error {
 	c.recMu.Lock()
 	defer c.recMu.Unlock()
 	st := c.State()
+	c.groups.keep(st)
 	errs := c.dropSuperseded(st)
 	topics := c.o.Topics
 	var replicas []replicaRef
@@ -86,8 +88,10 @@ func (c *Cluster) reconcile(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
-		for i, p := range parts[:min(len(parts), len(t.Replicas))] {
-			replicas = append(replicas, replicaRef{t, int32(i), p})
+		n := min(len(parts), len(t.Replicas))
+		groups := c.groups.topic(t.Config, n)
+		for i, p := range parts[:n] {
+			replicas = append(replicas, replicaRef{t, int32(i), p, groups[i]})
 		}
 	}
 	return errors.Join(append(errs, c.reconcileReplicas(ctx, st, replicas)...)...)
@@ -158,8 +162,7 @@ func changeTo(c partition.TopicConfig) partition.ConfigChange {
 // reconcileReplica opens or closes this node's replica of ref's
 // partition as the placement says, wakes it or matches its voters.
 func (c *Cluster) reconcileReplica(st meta.State, ref replicaRef) error {
-	t, id := ref.t, ref.id
-	group := meta.GroupOf(t.Config, id)
+	t, id, group := ref.t, ref.id, ref.group
 	want := slices.Contains(t.Replicas[id], c.self)
 	r := c.rn.Partition(group)
 	switch {
@@ -189,8 +192,7 @@ func (c *Cluster) reconcileReplica(st meta.State, ref replicaRef) error {
 // openReplica opens this node's replica of a partition, bootstrapping its
 // group when this node is in the initial configuration.
 func (c *Cluster) openReplica(st meta.State, ref replicaRef) (*replication.Partition, error) {
-	t, id, p := ref.t, ref.id, ref.p
-	group := meta.GroupOf(t.Config, id)
+	t, id, p, group := ref.t, ref.id, ref.p, ref.group
 	r, err := c.rn.OpenReplica(group, p.Log, replication.ReplicaOptions{
 		OnApply: p.Observe,
 		OnRestore: func() {
@@ -306,7 +308,7 @@ func (c *Cluster) spreadLoop(ctx context.Context) {
 		for _, t := range st.Topics {
 			for i, set := range t.Replicas {
 				if len(set) > 0 {
-					preferred[meta.GroupOf(t.Config, int32(i))] = raft.ServerID(set[0])
+					preferred[c.groups.of(t.Config, int32(i))] = raft.ServerID(set[0])
 				}
 			}
 		}
