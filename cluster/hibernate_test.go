@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/logd/logd/partition"
 	"github.com/logd/logd/replication/meta"
 )
@@ -101,5 +103,35 @@ func TestWakesBoundedByMaxAwake(t *testing.T) {
 	time.Sleep(2 * awakeCountEvery) // the next count sees one awake
 	if !useWakes(t, c, ps[2]) {
 		t.Error("a use did not wake its partition once a replica fell asleep, below the bound")
+	}
+}
+
+func TestSameVoters(t *testing.T) {
+	v := func(ids ...string) []raft.Server {
+		var s []raft.Server
+		for _, id := range ids {
+			s = append(s, raft.Server{ID: raft.ServerID(id), Suffrage: raft.Voter})
+		}
+		return s
+	}
+	learner := raft.Server{ID: "n4", Suffrage: raft.Nonvoter}
+	for _, tc := range []struct {
+		name    string
+		servers []raft.Server
+		set     []string
+		want    bool
+	}{
+		{"same order", v("n1", "n2", "n3"), []string{"n1", "n2", "n3"}, true},
+		{"another order", v("n3", "n1", "n2"), []string{"n1", "n2", "n3"}, true},
+		{"a nonvoter beside them", append(v("n1", "n2", "n3"), learner), []string{"n1", "n2", "n3"}, true},
+		{"the nonvoter in the set", append(v("n1", "n2"), learner), []string{"n1", "n2", "n4"}, false},
+		{"one voter missing", v("n1", "n2"), []string{"n1", "n2", "n3"}, false},
+		{"one voter more", v("n1", "n2", "n3", "n4"), []string{"n1", "n2", "n3"}, false},
+		{"one voter replaced", v("n1", "n2", "n4"), []string{"n1", "n2", "n3"}, false},
+		{"no configuration", nil, []string{"n1"}, false},
+	} {
+		if got := sameVoters(tc.servers, tc.set); got != tc.want {
+			t.Errorf("%s: sameVoters(%v, %v) = %v, want %v", tc.name, tc.servers, tc.set, got, tc.want)
+		}
 	}
 }
