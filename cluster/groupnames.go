@@ -19,7 +19,7 @@ import (
 // without the lock. Incarnations the metadata no longer has are dropped
 // by keep.
 type groupNames struct {
-	mu sync.Mutex
+	mu sync.RWMutex // read-locked for names known: each produce asks
 	m  map[topicIncarnation][]string
 }
 
@@ -31,9 +31,15 @@ type topicIncarnation struct {
 // topic returns the group names of cfg's partitions, at least n of them.
 func (g *groupNames) topic(cfg partition.TopicConfig, n int) []string {
 	k := topicIncarnation{cfg.Name, cfg.CreatedMs}
+	g.mu.RLock()
+	names := g.m[k]
+	g.mu.RUnlock()
+	if len(names) >= n {
+		return names
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	names := g.m[k]
+	names = g.m[k]
 	if len(names) >= n {
 		return names
 	}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/logd/logd/partition"
@@ -52,4 +53,29 @@ func TestGroupNames(t *testing.T) {
 	if len(g.m) != 1 || g.m[topicIncarnation{"a", 200}] == nil {
 		t.Errorf("after keep, cached %v; want only a@200", g.m)
 	}
+}
+
+// Readers of names handed out race with the growth of their topic's
+// slice (partitions added): under -race this checks that a growth never
+// writes what a reader may read.
+func TestGroupNamesConcurrent(t *testing.T) {
+	var g groupNames
+	cfg := partition.DefaultConfig("a")
+	cfg.CreatedMs = 1
+	var wg sync.WaitGroup
+	for r := range 4 {
+		wg.Go(func() {
+			for i := range 2000 {
+				c := cfg
+				c.Partitions = int32(1 + (i*(r+1))%64)
+				names := g.topic(c, int(c.Partitions))
+				p := int32(i % int(c.Partitions))
+				if names[p] != meta.GroupOf(c, p) || g.of(c, p) != names[p] {
+					t.Errorf("name of partition %d: %q", p, names[p])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
