@@ -81,7 +81,7 @@ func (s *partitionSender) settle(b *pendingBatch, resp *logdv1.ProduceResponse, 
 			}
 			wait := min(backoff, time.Until(deadline))
 			if wait <= 0 {
-				s.complete(b, nil, fmt.Errorf("not acknowledged within the delivery timeout (%v): %w", p.opts.DeliveryTimeout, err), true)
+				s.complete(b, nil, fmt.Errorf("%w (%v): %w", ErrDeliveryTimeout, p.opts.DeliveryTimeout, err), true)
 				return
 			}
 			t := time.NewTimer(wait)

@@ -57,6 +57,13 @@ var (
 	// ErrUnreachable: no node answered at all (nothing listens at the
 	// addresses, or the network is down). It also matches ErrUnavailable.
 	ErrUnreachable = errors.New("client: no logd node answered")
+	// ErrDeliveryTimeout: a produced record was not acknowledged within the
+	// producer's DeliveryTimeout (ProducerOptions); the error also wraps
+	// the last attempt's, so errors.Is and status.Code tell why. That
+	// attempt may have failed only because the deadline cut it short, or
+	// on the one node it was sent to: it does not say whether others
+	// answered.
+	ErrDeliveryTimeout = errors.New("not acknowledged within the delivery timeout")
 
 	// ErrGroupNotFound: the group coordinator holds no such group (no
 	// member joined it since the coordinator started).

@@ -294,8 +294,11 @@ func TestProducerDeliveryTimeout(t *testing.T) {
 	defer p.Close()
 	ctx := context.Background()
 	_, err := p.Produce(ctx, Record{Topic: "t", Value: []byte("v")}).Get(ctx)
-	if c := status.Code(err); (c != codes.Unavailable && c != codes.DeadlineExceeded) || !strings.Contains(err.Error(), "delivery timeout") {
+	if c := status.Code(err); (c != codes.Unavailable && c != codes.DeadlineExceeded) || !strings.Contains(err.Error(), "not acknowledged within the delivery timeout (100ms)") {
 		t.Fatalf("err %v, want UNAVAILABLE or DEADLINE_EXCEEDED after the delivery timeout", err)
+	}
+	if !errors.Is(err, ErrDeliveryTimeout) || !errors.Is(err, ErrUnavailable) {
+		t.Errorf("err %v: want it to match ErrDeliveryTimeout and the last attempt's ErrUnavailable", err)
 	}
 }
 

@@ -57,13 +57,17 @@ func explain(err error, server string) error {
 	var s string
 	switch st.Code() {
 	case codes.Unavailable:
-		if errors.Is(err, client.ErrUnreachable) && !strings.Contains(prefix, "retrying") {
+		// A produce retried until its delivery timeout: its last attempt
+		// may have gone to the one node that is down while the others
+		// answered, so it is not evidence that nothing listens.
+		retried := strings.Contains(prefix, "retrying") || errors.Is(err, client.ErrDeliveryTimeout)
+		if errors.Is(err, client.ErrUnreachable) && !retried {
 			// No node answered at all, not even once.
 			return fmt.Errorf("cannot reach logd at %s: is `logd serve` running? (choose the server with --server or LOGD_SERVER)", server)
 		}
 		s = fmt.Sprintf("logd at %s is unavailable: %s", server, msg)
 		switch {
-		case strings.Contains(prefix, "retrying"):
+		case retried:
 			s += " (raise --timeout to wait longer)"
 		case !strings.Contains(msg, "retry"):
 			s += "; retry in a moment"

@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/logd/logd/client"
 )
@@ -56,5 +60,35 @@ func TestRetryNoteOfAReadingConsumer(t *testing.T) {
 	}
 	if msg := explain(err, "127.0.0.1:1").Error(); !strings.Contains(msg, "is `logd serve` running?") {
 		t.Errorf("explain: %s", msg)
+	}
+}
+
+// unreachableErr is what the client returns when the one node an attempt
+// went to refused the connection: an UNAVAILABLE status that matches
+// client.ErrUnreachable.
+type unreachableErr struct{ st *status.Status }
+
+func (e unreachableErr) Error() string              { return e.st.Err().Error() }
+func (e unreachableErr) GRPCStatus() *status.Status { return e.st }
+func (e unreachableErr) Is(target error) bool {
+	return target == client.ErrUnreachable || target == client.ErrUnavailable
+}
+
+// A record not acknowledged within --timeout says so, whatever its last
+// attempt met: a partition whose leader's node is down ends on a refused
+// connection to that node while the others answer, and "cannot reach
+// logd at <the nodes that answered>: is logd serve running?" was wrong
+// (CI, session 22: TestBinTopicCreateWaitsForItsTimeout).
+func TestExplainDeliveryTimeoutIsNotUnreachable(t *testing.T) {
+	last := unreachableErr{status.New(codes.Unavailable, "connection error: dial tcp 127.0.0.1:9: connect: connection refused")}
+	err := fmt.Errorf("produce to stranded/2: %w (3s): %w", client.ErrDeliveryTimeout, last)
+	msg := explain(err, "127.0.0.1:1,127.0.0.1:2").Error()
+	if strings.Contains(msg, "logd serve") || !strings.Contains(msg, "not acknowledged within the delivery timeout (3s)") ||
+		!strings.Contains(msg, "connection refused") || !strings.Contains(msg, "raise --timeout") {
+		t.Errorf("explain: %s", msg)
+	}
+	// Without the delivery timeout, an unreachable node is still that.
+	if msg := explain(last, "127.0.0.1:9").Error(); !strings.Contains(msg, "is `logd serve` running?") {
+		t.Errorf("explain of an unreachable node: %s", msg)
 	}
 }
