@@ -20,14 +20,14 @@ var (
 	ErrInvalidBatch     = errors.New("log: invalid batch")
 )
 
-// OutOfRangeError is returned by reads outside [StartOffset, HighWatermark].
-// errors.Is(err, ErrOffsetOutOfRange) holds.
 // Span is where a batch landed in a log: the offsets of its first and last
 // records.
 type Span struct {
 	BaseOffset, LastOffset int64
 }
 
+// OutOfRangeError is returned by reads outside [StartOffset, HighWatermark].
+// errors.Is(err, ErrOffsetOutOfRange) holds.
 type OutOfRangeError struct {
 	Offset        int64
 	StartOffset   int64

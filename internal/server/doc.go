@@ -1,12 +1,17 @@
 // Package server is logd's gRPC front-end: the services of proto/logd/v1
-// over package broker (the node's core), plus the HTTP endpoints
-// /metrics, /healthz, /readyz and /debug/pprof/.
+// over package broker (the node's core). It is also, for now, where a node
+// is put together: Start opens the broker, serves the HTTP port (the
+// JSON API of package httpapi, /metrics, /healthz, /readyz and, with
+// --pprof, /debug/pprof/), puts mutual TLS on the Raft port (rafttls.go),
+// implements cluster.Peers (forward.go), and runs Config.BeforeReady, by
+// which cmd/logd attaches the Kafka listener.
 //
 // Each handler decodes its request, calls the broker and encodes the
-// answer. It holds no produce, fetch, dedup or cluster logic of its own:
-// what it keeps is what is gRPC's — request framing, ProduceStream's
-// ordering of a stream's requests, Subscribe's pace and memory, and
-// forwarding to another node over gRPC.
+// answer. It holds no fetch, dedup or cluster logic of its own: what it
+// keeps is what is gRPC's — request framing, ProduceStream's ordering of
+// a stream's requests, Subscribe's pace and memory, the routing and
+// encoding of Produce's plain records into batches, and forwarding to
+// another node over gRPC.
 //
 // The broker answers typed errors; they become gRPC statuses in one place,
 // errors.go (every status this package makes is made there).
@@ -15,6 +20,9 @@
 //
 //	server.go         Start and Close: the listeners, the broker, the HTTP endpoints
 //	config.go         Config, its defaults, the broker's part of it
+//	auth.go           every call identified once (the broker's Gate), forwarded principals
+//	httpauth.go       the HTTP port's authentication
+//	tls.go            the API's certificates; rafttls.go: mutual TLS on the Raft port
 //	produce.go        Produce: a batch, or plain records routed and encoded into batches
 //	producestream.go  ProduceStream: receive, dispatch on lanes, send
 //	lanes.go          the per-(topic, partition) lane scheduler of ProduceStream
@@ -24,6 +32,8 @@
 //	offsets.go        CommitOffsets, FetchOffsets, ListGroups, ResetOffsets
 //	admin.go          topic create, list, describe, alter, delete
 //	cluster.go        Cluster.Status, Join, RemoveNode
+//	groups.go         the Groups service: JoinGroup, Heartbeat, LeaveGroup, DescribeGroup
+//	security.go       the Security service: users and ACLs
 //	forward.go        the connections to other nodes: forwarding, cluster.Peers
 //	forward_topics.go cluster.Peers' topic changes (the broker passes them on)
 //	errors.go         the error -> status mapping
