@@ -134,7 +134,7 @@ bench:
 bench-cluster:
 	bench/cluster.sh
 
-# bench-partitions: the idle cost of many partitions (issue 19): 3 nodes, one
+# bench-partitions: the idle cost of many partitions: 3 nodes, one
 # topic of N (default 1000) partitions x 3 replicas, one record produced to each,
 # CPU, RSS and descriptors per node over 10s idle, then the failover time of one
 # partition. SERVE_ARGS="..." adds flags to every `logd serve` it starts;
@@ -163,7 +163,7 @@ clean:
 # TMPDIR is unset). TORTURE_GROUP_MEMBERS (default 3; 0: none) members of
 # one consumer group share the topic's partitions. PARTITIONS (default 3)
 # is the workload topic's partition count: `make torture PARTITIONS=200`
-# is the many-partitions run (issue 19). SERVE_ARGS (TORTURE_SERVE_ARGS,
+# is the many-partitions run. SERVE_ARGS (TORTURE_SERVE_ARGS,
 # split on spaces) adds flags to every `logd serve` the run starts:
 # SERVE_ARGS="--log-level debug". QUIET=FOR/EVERY (TORTURE_QUIET, e.g.
 # QUIET=12s/30s) makes every workload client start nothing new in the last

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # partitions.sh: `make bench-partitions`. The cost of many idle partitions
-# (issue 19), on 127.0.0.1 only: 3 nodes (--bootstrap / --join), one topic
+# on 127.0.0.1 only: 3 nodes (--bootstrap / --join), one topic
 # of N partitions x 3 replicas, no traffic. Once every partition has a
 # leader, it produces one record to every partition (acks=all, timed), and
 # once the cluster has settled it samples each node over an idle
@@ -21,7 +21,7 @@
 #     last use (30 s after a wake), so the idle window samples them asleep
 #   SERVE_ARGS="--partition-hibernate-after 0" bench/partitions.sh  # every group awake
 #   N=10000 SETTLE=45 SERVE_ARGS="--partition-hibernate-after 5s --partition-max-awake 1500" \
-#     bench/partitions.sh   # issue 19's 10,000 partitions on a 2-core machine (docs/architecture.md)
+#     bench/partitions.sh   # 10,000 partitions on a 2-core machine (docs/performance.md)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 N=${N:-1000}
@@ -79,7 +79,7 @@ if [ "$got" != "$N" ]; then
 fi
 elected=$(python3 -c "print('%.1f' % ($(now) - $t0))")
 
-# One record to every partition (issue 19: "produce to all"): a key per
+# One record to every partition ("produce to all"): a key per
 # partition, found by bench/partkeys with routing.ForKey (Kafka's murmur2), in one
 # `logd produce`, which sends to the partitions concurrently and exits
 # non-zero unless every record is acknowledged.

@@ -9,7 +9,7 @@ import (
 	"github.com/logd/logd/auth"
 )
 
-// Authentication and authorization (issue 14, docs/security.md). The
+// Authentication and authorization (docs/security.md). The
 // broker owns the users and ACLs (authstore.go: the cluster metadata, or
 // the node's Pebble store when it runs alone), the Authenticator the
 // front-ends' Gate uses, and the one Authorizer: every method that takes

@@ -11,8 +11,10 @@ import (
 	"github.com/logd/logd/replication/meta"
 )
 
-// The broker's errors. Front-ends map them (each in one file); see
-// /work/shared-contract/broker-api.md and internal/server/errors.go. An
+// The broker's errors. Front-ends map them, each in one file:
+// internal/server/errors.go (gRPC statuses), kafka/errors.go (Kafka error
+// codes, docs/kafka.md "Errors"), internal/httpapi/errors.go (HTTP
+// statuses, docs/http.md "Errors"). An
 // error "of a kind" matches it with errors.Is and carries its own message
 // (Errorf). Errors of the packages below that a front-end also sees:
 // *log.OutOfRangeError (an offset outside the log, with its bounds),

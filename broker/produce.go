@@ -51,8 +51,8 @@ type ProduceResult struct {
 // once, and each ask costs a whole StartProduce) and for the election it
 // started (wokeWait). A client's request waiting for room holds one of its
 // in-flight slots, where the retry of a group woken already may queue
-// behind it: a shorter wait for room (500 ms instead of 2 s) served a
-// produce to 10,000 sleeping partitions in 91 s instead of 92-106 s.
+// behind it: so the wait for room is short, and the client's retry
+// comes back for the rest.
 const (
 	deferWait     = 500 * time.Millisecond
 	deferRetry    = 20 * time.Millisecond
@@ -66,9 +66,9 @@ const (
 // (Woke), instead of answering "retry" at once: it names one partition,
 // so no other partition's request waits behind it (StartProduce, for
 // front-ends that pipeline many partitions on one connection, answers at
-// once). On a busy cluster a client's retry came seconds later, keeping
+// once). On a busy cluster a client's retry comes seconds later, keeping
 // the group it had woken awake for nothing, and a burst of retries
-// refused by the wake bound cost the nodes more than the wakes.
+// refused by the wake bound costs the nodes more than the wakes.
 func (b *Broker) Produce(ctx context.Context, r ProduceRequest) (ProduceResult, error) {
 	wait, err := b.startWaking(ctx, r)
 	if err != nil {

@@ -406,12 +406,11 @@ func (b *Broker) ListOffsets(ctx context.Context, pr Principal, topic string, id
 //
 // A request over many partitions so makes progress partition by
 // partition: an answer once got is kept, however long the others take.
-// Before, it was answered only once every partition had a leader at the
-// same time, and the client retried it whole: woken partitions falling
-// asleep again before the last one was elected kept a list offsets of 200
-// partitions from ever being answered (torture seed 11), which is why
-// woken groups stay awake for a grace of 30 s (cluster.DefaultWakeGrace
-// says why it stays).
+// A request answered only once every partition had a leader at the same
+// time, retried whole by its client, may never be answered: woken
+// partitions fall asleep again before the last one is elected (a list
+// offsets of 200 partitions was not). Woken groups also stay awake for a
+// grace of 30 s (cluster.DefaultWakeGrace says why).
 func eachPartition(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
 	errs := make([]error, n)
 	todo := make([]int, n)

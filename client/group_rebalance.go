@@ -85,8 +85,8 @@ func (g *GroupConsumer) takeLost() bool {
 // member's positions. A member the group forgot still claims its
 // partitions when it joins again, so it usually keeps them; but another
 // member may have owned them meanwhile and committed past this member's
-// positions (a torture soak saw a committed offset move back from 18829
-// to 18802 when such a member went on from its own position).
+// positions (a committed offset would move back when such a member went
+// on from its own position).
 func (g *GroupConsumer) loseOwned() {
 	if !g.owned.empty() {
 		g.revoke(g.owned)

@@ -10,14 +10,15 @@ import (
 )
 
 // A new group's first election (a topic created, partitions added, while
-// groups do not hibernate: Config.HibernateAfter 0). Every replica in the
-// group's initial configuration used to bootstrap it at once, and
-// whichever timed out first led it; the leader spreading (spreadLoop,
-// every 10 s) then handed two thirds of a new topic's leaderships to their
+// groups do not hibernate: Config.HibernateAfter 0). Were every replica in
+// the group's initial configuration to bootstrap it at once, whichever
+// timed out first would lead it; the leader spreading (spreadLoop, every
+// 10 s) would then hand two thirds of a new topic's leaderships to their
 // preferred replicas (the placement's first), and a produce racing one of
-// those transfers was told "no leader" right after CreateTopic had said
-// the topic takes writes. Kafka's controller elects the preferred replica
-// of a new partition directly; logd now lets it win the first election:
+// those transfers would be told "no leader" right after CreateTopic had
+// said the topic takes writes. Kafka's controller elects the preferred
+// replica of a new partition directly; logd lets it win the first
+// election:
 //
 //   - the preferred replica bootstraps the group when it opens it, and
 //     stands for election after its follower timeout F to 2F;

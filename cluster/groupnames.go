@@ -12,7 +12,7 @@ import (
 // reconcile every 2 s, the leader spreading every 10 s, status) and for
 // each produce's and fetch's lookup of its replica. Formatting 10,000
 // names on each reconcile was an eighth of an idle node's CPU at 10,000
-// partitions (issue 19), most of it the garbage they left.
+// partitions, most of it the garbage they left.
 //
 // A topic's slice only grows (partitions are added, never removed) and is
 // never written below its length once handed out, so callers read it

@@ -17,7 +17,7 @@ import (
 )
 
 // Hibernation (Config.HibernateAfter, `logd serve
-// --partition-hibernate-after`; issue 19): a partition group that nobody
+// --partition-hibernate-after`): a partition group that nobody
 // used and that stored nothing for HibernateAfter goes to sleep on every
 // replica, and costs nothing until it is used again (replication's
 // sleep.go has the protocol and why it is safe). This file is the
@@ -83,17 +83,17 @@ const DefaultHibernateAfter = time.Minute
 // offsets of a whole topic): each wakes the sleeping partitions it names,
 // and when it cannot finish before its client's deadline (each wake costs
 // a Raft instance and an election), the client's next try must find them
-// awake. Without the grace (session 14), a produce of one record to each
-// of 3,000 sleeping partitions with a 5 s delay saw about 200 of the
-// groups it had woken fall asleep again before their record got through.
+// awake. Without a grace, a produce of one record to each of 3,000
+// sleeping partitions with a 5 s delay saw about 200 of the groups it had
+// woken fall asleep again before their record got through.
 //
 // With an awake bound (Config.MaxAwake), the grace is waived for groups
-// used since they woke (session 15): they have served, and their room is
+// used since they woke: they have served, and their room is
 // wanted. A burst over 10,000 sleeping partitions is so served a slice at
 // a time (with the grace for every woken group, each stayed awake 30 s,
 // more than two cores can heartbeat). The bound's operator accepts that a
 // request over more partitions than it can hold awake may not be served
-// (docs/architecture.md).
+// (docs/performance.md, "Known limits").
 const DefaultWakeGrace = 30 * time.Second
 
 // DefaultWakeRate is how many sleeping groups a second a node wakes for
@@ -106,7 +106,7 @@ const DefaultWakeGrace = 30 * time.Second
 // to every partition of a sleeping topic (all 10,000 woke within 12 s);
 // what keeps the nodes out of an election storm is the bound on awake
 // replicas (Config.MaxAwake): with the pace alone, 848 of 10,000 records
-// were acknowledged in two minutes (docs/architecture.md).
+// were acknowledged in two minutes (docs/performance.md).
 const DefaultWakeRate = 200
 
 // wakeLimiter is the pacing of wakes for a Config.WakeRate.
@@ -126,7 +126,7 @@ func wakeLimiter(r float64) *rate.Limiter {
 // Below it, the bound changes nothing. It is for bursts over thousands of
 // sleeping partitions: with logd serve's default delay (a minute) and
 // 2,000, one record to each of 10,000 sleeping partitions was
-// acknowledged in 110 s on 3 nodes sharing 2 cores (session 17); without
+// acknowledged in 55-110 s on 3 nodes sharing 2 cores; without
 // a bound, every group woke within a minute and the nodes fell into an
 // election storm. What it costs: more partitions per node than the bound
 // used every second (a consumer tailing them) keep the others asleep, as
@@ -139,10 +139,10 @@ func DefaultMaxAwake() int { return 1000 * runtime.GOMAXPROCS(0) }
 // rest: fullIdle makes room only from groups idle for a second, and a
 // consumer tailing every partition of a topic fetches each all the time,
 // so none of the groups it keeps awake ever falls idle, and the
-// partitions beyond the bound are never woken (torture seed 11, 200
-// partitions, a bound of 120: the final read never got 20 of them; with
-// fullIdle, session 17, the groups cycled, 24,987 sleeps in 10 minutes,
-// and the final read timed out again). What it is for is a burst over many
+// partitions beyond the bound are never woken (200 partitions tailed
+// under a bound of 120: 20 of them are never read; fullIdle makes the
+// groups cycle instead, about 2,500 sleeps a minute, and a read of them
+// all still does not finish in time). What it is for is a burst over many
 // sleeping partitions: 3,000 groups awake and idle, each with a replica
 // on each of 3 nodes sharing 2 cores, took half a core on every node, and
 // a produce of one record to each of 10,000 sleeping partitions, which
@@ -181,7 +181,7 @@ type awakeCount struct {
 
 // awakeCountEvery is how stale the count may be. Each count reads every
 // replica of the node: every 50 ms, the counts were 2.7% of a node's CPU
-// in a burst over 10,000 sleeping partitions (session 22's profile). At
+// in a burst over 10,000 sleeping partitions. At
 // 200 ms, room a sleep frees is seen up to 200 ms late, and replicas that
 // peers woke (a use's wake at the leader wakes its followers) since the
 // last count are not in it: at logd serve's pace of 200 wakes a second

@@ -38,7 +38,7 @@ func (c *Cluster) reconcileLoop(ctx context.Context) {
 // work (the group's snapshot directory, its first entry written and
 // fsynced to the log, its term to the DB) and, with hibernation, a Raft
 // shutdown: one after the other, a node took minutes to set up its
-// replicas of a 10,000-partition topic (issue 19). Different partitions'
+// replicas of a 10,000-partition topic. Different partitions'
 // replicas share nothing reconcileReplica takes but the replication
 // Node's map of replicas (its mutex is held only to reserve a group;
 // each Raft starts outside it) and the DB (safe for concurrent writes). A

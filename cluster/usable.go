@@ -25,9 +25,9 @@ const UsableTimeout = 10 * time.Second
 // `--timeout`; Kafka's timeout_ms), less a margin for the answer to reach
 // the client before it gives up (a tenth of what is left, 100 ms to 1 s);
 // by UsableTimeout otherwise. Kafka's CreateTopics likewise waits for its
-// request's timeout. Before, every wait was 10 s whatever the request
-// said: a create of 10,000 partitions with `--timeout 5m` answered "no
-// leader after 10s" though its client would have waited minutes.
+// request's timeout. A fixed wait would answer a create of 10,000
+// partitions with `--timeout 5m` "no leader after 10s" though its client
+// would wait minutes.
 func setupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	d, ok := ctx.Deadline()
 	if !ok {

@@ -14,8 +14,8 @@ import (
 )
 
 // errorCode maps an error of the core or the coordinator to its Kafka error
-// code: the one place the listener does so (the table is in
-// /work/shared-contract/broker-api.md and docs/groups.md). nil is 0.
+// code: the one place the listener does so (the table is in docs/kafka.md
+// "Errors" and docs/groups.md "Errors"). nil is 0.
 func errorCode(err error) int16 {
 	if err == nil {
 		return 0

@@ -14,8 +14,8 @@ import (
 // that arrive during an fsync are covered by the next one (group commit:
 // many writers, one fsync).
 //
-// The syncer runs only while there is something to sync (issue 19: a node
-// holds thousands of idle logs, and a syncer parked per log was a
+// The syncer runs only while there is something to sync (a node may
+// hold thousands of idle logs, and a syncer parked per log would be a
 // goroutine each for nothing). The write that finds no syncer running
 // starts one (l.syncing); the syncer exits once l.synced has caught up
 // with l.written, or an fsync failed. Both decisions are taken under l.mu,

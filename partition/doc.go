@@ -37,10 +37,10 @@
 //     that is not remembered is answered as a duplicate without offsets (-1)
 //     only when every sequence from the first one the partition knows of in
 //     that epoch up to the last was appended in order, which proves it
-//     stored; below that first one it fails with ErrOutOfOrderSequence. (Seed
-//     3 of the torture run: a new epoch taken at sequence 2 after its first
-//     batch failed made that batch's retry look like an old duplicate, and
-//     two acknowledged records were lost.) The state is rebuilt on open from the batches of the segments
+//     stored; below that first one it fails with ErrOutOfOrderSequence. (A
+//     new epoch taken at sequence 2 after its first batch failed would make
+//     that batch's retry look like an old duplicate, and acknowledged
+//     records would be lost: hence sequence 0.) The state is rebuilt on open from the batches of the segments
 //     written in the last ten minutes (at least the active segment and the
 //     one before, at most 256 MiB of segments), so a retry after a crash and
 //     restart is caught when the original is that recent; a client retries

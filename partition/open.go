@@ -13,7 +13,7 @@ import (
 // create, an add, a restart), and closes at once (Close). Opening a log is
 // file system work, not CPU: make its directory, create or read its
 // segment and index, fsync them and the directory. One after the other, a
-// node took minutes to open 10,000 (issue 19); at once, the file system
+// node took minutes to open 10,000; at once, the file system
 // overlaps them (a journal commits concurrent fsyncs together, a device
 // queues concurrent reads). The bound keeps the goroutines and the
 // descriptors of opens in flight small beside a create's thousands of

@@ -309,7 +309,7 @@ func (p *Partition) checkSequence(st *producerState, info batch.Info, firstSeq, 
 		// A new epoch restarts the sequences (Kafka: KIP-360). Taken at
 		// any other sequence, the batches before it in the epoch, still
 		// to be retried, would fall below lastSeq and be answered as old
-		// duplicates without ever being stored (seed 3).
+		// duplicates without ever being stored: acknowledged records lost.
 		if firstSeq != 0 {
 			return AppendResult{}, nil, true, fmt.Errorf("%w: producer %d epoch %d starts at sequence %d, expected 0: send the epoch's first batch first",
 				ErrOutOfOrderSequence, info.ProducerID, info.ProducerEpoch, firstSeq)

@@ -38,7 +38,7 @@
 // Both take Raft's heartbeat fast path only for a follower's heartbeat of
 // its own term: hashicorp/raft handles a fast-path heartbeat outside its
 // loop, and one of a newer term would let a leader store its last appends
-// under the new leader's term (hashicorp/raft#695, issue 18).
+// under the new leader's term (hashicorp/raft#695).
 //
 // # Idle groups
 //
@@ -47,7 +47,7 @@
 // HeartbeatTimeout than its followers, so that it heartbeats at most every
 // min(HeartbeatTimeout, LeaderLeaseTimeout)/3, and partitions default to a
 // CommitTimeout of 1 s and a lease of HeartbeatTimeout (heartbeat.go has
-// the argument; docs/architecture.md the numbers).
+// the argument; docs/performance.md the numbers).
 //
 // # Waiting on Raft
 //

@@ -6,7 +6,7 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Idle cost of a partition group (issue 19). An idle hashicorp/raft leader
+// Idle cost of a partition group. An idle hashicorp/raft leader
 // sends each follower two streams of empty AppendEntries RPCs:
 //
 //   - heartbeats, every HeartbeatTimeout/10 to /5, so that the follower,
@@ -34,9 +34,9 @@ import (
 //     then heartbeats every min(F, L)/6 to min(F, L)/3: at most a third of
 //     the shortest timeout any follower of the group waits (F) and a third
 //     of its own lease (L, below), so neither a follower nor the lease check
-//     sees a healthy leader go quiet unless it stalls for 2/3 of F. (Before,
-//     the commit notices below also refreshed the followers' contact, every
-//     50–100 ms; a third, not a half, keeps some of that margin for a
+//     sees a healthy leader go quiet unless it stalls for 2/3 of F. (With
+//     the commit notices below slowed down, heartbeats alone refresh the
+//     followers' contact; a third, not a half, leaves a margin for a
 //     loaded machine.) The bound holds whatever the followers do,
 //     since no replica's follower timeout ever changes: a leader slowing
 //     down needs no handshake with them. The only window is a replica that
@@ -109,7 +109,7 @@ type roleWatch struct{ stop, done chan struct{} }
 // startRole starts the role watcher of the Raft instance just started
 // (run), with sleep.mu held or before the replica is shared. A watcher
 // runs only while an instance does: a sleeping replica keeps no goroutine
-// (issue 19). Raft blocks on NotifyCh until it is read or it shuts down,
+// (a node may hold thousands). Raft blocks on NotifyCh until it is read or it shuts down,
 // so an instance must never run without one.
 func (p *Partition) startRole() {
 	w := &roleWatch{stop: make(chan struct{}), done: make(chan struct{})}

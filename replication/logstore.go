@@ -340,8 +340,8 @@ func (s *LogStore) DeleteRange(min, max uint64) error {
 // store fails it keeps its cached last index, the one from before the
 // removal. Every later append from the leader then asks for an entry in
 // the removed range, gets "log not found", and fails: the replica never
-// takes an entry again, and a leadership transfer to it never ends (soak
-// seed 16: a follower's disk was full when it removed a suffix). Only a
+// takes an entry again, and a leadership transfer to it never ends (as
+// when a follower's disk is full as it removes a suffix). Only a
 // Raft started again reads the last index from the store, so the callback
 // restarts the replica's Raft. It is called once, in its own goroutine.
 func (s *LogStore) SetOnStale(fn func()) {

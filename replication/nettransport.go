@@ -20,7 +20,7 @@ import (
 // new leader's entry at that index. A leader paused while another was
 // elected and resumed with appends queued does exactly that: it kept its
 // batches where the new leader has its no-op, applied them as committed,
-// and every offset after them was shifted (issue 18).
+// and every offset after them was shifted.
 //
 // So a heartbeat goes through Raft's loop, like every other RPC, unless
 // Raft is a follower of a term at least the heartbeat's: then the

@@ -168,7 +168,7 @@ type ReplicaOptions struct {
 // OpenReplica is OpenPartition with per-replica options. The group is
 // reserved under the node's mutex and its Raft started outside it (a few
 // milliseconds of disk reads each): a reconcile opens thousands of
-// replicas at once (issue 19), and every lookup of a replica (Partition,
+// replicas at once, and every lookup of a replica (Partition,
 // one per produce and fetch) takes that mutex.
 func (n *Node) OpenReplica(group string, l *log.Log, opts ReplicaOptions) (*Partition, error) {
 	n.mu.Lock()
@@ -403,7 +403,7 @@ func (n *Node) Close() error {
 // closeParallel is how many replicas Node.Close closes at once. A
 // replica's Raft shutdown waits for its calls in flight, up to a call
 // timeout (10 s) for a peer that stopped answering: one after the other,
-// a node leading a few hundred groups took minutes to stop (issue 19).
+// a node leading a few hundred groups took minutes to stop.
 // The replicas share nothing that Close takes (each has its own Raft,
 // transport registration and stream group), so a few dozen at once cost
 // only goroutines.

@@ -12,7 +12,7 @@ import (
 	"github.com/logd/logd/replication/raftrpc"
 )
 
-// Sleeping replicas (issue 19). An idle hashicorp/raft group still costs
+// Sleeping replicas. An idle hashicorp/raft group still costs
 // its leader a heartbeat to every follower every few hundred milliseconds,
 // and a Raft leader cannot go quiet without being deposed: its lease and
 // its followers' election timers both expect the heartbeats. So an idle
@@ -242,10 +242,10 @@ func (p *Partition) Sleep() error {
 // the replica's last snapshot (hashicorp/raft's NewRaft scans them for
 // configuration changes, and re-applies them once it learns the commit
 // index), and partitions snapshot on their own only every 8,192 entries:
-// waking a replica of 2,000 entries took 40 ms on a quiet machine, and
-// seconds on a loaded one, where a list offsets over 200 partitions that
-// woke them took 7-18 s (torture seeds 11 and 13, 200 partitions, a 2 s
-// delay: their final reads never finished).
+// waking a replica of 2,000 entries took 40 ms on a quiet machine (1 ms
+// after a snapshot), and seconds on a loaded one, where a list offsets
+// over 200 partitions that woke them took 7-18 s, longer than its client
+// waits.
 func (p *Partition) sleepLocked(in *instance) error {
 	r := in.Raft
 	if r.LastIndex() > p.snaps.last.Load()+sleepSnapshotAfter {

@@ -82,8 +82,8 @@ func CheckLost(ops []Op) *Verdict {
 			// A retry answered as a duplicate of a batch too old for
 			// its offsets to be remembered: the record must be stored
 			// somewhere. Not a trimmed offset: -1 is below every log
-			// start, so skipped would call it trimmed (a loss seed 3
-			// showed was counted so).
+			// start, so skipped would call it trimmed (and a loss
+			// would be counted so).
 			if stored[op.Value] {
 				v.Counts["acknowledged_without_offset"]++
 			} else {

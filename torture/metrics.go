@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// The counters of partitions that go to sleep when idle (issue 19): how
+// The counters of partitions that go to sleep when idle: how
 // many times a Raft group went to sleep, and woke, on the node since its
 // process started.
 const (

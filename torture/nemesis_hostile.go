@@ -13,8 +13,8 @@ import (
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
-// Nemeses of hostile clients and of a node's environment at restart
-// (issue 17). Each runs alone, never combined with another fault.
+// Nemeses of hostile clients and of a node's environment at restart.
+// Each runs alone, never combined with another fault.
 const (
 	// NemesisSubscriberFlood opens floodStreams Subscribe streams to a
 	// node, from offset 0 of every partition of the workload's topic with

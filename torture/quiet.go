@@ -12,7 +12,7 @@ import (
 // the start of the run (Workload.Run). A busy workload keeps every
 // partition active; quiet windows leave them idle under faults, for
 // behaviour only an idle partition has (partitions that go to sleep when
-// idle, issue 19). What a client started before a window (a produce in
+// idle). What a client started before a window (a produce in
 // flight, its retries) finishes in it, and the clients' own background
 // traffic goes on (group heartbeats, a consumer's prefetch after a poll,
 // franz-go's metadata refreshes). The checkers are the same. The zero

@@ -1,5 +1,5 @@
 // Command partkeys prints one key per partition of a topic with -n
-// partitions, for bench/partitions.sh ("produce to all", issue 19): line i
+// partitions, for bench/partitions.sh ("produce to all"): line i
 // is "KEY:i", where KEY is the first of k0, k1, k2, ... that routes to
 // partition i, so that `logd produce --key-delimiter :` sends one record to
 // every partition. It routes with routing.ForKey, the function the client

@@ -21,7 +21,7 @@ import (
 // The calls run on min(n, limit) goroutines, each taking the next i until
 // none is left: a cluster node's reconcile passes over each of its
 // replicas every 2 s, and a goroutine per call, each growing its own
-// stack, was a tenth of a node's idle CPU at 10,000 partitions (issue 19).
+// stack, was a tenth of a node's idle CPU at 10,000 partitions.
 // errgroup.Group with SetLimit would block its Go while the calls run,
 // deaf to ctx, then start one more.
 func Run(ctx context.Context, n, limit int, f func(ctx context.Context, i int)) {

@@ -1,7 +1,7 @@
 // Command funclen lists the functions over a line limit in the Go files it
 // is given, leaving out tests and generated code, and exits 1 when it
-// finds one. `make lint` runs it over the repository with the limit of
-// STYLE.md (80 lines): a function that long does more than one thing.
+// finds one. `make lint` runs it over the repository with a limit of 80
+// lines: a function that long does more than one thing.
 //
 //	go run ./internal/funclen -max 80 $(git ls-files '*.go')
 package main

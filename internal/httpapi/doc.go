@@ -25,7 +25,7 @@
 // # Errors
 //
 // Every failed request answers {"error": "what went wrong and what to do"}
-// with the status of broker-api.md's table (unknown topic 404, bad input
+// with the status of docs/http.md's table (unknown topic 404, bad input
 // 400, body over the limit 413, offset out of range 416, not leader 421
 // with the leader's HTTP address, ...). A produce is validated whole before
 // anything is written: a request with one bad record writes none.

@@ -43,7 +43,7 @@ func writeErrorBody(w http.ResponseWriter, status int, b errorBody) {
 	json.NewEncoder(w).Encode(b)
 }
 
-// writeCoreError answers a core error with its status (broker-api.md's
+// writeCoreError answers a core error with its status (docs/http.md's
 // table); it is the one place that mapping lives.
 func writeCoreError(w http.ResponseWriter, err error) {
 	status, body := errorStatus(err)

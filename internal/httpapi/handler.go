@@ -15,7 +15,7 @@ import (
 )
 
 // Core is what the HTTP front-end needs of the core: the methods of
-// *broker.Broker it calls (broker-api.md).
+// *broker.Broker it calls (broker/doc.go).
 type Core interface {
 	LocalNode() broker.Node
 	ClusterStatus(ctx context.Context, p broker.Principal, local bool) (cluster.Status, error)

@@ -86,7 +86,7 @@ func Open(n *replication.Node) (*Group, error) {
 	return g, nil
 }
 
-// Publishing a change (issue 19). hashicorp/raft tells followers the
+// Publishing a change. hashicorp/raft tells followers the
 // commit index only in the appends it sends: at once when there are new
 // entries, else every CommitTimeout. At Raft's default of 50 ms those
 // empty commit notices were two thirds of the group's RPCs and most of an

@@ -1,6 +1,7 @@
 // Package raftrpc is a raft.Transport for many Raft groups on one node:
 // every group's RPCs to a peer share one channel per direction, instead of
-// hashicorp/raft's NetworkTransport connections per group (issue 19).
+// hashicorp/raft's NetworkTransport connections per group, so that a
+// node's sockets and buffers do not grow with its groups.
 //
 // A Hub is the node's: it owns one outgoing link per peer address (a
 // stream on the node's transport.Mux, the Mux group ChannelID) and serves
@@ -59,7 +60,7 @@
 //   - a heartbeat (an AppendEntries without entries, log position or
 //     commit index) takes Raft's fast path in the reader when that is safe:
 //     the group's Raft is a follower of a term at least the heartbeat's (the
-//     issue 18 rule of replication.NetworkTransport, kept as is); else it is
+//     rule of replication.NetworkTransport, kept as is); else it is
 //     queued like any other RPC;
 //   - every other RPC goes to its group's inbound queue (QueueLen). A group
 //     drains its queue in one goroutine, started when the queue gets an RPC

@@ -40,7 +40,7 @@ type Hub struct {
 	// queued on a Hub-wide mutex behind the calls of a thousand groups
 	// electing at once stopped reading for seconds on a starved node;
 	// its peers' writes then hit their deadline and every group's calls
-	// failed with the link, and elections never finished (issue 19).
+	// failed with the link, and elections never finished.
 	groups  sync.Map
 	clients sync.Map
 

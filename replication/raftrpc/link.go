@@ -22,8 +22,8 @@ import (
 // for it, while the calls queued behind fail one by one on their own
 // timeout; a write deadline instead failed the link, and with it every
 // group's calls to that peer at once, which then all retried together
-// (issue 19: elections at 1,000 partitions never finished at a load of
-// 38). A peer gone silent is noticed by the Mux session's keep-alive,
+// (on a starved machine, elections at 1,000 partitions never finished).
+// A peer gone silent is noticed by the Mux session's keep-alive,
 // which closes the stream and so fails the write; Close ends it too.
 type link struct {
 	c net.Conn
@@ -208,7 +208,7 @@ func (c *client) do(group string, typ byte, args, resp any, timeout time.Duratio
 // donePool keeps do's answer channels: every Raft RPC of every group (a
 // heartbeat several times a second per follower) made one, and in a
 // burst over 10,000 partitions the allocations of the RPC path were
-// most of the garbage collector's work (issue 19).
+// most of the garbage collector's work.
 var donePool = sync.Pool{New: func() any { return make(chan error, 1) }}
 
 func (c *client) closedErr() error {

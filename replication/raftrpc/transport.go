@@ -72,7 +72,7 @@ func (t *Transport) SetHeartbeatHandler(cb func(raft.RPC)) {
 
 // fastPathSafe reports whether Raft may handle the heartbeat cmd outside
 // its loop: it is a follower whose term is at least the heartbeat's. This
-// is replication.NetworkTransport's rule (issue 18): a heartbeat of a newer
+// is replication.NetworkTransport's rule: a heartbeat of a newer
 // term must go through Raft's loop, since handled concurrently with a
 // leader loop it lets that loop store an entry under the newer term.
 func (t *Transport) fastPathSafe(cmd any) bool {

@@ -50,7 +50,7 @@ func (g *Group) Accept() (net.Conn, error) {
 // called in the goroutine that routed it (the Mux's own, one per accepted
 // stream, which ends with h), instead of queueing it for Accept. A group
 // served so keeps no goroutine waiting in Accept: a node holds thousands of
-// groups, nearly all idle (issue 19). h owns the connection and closes it;
+// groups, nearly all idle. h owns the connection and closes it;
 // Close still closes it too, failing a read or write blocked on it, so h
 // ends once the group closes. Connections queued before Serve are handed
 // to h in goroutines of their own.
