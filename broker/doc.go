@@ -1,7 +1,9 @@
 // Package broker is one logd node's transport-neutral core: what the gRPC
 // front-end (internal/server), the Kafka listener (kafka/) and the HTTP
-// API (internal/httpapi/) call. None of them touches partition, offsets,
-// replication or groups to handle a request.
+// API (internal/httpapi/) call. They use the types and error kinds of
+// partition, offsets and log, never their storage, and nothing of
+// replication; a group's requests go to the coordinator the broker hands
+// out (Broker.Coordinator), which each front-end authorizes itself.
 //
 // It owns, for one node: the data directory (Pebble metadata store, the
 // partitions' segment logs), the topics (single node, or Raft-backed
