@@ -63,11 +63,11 @@ func TestImportTableMatchesTheTree(t *testing.T) {
 
 func moduleRoot(t *testing.T) (root, module string) {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}} {{.Path}}").Output()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Path}} {{.Dir}}").Output()
 	if err != nil {
 		t.Fatalf("go list -m: %v", err)
 	}
-	root, module, ok := strings.Cut(strings.TrimSpace(string(out)), " ")
+	module, root, ok := strings.Cut(strings.TrimSpace(string(out)), " ") // a path has no space; a directory may
 	if !ok {
 		t.Fatalf("go list -m answered %q", out)
 	}
