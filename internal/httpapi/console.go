@@ -25,7 +25,11 @@ func consoleHandler() http.Handler {
 			writeError(w, http.StatusMethodNotAllowed, "method %s not allowed on %s: the console is read with GET", r.Method, r.URL.Path)
 			return
 		}
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'")
+		// No other page may frame the console (clickjacking its produce
+		// form): frame-ancestors for current browsers, X-Frame-Options for
+		// older ones.
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; frame-ancestors 'none'")
+		w.Header().Set("X-Frame-Options", "DENY")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-cache")
 		files.ServeHTTP(w, r)

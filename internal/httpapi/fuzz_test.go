@@ -1,21 +1,25 @@
 package httpapi
 
 import (
+	"bytes"
 	"errors"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzDecodeProduceBody: any body decodes or fails with errBadBody, never
-// panics, and an accepted body's records are within the limits.
+// panics, and an accepted body is UTF-8 and its records are within the
+// limits, their strings the exact bytes sent (no U+FFFD put in).
 func FuzzDecodeProduceBody(f *testing.F) {
 	for _, s := range []string{
 		`{"records": [{"key": "k", "value": "v", "headers": {"h": "x"}, "partition": 1}]}`,
 		`{"records": [{"value": {"base64": "AAE="}}, {"key": null, "value": null}]}`,
 		`{"records": [`, `{"records": {}}`, `{}`, `null`, `[]`, `{"records": [{"value": {"base64": 1}}]}`,
 		`{"records": [{"headers": {"a": null}}]}`, `{"records": [{"partition": -1}]} x`,
+		"{\"records\": [{\"value\": \"\xff\"}]}", `{"records": [{"value": "\ud800"}]}`, `{"records": [{"key": "\ud83d\ude00"}]}`,
 	} {
 		f.Add(s)
 	}
@@ -30,7 +34,16 @@ func FuzzDecodeProduceBody(f *testing.F) {
 		if len(b.Records) == 0 || len(b.Records) > maxRecordsPerRequest {
 			t.Fatalf("accepted %d records", len(b.Records))
 		}
+		if !utf8.ValidString(body) {
+			t.Fatalf("accepted a body that is not UTF-8: %q", body)
+		}
 		for _, r := range b.Records {
+			for _, f := range []bytesField{r.Key, r.Value} {
+				if bytes.ContainsRune(f.b, utf8.RuneError) && !strings.Contains(body, "\uFFFD") &&
+					!strings.Contains(body, "\ufffd") && !strings.ContainsRune(body, utf8.RuneError) {
+					t.Fatalf("a replacement character appeared in %q from %q", f.b, body)
+				}
+			}
 			if r.Partition != nil && *r.Partition < 0 {
 				t.Fatalf("accepted partition %d", *r.Partition)
 			}
