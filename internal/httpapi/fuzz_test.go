@@ -39,8 +39,9 @@ func FuzzDecodeProduceBody(f *testing.F) {
 		}
 		for _, r := range b.Records {
 			for _, f := range []bytesField{r.Key, r.Value} {
-				if bytes.ContainsRune(f.b, utf8.RuneError) && !strings.Contains(body, "\uFFFD") &&
-					!strings.Contains(body, "\ufffd") && !strings.ContainsRune(body, utf8.RuneError) {
+				// A base64 value may hold U+FFFD's bytes; an escape may name it.
+				if bytes.ContainsRune(f.b, utf8.RuneError) && !strings.Contains(body, "base64") &&
+					!strings.Contains(strings.ToLower(body), `\ufffd`) && !strings.ContainsRune(body, utf8.RuneError) {
 					t.Fatalf("a replacement character appeared in %q from %q", f.b, body)
 				}
 			}
