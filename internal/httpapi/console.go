@@ -4,6 +4,8 @@ import (
 	"embed"
 	"io/fs"
 	"net/http"
+	"path"
+	"strings"
 )
 
 // consoleFiles is the web console: plain HTML, CSS and JavaScript, no
@@ -23,6 +25,12 @@ func consoleHandler() http.Handler {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			writeError(w, http.StatusMethodNotAllowed, "method %s not allowed on %s: the console is read with GET", r.Method, r.URL.Path)
+			return
+		}
+		// A name fs.FS cannot open (not UTF-8, say) is not a console file:
+		// the file server would answer 500.
+		if name := strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/"); name != "" && !fs.ValidPath(name) {
+			writeError(w, http.StatusNotFound, "no such page %q: the console is at /, the API under /v1/", r.URL.Path)
 			return
 		}
 		// No other page may frame the console (clickjacking its produce

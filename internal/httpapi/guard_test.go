@@ -285,3 +285,13 @@ func TestAllowedOriginsChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleUnopenablePath: a path the console's file system cannot open
+// (not UTF-8) is 404, not the file server's 500.
+func TestConsoleUnopenablePath(t *testing.T) {
+	srv, _ := serve(t, newFakeCore(), Config{})
+	var eb errorBody
+	if st := do(t, "GET", srv.URL+"/%84", "", nil, &eb); st != http.StatusNotFound || !strings.Contains(eb.Error, "console") {
+		t.Fatalf("GET /%%84: %d %q", st, eb.Error)
+	}
+}
