@@ -261,3 +261,35 @@ func consoleWritesOnlyItsOwn(t *testing.T, p *browserPage, base string) {
 }
 
 func TestConsoleInBrowserFake(t *testing.T) { testConsoleInBrowser(t, newFakeEnv(t)) }
+
+// TestAllowedOriginInBrowser: a page of an origin --http-allowed-origins
+// names produces with fetch and JSON (a CORS preflight first) and reads
+// the answer, in chromium.
+func TestAllowedOriginInBrowser(t *testing.T) {
+	f := newFakeCore()
+	f.addTopic("t", 1)
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<!doctype html><title>ops app</title>")
+	}))
+	defer app.Close()
+	srv, _ := serveGuarded(t, f, Config{}, []string{app.URL})
+	p := openPage(t, app.URL+"/")
+	p.waitText(t, "title", "ops app", 10*time.Second)
+	p.eval(t, fmt.Sprintf(`window.res = "pending"; fetch(%q, {method: "POST", headers: {"Content-Type": "application/json", "Idempotency-Key": "k1"},
+		body: JSON.stringify({records: [{value: "from-the-app"}]})}).then(r => r.json()).then(b => window.res = JSON.stringify(b), e => window.res = "failed: " + e)`,
+		srv.URL+"/v1/topics/t/records"))
+	deadline := time.Now().Add(10 * time.Second)
+	for p.eval(t, `window.res`) == "pending" {
+		if time.Now().After(deadline) {
+			t.Fatal("the fetch did not finish in 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := p.eval(t, `window.res`); !strings.Contains(got, `"offset":0`) {
+		t.Fatalf("the allowed origin's fetch: %s", got)
+	}
+	if n := stored(f, "t"); n != 1 {
+		t.Fatalf("%d records stored, want 1", n)
+	}
+}

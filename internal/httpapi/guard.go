@@ -20,6 +20,9 @@ import (
 //     a loopback name (localhost, a loopback IP, a host of an allowed
 //     origin) is refused with 403: a DNS-rebinding page reaches the port
 //     under a name of its own, which is never one of these;
+//   - pages of the allowed origins may also read answers and send JSON
+//     (CORS: their preflights are answered, their answers carry
+//     Access-Control-Allow-Origin); no other origin gets CORS headers;
 //   - every answer carries X-Frame-Options: DENY and, unless the handler
 //     sets its own policy, Content-Security-Policy: frame-ancestors
 //     'none', so no other page can frame the console.
@@ -111,12 +114,42 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 				"keeps the Host), list the origin in --http-allowed-origins, e.g. https://%s", r.Host, g.listen, hostName(r.Host))
 			return
 		}
+		if g.cors(w, r) {
+			return
+		}
 		if msg := g.crossOrigin(r); msg != "" {
 			writeError(w, http.StatusForbidden, "%s", msg)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// cors lets the pages of allowed origins call the API with fetch: their
+// requests are answered with Access-Control-Allow-Origin, and their CORS
+// preflights (which a JSON POST needs) are answered here, before
+// authentication, as the browser sends them without credentials. It
+// reports whether it answered the request. No other origin gets CORS
+// headers, so no other page can read an answer.
+func (g *Guard) cors(w http.ResponseWriter, r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return false
+	}
+	h := w.Header()
+	h.Add("Vary", "Origin")
+	if n, _, err := parseOrigin(origin); err != nil || !g.origins[n] {
+		return false
+	}
+	h.Set("Access-Control-Allow-Origin", origin)
+	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+		return false
+	}
+	h.Set("Access-Control-Allow-Methods", "GET, POST")
+	h.Set("Access-Control-Allow-Headers", "Content-Type, Idempotency-Key, Last-Event-ID, Authorization")
+	h.Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
+	return true
 }
 
 // hostName is a Host header's name, without port or brackets, lower case.

@@ -295,3 +295,50 @@ func TestConsoleUnopenablePath(t *testing.T) {
 		t.Fatalf("GET /%%84: %d %q", st, eb.Error)
 	}
 }
+
+// TestAllowedOriginCORS: a page of an allowed origin may call the API with
+// fetch (its preflight is answered, before authentication; its answers
+// name it in Access-Control-Allow-Origin); no other origin gets CORS
+// headers.
+func TestAllowedOriginCORS(t *testing.T) {
+	f := newFakeCore()
+	f.addTopic("t", 1)
+	srv, _ := serveGuarded(t, f, Config{}, []string{"https://ops.example.com"})
+	send := func(method, path, origin string, hdr map[string]string) *http.Response {
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(hdr["body"]))
+		req.Header.Set("Origin", origin)
+		for k, v := range hdr {
+			if k != "body" {
+				req.Header.Set(k, v)
+			}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	pre := map[string]string{"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type,idempotency-key",
+		"Sec-Fetch-Site": "cross-site"}
+	resp := send("OPTIONS", "/v1/topics/t/records", "https://ops.example.com", pre)
+	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != "https://ops.example.com" ||
+		!strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "POST") ||
+		!strings.Contains(resp.Header.Get("Access-Control-Allow-Headers"), "Idempotency-Key") {
+		t.Fatalf("preflight of the allowed origin: %d %v", resp.StatusCode, resp.Header)
+	}
+	resp = send("POST", "/v1/topics/t/records", "https://ops.example.com", map[string]string{"Content-Type": "application/json",
+		"Sec-Fetch-Site": "cross-site", "body": `{"records": [{"value": "x"}]}`})
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Access-Control-Allow-Origin") != "https://ops.example.com" {
+		t.Fatalf("POST from the allowed origin: %d %v", resp.StatusCode, resp.Header)
+	}
+	for _, r := range []*http.Response{
+		send("OPTIONS", "/v1/topics/t/records", "https://evil.example", pre),
+		send("GET", "/v1/topics", "https://evil.example", map[string]string{"Sec-Fetch-Site": "cross-site"}),
+	} {
+		if r.StatusCode == http.StatusNoContent || r.Header.Get("Access-Control-Allow-Origin") != "" {
+			t.Fatalf("%s from another origin: %d %v", r.Request.Method, r.StatusCode, r.Header)
+		}
+	}
+}
