@@ -134,7 +134,7 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.logFormat, "log-format", "text", "log format: text (key=value) or json (one object a line)")
 	f.IntVar(&cfg.MaxConnections, "max-connections", server.DefaultMaxConnections, "most client connections open at once; past it new ones are closed on arrival")
 	f.IntVar(&cfg.MaxHTTPConnections, "max-http-connections", server.DefaultMaxHTTPConnections, "most connections open at once on --http-addr (a live tail holds one); past it a few more serve only /healthz, /readyz and /metrics, then new ones are closed on arrival")
-	f.StringVar(&fl.allowedOrigins, "http-allowed-origins", "", "web origins (scheme://host[:port], comma separated, e.g. https://ops.example.com) whose pages may send writes to --http-addr from a browser; pages of other origins are refused (clients that send no Origin, such as curl, are not)")
+	f.StringVar(&fl.allowedOrigins, "http-allowed-origins", "", "web origins (scheme://host[:port], comma separated, e.g. https://ops.example.com) whose pages may write to --http-addr from a browser and read its answers (CORS); writes from pages of other origins are refused (clients that send no Origin, such as curl, are not)")
 	f.DurationVar(&cfg.SendTimeout, "send-timeout", server.DefaultSendTimeout, "end a Subscribe stream whose client leaves a message unread this long")
 	f.StringVar(&cfg.TLS.CertFile, "tls-cert", "", "serve the API over TLS with this certificate (PEM; re-read when it changes and on SIGHUP); a cluster node also presents it to the other nodes")
 	f.StringVar(&cfg.TLS.KeyFile, "tls-key", "", "the private key of --tls-cert (PEM)")
