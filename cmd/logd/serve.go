@@ -17,6 +17,7 @@ import (
 	"github.com/logd/logd/auth/tlsconfig"
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/cluster"
+	"github.com/logd/logd/internal/httpapi"
 	"github.com/logd/logd/internal/logging"
 	"github.com/logd/logd/internal/server"
 	"github.com/logd/logd/log"
@@ -43,6 +44,8 @@ type serveFlags struct {
 	configFile  string
 	printConfig bool
 	kafka       kafkaFlags
+	// allowedOrigins is --http-allowed-origins, comma separated.
+	allowedOrigins string
 }
 
 // newServeCmd is `logd serve`.
@@ -130,7 +133,8 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn, error (Raft's per-partition events are debug)")
 	f.StringVar(&fl.logFormat, "log-format", "text", "log format: text (key=value) or json (one object a line)")
 	f.IntVar(&cfg.MaxConnections, "max-connections", server.DefaultMaxConnections, "most client connections open at once; past it new ones are closed on arrival")
-	f.IntVar(&cfg.MaxHTTPConnections, "max-http-connections", server.DefaultMaxHTTPConnections, "most connections open at once on --http-addr; past it new ones are closed on arrival")
+	f.IntVar(&cfg.MaxHTTPConnections, "max-http-connections", server.DefaultMaxHTTPConnections, "most connections open at once on --http-addr (a live tail holds one); past it a few more serve only /healthz, /readyz and /metrics, then new ones are closed on arrival")
+	f.StringVar(&fl.allowedOrigins, "http-allowed-origins", "", "web origins (scheme://host[:port], comma separated, e.g. https://ops.example.com) whose pages may write to --http-addr from a browser and read its answers (CORS); writes from pages of other origins are refused (clients that send no Origin, such as curl, are not)")
 	f.DurationVar(&cfg.SendTimeout, "send-timeout", server.DefaultSendTimeout, "end a Subscribe stream whose client leaves a message unread this long")
 	f.StringVar(&cfg.TLS.CertFile, "tls-cert", "", "serve the API over TLS with this certificate (PEM; re-read when it changes and on SIGHUP); a cluster node also presents it to the other nodes")
 	f.StringVar(&cfg.TLS.KeyFile, "tls-key", "", "the private key of --tls-cert (PEM)")
@@ -206,12 +210,29 @@ func (fl *serveFlags) serverConfig() (server.Config, error) {
 	if cfg.Auth, err = fl.authConfig(); err != nil {
 		return cfg, err
 	}
+	if cfg.HTTPAllowedOrigins, err = parseOrigins(fl.allowedOrigins); err != nil {
+		return cfg, err
+	}
 	logger, err := logging.New(os.Stderr, fl.logLevel, fl.logFormat)
 	if err != nil {
 		return cfg, err
 	}
 	cfg.Logger = logger
 	return cfg, nil
+}
+
+// parseOrigins reads --http-allowed-origins: comma-separated origins.
+func parseOrigins(s string) ([]string, error) {
+	var out []string
+	for o := range strings.SplitSeq(s, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			out = append(out, o)
+		}
+	}
+	if _, err := httpapi.NewGuard(httpapi.GuardConfig{AllowedOrigins: out}); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // authConfig reads --auth, --authz and --super-users.

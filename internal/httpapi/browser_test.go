@@ -6,7 +6,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -196,6 +198,7 @@ func testConsoleInBrowser(t *testing.T, e env) {
 	if n := p.eval(t, `document.querySelectorAll("#tail b").length`); n != "0" {
 		t.Fatalf("a record's value became markup (%s <b> elements)", n)
 	}
+	consoleWritesOnlyItsOwn(t, p, srv.URL)
 	dir := os.Getenv("LOGD_TEST_ARTIFACTS")
 	if dir == "" {
 		dir = t.TempDir()
@@ -203,4 +206,90 @@ func testConsoleInBrowser(t *testing.T, e env) {
 	p.screenshot(t, filepath.Join(dir, "console-topic.png"))
 }
 
+// consoleWritesOnlyItsOwn: the console's produce form writes through the
+// guard (same origin, JSON), and a page of another origin cannot write with
+// a no-preflight text/plain POST: the browser sends it, the port refuses it.
+func consoleWritesOnlyItsOwn(t *testing.T, p *browserPage, base string) {
+	t.Helper()
+	stored := func() int64 {
+		var tj topicJSON
+		do(t, "GET", base+"/v1/topics/browser-topic", "", nil, &tj)
+		var n int64
+		for _, pi := range tj.PartitionInfo {
+			n += pi.HighWatermark
+		}
+		return n
+	}
+	before := stored()
+	p.eval(t, `document.querySelector("#produce-value").value = "from-the-form"; document.querySelector("form.produce").requestSubmit()`)
+	p.waitText(t, "#produce-result", "written at", 5*time.Second)
+	p.waitText(t, "#tail", "from-the-form", 5*time.Second)
+	if n := stored(); n != before+1 {
+		t.Fatalf("the console's form stored %d records, want 1", n-before)
+	}
+	// A page of another origin (another port: same site, not same
+	// origin) posts text/plain, which needs no preflight: the browser
+	// sends it, the port refuses it.
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<!doctype html><title>another site</title>")
+	}))
+	defer other.Close()
+	p.call(t, "Page.navigate", map[string]any{"url": other.URL + "/"}, nil)
+	deadline := time.Now().Add(10 * time.Second)
+	for p.eval(t, `document.title + " " + document.readyState`) != "another site complete" {
+		if time.Now().After(deadline) {
+			t.Fatal("the other page did not load in 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.eval(t, fmt.Sprintf(`window.csrf = "pending"; fetch(%q, {method: "POST", mode: "no-cors", headers: {"Content-Type": "text/plain"},
+		body: JSON.stringify({records: [{value: "forged"}]})}).then(() => window.csrf = "sent", e => window.csrf = "failed: " + e)`,
+		base+"/v1/topics/browser-topic/records"))
+	for p.eval(t, `window.csrf`) == "pending" {
+		if time.Now().After(deadline) {
+			t.Fatal("the cross-origin fetch did not finish in 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := p.eval(t, `window.csrf`); got != "sent" {
+		t.Fatalf("the cross-origin fetch was not sent: %s", got)
+	}
+	if n := stored(); n != before+1 {
+		t.Fatalf("a cross-origin text/plain POST stored %d records", n-before-1)
+	}
+}
+
 func TestConsoleInBrowserFake(t *testing.T) { testConsoleInBrowser(t, newFakeEnv(t)) }
+
+// TestAllowedOriginInBrowser: a page of an origin --http-allowed-origins
+// names produces with fetch and JSON (a CORS preflight first) and reads
+// the answer, in chromium.
+func TestAllowedOriginInBrowser(t *testing.T) {
+	f := newFakeCore()
+	f.addTopic("t", 1)
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<!doctype html><title>ops app</title>")
+	}))
+	defer app.Close()
+	srv, _ := serveGuarded(t, f, Config{}, []string{app.URL})
+	p := openPage(t, app.URL+"/")
+	p.waitText(t, "title", "ops app", 10*time.Second)
+	p.eval(t, fmt.Sprintf(`window.res = "pending"; fetch(%q, {method: "POST", headers: {"Content-Type": "application/json", "Idempotency-Key": "k1"},
+		body: JSON.stringify({records: [{value: "from-the-app"}]})}).then(r => r.json()).then(b => window.res = JSON.stringify(b), e => window.res = "failed: " + e)`,
+		srv.URL+"/v1/topics/t/records"))
+	deadline := time.Now().Add(10 * time.Second)
+	for p.eval(t, `window.res`) == "pending" {
+		if time.Now().After(deadline) {
+			t.Fatal("the fetch did not finish in 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := p.eval(t, `window.res`); !strings.Contains(got, `"offset":0`) {
+		t.Fatalf("the allowed origin's fetch: %s", got)
+	}
+	if n := stored(f, "t"); n != 1 {
+		t.Fatalf("%d records stored, want 1", n)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"embed"
 	"io/fs"
 	"net/http"
+	"path"
+	"strings"
 )
 
 // consoleFiles is the web console: plain HTML, CSS and JavaScript, no
@@ -25,7 +27,17 @@ func consoleHandler() http.Handler {
 			writeError(w, http.StatusMethodNotAllowed, "method %s not allowed on %s: the console is read with GET", r.Method, r.URL.Path)
 			return
 		}
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'")
+		// A name fs.FS cannot open (not UTF-8, say) is not a console file:
+		// the file server would answer 500.
+		if name := strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/"); name != "" && !fs.ValidPath(name) {
+			writeError(w, http.StatusNotFound, "no such page %q: the console is at /, the API under /v1/", r.URL.Path)
+			return
+		}
+		// No other page may frame the console (clickjacking its produce
+		// form): frame-ancestors for current browsers, X-Frame-Options for
+		// older ones.
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; frame-ancestors 'none'")
+		w.Header().Set("X-Frame-Options", "DENY")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-cache")
 		files.ServeHTTP(w, r)

@@ -30,6 +30,15 @@
 // with the leader's HTTP address, ...). A produce is validated whole before
 // anything is written: a request with one bad record writes none.
 //
+// # Browsers
+//
+// Guard (guard.go), which the node puts in front of the whole HTTP port,
+// refuses writes from web pages of other origins unless
+// --http-allowed-origins names them, serves only local Host names on a
+// loopback port (DNS rebinding), and forbids framing. A produce body must
+// be declared application/json (415 otherwise: the types a page may send
+// without a CORS preflight are all refused) and be UTF-8 (400 otherwise).
+//
 // # Idempotency
 //
 // POST with an Idempotency-Key header produces each partition's records as

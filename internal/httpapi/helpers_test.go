@@ -28,21 +28,39 @@ func (e fakeEnv) createTopic(t *testing.T, name string, n int) {
 
 func newFakeEnv(*testing.T) env { return fakeEnv{newFakeCore()} }
 
-// serve starts the handler on 127.0.0.1 and stops it at the test's end.
+// serve starts the handler on 127.0.0.1, behind the Guard as a node
+// serves it, and stops it at the test's end.
 func serve(t *testing.T, c Core, cfg Config) (*httptest.Server, *Handler) {
 	t.Helper()
+	return serveGuarded(t, c, cfg, nil)
+}
+
+// serveGuarded is serve with these --http-allowed-origins.
+func serveGuarded(t *testing.T, c Core, cfg Config, origins []string) (*httptest.Server, *Handler) {
+	t.Helper()
 	h := New(c, cfg)
-	srv := httptest.NewServer(h)
+	srv := httptest.NewUnstartedServer(nil)
+	g, err := NewGuard(GuardConfig{AllowedOrigins: origins, ListenAddr: srv.Listener.Addr().String()})
+	if err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	srv.Config.Handler = g.Wrap(h)
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv, h
 }
 
 // do sends a request and decodes the JSON answer into out (when not nil).
+// A body is sent as application/json unless hdr names a Content-Type.
 func do(t *testing.T, method, url string, body string, hdr map[string]string, out any) int {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	for k, v := range hdr {
 		req.Header.Set(k, v)

@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"mime"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +44,10 @@ type partitionWrite struct {
 }
 
 func (h *Handler) produce(w http.ResponseWriter, r *http.Request) {
+	if msg := jsonContentType(r.Header.Get("Content-Type")); msg != "" {
+		writeError(w, http.StatusUnsupportedMediaType, "%s", msg)
+		return
+	}
 	topic := r.PathValue("topic")
 	acks, ok := parseAcks(r.URL.Query().Get("acks"))
 	if !ok {
@@ -194,6 +200,30 @@ func answerProduce(w http.ResponseWriter, writes []*partitionWrite, n int) {
 		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, status, ans)
+}
+
+// jsonContentType returns why a body's Content-Type is not JSON, or "". A
+// page of another site can make a browser send a text/plain, form or
+// multipart body without asking the server first (no CORS preflight);
+// any other type needs the preflight, which this port never grants.
+// Accepted: application/json and application/*+json, with charset utf-8
+// or none.
+func jsonContentType(ct string) string {
+	const fix = "send Content-Type: application/json (curl: -H 'Content-Type: application/json', or --json)"
+	if ct == "" {
+		return "no Content-Type: the body is JSON; " + fix
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return fmt.Sprintf("Content-Type %q does not parse (%v): %s", ct, err, fix)
+	}
+	if mt != "application/json" && !(strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
+		return fmt.Sprintf("Content-Type %q: the body must be JSON: %s", ct, fix)
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return fmt.Sprintf("Content-Type %q: JSON is read as UTF-8 only: send charset=utf-8 or none", ct)
+	}
+	return ""
 }
 
 func parseAcks(s string) (broker.Acks, bool) {

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/internal/recordtext"
@@ -117,22 +119,27 @@ const maxRecordsPerRequest = 10000
 var errBadBody = errors.New("bad request body")
 
 // decodeProduceBody reads and checks a produce request body. It fails with
-// errBadBody (wrapped with what to fix) on any malformed input, never
-// panics, and passes on r's own error (a *http.MaxBytesError) as it is.
+// errBadBody (wrapped with what to fix) on any malformed input, including
+// text that is not UTF-8 (checkText), never panics, and passes on r's own
+// error (a *http.MaxBytesError) as it is.
 func decodeProduceBody(r io.Reader) (produceBody, error) {
-	d := json.NewDecoder(r)
-	d.DisallowUnknownFields()
 	var b produceBody
-	if err := d.Decode(&b); err != nil {
+	data, err := io.ReadAll(r)
+	if err != nil {
 		if isMaxBytes(err) {
 			return b, err
 		}
+		return b, fmt.Errorf("%w: reading the body: %v", errBadBody, err)
+	}
+	if err := checkText(data); err != nil {
+		return b, err
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&b); err != nil {
 		return b, fmt.Errorf("%w: %v; want {\"records\": [{\"key\": ..., \"value\": ..., \"headers\": {...}, \"partition\": N}]}", errBadBody, err)
 	}
 	if _, err := d.Token(); err != io.EOF {
-		if isMaxBytes(err) {
-			return b, err
-		}
 		return b, fmt.Errorf("%w: data after the JSON object: send one object", errBadBody)
 	}
 	if len(b.Records) == 0 {
@@ -157,4 +164,66 @@ func decodeProduceBody(r io.Reader) (produceBody, error) {
 func isMaxBytes(err error) bool {
 	var mbe *http.MaxBytesError
 	return errors.As(err, &mbe)
+}
+
+// checkText refuses a body that is not UTF-8, or that escapes a lone UTF-16
+// surrogate ("\ud800" without its pair): encoding/json would decode
+// either to U+FFFD and the record would hold other bytes than were sent.
+// JSON text is UTF-8 (RFC 8259); bytes that are not text go as
+// {"base64": "..."}.
+func checkText(b []byte) error {
+	const fix = `: JSON text must be UTF-8; send bytes that are not text as {"base64": "..."}`
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return fmt.Errorf("%w: byte %d (0x%02x) is not UTF-8%s", errBadBody, i, b[i], fix)
+		}
+		i += size
+	}
+	// A backslash occurs in valid JSON only inside a string, as an escape.
+	for i := 0; i+1 < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if b[i+1] != 'u' {
+			i++ // the escaped character
+			continue
+		}
+		r, ok := hex4(b[i+2:])
+		if !ok || !utf16.IsSurrogate(r) {
+			i++ // the decoder refuses a bad escape itself
+			continue
+		}
+		if r < 0xdc00 && len(b) >= i+12 && b[i+6] == '\\' && b[i+7] == 'u' {
+			if low, ok := hex4(b[i+8:]); ok && low >= 0xdc00 && low <= 0xdfff {
+				i += 11 // a valid pair
+				continue
+			}
+		}
+		return fmt.Errorf("%w: byte %d: %s is half of a UTF-16 surrogate pair, not a character%s", errBadBody, i, b[i:i+6], fix)
+	}
+	return nil
+}
+
+// hex4 parses the four hex digits of a \u escape.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		var d byte
+		switch {
+		case c >= '0' && c <= '9':
+			d = c - '0'
+		case c >= 'a' && c <= 'f':
+			d = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			d = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(d)
+	}
+	return r, true
 }

@@ -29,6 +29,11 @@ type Config struct {
 	// MaxHTTPConnections caps the HTTP port's open connections, apart
 	// from MaxConnections. 0: DefaultMaxHTTPConnections.
 	MaxHTTPConnections int
+	// HTTPAllowedOrigins are the web origins (scheme://host[:port]) whose
+	// pages may send state-changing requests to the HTTP port
+	// (--http-allowed-origins; docs/http.md, "Browsers"). A page of any
+	// other origin is refused; clients that send no Origin are not.
+	HTTPAllowedOrigins []string
 	// SendTimeout ends a Subscribe stream whose client has read nothing
 	// for this long while a message waited for it. 0: DefaultSendTimeout.
 	SendTimeout time.Duration

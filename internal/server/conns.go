@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"sync"
@@ -26,6 +27,12 @@ const (
 	handshakeTimeout = 10 * time.Second
 	// httpIdleTimeout closes keep-alive HTTP connections idle this long.
 	httpIdleTimeout = 30 * time.Second
+	// httpProbeReserve is how many connections the HTTP port accepts past
+	// --max-http-connections for /healthz, /readyz and /metrics only (one
+	// request each, then closed): live tails hold their connections for
+	// as long as they are open, and a port full of them must still answer
+	// the probes, or a liveness probe restarts a healthy node.
+	httpProbeReserve = 8
 )
 
 // connectionCaps returns the caps to apply to the API's and the HTTP
@@ -63,7 +70,10 @@ func capsWithin(nofile, api, http int, logger *slog.Logger) (int, int) {
 // answers.
 type capListener struct {
 	net.Listener
-	max      int64
+	max int64
+	// reserve connections are accepted past max, marked reserved (the
+	// HTTP port serves only its probes on them).
+	reserve  int64
 	open     atomic.Int64
 	rejected prometheus.Counter
 	logger   func(open int64)
@@ -80,17 +90,20 @@ func (l *capListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if n := l.open.Add(1); n > l.max {
-			l.open.Add(-1)
-			conn.Close()
-			l.rejected.Inc()
+		n := l.open.Add(1)
+		if n > l.max {
 			if now := time.Now().UnixNano(); now-l.lastLog.Load() > int64(10*time.Second) {
 				l.lastLog.Store(now)
 				l.logger(n - 1)
 			}
+		}
+		if n > l.max+l.reserve {
+			l.open.Add(-1)
+			conn.Close()
+			l.rejected.Inc()
 			continue
 		}
-		return &cappedConn{Conn: conn, l: l}, nil
+		return &cappedConn{Conn: conn, l: l, reserved: n > l.max}, nil
 	}
 }
 
@@ -99,8 +112,19 @@ func (l *capListener) Open() int64 { return l.open.Load() }
 
 type cappedConn struct {
 	net.Conn
-	l    *capListener
-	once sync.Once
+	l        *capListener
+	reserved bool // accepted past max, into the reserve
+	once     sync.Once
+}
+
+// reservedConn reports whether c (or the connection under its TLS) was
+// accepted into a capListener's reserve.
+func reservedConn(c net.Conn) bool {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	cc, ok := c.(*cappedConn)
+	return ok && cc.reserved
 }
 
 func (c *cappedConn) Close() error {

@@ -1,9 +1,14 @@
 package server
 
 import (
+	"crypto/tls"
 	"io"
 	"log/slog"
+	"net"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestCapsWithin: connection caps leave a quarter of the descriptors (at
@@ -28,4 +33,59 @@ func TestCapsWithin(t *testing.T) {
 			t.Errorf("nofile %d: only %d descriptors left for files", c.nofile, reserve)
 		}
 	}
+}
+
+// TestReserveAccept: past max a capListener accepts reserve more
+// connections, marked reserved also under TLS, and closes the rest on
+// arrival.
+func TestReserveAccept(t *testing.T) {
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rejected := prometheus.NewCounter(prometheus.CounterOpts{Name: "rejected"})
+	l := newCapListener(tcp, 1, rejected, func(int64) {})
+	l.reserve = 1
+	defer l.Close()
+	var clients []net.Conn
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	for range 3 {
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+	}
+	first, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	second, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if reservedConn(first) || !reservedConn(second) || !reservedConn(tls.Server(second, &tls.Config{})) {
+		t.Fatalf("reserved: first %v, second %v", reservedConn(first), reservedConn(second))
+	}
+	done := make(chan struct{})
+	go func() { // closes the third on arrival, then waits until l closes
+		defer close(done)
+		if c, err := l.Accept(); err == nil {
+			c.Close()
+			t.Error("a connection past the reserve was accepted")
+		}
+	}()
+	clients[2].SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err = clients[2].Read(make([]byte, 1))
+	if ne, ok := err.(net.Error); err == nil || ok && ne.Timeout() {
+		t.Fatalf("the connection past the reserve was not closed: %v", err)
+	}
+	l.Close()
+	<-done
 }

@@ -1,10 +1,15 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/broker"
@@ -96,4 +101,40 @@ func (s *Server) warnOpen(kafkaAddr string) {
 		s.logger.Warn("!!! AUTHENTICATION IS OFF (--auth none) ON A NETWORK ADDRESS: anyone who can reach these ports can read, write and delete every topic; start with --auth required (and TLS), or listen on 127.0.0.1 only !!!",
 			"addrs", strings.Join(open, ","))
 	}
+}
+
+// reservedKey marks a request that arrived on a connection of the HTTP
+// port's probe reserve (conns.go).
+type reservedKey struct{}
+
+// markReserved is the HTTP server's ConnContext.
+func markReserved(ctx context.Context, c net.Conn) context.Context {
+	if reservedConn(c) {
+		return context.WithValue(ctx, reservedKey{}, true)
+	}
+	return ctx
+}
+
+// probeReserve serves, on a connection accepted past
+// --max-http-connections, only /healthz, /readyz and /metrics, and closes
+// the connection after the answer so the reserve empties; anything else
+// there is 503 with what to do.
+func (s *Server) probeReserve(next http.Handler, rejected prometheus.Counter) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Context().Value(reservedKey{}) == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Connection", "close")
+		switch r.URL.Path {
+		case "/healthz", "/readyz", "/metrics":
+			next.ServeHTTP(w, r)
+			return
+		}
+		rejected.Inc()
+		w.Header().Set("Retry-After", "1")
+		httpJSONError(w, http.StatusServiceUnavailable, fmt.Sprintf("this node's HTTP port has --max-http-connections (%d) connections open, "+
+			"live tails holding one each: past it only /healthz, /readyz and /metrics are served; retry later, close streams you no longer read, "+
+			"or raise --max-http-connections", s.cfg.MaxHTTPConnections))
+	})
 }

@@ -210,19 +210,27 @@ func (s *Server) serveAPI() error {
 }
 
 // startHTTP serves /metrics, /healthz, /readyz and pprof on --http-addr,
-// under its own connection cap, over TLS when the API serves it.
+// under its own connection cap (with a reserve for the probes), over TLS
+// when the API serves it, behind httpapi's Guard (browsers of other
+// origins may not write; a loopback port answers loopback Host names).
 func (s *Server) startHTTP() error {
 	tcp, err := net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on --http-addr %s: %w (is another logd running?)", s.cfg.HTTPAddr, err)
 	}
+	guard, err := httpapi.NewGuard(httpapi.GuardConfig{AllowedOrigins: s.cfg.HTTPAllowedOrigins, ListenAddr: tcp.Addr().String()})
+	if err != nil {
+		tcp.Close()
+		return err
+	}
 	rejected := prometheus.NewCounter(prometheus.CounterOpts{Name: "logd_http_connections_rejected_total",
-		Help: "HTTP connections closed on arrival because --max-http-connections were open."})
+		Help: "HTTP connections refused because --max-http-connections were open: closed on arrival, or answered 503 in the probes' reserve."})
 	s.reg.MustRegister(rejected)
 	lis := newCapListener(tcp, s.cfg.MaxHTTPConnections, rejected, func(open int64) {
-		s.logger.Warn("refusing HTTP connections: the limit is reached (raise --max-http-connections, or find the client that opens so many)",
+		s.logger.Warn("the HTTP connection limit is reached: new connections serve only /healthz, /readyz and /metrics, or are closed (raise --max-http-connections, or find the client that opens so many, such as live tails)",
 			"open", open, "max", s.cfg.MaxHTTPConnections)
 	})
+	lis.reserve = httpProbeReserve
 	s.httpLis = lis
 	var served net.Listener = lis
 	if s.tls != nil {
@@ -231,7 +239,8 @@ func (s *Server) startHTTP() error {
 	}
 	// Keep-alive connections idle for httpIdleTimeout are closed: a
 	// scraper reconnects at its next scrape.
-	s.http = &http.Server{Handler: s.httpAuth(s.httpHandler()), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: httpIdleTimeout}
+	s.http = &http.Server{Handler: guard.Wrap(s.probeReserve(s.httpAuth(s.httpHandler()), rejected)),
+		ConnContext: markReserved, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: httpIdleTimeout}
 	s.served.Add(1)
 	go func() { defer s.served.Done(); s.http.Serve(served) }()
 	return nil
