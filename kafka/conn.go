@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -87,7 +88,11 @@ func (c *conn) read() {
 	}
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
-		body, err := readFrame(c.nc, c.s.cfg.MaxRequestBytes)
+		limit := c.frameLimit()
+		body, err := readFrame(c.nc, limit)
+		if errors.Is(err, errFrameTooLarge) && limit < c.s.cfg.MaxRequestBytes {
+			err = fmt.Errorf("%w: before it has logged in, a connection may send requests of at most %d bytes (SaslHandshake, SaslAuthenticate, ApiVersions)", err, limit)
+		}
 		if err != nil {
 			c.logReadError(err)
 			return
@@ -118,6 +123,17 @@ func (c *conn) read() {
 			return
 		}
 	}
+}
+
+// frameLimit is the largest frame the connection may send next: before it
+// is admitted (under --auth required, until it logs in), or when the frame
+// is a bare SASL token, Config.MaxPreAuthRequestBytes, so that a client
+// nobody knows yet cannot make the listener buffer a large request.
+func (c *conn) frameLimit() int {
+	if !c.sess.admitted || (c.sess.x != nil && c.sess.legacy) {
+		return min(c.s.cfg.MaxRequestBytes, c.s.cfg.MaxPreAuthRequestBytes)
+	}
+	return c.s.cfg.MaxRequestBytes
 }
 
 // open completes the TLS handshake and identifies the connection from its

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/logd/logd/auth"
@@ -18,6 +19,9 @@ import (
 const (
 	// DefaultMaxRequestBytes is Kafka's socket.request.max.bytes.
 	DefaultMaxRequestBytes = 100 << 20
+	// DefaultMaxPreAuthRequestBytes bounds a request before the connection
+	// has authenticated (Kafka's sasl.server.max.receive.size).
+	DefaultMaxPreAuthRequestBytes = 512 << 10
 	// DefaultMaxInFlight bounds the requests one connection may have
 	// outstanding (Kafka clients pipeline at most 5 produces by default).
 	DefaultMaxInFlight = 16
@@ -41,6 +45,11 @@ type Config struct {
 	// MaxRequestBytes bounds one request frame; a larger one closes the
 	// connection. Default DefaultMaxRequestBytes.
 	MaxRequestBytes int
+	// MaxPreAuthRequestBytes bounds one request frame of a connection that
+	// is not admitted yet (under --auth required, one that has not logged
+	// in), and a bare SASL token; a larger one closes the connection.
+	// Default DefaultMaxPreAuthRequestBytes.
+	MaxPreAuthRequestBytes int
 	// MaxInFlight bounds the requests one connection has outstanding.
 	MaxInFlight int
 	// IdleTimeout closes a connection that sends nothing for this long.
@@ -68,6 +77,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxRequestBytes <= 0 {
 		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.MaxPreAuthRequestBytes <= 0 {
+		c.MaxPreAuthRequestBytes = DefaultMaxPreAuthRequestBytes
 	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = DefaultMaxInFlight
@@ -189,12 +201,26 @@ func (s *Server) Close() error {
 
 func (s *Server) accept() {
 	defer s.wg.Done()
+	var warned time.Time // the last warning about a refused connection
+	warn := func(msg string, args ...any) {
+		if time.Since(warned) >= 10*time.Second {
+			warned = time.Now()
+			s.log.Warn(msg, args...)
+		}
+	}
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
 				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				// Out of descriptors: the connections that close free
+				// some; the listener must outlive the shortage.
+				warn("kafka listener cannot accept: out of file descriptors (lower --max-connections or raise ulimit -n)", "err", err)
+				time.Sleep(100 * time.Millisecond)
 				continue
 			}
 			if !errors.Is(err, net.ErrClosed) {
@@ -207,7 +233,8 @@ func (s *Server) accept() {
 			full := !s.closed
 			s.mu.Unlock()
 			if full {
-				s.log.Warn("kafka connection refused: too many connections", "remote", nc.RemoteAddr(), "max", s.cfg.MaxConns)
+				warn("kafka connections refused: the connection limit is reached (raise --max-connections, or find the client that opens so many)",
+					"remote", nc.RemoteAddr(), "max", s.cfg.MaxConns)
 			}
 			nc.Close()
 			continue
