@@ -115,28 +115,45 @@ func (b *Broker) Fetch(ctx context.Context, r FetchRequest) (FetchResult, error)
 		defer t.Stop()
 		timeout = t.C
 	}
-	release := func() {}
+	final := false // the wait is over: answer what the next read finds
 	for {
 		changed := b.changedAny(targets)
-		// A read again replaces the last one's results: its memory goes.
-		release()
-		n, rel, err := b.readAll(ctx, r, targets, res)
+		n, release, err := b.readAll(ctx, r, targets, res)
 		if err != nil {
 			return FetchResult{}, err
 		}
-		release = rel
-		if n >= max(r.MinBytes, 1) || wait == 0 || !anyTarget(targets) {
+		if final || n >= max(r.MinBytes, 1) || wait == 0 || !anyTarget(targets) {
 			return FetchResult{Partitions: res, Release: release}, nil
 		}
+		// A fetch that waits holds none of the read budget (a long poll
+		// must not keep others' reads waiting): what it read is dropped
+		// and read again when it wakes.
+		release()
+		forget(targets, res)
 		woke, err := b.await(ctx, changed, timeout)
 		if err != nil {
-			release()
 			return FetchResult{}, err
 		}
 		if !woke {
-			return FetchResult{Partitions: res, Release: release}, nil
+			select {
+			case <-b.shutdown:
+				return FetchResult{Partitions: res, Release: func() {}}, nil
+			default:
+			}
+			final = true
+			continue
 		}
 		b.recheck(targets, res)
+	}
+}
+
+// forget drops what a read found, leaving each partition as though it had
+// nothing to read yet.
+func forget(targets []*fetchTarget, res []FetchedPartition) {
+	for i, t := range targets {
+		if t != nil && res[i].Err == nil {
+			res[i].Batches, res[i].Records, res[i].NextOffset = nil, 0, t.offset
+		}
 	}
 }
 
