@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/broker"
 )
 
 // Defaults for Config's limits.
@@ -25,6 +26,12 @@ const (
 	// DefaultMaxInFlight bounds the requests one connection may have
 	// outstanding (Kafka clients pipeline at most 5 produces by default).
 	DefaultMaxInFlight = 16
+	// DefaultMaxConnFetchBytes bounds the fetch responses one connection
+	// holds unwritten: two of the largest.
+	DefaultMaxConnFetchBytes = 2 * broker.MaxFetchBytes
+	// DefaultWriteTimeout disconnects a client that leaves a response
+	// unread this long (Kafka clients' request.timeout.ms is 30 s).
+	DefaultWriteTimeout = 30 * time.Second
 	// DefaultIdleTimeout is Kafka's connections.max.idle.ms.
 	DefaultIdleTimeout = 10 * time.Minute
 	// DefaultMaxConns bounds the open connections of one listener.
@@ -52,6 +59,14 @@ type Config struct {
 	MaxPreAuthRequestBytes int
 	// MaxInFlight bounds the requests one connection has outstanding.
 	MaxInFlight int
+	// MaxConnFetchBytes bounds the bytes of fetch responses one
+	// connection holds, read and not yet written; a fetch beyond it waits
+	// for earlier responses to be written (one larger than it runs alone).
+	// Default DefaultMaxConnFetchBytes.
+	MaxConnFetchBytes int
+	// WriteTimeout closes a connection whose client reads less than 256
+	// KiB of a response in this long. Default DefaultWriteTimeout.
+	WriteTimeout time.Duration
 	// IdleTimeout closes a connection that sends nothing for this long.
 	IdleTimeout time.Duration
 	// MaxConns bounds open connections; more are closed on accept.
@@ -83,6 +98,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.MaxConnFetchBytes <= 0 {
+		c.MaxConnFetchBytes = DefaultMaxConnFetchBytes
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = DefaultWriteTimeout
 	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = DefaultIdleTimeout
