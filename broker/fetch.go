@@ -20,7 +20,7 @@ const (
 	// MaxFetchBytes bounds one fetch response (and a partition's share).
 	MaxFetchBytes = 16 << 20
 	// readBudgetBytes bounds the memory of all fetch responses being read
-	// or sent at once; fetches beyond it wait.
+	// or sent at once (see FetchResult); fetches beyond it wait.
 	readBudgetBytes = 128 << 20
 	// MaxWait bounds a fetch's long poll.
 	MaxWait = 5 * time.Minute
@@ -74,7 +74,9 @@ type FetchedPartition struct {
 }
 
 // FetchResult is a fetch's answer; Release returns its memory to the read
-// budget once it is sent (safe to call more than once).
+// budget once it is sent, or once the caller accounts for it elsewhere
+// (safe to call more than once). Holding it while waiting on a client
+// keeps other reads of the node waiting.
 type FetchResult struct {
 	Partitions []FetchedPartition
 	Release    func()
