@@ -120,7 +120,8 @@ func TestPipelinedLargeFetchesNeverDeadlock(t *testing.T) {
 	n := startNode(t)
 	bigTopic(t, n)
 	c := dialRaw(t, n.srv)
-	c.nc.SetDeadline(time.Now().Add(40 * time.Second))
+	// Each answer must come within 30 s (a deadlock never answers).
+	c.nc.SetDeadline(time.Now().Add(30 * time.Second))
 	const fetches = DefaultMaxInFlight + 1
 	c.send(frame(largeFetch(0, 20_000), 1)) // waits for a record on the empty partition
 	for corr := int32(2); corr <= fetches; corr++ {
@@ -136,6 +137,7 @@ func TestPipelinedLargeFetchesNeverDeadlock(t *testing.T) {
 		t.Fatalf("the long poll's answer: corr %d, %+v", corr, resp.Topics)
 	}
 	for corr := int32(2); corr <= fetches; corr++ {
+		c.nc.SetDeadline(time.Now().Add(30 * time.Second))
 		if got := c.fetchedFrom(corr); got < broker.MaxFetchBytes/2 {
 			t.Fatalf("fetch %d read %d bytes", corr, got)
 		}
