@@ -41,6 +41,13 @@
 //     ErrDenied, audited.
 //   - Every request is admitted (enter) and counted until it is answered;
 //     Close waits for them before closing the logs.
+//   - Fetch reads under the node's read budget (MemBudget, 128 MiB): what
+//     an answer holds counts until its Release. A fetch that long-polls
+//     holds none of it while it waits (it reads again when it wakes), and
+//     a front-end releases an answer as soon as it is sent or accounted
+//     for elsewhere (the Kafka listener moves it to the connection's own
+//     budget once read), so that no client that is slow to read can keep
+//     the node's other reads waiting.
 //
 // Lifecycle: Open (recovery; the front-ends' listeners may not exist
 // yet), Ready with the addresses the front-ends advertise (the disk guard

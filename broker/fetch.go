@@ -20,7 +20,7 @@ const (
 	// MaxFetchBytes bounds one fetch response (and a partition's share).
 	MaxFetchBytes = 16 << 20
 	// readBudgetBytes bounds the memory of all fetch responses being read
-	// or sent at once; fetches beyond it wait.
+	// or sent at once (see FetchResult); fetches beyond it wait.
 	readBudgetBytes = 128 << 20
 	// MaxWait bounds a fetch's long poll.
 	MaxWait = 5 * time.Minute
@@ -74,7 +74,9 @@ type FetchedPartition struct {
 }
 
 // FetchResult is a fetch's answer; Release returns its memory to the read
-// budget once it is sent (safe to call more than once).
+// budget once it is sent, or once the caller accounts for it elsewhere
+// (safe to call more than once). Holding it while waiting on a client
+// keeps other reads of the node waiting.
 type FetchResult struct {
 	Partitions []FetchedPartition
 	Release    func()
@@ -115,28 +117,45 @@ func (b *Broker) Fetch(ctx context.Context, r FetchRequest) (FetchResult, error)
 		defer t.Stop()
 		timeout = t.C
 	}
-	release := func() {}
+	final := false // the wait is over: answer what the next read finds
 	for {
 		changed := b.changedAny(targets)
-		// A read again replaces the last one's results: its memory goes.
-		release()
-		n, rel, err := b.readAll(ctx, r, targets, res)
+		n, release, err := b.readAll(ctx, r, targets, res)
 		if err != nil {
 			return FetchResult{}, err
 		}
-		release = rel
-		if n >= max(r.MinBytes, 1) || wait == 0 || !anyTarget(targets) {
+		if final || n >= max(r.MinBytes, 1) || wait == 0 || !anyTarget(targets) {
 			return FetchResult{Partitions: res, Release: release}, nil
 		}
+		// A fetch that waits holds none of the read budget (a long poll
+		// must not keep others' reads waiting): what it read is dropped
+		// and read again when it wakes.
+		release()
+		forget(targets, res)
 		woke, err := b.await(ctx, changed, timeout)
 		if err != nil {
-			release()
 			return FetchResult{}, err
 		}
 		if !woke {
-			return FetchResult{Partitions: res, Release: release}, nil
+			select {
+			case <-b.shutdown:
+				return FetchResult{Partitions: res, Release: func() {}}, nil
+			default:
+			}
+			final = true
+			continue
 		}
 		b.recheck(targets, res)
+	}
+}
+
+// forget drops what a read found, leaving each partition as though it had
+// nothing to read yet.
+func forget(targets []*fetchTarget, res []FetchedPartition) {
+	for i, t := range targets {
+		if t != nil && res[i].Err == nil {
+			res[i].Batches, res[i].Records, res[i].NextOffset = nil, 0, t.offset
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -31,6 +32,8 @@ type conn struct {
 	// pending holds the requests not yet answered, in arrival order; its
 	// capacity is the connection's in-flight limit.
 	pending chan *request
+	// fetches bounds the fetch responses the connection holds unwritten.
+	fetches *connBudget
 }
 
 // request is one request in flight on a connection.
@@ -43,7 +46,7 @@ type request struct {
 	done chan struct{} // closed when resp, afterWrite and fatal are set
 	resp kmsg.Response // nil: nothing is sent
 	// afterWrite runs once the response is written (or dropped), e.g. to
-	// return a fetch's memory to the core's read budget.
+	// return a fetch's memory to the connection's fetch budget.
 	afterWrite func()
 	// fatal closes the connection after this request (an acks=0 produce
 	// that failed: the client learns of it only that way, as in Kafka; a
@@ -62,6 +65,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		s: s, nc: nc, remoteHost: host, ctx: ctx, cancel: cancel, rctx: ctx,
 		log:     s.log.With("remote", nc.RemoteAddr().String()),
 		pending: make(chan *request, s.cfg.MaxInFlight),
+		fetches: newConnBudget(s.cfg.MaxConnFetchBytes),
 	}
 }
 
@@ -87,7 +91,11 @@ func (c *conn) read() {
 	}
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
-		body, err := readFrame(c.nc, c.s.cfg.MaxRequestBytes)
+		limit := c.frameLimit()
+		body, err := readFrame(c.nc, limit)
+		if errors.Is(err, errFrameTooLarge) && limit < c.s.cfg.MaxRequestBytes {
+			err = fmt.Errorf("%w: before it has logged in, a connection may send requests of at most %d bytes (SaslHandshake, SaslAuthenticate, ApiVersions)", err, limit)
+		}
 		if err != nil {
 			c.logReadError(err)
 			return
@@ -118,6 +126,17 @@ func (c *conn) read() {
 			return
 		}
 	}
+}
+
+// frameLimit is the largest frame the connection may send next: before it
+// is admitted (under --auth required, until it logs in), or when the frame
+// is a bare SASL token, Config.MaxPreAuthRequestBytes, so that a client
+// nobody knows yet cannot make the listener buffer a large request.
+func (c *conn) frameLimit() int {
+	if !c.sess.admitted || (c.sess.x != nil && c.sess.legacy) {
+		return min(c.s.cfg.MaxRequestBytes, c.s.cfg.MaxPreAuthRequestBytes)
+	}
+	return c.s.cfg.MaxRequestBytes
 }
 
 // open completes the TLS handshake and identifies the connection from its
@@ -252,9 +271,8 @@ func (c *conn) write() {
 			} else {
 				buf = appendResponse(buf[:0], r.hdr.corr, r.resp)
 			}
-			c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
-			if _, err := c.nc.Write(buf); err != nil {
-				c.log.Debug("kafka connection closed: write failed", "err", err)
+			if err := c.send(buf); err != nil {
+				c.logWriteError(err)
 				dead = true
 			}
 		}
@@ -273,4 +291,33 @@ func (c *conn) write() {
 			buf = nil // do not pin one large fetch's buffer for the connection's life
 		}
 	}
+}
+
+// writeChunk is what a client must read of a response within
+// Config.WriteTimeout.
+const writeChunk = 256 << 10
+
+// send writes a frame, writeChunk bytes at a time, each within
+// Config.WriteTimeout: a client that stops reading its responses is
+// disconnected instead of holding them (and their memory) for the
+// connection's idle timeout.
+func (c *conn) send(buf []byte) error {
+	for len(buf) > 0 {
+		n := min(len(buf), writeChunk)
+		c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
+		if _, err := c.nc.Write(buf[:n]); err != nil {
+			return err
+		}
+		buf = buf[n:]
+	}
+	return nil
+}
+
+func (c *conn) logWriteError(err error) {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		c.log.Info("kafka connection closed: the client did not read its responses", "write_timeout", c.s.cfg.WriteTimeout)
+		return
+	}
+	c.log.Debug("kafka connection closed: write failed", "err", err)
 }

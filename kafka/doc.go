@@ -44,6 +44,35 @@
 // connection; the reader stops reading until the oldest is answered, so a
 // client that never reads its responses holds no more than that.
 //
+// # Memory a connection may hold
+//
+// Before a connection is admitted (under --auth required: until it logs
+// in), a frame is at most Config.MaxPreAuthRequestBytes (512 KiB, Kafka's
+// sasl.server.max.receive.size), as are the bare tokens of a SaslHandshake
+// v0 exchange; a larger announced size closes the connection before any
+// of it is read. Any frame's buffer grows as its bytes arrive, never from
+// the announced size alone.
+//
+// A fetch reads under the node's read budget (package broker), which it
+// returns as soon as the answer is read: from then on the answer's memory
+// counts against the connection's own fetch budget
+// (Config.MaxConnFetchBytes, 32 MiB, connBudget) until it is written. The
+// reader reserves a fetch's share before starting it, in request order;
+// past the bound it stops reading until earlier responses are written (a
+// single fetch larger than the bound runs when nothing else is held). So
+//
+//   - a client that never reads its answers holds its connection's budget
+//     and nothing of the node's: the other connections, and the gRPC and
+//     HTTP reads, keep being served;
+//   - pipelined fetches never deadlock: a fetch waits only on responses of
+//     earlier requests, which are written without waiting on it.
+//
+// Responses are written 256 KiB at a time, each within Config.WriteTimeout
+// (30 s): a client that stops reading is disconnected, which frees what
+// its connection held. The listener holds at most Config.MaxConns
+// connections (logd serve's --max-connections); one more is closed as soon
+// as it is accepted.
+//
 // A frame that cannot be decoded (bad size, truncated, unknown API key, a
 // version this listener does not advertise, trailing garbage is tolerated as
 // Kafka does) closes that connection with one log line; it never panics the
@@ -72,6 +101,7 @@
 // # Invariants
 //
 //   - Responses on a connection are written in request order.
+//   - No connection holds the node's read budget while its client reads.
 //   - A login happens at most once per connection, before any request
 //     other than ApiVersions, so every request of a connection runs as the
 //     same principal.

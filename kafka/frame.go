@@ -28,9 +28,14 @@ type header struct {
 	clientID string
 }
 
+// frameChunk is the most readFrame allocates ahead of the bytes a frame
+// has actually delivered.
+const frameChunk = 64 << 10
+
 // readFrame reads one size-prefixed frame of at most limit bytes. The body
-// grows as bytes arrive, so a size that is announced but never sent costs
-// no more memory than what was sent.
+// grows as bytes arrive (by at most what has arrived, and frameChunk at
+// first), so a size that is announced but never sent costs no more memory
+// than what was sent.
 func readFrame(r io.Reader, limit int) ([]byte, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(r, size[:]); err != nil {
@@ -43,12 +48,21 @@ func readFrame(r io.Reader, limit int) ([]byte, error) {
 	case int64(n) > int64(limit):
 		return nil, fmt.Errorf("%w (%d bytes, limit %d)", errFrameTooLarge, n, limit)
 	}
-	body, err := io.ReadAll(io.LimitReader(r, int64(n)))
-	if err != nil {
-		return nil, err
-	}
-	if len(body) < int(n) {
-		return nil, io.ErrUnexpectedEOF
+	body := make([]byte, 0, min(int(n), frameChunk))
+	for len(body) < int(n) {
+		if len(body) == cap(body) {
+			grown := make([]byte, len(body), min(2*len(body), int(n)))
+			copy(grown, body)
+			body = grown
+		}
+		end := min(cap(body), int(n))
+		if _, err := io.ReadFull(r, body[len(body):end]); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		body = body[:end]
 	}
 	return body, nil
 }

@@ -117,7 +117,7 @@ func FuzzRequest(f *testing.F) {
 			t.Fatal(err)
 		}
 		s := &Server{core: core, log: quietLogger(), host: "127.0.0.1", port: 9092}
-		c := &conn{s: s, remoteHost: "127.0.0.1", log: s.log}
+		c := &conn{s: s, remoteHost: "127.0.0.1", log: s.log, fetches: newConnBudget(DefaultMaxConnFetchBytes)}
 		h, req, err := parseRequest(body)
 		if err != nil {
 			if req != nil && h.key != apiVersionsKey {

@@ -9,18 +9,29 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/broker"
 )
 
 // Defaults for Config's limits.
 const (
 	// DefaultMaxRequestBytes is Kafka's socket.request.max.bytes.
 	DefaultMaxRequestBytes = 100 << 20
+	// DefaultMaxPreAuthRequestBytes bounds a request before the connection
+	// has authenticated (Kafka's sasl.server.max.receive.size).
+	DefaultMaxPreAuthRequestBytes = 512 << 10
 	// DefaultMaxInFlight bounds the requests one connection may have
 	// outstanding (Kafka clients pipeline at most 5 produces by default).
 	DefaultMaxInFlight = 16
+	// DefaultMaxConnFetchBytes bounds the fetch responses one connection
+	// holds unwritten: two of the largest.
+	DefaultMaxConnFetchBytes = 2 * broker.MaxFetchBytes
+	// DefaultWriteTimeout disconnects a client that leaves a response
+	// unread this long (Kafka clients' request.timeout.ms is 30 s).
+	DefaultWriteTimeout = 30 * time.Second
 	// DefaultIdleTimeout is Kafka's connections.max.idle.ms.
 	DefaultIdleTimeout = 10 * time.Minute
 	// DefaultMaxConns bounds the open connections of one listener.
@@ -41,8 +52,21 @@ type Config struct {
 	// MaxRequestBytes bounds one request frame; a larger one closes the
 	// connection. Default DefaultMaxRequestBytes.
 	MaxRequestBytes int
+	// MaxPreAuthRequestBytes bounds one request frame of a connection that
+	// is not admitted yet (under --auth required, one that has not logged
+	// in), and a bare SASL token; a larger one closes the connection.
+	// Default DefaultMaxPreAuthRequestBytes.
+	MaxPreAuthRequestBytes int
 	// MaxInFlight bounds the requests one connection has outstanding.
 	MaxInFlight int
+	// MaxConnFetchBytes bounds the bytes of fetch responses one
+	// connection holds, read and not yet written; a fetch beyond it waits
+	// for earlier responses to be written (one larger than it runs alone).
+	// Default DefaultMaxConnFetchBytes.
+	MaxConnFetchBytes int
+	// WriteTimeout closes a connection whose client reads less than 256
+	// KiB of a response in this long. Default DefaultWriteTimeout.
+	WriteTimeout time.Duration
 	// IdleTimeout closes a connection that sends nothing for this long.
 	IdleTimeout time.Duration
 	// MaxConns bounds open connections; more are closed on accept.
@@ -69,8 +93,17 @@ func (c Config) withDefaults() Config {
 	if c.MaxRequestBytes <= 0 {
 		c.MaxRequestBytes = DefaultMaxRequestBytes
 	}
+	if c.MaxPreAuthRequestBytes <= 0 {
+		c.MaxPreAuthRequestBytes = DefaultMaxPreAuthRequestBytes
+	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.MaxConnFetchBytes <= 0 {
+		c.MaxConnFetchBytes = DefaultMaxConnFetchBytes
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = DefaultWriteTimeout
 	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = DefaultIdleTimeout
@@ -189,12 +222,26 @@ func (s *Server) Close() error {
 
 func (s *Server) accept() {
 	defer s.wg.Done()
+	var warned time.Time // the last warning about a refused connection
+	warn := func(msg string, args ...any) {
+		if time.Since(warned) >= 10*time.Second {
+			warned = time.Now()
+			s.log.Warn(msg, args...)
+		}
+	}
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
 				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				// Out of descriptors: the connections that close free
+				// some; the listener must outlive the shortage.
+				warn("kafka listener cannot accept: out of file descriptors (lower --max-connections or raise ulimit -n)", "err", err)
+				time.Sleep(100 * time.Millisecond)
 				continue
 			}
 			if !errors.Is(err, net.ErrClosed) {
@@ -207,7 +254,8 @@ func (s *Server) accept() {
 			full := !s.closed
 			s.mu.Unlock()
 			if full {
-				s.log.Warn("kafka connection refused: too many connections", "remote", nc.RemoteAddr(), "max", s.cfg.MaxConns)
+				warn("kafka connections refused: the connection limit is reached (raise --max-connections, or find the client that opens so many)",
+					"remote", nc.RemoteAddr(), "max", s.cfg.MaxConns)
 			}
 			nc.Close()
 			continue

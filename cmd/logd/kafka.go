@@ -54,13 +54,14 @@ func (k *kafkaFlags) check(f *pflag.FlagSet) error {
 // certificate from --tls-client-ca names the principal). When the default
 // address is taken (another Kafka, or another logd on this machine) the
 // node runs without it and says so; an address given explicitly must be
-// served.
-func (k *kafkaFlags) start(b *broker.Broker, logger *slog.Logger, files tlsconfig.ServerFiles) (broker.Node, error) {
+// served. maxConns is --max-connections: the listener has a cap of its own
+// of that many, apart from the gRPC API's.
+func (k *kafkaFlags) start(b *broker.Broker, logger *slog.Logger, files tlsconfig.ServerFiles, maxConns int) (broker.Node, error) {
 	if k.addr == "" {
 		return broker.Node{}, nil
 	}
 	// The node's authentication policy: --auth and its users.
-	cfg := kafka.Config{Core: b, AdvertisedAddr: k.advertised, Logger: logger, Gate: b.Gate()}
+	cfg := kafka.Config{Core: b, AdvertisedAddr: k.advertised, Logger: logger, Gate: b.Gate(), MaxConns: maxConns}
 	if files.CertFile != "" {
 		files.OnReloadError = func(err error) {
 			logger.Error("Kafka listener: TLS certificate files changed but do not load; the previous certificate keeps serving", "err", err)

@@ -87,7 +87,9 @@ requests without a certificate or a user and password (logd user create);
 			if err := fl.kafka.check(cmd.Flags()); err != nil {
 				return err
 			}
-			cfg.BeforeReady = func(b *broker.Broker) (broker.Node, error) { return fl.kafka.start(b, cfg.Logger, cfg.TLS) }
+			cfg.BeforeReady = func(b *broker.Broker) (broker.Node, error) {
+				return fl.kafka.start(b, cfg.Logger, cfg.TLS, cfg.MaxConnections)
+			}
 			// Whatever falls back to slog's (or the log package's) default
 			// logger writes in the node's format and level too.
 			slog.SetDefault(cfg.Logger)
@@ -132,7 +134,7 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.minFree, "min-free-bytes", "auto", "refuse appends while the data disk has less free space (auto: 5% of it, 1 MiB to 1 GiB)")
 	f.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn, error (Raft's per-partition events are debug)")
 	f.StringVar(&fl.logFormat, "log-format", "text", "log format: text (key=value) or json (one object a line)")
-	f.IntVar(&cfg.MaxConnections, "max-connections", server.DefaultMaxConnections, "most client connections open at once; past it new ones are closed on arrival")
+	f.IntVar(&cfg.MaxConnections, "max-connections", server.DefaultMaxConnections, "most client connections open at once, on the gRPC API and on the Kafka listener each; past it new ones are closed on arrival")
 	f.IntVar(&cfg.MaxHTTPConnections, "max-http-connections", server.DefaultMaxHTTPConnections, "most connections open at once on --http-addr (a live tail holds one); past it a few more serve only /healthz, /readyz and /metrics, then new ones are closed on arrival")
 	f.StringVar(&fl.allowedOrigins, "http-allowed-origins", "", "web origins (scheme://host[:port], comma separated, e.g. https://ops.example.com) whose pages may write to --http-addr from a browser and read its answers (CORS); writes from pages of other origins are refused (clients that send no Origin, such as curl, are not)")
 	f.DurationVar(&cfg.SendTimeout, "send-timeout", server.DefaultSendTimeout, "end a Subscribe stream whose client leaves a message unread this long")

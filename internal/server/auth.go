@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/broker"
@@ -76,6 +77,31 @@ func (s *Server) authStream(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 		return err
 	}
 	return h(srv, identifiedStream{ss, ctx})
+}
+
+// authTap refuses a call that presents no credentials at all where they
+// are required (--auth required: no verified client certificate, no
+// "authorization" metadata) as soon as its headers arrive, before gRPC
+// reads its request message: a caller nobody knows cannot make the node
+// buffer a message (up to --max-batch-bytes) per stream. It refuses only
+// what the interceptor would, with the same status; a password is checked
+// by the interceptor, not here (the tap runs on the connection's reading
+// goroutine, and must be quick).
+func (s *Server) authTap(ctx context.Context, info *tap.Info) (context.Context, error) {
+	if skipAuth(info.FullMethodName) || first(info.Header, authorizationKey) != "" {
+		return ctx, nil
+	}
+	pr := auth.Presented{}
+	if p, ok := peer.FromContext(ctx); ok {
+		pr.Addr = p.Addr.String()
+		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok {
+			pr.TLS = &ti.State
+		}
+	}
+	if _, err := s.b.Gate().Identify(ctx, pr); err != nil {
+		return ctx, authStatus(err)
+	}
+	return ctx, nil
 }
 
 // skipAuth: the health service answers everyone, as /healthz does.

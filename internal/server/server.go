@@ -183,6 +183,9 @@ func (s *Server) serveAPI() error {
 	}
 	s.grpc = grpc.NewServer(append(opts,
 		grpc.MaxRecvMsgSize(s.cfg.MaxBatchBytes+64<<10),
+		// Calls without credentials under --auth required are refused
+		// before their message is read (auth.go).
+		grpc.InTapHandle(s.authTap),
 		grpc.MaxConcurrentStreams(1024),
 		grpc.ConnectionTimeout(handshakeTimeout),
 		// Batches and fetch responses are up to several MiB; larger
