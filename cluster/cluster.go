@@ -113,7 +113,8 @@ type Cluster struct {
 	// metadata leader (join, remove), so that a registration checked
 	// against the removed nodes is not applied after a removal it raced.
 	members sync.Mutex
-	refused atomic.Pointer[error] // why the metadata refused this node
+	refused atomic.Pointer[error] // why the cluster refused this node
+	idMu    sync.Mutex            // one change of the cluster id at a time
 
 	// loops is the background loops' context (Run); reach, whether peers
 	// answered lately (hibernate.go).
@@ -141,12 +142,17 @@ func Start(cfg Config, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	clusterID, err := readClusterID(o.DataDir)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
 	// Raft and the transport log into the node's slog logger (one format,
 	// one level); logging.HCLog lowers their routine lines.
 	var hl hclog.Logger = logging.HCLog(o.Logger, "raft")
 	n, err := replication.NewNode(replication.NodeConfig{
 		ID: raft.ServerID(cfg.NodeID), Listener: ln, Advertise: adv, Dial: cfg.RaftDialer(),
-		DataDir: o.DataDir, DB: o.DB, Raft: cfg.Raft, Logger: hl,
+		DataDir: o.DataDir, DB: o.DB, Raft: cfg.Raft, Logger: hl, ClusterID: clusterID,
 	})
 	if err != nil {
 		ln.Close()
@@ -164,7 +170,7 @@ func Start(cfg Config, o Options) (*Cluster, error) {
 			[]string{"topic", "partition", "follower"}),
 		wakes: wakeLimiter(cfg.WakeRate)}
 	if cfg.Bootstrap && !g.HadState() {
-		if err := g.Bootstrap(raft.ServerID(cfg.NodeID), n.Addr()); err != nil {
+		if err := c.bootstrap(); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("bootstrap the cluster: %w", err)
 		}
@@ -175,6 +181,22 @@ func Start(cfg Config, o Options) (*Cluster, error) {
 	}
 	o.Registry.MustRegister(replication.NewCollector(n), c.lag)
 	return c, nil
+}
+
+// bootstrap starts a new cluster of this node, with a new cluster id
+// (identity.go), stored before the metadata group's first entry; a node
+// that stored one and stopped before bootstrapping keeps it.
+func (c *Cluster) bootstrap() error {
+	if c.rn.ClusterID() == "" {
+		id, err := newClusterID()
+		if err != nil {
+			return err
+		}
+		if err := c.adoptClusterID(id, "made at --bootstrap"); err != nil {
+			return err
+		}
+	}
+	return c.meta.Bootstrap(raft.ServerID(c.cfg.NodeID), c.rn.Addr())
 }
 
 func raftListener(cfg Config) (net.Listener, net.Addr, error) {
@@ -225,7 +247,9 @@ func (c *Cluster) Run(self meta.Node) {
 	c.reach.mu.Lock()
 	c.loops = ctx
 	c.reach.mu.Unlock()
-	c.wg.Add(4)
+	c.wg.Add(6)
+	go func() { defer c.wg.Done(); c.identityLoop(ctx) }()
+	go func() { defer c.wg.Done(); c.checkJoinTarget(ctx) }()
 	go func() { defer c.wg.Done(); c.lagLoop(ctx) }()
 	go func() { defer c.wg.Done(); c.registerLoop(ctx, self) }()
 	go func() { defer c.wg.Done(); c.reconcileLoop(ctx) }()
@@ -309,8 +333,8 @@ func (c *Cluster) OnMetaLeader() error {
 // registerLoop makes sure the metadata lists this node with its current
 // addresses: on the first start it joins (through cfg.Join), on later
 // starts (the metadata group had state) it rejoins, which updates its
-// addresses and is refused if the node was removed since. It ends once
-// they are listed, or at a refusal (see Refused).
+// addresses and is refused if the node was removed since, or never was a
+// member. It ends once they are listed, or at a refusal (see Refused).
 func (c *Cluster) registerLoop(ctx context.Context, self meta.Node) {
 	started := time.Now()
 	rejoin := c.meta.HadState()
@@ -319,6 +343,9 @@ func (c *Cluster) registerLoop(ctx context.Context, self meta.Node) {
 		case <-ctx.Done():
 			return
 		case <-time.After(wait):
+		}
+		if c.Refused() != nil {
+			return
 		}
 		if n, ok := c.meta.FSM.Node(c.self); ok && n.Registered(self) {
 			return
@@ -330,9 +357,8 @@ func (c *Cluster) registerLoop(ctx context.Context, self meta.Node) {
 		if err == nil || errors.Is(err, errNoTarget) {
 			continue
 		}
-		if rejoin && errors.Is(err, ErrFailedPrecondition) {
-			c.refused.Store(&err)
-			c.logger.Error("this node is no longer a member of the cluster: it stays out", "err", err)
+		if errors.Is(err, errOther) || (rejoin && errors.Is(err, ErrFailedPrecondition)) {
+			c.refuse(err)
 			return
 		}
 		if ctx.Err() == nil {
@@ -347,22 +373,87 @@ func (c *Cluster) registerLoop(ctx context.Context, self meta.Node) {
 	}
 }
 
+// refuse records why the cluster refused this node, once: it stays out
+// (Refused; the front-end's /readyz answers 503 with it).
+func (c *Cluster) refuse(err error) {
+	if c.refused.CompareAndSwap(nil, &err) {
+		c.logger.Error("this node is not a member of the cluster: it stays out", "err", err)
+	}
+}
+
 // register asks the metadata leader (this node, else the one it knows,
-// else cfg.Join) to list self.
+// else the node at cfg.Join) to list self, once that node's answer to a
+// hello showed it is of this node's cluster (checkPeer).
 func (c *Cluster) register(ctx context.Context, self meta.Node, rejoin bool) error {
 	if c.meta.IsLeader() {
 		return c.join(ctx, self, rejoin)
 	}
-	target := c.cfg.Join
-	if lead := c.MetaLeader().APIAddr; lead != "" {
-		target = lead
+	api, raftAddr := c.cfg.Join, ""
+	if lead := c.MetaLeader(); lead.APIAddr != "" {
+		api, raftAddr = lead.APIAddr, lead.RaftAddr
 	}
-	if target == "" {
+	if api == "" {
 		return errNoTarget // a bootstrapping node waits to be elected
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return c.o.Peers.Join(cctx, target, self, rejoin)
+	if err := c.checkTarget(cctx, api, raftAddr); err != nil {
+		return err
+	}
+	return c.o.Peers.Join(cctx, api, self, rejoin)
+}
+
+// checkTarget asks the node whose API is at api (and Raft port at
+// raftAddr; "": asked of it) for its cluster id, and checks it
+// (checkPeer).
+func (c *Cluster) checkTarget(ctx context.Context, api, raftAddr string) error {
+	if raftAddr == "" {
+		st, err := c.o.Peers.Status(ctx, api)
+		if err != nil {
+			return err
+		}
+		for _, n := range st.Nodes {
+			if n.ID == st.Self {
+				raftAddr = n.RaftAddr
+			}
+		}
+		if raftAddr == "" {
+			return Errorf(ErrUnavailable, "the node at %s did not tell its Raft address", api)
+		}
+	}
+	h, err := c.rn.Hello(ctx, raftAddr)
+	if err != nil {
+		return err
+	}
+	return c.checkPeer(h, raftAddr+" (API "+api+")")
+}
+
+// checkJoinTarget checks, on a node restarted with cluster state and
+// --join, that the node it was pointed at belongs to its cluster; a node
+// of another cluster is refused (Refused) even when this node's own
+// metadata group elected it and registration needed nobody else. It tries
+// until that node answers.
+func (c *Cluster) checkJoinTarget(ctx context.Context) {
+	if !c.meta.HadState() || c.cfg.Join == "" {
+		return
+	}
+	for wait := time.Duration(0); ; wait = 2 * time.Second {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := c.checkTarget(cctx, c.cfg.Join, "")
+		cancel()
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, errOther):
+			c.refuse(err)
+			return
+		}
+	}
 }
 
 // errNoTarget: a bootstrapped node that knows no metadata leader yet.
@@ -389,6 +480,9 @@ func (c *Cluster) join(ctx context.Context, n meta.Node, rejoin bool) error {
 		if c.State().Removed[n.ID] {
 			return errRemoved(n.ID)
 		}
+		if err := c.checkMember(n.ID); err != nil {
+			return err
+		}
 	}
 	if err := c.meta.AddVoter(raft.ServerID(n.ID), raft.ServerAddress(n.RaftAddr)); err != nil {
 		return err
@@ -400,6 +494,22 @@ func (c *Cluster) join(ctx context.Context, n meta.Node, rejoin bool) error {
 		return errors.Join(errRemoved(n.ID), c.meta.RemoveServer(raft.ServerID(n.ID)))
 	}
 	return err
+}
+
+// checkMember refuses the rejoin of a node that neither the metadata nor
+// the metadata group's configuration knows: one that restarted with
+// cluster state of its own (another cluster's data directory).
+func (c *Cluster) checkMember(id string) error {
+	if _, ok := c.meta.FSM.Node(id); ok {
+		return nil
+	}
+	voter, err := c.meta.IsServer(raft.ServerID(id))
+	if err != nil || voter {
+		return err
+	}
+	return Errorf(ErrFailedPrecondition, "node %q restarted with cluster state (it rejoins) but is not a member of this "+
+		"cluster: its data directory belongs to another cluster: to add it to this one, start it with an empty --data-dir "+
+		"and --join; otherwise point --join at a node of its own cluster", id)
 }
 
 func errRemoved(id string) error {

@@ -5,6 +5,9 @@
 //
 // It owns:
 //
+//   - identity: the cluster id in the data directory (identity.go), made at
+//     bootstrap, learned before joining, checked on every Raft connection
+//     and before every join and rejoin;
 //   - membership: joining through any member (Config.Join), registering the
 //     node's advertised addresses, removing a node (its replicas move to the
 //     least loaded others first);

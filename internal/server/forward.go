@@ -99,6 +99,10 @@ func (f *forwarder) Status(ctx context.Context, addr string) (cluster.Status, er
 		return cluster.Status{}, err
 	}
 	st := cluster.Status{Self: resp.Self}
+	for _, n := range resp.Nodes {
+		st.Nodes = append(st.Nodes, cluster.NodeStatus{Node: meta.Node{ID: n.Id, APIAddr: n.ApiAddr, RaftAddr: n.RaftAddr,
+			KafkaAddr: n.KafkaAddr, HTTPAddr: n.HttpAddr, KafkaID: n.KafkaId}, Alive: n.Alive})
+	}
 	for _, p := range resp.Partitions {
 		st.Partitions = append(st.Partitions, cluster.ReplicaStatus{Topic: p.Topic, Partition: p.Partition,
 			Leader: p.Leader, Replicas: p.Replicas, CommitIndex: p.CommitIndex, Term: p.Term,
