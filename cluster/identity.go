@@ -121,8 +121,9 @@ func writeClusterID(dir, id string) error {
 // not told it yet).
 func (c *Cluster) ClusterID() string { return c.rn.ClusterID() }
 
-// adoptClusterID stores id as this node's cluster id (the file first, then
-// the Raft port); refused when the node already has another.
+// adoptClusterID stores id, told by from, as this node's cluster id (the
+// file first, then the Raft port); refused when the node already has
+// another.
 func (c *Cluster) adoptClusterID(id, from string) error {
 	c.idMu.Lock()
 	defer c.idMu.Unlock()
@@ -147,10 +148,12 @@ func (c *Cluster) adoptClusterID(id, from string) error {
 // retried.
 var errOther = errors.New("another cluster")
 
-func errOtherCluster(local, remote, at string) error {
-	return errors.Join(errOther, Errorf(ErrFailedPrecondition, "this node's data directory belongs to cluster %s, the node at %s "+
+// errOtherCluster: this node's data directory names cluster local, and
+// who (the node at an address, the cluster metadata) names remote.
+func errOtherCluster(local, remote, who string) error {
+	return errors.Join(errOther, Errorf(ErrFailedPrecondition, "this node's data directory belongs to cluster %s, %s "+
 		"to cluster %s: a data directory belongs to one cluster: to add this node to that cluster, start it with an "+
-		"empty --data-dir and --join; otherwise point --join at a node of its own cluster", local, at, remote))
+		"empty --data-dir and --join; otherwise point --join at a node of its own cluster", local, who, remote))
 }
 
 // checkPeer checks what the node at addr answered to a hello before this
@@ -164,9 +167,9 @@ func (c *Cluster) checkPeer(h transport.Hello, addr string) error {
 	case h.ClusterID == "":
 		return nil // a cluster from before ids: its metadata leader names it soon
 	case local == "" && !c.meta.HadState():
-		return c.adoptClusterID(h.ClusterID, addr)
+		return c.adoptClusterID(h.ClusterID, "the node at "+addr)
 	case local != "" && local != h.ClusterID:
-		return errOtherCluster(local, h.ClusterID, addr)
+		return errOtherCluster(local, h.ClusterID, "the node at "+addr)
 	}
 	return nil
 }
@@ -201,6 +204,15 @@ func (c *Cluster) syncIdentity(ctx context.Context) error {
 	case state != "" && local != state:
 		return c.adoptClusterID(state, "the cluster metadata")
 	case state == "" && c.meta.IsLeader():
+		// After a restart the state is the snapshot's until the log
+		// replays: only a state current in this term (a barrier) may be
+		// taken to have no id.
+		if err := c.OnMetaLeader(); err != nil {
+			return err
+		}
+		if c.meta.FSM.ClusterID() != "" {
+			return nil // the next round adopts it
+		}
 		if local == "" {
 			id, err := newClusterID()
 			if err != nil {

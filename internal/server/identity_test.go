@@ -83,3 +83,40 @@ func testJoinForeignDataDir(t *testing.T, withoutIDFile bool) {
 		t.Fatalf("the outsider's cluster id changed from %q to %q", own, id)
 	}
 }
+
+// Nodes whose data directories lost their cluster id file (or were written
+// by a version without ids) take the cluster's id from the metadata they
+// apply, and store it again.
+func TestClusterIDAdoptedFromMetadata(t *testing.T) {
+	c := servertest.NewCluster(t, 2)
+	want := c.Nodes()[0].Server().Broker().Cluster().ClusterID()
+	if want == "" {
+		t.Fatal("the bootstrapped cluster has no id")
+	}
+	waitUntil(t, 30*time.Second, "the metadata records the id", func() bool {
+		return c.Nodes()[1].Server().Broker().Cluster().State().ClusterID == want
+	})
+	for _, n := range c.Nodes() {
+		n.Stop()
+		if err := os.Remove(filepath.Join(n.Dir, cluster.ClusterIDFile)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range c.Nodes() {
+		n.Restart()
+	}
+	waitUntil(t, 60*time.Second, "both nodes adopt the metadata's id", func() bool {
+		for _, n := range c.Nodes() {
+			if n.Server().Broker().Cluster().ClusterID() != want {
+				return false
+			}
+		}
+		return true
+	})
+	for _, n := range c.Nodes() {
+		b, err := os.ReadFile(filepath.Join(n.Dir, cluster.ClusterIDFile))
+		if err != nil || strings.TrimSpace(string(b)) != want {
+			t.Fatalf("%s's id file: %q, %v; want %s", n.ID, b, err, want)
+		}
+	}
+}
