@@ -115,6 +115,7 @@ type Cluster struct {
 	members sync.Mutex
 	refused atomic.Pointer[error] // why the cluster refused this node
 	idMu    sync.Mutex            // one change of the cluster id at a time
+	peers   raft.StreamLayer      // the peer channel (peerservice.go)
 
 	// loops is the background loops' context (Run); reach, whether peers
 	// answered lately (hibernate.go).
@@ -158,12 +159,17 @@ func Start(cfg Config, o Options) (*Cluster, error) {
 		ln.Close()
 		return nil, err
 	}
+	peers, err := n.Stream(PeerChannel)
+	if err != nil {
+		n.Close()
+		return nil, err
+	}
 	g, err := meta.Open(n)
 	if err != nil {
 		n.Close()
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, o: o, self: cfg.NodeID, rn: n, meta: g, kick: make(chan struct{}, 1), logger: o.Logger,
+	c := &Cluster{cfg: cfg, o: o, self: cfg.NodeID, rn: n, meta: g, peers: peers, kick: make(chan struct{}, 1), logger: o.Logger,
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "logd_raft_follower_lag_entries",
 			Help: "On a partition's leader: Raft entries each follower has yet to apply (-1: it did not answer). Measured every 5s."},
@@ -247,7 +253,8 @@ func (c *Cluster) Run(self meta.Node) {
 	c.reach.mu.Lock()
 	c.loops = ctx
 	c.reach.mu.Unlock()
-	c.wg.Add(6)
+	c.wg.Add(7)
+	go func() { defer c.wg.Done(); c.servePeers(ctx) }()
 	go func() { defer c.wg.Done(); c.identityLoop(ctx) }()
 	go func() { defer c.wg.Done(); c.checkJoinTarget(ctx) }()
 	go func() { defer c.wg.Done(); c.lagLoop(ctx) }()
@@ -269,6 +276,7 @@ func (c *Cluster) Close() error {
 	c.reach.mu.Lock()
 	c.reach.closed = true // no reachability check starts from now on
 	c.reach.mu.Unlock()
+	c.peers.Close() // ends servePeers and every call it serves
 	c.wg.Wait()
 	return errors.Join(c.rn.Close(), c.meta.Close())
 }
@@ -328,205 +336,6 @@ func (c *Cluster) OnMetaLeader() error {
 		return c.metaNotLeader()
 	}
 	return c.RaftError(c.meta.Barrier(5 * time.Second))
-}
-
-// registerLoop makes sure the metadata lists this node with its current
-// addresses: on the first start it joins (through cfg.Join), on later
-// starts (the metadata group had state) it rejoins, which updates its
-// addresses and is refused if the node was removed since, or never was a
-// member. It ends once they are listed, or at a refusal (see Refused).
-func (c *Cluster) registerLoop(ctx context.Context, self meta.Node) {
-	started := time.Now()
-	rejoin := c.meta.HadState()
-	for wait := time.Duration(0); ; wait = time.Second {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		if c.Refused() != nil {
-			return
-		}
-		if n, ok := c.meta.FSM.Node(c.self); ok && n.Registered(self) {
-			return
-		}
-		err := c.register(ctx, self, rejoin)
-		if err == nil {
-			rejoin = true // a later try (this one's answer was lost) updates
-		}
-		if err == nil || errors.Is(err, errNoTarget) {
-			continue
-		}
-		if errors.Is(err, errOther) || (rejoin && errors.Is(err, ErrFailedPrecondition)) {
-			c.refuse(err)
-			return
-		}
-		if ctx.Err() == nil {
-			// A join that waits for the cluster's election is routine; one
-			// that keeps failing (a wrong --join) is worth a warning.
-			level := slog.LevelInfo
-			if time.Since(started) > 30*time.Second {
-				level = slog.LevelWarn
-			}
-			c.logger.Log(ctx, level, "joining the cluster: retrying", "err", err)
-		}
-	}
-}
-
-// refuse records why the cluster refused this node, once: it stays out
-// (Refused; the front-end's /readyz answers 503 with it).
-func (c *Cluster) refuse(err error) {
-	if c.refused.CompareAndSwap(nil, &err) {
-		c.logger.Error("this node is not a member of the cluster: it stays out", "err", err)
-	}
-}
-
-// register asks the metadata leader (this node, else the one it knows,
-// else the node at cfg.Join) to list self, once that node's answer to a
-// hello showed it is of this node's cluster (checkPeer).
-func (c *Cluster) register(ctx context.Context, self meta.Node, rejoin bool) error {
-	if c.meta.IsLeader() {
-		return c.join(ctx, self, rejoin)
-	}
-	api, raftAddr := c.cfg.Join, ""
-	if lead := c.MetaLeader(); lead.APIAddr != "" {
-		api, raftAddr = lead.APIAddr, lead.RaftAddr
-	}
-	if api == "" {
-		return errNoTarget // a bootstrapping node waits to be elected
-	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := c.checkTarget(cctx, api, raftAddr); err != nil {
-		return err
-	}
-	return c.o.Peers.Join(cctx, api, self, rejoin)
-}
-
-// checkTarget asks the node whose API is at api (and Raft port at
-// raftAddr; "": asked of it) for its cluster id, and checks it
-// (checkPeer).
-func (c *Cluster) checkTarget(ctx context.Context, api, raftAddr string) error {
-	if raftAddr == "" {
-		st, err := c.o.Peers.Status(ctx, api)
-		if err != nil {
-			return err
-		}
-		for _, n := range st.Nodes {
-			if n.ID == st.Self {
-				raftAddr = n.RaftAddr
-			}
-		}
-		if raftAddr == "" {
-			return Errorf(ErrUnavailable, "the node at %s did not tell its Raft address", api)
-		}
-	}
-	h, err := c.rn.Hello(ctx, raftAddr)
-	if err != nil {
-		return err
-	}
-	return c.checkPeer(h, raftAddr+" (API "+api+")")
-}
-
-// checkJoinTarget checks, on a node restarted with cluster state and
-// --join, that the node it was pointed at belongs to its cluster; a node
-// of another cluster is refused (Refused) even when this node's own
-// metadata group elected it and registration needed nobody else. It tries
-// until that node answers.
-func (c *Cluster) checkJoinTarget(ctx context.Context) {
-	if !c.meta.HadState() || c.cfg.Join == "" {
-		return
-	}
-	for wait := time.Duration(0); ; wait = 2 * time.Second {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := c.checkTarget(cctx, c.cfg.Join, "")
-		cancel()
-		switch {
-		case err == nil:
-			return
-		case errors.Is(err, errOther):
-			c.refuse(err)
-			return
-		}
-	}
-}
-
-// errNoTarget: a bootstrapped node that knows no metadata leader yet.
-var errNoTarget = errors.New("no metadata leader known yet: waiting for the election")
-
-// Refused is why the cluster refused this node's registration (it was
-// removed from the cluster, and came back with its old data), or nil.
-func (c *Cluster) Refused() error {
-	if p := c.refused.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-// join adds a node to the metadata group and the node list (on the
-// metadata leader), or updates a member's addresses (rejoin); a rejoin of
-// a removed node is refused with ErrFailedPrecondition.
-func (c *Cluster) join(ctx context.Context, n meta.Node, rejoin bool) error {
-	c.members.Lock()
-	defer c.members.Unlock()
-	op := meta.OpAddNode
-	if rejoin {
-		op = meta.OpRejoinNode
-		if c.State().Removed[n.ID] {
-			return errRemoved(n.ID)
-		}
-		if err := c.checkMember(n.ID); err != nil {
-			return err
-		}
-	}
-	if err := c.meta.AddVoter(raft.ServerID(n.ID), raft.ServerAddress(n.RaftAddr)); err != nil {
-		return err
-	}
-	err := c.meta.Apply(ctx, meta.Command{Op: op, Node: &n})
-	if errors.Is(err, meta.ErrNodeRemoved) {
-		// Removed in an entry this node had not applied at the check
-		// above (it was elected since): take back the vote given.
-		return errors.Join(errRemoved(n.ID), c.meta.RemoveServer(raft.ServerID(n.ID)))
-	}
-	return err
-}
-
-// checkMember refuses the rejoin of a node that neither the metadata nor
-// the metadata group's configuration knows: one that restarted with
-// cluster state of its own (another cluster's data directory).
-func (c *Cluster) checkMember(id string) error {
-	if _, ok := c.meta.FSM.Node(id); ok {
-		return nil
-	}
-	voter, err := c.meta.IsServer(raft.ServerID(id))
-	if err != nil || voter {
-		return err
-	}
-	return Errorf(ErrFailedPrecondition, "node %q restarted with cluster state (it rejoins) but is not a member of this "+
-		"cluster: its data directory belongs to another cluster: to add it to this one, start it with an empty --data-dir "+
-		"and --join; otherwise point --join at a node of its own cluster", id)
-}
-
-func errRemoved(id string) error {
-	return Errorf(ErrFailedPrecondition, "node %q was removed from the cluster (logd cluster remove-node) and cannot come back "+
-		"with its old data: to add it again, empty its --data-dir and start it with --join", id)
-}
-
-// Join adds a node to the cluster, or updates the addresses of a member
-// that restarted (rejoin). On the metadata leader, else *NotLeaderError.
-func (c *Cluster) Join(ctx context.Context, n meta.Node, rejoin bool) error {
-	if n.ID == "" || n.APIAddr == "" || n.RaftAddr == "" {
-		return Errorf(ErrInvalidArgument, "join: node_id, api_addr and raft_addr are all needed")
-	}
-	if err := c.OnMetaLeader(); err != nil {
-		return err
-	}
-	return c.RaftError(c.join(ctx, n, rejoin))
 }
 
 // every runs fn every d until ctx ends.

@@ -85,13 +85,6 @@ func (f *forwarder) invoke(ctx context.Context, addr, method string, req, resp a
 	}
 }
 
-// Join implements cluster.Peers.
-func (f *forwarder) Join(ctx context.Context, addr string, n meta.Node, rejoin bool) error {
-	return fromStatus(f.invoke(ctx, addr, pb.Cluster_Join_FullMethodName,
-		&pb.JoinRequest{NodeId: n.ID, ApiAddr: n.APIAddr, RaftAddr: n.RaftAddr, KafkaAddr: n.KafkaAddr, HttpAddr: n.HTTPAddr, Rejoin: rejoin},
-		&pb.JoinResponse{}))
-}
-
 // Status implements cluster.Peers: the node's local view.
 func (f *forwarder) Status(ctx context.Context, addr string) (cluster.Status, error) {
 	resp := &pb.ClusterStatusResponse{}
