@@ -38,7 +38,9 @@ type Config struct {
 	Advertise string
 	// Bootstrap starts a new cluster of this node (ignored when the node
 	// already has cluster state). Join is any member's API address, to
-	// join through (ignored when the node already has state).
+	// join through; a node that already has state only checks that the
+	// node there belongs to its cluster (identity.go), and is refused if
+	// not.
 	Bootstrap bool
 	Join      string
 	// RaftDial overrides how Raft dials peers (fault injection in tests);

@@ -143,7 +143,9 @@ func (c *Cluster) servePeer(ctx context.Context, conn net.Conn) {
 	conn.SetDeadline(time.Now().Add(peerCallTimeout))
 	var req peerRequest
 	if err := readPeerFrame(conn, &req); err != nil {
-		c.logger.Warn("peer call: bad request", "remote", conn.RemoteAddr(), "err", err)
+		if !errors.Is(err, io.EOF) {
+			c.logger.Warn("peer call: bad request", "remote", conn.RemoteAddr(), "err", err)
+		}
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, peerCallTimeout-5*time.Second)
