@@ -146,8 +146,10 @@ func (c *Cluster) checkJoinTarget(ctx context.Context) {
 // errNoTarget: a bootstrapped node that knows no metadata leader yet.
 var errNoTarget = errors.New("no metadata leader known yet: waiting for the election")
 
-// Refused is why the cluster refused this node's registration (it was
-// removed from the cluster, and came back with its old data), or nil.
+// Refused is why the cluster refused this node, or nil: it was removed
+// from the cluster and came back with its old data, or its data directory
+// belongs to another cluster (identity.go). A refused node stays up and
+// out: it takes no part in the cluster it was pointed at.
 func (c *Cluster) Refused() error {
 	if p := c.refused.Load(); p != nil {
 		return *p

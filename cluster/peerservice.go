@@ -221,7 +221,7 @@ func (c *Cluster) checkJoiner(ctx context.Context, n meta.Node) error {
 	local := c.rn.ClusterID()
 	switch {
 	case local != "" && h.ClusterID != "" && h.ClusterID != local:
-		return errOtherCluster(h.ClusterID, local, "the metadata leader "+c.RaftAddr())
+		return errOtherCluster(h.ClusterID, local, "the metadata leader at "+c.RaftAddr())
 	case local != h.ClusterID:
 		// One side has no id yet: a member with a data directory from
 		// before ids adopts the metadata's soon.
