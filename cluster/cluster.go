@@ -38,7 +38,9 @@ type Config struct {
 	Advertise string
 	// Bootstrap starts a new cluster of this node (ignored when the node
 	// already has cluster state). Join is any member's API address, to
-	// join through (ignored when the node already has state).
+	// join through; a node that already has state only checks that the
+	// node there belongs to its cluster (identity.go), and is refused if
+	// not.
 	Bootstrap bool
 	Join      string
 	// RaftDial overrides how Raft dials peers (fault injection in tests);
@@ -113,7 +115,9 @@ type Cluster struct {
 	// metadata leader (join, remove), so that a registration checked
 	// against the removed nodes is not applied after a removal it raced.
 	members sync.Mutex
-	refused atomic.Pointer[error] // why the metadata refused this node
+	refused atomic.Pointer[error] // why the cluster refused this node
+	idMu    sync.Mutex            // one change of the cluster id at a time
+	peers   raft.StreamLayer      // the peer channel (peerservice.go)
 
 	// loops is the background loops' context (Run); reach, whether peers
 	// answered lately (hibernate.go).
@@ -141,15 +145,25 @@ func Start(cfg Config, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	clusterID, err := readClusterID(o.DataDir)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
 	// Raft and the transport log into the node's slog logger (one format,
 	// one level); logging.HCLog lowers their routine lines.
 	var hl hclog.Logger = logging.HCLog(o.Logger, "raft")
 	n, err := replication.NewNode(replication.NodeConfig{
 		ID: raft.ServerID(cfg.NodeID), Listener: ln, Advertise: adv, Dial: cfg.RaftDialer(),
-		DataDir: o.DataDir, DB: o.DB, Raft: cfg.Raft, Logger: hl,
+		DataDir: o.DataDir, DB: o.DB, Raft: cfg.Raft, Logger: hl, ClusterID: clusterID,
 	})
 	if err != nil {
 		ln.Close()
+		return nil, err
+	}
+	peers, err := n.Stream(PeerChannel)
+	if err != nil {
+		n.Close()
 		return nil, err
 	}
 	g, err := meta.Open(n)
@@ -157,14 +171,14 @@ func Start(cfg Config, o Options) (*Cluster, error) {
 		n.Close()
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, o: o, self: cfg.NodeID, rn: n, meta: g, kick: make(chan struct{}, 1), logger: o.Logger,
+	c := &Cluster{cfg: cfg, o: o, self: cfg.NodeID, rn: n, meta: g, peers: peers, kick: make(chan struct{}, 1), logger: o.Logger,
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "logd_raft_follower_lag_entries",
 			Help: "On a partition's leader: Raft entries each follower has yet to apply (-1: it did not answer). Measured every 5s."},
 			[]string{"topic", "partition", "follower"}),
 		wakes: wakeLimiter(cfg.WakeRate)}
 	if cfg.Bootstrap && !g.HadState() {
-		if err := g.Bootstrap(raft.ServerID(cfg.NodeID), n.Addr()); err != nil {
+		if err := c.bootstrap(); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("bootstrap the cluster: %w", err)
 		}
@@ -175,6 +189,22 @@ func Start(cfg Config, o Options) (*Cluster, error) {
 	}
 	o.Registry.MustRegister(replication.NewCollector(n), c.lag)
 	return c, nil
+}
+
+// bootstrap starts a new cluster of this node, with a new cluster id
+// (identity.go), stored before the metadata group's first entry; a node
+// that stored one and stopped before bootstrapping keeps it.
+func (c *Cluster) bootstrap() error {
+	if c.rn.ClusterID() == "" {
+		id, err := newClusterID()
+		if err != nil {
+			return err
+		}
+		if err := c.adoptClusterID(id, "made at --bootstrap"); err != nil {
+			return err
+		}
+	}
+	return c.meta.Bootstrap(raft.ServerID(c.cfg.NodeID), c.rn.Addr())
 }
 
 func raftListener(cfg Config) (net.Listener, net.Addr, error) {
@@ -225,7 +255,10 @@ func (c *Cluster) Run(self meta.Node) {
 	c.reach.mu.Lock()
 	c.loops = ctx
 	c.reach.mu.Unlock()
-	c.wg.Add(4)
+	c.wg.Add(7)
+	go func() { defer c.wg.Done(); c.servePeers(ctx) }()
+	go func() { defer c.wg.Done(); c.identityLoop(ctx) }()
+	go func() { defer c.wg.Done(); c.checkJoinTarget(ctx) }()
 	go func() { defer c.wg.Done(); c.lagLoop(ctx) }()
 	go func() { defer c.wg.Done(); c.registerLoop(ctx, self) }()
 	go func() { defer c.wg.Done(); c.reconcileLoop(ctx) }()
@@ -245,6 +278,7 @@ func (c *Cluster) Close() error {
 	c.reach.mu.Lock()
 	c.reach.closed = true // no reachability check starts from now on
 	c.reach.mu.Unlock()
+	c.peers.Close() // ends servePeers and every call it serves
 	c.wg.Wait()
 	return errors.Join(c.rn.Close(), c.meta.Close())
 }
@@ -304,119 +338,6 @@ func (c *Cluster) OnMetaLeader() error {
 		return c.metaNotLeader()
 	}
 	return c.RaftError(c.meta.Barrier(5 * time.Second))
-}
-
-// registerLoop makes sure the metadata lists this node with its current
-// addresses: on the first start it joins (through cfg.Join), on later
-// starts (the metadata group had state) it rejoins, which updates its
-// addresses and is refused if the node was removed since. It ends once
-// they are listed, or at a refusal (see Refused).
-func (c *Cluster) registerLoop(ctx context.Context, self meta.Node) {
-	started := time.Now()
-	rejoin := c.meta.HadState()
-	for wait := time.Duration(0); ; wait = time.Second {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		if n, ok := c.meta.FSM.Node(c.self); ok && n.Registered(self) {
-			return
-		}
-		err := c.register(ctx, self, rejoin)
-		if err == nil {
-			rejoin = true // a later try (this one's answer was lost) updates
-		}
-		if err == nil || errors.Is(err, errNoTarget) {
-			continue
-		}
-		if rejoin && errors.Is(err, ErrFailedPrecondition) {
-			c.refused.Store(&err)
-			c.logger.Error("this node is no longer a member of the cluster: it stays out", "err", err)
-			return
-		}
-		if ctx.Err() == nil {
-			// A join that waits for the cluster's election is routine; one
-			// that keeps failing (a wrong --join) is worth a warning.
-			level := slog.LevelInfo
-			if time.Since(started) > 30*time.Second {
-				level = slog.LevelWarn
-			}
-			c.logger.Log(ctx, level, "joining the cluster: retrying", "err", err)
-		}
-	}
-}
-
-// register asks the metadata leader (this node, else the one it knows,
-// else cfg.Join) to list self.
-func (c *Cluster) register(ctx context.Context, self meta.Node, rejoin bool) error {
-	if c.meta.IsLeader() {
-		return c.join(ctx, self, rejoin)
-	}
-	target := c.cfg.Join
-	if lead := c.MetaLeader().APIAddr; lead != "" {
-		target = lead
-	}
-	if target == "" {
-		return errNoTarget // a bootstrapping node waits to be elected
-	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	return c.o.Peers.Join(cctx, target, self, rejoin)
-}
-
-// errNoTarget: a bootstrapped node that knows no metadata leader yet.
-var errNoTarget = errors.New("no metadata leader known yet: waiting for the election")
-
-// Refused is why the cluster refused this node's registration (it was
-// removed from the cluster, and came back with its old data), or nil.
-func (c *Cluster) Refused() error {
-	if p := c.refused.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-// join adds a node to the metadata group and the node list (on the
-// metadata leader), or updates a member's addresses (rejoin); a rejoin of
-// a removed node is refused with ErrFailedPrecondition.
-func (c *Cluster) join(ctx context.Context, n meta.Node, rejoin bool) error {
-	c.members.Lock()
-	defer c.members.Unlock()
-	op := meta.OpAddNode
-	if rejoin {
-		op = meta.OpRejoinNode
-		if c.State().Removed[n.ID] {
-			return errRemoved(n.ID)
-		}
-	}
-	if err := c.meta.AddVoter(raft.ServerID(n.ID), raft.ServerAddress(n.RaftAddr)); err != nil {
-		return err
-	}
-	err := c.meta.Apply(ctx, meta.Command{Op: op, Node: &n})
-	if errors.Is(err, meta.ErrNodeRemoved) {
-		// Removed in an entry this node had not applied at the check
-		// above (it was elected since): take back the vote given.
-		return errors.Join(errRemoved(n.ID), c.meta.RemoveServer(raft.ServerID(n.ID)))
-	}
-	return err
-}
-
-func errRemoved(id string) error {
-	return Errorf(ErrFailedPrecondition, "node %q was removed from the cluster (logd cluster remove-node) and cannot come back "+
-		"with its old data: to add it again, empty its --data-dir and start it with --join", id)
-}
-
-// Join adds a node to the cluster, or updates the addresses of a member
-// that restarted (rejoin). On the metadata leader, else *NotLeaderError.
-func (c *Cluster) Join(ctx context.Context, n meta.Node, rejoin bool) error {
-	if n.ID == "" || n.APIAddr == "" || n.RaftAddr == "" {
-		return Errorf(ErrInvalidArgument, "join: node_id, api_addr and raft_addr are all needed")
-	}
-	if err := c.OnMetaLeader(); err != nil {
-		return err
-	}
-	return c.RaftError(c.join(ctx, n, rejoin))
 }
 
 // every runs fn every d until ctx ends.

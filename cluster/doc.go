@@ -5,7 +5,12 @@
 //
 // It owns:
 //
-//   - membership: joining through any member (Config.Join), registering the
+//   - identity: the cluster id in the data directory (identity.go), made at
+//     bootstrap, learned before joining, checked on every Raft connection
+//     and before every join and rejoin;
+//   - membership: joining through any member (Config.Join) over the peer
+//     channel, the metadata leader calling the joining node back at its
+//     Raft address before it adds a voter or changes addresses; registering the
 //     node's advertised addresses, removing a node (its replicas move to the
 //     least loaded others first);
 //   - placement: a new topic's replica sets (replication.PlaceReplicas over
@@ -25,8 +30,10 @@
 // a barrier started after it arrived (Cluster.Linearizable). Everything of
 // Raft goes through package replication's methods: no *raft.Raft here.
 //
-// The package speaks Go types and errors only. What it needs of other
-// nodes (joining through one, their replicas' state, a partition leader's
-// offsets) goes through Peers, which the gRPC front-end implements.
+// The package speaks Go types and errors only. Joining runs node to node
+// on the peer channel of the Raft port (peerservice.go); what else it
+// needs of other nodes (their replicas' state, a partition leader's
+// offsets, topic changes on the metadata leader) goes through Peers, which
+// the gRPC front-end implements.
 // Its errors wrap the kinds in errors.go; package broker re-exports them.
 package cluster

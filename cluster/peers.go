@@ -4,18 +4,14 @@ import (
 	"context"
 
 	"github.com/logd/logd/partition"
-	"github.com/logd/logd/replication/meta"
 )
 
 // Peers is how a node asks other nodes (by their API address) for what the
 // control plane needs of them. The gRPC front-end implements it; every call
 // is marked forwarded (see WithForwarded), so the node asked answers or
-// fails and never passes it on again.
+// fails and never passes it on again. Membership (join, rejoin) is not
+// here: it runs on the peer channel of the Raft port (peerservice.go).
 type Peers interface {
-	// Join asks the node at addr (any member) to add n to the cluster, or
-	// (rejoin) to update the addresses of n, a member that restarted; a
-	// refusal is ErrFailedPrecondition.
-	Join(ctx context.Context, addr string, n meta.Node, rejoin bool) error
 	// Status is the node at addr's view of its own replicas.
 	Status(ctx context.Context, addr string) (Status, error)
 	// ListOffset asks the leader of a partition at addr for an offset

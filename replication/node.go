@@ -58,6 +58,9 @@ type NodeConfig struct {
 	Raft *raft.Config
 	// Logger; nil: hclog's default.
 	Logger hclog.Logger
+	// ClusterID is the node's cluster's id, checked on every Raft
+	// connection (package transport); "": none yet (SetClusterID).
+	ClusterID string
 }
 
 // Node runs this node's replicas of every group over one Raft port.
@@ -107,7 +110,8 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.Default()
 	}
-	mux, err := transport.New(transport.Config{Listener: cfg.Listener, Advertise: cfg.Advertise, Dial: cfg.Dial, Logger: cfg.Logger})
+	mux, err := transport.New(transport.Config{Listener: cfg.Listener, Advertise: cfg.Advertise, Dial: cfg.Dial, Logger: cfg.Logger,
+		ClusterID: cfg.ClusterID, NodeID: string(cfg.ID)})
 	if err != nil {
 		return nil, err
 	}
@@ -249,6 +253,20 @@ func (n *Node) Stream(group string) (raft.StreamLayer, error) {
 		return nil, errors.New("replication: node closed")
 	}
 	return n.mux.Group(group)
+}
+
+// ClusterID is the cluster id the node's Raft port sends and checks ("":
+// none yet).
+func (n *Node) ClusterID() string { return n.mux.ClusterID() }
+
+// SetClusterID sets the cluster id the node's Raft port sends and checks
+// from now on.
+func (n *Node) SetClusterID(id string) error { return n.mux.SetClusterID(id) }
+
+// Hello asks the node whose Raft port is at address for its cluster id and
+// node id (transport.Mux.Hello).
+func (n *Node) Hello(ctx context.Context, address string) (transport.Hello, error) {
+	return n.mux.Hello(ctx, address)
 }
 
 // Logger is the node's logger.

@@ -6,7 +6,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/logd/logd/broker"
 	"github.com/logd/logd/cluster"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
@@ -36,17 +35,16 @@ func statusResponse(st cluster.Status) *pb.ClusterStatusResponse {
 	return resp
 }
 
-// Join adds a node to the cluster.
+// Join is refused: joining is a node-to-node operation. A node joins by
+// starting with --join, over the Raft port's peer channel (package
+// cluster), where only a node of this cluster (its cluster id, and the
+// Raft port's mutual TLS when configured) can ask, and the metadata leader
+// adds it only once it answers at its Raft address with its id. Through
+// this public API anyone could re-address a member or add a voter that
+// does not exist.
 func (s *Server) Join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinResponse, error) {
-	if err := s.checkRaftPeer(ctx, req.RaftAddr); err != nil {
-		return nil, status.Error(codes.PermissionDenied, err.Error())
-	}
-	err := s.b.Join(ctx, principal(ctx), broker.Node{ID: req.NodeId, APIAddr: req.ApiAddr, RaftAddr: req.RaftAddr,
-		KafkaAddr: req.KafkaAddr, HTTPAddr: req.HttpAddr}, req.Rejoin)
-	if _, err := s.forward(ctx, err, pb.Cluster_Join_FullMethodName, req, &pb.JoinResponse{}); err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.JoinResponse{}, nil
+	return nil, status.Error(codes.FailedPrecondition, "nodes join the cluster themselves, node to node over the Raft port: "+
+		"start the node with --join ADDR (any member's API address); this API does not change membership")
 }
 
 // RemoveNode removes a node from the cluster: each of its replicas moves to

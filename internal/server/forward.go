@@ -85,13 +85,6 @@ func (f *forwarder) invoke(ctx context.Context, addr, method string, req, resp a
 	}
 }
 
-// Join implements cluster.Peers.
-func (f *forwarder) Join(ctx context.Context, addr string, n meta.Node, rejoin bool) error {
-	return fromStatus(f.invoke(ctx, addr, pb.Cluster_Join_FullMethodName,
-		&pb.JoinRequest{NodeId: n.ID, ApiAddr: n.APIAddr, RaftAddr: n.RaftAddr, KafkaAddr: n.KafkaAddr, HttpAddr: n.HTTPAddr, Rejoin: rejoin},
-		&pb.JoinResponse{}))
-}
-
 // Status implements cluster.Peers: the node's local view.
 func (f *forwarder) Status(ctx context.Context, addr string) (cluster.Status, error) {
 	resp := &pb.ClusterStatusResponse{}
@@ -99,6 +92,10 @@ func (f *forwarder) Status(ctx context.Context, addr string) (cluster.Status, er
 		return cluster.Status{}, err
 	}
 	st := cluster.Status{Self: resp.Self}
+	for _, n := range resp.Nodes {
+		st.Nodes = append(st.Nodes, cluster.NodeStatus{Node: meta.Node{ID: n.Id, APIAddr: n.ApiAddr, RaftAddr: n.RaftAddr,
+			KafkaAddr: n.KafkaAddr, HTTPAddr: n.HttpAddr, KafkaID: n.KafkaId}, Alive: n.Alive})
+	}
 	for _, p := range resp.Partitions {
 		st.Partitions = append(st.Partitions, cluster.ReplicaStatus{Topic: p.Topic, Partition: p.Partition,
 			Leader: p.Leader, Replicas: p.Replicas, CommitIndex: p.CommitIndex, Term: p.Term,

@@ -18,10 +18,6 @@ import (
 // first bytes, as the transport bounds its header.
 const raftHandshakeTimeout = 5 * time.Second
 
-// errRaftPeer refuses a join whose node does not serve Raft TLS with a
-// certificate from the cluster CA.
-var errRaftPeer = errors.New("server: the node's Raft port did not prove a certificate from the cluster CA")
-
 // setupRaftTLS puts mutual TLS (Config.RaftTLS, --raft-tls-*) on the Raft
 // port: it wraps the cluster's Raft listener and dialer, below the
 // transport, so every Raft byte in either direction travels over a
@@ -82,29 +78,11 @@ func raftTLSDial(base func(context.Context, string) (net.Conn, error), r *tlscon
 	}
 }
 
-// checkRaftPeer is a join's check, under Raft TLS, that the joining node's
-// Raft port serves a certificate from the cluster CA for its address: a
-// node that could not take part in Raft is refused before it becomes a
-// voter (which would shrink the cluster's fault tolerance).
-func (s *Server) checkRaftPeer(ctx context.Context, raftAddr string) error {
-	if s.raftTLS == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, raftHandshakeTimeout)
-	defer cancel()
-	c, err := s.cfg.Cluster.RaftDial(ctx, raftAddr)
-	if err != nil {
-		return fmt.Errorf("%w (--raft-tls-ca): %s: %v", errRaftPeer, raftAddr, err)
-	}
-	return c.Close()
-}
-
 // raftTLSListener is the Raft listener under mutual TLS. Each accepted
 // connection completes its handshake in its own goroutine (a slow or
 // hostile peer holds up no other), and reaches the transport only once the
 // peer's certificate has been verified against the cluster CA. A connection
-// that closes right after its handshake (a join's check) is dropped
-// quietly.
+// that closes right after its handshake is dropped quietly.
 type raftTLSListener struct {
 	inner net.Listener
 	cfg   *tls.Config

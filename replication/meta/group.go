@@ -216,6 +216,21 @@ func (g *Group) AddVoter(id raft.ServerID, addr raft.ServerAddress) error {
 	return nil
 }
 
+// IsServer reports whether id is in the group's configuration, as this
+// replica knows it.
+func (g *Group) IsServer(id raft.ServerID) (bool, error) {
+	f := g.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return false, g.raftError(err)
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.ID == id {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // RemoveServer removes a node from the group (on the leader).
 func (g *Group) RemoveServer(id raft.ServerID) error {
 	if err := replication.Await(g.raft.RemoveServer(id, 0, 30*time.Second), g.down); err != nil {

@@ -101,11 +101,17 @@ type State struct {
 	// sent before the removal and applied after it) is refused: only a
 	// node with no state, joining anew, clears its id from here.
 	Removed map[string]bool `json:"removed,omitempty"`
+	// ClusterID is the cluster's id, the one in each member's data
+	// directory (package cluster): set once (OpSetClusterID) by the first
+	// metadata leader that finds it empty, so that a node whose data
+	// directory has no id file (written by a version without ids) adopts
+	// its cluster's from the metadata it applies.
+	ClusterID string `json:"cluster_id,omitempty"`
 }
 
 func (s State) clone() State {
 	out := State{Nodes: maps.Clone(s.Nodes), Topics: make(map[string]Topic, len(s.Topics)), Deleted: maps.Clone(s.Deleted),
-		Removed: maps.Clone(s.Removed)}
+		Removed: maps.Clone(s.Removed), ClusterID: s.ClusterID}
 	for n, t := range s.Topics {
 		t.Replicas = cloneSets(t.Replicas)
 		t.Initial = cloneSets(t.Initial)
@@ -150,7 +156,13 @@ const (
 	// and answers offsets.ErrGenerationTaken, so applying it twice is
 	// harmless and two coordinators can never both record one number.
 	OpGroupGeneration Op = "group_generation"
+	// OpSetClusterID records Name as the cluster's id; refused
+	// (ErrClusterIDSet) once the state has another.
+	OpSetClusterID Op = "set_cluster_id"
 )
+
+// ErrClusterIDSet refuses a cluster id other than the one the state has.
+var ErrClusterIDSet = errors.New("meta: the cluster already has another id")
 
 // Command is one change to the state.
 type Command struct {
@@ -237,6 +249,13 @@ func (f *FSM) Nodes() map[string]Node {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return maps.Clone(f.state.Nodes)
+}
+
+// ClusterID is the cluster's id as the state records it ("": not yet).
+func (f *FSM) ClusterID() string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.state.ClusterID
 }
 
 // Node returns the member id, if the state lists it.
@@ -347,12 +366,22 @@ func (f *FSM) apply(c Command) error {
 		return f.offs.DeleteGroup(c.Group)
 	case OpGroupGeneration:
 		return f.offs.RecordGeneration(c.Group, c.Generation)
+	case OpSetClusterID:
+		return setClusterID(st, c.Name)
 	default:
 		if f.applyAuth(c) {
 			return nil
 		}
 		return fmt.Errorf("meta: unknown command %q", c.Op)
 	}
+	return nil
+}
+
+func setClusterID(st *State, id string) error {
+	if id == "" || (st.ClusterID != "" && st.ClusterID != id) {
+		return fmt.Errorf("%w: %q, not %q", ErrClusterIDSet, st.ClusterID, id)
+	}
+	st.ClusterID = id
 	return nil
 }
 

@@ -307,3 +307,27 @@ func TestPlacementCopiesOnePartition(t *testing.T) {
 		t.Fatalf("Nodes allocates %.0f times at %d partitions", a, n)
 	}
 }
+
+// The cluster id is set once, survives a snapshot, and another id is
+// refused.
+func TestClusterIDSetOnce(t *testing.T) {
+	f := newFSM(t)
+	if err := apply(t, f, 1, Command{Op: OpSetClusterID, Name: "c1"}); err != nil || f.ClusterID() != "c1" {
+		t.Fatalf("set: %v, id %q", err, f.ClusterID())
+	}
+	if err := apply(t, f, 2, Command{Op: OpSetClusterID, Name: "c1"}); err != nil {
+		t.Fatalf("the same id again: %v", err)
+	}
+	g := newFSM(t)
+	if err := g.Restore(io.NopCloser(persist(t, f))); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*FSM{f, g} {
+		if err := apply(t, m, 3, Command{Op: OpSetClusterID, Name: "c2"}); !errors.Is(err, ErrClusterIDSet) {
+			t.Fatalf("another id: %v, want ErrClusterIDSet", err)
+		}
+		if m.ClusterID() != "c1" || m.State().ClusterID != "c1" {
+			t.Fatalf("id %q, want c1", m.ClusterID())
+		}
+	}
+}

@@ -27,6 +27,23 @@
 // each session a data frame's header and body go out in one write
 // (coalesce.go), not the two yamux makes of them.
 //
+// # Cluster identity
+//
+// Every session's preface carries the dialer's cluster id (identity.go);
+// the acceptor refuses a session from a node of another cluster and
+// answers with its own id, which the dialer checks too, so two nodes whose
+// data directories belong to different clusters never exchange a Raft
+// byte, whichever dials (*ClusterMismatchError, logged on both sides once
+// a minute per peer). A node with no id yet (one joining, or a data
+// directory of a version without ids) is not refused here: the cluster
+// package makes sure a joining node learns its cluster's id before it
+// takes part in Raft, and refuses a node the cluster does not know. A
+// hello (Mux.Hello) is a preface answered with the node's cluster and node
+// ids and no session: how a joining node learns the id, and how the
+// metadata leader checks which node answers at a joining node's address.
+// The id is not a secret and authenticates nobody: the Raft port's mutual
+// TLS does that.
+//
 // Group.Dial writes a header naming the group on the new stream (format in
 // header.go); the accepting Mux reads it under a deadline and answers one
 // status byte: the stream is queued on that group's Accept (or handed to the
@@ -57,8 +74,8 @@
 // (yamux's keep-alive goroutine of a closed session ends on its own, at
 // once).
 //
-// Compatibility: the session preface is new in this version: a node of an
-// earlier version (one TCP connection per stream, no preface) and a node
-// of this one refuse each other's connections, so a cluster's nodes are
-// upgraded together.
+// Compatibility: a node whose preface has another version (an earlier one:
+// version 1 carried no cluster id, before it there was no preface) and a
+// node of this one refuse each other's connections, so a cluster's nodes
+// are upgraded together.
 package transport

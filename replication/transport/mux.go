@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -43,6 +44,11 @@ type Config struct {
 	// AcceptQueue is each group's queue of accepted connections not yet
 	// taken by Raft; a connection beyond it is refused. 0: 64.
 	AcceptQueue int
+	// ClusterID is the id of the node's cluster, sent and checked in every
+	// session's preface (identity.go); "": none yet (SetClusterID).
+	ClusterID string
+	// NodeID is the node's id, answered to a hello.
+	NodeID string
 	// Logger; nil: hclog's default logger.
 	Logger hclog.Logger
 }
@@ -88,6 +94,9 @@ type Mux struct {
 	ctx    context.Context // cancelled at Close: aborts session dials
 	cancel context.CancelFunc
 
+	clusterID atomic.Pointer[string]
+	mismatch  mismatchLog
+
 	mu       sync.Mutex
 	groups   map[string]*Group
 	peers    map[peerKey]*peer           // outgoing sessions
@@ -102,6 +111,9 @@ func New(cfg Config) (*Mux, error) {
 	if cfg.Listener == nil {
 		return nil, errors.New("transport: Config.Listener is required")
 	}
+	if len(cfg.ClusterID) > MaxIDLen || len(cfg.NodeID) > MaxIDLen {
+		return nil, fmt.Errorf("transport: cluster and node ids of at most %d bytes", MaxIDLen)
+	}
 	cfg.setDefaults()
 	m := &Mux{
 		cfg:      cfg,
@@ -114,6 +126,7 @@ func New(cfg Config) (*Mux, error) {
 		pending:  map[net.Conn]struct{}{},
 	}
 	m.yamux = sessionConfig(cfg, m.log)
+	m.clusterID.Store(&cfg.ClusterID)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if m.addr == nil {
 		m.addr = cfg.Listener.Addr()

@@ -179,7 +179,10 @@ func rawSession(t *testing.T, address string) *yamux.Session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Write([]byte(sessionMagic + "\x01")); err != nil {
+	if _, err := c.Write(appendPreface(nil, kindSession, "")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := readAnswer(c); err != nil {
 		t.Fatal(err)
 	}
 	sess, err := yamux.Client(c, nil)

@@ -13,20 +13,6 @@ import (
 	"github.com/hashicorp/yamux"
 )
 
-// The session preface, written by the dialer of a TCP connection before
-// yamux starts on it:
-//
-//	offset size field
-//	     0    4 magic    "LDRS"
-//	     4    1 version  1
-//
-// The acceptor answers nothing: a connection with another preface is
-// closed. Every stream then opens with a group header (header.go).
-const (
-	sessionMagic   = "LDRS"
-	sessionVersion = 1
-)
-
 // Streams in flight per session (opened, not yet acknowledged by the
 // peer's accept): yamux blocks an open beyond it. The accepting side takes
 // streams at once, so this bounds a burst (every group dialing at start),
@@ -127,13 +113,11 @@ func (m *Mux) dialSession(address string, p *peer) {
 		p.err = m.sessionError(address, err)
 		return
 	}
-	raw.SetWriteDeadline(time.Now().Add(m.cfg.DialTimeout))
-	if _, err := raw.Write([]byte{sessionMagic[0], sessionMagic[1], sessionMagic[2], sessionMagic[3], sessionVersion}); err != nil {
+	if err := m.handshake(raw, address); err != nil {
 		raw.Close()
 		p.err = m.sessionError(address, err)
 		return
 	}
-	raw.SetWriteDeadline(time.Time{})
 	sess, err := yamux.Client(newCoalescedConn(raw), m.yamux)
 	if err != nil {
 		raw.Close()
@@ -191,17 +175,13 @@ func (m *Mux) closeSessions() {
 	}
 }
 
-// serveSession reads an accepted connection's preface, then routes every
-// stream its peer opens.
+// serveSession reads an accepted connection's preface (identity.go), then
+// routes every stream its peer opens.
 func (m *Mux) serveSession(c net.Conn) {
 	defer m.wg.Done()
 	c.SetDeadline(time.Now().Add(m.cfg.HandshakeTimeout))
-	var preface [len(sessionMagic) + 1]byte
-	_, err := io.ReadFull(c, preface[:])
+	session, err := m.accept(c)
 	m.removePending(c)
-	if err == nil && (string(preface[:4]) != sessionMagic || preface[4] != sessionVersion) {
-		err = fmt.Errorf("%w: session preface %q", ErrBadHeader, preface[:])
-	}
 	if errors.Is(err, io.EOF) {
 		// Closed before a byte: a reachability probe (another node's
 		// check of a sleeping partition's leader, cluster/hibernate.go)
@@ -212,6 +192,10 @@ func (m *Mux) serveSession(c net.Conn) {
 	}
 	if err != nil {
 		m.log.Warn("rejected connection", "remote", c.RemoteAddr(), "error", err)
+		c.Close()
+		return
+	}
+	if !session { // a hello, answered; or another cluster's node, refused
 		c.Close()
 		return
 	}

@@ -20,11 +20,12 @@ import (
 // through a faultnet.Network (Net) so a test can cut and slow them. A
 // stopped node restarts from its directory on the same addresses.
 type Cluster struct {
-	t     testing.TB
-	Net   *faultnet.Network
-	mut   []func(*server.Config)
-	mu    sync.Mutex
-	nodes []*Node
+	t      testing.TB
+	Net    *faultnet.Network
+	mut    []func(*server.Config)
+	mu     sync.Mutex
+	nodes  []*Node
+	others []*Node // outsiders (Outsider): on Net, not members
 }
 
 // Node is one member.
@@ -33,8 +34,11 @@ type Node struct {
 	Dir      string
 	APIAddr  string
 	RaftAddr string
-	c        *Cluster
-	srv      *server.Server
+	// Join is the API address the node joins through when it starts
+	// without bootstrapping; "": the first node's.
+	Join string
+	c    *Cluster
+	srv  *server.Server
 }
 
 // NewCluster starts n nodes: the first bootstraps the cluster, the others
@@ -84,7 +88,10 @@ func (n *Node) start(bootstrap bool) error {
 		NodeID: n.ID, RaftListener: ln, Bootstrap: bootstrap, RaftDial: n.c.Net.Dialer(n.ID), Raft: RaftConfig(),
 	}}
 	if !bootstrap {
-		cfg.Cluster.Join = n.c.nodes[0].APIAddr
+		cfg.Cluster.Join = n.Join
+		if n.Join == "" {
+			cfg.Cluster.Join = n.c.nodes[0].APIAddr
+		}
 	}
 	for _, m := range n.c.mut {
 		m(&cfg)
@@ -114,6 +121,27 @@ func (c *Cluster) AddNode() *Node {
 	c.nodes = append(c.nodes, nd)
 	c.mu.Unlock()
 	if err := nd.start(false); err != nil {
+		c.t.Fatalf("servertest: start %s: %v", nd.ID, err)
+	}
+	return nd
+}
+
+// Outsider starts a node that bootstraps a cluster of its own, on c's
+// network but not a member of c (not in Nodes): a node whose data
+// directory belongs to another cluster. Stopped at Close.
+func (c *Cluster) Outsider(id string) *Node {
+	c.t.Helper()
+	nd := &Node{ID: id, Dir: filepath.Join(filepath.Dir(c.nodes[0].Dir), id), c: c}
+	for _, a := range []*string{&nd.APIAddr, &nd.RaftAddr} {
+		var err error
+		if *a, err = freeport.Addr(); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	c.mu.Lock()
+	c.others = append(c.others, nd)
+	c.mu.Unlock()
+	if err := nd.start(true); err != nil {
 		c.t.Fatalf("servertest: start %s: %v", nd.ID, err)
 	}
 	return nd
@@ -183,7 +211,10 @@ func (c *Cluster) WaitMembers(want int, timeout time.Duration) {
 // Close stops every node.
 func (c *Cluster) Close() {
 	var wg sync.WaitGroup
-	for _, n := range c.Nodes() {
+	c.mu.Lock()
+	all := append(slices.Clone(c.nodes), c.others...)
+	c.mu.Unlock()
+	for _, n := range all {
 		wg.Add(1)
 		go func() { defer wg.Done(); n.Stop() }()
 	}
