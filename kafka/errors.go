@@ -3,14 +3,18 @@ package kafka
 import (
 	"context"
 	"errors"
+	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/log"
+	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
+	"github.com/logd/logd/routing"
 )
 
 // errorCode maps an error of the core or the coordinator to its Kafka error
@@ -78,6 +82,38 @@ var errorCodes = []struct {
 	{groups.ErrGroupNotFound, kerr.GroupIDNotFound},
 	{groups.ErrGroupNotEmpty, kerr.NonEmptyGroup},
 	{groups.ErrCoordinatorClosed, kerr.CoordinatorNotAvailable},
+	// A generation recorded concurrently: the join retries against the
+	// coordinator.
+	{offsets.ErrGenerationTaken, kerr.CoordinatorNotAvailable},
+
+	// Bad input Kafka has no closer code for (the offset handlers answer
+	// INVALID_GROUP_ID and OFFSET_METADATA_TOO_LARGE themselves).
+	{offsets.ErrInvalidArgument, kerr.InvalidRequest},
+	{offsets.ErrInvalidReset, kerr.InvalidRequest},
+	{auth.ErrInvalid, kerr.InvalidRequest},
+	{routing.ErrInvalidTopicName, kerr.InvalidTopicException},
+	{log.ErrInvalidBatch, kerr.InvalidRecord},
+	{batch.ErrCorrupt, kerr.CorruptMessage},
+	{batch.ErrShort, kerr.CorruptMessage},
+	{batch.ErrUnsupported, kerr.InvalidRecord},
+	// A request this cluster's state refuses (a topic's replicas above
+	// its node count, the last node's removal): its message says why.
+	{broker.ErrFailedPrecondition, kerr.InvalidRequest},
+	{broker.ErrUnknownNode, kerr.ResourceNotFound},
+	{broker.ErrUserExists, kerr.DuplicateResource},
+	{auth.ErrUnknownUser, kerr.ResourceNotFound},
+
+	{auth.ErrMechanism, kerr.UnsupportedSaslMechanism},
+	{auth.ErrAuthenticationFailed, kerr.SaslAuthenticationFailed},
+	{auth.ErrUnauthenticated, kerr.SaslAuthenticationFailed},
+	{auth.ErrPlaintextCredentials, kerr.SaslAuthenticationFailed},
+
+	// The node's disk or descriptors: Kafka takes a log directory offline
+	// on such an I/O error; clients refresh metadata and retry.
+	{syscall.ENOSPC, kerr.KafkaStorageError},
+	{syscall.EMFILE, kerr.KafkaStorageError},
+	{syscall.ENFILE, kerr.KafkaStorageError},
+	{log.ErrClosed, kerr.NotLeaderForPartition},
 }
 
 // authorizationCode is the code of a request the core refused

@@ -12,6 +12,7 @@ import (
 
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/broker"
+	"github.com/logd/logd/groups"
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
@@ -73,11 +74,15 @@ var errorCodes = []struct {
 	{codes.AlreadyExists, []error{partition.ErrTopicExists, broker.ErrUserExists}},
 	{codes.InvalidArgument, []error{auth.ErrInvalid, partition.ErrInvalidConfig, routing.ErrInvalidTopicName, batch.ErrCorrupt,
 		batch.ErrShort, batch.ErrUnsupported, log.ErrInvalidBatch, offsets.ErrInvalidArgument, offsets.ErrInvalidReset,
-		broker.ErrInvalidArgument, broker.ErrInvalidBatch}},
+		broker.ErrInvalidArgument, broker.ErrInvalidBatch, auth.ErrMechanism}},
 	{codes.ResourceExhausted, []error{broker.ErrBatchTooLarge, broker.ErrDiskFull, syscall.ENOSPC, syscall.EMFILE, syscall.ENFILE}},
-	{codes.FailedPrecondition, []error{partition.ErrOutOfOrderSequence, broker.ErrFailedPrecondition}},
-	{codes.Unavailable, []error{log.ErrClosed, partition.ErrClosed, broker.ErrShuttingDown, broker.ErrUnavailable}},
+	{codes.FailedPrecondition, []error{partition.ErrOutOfOrderSequence, broker.ErrFailedPrecondition, groups.ErrIllegalGeneration}},
+	{codes.Unavailable, []error{log.ErrClosed, partition.ErrClosed, broker.ErrShuttingDown, broker.ErrUnavailable, broker.ErrNoLeader}},
 	{codes.PermissionDenied, []error{broker.ErrDenied}},
+	{codes.Unauthenticated, []error{auth.ErrAuthenticationFailed, auth.ErrUnauthenticated, auth.ErrPlaintextCredentials}},
+	{codes.OutOfRange, []error{log.ErrOffsetOutOfRange}},
+	// A generation recorded concurrently: joining again succeeds.
+	{codes.Aborted, []error{offsets.ErrGenerationTaken}},
 	{codes.Canceled, []error{context.Canceled}},
 	{codes.DeadlineExceeded, []error{context.DeadlineExceeded}},
 	{codes.DataLoss, []error{log.ErrCorrupt, offsets.ErrCorrupt}},
