@@ -31,7 +31,7 @@ func handleOffsetCommit(s *Server, r *request) func() kmsg.Response {
 		}
 		codes, cs := commitCodes(r, req)
 		if len(cs) > 0 {
-			code := groupCode(s.core.CommitOffsets(r.ctx, r.c.principal, req.Group, member, gen, cs))
+			code := r.groupCode(s.core.CommitOffsets(r.ctx, r.c.principal, req.Group, member, gen, cs))
 			for i := range codes {
 				for j, c := range codes[i] {
 					if c < 0 {

@@ -23,7 +23,7 @@ func handleOffsetFetch(s *Server, r *request) func() kmsg.Response {
 		}
 		cs, err := s.core.FetchOffsets(r.ctx, r.c.principal, req.Group, names)
 		if err != nil {
-			return offsetFetchFailed(req, resp, groupCode(err))
+			return offsetFetchFailed(req, resp, r.groupCode(err))
 		}
 		if req.Topics == nil {
 			resp.Topics = offsetFetchAll(cs)

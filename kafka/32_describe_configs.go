@@ -55,7 +55,7 @@ func handleDescribeConfigs(s *Server, r *request) func() kmsg.Response {
 					topics, err = s.core.TopicConfigs(ctx, r.c.principal)
 					cancel()
 					if err != nil {
-						fail(topicCode(err), err)
+						fail(r.topicCode(err), err)
 						break
 					}
 				}

@@ -3,9 +3,11 @@ package kafka
 import (
 	"context"
 	"errors"
+	"sync"
 	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/broker"
@@ -199,4 +201,54 @@ func produceCode(err error, b []byte) int16 {
 		}
 	}
 	return topicCode(err)
+}
+
+// The request's forms of the mappings above: each logs the error that
+// fell through to UNKNOWN_SERVER_ERROR (see unexpected).
+func (r *request) errorCode(err error) int16 { return r.unexpected(errorCode(err), err) }
+func (r *request) groupCode(err error) int16 { return r.unexpected(groupCode(err), err) }
+func (r *request) topicCode(err error) int16 { return r.unexpected(topicCode(err), err) }
+func (r *request) adminCode(err error) int16 { return r.unexpected(adminCode(err), err) }
+func (r *request) deniedCode(err error, resource string) int16 {
+	return r.unexpected(deniedCode(err, resource), err)
+}
+func (r *request) produceCode(err error, b []byte) int16 {
+	return r.unexpected(produceCode(err, b), err)
+}
+
+// unexpectedLogged holds the requests that logged an unexpected error, so
+// a request logs one however many of its partitions fail with it; an
+// entry goes when its request finishes (loggingUnexpected).
+var unexpectedLogged sync.Map // *request → struct{}
+
+// unexpected returns code, first logging err at Error when code is
+// UNKNOWN_SERVER_ERROR: an error of a kind this listener does not map is
+// a fault to find (the client learns nothing from that code), once per
+// request.
+func (r *request) unexpected(code int16, err error) int16 {
+	if code != kerr.UnknownServerError.Code || err == nil {
+		return code
+	}
+	if _, dup := unexpectedLogged.LoadOrStore(r, struct{}{}); !dup {
+		r.c.log.Error("kafka request answered UNKNOWN_SERVER_ERROR: an error of a kind the listener does not map",
+			"api", kmsg.NameForKey(r.hdr.key), "client_id", r.hdr.clientID, "err", err)
+	}
+	return code
+}
+
+// loggingUnexpected is h forgetting, once the request finishes (or h
+// panics), that it logged an unexpected error.
+func loggingUnexpected(h handler) handler {
+	return func(s *Server, r *request) (finish func() kmsg.Response) {
+		defer func() {
+			if finish == nil {
+				unexpectedLogged.Delete(r)
+			}
+		}()
+		f := h(s, r)
+		return func() kmsg.Response {
+			defer unexpectedLogged.Delete(r)
+			return f()
+		}
+	}
 }

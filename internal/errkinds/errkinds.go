@@ -19,6 +19,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -80,7 +81,13 @@ const (
 // All is the catalogue. A re-export (broker.ErrUnknownTopic is
 // partition.ErrTopicNotFound) is listed under both names and checked once.
 func All() []Kind {
-	ks := []Kind{
+	return slices.Concat(accessKinds(), dataKinds(), raftPath())
+}
+
+// accessKinds are the errors of authentication, authorization and the
+// control plane.
+func accessKinds() []Kind {
+	return []Kind{
 		{Pkg: "auth", Name: "ErrInvalid", Err: auth.ErrInvalid},
 		{Pkg: "auth", Name: "ErrCorrupt", Err: auth.ErrCorrupt, Internal: corrupt},
 		{Pkg: "auth", Name: "ErrUnknownUser", Err: auth.ErrUnknownUser},
@@ -119,6 +126,12 @@ func All() []Kind {
 		{Pkg: "cluster", Name: "ErrShuttingDown", Err: cluster.ErrShuttingDown},
 		{Pkg: "cluster", Name: "ErrNoLeader", Err: cluster.ErrNoLeader},
 		{Pkg: "cluster", Name: "NotLeaderError", Err: &cluster.NotLeaderError{What: "partition t/0", Leader: meta.Node{ID: "n2"}}},
+	}
+}
+
+// dataKinds are the errors of groups, offsets, topics and their logs.
+func dataKinds() []Kind {
+	return []Kind{
 
 		{Pkg: "groups", Name: "ErrUnknownMember", Err: groups.ErrUnknownMember},
 		{Pkg: "groups", Name: "ErrIllegalGeneration", Err: groups.ErrIllegalGeneration},
@@ -159,7 +172,6 @@ func All() []Kind {
 
 		{Pkg: "routing", Name: "ErrInvalidTopicName", Err: routing.ErrInvalidTopicName},
 	}
-	return append(ks, raftPath()...)
 }
 
 // raftPath are the replication packages' errors: cluster.RaftError turns

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"syscall"
 
@@ -49,6 +50,11 @@ func writeErrorBody(w http.ResponseWriter, status int, b errorBody) {
 func writeCoreError(w http.ResponseWriter, err error) {
 	status, body := errorStatus(err)
 	switch status {
+	case http.StatusInternalServerError:
+		// An error of a kind the API does not map, or stored data that
+		// does not read: a fault to find, logged (once: this writes the
+		// response) where the node's log goes.
+		slog.Error("HTTP request answered 500", "err", err)
 	case http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", "1")
 	case http.StatusUnauthorized:

@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -232,4 +233,26 @@ func slowSubscriber(name string, off int64, timeout string) error {
 // badMessage is the status of a request that did not unmarshal.
 func badMessage(err error) error {
 	return status.Errorf(codes.InvalidArgument, "the request is not a valid protobuf message of this method (%v): send the message the method's proto defines, strings in UTF-8", err)
+}
+
+// logUnexpectedUnary logs a call that failed with Internal or Unknown: an
+// error of a kind toStatus does not map (a fault to find: the client
+// learns nothing it can act on), once per call.
+func (s *Server) logUnexpectedUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	resp, err := h(ctx, req)
+	s.logUnexpected(info.FullMethod, err)
+	return resp, err
+}
+
+// logUnexpectedStream is logUnexpectedUnary for streaming calls.
+func (s *Server) logUnexpectedStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	err := h(srv, ss)
+	s.logUnexpected(info.FullMethod, err)
+	return err
+}
+
+func (s *Server) logUnexpected(method string, err error) {
+	if c := status.Code(err); c == codes.Internal || c == codes.Unknown {
+		s.logger.Error("gRPC call failed with an error of a kind the API does not map", "method", method, "code", c.String(), "err", err)
+	}
 }
