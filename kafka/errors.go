@@ -212,6 +212,7 @@ func (r *request) adminCode(err error) int16 { return r.unexpected(adminCode(err
 func (r *request) deniedCode(err error, resource string) int16 {
 	return r.unexpected(deniedCode(err, resource), err)
 }
+func (r *request) aclCode(err error) int16 { return r.unexpected(aclCode(err), err) }
 func (r *request) produceCode(err error, b []byte) int16 {
 	return r.unexpected(produceCode(err, b), err)
 }
