@@ -228,7 +228,7 @@ func (r *request) unexpected(code int16, err error) int16 {
 		return code
 	}
 	if _, dup := unexpectedLogged.LoadOrStore(r, struct{}{}); !dup {
-		r.c.log.Error("kafka request answered UNKNOWN_SERVER_ERROR: an error of a kind the listener does not map",
+		r.c.log.Error("kafka request answered UNKNOWN_SERVER_ERROR: stored data that does not read, or an error of a kind the listener does not map",
 			"api", kmsg.NameForKey(r.hdr.key), "client_id", r.hdr.clientID, "err", err)
 	}
 	return code
