@@ -209,7 +209,7 @@ func (r *request) errorCode(err error) int16 { return r.unexpected(errorCode(err
 func (r *request) groupCode(err error) int16 { return r.unexpected(groupCode(err), err) }
 func (r *request) topicCode(err error) int16 { return r.unexpected(topicCode(err), err) }
 func (r *request) adminCode(err error) int16 { return r.unexpected(adminCode(err), err) }
-func (r *request) aclCode(err error) int16 { return r.unexpected(aclCode(err), err) }
+func (r *request) aclCode(err error) int16   { return r.unexpected(aclCode(err), err) }
 func (r *request) produceCode(err error, b []byte) int16 {
 	return r.unexpected(produceCode(err, b), err)
 }
