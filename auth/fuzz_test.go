@@ -55,9 +55,13 @@ func FuzzParseBasicAuthorization(f *testing.F) {
 }
 
 // FuzzSASLExchange feeds arbitrary client messages to a SCRAM server
-// conversation (user alice exists): it must never panic and never
-// authenticate a client that cannot know the password.
+// conversation (user alice exists): it must never panic, never answer a
+// SCRAM first message that names no user, and never authenticate a client
+// that cannot know the password.
 func FuzzSASLExchange(f *testing.F) {
+	f.Add(uint8(0), []byte("n,,n=,r=fyko+d2lbbFgONRv9qkxdawL"), []byte("c=biws,r=fyko+d2lbbFgONRv9qkxdawL3rfcNHYJY1ZVvWVs7j,p=v0X8v3Bz2T0CJGbJQyF0X+HI4Ts="))
+	f.Add(uint8(1), []byte("n,a=,n=,r=x"), []byte("c=biws,r=x,p="))
+	f.Add(uint8(2), []byte("\x00\x00pw"), []byte(nil))
 	f.Add(uint8(0), []byte("n,,n=alice,r=fyko+d2lbbFgONRv9qkxdawL"), []byte("c=biws,r=fyko+d2lbbFgONRv9qkxdawL3rfcNHYJY1ZVvWVs7j,p=v0X8v3Bz2T0CJGbJQyF0X+HI4Ts="))
 	f.Add(uint8(1), []byte("n,a=alice,n=alice,r=x"), []byte("c=biws,r=x,p="))
 	f.Add(uint8(2), []byte("\x00alice\x00wrong"), []byte(nil))
@@ -70,7 +74,11 @@ func FuzzSASLExchange(f *testing.F) {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		if _, err := x.Step(ctx, first); err == nil && !x.Done() {
+		_, err = x.Step(ctx, first)
+		if err == nil && m != Plain && x.user == "" {
+			t.Fatalf("%s answered a first message that names no user: %q", m, first)
+		}
+		if err == nil && !x.Done() {
 			_, _ = x.Step(ctx, final)
 		}
 		if p, ok := x.Principal(); ok {

@@ -9,6 +9,9 @@ import (
 	"github.com/xdg-go/scram"
 )
 
+// errEmptyUser refuses a SCRAM first message without a user name.
+var errEmptyUser = errors.New("the first message names no user")
+
 // MaxSASLMessage bounds one client SASL message; SCRAM's are under 1 KiB.
 const MaxSASLMessage = 16 << 10
 
@@ -55,9 +58,13 @@ func (a *Authenticator) Start(m Mechanism, overTLS bool) (*SASLExchange, error) 
 
 // lookup answers the library's credential lookup: the user's credential, or
 // a decoy, so that an unknown user fails at the proof like a wrong password
-// instead of at the first message.
+// instead of at the first message. An empty user name is refused at once:
+// no user has it, so the refusal tells nothing about who exists.
 func (x *SASLExchange) lookup(user string) (scram.StoredCredentials, error) {
 	x.user = user
+	if user == "" {
+		return scram.StoredCredentials{}, errEmptyUser
+	}
 	x.cred, x.known = x.a.decoy(x.mechanism, user), false
 	if creds, err := x.a.store.Lookup(user); err == nil {
 		if sc, ok := creds.For(x.mechanism); ok {

@@ -47,7 +47,7 @@ func handleProduce(s *Server, r *request) func() kmsg.Response {
 				Batch: rp.Records, Acks: acks,
 			})
 			if err != nil {
-				setProduceError(p, err, rp.Records)
+				setProduceError(r, p, err, rp.Records)
 				continue
 			}
 			waits = append(waits, started{p, wait, rp.Records})
@@ -59,7 +59,7 @@ func handleProduce(s *Server, r *request) func() kmsg.Response {
 		for _, w := range waits {
 			res, err := w.wait()
 			if err != nil {
-				setProduceError(w.p, err, w.batch)
+				setProduceError(r, w.p, err, w.batch)
 				continue
 			}
 			w.p.BaseOffset, w.p.LogAppendTime, w.p.LogStartOffset = res.BaseOffset, res.AppendTimeMs, res.LogStart
@@ -85,8 +85,8 @@ func produceAcks(a int16) (Acks, *kerr.Error) {
 	}
 }
 
-func setProduceError(p *kmsg.ProduceResponseTopicPartition, err error, batch []byte) {
-	p.ErrorCode = produceCode(err, batch)
+func setProduceError(r *request, p *kmsg.ProduceResponseTopicPartition, err error, batch []byte) {
+	p.ErrorCode = r.produceCode(err, batch)
 	p.ErrorMessage = kmsg.StringPtr(err.Error())
 }
 

@@ -20,7 +20,7 @@ func handleListOffsets(s *Server, r *request) func() kmsg.Response {
 				p.Partition = rp.Partition
 				off, ts, err := s.core.ListOffset(r.ctx, r.c.principal, rt.Topic, rp.Partition, rp.Timestamp)
 				if err != nil {
-					p.ErrorCode = topicCode(err)
+					p.ErrorCode = r.topicCode(err)
 					p.Offset, p.Timestamp = -1, -1
 				} else {
 					p.Offset, p.Timestamp = off, ts

@@ -33,7 +33,7 @@ func handleMetadata(s *Server, r *request) func() kmsg.Response {
 				s.log.Warn("kafka metadata: listing topics failed", "err", err)
 			}
 			for _, info := range infos {
-				resp.Topics = append(resp.Topics, metadataTopic(cv, info.Config.Name, info, nil))
+				resp.Topics = append(resp.Topics, metadataTopic(r, cv, info.Config.Name, info, nil))
 			}
 			return resp
 		}
@@ -46,17 +46,17 @@ func handleMetadata(s *Server, r *request) func() kmsg.Response {
 				continue
 			}
 			info, err := s.core.TopicLayout(ctx, r.c.principal, *rt.Topic)
-			resp.Topics = append(resp.Topics, metadataTopic(cv, *rt.Topic, info, err))
+			resp.Topics = append(resp.Topics, metadataTopic(r, cv, *rt.Topic, info, err))
 		}
 		return resp
 	}
 }
 
-func metadataTopic(cv clusterView, name string, info TopicInfo, err error) kmsg.MetadataResponseTopic {
+func metadataTopic(r *request, cv clusterView, name string, info TopicInfo, err error) kmsg.MetadataResponseTopic {
 	t := kmsg.NewMetadataResponseTopic()
 	t.Topic = kmsg.StringPtr(name)
 	if err != nil {
-		t.ErrorCode = topicCode(err)
+		t.ErrorCode = r.topicCode(err)
 		return t
 	}
 	for _, p := range info.Partitions {

@@ -8,7 +8,8 @@ import (
 
 // handleOffsetFetch answers a group's committed offsets through the core:
 // the partitions asked for (offset -1 where nothing is committed), or every
-// committed one when Topics is null (v2+).
+// committed one when Topics is null (v2+). A group name the offset store
+// refuses (empty, or over offsets.MaxGroupBytes) is INVALID_GROUP_ID.
 func handleOffsetFetch(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
@@ -17,19 +18,12 @@ func handleOffsetFetch(s *Server, r *request) func() kmsg.Response {
 		for _, rt := range req.Topics {
 			names = append(names, rt.Topic)
 		}
+		if code := invalidGroupCode(req.Group); code != 0 {
+			return offsetFetchFailed(req, resp, code)
+		}
 		cs, err := s.core.FetchOffsets(r.ctx, r.c.principal, req.Group, names)
 		if err != nil {
-			code := groupCode(err)
-			resp.ErrorCode = code
-			for _, rt := range req.Topics {
-				t := kmsg.NewOffsetFetchResponseTopic()
-				t.Topic = rt.Topic
-				for _, p := range rt.Partitions {
-					t.Partitions = append(t.Partitions, offsetFetchPartition(p, nil, code))
-				}
-				resp.Topics = append(resp.Topics, t)
-			}
-			return resp
+			return offsetFetchFailed(req, resp, r.groupCode(err))
 		}
 		if req.Topics == nil {
 			resp.Topics = offsetFetchAll(cs)
@@ -53,6 +47,21 @@ func handleOffsetFetch(s *Server, r *request) func() kmsg.Response {
 		}
 		return resp
 	}
+}
+
+// offsetFetchFailed is the answer of a fetch that failed with code: in
+// the response (v2+) and in every partition asked for.
+func offsetFetchFailed(req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetchResponse, code int16) kmsg.Response {
+	resp.ErrorCode = code
+	for _, rt := range req.Topics {
+		t := kmsg.NewOffsetFetchResponseTopic()
+		t.Topic = rt.Topic
+		for _, p := range rt.Partitions {
+			t.Partitions = append(t.Partitions, offsetFetchPartition(p, nil, code))
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
 }
 
 func offsetFetchPartition(partition int32, c *offsets.Committed, code int16) kmsg.OffsetFetchResponseTopicPartition {

@@ -20,7 +20,7 @@ func handleJoinGroup(s *Server, r *request) func() kmsg.Response {
 		resp.Generation, resp.MemberID = -1, req.MemberID
 		coord, err := s.groupCoordinator(r, auth.OpRead, req.Group)
 		if err != nil {
-			resp.ErrorCode = groupCode(err)
+			resp.ErrorCode = r.groupCode(err)
 			return resp
 		}
 		jr := groups.JoinRequest{
@@ -38,7 +38,7 @@ func handleJoinGroup(s *Server, r *request) func() kmsg.Response {
 		}
 		res, err := coord.JoinGroup(r.ctx, jr)
 		if err != nil {
-			resp.ErrorCode = groupCode(err)
+			resp.ErrorCode = r.groupCode(err)
 			return resp
 		}
 		resp.MemberID, resp.Generation, resp.LeaderID = res.MemberID, res.Generation, res.Leader

@@ -16,7 +16,7 @@ func handleHeartbeat(s *Server, r *request) func() kmsg.Response {
 		if err == nil {
 			err = coord.Heartbeat(req.Group, req.MemberID, req.Generation)
 		}
-		resp.ErrorCode = groupCode(err)
+		resp.ErrorCode = r.groupCode(err)
 		return resp
 	}
 }

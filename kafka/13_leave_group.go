@@ -14,17 +14,17 @@ func handleLeaveGroup(s *Server, r *request) func() kmsg.Response {
 	return func() kmsg.Response {
 		coord, err := s.groupCoordinator(r, auth.OpRead, req.Group)
 		if err != nil {
-			resp.ErrorCode = groupCode(err)
+			resp.ErrorCode = r.groupCode(err)
 			return resp
 		}
 		if req.Version < 3 {
-			resp.ErrorCode = groupCode(coord.LeaveGroup(req.Group, req.MemberID))
+			resp.ErrorCode = r.groupCode(coord.LeaveGroup(req.Group, req.MemberID))
 			return resp
 		}
 		for _, m := range req.Members {
 			lm := kmsg.NewLeaveGroupResponseMember()
 			lm.MemberID, lm.InstanceID = m.MemberID, m.InstanceID
-			lm.ErrorCode = groupCode(coord.LeaveGroup(req.Group, m.MemberID))
+			lm.ErrorCode = r.groupCode(coord.LeaveGroup(req.Group, m.MemberID))
 			resp.Members = append(resp.Members, lm)
 		}
 		return resp

@@ -16,7 +16,7 @@ func handleSyncGroup(s *Server, r *request) func() kmsg.Response {
 	return func() kmsg.Response {
 		coord, err := s.groupCoordinator(r, auth.OpRead, req.Group)
 		if err != nil {
-			resp.ErrorCode = groupCode(err)
+			resp.ErrorCode = r.groupCode(err)
 			return resp
 		}
 		sr := groups.SyncRequest{Group: req.Group, MemberID: req.MemberID, Generation: req.Generation}
@@ -34,7 +34,7 @@ func handleSyncGroup(s *Server, r *request) func() kmsg.Response {
 		}
 		res, err := coord.SyncGroup(r.ctx, sr)
 		if err != nil {
-			resp.ErrorCode = groupCode(err)
+			resp.ErrorCode = r.groupCode(err)
 			return resp
 		}
 		resp.ProtocolType, resp.Protocol = kmsg.StringPtr(res.ProtocolType), kmsg.StringPtr(res.Protocol)

@@ -24,7 +24,7 @@ func handleDescribeGroups(s *Server, r *request) func() kmsg.Response {
 				cerr = s.core.Authorize(r.ctx, r.c.principal, auth.OpDescribe, auth.Group(name))
 			}
 			if cerr != nil {
-				g.ErrorCode = groupCode(cerr)
+				g.ErrorCode = r.groupCode(cerr)
 				resp.Groups = append(resp.Groups, g)
 				continue
 			}
@@ -33,7 +33,7 @@ func handleDescribeGroups(s *Server, r *request) func() kmsg.Response {
 			case errors.Is(err, groups.ErrGroupNotFound):
 				g.State = groups.Dead.String()
 			case err != nil:
-				g.ErrorCode = groupCode(err)
+				g.ErrorCode = r.groupCode(err)
 			default:
 				g.State, g.ProtocolType, g.Protocol = d.State.String(), d.ProtocolType, d.Protocol
 				for _, m := range d.Members {

@@ -16,19 +16,19 @@ func handleListGroups(s *Server, r *request) func() kmsg.Response {
 	return func() kmsg.Response {
 		coord, err := s.core.Coordinator()
 		if err != nil {
-			resp.ErrorCode = groupCode(err)
+			resp.ErrorCode = r.groupCode(err)
 			return resp
 		}
 		list, err := coord.List()
 		if err != nil {
-			resp.ErrorCode = groupCode(err)
+			resp.ErrorCode = r.groupCode(err)
 			return resp
 		}
 		ctx, cancel := contextWithTimeout(r, 0)
 		committed, err := s.core.ListGroups(ctx, r.c.principal)
 		cancel()
 		if err != nil {
-			resp.ErrorCode = groupCode(err)
+			resp.ErrorCode = r.groupCode(err)
 			return resp
 		}
 		add := func(group, protocolType, state string) {

@@ -109,7 +109,7 @@ func (s *Server) createTopic(r *request, req *kmsg.CreateTopicsRequest, rt kmsg.
 		created, err := s.core.CreateTopic(ctx, r.c.principal, cfg)
 		cancel()
 		if err != nil {
-			return fail(adminCode(err), err)
+			return fail(r.adminCode(err), err)
 		}
 		cfg = created
 	}

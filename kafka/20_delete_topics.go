@@ -15,7 +15,7 @@ func handleDeleteTopics(s *Server, r *request) func() kmsg.Response {
 			t := kmsg.NewDeleteTopicsResponseTopic()
 			t.Topic = kmsg.StringPtr(name)
 			if err := s.core.DeleteTopic(ctx, r.c.principal, name); err != nil {
-				t.ErrorCode, t.ErrorMessage = adminCode(err), kmsg.StringPtr(err.Error())
+				t.ErrorCode, t.ErrorMessage = r.adminCode(err), kmsg.StringPtr(err.Error())
 			}
 			resp.Topics = append(resp.Topics, t)
 		}

@@ -25,7 +25,7 @@ func handleDeleteRecords(s *Server, r *request) func() kmsg.Response {
 				if rp.Offset < -1 {
 					p.ErrorCode = kerr.OffsetOutOfRange.Code
 				} else if start, err := s.core.DeleteRecords(ctx, r.c.principal, rt.Topic, rp.Partition, rp.Offset); err != nil {
-					p.ErrorCode = topicCode(err)
+					p.ErrorCode = r.topicCode(err)
 				} else {
 					p.LowWatermark = start
 				}

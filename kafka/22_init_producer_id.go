@@ -21,7 +21,7 @@ func handleInitProducerID(s *Server, r *request) func() kmsg.Response {
 		}
 		id, epoch, err := s.core.NewProducerID(r.ctx)
 		if err != nil {
-			resp.ErrorCode = errorCode(err)
+			resp.ErrorCode = r.errorCode(err)
 			return resp
 		}
 		resp.ProducerID, resp.ProducerEpoch = id, epoch

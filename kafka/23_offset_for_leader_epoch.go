@@ -25,7 +25,7 @@ func handleOffsetForLeaderEpoch(s *Server, r *request) func() kmsg.Response {
 				p.Partition, p.LeaderEpoch, p.EndOffset = rp.Partition, -1, -1
 				switch {
 				case err != nil:
-					p.ErrorCode = topicCode(err)
+					p.ErrorCode = r.topicCode(err)
 				case partitionInfo(info, rp.Partition) == nil:
 					p.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				default:
@@ -45,7 +45,7 @@ func handleOffsetForLeaderEpoch(s *Server, r *request) func() kmsg.Response {
 					case rp.LeaderEpoch < pi.LeaderEpoch:
 						found, end, err := s.core.EpochEnd(r.ctx, r.c.principal, rt.Topic, rp.Partition, rp.LeaderEpoch)
 						if err != nil {
-							p.ErrorCode = topicCode(err)
+							p.ErrorCode = r.topicCode(err)
 						} else {
 							p.LeaderEpoch, p.EndOffset = found, end
 						}

@@ -16,7 +16,7 @@ func handleDescribeAcls(s *Server, r *request) func() kmsg.Response {
 	return func() kmsg.Response {
 		acls, err := s.describeACLs(r, req)
 		if err != nil {
-			resp.ErrorCode, resp.ErrorMessage = aclCode(err), kmsg.StringPtr(err.Error())
+			resp.ErrorCode, resp.ErrorMessage = r.aclCode(err), kmsg.StringPtr(err.Error())
 			return resp
 		}
 		resp.Resources = aclResources(acls)

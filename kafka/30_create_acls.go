@@ -21,7 +21,7 @@ func handleCreateAcls(s *Server, r *request) func() kmsg.Response {
 			resp.Results[i] = kmsg.NewCreateACLsResponseResult()
 			a, err := kafkaACL(c)
 			if err != nil {
-				resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = aclCode(err), kmsg.StringPtr(err.Error())
+				resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = r.aclCode(err), kmsg.StringPtr(err.Error())
 				continue
 			}
 			acls, valid = append(acls, a), append(valid, i)
@@ -34,7 +34,7 @@ func handleCreateAcls(s *Server, r *request) func() kmsg.Response {
 		cancel()
 		if err != nil {
 			for _, i := range valid {
-				resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = aclCode(err), kmsg.StringPtr(err.Error())
+				resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = r.aclCode(err), kmsg.StringPtr(err.Error())
 			}
 		}
 		return resp

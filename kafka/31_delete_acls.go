@@ -18,7 +18,7 @@ func handleDeleteAcls(s *Server, r *request) func() kmsg.Response {
 			res := kmsg.NewDeleteACLsResponseResult()
 			removed, err := s.deleteACLs(r, kf)
 			if err != nil {
-				res.ErrorCode, res.ErrorMessage = aclCode(err), kmsg.StringPtr(err.Error())
+				res.ErrorCode, res.ErrorMessage = r.aclCode(err), kmsg.StringPtr(err.Error())
 			}
 			for _, a := range removed {
 				m := kmsg.NewDeleteACLsResponseResultMatchingACL()

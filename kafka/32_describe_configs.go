@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/partition"
 )
 
@@ -33,7 +34,8 @@ var brokerConfigs = []struct {
 // handleDescribeConfigs describes topics (the configs logd has, each
 // DYNAMIC_TOPIC_CONFIG when set on the topic and DEFAULT_CONFIG when not)
 // and this broker (the topic defaults, read-only). Other resource types get
-// INVALID_REQUEST with a message.
+// INVALID_REQUEST with a message. A topic the principal may not describe
+// is TOPIC_AUTHORIZATION_FAILED, whether or not it exists.
 func handleDescribeConfigs(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
@@ -53,13 +55,13 @@ func handleDescribeConfigs(s *Server, r *request) func() kmsg.Response {
 					topics, err = s.core.TopicConfigs(ctx, r.c.principal)
 					cancel()
 					if err != nil {
-						fail(topicCode(err), err)
+						fail(r.topicCode(err), err)
 						break
 					}
 				}
 				cfg, ok := findTopic(topics, rr.ResourceName)
 				if !ok {
-					fail(kerr.UnknownTopicOrPartition.Code, fmt.Errorf("topic %q does not exist", rr.ResourceName))
+					fail(s.missingTopicConfig(r.c.principal, rr.ResourceName))
 					break
 				}
 				res.Configs = describeTopic(cfg, rr.ConfigNames, req)
@@ -76,6 +78,26 @@ func handleDescribeConfigs(s *Server, r *request) func() kmsg.Response {
 		}
 		return resp
 	}
+}
+
+// missingTopicConfig is the answer for a topic TopicConfigs did not list:
+// TOPIC_AUTHORIZATION_FAILED when the principal may not describe it,
+// whether or not it exists (as Kafka answers, authorizing before looking
+// the topic up, so the answer tells nothing of topics one may not see);
+// else UNKNOWN_TOPIC_OR_PARTITION.
+func (s *Server) missingTopicConfig(p Principal, name string) (int16, error) {
+	if !s.core.Allowed(p, auth.OpDescribe, auth.Topic(name)) {
+		return kerr.TopicAuthorizationFailed.Code, fmt.Errorf("%s may not describe topic %q (ask an administrator for an ACL: logd acl add)", principalName(p), name)
+	}
+	return kerr.UnknownTopicOrPartition.Code, fmt.Errorf("topic %q does not exist", name)
+}
+
+// principalName names p in a message ("" is the anonymous principal).
+func principalName(p Principal) string {
+	if p == "" {
+		return auth.Anonymous.String()
+	}
+	return string(p)
 }
 
 func findTopic(topics []partition.TopicConfig, name string) (partition.TopicConfig, bool) {

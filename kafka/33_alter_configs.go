@@ -57,7 +57,7 @@ func (s *Server) alterTopic(r *request, name string, ch partition.ConfigChange, 
 		_, err = s.core.AlterTopic(ctx, r.c.principal, name, ch)
 	}
 	if err != nil {
-		return adminCode(err), kmsg.StringPtr(err.Error())
+		return r.adminCode(err), kmsg.StringPtr(err.Error())
 	}
 	return 0, nil
 }

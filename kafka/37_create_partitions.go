@@ -50,7 +50,7 @@ func (s *Server) createPartitions(r *request, req *kmsg.CreatePartitionsRequest,
 	defer cancel()
 	topics, err := s.core.TopicConfigs(ctx, r.c.principal)
 	if err != nil {
-		return adminCode(err), err
+		return r.adminCode(err), err
 	}
 	cfg, ok := findTopic(topics, rt.Topic)
 	switch {
@@ -67,7 +67,7 @@ func (s *Server) createPartitions(r *request, req *kmsg.CreatePartitionsRequest,
 		if errors.Is(err, ErrInvalidArgument) || errors.Is(err, partition.ErrInvalidConfig) {
 			return kerr.InvalidPartitions.Code, err
 		}
-		return adminCode(err), err
+		return r.adminCode(err), err
 	}
 	return 0, nil
 }

@@ -19,7 +19,7 @@ func handleDeleteGroups(s *Server, r *request) func() kmsg.Response {
 			err := s.core.DeleteGroup(ctx, r.c.principal, group)
 			cancel()
 			if err != nil {
-				g.ErrorCode, g.ErrorMessage = groupCode(err), kmsg.StringPtr(err.Error())
+				g.ErrorCode, g.ErrorMessage = r.groupCode(err), kmsg.StringPtr(err.Error())
 			}
 			resp.Groups = append(resp.Groups, g)
 		}

@@ -3,14 +3,20 @@ package kafka
 import (
 	"context"
 	"errors"
+	"sync"
+	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/log"
+	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
+	"github.com/logd/logd/routing"
 )
 
 // errorCode maps an error of the core or the coordinator to its Kafka error
@@ -78,6 +84,38 @@ var errorCodes = []struct {
 	{groups.ErrGroupNotFound, kerr.GroupIDNotFound},
 	{groups.ErrGroupNotEmpty, kerr.NonEmptyGroup},
 	{groups.ErrCoordinatorClosed, kerr.CoordinatorNotAvailable},
+	// A generation recorded concurrently: the join retries against the
+	// coordinator.
+	{offsets.ErrGenerationTaken, kerr.CoordinatorNotAvailable},
+
+	// Bad input Kafka has no closer code for (the offset handlers answer
+	// INVALID_GROUP_ID and OFFSET_METADATA_TOO_LARGE themselves).
+	{offsets.ErrInvalidArgument, kerr.InvalidRequest},
+	{offsets.ErrInvalidReset, kerr.InvalidRequest},
+	{auth.ErrInvalid, kerr.InvalidRequest},
+	{routing.ErrInvalidTopicName, kerr.InvalidTopicException},
+	{log.ErrInvalidBatch, kerr.InvalidRecord},
+	{batch.ErrCorrupt, kerr.CorruptMessage},
+	{batch.ErrShort, kerr.CorruptMessage},
+	{batch.ErrUnsupported, kerr.InvalidRecord},
+	// A request this cluster's state refuses (a topic's replicas above
+	// its node count, the last node's removal): its message says why.
+	{broker.ErrFailedPrecondition, kerr.InvalidRequest},
+	{broker.ErrUnknownNode, kerr.ResourceNotFound},
+	{broker.ErrUserExists, kerr.DuplicateResource},
+	{auth.ErrUnknownUser, kerr.ResourceNotFound},
+
+	{auth.ErrMechanism, kerr.UnsupportedSaslMechanism},
+	{auth.ErrAuthenticationFailed, kerr.SaslAuthenticationFailed},
+	{auth.ErrUnauthenticated, kerr.SaslAuthenticationFailed},
+	{auth.ErrPlaintextCredentials, kerr.SaslAuthenticationFailed},
+
+	// The node's disk or descriptors: Kafka takes a log directory offline
+	// on such an I/O error; clients refresh metadata and retry.
+	{syscall.ENOSPC, kerr.KafkaStorageError},
+	{syscall.EMFILE, kerr.KafkaStorageError},
+	{syscall.ENFILE, kerr.KafkaStorageError},
+	{log.ErrClosed, kerr.NotLeaderForPartition},
 }
 
 // authorizationCode is the code of a request the core refused
@@ -163,4 +201,52 @@ func produceCode(err error, b []byte) int16 {
 		}
 	}
 	return topicCode(err)
+}
+
+// The request's forms of the mappings above: each logs the error that
+// fell through to UNKNOWN_SERVER_ERROR (see unexpected).
+func (r *request) errorCode(err error) int16 { return r.unexpected(errorCode(err), err) }
+func (r *request) groupCode(err error) int16 { return r.unexpected(groupCode(err), err) }
+func (r *request) topicCode(err error) int16 { return r.unexpected(topicCode(err), err) }
+func (r *request) adminCode(err error) int16 { return r.unexpected(adminCode(err), err) }
+func (r *request) aclCode(err error) int16   { return r.unexpected(aclCode(err), err) }
+func (r *request) produceCode(err error, b []byte) int16 {
+	return r.unexpected(produceCode(err, b), err)
+}
+
+// unexpectedLogged holds the requests that logged an unexpected error, so
+// a request logs one however many of its partitions fail with it; an
+// entry goes when its request finishes (loggingUnexpected).
+var unexpectedLogged sync.Map // *request → struct{}
+
+// unexpected returns code, first logging err at Error when code is
+// UNKNOWN_SERVER_ERROR: an error of a kind this listener does not map is
+// a fault to find (the client learns nothing from that code), once per
+// request.
+func (r *request) unexpected(code int16, err error) int16 {
+	if code != kerr.UnknownServerError.Code || err == nil {
+		return code
+	}
+	if _, dup := unexpectedLogged.LoadOrStore(r, struct{}{}); !dup {
+		r.c.log.Error("kafka request answered UNKNOWN_SERVER_ERROR: stored data that does not read, or an error of a kind the listener does not map",
+			"api", kmsg.NameForKey(r.hdr.key), "client_id", r.hdr.clientID, "err", err)
+	}
+	return code
+}
+
+// loggingUnexpected is h forgetting, once the request finishes (or h
+// panics), that it logged an unexpected error.
+func loggingUnexpected(h handler) handler {
+	return func(s *Server, r *request) (finish func() kmsg.Response) {
+		defer func() {
+			if finish == nil {
+				unexpectedLogged.Delete(r)
+			}
+		}()
+		f := h(s, r)
+		return func() kmsg.Response {
+			defer unexpectedLogged.Delete(r)
+			return f()
+		}
+	}
 }

@@ -62,6 +62,8 @@ func init() {
 		if r := kmsg.RequestForKey(key); r == nil || r.MaxVersion() < a.max {
 			panic("kafka: api table names a version kmsg lacks")
 		}
+		a.handle = loggingUnexpected(a.handle)
+		apis[key] = a
 	}
 }
 

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"syscall"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/internal/batch"
@@ -47,8 +49,16 @@ func writeErrorBody(w http.ResponseWriter, status int, b errorBody) {
 // table); it is the one place that mapping lives.
 func writeCoreError(w http.ResponseWriter, err error) {
 	status, body := errorStatus(err)
-	if status == http.StatusServiceUnavailable {
+	switch status {
+	case http.StatusInternalServerError:
+		// An error of a kind the API does not map, or stored data that
+		// does not read: a fault to find, logged (once: this writes the
+		// response) where the node's log goes.
+		slog.Error("HTTP request answered 500", "err", err)
+	case http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", "1")
+	case http.StatusUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Basic realm="logd", charset="UTF-8"`)
 	}
 	writeErrorBody(w, status, body)
 }
@@ -116,21 +126,30 @@ var statusOf = []struct {
 	{broker.ErrUnknownTopic, http.StatusNotFound, "see GET /v1/topics; create it with logd topic create"},
 	{broker.ErrUnknownPartition, http.StatusNotFound, "partitions are numbered from 0; see GET /v1/topics/{topic}"},
 	{broker.ErrUnknownNode, http.StatusNotFound, ""},
+	{broker.ErrUnknownUser, http.StatusNotFound, "see logd user list"},
 	{broker.ErrTopicExists, http.StatusConflict, ""},
+	{broker.ErrUserExists, http.StatusConflict, ""},
+	{log.ErrOffsetOutOfRange, http.StatusRequestedRangeNotSatisfiable, ""},
 	{broker.ErrBatchTooLarge, http.StatusRequestEntityTooLarge, "send fewer or smaller records per request"},
 	{broker.ErrDiskFull, http.StatusInsufficientStorage, "retry after an operator frees space (or retention trims)"},
 	{syscall.ENOSPC, http.StatusInsufficientStorage, "the node's disk is full: retry after an operator frees space"},
 	{partition.ErrOutOfOrderSequence, http.StatusConflict, "an Idempotency-Key was reused with other records: use a new key for new records"},
 	{broker.ErrFailedPrecondition, http.StatusConflict, ""},
 	{broker.ErrDenied, http.StatusForbidden, ""},
+	{auth.ErrAuthenticationFailed, http.StatusUnauthorized, ""},
+	{auth.ErrUnauthenticated, http.StatusUnauthorized, "send Basic credentials over https, or a client certificate"},
+	{auth.ErrPlaintextCredentials, http.StatusUnauthorized, "use https, or a client certificate"},
+	{offsets.ErrGenerationTaken, http.StatusConflict, "join the group again"},
 	{broker.ErrShuttingDown, http.StatusServiceUnavailable, "retry against another node or after restart"},
 	{log.ErrClosed, http.StatusServiceUnavailable, "the node is shutting down: retry against another node or after restart"},
 	{partition.ErrClosed, http.StatusServiceUnavailable, "the node is shutting down: retry against another node or after restart"},
 	{broker.ErrUnavailable, http.StatusServiceUnavailable, ""},
+	{broker.ErrNoLeader, http.StatusServiceUnavailable, "retry shortly"},
 	{groups.ErrCoordinatorClosed, http.StatusServiceUnavailable, "retry shortly"},
 	{syscall.EMFILE, http.StatusServiceUnavailable, "the node is out of file descriptors: retry later"},
 	{syscall.ENFILE, http.StatusServiceUnavailable, "the node is out of file descriptors: retry later"},
 	{context.DeadlineExceeded, http.StatusGatewayTimeout, "retry (with the same Idempotency-Key for a produce)"},
+	{context.Canceled, http.StatusServiceUnavailable, "the request was canceled (the node is shutting down, or the client went away): retry"},
 	{log.ErrCorrupt, http.StatusInternalServerError, "stored data is unreadable: tell the operator"},
 	{offsets.ErrCorrupt, http.StatusInternalServerError, "stored offsets are unreadable: tell the operator"},
 }
@@ -138,7 +157,7 @@ var statusOf = []struct {
 // badInput are the kinds of error that mean the request was wrong (400).
 var badInput = []error{broker.ErrInvalidArgument, broker.ErrInvalidBatch, partition.ErrInvalidConfig,
 	routing.ErrInvalidTopicName, batch.ErrCorrupt, batch.ErrShort, batch.ErrUnsupported, log.ErrInvalidBatch,
-	offsets.ErrInvalidArgument, offsets.ErrInvalidReset}
+	offsets.ErrInvalidArgument, offsets.ErrInvalidReset, auth.ErrInvalid, auth.ErrMechanism}
 
 // isGroupsError reports a coordinator error (docs/groups.md: 409).
 func isGroupsError(err error) bool {

@@ -7,11 +7,13 @@ import (
 	"syscall"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/broker"
+	"github.com/logd/logd/groups"
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
@@ -73,11 +75,15 @@ var errorCodes = []struct {
 	{codes.AlreadyExists, []error{partition.ErrTopicExists, broker.ErrUserExists}},
 	{codes.InvalidArgument, []error{auth.ErrInvalid, partition.ErrInvalidConfig, routing.ErrInvalidTopicName, batch.ErrCorrupt,
 		batch.ErrShort, batch.ErrUnsupported, log.ErrInvalidBatch, offsets.ErrInvalidArgument, offsets.ErrInvalidReset,
-		broker.ErrInvalidArgument, broker.ErrInvalidBatch}},
+		broker.ErrInvalidArgument, broker.ErrInvalidBatch, auth.ErrMechanism}},
 	{codes.ResourceExhausted, []error{broker.ErrBatchTooLarge, broker.ErrDiskFull, syscall.ENOSPC, syscall.EMFILE, syscall.ENFILE}},
-	{codes.FailedPrecondition, []error{partition.ErrOutOfOrderSequence, broker.ErrFailedPrecondition}},
-	{codes.Unavailable, []error{log.ErrClosed, partition.ErrClosed, broker.ErrShuttingDown, broker.ErrUnavailable}},
+	{codes.FailedPrecondition, []error{partition.ErrOutOfOrderSequence, broker.ErrFailedPrecondition, groups.ErrIllegalGeneration}},
+	{codes.Unavailable, []error{log.ErrClosed, partition.ErrClosed, broker.ErrShuttingDown, broker.ErrUnavailable, broker.ErrNoLeader}},
 	{codes.PermissionDenied, []error{broker.ErrDenied}},
+	{codes.Unauthenticated, []error{auth.ErrAuthenticationFailed, auth.ErrUnauthenticated, auth.ErrPlaintextCredentials}},
+	{codes.OutOfRange, []error{log.ErrOffsetOutOfRange}},
+	// A generation recorded concurrently: joining again succeeds.
+	{codes.Aborted, []error{offsets.ErrGenerationTaken}},
 	{codes.Canceled, []error{context.Canceled}},
 	{codes.DeadlineExceeded, []error{context.DeadlineExceeded}},
 	{codes.DataLoss, []error{log.ErrCorrupt, offsets.ErrCorrupt}},
@@ -227,4 +233,26 @@ func slowSubscriber(name string, off int64, timeout string) error {
 // badMessage is the status of a request that did not unmarshal.
 func badMessage(err error) error {
 	return status.Errorf(codes.InvalidArgument, "the request is not a valid protobuf message of this method (%v): send the message the method's proto defines, strings in UTF-8", err)
+}
+
+// logUnexpectedUnary logs a call that failed with Internal or Unknown: an
+// error of a kind toStatus does not map (a fault to find: the client
+// learns nothing it can act on), once per call.
+func (s *Server) logUnexpectedUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	resp, err := h(ctx, req)
+	s.logUnexpected(info.FullMethod, err)
+	return resp, err
+}
+
+// logUnexpectedStream is logUnexpectedUnary for streaming calls.
+func (s *Server) logUnexpectedStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	err := h(srv, ss)
+	s.logUnexpected(info.FullMethod, err)
+	return err
+}
+
+func (s *Server) logUnexpected(method string, err error) {
+	if c := status.Code(err); c == codes.Internal || c == codes.Unknown {
+		s.logger.Error("gRPC call failed with an error of a kind the API does not map", "method", method, "code", c.String(), "err", err)
+	}
 }

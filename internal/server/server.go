@@ -177,7 +177,8 @@ func (s *Server) serveAPI() error {
 	s.reg.MustRegister(rejected, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "logd_connections",
 		Help: "Client connections open on the API."}, func() float64 { return float64(lis.Open()) }))
 	s.lis = lis
-	opts := append(requestCodecOptions(), grpc.ChainUnaryInterceptor(s.authUnary), grpc.ChainStreamInterceptor(s.authStream))
+	opts := append(requestCodecOptions(), grpc.ChainUnaryInterceptor(s.logUnexpectedUnary, s.authUnary),
+		grpc.ChainStreamInterceptor(s.logUnexpectedStream, s.authStream))
 	if s.tls != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.tls.TLSConfig("h2"))))
 	}
