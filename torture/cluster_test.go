@@ -9,11 +9,11 @@ import (
 )
 
 // clusterKinds are the faults of the process cluster: every process,
-// partition and client-network fault, and a full disk when root can mount
-// one.
+// partition and client-network fault, a restart on another cluster's data
+// directory, and a full disk when root can mount one.
 func clusterKinds() []string {
 	kinds := []string{NemesisKill, NemesisPause, NemesisPauseKill,
-		NemesisPartitionIsolate, NemesisPartitionHalves, NemesisPartitionBridge, NemesisNetCut}
+		NemesisPartitionIsolate, NemesisPartitionHalves, NemesisPartitionBridge, NemesisNetCut, NemesisForeignDataDir}
 	if os.Geteuid() == 0 {
 		kinds = append(kinds, NemesisDiskFull)
 	}
@@ -81,5 +81,49 @@ func TestTortureCluster(t *testing.T) {
 			t.Log(err)
 		}
 		t.Errorf("torture found violations; report in %s (node logs node-N.log, data node-N.data)", dir)
+	}
+}
+
+// TestTortureForeignDataDir runs the workload on three real processes while
+// only NemesisForeignDataDir strikes: a node restarted on the data of a
+// one-node cluster of its own (holding a topic of the workload's name),
+// with --join through a live node, must stay out: the membership stays the
+// cluster's, the node is not ready, and no record it may have acknowledged
+// is missing from the cluster.
+func TestTortureForeignDataDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("torture: skipped in -short mode")
+	}
+	dir := t.TempDir()
+	c, err := StartProcessCluster(ProcessConfig{Binary: logdBinary(t), Nodes: 3, Dir: dir, Args: ClusterArgs,
+		Proxy: true, StartTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if err := WaitClusterReady(ctx, c, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(ctx, c, RunConfig{
+		Duration:  25 * time.Second,
+		Seed:      5,
+		ReportDir: dir,
+		Workload:  WorkloadConfig{},
+		Nemesis:   NemesisConfig{Kinds: []string{NemesisForeignDataDir}, Interval: time.Second},
+		Logf:      t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", rep.Text())
+	if rep.FaultCounts[NemesisForeignDataDir] == 0 {
+		t.Fatalf("no node was started on foreign data in %s", 25*time.Second)
+	}
+	if rep.Ops[OpProduce][OutcomeOK] == 0 {
+		t.Errorf("no produce was acknowledged")
+	}
+	if !rep.Valid {
+		t.Errorf("torture found violations with a node on another cluster's data")
 	}
 }

@@ -35,12 +35,16 @@ const (
 	floodConnections = 20
 )
 
-// hostileNemeses are the nemeses of this file: how to check a cluster
-// can take each, and how to inject it.
-var hostileNemeses = map[string]struct {
+// hostileNemesis is a nemesis that runs alone: how to check a cluster can
+// take it, and how to inject it.
+type hostileNemesis struct {
 	check  func(c Cluster, cfg NemesisConfig) error
 	inject func(ctx context.Context, c Cluster, h *History, cfg NemesisConfig, node int, d time.Duration) error
-}{
+}
+
+// hostileNemeses are the nemeses that run alone (this file's, and
+// NemesisForeignDataDir).
+var hostileNemeses = map[string]hostileNemesis{
 	NemesisSubscriberFlood: {
 		check: func(c Cluster, cfg NemesisConfig) error { return nil },
 		inject: func(ctx context.Context, c Cluster, h *History, cfg NemesisConfig, node int, d time.Duration) error {

@@ -275,21 +275,57 @@ func (c *ProcessCluster) PID(node int) int {
 	return n.cmd.Process.Pid
 }
 
-// start runs node n and waits for its "logd serving" line.
+// start runs node n on its data directory and waits for its "logd
+// serving" line.
 func (c *ProcessCluster) start(n *procNode) error {
-	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	serving, exited, scanned, err := c.launch(n, n.dataDir, nil)
 	if err != nil {
-		return fmt.Errorf("torture: node %d log: %w", n.id, err)
+		return err
 	}
-	args := []string{"serve", "--data-dir", n.dataDir, "--addr", n.addr, "--http-addr", n.httpAddr, "--kafka-addr", n.kafkaAddr}
+	select {
+	case <-serving:
+		return nil
+	case <-exited:
+		<-scanned
+		if b, err := os.ReadFile(n.logPath); err == nil && bytes.Contains(b, []byte("address already in use")) {
+			return fmt.Errorf("%w: node %d (see %s)", errPortTaken, n.id, n.logPath)
+		}
+		return fmt.Errorf("torture: node %d exited before serving (see %s)", n.id, n.logPath)
+	case <-time.After(c.cfg.StartTimeout):
+		n.mu.Lock()
+		cmd := n.cmd
+		n.mu.Unlock()
+		cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("torture: node %d did not serve within %s (see %s)", n.id, c.cfg.StartTimeout, n.logPath)
+	}
+}
+
+// serveArgs are node n's `logd serve` arguments on dataDir; override, when
+// set, replaces the cluster arguments of ProcessConfig.Args.
+func (c *ProcessCluster) serveArgs(n *procNode, dataDir string, override []string) []string {
+	args := []string{"serve", "--data-dir", dataDir, "--addr", n.addr, "--http-addr", n.httpAddr, "--kafka-addr", n.kafkaAddr}
 	if n.kafkaProxy != nil {
 		args = append(args, "--kafka-advertised-addr", n.kafkaProxy.Addr())
 	}
-	if c.cfg.Args != nil {
+	switch {
+	case override != nil:
+		args = append(args, override...)
+	case c.cfg.Args != nil:
 		args = append(args, c.cfg.Args(n.id, c)...)
 	}
-	args = append(args, c.cfg.ServeArgs...)
-	cmd := exec.Command(c.cfg.Binary, args...)
+	return append(args, c.cfg.ServeArgs...)
+}
+
+// launch starts node n's process on dataDir; serving is closed at its
+// "logd serving" line, exited when it exits, scanned once its log holds
+// everything it wrote.
+func (c *ProcessCluster) launch(n *procNode, dataDir string, override []string) (serving, exited, scanned chan struct{}, err error) {
+	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("torture: node %d log: %w", n.id, err)
+	}
+	cmd := exec.Command(c.cfg.Binary, c.serveArgs(n, dataDir, override)...)
 	if c.mesh != nil {
 		cmd.Env = append(os.Environ(), "LOGD_RAFT_ROUTES="+c.mesh.Routes(n.id))
 	}
@@ -298,9 +334,9 @@ func (c *ProcessCluster) start(n *procNode) error {
 	cmd.Stdout = logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return fmt.Errorf("torture: start node %d: %w", n.id, err)
+		return nil, nil, nil, fmt.Errorf("torture: start node %d: %w", n.id, err)
 	}
-	exited := make(chan struct{})
+	exited = make(chan struct{})
 	n.mu.Lock()
 	n.cmd, n.exited, n.paused = cmd, exited, false
 	n.mu.Unlock()
@@ -312,8 +348,7 @@ func (c *ProcessCluster) start(n *procNode) error {
 		pw.Close()
 		close(exited)
 	}()
-	serving := make(chan struct{})
-	scanned := make(chan struct{}) // the log holds everything the node wrote
+	serving, scanned = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(scanned)
 		defer logf.Close()
@@ -327,20 +362,7 @@ func (c *ProcessCluster) start(n *procNode) error {
 		}
 		io.Copy(io.Discard, pr)
 	}()
-	select {
-	case <-serving:
-		return nil
-	case <-exited:
-		<-scanned
-		if b, err := os.ReadFile(n.logPath); err == nil && bytes.Contains(b, []byte("address already in use")) {
-			return fmt.Errorf("%w: node %d (see %s)", errPortTaken, n.id, n.logPath)
-		}
-		return fmt.Errorf("torture: node %d exited before serving (see %s)", n.id, n.logPath)
-	case <-time.After(c.cfg.StartTimeout):
-		cmd.Process.Kill()
-		<-exited
-		return fmt.Errorf("torture: node %d did not serve within %s (see %s)", n.id, c.cfg.StartTimeout, n.logPath)
-	}
+	return serving, exited, scanned, nil
 }
 
 func (n *procNode) running() (*exec.Cmd, chan struct{}, bool) {
