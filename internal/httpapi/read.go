@@ -76,6 +76,9 @@ func (h *Handler) readRecords(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	recs, next, err := decodeRecords(topic, fp.Partition, fp.Batches, offset, int(limit))
+	// The records are decoded: the node's read budget is not held while a
+	// slow client takes the answer (the HTTP connection cap bounds those).
+	release(res)
 	if err != nil {
 		writeCoreError(w, err)
 		return
