@@ -187,6 +187,10 @@ func Start(cfg Config, o Options) (*Cluster, error) {
 		c.Close()
 		return nil, errors.New("this node has no cluster state: start the first node with --bootstrap and the others with --join ADDR")
 	}
+	if err := c.checkJoinTargetAtStart(); err != nil {
+		c.Close()
+		return nil, err
+	}
 	o.Registry.MustRegister(replication.NewCollector(n), c.lag)
 	return c, nil
 }

@@ -30,8 +30,12 @@ import (
 //     dials it, it speaks with the cluster's id.
 //   - Restart: the node reads the id from its data directory. With --join,
 //     it checks that the node it was pointed at belongs to the same
-//     cluster; if not, it is refused (Refused) and stays out: it serves
-//     nothing of the other cluster and the other cluster does not change.
+//     cluster before it serves anything; if not, it does not start
+//     (checkJoinTargetAtStart): it would serve its own cluster's topics to
+//     the clients of the one it was pointed at. When that node does not
+//     answer at start, it starts and asks again in the background; a
+//     refusal then leaves it up and out (Refused). Either way the other
+//     cluster does not change.
 //   - Metadata: the first metadata leader that finds the state without an
 //     id records its own (OpSetClusterID). A node whose data directory has
 //     cluster state but no id file (written by a version without ids)
@@ -151,10 +155,17 @@ var errOther = errors.New("another cluster")
 // errOtherCluster: this node's data directory names cluster local, and
 // who (the node at an address, the cluster metadata) names remote.
 func errOtherCluster(local, remote, who string) error {
-	return errors.Join(errOther, Errorf(ErrFailedPrecondition, "this node's data directory belongs to cluster %s, %s "+
+	return otherClusterError{Errorf(ErrFailedPrecondition, "this node's data directory belongs to cluster %s, %s "+
 		"to cluster %s: a data directory belongs to one cluster: to add this node to that cluster, start it with an "+
-		"empty --data-dir and --join; otherwise point --join at a node of its own cluster", local, who, remote))
+		"empty --data-dir and --join; otherwise point --join at a node of its own cluster", local, who, remote)}
 }
+
+// otherClusterError is errOtherCluster's: its text is the refusal's alone
+// (one line, for the CLI), and it is errOther too.
+type otherClusterError struct{ error }
+
+func (e otherClusterError) Is(target error) bool { return target == errOther }
+func (e otherClusterError) Unwrap() error        { return e.error }
 
 // checkPeer checks what the node at addr answered to a hello before this
 // node joins or rejoins through it: a node without state and without an

@@ -143,6 +143,43 @@ func (c *Cluster) checkJoinTarget(ctx context.Context) {
 	}
 }
 
+// startCheckTime bounds how long a node restarted with cluster state and
+// --join waits, before it serves anything, for the --join node to tell
+// its cluster id.
+const startCheckTime = 10 * time.Second
+
+// checkJoinTargetAtStart is checkJoinTarget's first round, run before the
+// node serves anything: a node whose data directory belongs to another
+// cluster than the --join node's does not start (its own cluster's
+// topics would otherwise be served to clients of the one it was pointed
+// at). When the --join node does not answer within startCheckTime (the
+// cluster restarts, that node is down), the node starts and
+// checkJoinTarget goes on asking in the background; a refusal found then
+// leaves the node up and out (Refused).
+func (c *Cluster) checkJoinTargetAtStart() error {
+	if !c.meta.HadState() || c.cfg.Join == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startCheckTime)
+	defer cancel()
+	for {
+		raftAddr, err := c.raftAddrOf(ctx, c.cfg.Join)
+		if err == nil {
+			err = c.checkTarget(ctx, raftAddr)
+		}
+		if err == nil || errors.Is(err, errOther) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			c.logger.Warn("the --join node did not tell its cluster id: starting, and asking again in the background",
+				"join", c.cfg.Join, "err", err)
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 // errNoTarget: a bootstrapped node that knows no metadata leader yet.
 var errNoTarget = errors.New("no metadata leader known yet: waiting for the election")
 
