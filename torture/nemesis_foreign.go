@@ -101,7 +101,10 @@ func foreignOutcome(ctx context.Context, c Cluster, fs ForeignStarter, h *Histor
 		}
 	}
 	fault(h, "foreign-outcome", node, func() error { return err }, how)
-	if merr := fault(h, "membership", via, func() error { return sameMembers(ctx, c, via) }); merr != nil {
+	// Asked even when the run has just ended (ctx), with a bound of its own.
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if merr := fault(h, "membership", via, func() error { return sameMembers(mctx, c, via) }); merr != nil {
 		err = errors.Join(err, merr)
 	}
 	return err
@@ -117,7 +120,7 @@ func sameMembers(ctx context.Context, c Cluster, via int) error {
 	defer cl.Close()
 	var st client.ClusterStatus
 	for try := 0; ; try++ {
-		if st, err = cl.Admin().ClusterStatus(ctx); err == nil || try == 5 || ctx.Err() != nil {
+		if st, err = cl.Admin().ClusterStatus(ctx); err == nil || try == 10 || ctx.Err() != nil {
 			break
 		}
 		time.Sleep(time.Second)
