@@ -297,8 +297,14 @@ func TestProducerDeliveryTimeout(t *testing.T) {
 	if c := status.Code(err); (c != codes.Unavailable && c != codes.DeadlineExceeded) || !strings.Contains(err.Error(), "not acknowledged within the delivery timeout (100ms)") {
 		t.Fatalf("err %v, want UNAVAILABLE or DEADLINE_EXCEEDED after the delivery timeout", err)
 	}
-	if !errors.Is(err, ErrDeliveryTimeout) || !errors.Is(err, ErrUnavailable) {
-		t.Errorf("err %v: want it to match ErrDeliveryTimeout and the last attempt's ErrUnavailable", err)
+	if !errors.Is(err, ErrDeliveryTimeout) {
+		t.Errorf("err %v: want it to match ErrDeliveryTimeout", err)
+	}
+	// The last attempt's answer is kept when there was one; on a loaded
+	// machine the timeout may instead cut the first attempt short
+	// (DEADLINE_EXCEEDED, no answer to keep).
+	if status.Code(err) == codes.Unavailable && !errors.Is(err, ErrUnavailable) {
+		t.Errorf("err %v: want it to match the last attempt's ErrUnavailable", err)
 	}
 }
 

@@ -191,6 +191,8 @@ func raftPath() []Kind {
 		{Pkg: "replication", Name: "NotLeaderError", Err: &replication.NotLeaderError{Group: "g", Cause: raft.ErrNotLeader}},
 		// Also turned into ErrFailedPrecondition by the join that meets it.
 		{Pkg: "replication/meta", Name: "ErrNodeRemoved", Err: meta.ErrNodeRemoved},
+		// Met only by the cluster's own record of its id (cluster/identity.go).
+		{Pkg: "replication/meta", Name: "ErrClusterIDSet", Err: meta.ErrClusterIDSet, Internal: "met only by the cluster's own record of its id, at a metadata leader's start; no request reaches it"},
 		{Pkg: "replication/raftrpc", Name: "ErrBadFrame", Err: raftrpc.ErrBadFrame},
 		{Pkg: "replication/raftrpc", Name: "ErrClosed", Err: raftrpc.ErrClosed},
 		{Pkg: "replication/raftrpc", Name: "ErrBusy", Err: raftrpc.ErrBusy},
@@ -201,6 +203,8 @@ func raftPath() []Kind {
 		{Pkg: "replication/transport", Name: "ErrBadHeader", Err: transport.ErrBadHeader},
 		{Pkg: "replication/transport", Name: "ErrGroupExists", Err: transport.ErrGroupExists},
 		{Pkg: "replication/transport", Name: "ErrInvalidGroup", Err: transport.ErrInvalidGroup},
+		{Pkg: "replication/transport", Name: "ErrOtherCluster", Err: transport.ErrOtherCluster},
+		{Pkg: "replication/transport", Name: "ClusterMismatchError", Err: &transport.ClusterMismatchError{Local: "a", Remote: "b"}},
 	}
 	for i := range ks {
 		ks[i].RaftPath = true
