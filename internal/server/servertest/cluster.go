@@ -185,10 +185,13 @@ func (n *Node) Stop() {
 // Restart starts a stopped node from its directory.
 func (n *Node) Restart() {
 	n.c.t.Helper()
-	if err := n.start(false); err != nil {
+	if err := n.TryRestart(); err != nil {
 		n.c.t.Fatalf("servertest: restart %s: %v", n.ID, err)
 	}
 }
+
+// TryRestart is Restart for a node that may refuse to start: its error.
+func (n *Node) TryRestart() error { return n.start(false) }
 
 // WaitMembers waits until the first running node lists want members.
 func (c *Cluster) WaitMembers(want int, timeout time.Duration) {
