@@ -255,7 +255,7 @@ func (b *Broker) retentionTargets() ([]retention.Target, error) {
 // Raft still needs to replay after a restart.
 type raftTrimmed struct {
 	*log.Log
-	r *replication.Partition
+	r *replication.Replica
 }
 
 func (l raftTrimmed) DeleteSegmentsBefore(offset int64) ([]log.SegmentInfo, error) {

@@ -25,7 +25,7 @@
 //     transport's: front-ends map errors in one file each.
 //   - Batches pass as stored bytes, never re-encoded.
 //   - In a cluster a partition is served by its leader only: writes once
-//     replication.Partition.Leading proves the term, reads once a barrier
+//     replication.Replica.Leading proves the term, reads once a barrier
 //     started after the read arrived confirms the leadership
 //     (cluster.Linearizable). Metadata writes (topics, committed offsets)
 //     run on the metadata leader; other nodes answer *NotLeaderError with

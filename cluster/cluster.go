@@ -307,7 +307,7 @@ func (c *Cluster) Members() map[string]meta.Node { return c.meta.FSM.Nodes() }
 
 // LocalReplica is this node's replica of a partition group, nil without
 // one.
-func (c *Cluster) LocalReplica(group string) *replication.Partition { return c.rn.Partition(group) }
+func (c *Cluster) LocalReplica(group string) *replication.Replica { return c.rn.Replica(group) }
 
 // node is a member by id: only its ID when the metadata does not list it
 // (yet), the zero Node for "".

@@ -229,7 +229,7 @@ const hibernateParallel = 64
 func (c *Cluster) hibernateLoop(ctx context.Context) {
 	after, grace := c.cfg.HibernateAfter, cmp.Or(c.cfg.WakeGrace, DefaultWakeGrace)
 	var delay time.Duration // after, or fullIdle while the node is at its bound
-	idle := func(r *replication.Partition) bool {
+	idle := func(r *replication.Replica) bool {
 		return !r.Asleep() && r.IsLeader() && r.Idle() >= delay &&
 			(time.Since(r.Woke()) >= grace || (c.cfg.MaxAwake > 0 && r.UsedSinceWake()))
 	}
@@ -242,8 +242,8 @@ func (c *Cluster) hibernateLoop(ctx context.Context) {
 		if m := c.cfg.MaxAwake; m > 0 && c.awake.get(c.rn) >= m {
 			delay = min(after, fullIdle)
 		}
-		var due []*replication.Partition
-		for _, r := range c.rn.PartitionsUnordered() {
+		var due []*replication.Replica
+		for _, r := range c.rn.ReplicasUnordered() {
 			if idle(r) {
 				due = append(due, r)
 			}
@@ -271,7 +271,7 @@ func (c *Cluster) hibernateLoop(ctx context.Context) {
 // node a client asked (all 10,000 partitions of a new topic on one node,
 // whose heartbeats then overloaded it), and clients asking different
 // nodes do not start rival elections. Without a set, this node.
-func (c *Cluster) LeaderOf(s replication.PartitionStatus, set []string) (string, uint64) {
+func (c *Cluster) LeaderOf(s replication.ReplicaStatus, set []string) (string, uint64) {
 	leader := string(s.LeaderID)
 	if !s.Asleep || leader == c.self || (leader != "" && c.reachable(leader)) {
 		return leader, s.Term
@@ -296,7 +296,7 @@ func (c *Cluster) waker(set []string) string {
 // only an awake leader can change the voters (matchVoters).
 // The reconcile asks it of every sleeping replica every 2 s, so it
 // allocates nothing unless it wakes one.
-func (c *Cluster) wakeForVoters(set []string, r *replication.Partition) error {
+func (c *Cluster) wakeForVoters(set []string, r *replication.Replica) error {
 	rec, ok := r.Slept()
 	if !ok || !(rec.WasLeader || (len(set) > 0 && set[0] == c.self)) {
 		return nil

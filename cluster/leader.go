@@ -15,7 +15,7 @@ import (
 // Replica returns this node's replica of p when it leads p's group, or
 // *NotLeaderError naming the leader (or, when this node has no replica,
 // the preferred leader, which leads or knows who does).
-func (c *Cluster) Replica(ctx context.Context, p *partition.Partition) (*replication.Partition, error) {
+func (c *Cluster) Replica(ctx context.Context, p *partition.Partition) (*replication.Replica, error) {
 	r, set, ok := c.localReplica(p)
 	if !ok {
 		// This node has the topic but its metadata does not: it may be
@@ -115,7 +115,7 @@ const (
 // that knew a leader wakes its replica itself. Each redirect goes to a
 // replica earlier in set than the node redirecting (the node sent to names
 // itself or one before it), so they end, after at most len(set)-1.
-func (c *Cluster) preferredWaker(r *replication.Partition, set []string) string {
+func (c *Cluster) preferredWaker(r *replication.Replica, set []string) string {
 	if rec, _ := r.Slept(); !r.Asleep() || rec.LeaderID != "" {
 		return ""
 	}
@@ -128,12 +128,12 @@ func (c *Cluster) preferredWaker(r *replication.Partition, set []string) string 
 // localReplica is this node's replica of p's group (nil when it has none)
 // and the nodes the metadata places it on; ok is false when the metadata
 // has no partition p.
-func (c *Cluster) localReplica(p *partition.Partition) (r *replication.Partition, set []string, ok bool) {
+func (c *Cluster) localReplica(p *partition.Partition) (r *replication.Replica, set []string, ok bool) {
 	cfg, set, ok := c.meta.FSM.Placement(p.Topic, p.ID)
 	if !ok {
 		return nil, nil, false
 	}
-	return c.rn.Partition(c.groups.of(cfg, p.ID)), set, true
+	return c.rn.Replica(c.groups.of(cfg, p.ID)), set, true
 }
 
 // leadsWait bounds how long Leads waits for a new leader's proof.
@@ -141,7 +141,7 @@ const leadsWait = time.Second
 
 // Leads reports whether this node leads p's group with a high watermark
 // that is the group's: once it has proven, for its term, that every entry
-// of earlier terms is applied here (replication.Partition.Leading, waited
+// of earlier terms is applied here (replication.Replica.Leading, waited
 // for up to leadsWait). A new leader's high watermark may lag until then (a
 // follower learns the commit index late, and one that fell asleep may not
 // have learned it at all). It does not wake a sleeping replica, which

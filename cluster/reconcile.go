@@ -146,7 +146,7 @@ func (c *Cluster) dropSuperseded(st meta.State) []error {
 		dropErrs := make([]error, lc.Partitions)
 		fanout.Run(context.Background(), int(lc.Partitions), reconcileParallel, func(_ context.Context, i int) {
 			g := meta.GroupOf(lc, int32(i))
-			if err := c.rn.ClosePartition(g); err != nil {
+			if err := c.rn.CloseReplica(g); err != nil {
 				dropErrs[i] = err
 				return
 			}
@@ -170,7 +170,7 @@ func changeTo(c partition.TopicConfig) partition.ConfigChange {
 func (c *Cluster) reconcileReplica(st meta.State, ref replicaRef) error {
 	t, id, group := ref.t, ref.id, ref.group
 	want := slices.Contains(t.Replicas[id], c.self)
-	r := c.rn.Partition(group)
+	r := c.rn.Replica(group)
 	switch {
 	case want && r == nil:
 		var err error
@@ -179,7 +179,7 @@ func (c *Cluster) reconcileReplica(st meta.State, ref replicaRef) error {
 		}
 	case !want && r != nil:
 		c.boots.forget(group)
-		return c.rn.ClosePartition(group)
+		return c.rn.CloseReplica(group)
 	case !want:
 		return nil
 	}
@@ -197,7 +197,7 @@ func (c *Cluster) reconcileReplica(st meta.State, ref replicaRef) error {
 
 // openReplica opens this node's replica of a partition, bootstrapping its
 // group when this node is in the initial configuration.
-func (c *Cluster) openReplica(st meta.State, ref replicaRef) (*replication.Partition, error) {
+func (c *Cluster) openReplica(st meta.State, ref replicaRef) (*replication.Replica, error) {
 	t, id, p, group := ref.t, ref.id, ref.p, ref.group
 	r, err := c.rn.OpenReplica(group, p.Log, replication.ReplicaOptions{
 		OnApply: p.Observe,
@@ -250,7 +250,7 @@ func (c *Cluster) openReplica(st meta.State, ref replicaRef) (*replication.Parti
 // bootstrapLate bootstraps group's replica r, opened without a
 // configuration (firstelection.go), unless it has taken one from a leader
 // or voted meanwhile (raft.ErrCantBootstrap).
-func (c *Cluster) bootstrapLate(group string, r *replication.Partition, servers []raft.Server) {
+func (c *Cluster) bootstrapLate(group string, r *replication.Replica, servers []raft.Server) {
 	switch err := r.Bootstrap(servers); {
 	case err == nil:
 		c.logger.Info("a new partition's preferred replica has not led it yet: its other replicas stand for election", "group", group)
@@ -271,7 +271,7 @@ func (c *Cluster) kickReconcile() {
 // matchVoters makes the voters of a group this node leads the placement's
 // set: adds first, so a partition never runs on fewer replicas than asked,
 // then removals (itself last: a leader removing itself steps down).
-func (c *Cluster) matchVoters(st meta.State, set []string, r *replication.Partition) error {
+func (c *Cluster) matchVoters(st meta.State, set []string, r *replication.Replica) error {
 	servers, err := r.Servers()
 	if err != nil {
 		return err

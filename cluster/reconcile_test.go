@@ -125,7 +125,7 @@ func TestReconcileOpensReplicasConcurrently(t *testing.T) {
 		t.Errorf("%d bootstraps writing at once, bound %d", g.Max(), reconcileParallel)
 	}
 	for i := range cfg.Partitions {
-		r := c.rn.Partition(meta.GroupOf(cfg, i))
+		r := c.rn.Replica(meta.GroupOf(cfg, i))
 		if r == nil {
 			t.Fatalf("partition %d: no replica after reconcile", i)
 		}

@@ -52,7 +52,7 @@ func (c *Cluster) LocalStatus(self meta.Node) Status {
 	st := c.State()
 	for _, t := range st.Topics {
 		for i := range t.Replicas {
-			r := c.rn.Partition(c.groups.of(t.Config, int32(i)))
+			r := c.rn.Replica(c.groups.of(t.Config, int32(i)))
 			if r == nil {
 				continue
 			}
@@ -187,7 +187,7 @@ func (c *Cluster) lagLoop(ctx context.Context) {
 		followers := map[string]bool{}
 		for _, tp := range st.Topics {
 			for i, set := range tp.Replicas {
-				r := c.rn.Partition(c.groups.of(tp.Config, int32(i)))
+				r := c.rn.Replica(c.groups.of(tp.Config, int32(i)))
 				if r == nil || !r.IsLeader() {
 					continue
 				}

@@ -29,7 +29,7 @@ import (
 // instance down (Close, a sleep): Raft's own shutdown of a leader that
 // removed itself (ShutdownOnRemove) is off, the leader steps down instead.
 
-// instance is one run of a replica's Raft (OpenPartition or a wake), until
+// instance is one run of a replica's Raft (OpenReplica or a wake), until
 // shutdown (Close or a sleep).
 type instance struct {
 	*raft.Raft

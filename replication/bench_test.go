@@ -26,7 +26,7 @@ func BenchmarkAppendAcksAll(b *testing.B) {
 				recs[i] = batch.Record{Key: []byte("k"), Value: make([]byte, 100)}
 			}
 			proto := batch.Encode(nil, 0, batch.NoProducer, recs)
-			p := c.Leader(group).Partition(group)
+			p := c.Leader(group).Replica(group)
 			b.SetBytes(int64(len(proto)))
 			b.ResetTimer()
 			start := time.Now()
@@ -63,7 +63,7 @@ func BenchmarkOneProducerWindow(b *testing.B) {
 				recs[i] = batch.Record{Key: []byte("k"), Value: make([]byte, 1000)}
 			}
 			proto := batch.Encode(nil, 0, batch.NoProducer, recs)
-			p := c.Leader(group).Partition(group)
+			p := c.Leader(group).Replica(group)
 			b.SetBytes(int64(len(proto)))
 			b.ResetTimer()
 			var inflight []*replication.Write

@@ -38,11 +38,11 @@ func behindRetention(t *testing.T) (*clustertest.Cluster, *clustertest.Node, *cl
 			f = n
 		}
 	}
-	fNext := f.Partition(group).Log().NextOffset()
+	fNext := f.Replica(group).Log().NextOffset()
 	c.Kill(f.ID)
 	appendN(t, c, 150, "b")
 	leader = c.Leader(group)
-	lp := leader.Partition(group)
+	lp := leader.Replica(group)
 	if err := lp.Raft().Snapshot().Error(); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func waitSameAsLeader(t *testing.T, c *clustertest.Cluster, n *clustertest.Node,
 	deadline := time.Now().Add(timeout)
 	for {
 		leader := c.Leader(group)
-		lp, p := leader.Partition(group), n.Partition(group)
+		lp, p := leader.Replica(group), n.Replica(group)
 		if lp != nil && p != nil {
 			ll, nl := lp.Log(), p.Log()
 			if ll.LastIndex() == nl.LastIndex() && ll.HighWatermark() == nl.HighWatermark() && lp.Raft().AppliedIndex() >= ll.LastIndex() {
@@ -115,7 +115,7 @@ func TestFollowerBehindRetentionCatchesUpBySegmentCopy(t *testing.T) {
 	c, f, _ := behindRetention(t)
 	c.Restart(f.ID)
 	waitSameAsLeader(t, c, f, 30*time.Second)
-	copies, copied := f.Partition(group).CatchUps()
+	copies, copied := f.Replica(group).CatchUps()
 	if copies != 1 || copied == 0 {
 		t.Fatalf("%s caught up with %d segment copies (%d bytes), want 1", f.ID, copies, copied)
 	}
@@ -126,7 +126,7 @@ func TestFollowerBehindRetentionCatchesUpBySegmentCopy(t *testing.T) {
 	c.Restart(f.ID)
 	appendN(t, c, 3, "e")
 	waitSameAsLeader(t, c, f, 30*time.Second)
-	if copies, _ := f.Partition(group).CatchUps(); copies != 0 {
+	if copies, _ := f.Replica(group).CatchUps(); copies != 0 {
 		t.Fatalf("%s copied segments again after a restart with its log caught up", f.ID)
 	}
 }
@@ -155,7 +155,7 @@ func TestCatchUpInterruptedByStop(t *testing.T) {
 	c.Kill(f.ID)
 	c.Restart(f.ID)
 	waitSameAsLeader(t, c, f, 60*time.Second)
-	if copies, _ := f.Partition(group).CatchUps(); copies != 1 {
+	if copies, _ := f.Replica(group).CatchUps(); copies != 1 {
 		t.Fatalf("%s: %d catch-ups after the restart, want 1", f.ID, copies)
 	}
 }

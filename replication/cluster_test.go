@@ -129,7 +129,7 @@ func TestLeaderLossKeepsAcknowledgedRecords(t *testing.T) {
 	for _, n := range c.Nodes() {
 		a.check(t, n)
 	}
-	if hw := old.Partition(group).Log().HighWatermark(); hw != leader.Partition(group).Log().HighWatermark() {
+	if hw := old.Replica(group).Log().HighWatermark(); hw != leader.Replica(group).Log().HighWatermark() {
 		t.Fatalf("restarted node at high watermark %d", hw)
 	}
 }
@@ -145,7 +145,7 @@ func TestMinorityLeaderTailTruncatedOnRejoin(t *testing.T) {
 	c.WaitConverged(group, 30*time.Second)
 
 	old := c.Leader(group)
-	op := old.Partition(group)
+	op := old.Replica(group)
 	committed := op.Log().LastIndex()
 	oldTerm := op.Raft().CurrentTerm()
 	c.Net.Isolate(old.ID, c.IDs()...)
@@ -190,7 +190,7 @@ func TestMinorityLeaderTailTruncatedOnRejoin(t *testing.T) {
 			t.Fatal("the majority elected no leader")
 		}
 		for _, n := range c.Up() {
-			if n != old && n.Partition(group).Raft().State() == raft.Leader {
+			if n != old && n.Replica(group).Raft().State() == raft.Leader {
 				leader = n
 			}
 		}
@@ -198,7 +198,7 @@ func TestMinorityLeaderTailTruncatedOnRejoin(t *testing.T) {
 	}
 	for i := range 8 {
 		b := batch.Encode(nil, 0, batch.NoProducer, []batch.Record{{Key: []byte("new"), Value: fmt.Appendf(nil, "new:%d", i)}})
-		if _, err := leader.Partition(group).Append(within(t, 10*time.Second), b); err != nil {
+		if _, err := leader.Replica(group).Append(within(t, 10*time.Second), b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -243,7 +243,7 @@ func TestFollowerBehindLogStartNeverRenumbersOffsets(t *testing.T) {
 	c.Kill(f.ID)
 	a.produce(t, c, 80, "b")
 	for _, n := range c.Up() {
-		p := n.Partition(group)
+		p := n.Replica(group)
 		if err := p.Raft().Snapshot().Error(); err != nil {
 			t.Fatal(err)
 		}
@@ -252,13 +252,13 @@ func TestFollowerBehindLogStartNeverRenumbersOffsets(t *testing.T) {
 		}
 	}
 	leader = c.Leader(group)
-	lp := leader.Partition(group).Log()
+	lp := leader.Replica(group).Log()
 	if lp.StartOffset() == 0 {
 		t.Fatal("retention deleted nothing on the leader")
 	}
 	c.Restart(f.ID)
 	a.produce(t, c, 5, "c")
-	fl := f.Partition(group).Log()
+	fl := f.Replica(group).Log()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) && fl.LastIndex() != lp.LastIndex() {
 		time.Sleep(50 * time.Millisecond)
@@ -334,7 +334,7 @@ func (p *producer) check(t *testing.T, n *clustertest.Node) {
 
 // A replica closed and reopened on a running node (same log, same Pebble
 // keys) rejoins its group and catches up; reopening twice is refused.
-func TestReopenPartitionOnRunningNode(t *testing.T) {
+func TestReopenReplicaOnRunningNode(t *testing.T) {
 	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
 	a := newAcked()
 	a.produce(t, c, 5, "a")
@@ -346,15 +346,15 @@ func TestReopenPartitionOnRunningNode(t *testing.T) {
 		}
 	}
 	rn := f.Replication()
-	l := f.Partition(group).Log()
-	if _, err := rn.OpenPartition(group, l); err == nil {
+	l := f.Replica(group).Log()
+	if _, err := rn.OpenReplica(group, l, replication.ReplicaOptions{}); err == nil {
 		t.Fatal("opening an open group twice succeeded")
 	}
-	if err := rn.ClosePartition(group); err != nil {
+	if err := rn.CloseReplica(group); err != nil {
 		t.Fatal(err)
 	}
 	a.produce(t, c, 20, "b")
-	if _, err := rn.OpenPartition(group, l); err != nil {
+	if _, err := rn.OpenReplica(group, l, replication.ReplicaOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c.WaitConverged(group, 30*time.Second)

@@ -20,12 +20,12 @@ const ReadBarrierTimeout = 5 * time.Second
 // IsLeader reports whether this replica leads its group in Raft's view
 // now. That is no proof for serving a request: see Leading and
 // ConfirmRead.
-func (p *Partition) IsLeader() bool { return p.r().State() == raft.Leader }
+func (p *Replica) IsLeader() bool { return p.r().State() == raft.Leader }
 
 // Leader returns the leader's id and Raft address as this replica knows
 // them, empty when it knows none; while it sleeps, the leader it knew
 // when it fell asleep.
-func (p *Partition) Leader() (raft.ServerID, raft.ServerAddress) {
+func (p *Replica) Leader() (raft.ServerID, raft.ServerAddress) {
 	if rec, ok := p.Slept(); ok {
 		return rec.LeaderID, rec.LeaderAddr
 	}
@@ -34,7 +34,7 @@ func (p *Partition) Leader() (raft.ServerID, raft.ServerAddress) {
 }
 
 // Servers returns the group's latest configuration (committed or not).
-func (p *Partition) Servers() ([]raft.Server, error) {
+func (p *Replica) Servers() ([]raft.Server, error) {
 	f := p.r().GetConfiguration()
 	if err := f.Error(); err != nil {
 		return nil, fmt.Errorf("replication: %s: configuration: %w", p.group, err)
@@ -44,7 +44,7 @@ func (p *Partition) Servers() ([]raft.Server, error) {
 
 // LastIndex is the index of the last entry in the replica's Raft log (or
 // of its last snapshot).
-func (p *Partition) LastIndex() uint64 { return p.r().LastIndex() }
+func (p *Replica) LastIndex() uint64 { return p.r().LastIndex() }
 
 // ConfirmRead makes a read served by this replica linearizable: it returns
 // once a barrier started after the call committed and was applied here
@@ -52,7 +52,7 @@ func (p *Partition) LastIndex() uint64 { return p.r().LastIndex() }
 // It fails with a NotLeaderError naming the leader this replica knows when
 // it does not, or no longer, leads; with another error (a timeout, ctx's)
 // when leadership could not be confirmed.
-func (p *Partition) ConfirmRead(ctx context.Context) error {
+func (p *Replica) ConfirmRead(ctx context.Context) error {
 	err := p.reads.Confirm(ctx)
 	if err == nil {
 		return nil

@@ -15,7 +15,7 @@ import (
 func TestConfirmRead(t *testing.T) {
 	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
 	old := c.Leader(group)
-	lp := old.Partition(group)
+	lp := old.Replica(group)
 	if err := lp.ConfirmRead(within(t, 10*time.Second)); err != nil {
 		t.Fatalf("leader: %v", err)
 	}
@@ -26,12 +26,12 @@ func TestConfirmRead(t *testing.T) {
 		// A follower names the leader once it has heard from it.
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			err := n.Partition(group).ConfirmRead(within(t, time.Second))
+			err := n.Replica(group).ConfirmRead(within(t, time.Second))
 			var nl *replication.NotLeaderError
 			if !errors.As(err, &nl) {
 				t.Fatalf("%s, a follower: %v, want a NotLeaderError", n.ID, err)
 			}
-			id, _ := n.Partition(group).Leader()
+			id, _ := n.Replica(group).Leader()
 			if string(nl.LeaderID) == old.ID && string(id) == old.ID {
 				break
 			}

@@ -22,7 +22,7 @@ func deleteRecords(t *testing.T, c *clustertest.Cluster, offset int64) int64 {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	start, err := leader.Partition(group).DeleteRecords(ctx, offset)
+	start, err := leader.Replica(group).DeleteRecords(ctx, offset)
 	if err != nil {
 		t.Fatalf("delete records to %d: %v", offset, err)
 	}
@@ -34,7 +34,7 @@ func deleteRecords(t *testing.T, c *clustertest.Cluster, offset int64) int64 {
 // middle of a segment, which only the log start file can remember).
 func inside(t *testing.T, c *clustertest.Cluster, fromEnd int) int64 {
 	t.Helper()
-	segs := c.Leader(group).Partition(group).Log().Segments()
+	segs := c.Leader(group).Replica(group).Log().Segments()
 	s := segs[len(segs)-fromEnd]
 	if s.NextOffset-s.BaseOffset < 2 {
 		t.Fatalf("segment %d holds %d records", s.BaseOffset, s.NextOffset-s.BaseOffset)
@@ -44,7 +44,7 @@ func inside(t *testing.T, c *clustertest.Cluster, fromEnd int) int64 {
 
 func wantStart(t *testing.T, n *clustertest.Node, want int64) {
 	t.Helper()
-	l := n.Partition(group).Log()
+	l := n.Replica(group).Log()
 	if got := l.StartOffset(); got != want {
 		t.Fatalf("%s: log start %d, want %d", n.ID, got, want)
 	}
@@ -68,7 +68,7 @@ func TestDeleteRecordsReplicatedAndDurable(t *testing.T) {
 	appendN(t, c, 60, "a")
 	c.WaitConverged(group, 30*time.Second)
 	leader := c.Leader(group)
-	lp := leader.Partition(group)
+	lp := leader.Replica(group)
 	hw := lp.Log().HighWatermark()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -82,7 +82,7 @@ func TestDeleteRecordsReplicatedAndDurable(t *testing.T) {
 			f = n
 		}
 	}
-	if _, err := f.Partition(group).DeleteRecords(ctx, 1); !errors.Is(err, replication.ErrNotLeader) {
+	if _, err := f.Replica(group).DeleteRecords(ctx, 1); !errors.Is(err, replication.ErrNotLeader) {
 		t.Fatalf("delete records on a follower: %v, want ErrNotLeader", err)
 	}
 
@@ -100,12 +100,12 @@ func TestDeleteRecordsReplicatedAndDurable(t *testing.T) {
 
 	// A follower down while the start moves again, then falls behind
 	// the leader's log start: it catches up by snapshot and segment copy.
-	fNext := f.Partition(group).Log().NextOffset()
+	fNext := f.Replica(group).Log().NextOffset()
 	c.Kill(f.ID)
 	appendN(t, c, 150, "b")
 	second := inside(t, c, 4)
 	deleteRecords(t, c, second)
-	lp = c.Leader(group).Partition(group)
+	lp = c.Leader(group).Replica(group)
 	if err := lp.Raft().Snapshot().Error(); err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestDeleteRecordsReplicatedAndDurable(t *testing.T) {
 	}
 	c.Restart(f.ID)
 	waitSameAsLeader(t, c, f, 30*time.Second)
-	if copies, _ := f.Partition(group).CatchUps(); copies != 1 {
+	if copies, _ := f.Replica(group).CatchUps(); copies != 1 {
 		t.Fatalf("%s caught up with %d segment copies, want 1", f.ID, copies)
 	}
 	wantStart(t, f, second)
@@ -140,7 +140,7 @@ func restartAll(t *testing.T, c *clustertest.Cluster, f *clustertest.Node) {
 		c.Restart(n.ID)
 	}
 	third := deleteRecords(t, c, -1)
-	if hw := c.Leader(group).Partition(group).Log().HighWatermark(); third != hw {
+	if hw := c.Leader(group).Replica(group).Log().HighWatermark(); third != hw {
 		t.Fatalf("delete records to the high watermark %d: start %d", hw, third)
 	}
 	appendN(t, c, 3, "d")

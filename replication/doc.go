@@ -72,9 +72,9 @@
 //	                         no offset; given back to Raft as a LogCommand
 //	any other raft LogType -> log.Entry{Kind: 1 + LogType}: opaque, owns no offset
 //
-// A sleep marker (Partition.Hibernate, sleep.go) is a logd command that
+// A sleep marker (Replica.Hibernate, sleep.go) is a logd command that
 // applies as nothing. The other logd command is DeleteRecords
-// (Partition.DeleteRecords): the
+// (Replica.DeleteRecords): the
 // leader checks the offset against its high watermark and replicates the
 // command; applying it on every replica moves the log's start
 // (log.AdvanceStart, durable in the log's logstart file before it is
@@ -114,7 +114,7 @@
 //
 // Retention and Raft: on restart Raft restores its latest snapshot and
 // replays every entry after it, and panics on a missing one. Retention of a
-// replicated partition must therefore trim only below Partition.TrimLimit
+// replicated partition must therefore trim only below Replica.TrimLimit
 // (the first segment holding an entry after the latest durable snapshot).
 //
 // The Raft configuration must keep TrailingLogs >= 1 so that a compaction
@@ -141,7 +141,7 @@
 // to the snapshot's index any more, the log restarts empty there
 // (log.ResetTo). The copy travels on the group's own connections on the
 // node's Raft port: a connection whose first byte is 0xC5 (never a Raft
-// RPC type) is a copy request, served by the leader's Partition from its
+// RPC type) is a copy request, served by the leader's Replica from its
 // log (segcopy.go has the wire format).
 //
 // When the copy fails (leader unreachable, a segment deleted meanwhile,
@@ -189,7 +189,7 @@
 //	n, err := replication.NewNode(replication.NodeConfig{
 //		ID: "n1", Listener: ln, DataDir: dataDir, DB: db})
 //	l, err := log.Open(dir, log.Options{ManualHighWatermark: true})
-//	p, err := n.OpenPartition(replication.PartitionGroup("orders", 0), l)
+//	p, err := n.OpenReplica(replication.PartitionGroup("orders", 0), l, replication.ReplicaOptions{})
 //	err = p.Bootstrap(servers) // once, on one replica of a new group
 //	r, err := p.Append(ctx, batch) // acks=all; AppendLeader for acks=leader
 //	// r.BaseOffset..r.LastOffset; readers use l.Read below l.HighWatermark()
@@ -208,9 +208,9 @@
 // A replica that is not the leader answers a *NotLeaderError naming the
 // leader's node id and Raft address; mapping it to the leader's API address
 // is the metadata group's job. Retention of a replicated log trims below
-// Partition.TrimLimit only. NewCollector exports the Raft state to
+// Replica.TrimLimit only. NewCollector exports the Raft state to
 // Prometheus; PlaceReplicas and ReplaceNode compute replica placement, and
-// Partition.TransferLeadership moves leaders to their preferred node.
+// Replica.TransferLeadership moves leaders to their preferred node.
 //
 // The in-process cluster harness for multi-node tests is package
 // replication/clustertest; its links go through replication/faultnet.

@@ -21,7 +21,7 @@ var (
 	// rather than renumber them, and stays behind until a catch-up by
 	// segment copy succeeds.
 	ErrOffsetGap = errors.New("replication: log offsets would diverge from the leader's")
-	// ErrNotLeader is returned by Partition.Append on a replica that is not the
+	// ErrNotLeader is returned by Replica.Append on a replica that is not the
 	// group's leader; NotLeaderError carries the leader's address when known.
 	ErrNotLeader = errors.New("replication: not the leader")
 	// ErrOutcomeUnknown: an append's context ended before Raft answered;

@@ -111,7 +111,7 @@ type roleWatch struct{ stop, done chan struct{} }
 // runs only while an instance does: a sleeping replica keeps no goroutine
 // (a node may hold thousands). Raft blocks on NotifyCh until it is read or it shuts down,
 // so an instance must never run without one.
-func (p *Partition) startRole() {
+func (p *Replica) startRole() {
 	w := &roleWatch{stop: make(chan struct{}), done: make(chan struct{})}
 	p.role = w
 	go p.followRole(w, p.followerCfg, p.leaderCfg)
@@ -121,7 +121,7 @@ func (p *Partition) startRole() {
 // down (sleep.mu held). A notification Raft left unread (a leader's step
 // down, sent as it shut down) is dropped: the next instance starts as a
 // follower, with the follower configuration.
-func (p *Partition) stopRole() {
+func (p *Replica) stopRole() {
 	if p.role == nil {
 		return
 	}
@@ -137,7 +137,7 @@ func (p *Partition) stopRole() {
 // followRole reloads the replica's configuration each time Raft reports
 // (on p.notify) that it gained or lost the leadership, until w.stop is
 // closed. It never takes sleep.mu, which stopRole holds while it waits.
-func (p *Partition) followRole(w *roleWatch, follower, leader raft.ReloadableConfig) {
+func (p *Replica) followRole(w *roleWatch, follower, leader raft.ReloadableConfig) {
 	defer close(w.done)
 	for {
 		select {
@@ -159,7 +159,7 @@ func (p *Partition) followRole(w *roleWatch, follower, leader raft.ReloadableCon
 // HeartbeatTimeout is the HeartbeatTimeout this replica's Raft runs with
 // now: the follower value, or the longer leader one while it leads (see
 // leaderHeartbeatTimeout). For tests and diagnostics.
-func (p *Partition) HeartbeatTimeout() time.Duration {
+func (p *Replica) HeartbeatTimeout() time.Duration {
 	if p.leaderHB.Load() {
 		return p.leaderCfg.HeartbeatTimeout
 	}

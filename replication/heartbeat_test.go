@@ -66,7 +66,7 @@ func TestStaleLeaderDoesNotStoreEntriesUnderANewerLeadersTerm(t *testing.T) {
 	rc.HeartbeatTimeout = 2 * time.Second
 	rc.ElectionTimeout = 2 * time.Second
 	rc.LeaderLeaseTimeout = 2 * time.Second
-	p, err := OpenPartition(PartitionConfig{
+	p, err := OpenReplica(ReplicaConfig{
 		Group: group, NodeID: "n1", Log: openLog(t, filepath.Join(dir, "log")), DB: db,
 		SnapshotDir: filepath.Join(dir, "snap"), Stream: stream, RPC: newHub(t, mux), Raft: rc, Logger: logger,
 	})
@@ -175,7 +175,7 @@ func TestHeartbeatFastPathOnlyForAFollowersTerm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := OpenPartition(PartitionConfig{
+	p, err := OpenReplica(ReplicaConfig{
 		Group: "p/t/0", NodeID: "n1", Log: openLog(t, filepath.Join(dir, "log")), DB: db,
 		SnapshotDir: filepath.Join(dir, "snap"), Stream: stream, RPC: newHub(t, mux), Logger: logger,
 	})

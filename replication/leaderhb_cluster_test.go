@@ -20,7 +20,7 @@ func waitHeartbeatTimeouts(t *testing.T, c *clustertest.Cluster, group string, f
 	for {
 		var wrong []string
 		for _, n := range c.Up() {
-			p := n.Partition(group)
+			p := n.Replica(group)
 			want := follower
 			if p.Raft().State() == raft.Leader {
 				want = leader

@@ -58,12 +58,12 @@ type LogStore struct {
 	lastStore atomic.Int64
 
 	// started holds the entries started on this leader that must follow
-	// another (Partition.Start's after), by the address of their batch.
+	// another (Replica.Start's after), by the address of their batch.
 	startedMu sync.Mutex
 	started   map[*byte]*startedEntry
 }
 
-// startedEntry is a command started on this leader (Partition.Start).
+// startedEntry is a command started on this leader (Replica.Start).
 // Raft may refuse an entry and then take a later one in the same term (a
 // leadership transfer that failed): StoreLogs refuses an entry whose
 // predecessor of the same caller was not stored, which would otherwise

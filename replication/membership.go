@@ -8,9 +8,9 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// PartitionStatus is a replica's view of its group, for `logd cluster
+// ReplicaStatus is a replica's view of its group, for `logd cluster
 // status` and the per-partition Raft metrics.
-type PartitionStatus struct {
+type ReplicaStatus struct {
 	Group        string
 	State        raft.RaftState
 	Term         uint64
@@ -31,9 +31,9 @@ type PartitionStatus struct {
 }
 
 // Status reports the replica's state.
-func (p *Partition) Status() PartitionStatus {
+func (p *Replica) Status() ReplicaStatus {
 	addr, id := p.r().LeaderWithID()
-	s := PartitionStatus{
+	s := ReplicaStatus{
 		Group:          p.group,
 		State:          p.r().State(),
 		Term:           p.r().CurrentTerm(),
@@ -59,14 +59,14 @@ func (p *Partition) Status() PartitionStatus {
 // AddVoter adds a replica to the group (called on the leader). The new
 // replica catches up from the leader's log; if the leader's log no longer
 // starts at index 1, by segment copy (see the package comment).
-func (p *Partition) AddVoter(id raft.ServerID, addr raft.ServerAddress, timeout time.Duration) error {
+func (p *Replica) AddVoter(id raft.ServerID, addr raft.ServerAddress, timeout time.Duration) error {
 	in := p.inst()
 	return p.membership("add voter "+string(id), in.await(in.AddVoter(id, addr, 0, timeout)))
 }
 
 // RemoveServer removes a replica from the group (called on the leader; a
 // leader removing itself steps down once the change commits).
-func (p *Partition) RemoveServer(id raft.ServerID, timeout time.Duration) error {
+func (p *Replica) RemoveServer(id raft.ServerID, timeout time.Duration) error {
 	in := p.inst()
 	return p.membership("remove server "+string(id), in.await(in.RemoveServer(id, 0, timeout)))
 }
@@ -78,12 +78,12 @@ func (p *Partition) RemoveServer(id raft.ServerID, timeout time.Duration) error 
 // stops) it never answers, and a leader spreader waiting for that answer
 // spread nothing more and held the node's shutdown for good (seen once in
 // a burst over 10,000 partitions): await ends with the instance.
-func (p *Partition) TransferLeadership(id raft.ServerID, addr raft.ServerAddress) error {
+func (p *Replica) TransferLeadership(id raft.ServerID, addr raft.ServerAddress) error {
 	in := p.inst()
 	return p.membership("transfer leadership to "+string(id), in.await(in.LeadershipTransferToServer(id, addr)))
 }
 
-func (p *Partition) membership(what string, err error) error {
+func (p *Replica) membership(what string, err error) error {
 	if err == nil {
 		return nil
 	}

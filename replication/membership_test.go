@@ -35,14 +35,14 @@ func TestNodeJoinsAndLeavesWhileProducing(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 
 	n4 := c.AddNode()
-	if err := c.Leader(group).Partition(group).AddVoter(raft.ServerID(n4.ID), raft.ServerAddress(n4.Addr), 10*time.Second); err != nil {
+	if err := c.Leader(group).Replica(group).AddVoter(raft.ServerID(n4.ID), raft.ServerAddress(n4.Addr), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)
 
 	// Remove the leader itself: the hardest member to lose.
 	gone := c.Leader(group)
-	if err := gone.Partition(group).RemoveServer(raft.ServerID(gone.ID), 10*time.Second); err != nil {
+	if err := gone.Replica(group).RemoveServer(raft.ServerID(gone.ID), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	c.Kill(gone.ID)
@@ -51,7 +51,7 @@ func TestNodeJoinsAndLeavesWhileProducing(t *testing.T) {
 	wg.Wait()
 
 	c.WaitConverged(group, 60*time.Second)
-	st := c.Leader(group).Partition(group).Status()
+	st := c.Leader(group).Replica(group).Status()
 	var ids []string
 	for _, s := range st.Servers {
 		ids = append(ids, string(s.ID))
@@ -112,7 +112,7 @@ func TestLeadershipSpreadAcrossNodes(t *testing.T) {
 		if _, err := c.Append(g, b, 20*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		st := nodes[i].Partition(g).Status()
+		st := nodes[i].Replica(g).Status()
 		if st.State != raft.Leader || st.HighWatermark != 1 || st.CommitIndex < st.LastIndex {
 			t.Fatalf("group %s status on its leader: %+v", g, st)
 		}
@@ -140,7 +140,7 @@ func TestSpreadLeadersStopsWhenCancelled(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || len(moved) != 0 {
 		t.Fatalf("SpreadLeaders with a cancelled context: moved %v, error %v; want none moved, context.Canceled", moved, err)
 	}
-	if st := leader.Partition(group).Status(); st.State != raft.Leader {
+	if st := leader.Replica(group).Status(); st.State != raft.Leader {
 		t.Fatalf("the leader gave up its group under a cancelled SpreadLeaders: %+v", st)
 	}
 	// The same call, not cancelled, does move it (the test above would
@@ -155,7 +155,7 @@ func TestSpreadLeadersStopsWhenCancelled(t *testing.T) {
 func TestAcksLeaderReturnsBeforeCommit(t *testing.T) {
 	c := clustertest.New(t, clustertest.Options{Groups: []string{group}})
 	leader := c.Leader(group)
-	p := leader.Partition(group)
+	p := leader.Replica(group)
 	one := func(v string) []byte {
 		return batch.Encode(nil, 0, batch.NoProducer, []batch.Record{{Key: []byte("k"), Value: []byte(v)}, {Key: []byte("k"), Value: []byte(v)}})
 	}
@@ -240,7 +240,7 @@ func TestRaftMetrics(t *testing.T) {
 			t.Fatalf("%s: no logd_raft_sleeps_total in %v", n.ID, got)
 		}
 		for i, g := range groups {
-			p := n.Partition(g)
+			p := n.Replica(g)
 			leader := 0.0
 			if p.Raft().State() == raft.Leader {
 				leader = 1

@@ -24,7 +24,7 @@ var (
 const stateAsleep = 4
 
 // Collector exports the Raft state of every replica open on a node. Register
-// it once; it reads Partition.Status at each scrape.
+// it once; it reads Replica.Status at each scrape.
 type Collector struct{ n *Node }
 
 // NewCollector returns the collector of n's replicas.
@@ -43,7 +43,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descSleeps, prometheus.CounterValue, float64(sleeps))
 	ch <- prometheus.MustNewConstMetric(descWakes, prometheus.CounterValue, float64(wakes))
 	awake := 0
-	for _, p := range c.n.PartitionsUnordered() {
+	for _, p := range c.n.ReplicasUnordered() {
 		s := p.Status()
 		if !s.Asleep {
 			awake++

@@ -71,7 +71,7 @@ type Node struct {
 	log hclog.Logger
 
 	mu     sync.Mutex
-	parts  map[string]*Partition
+	parts  map[string]*Replica
 	closed bool
 	// opening holds the groups OpenReplica is starting, outside mu; opens
 	// counts them for Close.
@@ -102,7 +102,7 @@ const (
 )
 
 // NewNode starts the node's Raft port. Groups are opened with
-// OpenPartition.
+// OpenReplica.
 func NewNode(cfg NodeConfig) (*Node, error) {
 	if cfg.ID == "" || cfg.Listener == nil || cfg.DB == nil || cfg.DataDir == "" {
 		return nil, errors.New("replication: NodeConfig needs ID, Listener, DB and DataDir")
@@ -125,7 +125,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		mux.Close()
 		return nil, err
 	}
-	return &Node{cfg: cfg, mux: mux, rpc: hub, log: cfg.Logger, parts: map[string]*Partition{}, opening: map[string]bool{}}, nil
+	return &Node{cfg: cfg, mux: mux, rpc: hub, log: cfg.Logger, parts: map[string]*Replica{}, opening: map[string]bool{}}, nil
 }
 
 // Awake is how many of the node's open replicas run their Raft instance
@@ -154,27 +154,22 @@ func (n *Node) ID() raft.ServerID { return n.cfg.ID }
 // Addr is the node's Raft address.
 func (n *Node) Addr() raft.ServerAddress { return raft.ServerAddress(n.mux.Addr().String()) }
 
-// OpenPartition starts this node's replica of a partition group over l
-// (opened with ManualHighWatermark; the caller closes it after the replica
-// is closed).
-func (n *Node) OpenPartition(group string, l *log.Log) (*Partition, error) {
-	return n.OpenReplica(group, l, ReplicaOptions{})
-}
-
 // ReplicaOptions are the per-replica options of OpenReplica.
 type ReplicaOptions struct {
-	// OnApply: see PartitionConfig.OnApply.
+	// OnApply: see ReplicaConfig.OnApply.
 	OnApply func(batch.Info)
-	// OnRestore: see PartitionConfig.OnRestore.
+	// OnRestore: see ReplicaConfig.OnRestore.
 	OnRestore func()
 }
 
-// OpenReplica is OpenPartition with per-replica options. The group is
-// reserved under the node's mutex and its Raft started outside it (a few
-// milliseconds of disk reads each): a reconcile opens thousands of
-// replicas at once, and every lookup of a replica (Partition,
-// one per produce and fetch) takes that mutex.
-func (n *Node) OpenReplica(group string, l *log.Log, opts ReplicaOptions) (*Partition, error) {
+// OpenReplica starts this node's replica of a partition group over l
+// (opened with ManualHighWatermark; the caller closes it after the replica
+// is closed), with per-replica options (the zero ReplicaOptions for none).
+// The group is reserved under the node's mutex and its Raft started outside
+// it (a few milliseconds of disk reads each): a reconcile opens thousands
+// of replicas at once, and every lookup of a replica (Replica, one per
+// produce and fetch) takes that mutex.
+func (n *Node) OpenReplica(group string, l *log.Log, opts ReplicaOptions) (*Replica, error) {
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
@@ -193,7 +188,7 @@ func (n *Node) OpenReplica(group string, l *log.Log, opts ReplicaOptions) (*Part
 	n.opens.Add(1) // Close waits for it
 	n.mu.Unlock()
 	defer n.opens.Done()
-	p, err := OpenPartition(PartitionConfig{
+	p, err := OpenReplica(ReplicaConfig{
 		Group:       group,
 		NodeID:      n.cfg.ID,
 		Log:         l,
@@ -227,7 +222,7 @@ func (n *Node) OpenReplica(group string, l *log.Log, opts ReplicaOptions) (*Part
 // Raft's cached last index is stale (LogStore.SetOnStale), and only a Raft
 // started again reads it from the store. Nothing is done when p was closed
 // or replaced meanwhile.
-func (n *Node) restartStale(group string, p *Partition, opts ReplicaOptions) {
+func (n *Node) restartStale(group string, p *Replica, opts ReplicaOptions) {
 	n.mu.Lock()
 	if n.closed || n.parts[group] != p {
 		n.mu.Unlock()
@@ -275,28 +270,28 @@ func (n *Node) Logger() hclog.Logger { return n.log }
 // Config is the node's configuration.
 func (n *Node) Config() NodeConfig { return n.cfg }
 
-// Partition returns the open replica of group, or nil.
-func (n *Node) Partition(group string) *Partition {
+// Replica returns the open replica of group, or nil.
+func (n *Node) Replica(group string) *Replica {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.parts[group]
 }
 
 // Partitions returns the open replicas, by group id.
-func (n *Node) Partitions() []*Partition {
-	out := n.PartitionsUnordered()
-	slices.SortFunc(out, func(a, b *Partition) int { return strings.Compare(a.group, b.group) })
+func (n *Node) Replicas() []*Replica {
+	out := n.ReplicasUnordered()
+	slices.SortFunc(out, func(a, b *Replica) int { return strings.Compare(a.group, b.group) })
 	return out
 }
 
-// PartitionsUnordered returns the open replicas in no order, for a caller
+// ReplicasUnordered returns the open replicas in no order, for a caller
 // that looks at every one often: sorting 10,000 of them, four times a
 // second in the hibernate loop, was 5% of a node's CPU during a burst
 // over 10,000 partitions.
-func (n *Node) PartitionsUnordered() []*Partition {
+func (n *Node) ReplicasUnordered() []*Replica {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	out := make([]*Partition, 0, len(n.parts))
+	out := make([]*Replica, 0, len(n.parts))
 	for _, p := range n.parts {
 		out = append(out, p)
 	}
@@ -314,7 +309,7 @@ func (n *Node) PartitionsUnordered() []*Partition {
 func (n *Node) SpreadLeaders(ctx context.Context, preferred func(group string) (raft.ServerID, bool)) ([]string, error) {
 	var moved []string
 	var errs []error
-	for _, p := range n.Partitions() {
+	for _, p := range n.Replicas() {
 		if ctx.Err() != nil {
 			errs = append(errs, ctx.Err())
 			break
@@ -369,8 +364,8 @@ func (n *Node) moveDone(group string, err error) {
 	n.failedMoves[group] = f
 }
 
-// ClosePartition stops the replica of group. Its log stays open.
-func (n *Node) ClosePartition(group string) error {
+// CloseReplica stops the replica of group. Its log stays open.
+func (n *Node) CloseReplica(group string) error {
 	n.mu.Lock()
 	p := n.parts[group]
 	delete(n.parts, group)
@@ -410,7 +405,7 @@ func (n *Node) Close() error {
 	}
 	n.closed = true
 	parts := n.parts
-	n.parts = map[string]*Partition{}
+	n.parts = map[string]*Replica{}
 	n.mu.Unlock()
 	errs := closeAll(parts)
 	n.opens.Wait() // a replica opening closes itself (OpenReplica)
@@ -429,7 +424,7 @@ const closeParallel = 32
 
 // closeAll closes the replicas, closeParallel at a time, and returns their
 // errors. Every replica is closed: the context never ends.
-func closeAll(parts map[string]*Partition) []error {
+func closeAll(parts map[string]*Replica) []error {
 	ps := slices.Collect(maps.Values(parts))
 	errs := make([]error, len(ps))
 	fanout.Run(context.Background(), len(ps), closeParallel, func(_ context.Context, i int) { errs[i] = ps[i].Close() })

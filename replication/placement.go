@@ -9,7 +9,7 @@ import (
 // Placement: which nodes hold a partition's replicas, and which of them
 // should lead. A replica set is a list of node ids; its first node is the
 // partition's preferred leader, the node leadership is moved to when
-// leaders are spread (Partition.TransferLeadership). These functions are
+// leaders are spread (Replica.TransferLeadership). These functions are
 // pure and deterministic (ties go to the smaller node id), so every node
 // computing a placement from the same metadata gets the same answer.
 

@@ -49,10 +49,10 @@ import (
 //     a leader after one round of votes rather than an election timeout,
 //     waking the other replicas with its RequestVote.
 //
-// A replica started by the node (OpenPartition) is awake; the node puts it
+// A replica started by the node (OpenReplica) is awake; the node puts it
 // back to sleep at once when its log ends with a marker (SleepIfMarked).
 //
-// While asleep, the Partition answers from the record of the moment it fell
+// While asleep, the Replica answers from the record of the moment it fell
 // asleep (SleepRecord): Raft's methods would answer from a shut-down
 // instance. Writes fail with ErrAsleep: the caller wakes the group (Wake)
 // and waits for a leader, as after any leader loss.
@@ -75,7 +75,7 @@ type SleepCounts struct {
 	Sleeps, Wakes atomic.Int64
 }
 
-// sleepState is a Partition's sleep bookkeeping.
+// sleepState is a Replica's sleep bookkeeping.
 type sleepState struct {
 	// mu orders Sleep, Wake and Close; it is never taken in Raft's
 	// goroutines (a Sleep holding it waits for them to end).
@@ -103,17 +103,17 @@ type sleepState struct {
 
 // raftTransport is the group's Transport as handed to Raft: without
 // Close, which Raft's shutdown calls, since the Transport outlives a
-// sleeping Raft instance (Partition.Close closes it).
+// sleeping Raft instance (Replica.Close closes it).
 type raftTransport struct{ *raftrpc.Transport }
 
 // Close leaves the Transport open for the next Raft instance.
 func (raftTransport) Close() error { return nil }
 
 // Asleep reports whether the replica's Raft is stopped.
-func (p *Partition) Asleep() bool { return p.sleep.asleep.Load() }
+func (p *Replica) Asleep() bool { return p.sleep.asleep.Load() }
 
 // Slept returns the record of the replica's last sleep, if it is asleep.
-func (p *Partition) Slept() (SleepRecord, bool) {
+func (p *Replica) Slept() (SleepRecord, bool) {
 	if !p.Asleep() {
 		return SleepRecord{}, false
 	}
@@ -124,19 +124,19 @@ func (p *Partition) Slept() (SleepRecord, bool) {
 }
 
 // SleepCounts returns how many times the replica fell asleep and woke.
-func (p *Partition) SleepCounts() (sleeps, wakes int64) {
+func (p *Replica) SleepCounts() (sleeps, wakes int64) {
 	return p.sleep.sleeps.Load(), p.sleep.wakes.Load()
 }
 
 // Touch records a use of the replica (a request it serves) for Idle.
-func (p *Partition) Touch() { p.sleep.used.Store(time.Now().UnixNano()) }
+func (p *Replica) Touch() { p.sleep.used.Store(time.Now().UnixNano()) }
 
 // UsedSinceWake reports whether the replica was used (Touch) after it
 // last woke.
-func (p *Partition) UsedSinceWake() bool { return p.sleep.used.Load() > p.sleep.woke.Load() }
+func (p *Replica) UsedSinceWake() bool { return p.sleep.used.Load() > p.sleep.woke.Load() }
 
 // Woke returns when the replica last woke (the zero time if it never did).
-func (p *Partition) Woke() time.Time {
+func (p *Replica) Woke() time.Time {
 	if w := p.sleep.woke.Load(); w != 0 {
 		return time.Unix(0, w)
 	}
@@ -146,7 +146,7 @@ func (p *Partition) Woke() time.Time {
 // Idle returns how long ago the replica was last used (Touch), woke, or
 // stored a log entry (any write, barrier or configuration change, led or
 // followed).
-func (p *Partition) Idle() time.Duration {
+func (p *Replica) Idle() time.Duration {
 	last := max(p.sleep.used.Load(), p.store.lastStore.Load())
 	return time.Since(time.Unix(0, last))
 }
@@ -159,7 +159,7 @@ func (p *Partition) Idle() time.Duration {
 // could not be committed within timeout, or anything was appended after
 // it, or the replica was used (Touch) while the marker was on its way: a
 // request it serves would find it asleep.
-func (p *Partition) Hibernate(timeout time.Duration) (bool, error) {
+func (p *Replica) Hibernate(timeout time.Duration) (bool, error) {
 	in := p.inst()
 	r := in.Raft
 	if p.Asleep() || r.State() != raft.Leader {
@@ -197,7 +197,7 @@ func (p *Partition) Hibernate(timeout time.Duration) (bool, error) {
 // leader fell silent, and its RequestVotes would wake the whole group for
 // nothing; the torture saw more sleeps than wakes. A voter that did not
 // answer within F is down or cut off, and is not waited for.
-func (p *Partition) awaitMarker(r *raft.Raft, term, index uint64) {
+func (p *Replica) awaitMarker(r *raft.Raft, term, index uint64) {
 	f := r.GetConfiguration()
 	if f.Error() != nil {
 		return
@@ -225,7 +225,7 @@ func (p *Partition) awaitMarker(r *raft.Raft, term, index uint64) {
 
 // Sleep stops the replica's Raft now, whatever its role. It is a no-op
 // for a replica that is asleep or closed.
-func (p *Partition) Sleep() error {
+func (p *Replica) Sleep() error {
 	p.sleep.mu.Lock()
 	defer p.sleep.mu.Unlock()
 	if p.sleep.closed || p.Asleep() {
@@ -246,7 +246,7 @@ func (p *Partition) Sleep() error {
 // after a snapshot), and seconds on a loaded one, where a list offsets
 // over 200 partitions that woke them took 7-18 s, longer than its client
 // waits.
-func (p *Partition) sleepLocked(in *instance) error {
+func (p *Replica) sleepLocked(in *instance) error {
 	r := in.Raft
 	if r.LastIndex() > p.snaps.last.Load()+sleepSnapshotAfter {
 		if err := r.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
@@ -282,7 +282,7 @@ const sleepSnapshotAfter = 256
 
 // Wake starts the replica's Raft again, if it is asleep; with campaign, it
 // stands for election at once. Waking a replica that is awake is a no-op.
-func (p *Partition) Wake(campaign bool) error {
+func (p *Replica) Wake(campaign bool) error {
 	p.sleep.mu.Lock()
 	defer p.sleep.mu.Unlock()
 	if p.sleep.closed {
@@ -321,7 +321,7 @@ func (p *Partition) Wake(campaign bool) error {
 // node with thousands of them minutes. It knows no leader then (Slept's
 // LeaderID is empty). A group that is awake elsewhere wakes it with its
 // next RPC. It reports whether the replica sleeps.
-func (p *Partition) SleepIfMarked() (bool, error) {
+func (p *Replica) SleepIfMarked() (bool, error) {
 	p.sleep.mu.Lock()
 	defer p.sleep.mu.Unlock()
 	in := p.inst()
@@ -332,7 +332,7 @@ func (p *Partition) SleepIfMarked() (bool, error) {
 }
 
 // wakeForPeer wakes the replica for an RPC a peer sent it.
-func (p *Partition) wakeForPeer() {
+func (p *Replica) wakeForPeer() {
 	if err := p.Wake(false); err != nil && !errors.Is(err, raft.ErrRaftShutdown) {
 		p.logger.Warn("waking for a peer's RPC failed", "error", err)
 	}
@@ -340,7 +340,7 @@ func (p *Partition) wakeForPeer() {
 
 // markerStored is the log store's hook: a sleep marker was stored as the
 // last entry at index. A follower checks F/2 later whether to sleep.
-func (p *Partition) markerStored(uint64) {
+func (p *Replica) markerStored(uint64) {
 	p.sleep.timerMu.Lock()
 	defer p.sleep.timerMu.Unlock()
 	if p.sleep.timerStop {
@@ -357,7 +357,7 @@ func (p *Partition) markerStored(uint64) {
 // checkMarker puts a follower to sleep whose last entry is a sleep marker
 // and which has heard from no leader for F/2; while one is heard, it looks
 // again when F/2 will have passed since.
-func (p *Partition) checkMarker() {
+func (p *Replica) checkMarker() {
 	p.sleep.mu.Lock()
 	defer p.sleep.mu.Unlock()
 	in := p.inst()
@@ -379,7 +379,7 @@ func (p *Partition) checkMarker() {
 }
 
 // lastIsMarker reports whether the log's last entry is a sleep marker.
-func (p *Partition) lastIsMarker() bool {
+func (p *Replica) lastIsMarker() bool {
 	var l raft.Log
 	if err := p.store.GetLog(p.log.LastIndex(), &l); err != nil {
 		return false
@@ -388,7 +388,7 @@ func (p *Partition) lastIsMarker() bool {
 }
 
 // stopTimers stops the marker check for Close.
-func (p *Partition) stopTimers() {
+func (p *Replica) stopTimers() {
 	p.sleep.timerMu.Lock()
 	defer p.sleep.timerMu.Unlock()
 	p.sleep.timerStop = true

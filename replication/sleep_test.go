@@ -22,8 +22,8 @@ func waitAsleep(t *testing.T, c *clustertest.Cluster, timeout time.Duration) {
 	for {
 		var awake []string
 		for _, n := range c.Up() {
-			if !n.Partition(group).Asleep() {
-				awake = append(awake, fmt.Sprintf("%s (%v)", n.ID, n.Partition(group).Raft().State()))
+			if !n.Replica(group).Asleep() {
+				awake = append(awake, fmt.Sprintf("%s (%v)", n.ID, n.Replica(group).Raft().State()))
 			}
 		}
 		if len(awake) == 0 {
@@ -41,11 +41,11 @@ func waitAsleep(t *testing.T, c *clustertest.Cluster, timeout time.Duration) {
 func hibernate(t *testing.T, c *clustertest.Cluster) *clustertest.Node {
 	t.Helper()
 	leader := c.Leader(group)
-	ok, err := leader.Partition(group).Hibernate(10 * time.Second)
+	ok, err := leader.Replica(group).Hibernate(10 * time.Second)
 	if err != nil || !ok {
 		t.Fatalf("hibernate on %s: %v, %v", leader.ID, ok, err)
 	}
-	if !leader.Partition(group).Asleep() {
+	if !leader.Replica(group).Asleep() {
 		t.Fatalf("%s hibernated and is awake", leader.ID)
 	}
 	waitAsleep(t, c, 10*time.Second)
@@ -63,14 +63,14 @@ func TestHibernateSleepsAndWakesWhereUsed(t *testing.T) {
 	c.WaitConverged(group, 30*time.Second)
 
 	old := hibernate(t, c)
-	rec, ok := old.Partition(group).Slept()
+	rec, ok := old.Replica(group).Slept()
 	if !ok || !rec.WasLeader || rec.LeaderID != raft.ServerID(old.ID) {
 		t.Fatalf("the old leader's sleep record: %+v, %v", rec, ok)
 	}
 	// Longer than any election timeout (1.5 s to 3 s here): nobody wakes.
 	time.Sleep(4 * time.Second)
 	for _, n := range c.Up() {
-		p := n.Partition(group)
+		p := n.Replica(group)
 		if _, wakes := p.SleepCounts(); !p.Asleep() || wakes != 0 {
 			t.Fatalf("%s: asleep %v, woke %d times while idle", n.ID, p.Asleep(), wakes)
 		}
@@ -87,7 +87,7 @@ func TestHibernateSleepsAndWakesWhereUsed(t *testing.T) {
 			break
 		}
 	}
-	if err := woken.Partition(group).Wake(true); err != nil {
+	if err := woken.Replica(group).Wake(true); err != nil {
 		t.Fatal(err)
 	}
 	if l := c.Leader(group); l != woken {
@@ -96,7 +96,7 @@ func TestHibernateSleepsAndWakesWhereUsed(t *testing.T) {
 	a.produce(t, c, 20, "b")
 	c.WaitConverged(group, 30*time.Second)
 	for _, n := range c.Nodes() {
-		if n.Partition(group).Asleep() {
+		if n.Replica(group).Asleep() {
 			t.Fatalf("%s still asleep after the group was used", n.ID)
 		}
 		a.check(t, n)
@@ -138,7 +138,7 @@ func TestRestartWhileAsleep(t *testing.T) {
 	c, a, old := sleepingGroup(t)
 	c.Kill(old.ID)
 	c.Restart(old.ID)
-	if old.Partition(group).Asleep() {
+	if old.Replica(group).Asleep() {
 		t.Fatal("a restarted replica opened asleep")
 	}
 	produceAndCheck(t, c, a, "b")
@@ -154,21 +154,21 @@ func TestRestartAllAsleepStaysAsleep(t *testing.T) {
 	}
 	for _, n := range c.Nodes() {
 		c.Restart(n.ID)
-		ok, err := n.Partition(group).SleepIfMarked()
+		ok, err := n.Replica(group).SleepIfMarked()
 		if err != nil || !ok {
 			t.Fatalf("%s: SleepIfMarked after a restart: %v, %v", n.ID, ok, err)
 		}
-		if rec, _ := n.Partition(group).Slept(); rec.LeaderID != "" {
+		if rec, _ := n.Replica(group).Slept(); rec.LeaderID != "" {
 			t.Fatalf("%s: a replica put back to sleep names leader %s", n.ID, rec.LeaderID)
 		}
 	}
 	time.Sleep(4 * time.Second) // past any election timeout
 	for _, n := range c.Nodes() {
-		if !n.Partition(group).Asleep() {
+		if !n.Replica(group).Asleep() {
 			t.Fatalf("%s woke with nothing using the group", n.ID)
 		}
 	}
-	if err := c.Nodes()[2].Partition(group).Wake(true); err != nil {
+	if err := c.Nodes()[2].Replica(group).Wake(true); err != nil {
 		t.Fatal(err)
 	}
 	produceAndCheck(t, c, a, "b")
@@ -180,7 +180,7 @@ func TestWakeAfterSleepingLeaderDied(t *testing.T) {
 	c, a, old := sleepingGroup(t)
 	c.Kill(old.ID)
 	survivor := c.Up()[0]
-	if err := survivor.Partition(group).Wake(true); err != nil {
+	if err := survivor.Replica(group).Wake(true); err != nil {
 		t.Fatal(err)
 	}
 	produceAndCheck(t, c, a, "b")
@@ -195,7 +195,7 @@ func TestSleepWakeCycles(t *testing.T) {
 		c.WaitConverged(group, 30*time.Second)
 		hibernate(t, c)
 		n := c.Nodes()[i%3]
-		if err := n.Partition(group).Wake(true); err != nil {
+		if err := n.Replica(group).Wake(true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -203,7 +203,7 @@ func TestSleepWakeCycles(t *testing.T) {
 	c.WaitConverged(group, 30*time.Second)
 	for _, n := range c.Nodes() {
 		a.check(t, n)
-		if s, w := n.Partition(group).SleepCounts(); s != 4 || w != 4 {
+		if s, w := n.Replica(group).SleepCounts(); s != 4 || w != 4 {
 			t.Fatalf("%s slept %d and woke %d times, want 4 and 4", n.ID, s, w)
 		}
 	}
@@ -230,12 +230,12 @@ func TestAwakeCountsRunningReplicas(t *testing.T) {
 	awake(1)
 	hibernate(t, c)
 	awake(0)
-	if err := c.Nodes()[1].Partition(group).Wake(true); err != nil {
+	if err := c.Nodes()[1].Replica(group).Wake(true); err != nil {
 		t.Fatal(err)
 	}
 	awake(1)
 	for _, n := range c.Up() {
-		if err := n.Replication().ClosePartition(group); err != nil {
+		if err := n.Replication().CloseReplica(group); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -249,7 +249,7 @@ func TestAwakeCountsRunningReplicas(t *testing.T) {
 func TestHibernateAbandonedByAUse(t *testing.T) {
 	c, a := ackedGroup(t, 5)
 	leader := c.Leader(group)
-	p := leader.Partition(group)
+	p := leader.Replica(group)
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -288,15 +288,15 @@ func TestHibernateAbandonedByAUse(t *testing.T) {
 func TestSleepTakesASnapshot(t *testing.T) {
 	c, _ := ackedGroup(t, 300) // past sleepSnapshotAfter
 	old := hibernate(t, c)
-	want := old.Partition(group).Log().LastIndex() - 1 // before the marker, at least
-	if err := old.Partition(group).Wake(true); err != nil {
+	want := old.Replica(group).Log().LastIndex() - 1 // before the marker, at least
+	if err := old.Replica(group).Wake(true); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.WaitLeader(group, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range c.Nodes() {
-		p := n.Partition(group)
+		p := n.Replica(group)
 		deadline := time.Now().Add(10 * time.Second)
 		for p.Asleep() && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond) // woken by the election's RPCs
@@ -330,20 +330,20 @@ func TestLeaderSleepsOnceEveryReachableFollowerHasTheMarker(t *testing.T) {
 	c.Net.Partition(leader.ID, behind.ID)
 	heal := time.AfterFunc(300*time.Millisecond, c.Net.Heal)
 	defer heal.Stop()
-	ok, err := leader.Partition(group).Hibernate(10 * time.Second)
+	ok, err := leader.Replica(group).Hibernate(10 * time.Second)
 	if err != nil || !ok {
 		t.Fatalf("hibernate on %s: %v, %v", leader.ID, ok, err)
 	}
 	waitAsleep(t, c, 10*time.Second)
 	time.Sleep(5 * time.Second) // past the follower's election timeout (1.5 s)
 	for _, n := range c.Nodes() {
-		if s, w := n.Partition(group).SleepCounts(); !n.Partition(group).Asleep() || s != 1 || w != 0 {
-			t.Errorf("%s: asleep %v, slept %d and woke %d times; want asleep, once, never", n.ID, n.Partition(group).Asleep(), s, w)
+		if s, w := n.Replica(group).SleepCounts(); !n.Replica(group).Asleep() || s != 1 || w != 0 {
+			t.Errorf("%s: asleep %v, slept %d and woke %d times; want asleep, once, never", n.ID, n.Replica(group).Asleep(), s, w)
 		}
 	}
 
 	// Cut off for good: the leader sleeps within F (1.5 s) of the commit.
-	if err := other.Partition(group).Wake(true); err != nil {
+	if err := other.Replica(group).Wake(true); err != nil {
 		t.Fatal(err)
 	}
 	leader = c.Leader(group)
@@ -355,7 +355,7 @@ func TestLeaderSleepsOnceEveryReachableFollowerHasTheMarker(t *testing.T) {
 	}
 	defer c.Net.Heal()
 	start := time.Now()
-	if ok, err := leader.Partition(group).Hibernate(10 * time.Second); err != nil || !ok {
+	if ok, err := leader.Replica(group).Hibernate(10 * time.Second); err != nil || !ok {
 		t.Fatalf("hibernate on %s with a follower cut off: %v, %v", leader.ID, ok, err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -371,7 +371,7 @@ func TestLeaderSleepsOnceEveryReachableFollowerHasTheMarker(t *testing.T) {
 // spreader waited for good, and held its node's shutdown.
 func TestTransferLeadershipOfASleepingReplicaReturns(t *testing.T) {
 	c, _, leader := sleepingGroup(t)
-	p := leader.Partition(group)
+	p := leader.Replica(group)
 	var other *clustertest.Node
 	for _, n := range c.Nodes() {
 		if n != leader {
@@ -401,7 +401,7 @@ func TestTransferLeadershipOfASleepingReplicaReturns(t *testing.T) {
 // behind it until its own deadline.
 func TestReadBarrierOfASleepingReplicaReturns(t *testing.T) {
 	_, _, leader := sleepingGroup(t)
-	p := leader.Partition(group)
+	p := leader.Replica(group)
 	for i := range 20 { // each try queues it with odds of one half
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err := p.ConfirmRead(ctx)

@@ -89,7 +89,7 @@ func awakeGroups(c *clustertest.Cluster, groups []string) []string {
 	var awake []string
 	for _, g := range groups {
 		for _, n := range c.Up() {
-			if !n.Partition(g).Asleep() {
+			if !n.Replica(g).Asleep() {
 				awake = append(awake, g)
 				break
 			}
@@ -102,10 +102,10 @@ func awakeGroups(c *clustertest.Cluster, groups []string) []string {
 // does and is awake.
 func hibernateGroup(c *clustertest.Cluster, g string) {
 	l, err := c.WaitLeader(g, 5*time.Second)
-	if err != nil || l.Partition(g).Asleep() {
+	if err != nil || l.Replica(g).Asleep() {
 		return
 	}
-	l.Partition(g).Hibernate(5 * time.Second)
+	l.Replica(g).Hibernate(5 * time.Second)
 }
 
 // goroutinesByCreator counts the process's goroutines by the function

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/logd/logd/internal/logdtest"
+	"github.com/logd/logd/internal/logdbin"
 )
 
 // Cluster is what the workload and the nemeses need of the system under
@@ -71,7 +71,7 @@ type ProcessWatcher interface {
 // BuildLogd builds cmd/logd into dir and returns the binary's path. It runs
 // `go build` in the module that contains this package.
 func BuildLogd(ctx context.Context, dir string) (string, error) {
-	bin, err := logdtest.Build(ctx, dir)
+	bin, err := logdbin.Build(ctx, dir)
 	if err != nil {
 		return "", fmt.Errorf("torture: %w", err)
 	}

@@ -3,7 +3,7 @@ package torture
 import (
 	"context"
 	"flag"
-	"github.com/logd/logd/internal/logdtest"
+	"github.com/logd/logd/internal/logdbin"
 	"os"
 	"path/filepath"
 	"slices"
@@ -249,9 +249,9 @@ func TestTortureNetwork(t *testing.T) {
 }
 
 // logdBinary is the logd binary built once for the package's tests.
-func logdBinary(t *testing.T) string { return logdtest.Binary(t) }
+func logdBinary(t *testing.T) string { return logdbin.Binary(t) }
 
-func TestMain(m *testing.M) { os.Exit(logdtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(logdbin.Main(m)) }
 
 // TestTortureRetention runs the workload on a topic that keeps about 300
 // records a partition in 4 KiB segments, with the trimmer running every

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logd/logd/internal/logdtest"
+	"github.com/logd/logd/internal/logdbin"
 	"github.com/logd/logd/internal/server/servertest"
 )
 
@@ -38,7 +38,7 @@ func (b binAt) run(stdin string, args ...string) binResult {
 // once it exits.
 func (b binAt) background(args ...string) (*exec.Cmd, *strings.Builder, chan struct{}) {
 	b.t.Helper()
-	cmd := exec.Command(logdtest.Binary(b.t), append(args, "--server", b.addr)...)
+	cmd := exec.Command(logdbin.Binary(b.t), append(args, "--server", b.addr)...)
 	cmd.Env = cleanEnv()
 	out := &syncBuilder{}
 	cmd.Stdout = out

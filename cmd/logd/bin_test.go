@@ -1,8 +1,9 @@
 package main
 
 // Helpers for tests of the real binary: built once per test process by
-// logdtest, run as a child process with its own environment, its exit code
-// and its standard error checked the way a user or a script sees them.
+// internal/logdbin, run as a child process with its own environment, its
+// exit code and its standard error checked the way a user or a script sees
+// them.
 
 import (
 	"bufio"
@@ -18,10 +19,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logd/logd/internal/logdtest"
+	"github.com/logd/logd/internal/logdbin"
 )
 
-func TestMain(m *testing.M) { os.Exit(logdtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(logdbin.Main(m)) }
 
 // binResult is what one run of the binary printed, and its exit code.
 type binResult struct {
@@ -33,7 +34,7 @@ type binResult struct {
 // environment without LOGD_* variables) and waits up to a minute.
 func runBin(t *testing.T, env []string, stdin string, args ...string) binResult {
 	t.Helper()
-	cmd := exec.Command(logdtest.Binary(t), args...)
+	cmd := exec.Command(logdbin.Binary(t), args...)
 	cmd.Env = append(cleanEnv(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb strings.Builder
@@ -112,7 +113,7 @@ var servingLine = regexp.MustCompile(`logd serving"? addr=(\S+) http="?([^" ]*)|
 // It is killed when the test ends.
 func startBin(t *testing.T, env []string, args ...string) *binNode {
 	t.Helper()
-	cmd := exec.Command(logdtest.Binary(t), append([]string{"serve"}, args...)...)
+	cmd := exec.Command(logdbin.Binary(t), append([]string{"serve"}, args...)...)
 	cmd.Env = append(cleanEnv(), env...)
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw

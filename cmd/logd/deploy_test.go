@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/logd/logd/internal/logdtest"
+	"github.com/logd/logd/internal/logdbin"
 )
 
 // deploy/logd.service is hardened as the README says, and systemd accepts
@@ -32,7 +32,7 @@ func TestDeploySystemdUnit(t *testing.T) {
 	}
 	// verify wants ExecStart's binary to exist: point it at the one built.
 	path := filepath.Join(t.TempDir(), "logd.service")
-	text := strings.ReplaceAll(string(unit), "/usr/local/bin/logd", logdtest.Binary(t))
+	text := strings.ReplaceAll(string(unit), "/usr/local/bin/logd", logdbin.Binary(t))
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logd/logd/internal/logdtest"
+	"github.com/logd/logd/internal/logdbin"
 )
 
 // consumeProc is a running `logd consume` and the lines it printed.
@@ -28,7 +28,7 @@ type consumeProc struct {
 
 func startConsume(t *testing.T, args ...string) *consumeProc {
 	t.Helper()
-	cmd := exec.Command(logdtest.Binary(t), append([]string{"consume"}, args...)...)
+	cmd := exec.Command(logdbin.Binary(t), append([]string{"consume"}, args...)...)
 	cmd.Env = cleanEnv()
 	p := &consumeProc{cmd: cmd, exited: make(chan error, 1)}
 	out, err := cmd.StdoutPipe()

@@ -114,7 +114,7 @@ func New(t testing.TB, opts Options) *Cluster {
 		servers[i] = raft.Server{ID: raft.ServerID(n.ID), Address: raft.ServerAddress(n.Addr)}
 	}
 	for _, g := range opts.Groups {
-		if err := c.nodes[0].Partition(g).Bootstrap(servers); err != nil {
+		if err := c.nodes[0].Replica(g).Bootstrap(servers); err != nil {
 			t.Fatalf("bootstrap %s: %v", g, err)
 		}
 		c.Leader(g)
@@ -147,7 +147,7 @@ func (w *logBuffer) String() string {
 }
 
 // AddNode starts a new node holding an empty replica of every group. It is
-// in no group's configuration until a leader adds it (Partition.AddVoter).
+// in no group's configuration until a leader adds it (Replica.AddVoter).
 func (c *Cluster) AddNode() *Node {
 	c.t.Helper()
 	c.mu.Lock()
@@ -220,7 +220,7 @@ func (c *Cluster) WaitLeader(group string, timeout time.Duration) (*Node, error)
 	for {
 		var leaders []*Node
 		for _, n := range c.Up() {
-			if p := n.Partition(group); p != nil && p.Raft().State() == raft.Leader {
+			if p := n.Replica(group); p != nil && p.Raft().State() == raft.Leader {
 				leaders = append(leaders, n)
 			}
 		}
@@ -246,7 +246,7 @@ func (c *Cluster) Append(group string, b []byte, timeout time.Duration) (replica
 		if err != nil {
 			return replication.ApplyResult{}, err
 		}
-		p := n.Partition(group)
+		p := n.Replica(group)
 		if p == nil {
 			continue // killed meanwhile
 		}
@@ -296,14 +296,14 @@ func (c *Cluster) WaitConverged(group string, timeout time.Duration) {
 		if err != nil {
 			c.t.Fatal(err)
 		}
-		lp := leader.Partition(group)
+		lp := leader.Replica(group)
 		if lp == nil {
 			continue
 		}
 		wantLast, wantHW, wantStart := lp.Log().LastIndex(), lp.Log().HighWatermark(), lp.Log().StartOffset()
 		ok := lp.Raft().AppliedIndex() >= wantLast
 		for _, n := range c.Up() {
-			p := n.Partition(group)
+			p := n.Replica(group)
 			// The log start too: a DeleteRecords entry moves no high
 			// watermark.
 			if p == nil || p.Log().LastIndex() != wantLast || p.Log().HighWatermark() != wantHW || p.Log().StartOffset() != wantStart {
@@ -316,7 +316,7 @@ func (c *Cluster) WaitConverged(group string, timeout time.Duration) {
 		if time.Now().After(deadline) {
 			var state []string
 			for _, n := range c.Up() {
-				if p := n.Partition(group); p != nil {
+				if p := n.Replica(group); p != nil {
 					state = append(state, fmt.Sprintf("%s: %v last %d hw %d applied %d", n.ID, p.Raft().State(), p.Log().LastIndex(), p.Log().HighWatermark(), p.Raft().AppliedIndex()))
 				}
 			}
@@ -345,14 +345,14 @@ func (n *Node) Up() bool {
 	return n.up
 }
 
-// Partition returns the node's replica of group, nil when the node is down.
-func (n *Node) Partition(group string) *replication.Partition {
+// Replica returns the node's replica of group, nil when the node is down.
+func (n *Node) Replica(group string) *replication.Replica {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.rn == nil {
 		return nil
 	}
-	return n.rn.Partition(group)
+	return n.rn.Replica(group)
 }
 
 // Replication returns the node's replication.Node, nil when it is down.
@@ -365,7 +365,7 @@ func (n *Node) Replication() *replication.Node {
 // Committed returns the node's committed batches of group, from the log
 // start to the high watermark, as stored.
 func (n *Node) Committed(group string) []byte {
-	p := n.Partition(group)
+	p := n.Replica(group)
 	if p == nil {
 		n.c.t.Fatalf("%s is down", n.ID)
 	}
@@ -484,7 +484,7 @@ func (n *Node) openGroupLocked(group string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := n.rn.OpenPartition(group, l); err != nil {
+	if _, err := n.rn.OpenReplica(group, l, replication.ReplicaOptions{}); err != nil {
 		l.Close()
 		return err
 	}

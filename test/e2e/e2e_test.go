@@ -5,7 +5,7 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"github.com/logd/logd/internal/logdtest"
+	"github.com/logd/logd/internal/logdbin"
 	"io"
 	"os"
 	"os/exec"
@@ -23,9 +23,9 @@ import (
 )
 
 // logdBinary is the logd binary built once for the package's tests.
-func logdBinary(t *testing.T) string { return logdtest.Binary(t) }
+func logdBinary(t *testing.T) string { return logdbin.Binary(t) }
 
-func TestMain(m *testing.M) { os.Exit(logdtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(logdbin.Main(m)) }
 
 // node is a running `logd serve` process.
 type node struct {

@@ -27,14 +27,14 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/logd/logd/internal/logdtest"
+	"github.com/logd/logd/internal/logdbin"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
 // logdBinary is the logd binary built once for the package's tests.
-func logdBinary(t *testing.T) string { return logdtest.Binary(t) }
+func logdBinary(t *testing.T) string { return logdbin.Binary(t) }
 
-func TestMain(m *testing.M) { os.Exit(logdtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(logdbin.Main(m)) }
 
 // server is a running `logd serve`.
 type server struct {

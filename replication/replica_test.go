@@ -17,7 +17,7 @@ import (
 // A single-voter group through real Raft: offsets come back contiguous,
 // Raft's compaction after a snapshot deletes nothing, and a restart
 // restores the high watermark.
-func TestPartitionSingleNodeSnapshotAndRestart(t *testing.T) {
+func TestReplicaSingleNodeSnapshotAndRestart(t *testing.T) {
 	dir := t.TempDir()
 	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -33,14 +33,14 @@ func TestPartitionSingleNodeSnapshotAndRestart(t *testing.T) {
 	defer db.Close()
 
 	hub := newHub(t, mux)
-	start := func() *Partition {
+	start := func() *Replica {
 		stream, err := mux.Group("p/t/0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		rc := raft.DefaultConfig()
 		rc.TrailingLogs = 2
-		p, err := OpenPartition(PartitionConfig{
+		p, err := OpenReplica(ReplicaConfig{
 			Group: "p/t/0", NodeID: "n1", Log: openLog(t, filepath.Join(dir, "log")), DB: db,
 			SnapshotDir: filepath.Join(dir, "snap"), Stream: stream, RPC: hub, Raft: rc, Logger: logger,
 		})
@@ -117,7 +117,7 @@ func within(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-func waitLeader(t *testing.T, p *Partition) {
+func waitLeader(t *testing.T, p *Replica) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for p.Raft().State() != raft.Leader {
@@ -130,7 +130,7 @@ func waitLeader(t *testing.T, p *Partition) {
 
 // Retention trimming up to TrimLimit keeps every entry after the latest
 // snapshot, so Raft restarts (restore, then replay) and appends continue.
-func TestPartitionTrimLimit(t *testing.T) {
+func TestReplicaTrimLimit(t *testing.T) {
 	dir := t.TempDir()
 	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -145,12 +145,12 @@ func TestPartitionTrimLimit(t *testing.T) {
 	db := openPebble(t, filepath.Join(dir, "meta"), vfs.Default)
 	defer db.Close()
 	hub := newHub(t, mux)
-	start := func() *Partition {
+	start := func() *Replica {
 		stream, err := mux.Group("p/t/0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := OpenPartition(PartitionConfig{
+		p, err := OpenReplica(ReplicaConfig{
 			Group: "p/t/0", NodeID: "n1", Log: openLog(t, filepath.Join(dir, "log")), DB: db,
 			SnapshotDir: filepath.Join(dir, "snap"), Stream: stream, RPC: hub, Logger: logger,
 		})

@@ -22,12 +22,12 @@ import (
 )
 
 // ErrOutOfOrder: the leader's log store refused an entry started after
-// another (Partition.Start's after) that Raft did not store; the leader
+// another (Replica.Start's after) that Raft did not store; the leader
 // steps down and the entry fails, as every later one of its term.
 var ErrOutOfOrder = errors.New("replication: entry would follow one that was not stored")
 
 // ErrNotReady: the replica leads but has not applied the entries of
-// earlier terms yet (Partition.Leading); the Cause of a NotLeaderError
+// earlier terms yet (Replica.Leading); the Cause of a NotLeaderError
 // naming this replica. A retry soon succeeds.
 var ErrNotReady = errors.New("replication: leader not ready: applying earlier entries")
 
@@ -55,12 +55,12 @@ func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
 // Unwrap returns Raft's error.
 func (e *NotLeaderError) Unwrap() error { return e.Cause }
 
-// PartitionConfig configures this node's replica of one partition group.
-type PartitionConfig struct {
+// ReplicaConfig configures this node's replica of one partition group.
+type ReplicaConfig struct {
 	Group  string        // group id, "p/<topic>/<partition>"
 	NodeID raft.ServerID // this node
 	// Log is the partition's log, opened with ManualHighWatermark. The
-	// caller closes it after Partition.Close.
+	// caller closes it after Replica.Close.
 	Log *log.Log
 	// DB is the node's Pebble DB, holding the group's term and vote.
 	DB *pebble.DB
@@ -92,8 +92,8 @@ type PartitionConfig struct {
 	Counts *SleepCounts
 }
 
-// Partition is this node's replica of a partition's Raft group.
-type Partition struct {
+// Replica is this node's replica of a partition's Raft group.
+type Replica struct {
 	group  string
 	log    *log.Log
 	store  *LogStore
@@ -182,11 +182,11 @@ func (s *snapshotStore) openedIndex() uint64 {
 	return 0
 }
 
-// OpenPartition starts the replica. A new group must then be bootstrapped
+// OpenReplica starts the replica. A new group must then be bootstrapped
 // on one replica (Bootstrap) or be added to an existing configuration.
-func OpenPartition(cfg PartitionConfig) (*Partition, error) {
+func OpenReplica(cfg ReplicaConfig) (*Replica, error) {
 	if cfg.Log == nil || cfg.DB == nil || cfg.Stream == nil || cfg.RPC == nil || cfg.SnapshotDir == "" || cfg.NodeID == "" || cfg.Group == "" {
-		return nil, errors.New("replication: PartitionConfig needs Group, NodeID, Log, DB, SnapshotDir, Stream and RPC")
+		return nil, errors.New("replication: ReplicaConfig needs Group, NodeID, Log, DB, SnapshotDir, Stream and RPC")
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -219,7 +219,7 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replication: %s: snapshot store: %w", cfg.Group, err)
 	}
-	p := &Partition{group: cfg.Group, log: cfg.Log, snaps: &snapshotStore{SnapshotStore: fsnaps}, logger: logger, counts: cfg.Counts, notify: notify}
+	p := &Replica{group: cfg.Group, log: cfg.Log, snaps: &snapshotStore{SnapshotStore: fsnaps}, logger: logger, counts: cfg.Counts, notify: notify}
 	if p.counts == nil {
 		p.counts = &SleepCounts{}
 	}
@@ -260,33 +260,33 @@ func OpenPartition(cfg PartitionConfig) (*Partition, error) {
 
 // Bootstrap makes servers the group's first configuration, if this replica
 // has no state yet (raft.ErrCantBootstrap otherwise).
-func (p *Partition) Bootstrap(servers []raft.Server) error {
+func (p *Replica) Bootstrap(servers []raft.Server) error {
 	return p.r().BootstrapCluster(raft.Configuration{Servers: servers}).Error()
 }
 
 // Group is the group id.
-func (p *Partition) Group() string { return p.group }
+func (p *Replica) Group() string { return p.group }
 
 // Raft exposes the group's Raft instance to this package's tests and
 // harness (clustertest); other packages use the methods of control.go and
 // membership.go instead.
-func (p *Partition) Raft() *raft.Raft { return p.r() }
+func (p *Replica) Raft() *raft.Raft { return p.r() }
 
 // r is the group's Raft instance now (shut down while the replica sleeps).
-func (p *Partition) r() *raft.Raft { return p.raft.Load().Raft }
+func (p *Replica) r() *raft.Raft { return p.raft.Load().Raft }
 
 // inst is r with what waits on its futures need (await.go).
-func (p *Partition) inst() *instance { return p.raft.Load() }
+func (p *Replica) inst() *instance { return p.raft.Load() }
 
 // run makes r the group's Raft instance.
-func (p *Partition) run(r *raft.Raft) {
+func (p *Replica) run(r *raft.Raft) {
 	p.raft.Store(newInstance(r))
 	p.trans.Bind(r)
 	p.store.SetAppliedIndex(r.AppliedIndex)
 }
 
 // Log is the partition's log.
-func (p *Partition) Log() *log.Log { return p.log }
+func (p *Replica) Log() *log.Log { return p.log }
 
 // Append replicates one record batch and returns its offsets once a
 // quorum has stored it and it is applied here (acks=all): Start and Wait.
@@ -296,7 +296,7 @@ func (p *Partition) Log() *log.Log { return p.log }
 // unknown: the entry may still commit, so a retry must go through the
 // idempotent producer. errors.Is(err, ErrOutcomeUnknown) holds for the
 // former.
-func (p *Partition) Append(ctx context.Context, b []byte) (ApplyResult, error) {
+func (p *Replica) Append(ctx context.Context, b []byte) (ApplyResult, error) {
 	w, err := p.Start(b, false, nil)
 	if err != nil {
 		return ApplyResult{}, err
@@ -304,9 +304,9 @@ func (p *Partition) Append(ctx context.Context, b []byte) (ApplyResult, error) {
 	return w.Wait(ctx)
 }
 
-// Write is a batch entry on its way through Raft (Partition.Start).
+// Write is a batch entry on its way through Raft (Replica.Start).
 type Write struct {
-	p      *Partition
+	p      *Replica
 	entry  *startedEntry
 	stored <-chan storedResult // leaderOnly: the leader's log stored it
 	done   chan struct{}       // closed once res and err are final
@@ -334,7 +334,7 @@ type Write struct {
 // the next one when the transfer failed, in the same term, so the log
 // store refuses to store b unless after's entry was stored (the leader
 // then steps down, failing b and the entries after it).
-func (p *Partition) Start(b []byte, leaderOnly bool, after *Write) (*Write, error) {
+func (p *Replica) Start(b []byte, leaderOnly bool, after *Write) (*Write, error) {
 	if err := checkAppend(b); err != nil {
 		return nil, err
 	}
@@ -370,7 +370,7 @@ func (p *Partition) Start(b []byte, leaderOnly bool, after *Write) (*Write, erro
 }
 
 // applied returns the outcome of f, answered with err.
-func (p *Partition) applied(f raft.ApplyFuture, err error) (ApplyResult, error) {
+func (p *Replica) applied(f raft.ApplyFuture, err error) (ApplyResult, error) {
 	if err != nil {
 		return ApplyResult{}, p.applyError(err)
 	}
@@ -415,7 +415,7 @@ func (w *Write) Result() (ApplyResult, error) {
 // replica leads but has not applied them yet. Raft's AppliedIndex is no
 // such proof: it moves when entries are handed to the state machine,
 // before they are applied.
-func (p *Partition) Leading(ctx context.Context) (uint64, error) {
+func (p *Replica) Leading(ctx context.Context) (uint64, error) {
 	rf := p.inst() // one instance throughout (a sleep and a wake start another)
 	if rf.State() != raft.Leader {
 		return 0, p.applyError(raft.ErrNotLeader)
@@ -468,7 +468,7 @@ func (r *readiness) failed() bool {
 // snapshot, or the log start offset when there is no snapshot. Trimming by
 // offset alone is not enough: a closed segment can end with configuration
 // or no-op entries past the snapshot that own no offset.
-func (p *Partition) TrimLimit() (int64, error) {
+func (p *Replica) TrimLimit() (int64, error) {
 	metas, err := p.snaps.List()
 	if err != nil {
 		return 0, fmt.Errorf("replication: %s: list snapshots: %w", p.group, err)
@@ -494,7 +494,7 @@ func (p *Partition) TrimLimit() (int64, error) {
 // (acks=leader): Start and Wait. The batch is committed later, or lost
 // with this leader if it fails before a quorum stores it; readers see it
 // only once committed. AppendLeader takes b over, as Append does.
-func (p *Partition) AppendLeader(ctx context.Context, b []byte) (ApplyResult, error) {
+func (p *Replica) AppendLeader(ctx context.Context, b []byte) (ApplyResult, error) {
 	w, err := p.Start(b, true, nil)
 	if err != nil {
 		return ApplyResult{}, err
@@ -511,7 +511,7 @@ func checkAppend(b []byte) error {
 	return nil
 }
 
-func (p *Partition) applyError(err error) error {
+func (p *Replica) applyError(err error) error {
 	if errors.Is(err, raft.ErrRaftShutdown) && p.Asleep() {
 		return fmt.Errorf("replication: %s: %w", p.group, ErrAsleep)
 	}
@@ -527,7 +527,7 @@ func (p *Partition) applyError(err error) error {
 
 // Close stops the replica's Raft and its transport, aborting a catch-up
 // in progress and waiting for the copies it serves. The log stays open.
-func (p *Partition) Close() error {
+func (p *Replica) Close() error {
 	p.copyCancel()
 	p.stopTimers()
 	p.sleep.mu.Lock()
@@ -574,7 +574,7 @@ func newRaft(conf *raft.Config, fsm raft.FSM, logs raft.LogStore, stable raft.St
 // state machine goroutine while Raft waits for the restore: the leader's
 // InstallSnapshot RPC may time out first (10s), in which case the leader
 // retries and the second install finds the log caught up.
-func (p *Partition) catchUp(s PartitionSnapshot, index uint64) error {
+func (p *Replica) catchUp(s PartitionSnapshot, index uint64) error {
 	leader, _ := p.r().LeaderWithID()
 	if leader == "" {
 		return errNoLeader
@@ -594,7 +594,7 @@ func (p *Partition) catchUp(s PartitionSnapshot, index uint64) error {
 
 // CatchUps reports how many times this replica caught up by segment copy
 // since it was opened, and the bytes it copied.
-func (p *Partition) CatchUps() (count, bytes int64) { return p.catchUps.Load(), p.copied.Load() }
+func (p *Replica) CatchUps() (count, bytes int64) { return p.catchUps.Load(), p.copied.Load() }
 
 // DeleteRecords moves the partition's log start offset to offset (-1: the
 // high watermark) on every replica, as Kafka's DeleteRecords: it
@@ -605,7 +605,7 @@ func (p *Partition) CatchUps() (count, bytes int64) { return p.catchUps.Load(), 
 // replica that does not lead answers a *NotLeaderError, an offset above
 // the high watermark a *log.OutOfRangeError. When ctx ends first the
 // outcome is unknown (ErrOutcomeUnknown).
-func (p *Partition) DeleteRecords(ctx context.Context, offset int64) (int64, error) {
+func (p *Replica) DeleteRecords(ctx context.Context, offset int64) (int64, error) {
 	if _, err := p.Leading(ctx); err != nil {
 		return 0, err
 	}

@@ -1,10 +1,10 @@
-// Package logdtest gives tests that run logd as a process (test/e2e,
+// Package logdbin gives tests that run logd as a process (test/e2e,
 // test/edge, torture) one build of the binary per test process.
 //
-//	func TestMain(m *testing.M) { os.Exit(logdtest.Main(m)) }
+//	func TestMain(m *testing.M) { os.Exit(logdbin.Main(m)) }
 //	...
-//	bin := logdtest.Binary(t)
-package logdtest
+//	bin := logdbin.Binary(t)
+package logdbin
 
 import (
 	"context"
