@@ -20,11 +20,11 @@ import (
 // kind.ErrShuttingDown): an error "of a kind" matches it with errors.Is
 // and carries its own message (kind.Errorf). Errors of the packages below
 // that a front-end also sees: *log.OutOfRangeError (an offset outside
-// the log, with its bounds), partition.ErrOutOfOrderSequence, partition.ErrInvalidConfig,
-// routing.ErrInvalidTopicName, offsets.ErrInvalidArgument and
-// offsets.ErrInvalidReset (bad input), log.ErrCorrupt and
-// offsets.ErrCorrupt (stored data unreadable), syscall.ENOSPC, EMFILE,
-// ENFILE, and the context's errors.
+// the log, with its bounds), partition.ErrOutOfOrderSequence,
+// partition.ErrInvalidConfig, routing.ErrInvalidTopicName,
+// offsets.ErrInvalidArgument and offsets.ErrInvalidReset (bad input),
+// log.ErrCorrupt and offsets.ErrCorrupt (stored data unreadable),
+// syscall.ENOSPC, EMFILE, ENFILE, and the context's errors.
 var (
 	// ErrUnknownTopic: no such topic.
 	ErrUnknownTopic = partition.ErrTopicNotFound
