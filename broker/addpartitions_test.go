@@ -9,6 +9,7 @@ import (
 
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/groups"
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/partition"
 )
 
@@ -44,8 +45,8 @@ func TestAddPartitionsSingleNode(t *testing.T) {
 	if _, err := b.AddPartitions(ctx, "", "nope", 3); !errors.Is(err, broker.ErrUnknownTopic) {
 		t.Errorf("unknown topic: %v, want ErrUnknownTopic", err)
 	}
-	if _, err := b.AddPartitions(ctx, "", "bad name/", 3); !errors.Is(err, broker.ErrInvalidArgument) {
-		t.Errorf("bad name: %v, want ErrInvalidArgument", err)
+	if _, err := b.AddPartitions(ctx, "", "bad name/", 3); !errors.Is(err, kind.ErrInvalidArgument) {
+		t.Errorf("bad name: %v, want kind.ErrInvalidArgument", err)
 	}
 	if err := c.Heartbeat("g", res.MemberID, res.Generation); err != nil {
 		t.Fatalf("a refused add disturbed the group: %v", err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/internal/kind"
 )
 
 // Authentication and authorization (docs/security.md). The
@@ -99,7 +100,7 @@ func identity(ctx context.Context, pr Principal) (auth.Identity, error) {
 	id := auth.IdentityFrom(ctx)
 	p, err := pr.Auth()
 	if err != nil {
-		return id, Errorf(ErrInvalidArgument, "principal %q: %v", string(pr), err)
+		return id, kind.Errorf(kind.ErrInvalidArgument, "principal %q: %v", string(pr), err)
 	}
 	id.Principal = p
 	return id, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/replication/meta"
 )
 
@@ -143,18 +144,18 @@ func (s *authStore) Delete(user string) error {
 
 // errUserExists is the answer to creating a user that exists.
 func errUserExists(user string) error {
-	return Errorf(ErrUserExists, "user %q exists (change its password with `logd user create --update`)", user)
+	return kind.Errorf(ErrUserExists, "user %q exists (change its password with `logd user create --update`)", user)
 }
 
 // putUser stores a user's credentials; replace false refuses an existing
 // user.
 func (s *authStore) putUser(ctx context.Context, user string, c auth.Credentials, replace bool) error {
 	if err := auth.ValidateUserName(user); err != nil {
-		return Errorf(ErrInvalidArgument, "user %q: %v", user, err)
+		return kind.Errorf(kind.ErrInvalidArgument, "user %q: %v", user, err)
 	}
 	enc, err := c.MarshalBinary()
 	if err != nil {
-		return Errorf(ErrInvalidArgument, "user %q: %v", user, err)
+		return kind.Errorf(kind.ErrInvalidArgument, "user %q: %v", user, err)
 	}
 	if s.b.cl != nil {
 		cmd := &meta.Command{Op: meta.OpPutUser, Name: user, Value: enc}
@@ -269,13 +270,13 @@ func (s *authStore) List(f auth.ACLFilter) ([]auth.ACL, error) {
 
 func (s *authStore) addACLs(ctx context.Context, acls []auth.ACL) error {
 	if len(acls) == 0 {
-		return Errorf(ErrInvalidArgument, "add ACLs: no ACL given")
+		return kind.Errorf(kind.ErrInvalidArgument, "add ACLs: no ACL given")
 	}
 	enc := make([][]byte, len(acls))
 	for i, a := range acls {
 		b, err := a.MarshalBinary()
 		if err != nil {
-			return Errorf(ErrInvalidArgument, "ACL %v: %v", a, err)
+			return kind.Errorf(kind.ErrInvalidArgument, "ACL %v: %v", a, err)
 		}
 		enc[i] = b
 	}

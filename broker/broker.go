@@ -18,6 +18,7 @@ import (
 
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/cluster"
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
@@ -273,7 +274,7 @@ func (b *Broker) enter() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closing {
-		return ErrShuttingDown
+		return kind.ErrShuttingDown
 	}
 	b.inflight.Add(1)
 	return nil
@@ -281,7 +282,7 @@ func (b *Broker) enter() error {
 
 func (b *Broker) leave() { b.inflight.Done() }
 
-// Shutdown starts stopping: new requests are refused (ErrShuttingDown),
+// Shutdown starts stopping: new requests are refused (kind.ErrShuttingDown),
 // long polls and live tails end (Done is closed), and log writes pass the
 // disk guard unchecked no more. Close finishes. Safe to call more than
 // once.

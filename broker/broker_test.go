@@ -8,6 +8,7 @@ import (
 
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
@@ -55,8 +56,8 @@ func TestTopicsAndErrors(t *testing.T) {
 		t.Fatalf("create twice: %v, want ErrTopicExists", err)
 	}
 	c.Name = "bad name/"
-	if _, err := b.CreateTopic(ctx, "", c); !errors.Is(err, broker.ErrInvalidArgument) {
-		t.Fatalf("bad name: %v, want ErrInvalidArgument", err)
+	if _, err := b.CreateTopic(ctx, "", c); !errors.Is(err, kind.ErrInvalidArgument) {
+		t.Fatalf("bad name: %v, want kind.ErrInvalidArgument", err)
 	}
 	info, err := b.Topic(ctx, "", "t")
 	if err != nil || len(info.Partitions) != 2 || info.Partitions[1].Leader != broker.SelfID {
@@ -72,7 +73,7 @@ func TestTopicsAndErrors(t *testing.T) {
 	if _, err := b.Coordinator(); err != nil {
 		t.Fatalf("a node that runs alone coordinates groups: %v", err)
 	}
-	if err := b.Join(ctx, "", broker.Node{ID: "x"}, false); !errors.Is(err, broker.ErrFailedPrecondition) {
+	if err := b.Join(ctx, "", broker.Node{ID: "x"}, false); !errors.Is(err, kind.ErrFailedPrecondition) {
 		t.Fatalf("join a single node: %v", err)
 	}
 }
@@ -181,7 +182,7 @@ func TestFetchLongPoll(t *testing.T) {
 			Partitions: []broker.FetchPartition{{Topic: "t", Partition: 0}}})
 		// The fetch may start after Shutdown (it is refused) or wait
 		// and end with it (an empty answer).
-		if err != nil && !errors.Is(err, broker.ErrShuttingDown) {
+		if err != nil && !errors.Is(err, kind.ErrShuttingDown) {
 			t.Error(err)
 		}
 		got <- res
@@ -196,7 +197,7 @@ func TestFetchLongPoll(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the fetch did not end at shutdown")
 	}
-	if _, err := b.Produce(ctx, broker.ProduceRequest{Topic: "t", Batch: records("x")}); !errors.Is(err, broker.ErrShuttingDown) {
+	if _, err := b.Produce(ctx, broker.ProduceRequest{Topic: "t", Batch: records("x")}); !errors.Is(err, kind.ErrShuttingDown) {
 		t.Fatalf("produce after shutdown: %v", err)
 	}
 }
@@ -214,7 +215,7 @@ func TestOffsets(t *testing.T) {
 	if off, _, err := b.ListOffset(ctx, "", "t", 0, broker.Earliest); err != nil || off != 0 {
 		t.Fatalf("earliest: %d %v", off, err)
 	}
-	if err := b.CommitOffsets(ctx, "", "g", "", -1, []offsets.Committed{{Topic: "t", Offset: 3}}); !errors.Is(err, broker.ErrInvalidArgument) {
+	if err := b.CommitOffsets(ctx, "", "g", "", -1, []offsets.Committed{{Topic: "t", Offset: 3}}); !errors.Is(err, kind.ErrInvalidArgument) {
 		t.Fatalf("commit past the high watermark: %v", err)
 	}
 	if err := b.CommitOffsets(ctx, "", "g", "", -1, []offsets.Committed{{Topic: "t", Offset: 1}}); err != nil {

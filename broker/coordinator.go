@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logd/logd/groups"
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/offsets"
 )
 
@@ -36,7 +37,7 @@ func (k *coordinator) get() (*groups.Coordinator, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.closed {
-		return nil, ErrShuttingDown
+		return nil, kind.ErrShuttingDown
 	}
 	if cl := k.b.cl; cl != nil && !cl.IsMetaLeader() {
 		if k.c != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/internal/kind"
 )
 
 // DeleteRecords moves a partition's log start offset to offset (-1: the
@@ -20,7 +21,7 @@ func (b *Broker) DeleteRecords(ctx context.Context, pr Principal, topic string, 
 		return 0, err
 	}
 	if offset < -1 {
-		return 0, Errorf(ErrInvalidArgument, "delete records: offset %d (want an offset, or -1 for the high watermark)", offset)
+		return 0, kind.Errorf(kind.ErrInvalidArgument, "delete records: offset %d (want an offset, or -1 for the high watermark)", offset)
 	}
 	if err := b.enter(); err != nil {
 		return 0, err

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/logd/logd/internal/kind"
 )
 
 // diskGuard refuses writes while the data directory's file system is
@@ -122,7 +124,7 @@ func (g *diskGuard) checkAppend() error {
 	}
 	if free < g.minFree {
 		g.warnFull(free)
-		return Errorf(ErrDiskFull,
+		return kind.Errorf(ErrDiskFull,
 			"the disk under the data directory is nearly full (%d MiB free, appends stop below %d MiB): free space, or lower the topics' retention",
 			free>>20, g.minFree>>20)
 	}
@@ -135,7 +137,7 @@ func (g *diskGuard) checkAppend() error {
 func (g *diskGuard) checkMetadata() error {
 	if free := g.available(0); free < g.minFree/2 {
 		g.warnFull(free)
-		return Errorf(ErrDiskFull,
+		return kind.Errorf(ErrDiskFull,
 			"the disk under the data directory is full (%d MiB free, metadata writes stop below %d MiB): free space, or lower the topics' retention",
 			free>>20, g.minFree>>21)
 	}
@@ -146,7 +148,7 @@ func (g *diskGuard) checkMetadata() error {
 // when even its few bytes may not fit.
 func (g *diskGuard) checkRemedy() error {
 	if free := g.available(0); free < remedyFloor {
-		return Errorf(ErrDiskFull,
+		return kind.Errorf(ErrDiskFull,
 			"the disk under the data directory is full (%d KiB free): free space outside logd (or delete a topic) first", free>>10)
 	}
 	return nil

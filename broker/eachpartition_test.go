@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/logd/logd/cluster"
+	"github.com/logd/logd/internal/kind"
 )
 
 // A partition answers only in a window (its group is led for a while,
@@ -62,9 +63,9 @@ func TestEachPartitionStopsOnLastingErrors(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		calls++
-		return Errorf(ErrUnavailable, "electing")
+		return kind.Errorf(kind.ErrUnavailable, "electing")
 	})
-	if !errors.Is(err, ErrUnavailable) || calls != 3 {
+	if !errors.Is(err, kind.ErrUnavailable) || calls != 3 {
 		t.Fatalf("forwarded: %v after %d calls, want unavailable after one round of 3", err, calls)
 	}
 }
@@ -78,9 +79,9 @@ func TestEachPartitionLeavesTheCallerTime(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	err := eachPartition(ctx, 3, func(context.Context, int) error {
-		return Errorf(ErrUnavailable, "electing")
+		return kind.Errorf(kind.ErrUnavailable, "electing")
 	})
-	if !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
+	if !errors.Is(err, kind.ErrUnavailable) || ctx.Err() != nil {
 		t.Fatalf("after %v: %v (ctx: %v), want unavailable before the deadline", time.Since(start), err, ctx.Err())
 	}
 }

@@ -14,15 +14,17 @@ import (
 // The broker's errors. Front-ends map them, each in one file:
 // internal/server/errors.go (gRPC statuses), kafka/errors.go (Kafka error
 // codes, docs/kafka.md "Errors"), internal/httpapi/errors.go (HTTP
-// statuses, docs/http.md "Errors"). An
-// error "of a kind" matches it with errors.Is and carries its own message
-// (Errorf). Errors of the packages below that a front-end also sees:
-// *log.OutOfRangeError (an offset outside the log, with its bounds),
-// partition.ErrOutOfOrderSequence, partition.ErrInvalidConfig,
-// routing.ErrInvalidTopicName, offsets.ErrInvalidArgument and
-// offsets.ErrInvalidReset (bad input), log.ErrCorrupt and
-// offsets.ErrCorrupt (stored data unreadable), syscall.ENOSPC, EMFILE,
-// ENFILE, and the context's errors.
+// statuses, docs/http.md "Errors"). Besides the errors below, the broker
+// answers with the generic kinds of package kind (kind.ErrInvalidArgument,
+// kind.ErrFailedPrecondition, kind.ErrUnavailable, kind.ErrNoLeader,
+// kind.ErrShuttingDown): an error "of a kind" matches it with errors.Is
+// and carries its own message (kind.Errorf). Errors of the packages below
+// that a front-end also sees: *log.OutOfRangeError (an offset outside
+// the log, with its bounds), partition.ErrOutOfOrderSequence,
+// partition.ErrInvalidConfig, routing.ErrInvalidTopicName,
+// offsets.ErrInvalidArgument and offsets.ErrInvalidReset (bad input),
+// log.ErrCorrupt and offsets.ErrCorrupt (stored data unreadable),
+// syscall.ENOSPC, EMFILE, ENFILE, and the context's errors.
 var (
 	// ErrUnknownTopic: no such topic.
 	ErrUnknownTopic = partition.ErrTopicNotFound
@@ -47,17 +49,13 @@ var (
 	// ErrUnknownUser: deleting a user that does not exist.
 	ErrUnknownUser = auth.ErrUnknownUser
 
-	ErrInvalidArgument    = cluster.ErrInvalidArgument
-	ErrUnavailable        = cluster.ErrUnavailable
-	ErrFailedPrecondition = cluster.ErrFailedPrecondition
-	ErrUnknownNode        = cluster.ErrUnknownNode
-	ErrShuttingDown       = cluster.ErrShuttingDown
-	ErrNoLeader           = cluster.ErrNoLeader
+	// ErrUnknownNode: no member of the cluster has that id.
+	ErrUnknownNode = cluster.ErrUnknownNode
 )
 
 // NotLeaderError is the answer of a node that does not lead the partition
 // (or the cluster metadata) a request needs: Leader is the node to ask
-// (ID "" when no leader is known: errors.Is(err, ErrNoLeader)). Untouched
+// (ID "" when no leader is known: errors.Is(err, kind.ErrNoLeader)). Untouched
 // says nothing of the request was done, so a front-end may forward it.
 type NotLeaderError = cluster.NotLeaderError
 
@@ -79,9 +77,3 @@ type Node = meta.Node
 
 // OutOfRangeError is an offset outside a partition's log.
 type OutOfRangeError = log.OutOfRangeError
-
-// Errorf is an error of kind (errors.Is(err, kind)) whose message is the
-// formatted text alone.
-func Errorf(kind error, format string, args ...any) error {
-	return cluster.Errorf(kind, format, args...)
-}

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/partition"
 )
@@ -322,11 +323,11 @@ func (b *Broker) target(ctx context.Context, topic string, part int32, offset in
 		}
 	}
 	if offset < 0 {
-		return nil, Errorf(ErrInvalidArgument, "fetch: offset must be >= 0, got %d (resolve earliest/latest with ListOffsets)", offset)
+		return nil, kind.Errorf(kind.ErrInvalidArgument, "fetch: offset must be >= 0, got %d (resolve earliest/latest with ListOffsets)", offset)
 	}
 	switch {
 	case maxBytes < 0:
-		return nil, Errorf(ErrInvalidArgument, "fetch: max_bytes must be >= 0, got %d", maxBytes)
+		return nil, kind.Errorf(kind.ErrInvalidArgument, "fetch: max_bytes must be >= 0, got %d", maxBytes)
 	case maxBytes == 0:
 		maxBytes = DefaultFetchBytes
 	}
@@ -369,7 +370,7 @@ func (b *Broker) readAt(p *partition.Partition, offset int64, maxBytes int, buf 
 		return nil
 	})
 	if err != nil {
-		return fp, Errorf(log.ErrCorrupt, "fetch %s at offset %d: stored batch unreadable: %v", p.Name(), offset, err)
+		return fp, kind.Errorf(log.ErrCorrupt, "fetch %s at offset %d: stored batch unreadable: %v", p.Name(), offset, err)
 	}
 	fp.Batches = data
 	b.m.fetchRecords.WithLabelValues(p.Topic).Add(float64(fp.Records))
@@ -386,7 +387,7 @@ func (b *Broker) stillServed(p *partition.Partition) error {
 		return err
 	}
 	if cur != p {
-		return Errorf(ErrUnknownTopic, "topic %q was deleted and created again while this request waited: start again from a position in the new topic", p.Topic)
+		return kind.Errorf(ErrUnknownTopic, "topic %q was deleted and created again while this request waited: start again from a position in the new topic", p.Topic)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/groups"
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
 )
@@ -33,7 +34,7 @@ func (b *Broker) CommitOffsets(ctx context.Context, pr Principal, group, member 
 		return err
 	}
 	if len(cs) == 0 {
-		return Errorf(ErrInvalidArgument, "commit offsets: no offsets given")
+		return kind.Errorf(kind.ErrInvalidArgument, "commit offsets: no offsets given")
 	}
 	for _, o := range cs {
 		p, err := b.topics.Partition(o.Topic, o.Partition)
@@ -46,7 +47,7 @@ func (b *Broker) CommitOffsets(ctx context.Context, pr Principal, group, member 
 		// after the proof.
 		if o.Offset > p.Log.HighWatermark() && (b.cl == nil || b.cl.Leads(ctx, p)) {
 			if hw := p.Log.HighWatermark(); o.Offset > hw {
-				return Errorf(ErrInvalidArgument, "commit offsets: offset %d of %s is beyond its high watermark %d", o.Offset, p.Name(), hw)
+				return kind.Errorf(kind.ErrInvalidArgument, "commit offsets: offset %d of %s is beyond its high watermark %d", o.Offset, p.Name(), hw)
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/partition"
 	"github.com/logd/logd/replication"
@@ -161,7 +162,7 @@ func (b *Broker) producePartition(ctx context.Context, r ProduceRequest) (*parti
 
 // partitionRange is the error of a partition id a topic does not have.
 func partitionRange(topic string, n, id int32) error {
-	return Errorf(ErrUnknownPartition, "topic %q has partitions 0 to %d, not %d", topic, n-1, id)
+	return kind.Errorf(ErrUnknownPartition, "topic %q has partitions 0 to %d, not %d", topic, n-1, id)
 }
 
 // PartitionCount is a topic's partition count.
@@ -181,15 +182,15 @@ func (b *Broker) PartitionCount(ctx context.Context, p Principal, topic string) 
 // decompressed, if compressed) are well-formed.
 func (b *Broker) CheckBatch(data []byte) (batch.Info, error) {
 	if len(data) > b.cfg.MaxBatchBytes {
-		return batch.Info{}, Errorf(ErrBatchTooLarge,
+		return batch.Info{}, kind.Errorf(ErrBatchTooLarge,
 			"produce: batch of %d bytes is over the %d-byte limit: send smaller batches", len(data), b.cfg.MaxBatchBytes)
 	}
 	info, err := batch.Validate(data)
 	switch {
 	case errors.Is(err, batch.ErrUnsupported):
-		return info, Errorf(ErrInvalidBatch, "produce: %v", err)
+		return info, kind.Errorf(ErrInvalidBatch, "produce: %v", err)
 	case err != nil:
-		return info, Errorf(ErrInvalidBatch, "produce: malformed record batch (%v): send exactly one Kafka v2 record batch (magic 2, CRC-32C, records with offset deltas 0, 1, 2...)", err)
+		return info, kind.Errorf(ErrInvalidBatch, "produce: malformed record batch (%v): send exactly one Kafka v2 record batch (magic 2, CRC-32C, records with offset deltas 0, 1, 2...)", err)
 	}
 	return info, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/internal/fanout"
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
 	"github.com/logd/logd/replication/meta"
@@ -194,10 +195,10 @@ func (b *Broker) CreateTopic(ctx context.Context, pr Principal, cfg partition.To
 		return cfg, err
 	}
 	if err := routing.ValidateTopicName(cfg.Name); err != nil {
-		return cfg, Errorf(ErrInvalidArgument, "create topic: %v", err)
+		return cfg, kind.Errorf(kind.ErrInvalidArgument, "create topic: %v", err)
 	}
 	if cfg.Partitions <= 0 {
-		return cfg, Errorf(ErrInvalidArgument, "create topic: partitions must be at least 1, got %d", cfg.Partitions)
+		return cfg, kind.Errorf(kind.ErrInvalidArgument, "create topic: partitions must be at least 1, got %d", cfg.Partitions)
 	}
 	if b.cl != nil {
 		c, err := b.cl.CreateTopic(ctx, cfg)
@@ -212,7 +213,7 @@ func (b *Broker) CreateTopic(ctx context.Context, pr Principal, cfg partition.To
 		cfg.Replicas = 1
 	}
 	if cfg.Replicas != 1 {
-		return cfg, Errorf(ErrInvalidArgument, "create topic: this node runs alone, so replicas must be 1, got %d (start a cluster for more)", cfg.Replicas)
+		return cfg, kind.Errorf(kind.ErrInvalidArgument, "create topic: this node runs alone, so replicas must be 1, got %d (start a cluster for more)", cfg.Replicas)
 	}
 	if _, err := b.topics.Config(cfg.Name); err == nil {
 		return cfg, fmt.Errorf("%w: %q", partition.ErrTopicExists, cfg.Name)
@@ -275,7 +276,7 @@ func (b *Broker) AddPartitions(ctx context.Context, p Principal, topic string, c
 		return partition.TopicConfig{}, err
 	}
 	if err := routing.ValidateTopicName(topic); err != nil {
-		return partition.TopicConfig{}, Errorf(ErrInvalidArgument, "add partitions: %v", err)
+		return partition.TopicConfig{}, kind.Errorf(kind.ErrInvalidArgument, "add partitions: %v", err)
 	}
 	var (
 		cfg    partition.TopicConfig
@@ -466,7 +467,7 @@ const (
 // its leadership): asked again shortly, it may answer.
 func retryLater(err error) bool {
 	var nl *cluster.NotLeaderError
-	return errors.Is(err, ErrUnavailable) || errors.As(err, &nl)
+	return errors.Is(err, kind.ErrUnavailable) || errors.As(err, &nl)
 }
 
 func (b *Broker) listOffset(ctx context.Context, p *partition.Partition, spec int64) (PartitionOffset, error) {
@@ -493,7 +494,7 @@ func (b *Broker) listOffset(ctx context.Context, p *partition.Partition, spec in
 		}
 		po.Offset = off
 	default:
-		return po, Errorf(ErrInvalidArgument, "list offsets: unknown spec %d (earliest -2, latest -1, or a time in ms)", spec)
+		return po, kind.Errorf(kind.ErrInvalidArgument, "list offsets: unknown spec %d (earliest -2, latest -1, or a time in ms)", spec)
 	}
 	return po, nil
 }
@@ -539,7 +540,7 @@ func (b *Broker) clusterStatus(ctx context.Context, local bool) cluster.Status {
 // errAlone is the answer to cluster membership changes on a node that
 // runs alone.
 func errAlone(more string) error {
-	return Errorf(ErrFailedPrecondition, "this node runs alone, not in a cluster%s", more)
+	return kind.Errorf(kind.ErrFailedPrecondition, "this node runs alone, not in a cluster%s", more)
 }
 
 // Join adds a node to the cluster, or updates the addresses of a member

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/internal/kind"
 )
 
 // Users and ACLs, managed by a principal: alter on the cluster to change
@@ -18,10 +19,10 @@ func (b *Broker) CreateUser(ctx context.Context, pr Principal, name, password st
 		return err
 	}
 	if err := auth.ValidateUserName(name); err != nil {
-		return Errorf(ErrInvalidArgument, "user %q: %v", name, err)
+		return kind.Errorf(kind.ErrInvalidArgument, "user %q: %v", name, err)
 	}
 	if password == "" {
-		return Errorf(ErrInvalidArgument, "user %q: the password is empty", name)
+		return kind.Errorf(kind.ErrInvalidArgument, "user %q: the password is empty", name)
 	}
 	if err := b.disk.checkMetadata(); err != nil {
 		return err
@@ -34,7 +35,7 @@ func (b *Broker) CreateUser(ctx context.Context, pr Principal, name, password st
 	}
 	c, err := auth.NewCredentials(password, auth.DefaultIterations)
 	if err != nil {
-		return Errorf(ErrInvalidArgument, "user %q: %v", name, err)
+		return kind.Errorf(kind.ErrInvalidArgument, "user %q: %v", name, err)
 	}
 	return b.authStore.putUser(ctx, name, c, replace)
 }
@@ -64,7 +65,7 @@ func (b *Broker) AddACLs(ctx context.Context, pr Principal, acls ...auth.ACL) er
 	}
 	for _, a := range acls {
 		if err := a.Validate(); err != nil {
-			return Errorf(ErrInvalidArgument, "%v", err)
+			return kind.Errorf(kind.ErrInvalidArgument, "%v", err)
 		}
 	}
 	if err := b.disk.checkMetadata(); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
 	"github.com/logd/logd/replication"
@@ -31,7 +32,7 @@ const defaultReplicas = 3
 // the default, and its settings), places its replicas and waits until this
 // node has it and every partition has a leader that takes a produce (at
 // most until just before the request's deadline, or UsableTimeout without
-// one: setupContext; then ErrFailedPrecondition naming the partition).
+// one: setupContext; then kind.ErrFailedPrecondition naming the partition).
 func (c *Cluster) CreateTopic(ctx context.Context, cfg partition.TopicConfig) (partition.TopicConfig, error) {
 	if err := c.OnMetaLeader(); err != nil {
 		return cfg, err
@@ -43,13 +44,13 @@ func (c *Cluster) CreateTopic(ctx context.Context, cfg partition.TopicConfig) (p
 	if len(st.Nodes) == 0 {
 		// Right after bootstrap the metadata group has a leader but no node
 		// registered yet: not the request's fault, and over in a moment.
-		return cfg, Errorf(ErrUnavailable, "create topic: the cluster is still being set up (no node registered yet): retry")
+		return cfg, kind.Errorf(kind.ErrUnavailable, "create topic: the cluster is still being set up (no node registered yet): retry")
 	}
 	if cfg.Replicas == 0 {
 		cfg.Replicas = int32(min(defaultReplicas, len(st.Nodes)))
 	}
 	if cfg.Replicas < 1 || int(cfg.Replicas) > len(st.Nodes) {
-		return cfg, Errorf(ErrInvalidArgument, "create topic: %d replicas asked, but the cluster has %d nodes: ask for 1 to %d", cfg.Replicas, len(st.Nodes), len(st.Nodes))
+		return cfg, kind.Errorf(kind.ErrInvalidArgument, "create topic: %d replicas asked, but the cluster has %d nodes: ask for 1 to %d", cfg.Replicas, len(st.Nodes), len(st.Nodes))
 	}
 	cfg.CreatedMs = time.Now().UnixMilli()
 	if err := cfg.Validate(); err != nil {
@@ -57,7 +58,7 @@ func (c *Cluster) CreateTopic(ctx context.Context, cfg partition.TopicConfig) (p
 	}
 	sets, err := replication.PlaceReplicas(loads(st, ""), int(cfg.Partitions), int(cfg.Replicas))
 	if err != nil {
-		return cfg, Errorf(ErrInvalidArgument, "create topic: %v", err)
+		return cfg, kind.Errorf(kind.ErrInvalidArgument, "create topic: %v", err)
 	}
 	t := meta.Topic{Config: cfg, Replicas: sets, Initial: sets}
 	if err := c.meta.Apply(ctx, meta.Command{Op: meta.OpCreateTopic, Topic: &t}); err != nil {
@@ -97,7 +98,7 @@ func (c *Cluster) AlterTopic(ctx context.Context, name string, ch partition.Conf
 // loaded nodes, preferred leaders spread), applies one command, and
 // waits until this node has them and each new partition has a leader
 // that takes a produce (as CreateTopic: setupContext; then
-// ErrFailedPrecondition naming the partition).
+// kind.ErrFailedPrecondition naming the partition).
 func (c *Cluster) AddPartitions(ctx context.Context, name string, count int32) (partition.TopicConfig, error) {
 	if err := c.OnMetaLeader(); err != nil {
 		return partition.TopicConfig{}, err
@@ -111,12 +112,12 @@ func (c *Cluster) AddPartitions(ctx context.Context, name string, count int32) (
 		return t.Config, err
 	}
 	if int(t.Config.Replicas) > len(st.Nodes) {
-		return t.Config, Errorf(ErrFailedPrecondition, "add partitions to %q: its partitions have %d replicas, but the cluster has %d nodes now: add a node first",
+		return t.Config, kind.Errorf(kind.ErrFailedPrecondition, "add partitions to %q: its partitions have %d replicas, but the cluster has %d nodes now: add a node first",
 			name, t.Config.Replicas, len(st.Nodes))
 	}
 	sets, err := replication.PlaceReplicas(loads(st, ""), int(count-t.Config.Partitions), int(t.Config.Replicas))
 	if err != nil {
-		return t.Config, Errorf(ErrInvalidArgument, "add partitions to %q: %v", name, err)
+		return t.Config, kind.Errorf(kind.ErrInvalidArgument, "add partitions to %q: %v", name, err)
 	}
 	cfg := t.Config
 	cfg.Partitions = count
@@ -189,7 +190,7 @@ func (c *Cluster) awaitLocal(ctx context.Context, cfg partition.TopicConfig) err
 		}
 		select {
 		case <-ctx.Done():
-			return Errorf(ErrUnavailable, "topic %q: the change is committed but this node has not applied it yet: retry to see it", cfg.Name)
+			return kind.Errorf(kind.ErrUnavailable, "topic %q: the change is committed but this node has not applied it yet: retry to see it", cfg.Name)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -234,10 +235,10 @@ func (c *Cluster) RemoveNode(ctx context.Context, id string) ([]string, error) {
 	defer c.members.Unlock()
 	st := c.State()
 	if _, ok := st.Nodes[id]; !ok {
-		return nil, Errorf(ErrUnknownNode, "node %q is not a member (see `logd cluster status`)", id)
+		return nil, kind.Errorf(ErrUnknownNode, "node %q is not a member (see `logd cluster status`)", id)
 	}
 	if len(st.Nodes) == 1 {
-		return nil, Errorf(ErrFailedPrecondition, "node %q is the cluster's last node", id)
+		return nil, kind.Errorf(kind.ErrFailedPrecondition, "node %q is the cluster's last node", id)
 	}
 	var moved []string
 	others := loads(st, id)
@@ -245,7 +246,7 @@ func (c *Cluster) RemoveNode(ctx context.Context, id string) ([]string, error) {
 		t := st.Topics[name]
 		sets, err := replication.ReplaceNode(t.Replicas, id, others)
 		if err != nil {
-			return nil, Errorf(ErrFailedPrecondition, "topic %q: %v: add a node first", name, err)
+			return nil, kind.Errorf(kind.ErrFailedPrecondition, "topic %q: %v: add a node first", name, err)
 		}
 		changed := false
 		for i := range sets {

@@ -6,26 +6,27 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
 	"github.com/logd/logd/replication/meta"
 )
 
 func TestErrorKinds(t *testing.T) {
-	err := Errorf(ErrUnavailable, "topic %q is being set up on this node: retry", "t")
-	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrInvalidArgument) {
+	err := kind.Errorf(kind.ErrUnavailable, "topic %q is being set up on this node: retry", "t")
+	if !errors.Is(err, kind.ErrUnavailable) || errors.Is(err, kind.ErrInvalidArgument) {
 		t.Fatalf("kind of %v", err)
 	}
 	if err.Error() != `topic "t" is being set up on this node: retry` {
 		t.Fatalf("message %q carries more than its text", err.Error())
 	}
 	none := &NotLeaderError{What: metaWhat}
-	if !errors.Is(none, ErrNoLeader) {
-		t.Fatal("a NotLeaderError without a leader is ErrNoLeader")
+	if !errors.Is(none, kind.ErrNoLeader) {
+		t.Fatal("a NotLeaderError without a leader is kind.ErrNoLeader")
 	}
 	some := &NotLeaderError{What: metaWhat, Leader: meta.Node{ID: "n2", APIAddr: "h:1"}}
-	if errors.Is(some, ErrNoLeader) {
-		t.Fatal("a NotLeaderError naming a leader is not ErrNoLeader")
+	if errors.Is(some, kind.ErrNoLeader) {
+		t.Fatal("a NotLeaderError naming a leader is not kind.ErrNoLeader")
 	}
 	var nl *NotLeaderError
 	if !errors.As(fmt.Errorf("wrapped: %w", some), &nl) || nl.Leader.ID != "n2" {

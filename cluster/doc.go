@@ -35,5 +35,6 @@
 // needs of other nodes (their replicas' state, a partition leader's
 // offsets, topic changes on the metadata leader) goes through Peers, which
 // the gRPC front-end implements.
-// Its errors wrap the kinds in errors.go; package broker re-exports them.
+// Its errors are of the generic kinds of package internal/kind
+// (kind.Errorf), or the types and sentinels of errors.go.
 package cluster

@@ -3,12 +3,12 @@ package cluster
 import (
 	"context"
 	"errors"
-	"fmt"
 	"syscall"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
@@ -17,39 +17,10 @@ import (
 	"github.com/logd/logd/routing"
 )
 
-// The kinds of error the control plane (and package broker, which
-// re-exports them) answers with. Errorf makes an error of a kind whose
-// message is the formatted text alone.
-var (
-	// ErrUnavailable: not now, retry (an election, a node catching up).
-	ErrUnavailable = errors.New("unavailable")
-	// ErrInvalidArgument: the request is wrong; its message says how.
-	ErrInvalidArgument = errors.New("invalid argument")
-	// ErrFailedPrecondition: the request cannot be done in this state
-	// (a node that runs alone, the last node of a cluster).
-	ErrFailedPrecondition = errors.New("failed precondition")
-	// ErrUnknownNode: no member has that id.
-	ErrUnknownNode = errors.New("unknown node")
-	// ErrShuttingDown: the node is stopping.
-	ErrShuttingDown = errors.New("server: shutting down")
-	// ErrNoLeader is matched by a *NotLeaderError that names no leader.
-	ErrNoLeader = errors.New("no leader")
-)
-
-// kindError is an error of a kind whose message is its text alone.
-type kindError struct {
-	kind error
-	msg  string
-}
-
-func (e *kindError) Error() string { return e.msg }
-func (e *kindError) Unwrap() error { return e.kind }
-
-// Errorf is an error of kind (errors.Is(err, kind)) with the formatted
-// message, without the kind's name in it.
-func Errorf(kind error, format string, args ...any) error {
-	return &kindError{kind: kind, msg: fmt.Sprintf(format, args...)}
-}
+// ErrUnknownNode: no member has that id. The control plane's other
+// errors are of the generic kinds of package kind (kind.ErrUnavailable,
+// kind.ErrInvalidArgument, ...), made with kind.Errorf.
+var ErrUnknownNode = errors.New("unknown node")
 
 // NotLeaderError is the answer of a node that does not lead what a
 // request needs: a partition's group or the cluster metadata. Leader is
@@ -74,16 +45,18 @@ func (e *NotLeaderError) Error() string {
 	return "this node does not lead " + e.What + ": the leader is node " + e.Leader.ID
 }
 
-// Is matches ErrNoLeader when no leader is known.
-func (e *NotLeaderError) Is(target error) bool { return target == ErrNoLeader && e.Leader.ID == "" }
+// Is matches kind.ErrNoLeader when no leader is known.
+func (e *NotLeaderError) Is(target error) bool {
+	return target == kind.ErrNoLeader && e.Leader.ID == ""
+}
 
 // metaWhat names the metadata group in errors.
 const metaWhat = "the cluster metadata"
 
-// RaftError maps an error of the Raft path to the kinds above: another
+// RaftError maps an error of the Raft path to the kinds of package kind: another
 // node leads (*NotLeaderError naming it), an outcome unknown or any
-// failure not of a known kind (ErrUnavailable: the append may or may not
-// have happened; a retry is safe), Raft shut down (ErrShuttingDown).
+// failure not of a known kind (kind.ErrUnavailable: the append may or may not
+// have happened; a retry is safe), Raft shut down (kind.ErrShuttingDown).
 func (c *Cluster) RaftError(err error) error {
 	var nl *replication.NotLeaderError
 	switch {
@@ -96,15 +69,15 @@ func (c *Cluster) RaftError(err error) error {
 		}
 		return &NotLeaderError{What: what, Leader: c.node(string(nl.LeaderID))}
 	case errors.Is(err, replication.ErrOutcomeUnknown):
-		return Errorf(ErrUnavailable, "%v: the outcome is unknown; retry (an idempotent producer's retry is not duplicated)", err)
+		return kind.Errorf(kind.ErrUnavailable, "%v: the outcome is unknown; retry (an idempotent producer's retry is not duplicated)", err)
 	case errors.Is(err, raft.ErrRaftShutdown):
-		return ErrShuttingDown
+		return kind.ErrShuttingDown
 	case known(err):
 		return err
 	}
 	// A failure on the Raft path (the leader's disk, a lost leader): the
 	// append may or may not have happened; a retry is safe.
-	return Errorf(ErrUnavailable, "%v: retry (an idempotent producer's retry is not duplicated)", err)
+	return kind.Errorf(kind.ErrUnavailable, "%v: retry (an idempotent producer's retry is not duplicated)", err)
 }
 
 // known reports whether err is of a kind the front-ends map to something
@@ -115,7 +88,7 @@ func known(err error) bool {
 	if errors.As(err, &oor) || errors.As(err, &nl) {
 		return true
 	}
-	for _, k := range []error{ErrUnavailable, ErrInvalidArgument, ErrFailedPrecondition, ErrUnknownNode, ErrShuttingDown,
+	for _, k := range []error{kind.ErrUnavailable, kind.ErrInvalidArgument, kind.ErrFailedPrecondition, ErrUnknownNode, kind.ErrShuttingDown,
 		partition.ErrTopicNotFound, partition.ErrPartitionNotFound, partition.ErrTopicExists, partition.ErrInvalidConfig,
 		partition.ErrOutOfOrderSequence, partition.ErrClosed, routing.ErrInvalidTopicName,
 		batch.ErrCorrupt, batch.ErrShort, batch.ErrUnsupported,

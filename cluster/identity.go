@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/replication/meta"
 	"github.com/logd/logd/replication/transport"
 )
@@ -155,7 +156,7 @@ var errOther = errors.New("another cluster")
 // errOtherCluster: this node's data directory names cluster local, and
 // who (the node at an address, the cluster metadata) names remote.
 func errOtherCluster(local, remote, who string) error {
-	return otherClusterError{Errorf(ErrFailedPrecondition, "this node's data directory belongs to cluster %s, %s "+
+	return otherClusterError{kind.Errorf(kind.ErrFailedPrecondition, "this node's data directory belongs to cluster %s, %s "+
 		"to cluster %s: a data directory belongs to one cluster: to add this node to that cluster, start it with an "+
 		"empty --data-dir and --join; otherwise point --join at a node of its own cluster", local, who, remote)}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
 	"github.com/logd/logd/replication"
@@ -44,7 +45,7 @@ func (c *Cluster) Replica(ctx context.Context, p *partition.Partition) (*replica
 			return nil, &NotLeaderError{What: what + " (asleep; this node is waking others first: retry)", Untouched: true, Deferred: true}
 		}
 		if err := r.Wake(true); err != nil {
-			return nil, Errorf(ErrUnavailable, "%s: waking its sleeping replica: %v: retry", what, err)
+			return nil, kind.Errorf(kind.ErrUnavailable, "%s: waking its sleeping replica: %v: retry", what, err)
 		}
 		return nil, &NotLeaderError{What: what + " (it was asleep and is electing a leader: retry)", Untouched: true, Woke: true}
 	}
@@ -180,7 +181,7 @@ func (c *Cluster) Linearizable(ctx context.Context, g readConfirmer, what string
 	if errors.As(err, &nl) {
 		return &NotLeaderError{What: what, Leader: c.node(string(nl.LeaderID)), Untouched: true}
 	}
-	return Errorf(ErrUnavailable, "%s: cannot confirm this node still leads (%v): retry", what, err)
+	return kind.Errorf(kind.ErrUnavailable, "%s: cannot confirm this node still leads (%v): retry", what, err)
 }
 
 // MetaLinearizable is Linearizable for the metadata group.
@@ -190,7 +191,7 @@ func (c *Cluster) MetaLinearizable(ctx context.Context) error {
 
 // TopicLookup answers a request for a topic this node does not have: it
 // may only be behind. When the metadata lists the topic and the node has
-// not created it yet it answers ErrUnavailable (retry); when the node has
+// not created it yet it answers kind.ErrUnavailable (retry); when the node has
 // not heard of a topic just created, *NotLeaderError sending the client
 // to the metadata leader, which knows. Only the metadata leader, current,
 // answers err (partition.ErrTopicNotFound).
@@ -199,7 +200,7 @@ func (c *Cluster) TopicLookup(ctx context.Context, topic string, err error) erro
 		return err
 	}
 	if c.meta.FSM.HasTopic(topic) {
-		return Errorf(ErrUnavailable, "topic %q is being set up on this node: retry", topic)
+		return kind.Errorf(kind.ErrUnavailable, "topic %q is being set up on this node: retry", topic)
 	}
 	if !c.meta.IsLeader() {
 		if lead := c.MetaLeader(); lead.APIAddr != "" && !Forwarded(ctx) {
@@ -211,7 +212,7 @@ func (c *Cluster) TopicLookup(ctx context.Context, topic string, err error) erro
 		return err
 	}
 	if c.meta.FSM.HasTopic(topic) {
-		return Errorf(ErrUnavailable, "topic %q is being set up on this node: retry", topic)
+		return kind.Errorf(kind.ErrUnavailable, "topic %q is being set up on this node: retry", topic)
 	}
 	return err
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/replication/meta"
 )
 
@@ -38,7 +39,7 @@ func (c *Cluster) registerLoop(ctx context.Context, self meta.Node) {
 		if err == nil || errors.Is(err, errNoTarget) {
 			continue
 		}
-		if errors.Is(err, errOther) || (rejoin && errors.Is(err, ErrFailedPrecondition)) {
+		if errors.Is(err, errOther) || (rejoin && errors.Is(err, kind.ErrFailedPrecondition)) {
 			c.refuse(err)
 			return
 		}
@@ -99,7 +100,7 @@ func (c *Cluster) raftAddrOf(ctx context.Context, api string) (string, error) {
 			return n.RaftAddr, nil
 		}
 	}
-	return "", Errorf(ErrUnavailable, "the node at %s (--join) did not tell its Raft address", api)
+	return "", kind.Errorf(kind.ErrUnavailable, "the node at %s (--join) did not tell its Raft address", api)
 }
 
 // checkTarget asks the node at raftAddr for its cluster id, and checks it
@@ -196,7 +197,7 @@ func (c *Cluster) Refused() error {
 
 // join adds a node to the metadata group and the node list (on the
 // metadata leader), or updates a member's addresses (rejoin); a rejoin of
-// a removed node is refused with ErrFailedPrecondition.
+// a removed node is refused with kind.ErrFailedPrecondition.
 func (c *Cluster) join(ctx context.Context, n meta.Node, rejoin bool) error {
 	c.members.Lock()
 	defer c.members.Unlock()
@@ -236,13 +237,13 @@ func (c *Cluster) checkMember(id string) error {
 	if err != nil || voter {
 		return err
 	}
-	return Errorf(ErrFailedPrecondition, "node %q restarted with cluster state (it rejoins) but is not a member of this "+
+	return kind.Errorf(kind.ErrFailedPrecondition, "node %q restarted with cluster state (it rejoins) but is not a member of this "+
 		"cluster: its data directory belongs to another cluster: to add it to this one, start it with an empty --data-dir "+
 		"and --join; otherwise point --join at a node of its own cluster", id)
 }
 
 func errRemoved(id string) error {
-	return Errorf(ErrFailedPrecondition, "node %q was removed from the cluster (logd cluster remove-node) and cannot come back "+
+	return kind.Errorf(kind.ErrFailedPrecondition, "node %q was removed from the cluster (logd cluster remove-node) and cannot come back "+
 		"with its old data: to add it again, empty its --data-dir and start it with --join", id)
 }
 
@@ -250,7 +251,7 @@ func errRemoved(id string) error {
 // that restarted (rejoin). On the metadata leader, else *NotLeaderError.
 func (c *Cluster) Join(ctx context.Context, n meta.Node, rejoin bool) error {
 	if n.ID == "" || n.APIAddr == "" || n.RaftAddr == "" {
-		return Errorf(ErrInvalidArgument, "join: node_id, api_addr and raft_addr are all needed")
+		return kind.Errorf(kind.ErrInvalidArgument, "join: node_id, api_addr and raft_addr are all needed")
 	}
 	if err := c.OnMetaLeader(); err != nil {
 		return err

@@ -25,7 +25,7 @@ type Peers interface {
 	// allowed to speak for others (alter on the cluster; see
 	// broker.ForwardedIdentity). Errors are of the kinds this package's
 	// callers map (partition.ErrTopicExists, ErrTopicNotFound,
-	// ErrInvalidConfig, auth.ErrDenied, ErrUnavailable, ...).
+	// ErrInvalidConfig, auth.ErrDenied, kind.ErrUnavailable, ...).
 	CreateTopic(ctx context.Context, addr, principal string, cfg partition.TopicConfig) (partition.TopicConfig, error)
 	AlterTopic(ctx context.Context, addr, principal, topic string, ch partition.ConfigChange) (partition.TopicConfig, error)
 	AddPartitions(ctx context.Context, addr, principal, topic string, count int32) (partition.TopicConfig, error)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/replication/meta"
 )
 
@@ -71,9 +72,9 @@ func answerOf(err error) peerAnswer {
 		return peerAnswer{Kind: kindNotLeader, Message: err.Error(), Leader: nl.Leader}
 	case errors.Is(err, errOther):
 		return peerAnswer{Kind: kindOtherCluster, Message: err.Error()}
-	case errors.Is(err, ErrFailedPrecondition):
+	case errors.Is(err, kind.ErrFailedPrecondition):
 		return peerAnswer{Kind: kindFailedPrecondition, Message: err.Error()}
-	case errors.Is(err, ErrInvalidArgument):
+	case errors.Is(err, kind.ErrInvalidArgument):
 		return peerAnswer{Kind: kindInvalidArgument, Message: err.Error()}
 	}
 	return peerAnswer{Kind: kindUnavailable, Message: err.Error()}
@@ -86,13 +87,13 @@ func (a peerAnswer) err() error {
 	case kindNotLeader:
 		return &NotLeaderError{What: metaWhat, Leader: a.Leader, Untouched: true}
 	case kindOtherCluster:
-		return errors.Join(errOther, Errorf(ErrFailedPrecondition, "%s", a.Message))
+		return errors.Join(errOther, kind.Errorf(kind.ErrFailedPrecondition, "%s", a.Message))
 	case kindFailedPrecondition:
-		return Errorf(ErrFailedPrecondition, "%s", a.Message)
+		return kind.Errorf(kind.ErrFailedPrecondition, "%s", a.Message)
 	case kindInvalidArgument:
-		return Errorf(ErrInvalidArgument, "%s", a.Message)
+		return kind.Errorf(kind.ErrInvalidArgument, "%s", a.Message)
 	}
-	return Errorf(ErrUnavailable, "%s", a.Message)
+	return kind.Errorf(kind.ErrUnavailable, "%s", a.Message)
 }
 
 func writePeerFrame(w io.Writer, v any) error {
@@ -155,7 +156,7 @@ func (c *Cluster) servePeer(ctx context.Context, conn net.Conn) {
 	case peerOpJoin:
 		err = c.Join(ctx, req.Node, req.Rejoin)
 	default:
-		err = Errorf(ErrInvalidArgument, "peer call %q: this node does not know it (a node of a newer version?)", req.Op)
+		err = kind.Errorf(kind.ErrInvalidArgument, "peer call %q: this node does not know it (a node of a newer version?)", req.Op)
 	}
 	writePeerFrame(conn, answerOf(err))
 }
@@ -190,7 +191,7 @@ func (c *Cluster) peerJoin(ctx context.Context, raftAddr string, n meta.Node, re
 	for hop := 0; ; hop++ {
 		a, err := c.peerCall(ctx, raftAddr, peerRequest{Op: peerOpJoin, Node: n, Rejoin: rejoin})
 		if err != nil {
-			return Errorf(ErrUnavailable, "join through the node at %s: %v", raftAddr, err)
+			return kind.Errorf(kind.ErrUnavailable, "join through the node at %s: %v", raftAddr, err)
 		}
 		err = a.err()
 		var nl *NotLeaderError
@@ -210,12 +211,12 @@ func (c *Cluster) peerJoin(ctx context.Context, raftAddr string, n meta.Node, re
 func (c *Cluster) checkJoiner(ctx context.Context, n meta.Node) error {
 	h, err := c.rn.Hello(ctx, n.RaftAddr)
 	if err != nil {
-		return Errorf(ErrUnavailable, "node %q: its Raft address %s does not answer (%v): a node is added only once its "+
+		return kind.Errorf(kind.ErrUnavailable, "node %q: its Raft address %s does not answer (%v): a node is added only once its "+
 			"Raft port answers; check its --raft-addr and --raft-advertise (and with --raft-tls-*, that its certificate is "+
 			"from the cluster CA and names that host)", n.ID, n.RaftAddr, err)
 	}
 	if h.NodeID != n.ID {
-		return Errorf(ErrFailedPrecondition, "the node at %s is %q, not %q: a member's addresses change only by its own join",
+		return kind.Errorf(kind.ErrFailedPrecondition, "the node at %s is %q, not %q: a member's addresses change only by its own join",
 			n.RaftAddr, h.NodeID, n.ID)
 	}
 	local := c.rn.ClusterID()
@@ -225,7 +226,7 @@ func (c *Cluster) checkJoiner(ctx context.Context, n meta.Node) error {
 	case local != h.ClusterID:
 		// One side has no id yet: a member with a data directory from
 		// before ids adopts the metadata's soon.
-		return Errorf(ErrUnavailable, "node %q does not know this cluster's id yet (%q, this cluster %q): retry", n.ID, h.ClusterID, local)
+		return kind.Errorf(kind.ErrUnavailable, "node %q does not know this cluster's id yet (%q, this cluster %q): retry", n.ID, h.ClusterID, local)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/replication/meta"
 )
 
@@ -17,12 +18,12 @@ func TestPeerAnswerKinds(t *testing.T) {
 		err  error
 		kind error
 	}{
-		{Errorf(ErrFailedPrecondition, "removed"), ErrFailedPrecondition},
-		{Errorf(ErrInvalidArgument, "no id"), ErrInvalidArgument},
-		{Errorf(ErrUnavailable, "later"), ErrUnavailable},
-		{errors.New("disk on fire"), ErrUnavailable},
+		{kind.Errorf(kind.ErrFailedPrecondition, "removed"), kind.ErrFailedPrecondition},
+		{kind.Errorf(kind.ErrInvalidArgument, "no id"), kind.ErrInvalidArgument},
+		{kind.Errorf(kind.ErrUnavailable, "later"), kind.ErrUnavailable},
+		{errors.New("disk on fire"), kind.ErrUnavailable},
 		{errOtherCluster("a", "b", "h:1"), errOther},
-		{&NotLeaderError{What: metaWhat, Leader: leader}, ErrFailedPrecondition},
+		{&NotLeaderError{What: metaWhat, Leader: leader}, kind.ErrFailedPrecondition},
 	} {
 		var buf bytes.Buffer
 		if err := writePeerFrame(&buf, answerOf(tc.err)); err != nil {

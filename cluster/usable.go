@@ -8,14 +8,15 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/replication/meta"
 )
 
 // UsableTimeout bounds how long CreateTopic (and AddPartitions) waits
 // for the new partitions to take writes, when the request has no deadline
 // of its own (setupContext); after it the topic exists but the request
-// answers ErrFailedPrecondition saying which partition has no leader yet
-// (not ErrUnavailable: a client's retry of the create would only be told
+// answers kind.ErrFailedPrecondition saying which partition has no leader yet
+// (not kind.ErrUnavailable: a client's retry of the create would only be told
 // the topic exists).
 const UsableTimeout = 10 * time.Second
 
@@ -47,7 +48,7 @@ func (c *Cluster) awaitUsable(ctx context.Context, name string, from int) error 
 	for {
 		t, ok := c.State().Topics[name]
 		if !ok {
-			return Errorf(ErrUnavailable, "topic %q was deleted while it was being set up", name)
+			return kind.Errorf(kind.ErrUnavailable, "topic %q was deleted while it was being set up", name)
 		}
 		missing := c.unledPartition(ctx, t, from)
 		if missing < 0 {
@@ -55,7 +56,7 @@ func (c *Cluster) awaitUsable(ctx context.Context, name string, from int) error 
 		}
 		select {
 		case <-ctx.Done():
-			return Errorf(ErrFailedPrecondition, "topic %q is created but partition %d has no leader after %v (too few of its replicas %v are up?): it takes writes once they elect one; see `logd cluster status`",
+			return kind.Errorf(kind.ErrFailedPrecondition, "topic %q is created but partition %d has no leader after %v (too few of its replicas %v are up?): it takes writes once they elect one; see `logd cluster status`",
 				name, missing, time.Since(start).Round(100*time.Millisecond), t.Replicas[missing])
 		case <-time.After(25 * time.Millisecond):
 		}
@@ -157,7 +158,7 @@ func (c *Cluster) AwaitTopic(ctx context.Context, name string, partitions int32)
 		}
 		select {
 		case <-ctx.Done():
-			return Errorf(ErrUnavailable, "topic %q: the change is committed but this node has not applied it yet: retry to see it", name)
+			return kind.Errorf(kind.ErrUnavailable, "topic %q: the change is committed but this node has not applied it yet: retry to see it", name)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

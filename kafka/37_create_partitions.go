@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/partition"
 )
 
@@ -64,7 +65,7 @@ func (s *Server) createPartitions(r *request, req *kmsg.CreatePartitionsRequest,
 		return 0, nil
 	}
 	if _, err := s.core.AddPartitions(ctx, r.c.principal, rt.Topic, rt.Count); err != nil {
-		if errors.Is(err, ErrInvalidArgument) || errors.Is(err, partition.ErrInvalidConfig) {
+		if errors.Is(err, kind.ErrInvalidArgument) || errors.Is(err, partition.ErrInvalidConfig) {
 			return kerr.InvalidPartitions.Code, err
 		}
 		return r.adminCode(err), err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/broker"
+	"github.com/logd/logd/internal/kind"
 )
 
 // The ACL store behind aclCore: changing it needs alter on the cluster,
@@ -283,7 +284,7 @@ func TestACLCode(t *testing.T) {
 		{fmt.Errorf("%w: %w", ErrDenied, &auth.DeniedError{Principal: auth.User("eve"), Operation: auth.OpAlter, Resource: auth.Cluster()}), kerr.ClusterAuthorizationFailed},
 		{ErrDenied, kerr.ClusterAuthorizationFailed},
 		{aclErrorf("host %q", "h"), kerr.InvalidRequest},
-		{fmt.Errorf("%w: bad", ErrInvalidArgument), kerr.InvalidRequest},
+		{fmt.Errorf("%w: bad", kind.ErrInvalidArgument), kerr.InvalidRequest},
 	} {
 		if got := aclCode(c.err); got != c.want.Code {
 			t.Errorf("aclCode(%v) = %v, want %v", c.err, kerr.ErrorForCode(got), c.want)

@@ -78,17 +78,14 @@ const (
 	Latest     = broker.Latest
 )
 
-// The core's error kinds (errors.go maps them).
+// The core's errors (errors.go maps them, and the generic kinds of
+// package kind).
 var (
 	ErrUnknownTopic     = broker.ErrUnknownTopic
 	ErrUnknownPartition = broker.ErrUnknownPartition
 	ErrTopicExists      = broker.ErrTopicExists
-	ErrNoLeader         = broker.ErrNoLeader
 	ErrInvalidBatch     = broker.ErrInvalidBatch
 	ErrBatchTooLarge    = broker.ErrBatchTooLarge
 	ErrDiskFull         = broker.ErrDiskFull
-	ErrInvalidArgument  = broker.ErrInvalidArgument
 	ErrDenied           = broker.ErrDenied
-	ErrUnavailable      = broker.ErrUnavailable
-	ErrShuttingDown     = broker.ErrShuttingDown
 )

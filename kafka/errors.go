@@ -13,6 +13,7 @@ import (
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
@@ -42,6 +43,9 @@ func errorCode(err error) int16 {
 	case errors.As(err, &outOfRange), errors.Is(err, log.ErrOffsetOutOfRange):
 		return kerr.OffsetOutOfRange.Code
 	}
+	if c, ok := kindCodes[kind.Of(err)]; ok {
+		return c.Code
+	}
 	for _, m := range errorCodes {
 		if errors.Is(err, m.err) {
 			return m.code.Code
@@ -50,7 +54,19 @@ func errorCode(err error) int16 {
 	return kerr.UnknownServerError.Code
 }
 
-// errorCodes is checked in order; the first match wins.
+// kindCodes maps every one of kind.Kinds.
+var kindCodes = map[error]*kerr.Error{
+	kind.ErrNoLeader:        kerr.LeaderNotAvailable,
+	kind.ErrUnavailable:     kerr.LeaderNotAvailable,
+	kind.ErrShuttingDown:    kerr.NotLeaderForPartition,
+	kind.ErrInvalidArgument: kerr.InvalidRequest,
+	// A request this cluster's state refuses (a topic's replicas above
+	// its node count, the last node's removal): its message says why.
+	kind.ErrFailedPrecondition: kerr.InvalidRequest,
+}
+
+// errorCodes maps the packages' sentinels, checked in order; the first
+// match wins.
 var errorCodes = []struct {
 	err  error
 	code *kerr.Error
@@ -61,15 +77,11 @@ var errorCodes = []struct {
 	{partition.ErrPartitionNotFound, kerr.UnknownTopicOrPartition},
 	{ErrTopicExists, kerr.TopicAlreadyExists},
 	{partition.ErrTopicExists, kerr.TopicAlreadyExists},
-	{ErrNoLeader, kerr.LeaderNotAvailable},
-	{ErrUnavailable, kerr.LeaderNotAvailable},
-	{ErrShuttingDown, kerr.NotLeaderForPartition},
 	{ErrInvalidBatch, kerr.InvalidRecord},
 	{ErrBatchTooLarge, kerr.MessageTooLarge},
 	{ErrDiskFull, kerr.KafkaStorageError},
 	{partition.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{partition.ErrInvalidConfig, kerr.InvalidConfig},
-	{ErrInvalidArgument, kerr.InvalidRequest},
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
 	{context.Canceled, kerr.RequestTimedOut},
 	{partition.ErrClosed, kerr.NotLeaderForPartition},
@@ -98,9 +110,6 @@ var errorCodes = []struct {
 	{batch.ErrCorrupt, kerr.CorruptMessage},
 	{batch.ErrShort, kerr.CorruptMessage},
 	{batch.ErrUnsupported, kerr.InvalidRecord},
-	// A request this cluster's state refuses (a topic's replicas above
-	// its node count, the last node's removal): its message says why.
-	{broker.ErrFailedPrecondition, kerr.InvalidRequest},
 	{broker.ErrUnknownNode, kerr.ResourceNotFound},
 	{broker.ErrUserExists, kerr.DuplicateResource},
 	{auth.ErrUnknownUser, kerr.ResourceNotFound},
@@ -165,7 +174,7 @@ func groupCode(err error) int16 {
 	switch {
 	case errors.As(err, &notLeader):
 		return kerr.NotCoordinator.Code
-	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrShuttingDown):
+	case errors.Is(err, kind.ErrUnavailable), errors.Is(err, kind.ErrShuttingDown):
 		return kerr.CoordinatorNotAvailable.Code
 	}
 	return deniedCode(err, "group")

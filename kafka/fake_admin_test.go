@@ -8,6 +8,7 @@ import (
 
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/groups"
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/partition"
 )
 
@@ -76,7 +77,7 @@ func (f *fakeCore) AddPartitions(_ context.Context, _ Principal, topic string, c
 		return partition.TopicConfig{}, fmt.Errorf("%w %q", ErrUnknownTopic, topic)
 	}
 	if count <= t.cfg.Partitions {
-		return t.cfg, fmt.Errorf("%w: not more partitions", ErrInvalidArgument)
+		return t.cfg, fmt.Errorf("%w: not more partitions", kind.ErrInvalidArgument)
 	}
 	t.parts = append(t.parts, make([][]fakeBatch, count-t.cfg.Partitions)...)
 	t.cfg.Partitions = count
@@ -87,7 +88,7 @@ func (f *fakeCore) AddPartitions(_ context.Context, _ Principal, topic string, c
 // caller are aclCore's (authz_test.go).
 func (f *fakeCore) AddACLs(_ context.Context, _ Principal, acls ...auth.ACL) error {
 	if err := f.acls.Add(acls...); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+		return fmt.Errorf("%w: %v", kind.ErrInvalidArgument, err)
 	}
 	return nil
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
@@ -46,7 +47,7 @@ import (
 // Roots are the core's package trees (relative to the module root), walked
 // with their sub-packages: whatever a front-end can receive comes from
 // them.
-var Roots = []string{"auth", "broker", "cluster", "groups", "internal/batch", "log", "offsets",
+var Roots = []string{"auth", "broker", "cluster", "groups", "internal/batch", "internal/kind", "log", "offsets",
 	"partition", "replication", "retention", "routing"}
 
 // skipped are directories under Roots that are no part of a running node.
@@ -109,22 +110,18 @@ func accessKinds() []Kind {
 		{Pkg: "broker", Name: "ErrDenied", Err: broker.ErrDenied},
 		{Pkg: "broker", Name: "ErrUserExists", Err: broker.ErrUserExists},
 		{Pkg: "broker", Name: "ErrUnknownUser", Err: broker.ErrUnknownUser},
-		{Pkg: "broker", Name: "ErrInvalidArgument", Err: broker.ErrInvalidArgument},
-		{Pkg: "broker", Name: "ErrUnavailable", Err: broker.ErrUnavailable},
-		{Pkg: "broker", Name: "ErrFailedPrecondition", Err: broker.ErrFailedPrecondition},
 		{Pkg: "broker", Name: "ErrUnknownNode", Err: broker.ErrUnknownNode},
-		{Pkg: "broker", Name: "ErrShuttingDown", Err: broker.ErrShuttingDown},
-		{Pkg: "broker", Name: "ErrNoLeader", Err: broker.ErrNoLeader},
 		{Pkg: "broker", Name: "NotCoordinatorError", Err: &broker.NotCoordinatorError{}},
 		{Pkg: "broker", Name: "NotLeaderError", Err: &broker.NotLeaderError{What: "the cluster metadata"}},
 		{Pkg: "broker", Name: "OutOfRangeError", Err: &broker.OutOfRangeError{Offset: -1, StartOffset: 3, HighWatermark: 5}},
 
-		{Pkg: "cluster", Name: "ErrUnavailable", Err: cluster.ErrUnavailable},
-		{Pkg: "cluster", Name: "ErrInvalidArgument", Err: cluster.ErrInvalidArgument},
-		{Pkg: "cluster", Name: "ErrFailedPrecondition", Err: cluster.ErrFailedPrecondition},
 		{Pkg: "cluster", Name: "ErrUnknownNode", Err: cluster.ErrUnknownNode},
-		{Pkg: "cluster", Name: "ErrShuttingDown", Err: cluster.ErrShuttingDown},
-		{Pkg: "cluster", Name: "ErrNoLeader", Err: cluster.ErrNoLeader},
+
+		{Pkg: "internal/kind", Name: "ErrInvalidArgument", Err: kind.ErrInvalidArgument},
+		{Pkg: "internal/kind", Name: "ErrFailedPrecondition", Err: kind.ErrFailedPrecondition},
+		{Pkg: "internal/kind", Name: "ErrUnavailable", Err: kind.ErrUnavailable},
+		{Pkg: "internal/kind", Name: "ErrNoLeader", Err: kind.ErrNoLeader},
+		{Pkg: "internal/kind", Name: "ErrShuttingDown", Err: kind.ErrShuttingDown},
 		{Pkg: "cluster", Name: "NotLeaderError", Err: &cluster.NotLeaderError{What: "partition t/0", Leader: meta.Node{ID: "n2"}}},
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
@@ -97,6 +98,12 @@ func errorStatus(err error) (int, errorBody) {
 	case errors.Is(err, groups.ErrGroupNotFound):
 		return http.StatusNotFound, body
 	}
+	if m, ok := kindStatus[kind.Of(err)]; ok {
+		if m.hint != "" {
+			body.Error += ": " + m.hint
+		}
+		return m.status, body
+	}
 	for _, e := range badInput {
 		if errors.Is(err, e) {
 			return http.StatusBadRequest, body
@@ -116,8 +123,21 @@ func errorStatus(err error) (int, errorBody) {
 	return http.StatusInternalServerError, body
 }
 
-// statusOf maps the kinds of error to statuses, first match wins, with a
-// hint appended to the error's own message.
+// kindStatus maps every one of kind.Kinds to a status, with a hint
+// appended to the error's own message.
+var kindStatus = map[error]struct {
+	status int
+	hint   string
+}{
+	kind.ErrInvalidArgument:    {http.StatusBadRequest, ""},
+	kind.ErrFailedPrecondition: {http.StatusConflict, ""},
+	kind.ErrShuttingDown:       {http.StatusServiceUnavailable, "retry against another node or after restart"},
+	kind.ErrUnavailable:        {http.StatusServiceUnavailable, ""},
+	kind.ErrNoLeader:           {http.StatusServiceUnavailable, "retry shortly"},
+}
+
+// statusOf maps the packages' sentinels to statuses, first match wins,
+// with a hint appended to the error's own message.
 var statusOf = []struct {
 	err    error
 	status int
@@ -134,17 +154,13 @@ var statusOf = []struct {
 	{broker.ErrDiskFull, http.StatusInsufficientStorage, "retry after an operator frees space (or retention trims)"},
 	{syscall.ENOSPC, http.StatusInsufficientStorage, "the node's disk is full: retry after an operator frees space"},
 	{partition.ErrOutOfOrderSequence, http.StatusConflict, "an Idempotency-Key was reused with other records: use a new key for new records"},
-	{broker.ErrFailedPrecondition, http.StatusConflict, ""},
 	{broker.ErrDenied, http.StatusForbidden, ""},
 	{auth.ErrAuthenticationFailed, http.StatusUnauthorized, ""},
 	{auth.ErrUnauthenticated, http.StatusUnauthorized, "send Basic credentials over https, or a client certificate"},
 	{auth.ErrPlaintextCredentials, http.StatusUnauthorized, "use https, or a client certificate"},
 	{offsets.ErrGenerationTaken, http.StatusConflict, "join the group again"},
-	{broker.ErrShuttingDown, http.StatusServiceUnavailable, "retry against another node or after restart"},
 	{log.ErrClosed, http.StatusServiceUnavailable, "the node is shutting down: retry against another node or after restart"},
 	{partition.ErrClosed, http.StatusServiceUnavailable, "the node is shutting down: retry against another node or after restart"},
-	{broker.ErrUnavailable, http.StatusServiceUnavailable, ""},
-	{broker.ErrNoLeader, http.StatusServiceUnavailable, "retry shortly"},
 	{groups.ErrCoordinatorClosed, http.StatusServiceUnavailable, "retry shortly"},
 	{syscall.EMFILE, http.StatusServiceUnavailable, "the node is out of file descriptors: retry later"},
 	{syscall.ENFILE, http.StatusServiceUnavailable, "the node is out of file descriptors: retry later"},
@@ -155,7 +171,7 @@ var statusOf = []struct {
 }
 
 // badInput are the kinds of error that mean the request was wrong (400).
-var badInput = []error{broker.ErrInvalidArgument, broker.ErrInvalidBatch, partition.ErrInvalidConfig,
+var badInput = []error{broker.ErrInvalidBatch, partition.ErrInvalidConfig,
 	routing.ErrInvalidTopicName, batch.ErrCorrupt, batch.ErrShort, batch.ErrUnsupported, log.ErrInvalidBatch,
 	offsets.ErrInvalidArgument, offsets.ErrInvalidReset, auth.ErrInvalid, auth.ErrMechanism}
 

@@ -15,6 +15,7 @@ import (
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
@@ -54,8 +55,12 @@ func toStatus(err error) error {
 	return status.Error(codes.Internal, err.Error())
 }
 
-// codeOf is the code of an error of a known kind.
+// codeOf is the code of an error of a known kind: the closed set of
+// package kind first, then the packages' own sentinels.
 func codeOf(err error) (codes.Code, bool) {
+	if c, ok := kindCodes[kind.Of(err)]; ok {
+		return c, true
+	}
 	for _, k := range errorCodes {
 		for _, e := range k.errs {
 			if errors.Is(err, e) {
@@ -66,7 +71,16 @@ func codeOf(err error) (codes.Code, bool) {
 	return codes.Unknown, false
 }
 
-// errorCodes maps the kinds of error to codes, first match wins.
+// kindCodes maps every one of kind.Kinds.
+var kindCodes = map[error]codes.Code{
+	kind.ErrInvalidArgument:    codes.InvalidArgument,
+	kind.ErrFailedPrecondition: codes.FailedPrecondition,
+	kind.ErrUnavailable:        codes.Unavailable,
+	kind.ErrNoLeader:           codes.Unavailable,
+	kind.ErrShuttingDown:       codes.Unavailable,
+}
+
+// errorCodes maps the packages' sentinels to codes, first match wins.
 var errorCodes = []struct {
 	code codes.Code
 	errs []error
@@ -75,10 +89,10 @@ var errorCodes = []struct {
 	{codes.AlreadyExists, []error{partition.ErrTopicExists, broker.ErrUserExists}},
 	{codes.InvalidArgument, []error{auth.ErrInvalid, partition.ErrInvalidConfig, routing.ErrInvalidTopicName, batch.ErrCorrupt,
 		batch.ErrShort, batch.ErrUnsupported, log.ErrInvalidBatch, offsets.ErrInvalidArgument, offsets.ErrInvalidReset,
-		broker.ErrInvalidArgument, broker.ErrInvalidBatch, auth.ErrMechanism}},
+		broker.ErrInvalidBatch, auth.ErrMechanism}},
 	{codes.ResourceExhausted, []error{broker.ErrBatchTooLarge, broker.ErrDiskFull, syscall.ENOSPC, syscall.EMFILE, syscall.ENFILE}},
-	{codes.FailedPrecondition, []error{partition.ErrOutOfOrderSequence, broker.ErrFailedPrecondition, groups.ErrIllegalGeneration}},
-	{codes.Unavailable, []error{log.ErrClosed, partition.ErrClosed, broker.ErrShuttingDown, broker.ErrUnavailable, broker.ErrNoLeader}},
+	{codes.FailedPrecondition, []error{partition.ErrOutOfOrderSequence, groups.ErrIllegalGeneration}},
+	{codes.Unavailable, []error{log.ErrClosed, partition.ErrClosed}},
 	{codes.PermissionDenied, []error{broker.ErrDenied}},
 	{codes.Unauthenticated, []error{auth.ErrAuthenticationFailed, auth.ErrUnauthenticated, auth.ErrPlaintextCredentials}},
 	{codes.OutOfRange, []error{log.ErrOffsetOutOfRange}},
@@ -95,7 +109,7 @@ func messageOf(c codes.Code, err error) string {
 	switch {
 	case errors.Is(err, partition.ErrTopicNotFound), errors.Is(err, partition.ErrPartitionNotFound):
 		return err.Error() + " (list topics with `logd topic list`)"
-	case errors.Is(err, log.ErrClosed), errors.Is(err, partition.ErrClosed), errors.Is(err, broker.ErrShuttingDown):
+	case errors.Is(err, log.ErrClosed), errors.Is(err, partition.ErrClosed), errors.Is(err, kind.ErrShuttingDown):
 		return "the server is shutting down: retry against another node or after restart"
 	case c == codes.ResourceExhausted && errors.Is(err, syscall.ENOSPC) && !errors.Is(err, broker.ErrDiskFull):
 		return "the server's disk is full: retry after an operator frees space (or retention trims)"
@@ -164,26 +178,26 @@ func fromStatus(err error) error {
 	if err == nil || !ok {
 		return err
 	}
-	kind := broker.ErrUnavailable
+	k := kind.ErrUnavailable
 	switch st.Code() {
 	case codes.NotFound:
-		kind = partition.ErrTopicNotFound
+		k = partition.ErrTopicNotFound
 	case codes.AlreadyExists:
-		kind = partition.ErrTopicExists
+		k = partition.ErrTopicExists
 	case codes.InvalidArgument:
-		kind = partition.ErrInvalidConfig
+		k = partition.ErrInvalidConfig
 	case codes.FailedPrecondition:
-		kind = broker.ErrFailedPrecondition
+		k = kind.ErrFailedPrecondition
 	case codes.PermissionDenied, codes.Unauthenticated:
-		kind = broker.ErrDenied
+		k = broker.ErrDenied
 	case codes.ResourceExhausted:
-		kind = broker.ErrDiskFull
+		k = broker.ErrDiskFull
 	case codes.DeadlineExceeded:
-		kind = context.DeadlineExceeded
+		k = context.DeadlineExceeded
 	case codes.Canceled:
-		kind = context.Canceled
+		k = context.Canceled
 	}
-	return &forwardedError{kind: kind, st: st}
+	return &forwardedError{kind: k, st: st}
 }
 
 // forwardedError is another node's answer: errors.Is(err, kind) holds.

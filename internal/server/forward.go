@@ -118,7 +118,7 @@ func (f *forwarder) ListOffset(ctx context.Context, addr, topic string, part int
 	resp := &pb.ListOffsetsResponse{}
 	if err := f.invoke(ctx, addr, pb.Log_ListOffsets_FullMethodName, req, resp); err != nil {
 		if status.Code(err) == codes.Unavailable {
-			// No leader there right now: errors.Is(err, broker.ErrUnavailable),
+			// No leader there right now: errors.Is(err, kind.ErrUnavailable),
 			// so a request over many partitions asks again (eachPartition).
 			return cluster.PartitionOffset{}, fromStatus(err)
 		}

@@ -8,8 +8,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/internal/freeport"
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/internal/server/servertest"
 	pb "github.com/logd/logd/proto/logd/v1"
 	"github.com/logd/logd/replication/meta"
@@ -79,10 +79,10 @@ func TestJoinNeedsTheNodeToAnswer(t *testing.T) {
 		rejoin bool
 		kind   error
 	}{
-		{"nobody answers", meta.Node{ID: "ghost", APIAddr: nowhere, RaftAddr: nowhere}, false, cluster.ErrUnavailable},
-		{"another node answers", meta.Node{ID: "ghost", APIAddr: other.APIAddr, RaftAddr: other.RaftAddr}, false, cluster.ErrFailedPrecondition},
-		{"a member re-addressed to nobody", meta.Node{ID: other.ID, APIAddr: nowhere, RaftAddr: nowhere}, true, cluster.ErrUnavailable},
-		{"a member re-addressed to another", meta.Node{ID: other.ID, APIAddr: lead.APIAddr, RaftAddr: lead.RaftAddr}, true, cluster.ErrFailedPrecondition},
+		{"nobody answers", meta.Node{ID: "ghost", APIAddr: nowhere, RaftAddr: nowhere}, false, kind.ErrUnavailable},
+		{"another node answers", meta.Node{ID: "ghost", APIAddr: other.APIAddr, RaftAddr: other.RaftAddr}, false, kind.ErrFailedPrecondition},
+		{"a member re-addressed to nobody", meta.Node{ID: other.ID, APIAddr: nowhere, RaftAddr: nowhere}, true, kind.ErrUnavailable},
+		{"a member re-addressed to another", meta.Node{ID: other.ID, APIAddr: lead.APIAddr, RaftAddr: lead.RaftAddr}, true, kind.ErrFailedPrecondition},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := cl.Join(ctx(t), tc.n, tc.rejoin); !errors.Is(err, tc.kind) {

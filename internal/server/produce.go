@@ -9,6 +9,7 @@ import (
 
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/internal/kind"
 	pb "github.com/logd/logd/proto/logd/v1"
 	"github.com/logd/logd/routing"
 )
@@ -134,7 +135,7 @@ const recordOverhead = 7
 // else murmur2 of the key, else round-robin.
 func (s *Server) routeRecords(req *pb.ProduceRequest, n int32) (map[int32][]batch.Record, error) {
 	if req.Partition != nil && (*req.Partition < 0 || *req.Partition >= n) {
-		return nil, broker.Errorf(broker.ErrUnknownPartition, "topic %q has partitions 0 to %d, not %d", req.Topic, n-1, *req.Partition)
+		return nil, kind.Errorf(broker.ErrUnknownPartition, "topic %q has partitions 0 to %d, not %d", req.Topic, n-1, *req.Partition)
 	}
 	now := time.Now().UnixMilli()
 	out := make(map[int32][]batch.Record)

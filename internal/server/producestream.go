@@ -9,7 +9,7 @@ import (
 
 	"google.golang.org/grpc/status"
 
-	"github.com/logd/logd/broker"
+	"github.com/logd/logd/internal/kind"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -25,7 +25,7 @@ const streamInflight = 64
 func (s *Server) ProduceStream(stream pb.Log_ProduceStreamServer) error {
 	select {
 	case <-s.b.Done():
-		return toStatus(broker.ErrShuttingDown)
+		return toStatus(kind.ErrShuttingDown)
 	default:
 	}
 	ctx := stream.Context()
@@ -59,7 +59,7 @@ func (s *Server) dispatchStream(ctx context.Context, ls *lanes, out chan<- *pb.P
 			}
 			ls.dispatch(laneKey(req), s.produceJob(ctx, req, out))
 		case <-s.b.Done():
-			return broker.ErrShuttingDown
+			return kind.ErrShuttingDown
 		case err := <-sendErr:
 			return err
 		}

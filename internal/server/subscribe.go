@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/mem"
 
 	"github.com/logd/logd/broker"
+	"github.com/logd/logd/internal/kind"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -127,7 +128,7 @@ func (sub *subscription) run(ctx context.Context) error {
 		case <-ctx.Done():
 			return toStatus(ctx.Err())
 		case <-s.b.Done():
-			return toStatus(broker.ErrShuttingDown)
+			return toStatus(kind.ErrShuttingDown)
 		}
 	}
 }
