@@ -14,7 +14,7 @@ RACE_PKGS  := ./log/... ./partition/... ./routing/... ./offsets/... ./retention/
 PLAIN_PKGS := ./cmd/... ./test/... ./torture/... ./proto/... ./logdtest/... ./bench/...
 FUZZTIME  ?= 5s
 
-.PHONY: check-pkgs check-disk verify-deploy all build run test test-race test-fuzz fuzz lint proto tools bench bench-compare bench-cluster bench-partitions clean
+.PHONY: check-pkgs check-disk verify-deploy all build run test test-race test-fuzz fuzz lint proto tools bench bench-compare bench-cluster bench-partitions bench-before-after clean
 
 all: build
 
@@ -133,6 +133,12 @@ bench:
 # throughput ratio and the disk bytes written per produced byte per replica.
 bench-cluster:
 	bench/cluster.sh
+
+# bench-before-after: two revisions' produce throughput (one node and 3
+# nodes, 100 B and 1 KiB, 1 and 4 producers) and the cluster's CPU per MB,
+# alternating in one window: make bench-before-after OLD=main~1 [NEW=HEAD].
+bench-before-after:
+	OLD=$(OLD) NEW=$(or $(NEW),HEAD) bench/before-after.sh
 
 # bench-partitions: the idle cost of many partitions: 3 nodes, one
 # topic of N (default 1000) partitions x 3 replicas, one record produced to each,
