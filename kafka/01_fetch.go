@@ -40,7 +40,7 @@ func handleFetch(s *Server, r *request) func() kmsg.Response {
 	return func() kmsg.Response {
 		res, err := s.core.Fetch(r.ctx, freq)
 		if err != nil {
-			fetchFailed(resp, req, err)
+			fetchFailed(r, resp, req, err)
 			return resp
 		}
 		size := fetchedBytes(res)
@@ -49,7 +49,7 @@ func handleFetch(s *Server, r *request) func() kmsg.Response {
 		if res.Release != nil {
 			res.Release()
 		}
-		fetchAnswer(resp, res)
+		fetchAnswer(r, resp, res)
 		return resp
 	}
 }
@@ -77,7 +77,7 @@ func fetchRequest(p Principal, req *kmsg.FetchRequest) FetchRequest {
 }
 
 // fetchAnswer fills resp with the core's answer, grouped by topic.
-func fetchAnswer(resp *kmsg.FetchResponse, res FetchResult) {
+func fetchAnswer(r *request, resp *kmsg.FetchResponse, res FetchResult) {
 	byTopic := map[string]int{}
 	for _, fp := range res.Partitions {
 		i, ok := byTopic[fp.Topic]
@@ -90,7 +90,7 @@ func fetchAnswer(resp *kmsg.FetchResponse, res FetchResult) {
 		}
 		p := kmsg.NewFetchResponseTopicPartition()
 		p.Partition = fp.Partition
-		p.ErrorCode = topicCode(fp.Err)
+		p.ErrorCode = r.topicCode(fp.Err)
 		p.HighWatermark, p.LastStableOffset, p.LogStartOffset = fp.HighWatermark, fp.HighWatermark, fp.LogStart
 		if fp.Err != nil {
 			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
@@ -104,8 +104,8 @@ func fetchAnswer(resp *kmsg.FetchResponse, res FetchResult) {
 }
 
 // fetchFailed answers every partition asked for with err's code.
-func fetchFailed(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, err error) {
-	code := topicCode(err)
+func fetchFailed(r *request, resp *kmsg.FetchResponse, req *kmsg.FetchRequest, err error) {
+	code := r.topicCode(err)
 	for _, rt := range req.Topics {
 		t := kmsg.NewFetchResponseTopic()
 		t.Topic = rt.Topic

@@ -86,3 +86,59 @@ func TestKafkaUnexpectedErrorLoggedOncePerRequest(t *testing.T) {
 		}
 	}
 }
+
+// brokenFetchCore fails every partition of a fetch (perPartition) or the
+// whole fetch with an error of no kind the listener maps.
+type brokenFetchCore struct {
+	*fakeCore
+	perPartition bool
+}
+
+func (c brokenFetchCore) Fetch(_ context.Context, r FetchRequest) (FetchResult, error) {
+	if !c.perPartition {
+		return FetchResult{}, errBroken
+	}
+	var res FetchResult
+	for _, p := range r.Partitions {
+		res.Partitions = append(res.Partitions, FetchedPartition{Topic: p.Topic, Partition: p.Partition, Err: errBroken})
+	}
+	return res, nil
+}
+
+// A fetch's unmapped errors are logged like every other request's: once
+// per request, whether the whole fetch or each partition failed.
+func TestKafkaFetchUnexpectedErrorLogged(t *testing.T) {
+	for _, perPartition := range []bool{false, true} {
+		core := brokenFetchCore{newFakeCore(), perPartition}
+		if _, err := core.CreateTopic(context.Background(), "", topicConfig("t", 3)); err != nil {
+			t.Fatal(err)
+		}
+		h := &recordingHandler{}
+		s := startServer(t, core, Config{Logger: slog.New(h)})
+		br := newClient(t, s.AdvertisedAddr()).SeedBrokers()[0]
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.MaxWaitMillis, req.MaxBytes = 11, 10, 1<<20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "t"
+		for p := range int32(3) {
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.PartitionMaxBytes = p, 1<<20
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := br.Request(testCtx(t), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range resp.(*kmsg.FetchResponse).Topics[0].Partitions {
+			if p.ErrorCode != kerr.UnknownServerError.Code {
+				t.Fatalf("perPartition=%v: partition %d answered %v, want UNKNOWN_SERVER_ERROR", perPartition, p.Partition, kerr.ErrorForCode(p.ErrorCode))
+			}
+		}
+		h.mu.Lock()
+		if len(h.errs) != 1 || !strings.Contains(h.errs[0], errBroken.Error()) {
+			t.Errorf("perPartition=%v: logged at Error %q, want one line naming the error", perPartition, h.errs)
+		}
+		h.mu.Unlock()
+	}
+}
