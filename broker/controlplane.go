@@ -20,8 +20,10 @@ import (
 // (controlplane_cluster.go: package cluster, over the replicated
 // metadata). The broker's methods do what both share (authorization, the
 // disk guard, the checks of a request) and call it once per request, or
-// once per partition of one; the produce path makes no call of it beyond
-// choosing where a batch is appended.
+// once per partition of one. The produce path makes no call of it per
+// batch: startAppend tells a Raft append from a local one by the plane's
+// type, and awaitLeader is called only after a produce woke a sleeping
+// group.
 type controlPlane interface {
 	// cluster is the node's *cluster.Cluster, nil on a node that runs
 	// alone (Broker.Cluster).
