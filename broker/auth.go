@@ -61,12 +61,10 @@ type AuthConfig struct {
 // openAuth builds the stores over the metadata, the Authenticator, the
 // Authorizer and its audit (registered on the node's registry).
 func (b *Broker) openAuth() error {
-	s, err := newAuthStore(b)
-	if err != nil {
-		return err
-	}
+	s := &authStore{cp: b.plane, logger: b.logger}
 	b.authStore = s
 	c := b.cfg.Auth
+	var err error
 	b.authn, err = auth.NewAuthenticator(s, c.Authenticator)
 	if err != nil {
 		return err
@@ -206,7 +204,7 @@ func (b *Broker) bootstrapUser() {
 		if _, err := b.authStore.Lookup(name); err == nil {
 			return
 		}
-		if b.cl == nil || b.cl.IsMetaLeader() {
+		if _, leads := b.plane.metaLeader(); leads {
 			c, err := auth.NewCredentials(pw, auth.DefaultIterations)
 			if err == nil {
 				ctx, cancel := context.WithTimeout(context.Background(), authWriteTimeout)
@@ -219,7 +217,7 @@ func (b *Broker) bootstrapUser() {
 				return
 			case errors.Is(err, ErrUserExists):
 				return
-			case b.cl == nil:
+			case b.plane.alone():
 				b.logger.Error("cannot create the bootstrap user (LOGD_BOOTSTRAP_USER)", "user", name, "err", err)
 				return
 			}

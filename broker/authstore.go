@@ -1,37 +1,26 @@
 package broker
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/internal/kind"
-	"github.com/logd/logd/replication/meta"
 )
 
 // authStore is the node's users and ACLs: auth.CredentialStore and
-// auth.ACLStore over the cluster metadata (meta.AuthState, replicated: a
-// write runs on the metadata leader, others answer *NotLeaderError with
-// Untouched) or, on a node that runs alone, over its Pebble store, where
-// topics live too: keys "auth/user/<name>" (value: the encoded
-// credentials) and "auth/acl/<encoded ACL>" (empty value), written with
-// sync and mirrored in memory. Reads are local and take no Raft round.
-// The ACL index is rebuilt when the ACLs' generation changes.
+// auth.ACLStore over the control plane's (the cluster metadata's,
+// meta.AuthState, replicated: a write runs on the metadata leader, others
+// answer *NotLeaderError with Untouched; or, on a node that runs alone,
+// its Pebble store's: controlplane_local.go). Reads are local and take no
+// Raft round. The ACL index is rebuilt when the ACLs' generation changes.
 type authStore struct {
-	b *Broker
-
-	mu    sync.Mutex        // single node: serializes writes
-	users map[string][]byte // single node
-	acls  [][]byte          // single node: sorted, unique
-	gen   atomic.Uint64     // single node: counts changes
+	cp     controlPlane
+	logger *slog.Logger
 
 	idx atomic.Pointer[indexAt]
 }
@@ -42,11 +31,6 @@ type indexAt struct {
 	x   *auth.ACLIndex
 }
 
-const (
-	userKeyPrefix = "auth/user/"
-	aclKeyPrefix  = "auth/acl/"
-)
-
 // authWriteTimeout bounds a store write that has no context of its own
 // (the auth.CredentialStore and auth.ACLStore methods).
 const authWriteTimeout = 10 * time.Second
@@ -56,57 +40,9 @@ var (
 	_ auth.ACLStore        = (*authStore)(nil)
 )
 
-func newAuthStore(b *Broker) (*authStore, error) {
-	s := &authStore{b: b, users: map[string][]byte{}}
-	if b.cl != nil {
-		return s, nil
-	}
-	if err := s.load(); err != nil {
-		return nil, fmt.Errorf("load users and ACLs from %s/meta: %w", b.cfg.DataDir, err)
-	}
-	return s, nil
-}
-
-// load reads a single node's users and ACLs from Pebble.
-func (s *authStore) load() error {
-	for _, pre := range []string{userKeyPrefix, aclKeyPrefix} {
-		it, err := s.b.db.NewIter(&pebble.IterOptions{LowerBound: []byte(pre), UpperBound: prefixEnd(pre)})
-		if err != nil {
-			return err
-		}
-		for it.First(); it.Valid(); it.Next() {
-			rest := bytes.Clone(it.Key()[len(pre):])
-			if pre == userKeyPrefix {
-				s.users[string(rest)] = bytes.Clone(it.Value())
-			} else {
-				s.acls = append(s.acls, rest)
-			}
-		}
-		if err := errors.Join(it.Error(), it.Close()); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// prefixEnd is the least key above every key with prefix pre.
-func prefixEnd(pre string) []byte {
-	b := []byte(pre)
-	b[len(b)-1]++
-	return b
-}
-
 // Lookup implements auth.CredentialStore: local state, no Raft.
 func (s *authStore) Lookup(user string) (auth.Credentials, error) {
-	var b []byte
-	var ok bool
-	if s.b.cl != nil {
-		b, ok = s.b.cl.Auth().User(user)
-	} else {
-		s.mu.Lock()
-		b, ok = s.users[user]
-		s.mu.Unlock()
-	}
+	b, ok := s.cp.user(user)
 	if !ok {
 		return auth.Credentials{}, fmt.Errorf("%w %q", auth.ErrUnknownUser, user)
 	}
@@ -115,17 +51,7 @@ func (s *authStore) Lookup(user string) (auth.Credentials, error) {
 
 // Users implements auth.CredentialStore.
 func (s *authStore) Users() ([]string, error) {
-	if s.b.cl != nil {
-		return s.b.cl.Auth().Users(), nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.users))
-	for u := range s.users {
-		out = append(out, u)
-	}
-	slices.Sort(out)
-	return out, nil
+	return s.cp.users(), nil
 }
 
 // Put implements auth.CredentialStore (create or replace).
@@ -147,6 +73,11 @@ func errUserExists(user string) error {
 	return kind.Errorf(ErrUserExists, "user %q exists (change its password with `logd user create --update`)", user)
 }
 
+// errUnknownUser is the answer to deleting a user that does not exist.
+func errUnknownUser(user string) error {
+	return fmt.Errorf("%w %q (see `logd user list`)", auth.ErrUnknownUser, user)
+}
+
 // putUser stores a user's credentials; replace false refuses an existing
 // user.
 func (s *authStore) putUser(ctx context.Context, user string, c auth.Credentials, replace bool) error {
@@ -157,82 +88,26 @@ func (s *authStore) putUser(ctx context.Context, user string, c auth.Credentials
 	if err != nil {
 		return kind.Errorf(kind.ErrInvalidArgument, "user %q: %v", user, err)
 	}
-	if s.b.cl != nil {
-		cmd := &meta.Command{Op: meta.OpPutUser, Name: user, Value: enc}
-		return s.b.cl.ApplyAuth(ctx, cmd, func(f *meta.FSM) error {
-			if _, ok := f.User(user); ok && !replace {
-				return errUserExists(user)
-			}
-			return nil
-		})
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.users[user]; ok && !replace {
-		return errUserExists(user)
-	}
-	if err := s.b.db.Set([]byte(userKeyPrefix+user), enc, pebble.Sync); err != nil {
-		return err
-	}
-	s.users[user] = enc
-	s.gen.Add(1)
-	return nil
+	return s.cp.putUser(ctx, user, enc, replace)
 }
 
 func (s *authStore) deleteUser(ctx context.Context, user string) error {
-	unknown := fmt.Errorf("%w %q (see `logd user list`)", auth.ErrUnknownUser, user)
-	if s.b.cl != nil {
-		return s.b.cl.ApplyAuth(ctx, &meta.Command{Op: meta.OpDeleteUser, Name: user}, func(f *meta.FSM) error {
-			if _, ok := f.User(user); !ok {
-				return unknown
-			}
-			return nil
-		})
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.users[user]; !ok {
-		return unknown
-	}
-	if err := s.b.db.Delete([]byte(userKeyPrefix+user), pebble.Sync); err != nil {
-		return err
-	}
-	delete(s.users, user)
-	s.gen.Add(1)
-	return nil
-}
-
-// encodedACLs is the stored ACLs and their generation.
-func (s *authStore) encodedACLs() (uint64, [][]byte) {
-	if s.b.cl != nil {
-		return s.b.cl.Auth().ACLs()
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.gen.Load(), slices.Clone(s.acls)
-}
-
-// aclGen is the ACLs' generation, cheaply.
-func (s *authStore) aclGen() uint64 {
-	if s.b.cl != nil {
-		return s.b.cl.Auth().AuthGen()
-	}
-	return s.gen.Load()
+	return s.cp.deleteUser(ctx, user)
 }
 
 // Index implements auth.ACLSource: the index of the current ACLs, rebuilt
 // when they changed. A stored ACL that does not decode is logged and left
 // out (it allows nothing; a deny it held is lost, which the log says).
 func (s *authStore) Index() *auth.ACLIndex {
-	if cur := s.idx.Load(); cur != nil && cur.gen == s.aclGen() {
+	if cur := s.idx.Load(); cur != nil && cur.gen == s.cp.aclGen() {
 		return cur.x
 	}
-	gen, enc := s.encodedACLs()
+	gen, enc := s.cp.acls()
 	acls := make([]auth.ACL, 0, len(enc))
 	for _, b := range enc {
 		a, err := auth.DecodeACL(b)
 		if err != nil {
-			s.b.logger.Error("a stored ACL does not decode: left out of authorization", "err", err)
+			s.logger.Error("a stored ACL does not decode: left out of authorization", "err", err)
 			continue
 		}
 		acls = append(acls, a)
@@ -280,32 +155,11 @@ func (s *authStore) addACLs(ctx context.Context, acls []auth.ACL) error {
 		}
 		enc[i] = b
 	}
-	if s.b.cl != nil {
-		return s.b.cl.ApplyAuth(ctx, &meta.Command{Op: meta.OpAddACLs, ACLs: enc}, nil)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	wb := s.b.db.NewBatch()
-	defer wb.Close()
-	for _, b := range enc {
-		if err := wb.Set(append([]byte(aclKeyPrefix), b...), nil, nil); err != nil {
-			return err
-		}
-	}
-	if err := wb.Commit(pebble.Sync); err != nil {
-		return err
-	}
-	for _, b := range enc {
-		if i, found := slices.BinarySearchFunc(s.acls, b, bytes.Compare); !found {
-			s.acls = slices.Insert(s.acls, i, b)
-		}
-	}
-	s.gen.Add(1)
-	return nil
+	return s.cp.addACLs(ctx, enc)
 }
 
 // removeACLs deletes the ACLs f matches, as the store holds them when the
-// write runs (on the metadata leader, after its barrier).
+// write runs (in a cluster on the metadata leader, after its barrier).
 func (s *authStore) removeACLs(ctx context.Context, f auth.ACLFilter) ([]auth.ACL, error) {
 	var removed []auth.ACL
 	match := func(all [][]byte) [][]byte {
@@ -319,45 +173,13 @@ func (s *authStore) removeACLs(ctx context.Context, f auth.ACLFilter) ([]auth.AC
 		}
 		return enc
 	}
-	if s.b.cl != nil {
-		cmd := &meta.Command{Op: meta.OpRemoveACLs}
-		err := s.b.cl.ApplyAuth(ctx, cmd, func(m *meta.FSM) error {
-			_, all := m.ACLs()
-			cmd.ACLs = match(all)
-			if len(cmd.ACLs) == 0 {
-				return errNoACLMatch
-			}
-			return nil
-		})
-		if errors.Is(err, errNoACLMatch) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		auth.SortACLs(removed)
-		return removed, nil
+	err := s.cp.removeACLs(ctx, match)
+	if errors.Is(err, errNoACLMatch) {
+		return nil, nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	enc := match(s.acls)
-	wb := s.b.db.NewBatch()
-	defer wb.Close()
-	for _, b := range enc {
-		if err := wb.Delete(append([]byte(aclKeyPrefix), b...), nil); err != nil {
-			return nil, err
-		}
-	}
-	if err := wb.Commit(pebble.Sync); err != nil {
+	if err != nil {
 		return nil, err
 	}
-	s.acls = slices.DeleteFunc(s.acls, func(b []byte) bool {
-		return slices.ContainsFunc(enc, func(e []byte) bool { return bytes.Equal(e, b) })
-	})
-	s.gen.Add(1)
 	auth.SortACLs(removed)
 	return removed, nil
 }
-
-// errNoACLMatch ends a removal that matched nothing before it is proposed.
-var errNoACLMatch = errors.New("no ACL matches")

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,8 +20,6 @@ import (
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
-	"github.com/logd/logd/replication"
-	"github.com/logd/logd/replication/meta"
 	"github.com/logd/logd/retention"
 )
 
@@ -70,7 +66,7 @@ type Broker struct {
 	offsets *offsets.Store
 	lag     *offsets.LagCollector
 	trimmer *retention.Trimmer
-	cl      *cluster.Cluster   // nil on a node that runs alone
+	plane   controlPlane       // local or Raft, chosen in openStorage
 	stopBG  context.CancelFunc // stops background work (the trimmer)
 	bg      sync.WaitGroup
 	m       *metrics
@@ -163,18 +159,22 @@ func (b *Broker) openStorage() error {
 		return err
 	}
 	b.topics = topics
-	b.offsets = offsets.New(db, offsets.Options{})
 	if b.cfg.Cluster == nil {
-		return nil
+		l, err := newLocalPlane(b.cfg.DataDir, db, topics)
+		if err != nil {
+			return err
+		}
+		b.plane = l
+	} else {
+		cl, err := cluster.Start(*b.cfg.Cluster, cluster.Options{DataDir: b.cfg.DataDir, DB: db, Topics: topics,
+			Peers: b.cfg.Peers, Logger: b.logger, Registry: b.m.reg})
+		if err != nil {
+			return err
+		}
+		b.plane = &raftPlane{cl: cl, peers: b.cfg.Peers}
 	}
-	cl, err := cluster.Start(*b.cfg.Cluster, cluster.Options{DataDir: b.cfg.DataDir, DB: db, Topics: topics,
-		Peers: b.cfg.Peers, Logger: b.logger, Registry: b.m.reg})
-	if err != nil {
-		return err
-	}
-	b.cl = cl
-	// Committed offsets are the metadata group's.
-	b.offsets = cl.Offsets()
+	// Committed offsets are the metadata group's in a cluster.
+	b.offsets = b.plane.offsetStore()
 	return nil
 }
 
@@ -183,26 +183,21 @@ func (b *Broker) openStorage() error {
 // from then on log writes pass the disk guard, and in a cluster the node
 // registers these addresses and its background loops run.
 func (b *Broker) Ready(self Node) {
-	self.ID, self.KafkaID = SelfID, 1
-	if b.cl != nil {
-		self.ID, self.KafkaID, self.RaftAddr = b.cl.Self(), meta.KafkaIDOf(b.cl.Self()), b.cl.RaftAddr()
-	}
+	self = b.plane.identify(self)
 	b.self.Store(&self)
 	b.serving.Store(true)
 	if b.cfg.Auth.BootstrapUser != "" {
 		b.bg.Add(1)
 		go func() { defer b.bg.Done(); b.bootstrapUser() }()
 	}
-	if b.cl != nil {
-		b.cl.Run(self)
-	}
+	b.plane.run(self)
 }
 
 // Registry is the node's Prometheus registry.
 func (b *Broker) Registry() *prometheus.Registry { return b.m.reg }
 
 // Cluster is the node's control plane, nil on a node that runs alone.
-func (b *Broker) Cluster() *cluster.Cluster { return b.cl }
+func (b *Broker) Cluster() *cluster.Cluster { return b.plane.cluster() }
 
 // Done is closed when the broker starts shutting down: long polls end.
 func (b *Broker) Done() <-chan struct{} { return b.shutdown }
@@ -237,34 +232,14 @@ func (b *Broker) logOptions(c partition.TopicConfig) log.Options {
 func (b *Broker) retentionTargets() ([]retention.Target, error) {
 	var ts []retention.Target
 	b.topics.Each(func(c partition.TopicConfig, p *partition.Partition) {
-		var l retention.Log = p.Log
-		if b.cl != nil {
-			r := b.cl.LocalReplica(meta.GroupOf(c, p.ID))
-			if r == nil {
-				return // no replica here
-			}
-			l = raftTrimmed{p.Log, r}
+		l, ok := b.plane.retentionLog(c, p)
+		if !ok {
+			return // no replica here
 		}
 		ts = append(ts, retention.Target{Topic: c.Name, Partition: p.ID, Log: l,
 			Policy: retention.PolicyFromLimits(c.RetentionMs, c.RetentionBytes, c.RetentionRecords)})
 	})
 	return ts, nil
-}
-
-// raftTrimmed is a replicated partition's log as retention sees it:
-// segments are deleted below the replica's TrimLimit only, never an entry
-// Raft still needs to replay after a restart.
-type raftTrimmed struct {
-	*log.Log
-	r *replication.Replica
-}
-
-func (l raftTrimmed) DeleteSegmentsBefore(offset int64) ([]log.SegmentInfo, error) {
-	limit, err := l.r.TrimLimit()
-	if err != nil {
-		return nil, err
-	}
-	return l.Log.DeleteSegmentsBefore(min(offset, limit))
 }
 
 // enter admits a request unless the broker is shutting down; every
@@ -314,8 +289,8 @@ func (b *Broker) Close() error {
 
 func (b *Broker) closeStorage() error {
 	var errs []error
-	if b.cl != nil {
-		errs = append(errs, b.cl.Close())
+	if b.plane != nil {
+		errs = append(errs, b.plane.close())
 	}
 	if b.topics != nil {
 		errs = append(errs, b.topics.Close())
@@ -328,28 +303,11 @@ func (b *Broker) closeStorage() error {
 
 // LocalNode is this node with the addresses it advertises.
 func (b *Broker) LocalNode() Node {
-	n := *b.self.Load()
-	if b.cl != nil {
-		if m, ok := b.cl.Members()[n.ID]; ok && m.KafkaID != 0 {
-			n.KafkaID = m.KafkaID
-		}
-	}
-	return n
+	return b.plane.localNode(*b.self.Load())
 }
 
 // Nodes lists the members in id order: this node alone, or the nodes the
 // cluster metadata holds (as this node has applied it).
 func (b *Broker) Nodes(ctx context.Context) ([]Node, error) {
-	if b.cl == nil {
-		return []Node{b.LocalNode()}, nil
-	}
-	var out []Node
-	for _, n := range b.cl.Members() {
-		if n.KafkaID == 0 {
-			n.KafkaID = meta.KafkaIDOf(n.ID)
-		}
-		out = append(out, n)
-	}
-	slices.SortFunc(out, func(a, b Node) int { return strings.Compare(a.ID, b.ID) })
-	return out, nil
+	return b.plane.nodes(b.LocalNode()), nil
 }

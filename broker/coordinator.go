@@ -39,12 +39,12 @@ func (k *coordinator) get() (*groups.Coordinator, error) {
 	if k.closed {
 		return nil, kind.ErrShuttingDown
 	}
-	if cl := k.b.cl; cl != nil && !cl.IsMetaLeader() {
+	if leader, leads := k.b.plane.metaLeader(); !leads {
 		if k.c != nil {
 			k.c.Close()
 			k.c = nil
 		}
-		return nil, &NotCoordinatorError{Leader: cl.MetaLeader()}
+		return nil, &NotCoordinatorError{Leader: leader}
 	}
 	if k.c == nil {
 		k.c = groups.New(groups.Config{
@@ -78,11 +78,7 @@ func (s generations) Next(ctx context.Context, group string, after int32) (int32
 		if err != nil {
 			return 0, err
 		}
-		if s.b.cl != nil {
-			err = s.b.cl.RecordGeneration(ctx, group, n)
-		} else {
-			err = s.b.offsets.RecordGeneration(group, n)
-		}
+		err = s.b.plane.recordGeneration(ctx, group, n)
 		if errors.Is(err, offsets.ErrGenerationTaken) && try < 3 {
 			continue
 		}
@@ -122,9 +118,11 @@ func (k *coordinator) watch(ctx context.Context) {
 		case <-t.C:
 		}
 		k.mu.Lock()
-		if k.c != nil && k.b.cl != nil && !k.b.cl.IsMetaLeader() {
-			k.c.Close()
-			k.c = nil
+		if k.c != nil {
+			if _, leads := k.b.plane.metaLeader(); !leads {
+				k.c.Close()
+				k.c = nil
+			}
 		}
 		c := k.c
 		k.mu.Unlock()

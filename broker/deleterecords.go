@@ -34,20 +34,5 @@ func (b *Broker) DeleteRecords(ctx context.Context, pr Principal, topic string, 
 	if part < 0 || int(part) >= len(parts) {
 		return 0, partitionRange(topic, cfg.Partitions, part)
 	}
-	p := parts[part]
-	if b.cl == nil {
-		if offset == -1 {
-			offset = p.Log.HighWatermark()
-		}
-		return p.Log.AdvanceStart(offset)
-	}
-	r, err := b.cl.Replica(ctx, p)
-	if err != nil {
-		return 0, err
-	}
-	start, err := r.DeleteRecords(ctx, offset)
-	if err != nil {
-		return 0, b.cl.RaftError(err)
-	}
-	return start, nil
+	return b.plane.deleteRecords(ctx, parts[part], offset)
 }

@@ -24,10 +24,8 @@ func (b *Broker) EpochEnd(ctx context.Context, pr Principal, topic string, part 
 		return 0, 0, partitionRange(topic, cfg.Partitions, part)
 	}
 	p := parts[part]
-	if b.cl != nil {
-		if _, err := b.cl.Replica(ctx, p); err != nil {
-			return 0, 0, err
-		}
+	if err := b.plane.mustLead(ctx, p); err != nil {
+		return 0, 0, err
 	}
 	return p.Log.EpochEnd(epoch)
 }

@@ -311,16 +311,8 @@ func (b *Broker) target(ctx context.Context, topic string, part int32, offset in
 	if err != nil {
 		return nil, b.topicLookup(ctx, topic, err)
 	}
-	if b.cl != nil {
-		r, err := b.cl.Replica(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		if offset >= p.Log.HighWatermark() {
-			if err := b.cl.Linearizable(ctx, r, "partition "+p.Name()); err != nil {
-				return nil, err
-			}
-		}
+	if err := b.plane.readable(ctx, p, offset); err != nil {
+		return nil, err
 	}
 	if offset < 0 {
 		return nil, kind.Errorf(kind.ErrInvalidArgument, "fetch: offset must be >= 0, got %d (resolve earliest/latest with ListOffsets)", offset)
@@ -395,10 +387,7 @@ func (b *Broker) stillServed(p *partition.Partition) error {
 // topicLookup answers a request for a topic this node does not have: on a
 // single node it does not exist; in a cluster see cluster.TopicLookup.
 func (b *Broker) topicLookup(ctx context.Context, topic string, err error) error {
-	if b.cl == nil {
-		return err
-	}
-	return b.cl.TopicLookup(ctx, topic, err)
+	return b.plane.topicLookup(ctx, topic, err)
 }
 
 // Changed returns a channel closed at the partition's next commit.

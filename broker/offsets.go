@@ -45,7 +45,7 @@ func (b *Broker) CommitOffsets(ctx context.Context, pr Principal, group, member 
 		// follower's may lag, and a new leader's until Leads proves it):
 		// others leave the check to it. The high watermark is read again
 		// after the proof.
-		if o.Offset > p.Log.HighWatermark() && (b.cl == nil || b.cl.Leads(ctx, p)) {
+		if o.Offset > p.Log.HighWatermark() && b.plane.leads(ctx, p) {
 			if hw := p.Log.HighWatermark(); o.Offset > hw {
 				return kind.Errorf(kind.ErrInvalidArgument, "commit offsets: offset %d of %s is beyond its high watermark %d", o.Offset, p.Name(), hw)
 			}
@@ -54,10 +54,7 @@ func (b *Broker) CommitOffsets(ctx context.Context, pr Principal, group, member 
 	if err := b.coord.validateCommit(group, member, generation); err != nil {
 		return err
 	}
-	if b.cl != nil {
-		return b.cl.CommitOffsets(ctx, group, cs)
-	}
-	return b.offsets.Commit(group, cs)
+	return b.plane.commitOffsets(ctx, group, cs)
 }
 
 // FetchOffsets returns a group's committed offsets in topics (none: all).
@@ -99,13 +96,7 @@ func (b *Broker) FetchOffsets(ctx context.Context, pr Principal, group string, t
 // currentMeta makes a read of the metadata current: in a cluster, on the
 // metadata leader after a read barrier; *NotLeaderError elsewhere.
 func (b *Broker) currentMeta(ctx context.Context) error {
-	if b.cl == nil {
-		return nil
-	}
-	if !b.cl.IsMetaLeader() {
-		return &NotLeaderError{What: "the cluster metadata", Leader: b.cl.MetaLeader(), Untouched: true}
-	}
-	return b.cl.MetaLinearizable(ctx)
+	return b.plane.currentMeta(ctx)
 }
 
 // ListGroups lists the groups that have committed offsets.
@@ -152,10 +143,7 @@ func (b *Broker) DeleteGroup(ctx context.Context, pr Principal, group string) er
 	if !held && len(cs) == 0 {
 		return fmt.Errorf("%w: %q has no members and no committed offsets", groups.ErrGroupNotFound, group)
 	}
-	if b.cl != nil {
-		return b.cl.DeleteGroupOffsets(ctx, group)
-	}
-	return b.offsets.DeleteGroup(group)
+	return b.plane.deleteGroupOffsets(ctx, group)
 }
 
 // GroupOffset is a committed offset with its partition's bounds and the
@@ -178,11 +166,9 @@ func (b *Broker) Lag(ctx context.Context, group string, cs []offsets.Committed) 
 		if err != nil {
 			continue
 		}
-		var l offsets.PartitionLog = p.Log
-		if b.cl != nil {
-			if l, err = b.cl.PartitionLog(ctx, p); err != nil {
-				continue // bounds unknown now: the offset alone
-			}
+		l, err := b.plane.partitionLog(ctx, p)
+		if err != nil {
+			continue // bounds unknown now: the offset alone
 		}
 		g := &out[i]
 		g.Known, g.LogStart, g.HighWatermark = true, l.StartOffset(), l.HighWatermark()
@@ -220,11 +206,9 @@ func (b *Broker) ResolveReset(ctx context.Context, pr Principal, topic string, p
 	cs := make([]offsets.Committed, len(targets))
 	err = eachPartition(ctx, len(targets), func(ctx context.Context, i int) (err error) {
 		p := targets[i]
-		var l offsets.PartitionLog = p.Log
-		if b.cl != nil {
-			if l, err = b.cl.PartitionLog(ctx, p); err != nil {
-				return err
-			}
+		l, err := b.plane.partitionLog(ctx, p)
+		if err != nil {
+			return err
 		}
 		r, err := spec.Resolve(now, l)
 		cs[i] = offsets.Committed{Topic: p.Topic, Partition: p.ID, Offset: r.Offset}

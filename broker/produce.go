@@ -94,7 +94,7 @@ func (b *Broker) startWaking(ctx context.Context, r ProduceRequest) (func() (Pro
 			return nil, err
 		}
 		if nl.Woke {
-			b.cl.AwaitLeader(ctx, p, wokeWait)
+			b.plane.awaitLeader(ctx, p, wokeWait)
 			return b.StartProduce(ctx, r) // led here, a leader named, or none yet
 		}
 		t := time.NewTimer(min(retry, time.Until(deferUntil)))
@@ -206,7 +206,8 @@ func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, data [
 		return nil, err
 	}
 	n := len(data)
-	if b.cl == nil {
+	rp, clustered := b.plane.(*raftPlane)
+	if !clustered {
 		// Written in order now; the wait joins the fsync, which the
 		// producer's next batches, started meanwhile, share.
 		wait, err := p.StartAppend(data, info)
@@ -218,7 +219,7 @@ func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, data [
 			return b.appended(p, n, info, res, err)
 		}, nil
 	}
-	r, err := b.cl.Replica(ctx, p)
+	r, err := rp.cl.Replica(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +227,7 @@ func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, data [
 	// they pipeline through Raft (see partition.StartAppendVia).
 	lead, err := r.Leading(ctx)
 	if err != nil {
-		return nil, b.cl.RaftError(err)
+		return nil, rp.cl.RaftError(err)
 	}
 	wait, err := p.StartAppendVia(data, info, lead, func(data []byte, after partition.Write) (partition.Write, error) {
 		prev, _ := after.(*replication.Write)
@@ -237,11 +238,11 @@ func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, data [
 		return w, nil
 	})
 	if err != nil {
-		return nil, b.cl.RaftError(err)
+		return nil, rp.cl.RaftError(err)
 	}
 	return func() (ProduceResult, error) {
 		res, err := wait(ctx)
-		return b.appended(p, n, info, res, b.cl.RaftError(err))
+		return b.appended(p, n, info, res, rp.cl.RaftError(err))
 	}, nil
 }
 

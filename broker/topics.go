@@ -3,8 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"fmt"
-	"slices"
 	"time"
 
 	"github.com/logd/logd/auth"
@@ -13,7 +11,6 @@ import (
 	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
-	"github.com/logd/logd/replication/meta"
 	"github.com/logd/logd/routing"
 )
 
@@ -105,22 +102,12 @@ func (b *Broker) topic(ctx context.Context, name string, fromLeaders bool) (Topi
 		return TopicInfo{}, b.topicLookup(ctx, name, err)
 	}
 	t := TopicInfo{Config: c, Partitions: make([]PartitionInfo, len(parts))}
-	var st meta.State
-	if b.cl != nil {
-		st = b.cl.State()
-	}
 	for i, p := range parts {
-		pi := &t.Partitions[i]
-		*pi = PartitionInfo{ID: p.ID, LogStart: p.Log.StartOffset(), HighWatermark: p.Log.HighWatermark(),
+		t.Partitions[i] = PartitionInfo{ID: p.ID, LogStart: p.Log.StartOffset(), HighWatermark: p.Log.HighWatermark(),
 			SizeBytes: p.Log.Size(), Segments: int32(len(p.Log.Segments())),
 			Leader: SelfID, Replicas: []string{SelfID}, ISR: []string{SelfID}}
-		if b.cl != nil {
-			b.clusterView(st, c, p, pi)
-		}
 	}
-	if b.cl != nil && fromLeaders {
-		leaderBounds(ctx, parts, t.Partitions, b.cl.PartitionLog, describeLookupTimeout)
-	}
+	b.plane.describe(ctx, c, parts, t.Partitions, fromLeaders)
 	return t, nil
 }
 
@@ -171,20 +158,6 @@ func leaderBounds(ctx context.Context, parts []*partition.Partition, pis []Parti
 	})
 }
 
-// clusterView fills a partition's leader, replicas and epoch from the
-// metadata and this node's replica.
-func (b *Broker) clusterView(st meta.State, c partition.TopicConfig, p *partition.Partition, pi *PartitionInfo) {
-	pi.Leader, pi.Replicas, pi.ISR = "", nil, nil
-	if mt, ok := st.Topics[c.Name]; ok && int(p.ID) < len(mt.Replicas) {
-		pi.Replicas = append([]string(nil), mt.Replicas[p.ID]...)
-		pi.ISR = pi.Replicas
-	}
-	if r := b.cl.LocalReplica(meta.GroupOf(c, p.ID)); r != nil {
-		leader, term := b.cl.LeaderOf(r.Status(), pi.Replicas)
-		pi.Leader, pi.LeaderEpoch = leader, int32(term)
-	}
-}
-
 // CreateTopic creates a topic. cfg is partition.DefaultConfig(name) with
 // Partitions, Replicas (0: the default) and any settings changed.
 func (b *Broker) CreateTopic(ctx context.Context, pr Principal, cfg partition.TopicConfig) (partition.TopicConfig, error) {
@@ -200,30 +173,9 @@ func (b *Broker) CreateTopic(ctx context.Context, pr Principal, cfg partition.To
 	if cfg.Partitions <= 0 {
 		return cfg, kind.Errorf(kind.ErrInvalidArgument, "create topic: partitions must be at least 1, got %d", cfg.Partitions)
 	}
-	if b.cl != nil {
-		c, err := b.cl.CreateTopic(ctx, cfg)
-		if addr, ok := b.metaLeader(ctx, err); ok {
-			if c, err = b.cfg.Peers.CreateTopic(ctx, addr, string(pr), cfg); err == nil {
-				err = b.AwaitTopic(ctx, c.Name, c.Partitions)
-			}
-		}
-		return c, err
-	}
-	if cfg.Replicas == 0 {
-		cfg.Replicas = 1
-	}
-	if cfg.Replicas != 1 {
-		return cfg, kind.Errorf(kind.ErrInvalidArgument, "create topic: this node runs alone, so replicas must be 1, got %d (start a cluster for more)", cfg.Replicas)
-	}
-	if _, err := b.topics.Config(cfg.Name); err == nil {
-		return cfg, fmt.Errorf("%w: %q", partition.ErrTopicExists, cfg.Name)
-	}
-	// Offsets left by a deleted topic of the same name (a crash between the
-	// two steps of DeleteTopic) must not pass to the new one.
-	if err := b.offsets.DeleteTopic(cfg.Name); err != nil {
-		return cfg, err
-	}
-	return b.topics.Create(cfg)
+	// The rest of the checks (cluster.CheckNewTopic) are made where the
+	// topic is created: here alone, on the metadata leader in a cluster.
+	return b.plane.createTopic(ctx, pr, cfg)
 }
 
 // AlterTopic changes a topic's retention and segment settings at runtime.
@@ -236,28 +188,7 @@ func (b *Broker) AlterTopic(ctx context.Context, pr Principal, name string, ch p
 	if err := b.disk.checkRemedy(); err != nil {
 		return partition.TopicConfig{}, err
 	}
-	if b.cl != nil {
-		c, err := b.cl.AlterTopic(ctx, name, ch)
-		if addr, ok := b.metaLeader(ctx, err); ok {
-			c, err = b.cfg.Peers.AlterTopic(ctx, addr, string(pr), name, ch)
-		}
-		return c, err
-	}
-	return b.topics.Alter(name, ch)
-}
-
-// metaLeader is the API address of the metadata leader to pass a topic
-// change to, when err is this node's untouched "not the metadata leader"
-// answer and the request was not itself forwarded here (it is answered by
-// the node it was forwarded to, or fails, never forwarded twice). The
-// gRPC API forwarded such requests itself; the broker passing them on
-// serves every front-end (Kafka clients do not retry NOT_CONTROLLER).
-func (b *Broker) metaLeader(ctx context.Context, err error) (string, bool) {
-	var nl *NotLeaderError
-	if b.cfg.Peers == nil || !errors.As(err, &nl) || !nl.Untouched || nl.Leader.APIAddr == "" || cluster.Forwarded(ctx) {
-		return "", false
-	}
-	return nl.Leader.APIAddr, true
+	return b.plane.alterTopic(ctx, pr, name, ch)
 }
 
 // AddPartitions grows a topic to count partitions (the new total, more
@@ -278,21 +209,8 @@ func (b *Broker) AddPartitions(ctx context.Context, p Principal, topic string, c
 	if err := routing.ValidateTopicName(topic); err != nil {
 		return partition.TopicConfig{}, kind.Errorf(kind.ErrInvalidArgument, "add partitions: %v", err)
 	}
-	var (
-		cfg    partition.TopicConfig
-		err    error
-		before = b.partitionCount(topic)
-	)
-	if b.cl != nil {
-		cfg, err = b.cl.AddPartitions(ctx, topic, count)
-		if addr, ok := b.metaLeader(ctx, err); ok {
-			if cfg, err = b.cfg.Peers.AddPartitions(ctx, addr, string(p), topic, count); err == nil {
-				err = b.AwaitTopic(ctx, topic, count)
-			}
-		}
-	} else {
-		cfg, err = b.topics.AddPartitions(topic, count)
-	}
+	before := b.partitionCount(topic)
+	cfg, err := b.plane.addPartitions(ctx, p, topic, count)
 	if err == nil || b.partitionCount(topic) > before {
 		// Added (also when a new partition has no leader yet: it gets
 		// one later): the groups on the topic take the new partitions in.
@@ -307,10 +225,7 @@ func (b *Broker) AddPartitions(ctx context.Context, p Principal, topic string, c
 // answering, so the topic is usable through this node at once. A single
 // node has nothing to wait for.
 func (b *Broker) AwaitTopic(ctx context.Context, name string, partitions int32) error {
-	if b.cl == nil {
-		return nil
-	}
-	return b.cl.AwaitTopic(ctx, name, partitions)
+	return b.plane.awaitTopic(ctx, name, partitions)
 }
 
 // DeleteTopic deletes a topic, its data and its committed offsets.
@@ -320,25 +235,11 @@ func (b *Broker) DeleteTopic(ctx context.Context, pr Principal, name string) err
 	if err := b.Authorize(ctx, pr, auth.OpDelete, auth.Topic(name)); err != nil {
 		return err
 	}
-	err := b.deleteTopic(ctx, name)
-	if addr, ok := b.metaLeader(ctx, err); ok {
-		return b.cfg.Peers.DeleteTopic(ctx, addr, string(pr), name)
-	}
-	if err != nil {
+	if err := b.plane.deleteTopic(ctx, pr, name); err != nil {
 		return err
 	}
 	b.coord.checkPartitions(name + " was deleted")
 	return nil
-}
-
-func (b *Broker) deleteTopic(ctx context.Context, name string) error {
-	if b.cl != nil {
-		return b.cl.DeleteTopic(ctx, name)
-	}
-	if err := b.topics.Delete(name); err != nil {
-		return err
-	}
-	return b.offsets.DeleteTopic(name)
 }
 
 // Offset specs for ListOffsets: the log start, the high watermark; a spec
@@ -471,14 +372,12 @@ func retryLater(err error) bool {
 }
 
 func (b *Broker) listOffset(ctx context.Context, p *partition.Partition, spec int64) (PartitionOffset, error) {
-	if b.cl != nil {
-		po, err := b.cl.ListOffset(ctx, p, spec)
-		if err != nil {
-			return PartitionOffset{}, err
-		}
-		if po != nil {
-			return PartitionOffset{Partition: p.ID, Offset: po.Offset, LogStart: po.LogStart, HighWatermark: po.HighWatermark}, nil
-		}
+	lp, err := b.plane.leaderOffset(ctx, p, spec)
+	if err != nil {
+		return PartitionOffset{}, err
+	}
+	if lp != nil {
+		return PartitionOffset{Partition: p.ID, Offset: lp.Offset, LogStart: lp.LogStart, HighWatermark: lp.HighWatermark}, nil
 	}
 	l := p.Log
 	po := PartitionOffset{Partition: p.ID, LogStart: l.StartOffset(), HighWatermark: l.HighWatermark()}
@@ -516,31 +415,7 @@ func (b *Broker) ClusterStatus(ctx context.Context, pr Principal, local bool) (c
 	if err := b.Authorize(ctx, pr, auth.OpDescribe, auth.Cluster()); err != nil {
 		return cluster.Status{}, err
 	}
-	return b.clusterStatus(ctx, local), nil
-}
-
-func (b *Broker) clusterStatus(ctx context.Context, local bool) cluster.Status {
-	self := b.LocalNode()
-	if b.cl == nil {
-		st := cluster.Status{Self: SelfID, Nodes: []cluster.NodeStatus{{Node: self, Alive: true}}}
-		for _, c := range b.topics.List() {
-			for i := range c.Partitions {
-				st.Partitions = append(st.Partitions, cluster.ReplicaStatus{Topic: c.Name, Partition: i,
-					Leader: SelfID, Replicas: []string{SelfID}, RaftState: "Leader (single node)"})
-			}
-		}
-		return st
-	}
-	if local {
-		return b.cl.LocalStatus(self)
-	}
-	return b.cl.Status(ctx, self)
-}
-
-// errAlone is the answer to cluster membership changes on a node that
-// runs alone.
-func errAlone(more string) error {
-	return kind.Errorf(kind.ErrFailedPrecondition, "this node runs alone, not in a cluster%s", more)
+	return b.plane.status(ctx, b.LocalNode(), local), nil
 }
 
 // Join adds a node to the cluster, or updates the addresses of a member
@@ -549,10 +424,7 @@ func (b *Broker) Join(ctx context.Context, pr Principal, n Node, rejoin bool) er
 	if err := b.Authorize(ctx, pr, auth.OpAlter, auth.Cluster()); err != nil {
 		return err
 	}
-	if b.cl == nil {
-		return errAlone(": restart it with --node-id, --raft-addr and --bootstrap to start one")
-	}
-	return b.cl.Join(ctx, n, rejoin)
+	return b.plane.join(ctx, n, rejoin)
 }
 
 // RemoveNode removes a node from the cluster and returns the partitions
@@ -561,24 +433,13 @@ func (b *Broker) RemoveNode(ctx context.Context, pr Principal, id string) ([]str
 	if err := b.Authorize(ctx, pr, auth.OpAlter, auth.Cluster()); err != nil {
 		return nil, err
 	}
-	if b.cl == nil {
-		return nil, errAlone("")
-	}
-	return b.cl.RemoveNode(ctx, id)
+	return b.plane.removeNode(ctx, id)
 }
 
 // Members lists the ids of the nodes the cluster metadata holds (nil on a
 // node that runs alone).
 func (b *Broker) Members() []string {
-	if b.cl == nil {
-		return nil
-	}
-	var ids []string
-	for id := range b.cl.Members() {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
+	return b.plane.members()
 }
 
 // LocalHighWatermark is this node's high watermark of a partition (its

@@ -28,10 +28,8 @@ func (b *Broker) CreateUser(ctx context.Context, pr Principal, name, password st
 		return err
 	}
 	// A node that does not lead the metadata answers before deriving.
-	if b.cl != nil {
-		if err := b.cl.OnMetaLeader(); err != nil {
-			return err
-		}
+	if err := b.plane.onMetaLeader(); err != nil {
+		return err
 	}
 	c, err := auth.NewCredentials(password, auth.DefaultIterations)
 	if err != nil {

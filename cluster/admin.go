@@ -28,6 +28,39 @@ import (
 // none: three, or every node of a smaller cluster.
 const defaultReplicas = 3
 
+// CheckNewTopic checks a topic to create, for a node that runs alone
+// (alone, nodes 1) and for the metadata leader of a cluster of nodes
+// nodes alike: that no topic has its name (exists), that nodes can hold
+// its replicas (0, the default, is three or every node of a smaller
+// cluster, one alone), and its settings (cfg.Validate). It returns cfg
+// with the replica count filled in.
+func CheckNewTopic(cfg partition.TopicConfig, exists bool, nodes int, alone bool) (partition.TopicConfig, error) {
+	if exists {
+		return cfg, fmt.Errorf("%w: %q", partition.ErrTopicExists, cfg.Name)
+	}
+	switch {
+	case alone:
+		if cfg.Replicas == 0 {
+			cfg.Replicas = 1
+		}
+		if cfg.Replicas != 1 {
+			return cfg, kind.Errorf(kind.ErrInvalidArgument, "create topic: this node runs alone, so replicas must be 1, got %d (start a cluster for more)", cfg.Replicas)
+		}
+	case nodes == 0:
+		// Right after bootstrap the metadata group has a leader but no node
+		// registered yet: not the request's fault, and over in a moment.
+		return cfg, kind.Errorf(kind.ErrUnavailable, "create topic: the cluster is still being set up (no node registered yet): retry")
+	default:
+		if cfg.Replicas == 0 {
+			cfg.Replicas = int32(min(defaultReplicas, nodes))
+		}
+		if cfg.Replicas < 1 || int(cfg.Replicas) > nodes {
+			return cfg, kind.Errorf(kind.ErrInvalidArgument, "create topic: %d replicas asked, but the cluster has %d nodes: ask for 1 to %d", cfg.Replicas, nodes, nodes)
+		}
+	}
+	return cfg, cfg.Validate()
+}
+
 // CreateTopic creates a topic of cfg (Name, Partitions, Replicas: 0 for
 // the default, and its settings), places its replicas and waits until this
 // node has it and every partition has a leader that takes a produce (at
@@ -38,24 +71,12 @@ func (c *Cluster) CreateTopic(ctx context.Context, cfg partition.TopicConfig) (p
 		return cfg, err
 	}
 	st := c.State()
-	if _, ok := st.Topics[cfg.Name]; ok {
-		return cfg, fmt.Errorf("%w: %q", partition.ErrTopicExists, cfg.Name)
-	}
-	if len(st.Nodes) == 0 {
-		// Right after bootstrap the metadata group has a leader but no node
-		// registered yet: not the request's fault, and over in a moment.
-		return cfg, kind.Errorf(kind.ErrUnavailable, "create topic: the cluster is still being set up (no node registered yet): retry")
-	}
-	if cfg.Replicas == 0 {
-		cfg.Replicas = int32(min(defaultReplicas, len(st.Nodes)))
-	}
-	if cfg.Replicas < 1 || int(cfg.Replicas) > len(st.Nodes) {
-		return cfg, kind.Errorf(kind.ErrInvalidArgument, "create topic: %d replicas asked, but the cluster has %d nodes: ask for 1 to %d", cfg.Replicas, len(st.Nodes), len(st.Nodes))
-	}
-	cfg.CreatedMs = time.Now().UnixMilli()
-	if err := cfg.Validate(); err != nil {
+	_, exists := st.Topics[cfg.Name]
+	cfg, err := CheckNewTopic(cfg, exists, len(st.Nodes), false)
+	if err != nil {
 		return cfg, err
 	}
+	cfg.CreatedMs = time.Now().UnixMilli()
 	sets, err := replication.PlaceReplicas(loads(st, ""), int(cfg.Partitions), int(cfg.Replicas))
 	if err != nil {
 		return cfg, kind.Errorf(kind.ErrInvalidArgument, "create topic: %v", err)
