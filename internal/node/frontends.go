@@ -58,11 +58,14 @@ func (a *apiFrontEnd) Close() error { return a.srv.Close() }
 // --tls-client-ca names the principal), with a connection cap of its own
 // of --max-connections, apart from the API's.
 type kafkaFrontEnd struct {
-	n   *Node
-	srv *kafka.Server // nil until Start, or when an optional address was taken
+	n        *Node
+	maxConns int
+	srv      *kafka.Server // nil until Start, or when an optional address was taken
 }
 
-func newKafkaFrontEnd(n *Node) *kafkaFrontEnd { return &kafkaFrontEnd{n: n} }
+func newKafkaFrontEnd(n *Node, maxConns int) *kafkaFrontEnd {
+	return &kafkaFrontEnd{n: n, maxConns: maxConns}
+}
 
 // Start listens and serves b. When an optional address (the default) is
 // taken, by another Kafka or another logd on this machine, the node runs
@@ -70,7 +73,7 @@ func newKafkaFrontEnd(n *Node) *kafkaFrontEnd { return &kafkaFrontEnd{n: n} }
 // served.
 func (k *kafkaFrontEnd) Start(b *broker.Broker) error {
 	cfg, logger := k.n.cfg, k.n.logger
-	kc := kafka.Config{Core: b, AdvertisedAddr: cfg.KafkaAdvertisedAddr, Logger: logger, Gate: b.Gate(), MaxConns: cfg.MaxConnections}
+	kc := kafka.Config{Core: b, AdvertisedAddr: cfg.KafkaAdvertisedAddr, Logger: logger, Gate: b.Gate(), MaxConns: k.maxConns}
 	if k.n.tls != nil {
 		kc.TLS = k.n.tls.TLSConfig()
 	}

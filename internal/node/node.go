@@ -69,7 +69,10 @@ func Start(cfg Config) (*Node, error) {
 	n.api = newAPIFrontEnd(n)
 	n.front = []frontEnd{n.api}
 	if cfg.KafkaAddr != "" {
-		n.kafka = newKafkaFrontEnd(n)
+		// The Kafka listener's cap is --max-connections as given: the
+		// descriptor budget of connectionCaps covers the API and the
+		// HTTP port.
+		n.kafka = newKafkaFrontEnd(n, cfg.MaxConnections)
 		n.front = append(n.front, n.kafka)
 	}
 	if cfg.HTTPAddr != "" {
