@@ -12,8 +12,8 @@ import (
 
 	"github.com/logd/logd/client"
 	"github.com/logd/logd/internal/freeport"
-	"github.com/logd/logd/internal/server"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node"
+	"github.com/logd/logd/internal/node/nodetest"
 )
 
 // Every condition an application branches on is an errors.Is sentinel;
@@ -91,7 +91,7 @@ func TestFreshClientWaitsForANodeStarting(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	servertest.Start(t, func(cfg *server.Config) { cfg.Addr = addr })
+	nodetest.Start(t, func(cfg *node.Config) { cfg.Addr = addr })
 	if err := <-done; err != nil {
 		t.Fatalf("a node that started %v into the call's retries: %v", time.Second, err)
 	}

@@ -10,8 +10,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/client"
-	"github.com/logd/logd/internal/server"
+	"github.com/logd/logd/internal/node"
 )
 
 // startExampleServer starts an in-process node for the examples; a real
@@ -21,7 +22,7 @@ func startExampleServer() (addr string, stop func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	s, err := server.Start(server.Config{DataDir: dir, Addr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
+	s, err := node.Start(node.Config{Config: broker.Config{DataDir: dir, Logger: slog.New(slog.DiscardHandler)}, Addr: "127.0.0.1:0"})
 	if err != nil {
 		log.Fatal(err)
 	}

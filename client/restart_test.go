@@ -7,16 +7,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/client"
-	"github.com/logd/logd/internal/server"
+	"github.com/logd/logd/internal/node"
 )
 
 // The server restarts while records are in flight: the producer retries
 // until it is back, every record is acknowledged, and none is stored twice.
 func TestServerRestartDuringProduce(t *testing.T) {
 	dir := t.TempDir()
-	cfg := server.Config{DataDir: dir, Addr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)}
-	s, err := server.Start(cfg)
+	cfg := node.Config{Config: broker.Config{DataDir: dir, Logger: slog.New(slog.DiscardHandler)}, Addr: "127.0.0.1:0"}
+	s, err := node.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestServerRestartDuringProduce(t *testing.T) {
 			s.Close()
 			go func() {
 				time.Sleep(300 * time.Millisecond)
-				s2, err := server.Start(cfg)
+				s2, err := node.Start(cfg)
 				if err != nil {
 					t.Error(err)
 					return

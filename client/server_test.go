@@ -1,6 +1,6 @@
 package client_test
 
-// End-to-end tests against a real in-process node (servertest).
+// End-to-end tests against a real in-process node (nodetest).
 
 import (
 	"context"
@@ -12,14 +12,14 @@ import (
 	"time"
 
 	"github.com/logd/logd/client"
-	"github.com/logd/logd/internal/server"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node"
+	"github.com/logd/logd/internal/node/nodetest"
 	"github.com/logd/logd/routing"
 )
 
-func dialServer(t *testing.T, mutate ...func(*server.Config)) (*client.Client, *server.Server) {
+func dialServer(t *testing.T, mutate ...func(*node.Config)) (*client.Client, *node.Node) {
 	t.Helper()
-	s := servertest.Start(t, mutate...)
+	s := nodetest.Start(t, mutate...)
 	c, err := client.Dial(s.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func TestServerProducerCloseLeavesNothingRunning(t *testing.T) {
 }
 
 func TestServerOutOfRangeAfterRetention(t *testing.T) {
-	c, _ := dialServer(t, func(cfg *server.Config) { cfg.RetentionInterval = 50 * time.Millisecond })
+	c, _ := dialServer(t, func(cfg *node.Config) { cfg.RetentionInterval = 50 * time.Millisecond })
 	ctx := context.Background()
 	if _, err := c.Admin().CreateTopic(ctx, "r", client.TopicOptions{Partitions: 1, Config: client.TopicConfig{SegmentBytes: 4096}}); err != nil {
 		t.Fatal(err)

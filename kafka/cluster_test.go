@@ -1,9 +1,8 @@
-package kafka
+package kafka_test
 
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,9 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/logd/logd/broker"
-	"github.com/logd/logd/internal/server"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node"
+	"github.com/logd/logd/internal/node/nodetest"
 )
 
 // startCluster starts three in-process nodes, each with a Kafka listener
@@ -26,41 +24,17 @@ func startCluster(t *testing.T) map[string]string {
 
 // startClusterWith is startCluster with the cluster, and mutate applied
 // to each node's configuration.
-func startClusterWith(t *testing.T, mutate ...func(*server.Config)) (map[string]string, *servertest.Cluster) {
-	var mu sync.Mutex
-	var listeners []*Server
-	addrs := map[string]string{}
-	closeAll := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, s := range listeners {
-			s.Close()
-		}
-	}
-	t.Cleanup(closeAll) // after the nodes stop, should starting them fail
-	cl := servertest.NewCluster(t, 3, func(cfg *server.Config) {
+func startClusterWith(t *testing.T, mutate ...func(*node.Config)) (map[string]string, *nodetest.Cluster) {
+	cl := nodetest.NewCluster(t, 3, func(cfg *node.Config) {
 		for _, m := range mutate {
 			m(cfg)
 		}
 		cfg.Logger = quietLogger()
-		cfg.BeforeReady = func(b *broker.Broker) (broker.Node, error) {
-			s, err := Listen("127.0.0.1:0", Config{Core: b, Logger: quietLogger()})
-			if err != nil {
-				return broker.Node{}, err
-			}
-			mu.Lock()
-			listeners = append(listeners, s)
-			addrs[b.LocalNode().ID] = s.AdvertisedAddr()
-			mu.Unlock()
-			return broker.Node{KafkaAddr: s.AdvertisedAddr()}, nil
-		}
+		cfg.KafkaAddr = "127.0.0.1:0"
 	})
-	t.Cleanup(closeAll) // before the nodes stop
-	mu.Lock()
-	defer mu.Unlock()
 	out := map[string]string{}
-	for id, a := range addrs {
-		out[id] = a
+	for _, n := range cl.Nodes() {
+		out[n.ID] = n.Server().KafkaAddr()
 	}
 	return out, cl
 }

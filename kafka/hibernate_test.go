@@ -1,4 +1,4 @@
-package kafka
+package kafka_test
 
 import (
 	"fmt"
@@ -9,14 +9,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/logd/logd/internal/server"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node"
+	"github.com/logd/logd/internal/node/nodetest"
 	"github.com/logd/logd/replication/meta"
 )
 
 // sleepingLeader waits until every replica of topic's partition 0 sleeps
 // and returns the node they name as its leader.
-func sleepingLeader(t *testing.T, cl *servertest.Cluster, topic string) *servertest.Node {
+func sleepingLeader(t *testing.T, cl *nodetest.Cluster, topic string) *nodetest.Node {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -47,7 +47,7 @@ func sleepingLeader(t *testing.T, cl *servertest.Cluster, topic string) *servert
 // partition has died: metadata then names a live replica, where the
 // produce wakes the partition.
 func TestKafkaClientsWakeSleepingPartitions(t *testing.T) {
-	addrs, cl := startClusterWith(t, func(c *server.Config) { c.Cluster.HibernateAfter, c.Cluster.WakeGrace = time.Second, time.Second })
+	addrs, cl := startClusterWith(t, func(c *node.Config) { c.Cluster.HibernateAfter, c.Cluster.WakeGrace = time.Second, time.Second })
 	var seeds []string
 	for _, a := range addrs {
 		seeds = append(seeds, a)

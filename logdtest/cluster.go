@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/logd/logd/client"
-	"github.com/logd/logd/internal/server"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node"
+	"github.com/logd/logd/internal/node/nodetest"
 )
 
 // Cluster is several logd nodes that form one cluster.
@@ -36,7 +36,7 @@ func NewCluster(n int, opts Options) (*Cluster, error) {
 	c := &Cluster{dir: dir}
 	for i := range n {
 		id := fmt.Sprintf("n%d", i+1)
-		cc := &server.ClusterConfig{NodeID: id, Bootstrap: i == 0, Raft: servertest.RaftConfig()}
+		cc := &node.ClusterConfig{NodeID: id, Bootstrap: i == 0, Raft: nodetest.RaftConfig()}
 		if i > 0 {
 			cc.Join = c.nodes[0].Addr()
 		}

@@ -9,9 +9,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/client"
 	"github.com/logd/logd/internal/freeport"
-	"github.com/logd/logd/internal/server"
+	"github.com/logd/logd/internal/node"
 )
 
 // Options adjust the nodes. The zero value is what most tests want.
@@ -30,10 +31,10 @@ func (o Options) logger() *slog.Logger {
 // Node is one running (or stopped) logd node.
 type Node struct {
 	id, dir, addr, httpAddr string
-	start                   func() (*server.Server, error)
+	start                   func() (*node.Node, error)
 
 	mu  sync.Mutex
-	srv *server.Server
+	srv *node.Node
 }
 
 // ID is the node's id in a cluster ("n1", "n2", ...), "" for a node that
@@ -134,7 +135,7 @@ func (n *Node) Close() error {
 
 // newNode picks the node's addresses and starts it; cc, when set, makes it
 // a cluster member (its RaftAddr is filled in here).
-func newNode(dir, id string, opts Options, cc *server.ClusterConfig) (*Node, error) {
+func newNode(dir, id string, opts Options, cc *node.ClusterConfig) (*Node, error) {
 	n := &Node{id: id, dir: dir}
 	for _, a := range []*string{&n.addr, &n.httpAddr} {
 		var err error
@@ -148,13 +149,13 @@ func newNode(dir, id string, opts Options, cc *server.ClusterConfig) (*Node, err
 			return nil, fmt.Errorf("logdtest: %w", err)
 		}
 	}
-	n.start = func() (*server.Server, error) {
-		cfg := server.Config{DataDir: dir, Addr: n.addr, HTTPAddr: n.httpAddr, Logger: opts.logger()}
+	n.start = func() (*node.Node, error) {
+		cfg := node.Config{Config: broker.Config{DataDir: dir, Logger: opts.logger()}, Addr: n.addr, HTTPAddr: n.httpAddr}
 		if cc != nil {
 			c := *cc
 			cfg.Cluster = &c
 		}
-		return server.Start(cfg)
+		return node.Start(cfg)
 	}
 	s, err := n.start()
 	if err != nil {

@@ -10,7 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/logd/logd/internal/server"
+	"github.com/logd/logd/broker"
+	"github.com/logd/logd/internal/node"
 	"github.com/logd/logd/log"
 )
 
@@ -19,7 +20,7 @@ type InProcessConfig struct {
 	Nodes int    // default 3
 	Dir   string // node-N/ data directories and node-N.log
 	// Server tweaks a node's configuration before each start. Optional.
-	Server func(node int, cfg *server.Config)
+	Server func(i int, cfg *node.Config)
 	// LoseUnsynced makes a kill lose what the node's logs had written and
 	// not fsynced (a power cut) rather than keep it (kill -9).
 	LoseUnsynced bool
@@ -58,7 +59,7 @@ type inprocNode struct {
 	fs       *FaultFS
 
 	mu     sync.Mutex
-	srv    *server.Server
+	srv    *node.Node
 	logf   *os.File
 	paused bool
 }
@@ -114,12 +115,14 @@ func (c *InProcessCluster) start(n *inprocNode) error {
 	if err != nil {
 		return fmt.Errorf("torture: node %d log: %w", n.id, err)
 	}
-	cfg := server.Config{
-		DataDir: n.dir,
-		Addr:    n.addr,
-		Fsync:   log.FsyncPolicy{Mode: log.FsyncAlways},
-		LogFS:   n.fs,
-		Logger:  slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	cfg := node.Config{
+		Config: broker.Config{
+			DataDir: n.dir,
+			Fsync:   log.FsyncPolicy{Mode: log.FsyncAlways},
+			LogFS:   n.fs,
+			Logger:  slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		},
+		Addr: n.addr,
 	}
 	if err := c.clusterConfig(n, &cfg); err != nil {
 		logf.Close()
@@ -128,7 +131,7 @@ func (c *InProcessCluster) start(n *inprocNode) error {
 	if c.cfg.Server != nil {
 		c.cfg.Server(n.id, &cfg)
 	}
-	srv, err := server.Start(cfg)
+	srv, err := node.Start(cfg)
 	if err != nil {
 		logf.Close()
 		return fmt.Errorf("torture: start node %d: %w (see %s)", n.id, err, n.logPath)

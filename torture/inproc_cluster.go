@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/logd/logd/internal/server"
+	"github.com/logd/logd/internal/node"
 )
 
 // clusterConfig sets node n's cluster mode in cfg when the cluster has
 // more than one node, as ClusterArgs does for processes: ids from 1, node 0
 // bootstraps and the others join it (both ignored on a restart), Raft
 // through the mesh.
-func (c *InProcessCluster) clusterConfig(n *inprocNode, cfg *server.Config) error {
+func (c *InProcessCluster) clusterConfig(n *inprocNode, cfg *node.Config) error {
 	if len(c.nodes) < 2 {
 		return nil
 	}
@@ -23,7 +23,7 @@ func (c *InProcessCluster) clusterConfig(n *inprocNode, cfg *server.Config) erro
 		}
 		routes[from] = to
 	}
-	cfg.Cluster = &server.ClusterConfig{
+	cfg.Cluster = &node.ClusterConfig{
 		NodeID:    fmt.Sprint(n.id + 1),
 		RaftAddr:  n.raftAddr,
 		Bootstrap: n.id == 0,

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logd/logd/internal/server"
+	"github.com/logd/logd/internal/node"
 )
 
 // inProcessKinds are the faults an InProcessCluster of n nodes takes: all
@@ -76,7 +76,7 @@ func TestTortureInProcess(t *testing.T) {
 
 func tortureInProcess(t *testing.T, d time.Duration, seed int64, nodes int, dir string) {
 	c, err := StartInProcessCluster(InProcessConfig{Nodes: nodes, Dir: dir, LoseUnsynced: true,
-		Server: func(_ int, cfg *server.Config) { cfg.RetentionInterval = time.Second }})
+		Server: func(_ int, cfg *node.Config) { cfg.RetentionInterval = time.Second }})
 	if err != nil {
 		t.Fatal(err)
 	}

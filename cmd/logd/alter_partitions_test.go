@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node/nodetest"
 )
 
 // topic alter --partitions grows a topic through the real binary: it
@@ -53,7 +53,7 @@ func TestBinTopicAlterPartitions(t *testing.T) {
 // cluster wait --nodes N returns once the cluster lists N nodes, and fails
 // with one clear line when it never does.
 func TestBinClusterWait(t *testing.T) {
-	cl := servertest.NewCluster(t, 3)
+	cl := nodetest.NewCluster(t, 3)
 	servers := strings.Join(cl.Addrs(), ",")
 	out := okBin(t, nil, "", "cluster", "wait", "--nodes", "3", "--server", servers)
 	if !strings.Contains(out, "the cluster has 3 nodes: n1, n2, n3") {

@@ -82,7 +82,7 @@ func TestServeAuthFlags(t *testing.T) {
 	if _, err := applyConfig(cmd.Flags(), file, func(string) (string, bool) { return "", false }); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := fl.serverConfig()
+	cfg, err := fl.nodeConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestServeAuthFlags(t *testing.T) {
 		if err := cmd.Flags().Parse(c.args); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := fl.serverConfig(); err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(c.args[len(c.args)-2], "")) {
+		if _, err := fl.nodeConfig(); err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(c.args[len(c.args)-2], "")) {
 			t.Fatalf("%v: %v, want an error naming the flag", c.args, err)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/logd/logd/internal/logdbin"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node/nodetest"
 )
 
 // binAt runs the binary's client commands against one node.
@@ -22,7 +22,7 @@ type binAt struct {
 	addr string
 }
 
-func newBinAt(t *testing.T) binAt { return binAt{t, servertest.Start(t).Addr()} }
+func newBinAt(t *testing.T) binAt { return binAt{t, nodetest.Start(t).Addr()} }
 
 func (b binAt) ok(stdin string, args ...string) string {
 	b.t.Helper()

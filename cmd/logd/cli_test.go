@@ -1,7 +1,7 @@
 package main
 
 // End-to-end tests: the cobra commands run in-process against a real node
-// (servertest), with standard input and output captured.
+// (nodetest), with standard input and output captured.
 
 import (
 	"bytes"
@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logd/logd/internal/server"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/broker"
+	"github.com/logd/logd/internal/node"
+	"github.com/logd/logd/internal/node/nodetest"
 	"github.com/logd/logd/routing"
 )
 
@@ -23,8 +24,8 @@ type cli struct {
 	addr string
 }
 
-func startCLI(t *testing.T, mutate ...func(*server.Config)) *cli {
-	return &cli{t: t, addr: servertest.Start(t, mutate...).Addr()}
+func startCLI(t *testing.T, mutate ...func(*node.Config)) *cli {
+	return &cli{t: t, addr: nodetest.Start(t, mutate...).Addr()}
 }
 
 // run runs `logd args... --server addr` with stdin, returning stdout, stderr
@@ -326,7 +327,7 @@ func TestCLIClusterStatus(t *testing.T) {
 // it, the group resumes at the log start with a warning, and asking for a
 // removed offset is a clear error.
 func TestCLIRetentionTrimmedGroup(t *testing.T) {
-	c := startCLI(t, func(cfg *server.Config) { cfg.RetentionInterval = 50 * time.Millisecond })
+	c := startCLI(t, func(cfg *node.Config) { cfg.RetentionInterval = 50 * time.Millisecond })
 	c.ok("", "topic", "create", "r", "--segment-bytes", "4KiB")
 	value := strings.Repeat("v", 500)
 	for b := range 10 { // one produce, hence at least one batch, per 10 lines
@@ -384,8 +385,8 @@ func TestCLIRetentionTrimmedGroup(t *testing.T) {
 
 // consume --follow rides out a server restart.
 func TestCLIFollowSurvivesRestart(t *testing.T) {
-	cfg := server.Config{DataDir: t.TempDir(), Addr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)}
-	s, err := server.Start(cfg)
+	cfg := node.Config{Config: broker.Config{DataDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)}, Addr: "127.0.0.1:0"}
+	s, err := node.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +403,7 @@ func TestCLIFollowSurvivesRestart(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	s.Close()
 	time.Sleep(700 * time.Millisecond)
-	if s, err = server.Start(cfg); err != nil {
+	if s, err = node.Start(cfg); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()

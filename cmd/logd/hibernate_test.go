@@ -39,7 +39,7 @@ func TestBinServeHibernationDefault(t *testing.T) {
 		if err := cmd.Flags().Parse(args); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := fl.serverConfig()
+		cfg, err := fl.nodeConfig()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,7 +22,7 @@ func TestServeHTTPAllowedOrigins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := fl.serverConfig()
+	cfg, err := fl.nodeConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,14 +31,14 @@ func TestServeHTTPAllowedOrigins(t *testing.T) {
 	}
 	var none serveFlags
 	none.register((&cobra.Command{}).Flags())
-	if cfg, err := none.serverConfig(); err != nil || len(cfg.HTTPAllowedOrigins) != 0 {
+	if cfg, err := none.nodeConfig(); err != nil || len(cfg.HTTPAllowedOrigins) != 0 {
 		t.Fatalf("default: %q, %v", cfg.HTTPAllowedOrigins, err)
 	}
 	fl, err = parse("--http-allowed-origins", "https://ops.example.com,ops2.example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fl.serverConfig(); err == nil || !strings.Contains(err.Error(), "--http-allowed-origins") ||
+	if _, err := fl.nodeConfig(); err == nil || !strings.Contains(err.Error(), "--http-allowed-origins") ||
 		!strings.Contains(err.Error(), "ops2.example.com") || !strings.Contains(err.Error(), "scheme://host[:port]") {
 		t.Fatalf("an origin without scheme: %v", err)
 	}

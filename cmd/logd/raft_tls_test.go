@@ -25,7 +25,7 @@ func TestServeRaftTLSFlags(t *testing.T) {
 	if _, err := applyConfig(cmd.Flags(), file, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := fl.serverConfig()
+	cfg, err := fl.nodeConfig()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,14 +19,14 @@ import (
 	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/internal/httpapi"
 	"github.com/logd/logd/internal/logging"
-	"github.com/logd/logd/internal/server"
+	"github.com/logd/logd/internal/node"
 	"github.com/logd/logd/log"
 )
 
 // serveFlags are the flags of `logd serve`, as given (on the command line,
 // in LOGD_* variables or in the --config file).
 type serveFlags struct {
-	cfg       server.Config
+	cfg       node.Config
 	fsync     string
 	minFree   string
 	logLevel  string
@@ -80,22 +80,18 @@ requests without a certificate or a user and password (logd user create);
 				return printConfig(cmd.OutOrStdout(), cmd.Flags(), sources)
 			}
 			fl.cluster.hibernateSet = cmd.Flags().Changed("partition-hibernate-after")
-			cfg, err := fl.serverConfig()
+			cfg, err := fl.nodeConfig()
 			if err != nil {
 				return err
 			}
-			if err := fl.kafka.check(cmd.Flags()); err != nil {
+			if err := fl.kafka.check(cmd.Flags(), &cfg); err != nil {
 				return err
-			}
-			cfg.BeforeReady = func(b *broker.Broker) (broker.Node, error) {
-				return fl.kafka.start(b, cfg.Logger, cfg.TLS, cfg.MaxConnections)
 			}
 			// Whatever falls back to slog's (or the log package's) default
 			// logger writes in the node's format and level too.
 			slog.SetDefault(cfg.Logger)
-			s, err := server.Start(cfg)
+			n, err := node.Start(cfg)
 			if err != nil {
-				fl.kafka.close()
 				return err
 			}
 			hup := make(chan os.Signal, 1)
@@ -104,15 +100,14 @@ requests without a certificate or a user and password (logd user create);
 			for {
 				select {
 				case <-hup:
-					if err := errors.Join(s.ReloadTLS(), fl.kafka.reloadTLS()); err != nil {
+					if err := n.ReloadTLS(); err != nil {
 						cfg.Logger.Error("SIGHUP: TLS files do not load; the previous ones keep serving", "err", err)
-					} else if s.TLSEnabled() {
+					} else if n.TLSEnabled() {
 						cfg.Logger.Info("SIGHUP: TLS files reloaded")
 					}
 				case <-cmd.Context().Done(): // main cancels it on SIGINT or SIGTERM
 					cfg.Logger.Info("shutting down")
-					fl.kafka.close()
-					return s.Close()
+					return n.Close()
 				}
 			}
 		},
@@ -125,19 +120,19 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	cfg := &fl.cfg
 	f.StringVar(&fl.configFile, "config", "", "read flags not given on the command line from this TOML file (env LOGD_CONFIG)")
 	f.BoolVar(&fl.printConfig, "print-config", false, "print the effective configuration as TOML, with where each value came from, and exit")
-	f.StringVar(&cfg.DataDir, "data-dir", server.DefaultDataDir, "directory holding the node's data")
-	f.StringVar(&cfg.Addr, "addr", server.DefaultAddr, "gRPC listen address")
-	f.StringVar(&cfg.HTTPAddr, "http-addr", server.DefaultHTTPAddr, "HTTP address of the JSON API, console, /metrics, /healthz, /readyz (and pprof with --pprof); empty: none")
+	f.StringVar(&cfg.DataDir, "data-dir", broker.DefaultDataDir, "directory holding the node's data")
+	f.StringVar(&cfg.Addr, "addr", node.DefaultAddr, "gRPC listen address")
+	f.StringVar(&cfg.HTTPAddr, "http-addr", node.DefaultHTTPAddr, "HTTP address of the JSON API, console, /metrics, /healthz, /readyz (and pprof with --pprof); empty: none")
 	f.StringVar(&fl.fsync, "fsync", "always", "when appends are fsynced: always (before acknowledging; group commit), never, or an interval such as 100ms")
-	f.DurationVar(&cfg.RetentionInterval, "retention-interval", server.DefaultRetentionInterval, "how often the retention trimmer runs")
-	f.IntVar(&cfg.MaxBatchBytes, "max-batch-bytes", server.DefaultMaxBatchBytes, "largest accepted batch or record, in bytes")
+	f.DurationVar(&cfg.RetentionInterval, "retention-interval", broker.DefaultRetentionInterval, "how often the retention trimmer runs")
+	f.IntVar(&cfg.MaxBatchBytes, "max-batch-bytes", broker.DefaultMaxBatchBytes, "largest accepted batch or record, in bytes")
 	f.StringVar(&fl.minFree, "min-free-bytes", "auto", "refuse appends while the data disk has less free space (auto: 5% of it, 1 MiB to 1 GiB)")
 	f.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn, error (Raft's per-partition events are debug)")
 	f.StringVar(&fl.logFormat, "log-format", "text", "log format: text (key=value) or json (one object a line)")
-	f.IntVar(&cfg.MaxConnections, "max-connections", server.DefaultMaxConnections, "most client connections open at once, on the gRPC API and on the Kafka listener each; past it new ones are closed on arrival")
-	f.IntVar(&cfg.MaxHTTPConnections, "max-http-connections", server.DefaultMaxHTTPConnections, "most connections open at once on --http-addr (a live tail holds one); past it a few more serve only /healthz, /readyz and /metrics, then new ones are closed on arrival")
+	f.IntVar(&cfg.MaxConnections, "max-connections", node.DefaultMaxConnections, "most client connections open at once, on the gRPC API and on the Kafka listener each; past it new ones are closed on arrival")
+	f.IntVar(&cfg.MaxHTTPConnections, "max-http-connections", node.DefaultMaxHTTPConnections, "most connections open at once on --http-addr (a live tail holds one); past it a few more serve only /healthz, /readyz and /metrics, then new ones are closed on arrival")
 	f.StringVar(&fl.allowedOrigins, "http-allowed-origins", "", "web origins (scheme://host[:port], comma separated, e.g. https://ops.example.com) whose pages may write to --http-addr from a browser and read its answers (CORS); writes from pages of other origins are refused (clients that send no Origin, such as curl, are not)")
-	f.DurationVar(&cfg.SendTimeout, "send-timeout", server.DefaultSendTimeout, "end a Subscribe stream whose client leaves a message unread this long")
+	f.DurationVar(&cfg.SendTimeout, "send-timeout", node.DefaultSendTimeout, "end a Subscribe stream whose client leaves a message unread this long")
 	f.StringVar(&cfg.TLS.CertFile, "tls-cert", "", "serve the API over TLS with this certificate (PEM; re-read when it changes and on SIGHUP); a cluster node also presents it to the other nodes")
 	f.StringVar(&cfg.TLS.KeyFile, "tls-key", "", "the private key of --tls-cert (PEM)")
 	f.StringVar(&cfg.TLS.ClientCAFile, "tls-client-ca", "", "require client certificates signed by a CA in this bundle (mutual TLS); the principal is User:<CN>")
@@ -160,8 +155,8 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	fl.kafka.register(f)
 }
 
-// serverConfig checks the flags and turns them into the server's Config.
-func (fl *serveFlags) serverConfig() (server.Config, error) {
+// nodeConfig checks the flags and turns them into the node's Config.
+func (fl *serveFlags) nodeConfig() (node.Config, error) {
 	cfg := fl.cfg
 	policy, err := log.ParseFsyncPolicy(fl.fsync)
 	if err != nil {
@@ -177,7 +172,7 @@ func (fl *serveFlags) serverConfig() (server.Config, error) {
 	}
 	cl := fl.cluster
 	if cl.nodeID != "" || cl.raftAddr != "" || cl.join != "" || cl.bootstrap {
-		cc := &server.ClusterConfig{NodeID: cl.nodeID, RaftAddr: cl.raftAddr, Advertise: cl.advertise,
+		cc := &node.ClusterConfig{NodeID: cl.nodeID, RaftAddr: cl.raftAddr, Advertise: cl.advertise,
 			Bootstrap: cl.bootstrap, Join: cl.join, HibernateAfter: cl.hibernateAfter,
 			WakeRate: cl.wakeRate, MaxAwake: cl.maxAwake}
 		routes, err := parseRoutes(os.Getenv("LOGD_RAFT_ROUTES"))

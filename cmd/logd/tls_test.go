@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logd/logd/auth/tlsconfig"
-	"github.com/logd/logd/internal/server"
+	"github.com/logd/logd/internal/node"
 	"github.com/logd/logd/internal/testcerts"
 )
 
@@ -23,7 +23,7 @@ func TestCLIMutualTLS(t *testing.T) {
 	ca := testcerts.NewCA(t, "logd")
 	dir := t.TempDir()
 	cert, key := ca.Pair(t, dir, "node")
-	c := startCLI(t, func(cfg *server.Config) {
+	c := startCLI(t, func(cfg *node.Config) {
 		cfg.TLS = tlsconfig.ServerFiles{CertFile: cert, KeyFile: key, ClientCAFile: ca.File}
 	})
 	_, _, err := c.run("", "topic", "list")
@@ -62,7 +62,7 @@ func TestServeTLSFlags(t *testing.T) {
 	if _, err := applyConfig(cmd.Flags(), file, func(string) (string, bool) { return "", false }); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := fl.serverConfig()
+	cfg, err := fl.nodeConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestServeTLSFlags(t *testing.T) {
 	if err := cmd.Flags().Parse([]string{"--tls-client-ca", ca.File}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fl.serverConfig(); err == nil || !strings.Contains(err.Error(), "need --tls-cert") {
+	if _, err := fl.nodeConfig(); err == nil || !strings.Contains(err.Error(), "need --tls-cert") {
 		t.Fatalf("--tls-client-ca without --tls-cert: %v", err)
 	}
 	fl = serveFlags{}
@@ -84,7 +84,7 @@ func TestServeTLSFlags(t *testing.T) {
 	if err := cmd.Flags().Parse([]string{"--tls-cert", cert, "--tls-key", os.DevNull}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fl.serverConfig(); err == nil || !strings.Contains(err.Error(), os.DevNull) {
+	if _, err := fl.nodeConfig(); err == nil || !strings.Contains(err.Error(), os.DevNull) {
 		t.Fatalf("a key file that is no key: %v; want an error naming it", err)
 	}
 }

@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node/nodetest"
 )
 
 func TestProduceThenConsume(t *testing.T) {
-	s := servertest.Start(t)
+	s := nodetest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	o := Options{Server: s.Addr(), Topic: "b", Records: 3000, RecordSize: 50, Keys: 10, Partitions: 3, Producers: 2}
@@ -30,7 +30,7 @@ func TestProduceThenConsume(t *testing.T) {
 }
 
 func TestE2E(t *testing.T) {
-	s := servertest.Start(t)
+	s := nodetest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	r, err := E2E(ctx, Options{Server: s.Addr(), Topic: "e", Records: 500, RecordSize: 64, Rate: 5000})

@@ -13,17 +13,16 @@ import (
 	"time"
 
 	"github.com/logd/logd/broker"
-	"github.com/logd/logd/internal/server"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node"
+	"github.com/logd/logd/internal/node/nodetest"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/partition"
 )
 
 // startNode runs a real logd node with its HTTP port on 127.0.0.1.
-func startNode(t *testing.T) *server.Server {
+func startNode(t *testing.T) *node.Node {
 	t.Helper()
-	s, err := server.Start(server.Config{DataDir: t.TempDir(), Addr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
-		Fsync: log.FsyncPolicy{Mode: log.FsyncNever}})
+	s, err := node.Start(node.Config{Config: broker.Config{DataDir: t.TempDir(), Fsync: log.FsyncPolicy{Mode: log.FsyncNever}}, Addr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +95,7 @@ func TestMountedOnHTTPAddr(t *testing.T) {
 // a node that does not lead the partition answers 421 naming the leader's
 // HTTP address, and the leader takes it.
 func TestClusterNotLeaderNamesLeader(t *testing.T) {
-	c := servertest.NewCluster(t, 3, func(cfg *server.Config) { cfg.HTTPAddr = "127.0.0.1:0" })
+	c := nodetest.NewCluster(t, 3, func(cfg *node.Config) { cfg.HTTPAddr = "127.0.0.1:0" })
 	cfg := partition.DefaultConfig("spread")
 	cfg.Partitions, cfg.Replicas = 1, 3
 	waitFor(t, 60*time.Second, "the topic to be created", func() bool {
@@ -175,7 +174,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 // which nodes answer: a stopped node is listed as not alive, the others as
 // alive.
 func TestClusterPageNodeAlive(t *testing.T) {
-	c := servertest.NewCluster(t, 3, func(cfg *server.Config) { cfg.HTTPAddr = "127.0.0.1:0" })
+	c := nodetest.NewCluster(t, 3, func(cfg *node.Config) { cfg.HTTPAddr = "127.0.0.1:0" })
 	nodes := c.Nodes()
 	nodes[2].Stop()
 	var got map[string]bool

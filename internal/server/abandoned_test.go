@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node/nodetest"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -14,14 +14,14 @@ import (
 // saw committed offsets go back this way: a commit that timed out at the
 // client was applied after the commit the client sent next.
 func TestClusterAbandonedCommitIsNotApplied(t *testing.T) {
-	c := servertest.NewCluster(t, 3)
+	c := nodetest.NewCluster(t, 3)
 	cs := newCCs(t, c.Addrs()...)
 	ctx := ctx(t)
 	createT(ctx, t, cs, c.Nodes()[0].APIAddr)
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, n := range c.Nodes() {
-		_, err := n.Server().CommitOffsets(gone, &pb.CommitOffsetsRequest{Group: "g",
+		_, err := n.Server().API().CommitOffsets(gone, &pb.CommitOffsetsRequest{Group: "g",
 			Offsets: []*pb.CommittedOffset{{Topic: "t", Partition: 0, Offset: 0}}})
 		if err == nil {
 			t.Errorf("%s: a commit whose client is gone succeeded", n.ID)

@@ -10,11 +10,12 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/client"
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/internal/freeport"
-	"github.com/logd/logd/internal/server"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node"
+	"github.com/logd/logd/internal/node/nodetest"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -68,7 +69,7 @@ func (c *collector) has(p int32, v string) bool {
 // produce through every node, a group member reads them, bad counts are
 // refused, and a restart of every node keeps the count.
 func TestClusterAddPartitions(t *testing.T) {
-	cl := servertest.NewCluster(t, 3)
+	cl := nodetest.NewCluster(t, 3)
 	cs := newCCs(t, cl.Addrs()...)
 	ctx := ctx(t)
 	nodes := cl.Nodes()
@@ -151,8 +152,8 @@ func TestAddPartitionsSingleNodeRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := func() *server.Server {
-		s, err := server.Start(server.Config{DataDir: dir, Addr: addr})
+	start := func() *node.Node {
+		s, err := node.Start(node.Config{Config: broker.Config{DataDir: dir}, Addr: addr})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,8 +14,8 @@ import (
 	"github.com/logd/logd/auth/tlsconfig"
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/client"
-	"github.com/logd/logd/internal/server"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node"
+	"github.com/logd/logd/internal/node/nodetest"
 	"github.com/logd/logd/internal/testcerts"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
@@ -38,7 +38,7 @@ func TestAuthClusterForwardsOriginalPrincipal(t *testing.T) {
 	// when a node starts).
 	var mu sync.Mutex
 	bobSuper := map[string]bool{}
-	c := servertest.NewCluster(t, 3, func(cfg *server.Config) {
+	c := nodetest.NewCluster(t, 3, func(cfg *node.Config) {
 		cfg.TLS = tlsconfig.ServerFiles{CertFile: nodeCert, KeyFile: nodeKey, ClientCAFile: ca.File}
 		cfg.PeerTLS = peer
 		supers := []auth.Principal{auth.User("node"), auth.User("admin")}
@@ -51,7 +51,7 @@ func TestAuthClusterForwardsOriginalPrincipal(t *testing.T) {
 	})
 	ctx := ctx(t)
 	leader, followers := metaLeader(t, c)
-	as := func(n *servertest.Node, cn string, creds ...string) *client.Client {
+	as := func(n *nodetest.Node, cn string, creds ...string) *client.Client {
 		return certClient(t, ca, dir, n.APIAddr, cn, creds...)
 	}
 	// The admin creates alice through a follower: forwarded to the leader.
@@ -101,11 +101,11 @@ func TestAuthClusterForwardsOriginalPrincipal(t *testing.T) {
 }
 
 // metaLeader waits for a metadata leader and returns it and the others.
-func metaLeader(t *testing.T, c *servertest.Cluster) (*servertest.Node, []*servertest.Node) {
+func metaLeader(t *testing.T, c *nodetest.Cluster) (*nodetest.Node, []*nodetest.Node) {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		var lead *servertest.Node
-		var rest []*servertest.Node
+		var lead *nodetest.Node
+		var rest []*nodetest.Node
 		for _, n := range c.Nodes() {
 			if s := n.Server(); s != nil && s.Broker().Cluster().IsMetaLeader() {
 				lead = n

@@ -13,13 +13,13 @@ import (
 	"github.com/logd/logd/auth/tlsconfig"
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/client"
-	"github.com/logd/logd/internal/server"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node"
+	"github.com/logd/logd/internal/node/nodetest"
 	"github.com/logd/logd/internal/testcerts"
 )
 
 // secured is --auth required, --authz on, User:admin a super user.
-func secured(c *server.Config) {
+func secured(c *node.Config) {
 	c.Auth = broker.AuthConfig{Mode: auth.AuthRequired, Authz: auth.AuthzOn, SuperUsers: []auth.Principal{auth.User("admin")}}
 }
 
@@ -105,7 +105,7 @@ func TestAuthCertificatePrincipals(t *testing.T) {
 func TestAuthPasswords(t *testing.T) {
 	ca := testcerts.NewCA(t, "logd")
 	certFile, keyFile := ca.Pair(t, t.TempDir(), "node")
-	s := servertest.Start(t, func(c *server.Config) {
+	s := nodetest.Start(t, func(c *node.Config) {
 		c.TLS = tlsconfig.ServerFiles{CertFile: certFile, KeyFile: keyFile}
 		secured(c)
 		c.Auth.BootstrapUser, c.Auth.BootstrapPassword = "admin", "admin-pw"
@@ -211,7 +211,7 @@ func mtlsServer(t *testing.T) (as func(cn string) *client.Client) {
 	t.Helper()
 	ca := testcerts.NewCA(t, "logd")
 	certFile, keyFile := ca.Pair(t, t.TempDir(), "node")
-	s := servertest.Start(t, func(c *server.Config) {
+	s := nodetest.Start(t, func(c *node.Config) {
 		c.TLS = tlsconfig.ServerFiles{CertFile: certFile, KeyFile: keyFile, ClientCAFile: ca.File}
 		secured(c)
 	})

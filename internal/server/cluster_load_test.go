@@ -15,7 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/logd/logd/internal/batch"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node/nodetest"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -117,7 +117,7 @@ func produceLoad(t *testing.T, cs *ccs, addrs []string, pid int64, n int) []stri
 
 // waitHighWatermark waits until n's local copy of partition 0 of "t"
 // holds at least hw records.
-func waitHighWatermark(t *testing.T, n *servertest.Node, hw int, what string) {
+func waitHighWatermark(t *testing.T, n *nodetest.Node, hw int, what string) {
 	t.Helper()
 	local := func() int64 {
 		if s := n.Server(); s != nil {
@@ -140,7 +140,7 @@ func stepCtx(t *testing.T) context.Context {
 // others elect a leader that acknowledges on, the old one catches up, and
 // the log holds every acknowledged record once, in order.
 func TestClusterLeaderKilledUnderLoad(t *testing.T) {
-	c := servertest.NewCluster(t, 3)
+	c := nodetest.NewCluster(t, 3)
 	cs := newCCs(t, c.Addrs()...)
 	createT(stepCtx(t), t, cs, c.Nodes()[0].APIAddr)
 	l := startLoad(t, cs, c.Addrs(), 7)
@@ -157,12 +157,12 @@ func TestClusterLeaderKilledUnderLoad(t *testing.T) {
 }
 
 func TestClusterFollowerCatchesUpNodesJoinAndLeaveUnderLoad(t *testing.T) {
-	c := servertest.NewCluster(t, 3)
+	c := nodetest.NewCluster(t, 3)
 	cs := newCCs(t, c.Addrs()...)
 	createT(stepCtx(t), t, cs, c.Nodes()[0].APIAddr)
 	lead := leaderOf(stepCtx(t), t, cs, c)
 	// A follower misses many writes, then catches up.
-	var follower *servertest.Node
+	var follower *nodetest.Node
 	for _, n := range c.Nodes() {
 		if n != lead {
 			follower = n
@@ -204,7 +204,7 @@ func TestClusterFollowerCatchesUpNodesJoinAndLeaveUnderLoad(t *testing.T) {
 // removal when n's replica of the metadata group gets there, lists three
 // nodes and has moved partition 0's replica from removed to n. A failure
 // says which metadata leader each running node knows.
-func waitRemoved(t *testing.T, c *servertest.Cluster, cs *ccs, n *servertest.Node, removed string) {
+func waitRemoved(t *testing.T, c *nodetest.Cluster, cs *ccs, n *nodetest.Node, removed string) {
 	t.Helper()
 	var last string
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {

@@ -9,8 +9,8 @@ import (
 
 	pb "github.com/logd/logd/proto/logd/v1"
 
-	"github.com/logd/logd/internal/server"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node"
+	"github.com/logd/logd/internal/node/nodetest"
 )
 
 // A removed node that restarts with its data stays out of the cluster: its
@@ -18,7 +18,7 @@ import (
 // registration sent before the removal and applied after it did), and its
 // /readyz says why.
 func TestClusterRemovedNodeStaysOut(t *testing.T) {
-	c := servertest.NewCluster(t, 3, func(cfg *server.Config) { cfg.HTTPAddr = "127.0.0.1:0" })
+	c := nodetest.NewCluster(t, 3, func(cfg *node.Config) { cfg.HTTPAddr = "127.0.0.1:0" })
 	cs := newCCs(t, c.Addrs()...)
 	lead, rest := metaLeader(t, c)
 	gone := rest[0]

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/logd/logd/internal/batch"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node/nodetest"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -97,7 +97,7 @@ func encodeBatch(pid int64, seq int32, recs ...batch.Record) []byte {
 }
 
 func TestClusterTopicsProduceFetchOffsets(t *testing.T) {
-	c := servertest.NewCluster(t, 3)
+	c := nodetest.NewCluster(t, 3)
 	cs := newCCs(t, c.Addrs()...)
 	ctx := ctx(t)
 	nodes := c.Nodes()
@@ -247,7 +247,7 @@ func TestClusterTopicsProduceFetchOffsets(t *testing.T) {
 
 	// Leaders move to their preferred replicas (placement's first), spread
 	// over the nodes, and each leader measures its followers' lag.
-	byID := map[string]*servertest.Node{}
+	byID := map[string]*nodetest.Node{}
 	for _, n := range nodes {
 		byID[n.ID] = n
 	}
@@ -345,7 +345,7 @@ func createT(ctx context.Context, t *testing.T, cs *ccs, addr string) {
 }
 
 // leaderOf is the node leading partition 0 of "t", by cluster status.
-func leaderOf(ctx context.Context, t *testing.T, cs *ccs, c *servertest.Cluster) *servertest.Node {
+func leaderOf(ctx context.Context, t *testing.T, cs *ccs, c *nodetest.Cluster) *nodetest.Node {
 	t.Helper()
 	for range 200 {
 		for _, n := range c.Nodes() {
@@ -392,7 +392,7 @@ func checkExactly(t *testing.T, acked, got []string) {
 }
 
 func TestClusterMinorityLeaderStopsAcknowledging(t *testing.T) {
-	c := servertest.NewCluster(t, 3)
+	c := nodetest.NewCluster(t, 3)
 	cs := newCCs(t, c.Addrs()...)
 	ctx := ctx(t)
 	createT(ctx, t, cs, c.Nodes()[0].APIAddr)

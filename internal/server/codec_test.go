@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node/nodetest"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -37,7 +37,7 @@ func (rawCodec) Unmarshal(data []byte, v any) error {
 // INVALID_ARGUMENT, for unary calls and streams alike, not grpc-go's
 // INTERNAL (issue 17 item 6).
 func TestUnparsableRequestIsInvalidArgument(t *testing.T) {
-	s := servertest.Start(t)
+	s := nodetest.Start(t)
 	c := dial(t, s)
 	createTopic(t, c, "t", 1)
 	badUTF8 := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "t\xff\xfe") // topic

@@ -13,7 +13,7 @@ import (
 
 	"github.com/logd/logd/client"
 	"github.com/logd/logd/internal/batch"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node/nodetest"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -51,7 +51,7 @@ func sampleRecords() []batch.Record {
 // corrupt, or holds fewer records than its header counts, is refused
 // INVALID_ARGUMENT and nothing is stored.
 func TestCorruptCompressedBatchRefused(t *testing.T) {
-	s := servertest.Start(t)
+	s := nodetest.Start(t)
 	c := dial(t, s)
 	createTopic(t, c, "t", 1)
 	p0 := int32(0)
@@ -74,7 +74,7 @@ func TestCorruptCompressedBatchRefused(t *testing.T) {
 // stored as sent and read back decoded by Fetch and by the Go client's
 // consumer.
 func TestCompressedBatches(t *testing.T) {
-	s := servertest.Start(t)
+	s := nodetest.Start(t)
 	c := dial(t, s)
 	createTopic(t, c, "t", 1)
 	p0 := int32(0)

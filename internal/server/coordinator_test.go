@@ -6,13 +6,13 @@ import (
 	"time"
 
 	"github.com/logd/logd/broker"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node/nodetest"
 )
 
 // In a cluster the group coordinator runs on the metadata leader only;
 // every other node answers NotCoordinatorError naming that leader.
 func TestClusterCoordinatorOnMetadataLeader(t *testing.T) {
-	c := servertest.NewCluster(t, 3)
+	c := nodetest.NewCluster(t, 3)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var leaders []string

@@ -15,7 +15,7 @@ import (
 
 	"github.com/logd/logd/client"
 	"github.com/logd/logd/internal/batch"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node/nodetest"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -40,7 +40,7 @@ func produceAtOnce(ctx context.Context, cs *ccs, addr, topic string, p int32, b 
 // partition takes a produce at once (issue 15 item 1: "topic not found"
 // for 1.6 to 3.2 s after topic create in a 3-node cluster).
 func TestClusterCreatedTopicUsableAtOnce(t *testing.T) {
-	c := servertest.NewCluster(t, 3)
+	c := nodetest.NewCluster(t, 3)
 	cs := newCCs(t, c.Addrs()...)
 	ctx := ctx(t)
 	for i, n := range c.Nodes() {
@@ -74,7 +74,7 @@ func TestClusterCreatedTopicUsableAtOnce(t *testing.T) {
 // a produce racing that move was told the partition had no leader right
 // after CreateTopic said it took writes.
 func TestCreateElectsThePreferredLeaders(t *testing.T) {
-	cl := servertest.NewCluster(t, 3)
+	cl := nodetest.NewCluster(t, 3)
 	createTopicIn(t, cl, "preferred", 9)
 	checkPreferredLead(t, cl, "preferred", "")
 }
@@ -83,7 +83,7 @@ func TestCreateElectsThePreferredLeaders(t *testing.T) {
 // is still elected, by its other replicas, in time for CreateTopic to
 // say it takes writes.
 func TestCreateWithAPreferredReplicaDown(t *testing.T) {
-	cl := servertest.NewCluster(t, 3)
+	cl := nodetest.NewCluster(t, 3)
 	down := cl.Nodes()[2]
 	down.Stop()
 	c := clusterClient(t, cl)
@@ -112,7 +112,7 @@ func TestCreateWithAPreferredReplicaDown(t *testing.T) {
 // a 3 s call. Before, the server waited 10 s and the client saw only its
 // own deadline pass.
 func TestCreateAnswersWithinItsDeadline(t *testing.T) {
-	cl := servertest.NewCluster(t, 3)
+	cl := nodetest.NewCluster(t, 3)
 	down := cl.Nodes()[2]
 	down.Stop()
 	cs := newCCs(t, cl.Addrs()[:2]...)

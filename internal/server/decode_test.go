@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/logd/logd/internal/batch"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node/nodetest"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -22,7 +22,7 @@ const issue17Batch = "AAAAAAAAAAAAAAA9AAAAAAKe4XrZAAAAAAAAAAABi8/laAAAAAGLz+VoAP
 // records only. A read from before it gets the records before it; a read
 // at it fails DATA_LOSS naming its offsets; a read after it works.
 func TestDecodingReadersSkipAStoredBadBatch(t *testing.T) {
-	s := servertest.Start(t)
+	s := nodetest.Start(t)
 	c := dial(t, s)
 	createTopic(t, c, "t", 1)
 	produce := func(v string) {
@@ -83,7 +83,7 @@ func TestDecodingReadersSkipAStoredBadBatch(t *testing.T) {
 // back with U+FFFD in place of its bad bytes, instead of failing the
 // response INTERNAL (issue 17 item 6); produce refuses such a key.
 func TestDecodedHeaderKeyIsUTF8(t *testing.T) {
-	s := servertest.Start(t)
+	s := nodetest.Start(t)
 	c := dial(t, s)
 	createTopic(t, c, "t", 1)
 	b := batch.Encode(nil, 0, batch.NoProducer, []batch.Record{{Timestamp: 1, Value: []byte("v"), Headers: []batch.Header{{Key: "k\xff", Value: []byte("x")}}}})

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/logd/logd/internal/batch"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node/nodetest"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -18,7 +18,7 @@ import (
 // a node that does not lead the partition is answered by the leader (the
 // node forwards it), and the leader then serves reads from the new start.
 func TestClusterDeleteRecordsForwardedToLeader(t *testing.T) {
-	c := servertest.NewCluster(t, 3)
+	c := nodetest.NewCluster(t, 3)
 	cs := newCCs(t, c.Addrs()...)
 	ctx := ctx(t)
 	createT(ctx, t, cs, c.Nodes()[0].APIAddr)
@@ -32,7 +32,7 @@ func TestClusterDeleteRecordsForwardedToLeader(t *testing.T) {
 		}
 	}
 	leader := leaderOf(ctx, t, cs, c)
-	var follower *servertest.Node
+	var follower *nodetest.Node
 	for _, n := range c.Nodes() {
 		if n != leader {
 			follower = n

@@ -1,10 +1,8 @@
 // Package server is logd's gRPC front-end: the services of proto/logd/v1
-// over package broker (the node's core). It is also, for now, where a node
-// is put together: Start opens the broker, serves the HTTP port (the
-// JSON API of package httpapi, /metrics, /healthz, /readyz and, with
-// --pprof, /debug/pprof/), puts mutual TLS on the Raft port (rafttls.go),
-// implements cluster.Peers (forward.go), and runs Config.BeforeReady, by
-// which cmd/logd attaches the Kafka listener.
+// over package broker (the node's core). Package node assembles a node:
+// it makes the front-end (New), opens the broker with the front-end's
+// Peers, hands it a listener (Serve) and closes it (Close) in the node's
+// shutdown order. Nothing else imports this package.
 //
 // Each handler decodes its request, calls the broker and encodes the
 // answer. It holds no fetch, dedup or cluster logic of its own: what it
@@ -18,11 +16,9 @@
 //
 // # Files
 //
-//	server.go         Start and Close: the listeners, the broker, the HTTP endpoints
-//	config.go         Config, its defaults, the broker's part of it
+//	server.go         New, Serve and Close: the gRPC server and its options
+//	config.go         Config and its defaults
 //	auth.go           every call identified once (the broker's Gate), forwarded principals
-//	httpauth.go       the HTTP port's authentication
-//	tls.go            the API's certificates; rafttls.go: mutual TLS on the Raft port
 //	produce.go        Produce: a batch, or plain records routed and encoded into batches
 //	producestream.go  ProduceStream: receive, dispatch on lanes, send
 //	lanes.go          the per-(topic, partition) lane scheduler of ProduceStream
@@ -38,7 +34,6 @@
 //	forward_topics.go cluster.Peers' topic changes (the broker passes them on)
 //	errors.go         the error -> status mapping
 //	codec.go          the request codec (bad protobuf is INVALID_ARGUMENT)
-//	conns.go          the connection caps; listenaddr.go: address checks
 //	metrics.go        the front-end's own collectors
 //
 // In a cluster a request the broker did not act on because another node

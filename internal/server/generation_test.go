@@ -8,16 +8,16 @@ import (
 
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/groups"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node/nodetest"
 )
 
 // coordinatorNode waits until exactly one running node coordinates groups
 // and returns it.
-func coordinatorNode(t *testing.T, c *servertest.Cluster) (*servertest.Node, *groups.Coordinator) {
+func coordinatorNode(t *testing.T, c *nodetest.Cluster) (*nodetest.Node, *groups.Coordinator) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		var found []*servertest.Node
+		var found []*nodetest.Node
 		var coord *groups.Coordinator
 		for _, n := range c.Nodes() {
 			s := n.Server()
@@ -57,7 +57,7 @@ func joinAsKafka(t *testing.T, gc *groups.Coordinator, memberID string) (groups.
 // member of the old coordinator and a member of the new one never share
 // a generation (issue 12's torture finding).
 func TestClusterCoordinatorFailoverContinuesGenerations(t *testing.T) {
-	c := servertest.NewCluster(t, 3)
+	c := nodetest.NewCluster(t, 3)
 	leader, gc := coordinatorNode(t, c)
 	res, err := joinAsKafka(t, gc, "")
 	if err != nil {

@@ -15,13 +15,13 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/logd/logd/client"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node/nodetest"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
 // coordinatorOf asks every running node for a group and returns the one
 // that answers as the coordinator, checking that the others name it.
-func coordinatorOf(t *testing.T, cl *servertest.Cluster, cc *ccs) (string, bool) {
+func coordinatorOf(t *testing.T, cl *nodetest.Cluster, cc *ccs) (string, bool) {
 	t.Helper()
 	var coord string
 	var hints []string
@@ -103,7 +103,7 @@ func splitBetween(admin *client.Admin, want string) bool {
 }
 
 func TestClusterGroupCoordinatorOnMetadataLeaderAndFailover(t *testing.T) {
-	cl := servertest.NewCluster(t, 3)
+	cl := nodetest.NewCluster(t, 3)
 	cc := newCCs(t, cl.Addrs()...)
 	var coord string
 	waitUntil(t, 30*time.Second, "one coordinator that the other nodes name", func() bool {

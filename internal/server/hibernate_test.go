@@ -14,8 +14,8 @@ import (
 
 	"github.com/logd/logd/client"
 	"github.com/logd/logd/internal/batch"
-	"github.com/logd/logd/internal/server"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node"
+	"github.com/logd/logd/internal/node/nodetest"
 	pb "github.com/logd/logd/proto/logd/v1"
 	"github.com/logd/logd/replication/meta"
 )
@@ -23,13 +23,13 @@ import (
 // hibernating puts a node's idle partitions to sleep after d
 // (--partition-hibernate-after), a woken one no sooner than d after it
 // woke (not the default 30 s, for short tests).
-func hibernating(d time.Duration) func(*server.Config) {
-	return func(c *server.Config) { c.Cluster.HibernateAfter, c.Cluster.WakeGrace = d, d }
+func hibernating(d time.Duration) func(*node.Config) {
+	return func(c *node.Config) { c.Cluster.HibernateAfter, c.Cluster.WakeGrace = d, d }
 }
 
 // replicaStates returns the Raft state of every replica of topic on the
 // running nodes ("Asleep", "Leader", ...), and the leader each names.
-func replicaStates(cl *servertest.Cluster, topic string) (states, leaders []string) {
+func replicaStates(cl *nodetest.Cluster, topic string) (states, leaders []string) {
 	for _, n := range cl.Nodes() {
 		s := n.Server()
 		if s == nil {
@@ -47,7 +47,7 @@ func replicaStates(cl *servertest.Cluster, topic string) (states, leaders []stri
 }
 
 // waitAllAsleep waits until every running replica of topic sleeps.
-func waitAllAsleep(t *testing.T, cl *servertest.Cluster, topic string, replicas int) {
+func waitAllAsleep(t *testing.T, cl *nodetest.Cluster, topic string, replicas int) {
 	t.Helper()
 	waitUntil(t, 60*time.Second, "every replica of "+topic+" asleep", func() bool {
 		states, _ := replicaStates(cl, topic)
@@ -55,7 +55,7 @@ func waitAllAsleep(t *testing.T, cl *servertest.Cluster, topic string, replicas 
 	})
 }
 
-func createTopicIn(t *testing.T, cl *servertest.Cluster, name string, parts int32) {
+func createTopicIn(t *testing.T, cl *nodetest.Cluster, name string, parts int32) {
 	t.Helper()
 	c := clusterClient(t, cl)
 	if _, err := c.Admin().CreateTopic(ctx(t), name, client.TopicOptions{Partitions: parts, Replicas: 3}); err != nil {
@@ -75,7 +75,7 @@ func produceRead(t *testing.T, seeds []string, topic string, total int, values .
 // sleep; a produce wakes its partition and is acknowledged, and every
 // record acknowledged before and after reads back; the topic sleeps again.
 func TestHibernateIdleTopicWakesOnUse(t *testing.T) {
-	cl := servertest.NewCluster(t, 3, hibernating(time.Second))
+	cl := nodetest.NewCluster(t, 3, hibernating(time.Second))
 	createTopicIn(t, cl, "sleepy", 3)
 	if got := produceRead(t, cl.Addrs(), "sleepy", 3, "a", "b", "c"); got != "a,b,c" {
 		t.Fatalf("read %q, want a, b, c", got)
@@ -92,7 +92,7 @@ func TestHibernateIdleTopicWakesOnUse(t *testing.T) {
 
 // Without the flag nothing sleeps.
 func TestNoHibernationByDefault(t *testing.T) {
-	cl := servertest.NewCluster(t, 3)
+	cl := nodetest.NewCluster(t, 3)
 	createTopicIn(t, cl, "awake", 1)
 	produceAll(t, cl.Addrs(), "awake", "a")
 	time.Sleep(3 * time.Second)
@@ -106,12 +106,12 @@ func TestNoHibernationByDefault(t *testing.T) {
 // it once its Raft port does not answer, a produce through them wakes the
 // partition on a survivor, and nothing acknowledged is lost.
 func TestHibernatedLeaderDies(t *testing.T) {
-	cl := servertest.NewCluster(t, 3, hibernating(time.Second))
+	cl := nodetest.NewCluster(t, 3, hibernating(time.Second))
 	createTopicIn(t, cl, "orphan", 1)
 	produceAll(t, cl.Addrs(), "orphan", "a", "b")
 	waitAllAsleep(t, cl, "orphan", 3)
 	_, leaders := replicaStates(cl, "orphan")
-	var dead *servertest.Node
+	var dead *nodetest.Node
 	var rest []string
 	for _, n := range cl.Nodes() {
 		if n.ID == leaders[0] {
@@ -135,7 +135,7 @@ func TestHibernatedLeaderDies(t *testing.T) {
 // them, and every record reads back.
 func TestRestartedClusterKeepsSleeping(t *testing.T) {
 	after := time.Second
-	cl := servertest.NewCluster(t, 3, func(c *server.Config) { c.Cluster.HibernateAfter, c.Cluster.WakeGrace = after, time.Second })
+	cl := nodetest.NewCluster(t, 3, func(c *node.Config) { c.Cluster.HibernateAfter, c.Cluster.WakeGrace = after, time.Second })
 	createTopicIn(t, cl, "dormant", 2)
 	produceAll(t, cl.Addrs(), "dormant", "a", "b")
 	waitAllAsleep(t, cl, "dormant", 6)
@@ -156,7 +156,7 @@ func TestRestartedClusterKeepsSleeping(t *testing.T) {
 // election at create, even with a delay of an hour): the create answers
 // that they take writes, and the first produce to each elects it.
 func TestNewTopicBornAsleep(t *testing.T) {
-	cl := servertest.NewCluster(t, 3, hibernating(time.Hour))
+	cl := nodetest.NewCluster(t, 3, hibernating(time.Hour))
 	createTopicIn(t, cl, "newborn", 4)
 	waitAllAsleep(t, cl, "newborn", 12) // the nodes open their replicas as they learn of the topic
 	if got := produceRead(t, cl.Addrs(), "newborn", 4, "a", "b", "c", "d"); got != "a,b,c,d" {
@@ -169,7 +169,7 @@ func TestNewTopicBornAsleep(t *testing.T) {
 // partitions that wakes them all may not finish before its client's
 // deadline, and the client's next try must find them awake.
 func TestWokenGroupKeepsTheGrace(t *testing.T) {
-	cl := servertest.NewCluster(t, 3, func(c *server.Config) {
+	cl := nodetest.NewCluster(t, 3, func(c *node.Config) {
 		c.Cluster.HibernateAfter, c.Cluster.WakeGrace = 300*time.Millisecond, 15*time.Second
 	})
 	createTopicIn(t, cl, "graced", 1)
@@ -189,7 +189,7 @@ func TestWokenGroupKeepsTheGrace(t *testing.T) {
 // every woken group, the burst kept all of them awake for 30 s, which two
 // cores cannot heartbeat).
 func TestUsedGroupSleepsWithoutTheGraceUnderABound(t *testing.T) {
-	cl := servertest.NewCluster(t, 3, func(c *server.Config) {
+	cl := nodetest.NewCluster(t, 3, func(c *node.Config) {
 		c.Cluster.HibernateAfter, c.Cluster.WakeGrace, c.Cluster.MaxAwake = time.Second, time.Hour, 100
 	})
 	createTopicIn(t, cl, "served", 2)
@@ -206,7 +206,7 @@ func TestUsedGroupSleepsWithoutTheGraceUnderABound(t *testing.T) {
 // room for two, a third partition is served within seconds. Before, it
 // waited for the delay (a minute with logd serve's default).
 func TestBoundFreesRoomFromServedGroups(t *testing.T) {
-	cl := servertest.NewCluster(t, 3, func(c *server.Config) {
+	cl := nodetest.NewCluster(t, 3, func(c *node.Config) {
 		c.Cluster.HibernateAfter, c.Cluster.WakeGrace, c.Cluster.MaxAwake = time.Hour, time.Hour, 2
 	})
 	createTopicIn(t, cl, "room", 3)
@@ -231,7 +231,7 @@ func TestBoundFreesRoomFromServedGroups(t *testing.T) {
 // that one call, not with "retry": on a busy cluster the client's retry
 // came seconds later, and kept the group awake for nothing meanwhile.
 func TestProduceWaitsForTheElectionItStarted(t *testing.T) {
-	cl := servertest.NewCluster(t, 3, hibernating(time.Hour))
+	cl := nodetest.NewCluster(t, 3, hibernating(time.Hour))
 	createTopicIn(t, cl, "woken", 1)
 	waitAllAsleep(t, cl, "woken", 3)
 	preferred := cl.Nodes()[0].Server().Broker().Cluster().State().Topics["woken"].Replicas[0][0]
@@ -259,7 +259,7 @@ func TestProduceWaitsForTheElectionItStarted(t *testing.T) {
 func TestRequestsOverSleepingPartitionsWakeAll(t *testing.T) {
 	// Idle partitions sleep after 300 ms, and woken ones 3 s after they
 	// woke: shorter than the client takes to wake 40 one per try.
-	cl := servertest.NewCluster(t, 3, func(c *server.Config) {
+	cl := nodetest.NewCluster(t, 3, func(c *node.Config) {
 		c.Cluster.HibernateAfter, c.Cluster.WakeGrace = 300*time.Millisecond, 3*time.Second
 	})
 	createTopicIn(t, cl, "many", 40)
@@ -289,7 +289,7 @@ func TestRequestsOverSleepingPartitionsWakeAll(t *testing.T) {
 // happened to ask (all 10,000 of bench-partitions on one node, until the
 // leader spreading moved them again).
 func TestFirstUseElectsThePreferredLeader(t *testing.T) {
-	cl := servertest.NewCluster(t, 3, hibernating(time.Hour))
+	cl := nodetest.NewCluster(t, 3, hibernating(time.Hour))
 	const parts = 6
 	createTopicIn(t, cl, "placed", parts)
 	waitAllAsleep(t, cl, "placed", 3*parts)
@@ -315,7 +315,7 @@ func TestFirstUseElectsThePreferredLeader(t *testing.T) {
 // its preferred leader (its placement's first replica) now, on the
 // running nodes, or when every preferred leader is node `not` (the
 // client's: the test would show nothing).
-func checkPreferredLead(t *testing.T, cl *servertest.Cluster, topic, not string) {
+func checkPreferredLead(t *testing.T, cl *nodetest.Cluster, topic, not string) {
 	t.Helper()
 	var want [][]string
 	for _, n := range cl.Nodes() {
@@ -351,7 +351,7 @@ func checkPreferredLead(t *testing.T, cl *servertest.Cluster, topic, not string)
 // subscriptions wake the partitions, which fall asleep again once read.
 func TestConsumerReadsSleepingPartitionsToTheEnd(t *testing.T) {
 	const parts, each = 40, 3
-	cl := servertest.NewCluster(t, 3, func(c *server.Config) {
+	cl := nodetest.NewCluster(t, 3, func(c *node.Config) {
 		c.Cluster.HibernateAfter, c.Cluster.WakeGrace = 300*time.Millisecond, 3*time.Second
 	})
 	createTopicIn(t, cl, "many", parts)

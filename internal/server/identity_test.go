@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/logd/logd/cluster"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node/nodetest"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -33,7 +33,7 @@ func TestJoinForeignDataDirRefused(t *testing.T) {
 }
 
 func testJoinForeignDataDir(t *testing.T, withoutIDFile bool) {
-	c := servertest.NewCluster(t, 2)
+	c := nodetest.NewCluster(t, 2)
 	ctx := ctx(t)
 	cs := newCCs(t, c.Addrs()...)
 	createT(ctx, t, cs, c.Nodes()[0].APIAddr)
@@ -97,7 +97,7 @@ func testJoinForeignDataDir(t *testing.T, withoutIDFile bool) {
 // by a version without ids) take the cluster's id from the metadata they
 // apply, and store it again.
 func TestClusterIDAdoptedFromMetadata(t *testing.T) {
-	c := servertest.NewCluster(t, 2)
+	c := nodetest.NewCluster(t, 2)
 	want := c.Nodes()[0].Server().Broker().Cluster().ClusterID()
 	if want == "" {
 		t.Fatal("the bootstrapped cluster has no id")

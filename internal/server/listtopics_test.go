@@ -9,8 +9,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/logd/logd/internal/node/nodetest"
 	"github.com/logd/logd/internal/server"
-	"github.com/logd/logd/internal/server/servertest"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -18,7 +18,7 @@ import (
 // page's token leading to the next, so no answer outgrows grpc's 4 MiB
 // default (issue 17 item 7: 15,000 topics did).
 func TestListTopicsPages(t *testing.T) {
-	s := servertest.Start(t)
+	s := nodetest.Start(t)
 	c := dial(t, s)
 	for i := range 25 {
 		createTopic(t, c, fmt.Sprintf("t%02d", i), 1)

@@ -10,14 +10,14 @@ import (
 
 	"github.com/logd/logd/internal/freeport"
 	"github.com/logd/logd/internal/kind"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node/nodetest"
 	pb "github.com/logd/logd/proto/logd/v1"
 	"github.com/logd/logd/replication/meta"
 )
 
 // checkMembership fails unless every node lists exactly n1 and n2 with
 // their own addresses, and the metadata group has no voter ghost.
-func checkMembership(t *testing.T, c *servertest.Cluster) {
+func checkMembership(t *testing.T, c *nodetest.Cluster) {
 	t.Helper()
 	for _, n := range c.Nodes() {
 		cl := n.Server().Broker().Cluster()
@@ -39,7 +39,7 @@ func checkMembership(t *testing.T, c *servertest.Cluster) {
 // --authz off) can neither add a node nor re-address a member. Nodes join
 // node to node, over the Raft port.
 func TestJoinRPCCannotChangeMembership(t *testing.T) {
-	c := servertest.NewCluster(t, 2)
+	c := nodetest.NewCluster(t, 2)
 	cs := newCCs(t, c.Addrs()...)
 	ghost, err := freeport.Addr()
 	if err != nil {
@@ -51,7 +51,7 @@ func TestJoinRPCCannotChangeMembership(t *testing.T) {
 		{NodeId: "n2", ApiAddr: n1.APIAddr, RaftAddr: n1.RaftAddr, Rejoin: true},
 		{NodeId: "n2", ApiAddr: n1.APIAddr, RaftAddr: n1.RaftAddr},
 	} {
-		for _, n := range []*servertest.Node{n1, n2} {
+		for _, n := range []*nodetest.Node{n1, n2} {
 			_, err := pb.NewClusterClient(cs.get(n.APIAddr)).Join(ctx(t), req)
 			if status.Code(err) != codes.FailedPrecondition {
 				t.Fatalf("Join %v on %s: %v, want FAILED_PRECONDITION", req, n.ID, err)
@@ -65,7 +65,7 @@ func TestJoinRPCCannotChangeMembership(t *testing.T) {
 // once the node answers at the Raft address it gives, with its id and this
 // cluster's id.
 func TestJoinNeedsTheNodeToAnswer(t *testing.T) {
-	c := servertest.NewCluster(t, 2)
+	c := nodetest.NewCluster(t, 2)
 	lead, rest := metaLeader(t, c)
 	other := rest[0]
 	nowhere, err := freeport.Addr()

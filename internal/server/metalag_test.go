@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/logd/logd/internal/batch"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node/nodetest"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -24,7 +24,7 @@ import (
 // (a torture run saw a topic "vanish" for ~1s after every restart, and
 // 1,704 produces fail with NOT_FOUND). It answers UNAVAILABLE: retry.
 func TestClusterRestartedNodeBehindOnMetadataSaysRetryNotNotFound(t *testing.T) {
-	c := servertest.NewCluster(t, 3)
+	c := nodetest.NewCluster(t, 3)
 	cs := newCCs(t, c.Addrs()...)
 	ctx := ctx(t)
 	nodes := c.Nodes()
@@ -107,7 +107,7 @@ func isConnError(msg string) bool {
 // NOT_FOUND (the torture harness's producers, started right after the
 // create, failed so).
 func TestClusterNodeNotYetToldOfANewTopicDoesNotSayNotFound(t *testing.T) {
-	c := servertest.NewCluster(t, 3)
+	c := nodetest.NewCluster(t, 3)
 	nodes := c.Nodes()
 	behind := nodes[2]
 	cs := newCCs(t, nodes[0].APIAddr, nodes[1].APIAddr)

@@ -6,12 +6,12 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node/nodetest"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
 func TestConsumerOffsets(t *testing.T) {
-	s := servertest.Start(t)
+	s := nodetest.Start(t)
 	c := dial(t, s)
 	oc := pb.NewOffsetsClient(c.cc)
 	createTopic(t, c, "t", 2)

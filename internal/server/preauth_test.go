@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node/nodetest"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -18,7 +18,7 @@ import (
 // when its headers arrive: the node does not wait for (and buffer) its
 // request message first.
 func TestUnauthenticatedCallRefusedBeforeItsMessage(t *testing.T) {
-	s := servertest.Start(t, secured)
+	s := nodetest.Start(t, secured)
 	cc, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

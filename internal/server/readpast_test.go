@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node/nodetest"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -17,7 +17,7 @@ import (
 // the log has not given out: OUT_OF_RANGE with the valid range at once,
 // instead of waiting silently (issue 17 item 7).
 func TestReadPastTheEndIsOutOfRange(t *testing.T) {
-	s := servertest.Start(t)
+	s := nodetest.Start(t)
 	c := dial(t, s)
 	createTopic(t, c, "t", 1)
 	for range 3 {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node/nodetest"
 )
 
 // TestClusterRestartKeepsLocalReplica: a restarted node's metadata state
@@ -16,7 +16,7 @@ import (
 // found every restarted node wiping its replicas and rejoining empty with
 // no vote, which lost acknowledged records and shifted offsets.
 func TestClusterRestartKeepsLocalReplica(t *testing.T) {
-	c := servertest.NewCluster(t, 3)
+	c := nodetest.NewCluster(t, 3)
 	cs := newCCs(t, c.Addrs()...)
 	ctx := ctx(t)
 	createT(ctx, t, cs, c.Nodes()[0].APIAddr)

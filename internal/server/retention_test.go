@@ -9,8 +9,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/logd/logd/internal/server"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node"
+	"github.com/logd/logd/internal/node/nodetest"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -19,7 +19,7 @@ import (
 // old segments, and a fetch below the new log start is OUT_OF_RANGE with
 // the bounds in its details.
 func TestRetentionAlteredAtRuntime(t *testing.T) {
-	s := servertest.Start(t, func(c *server.Config) { c.RetentionInterval = 50 * time.Millisecond })
+	s := nodetest.Start(t, func(c *node.Config) { c.RetentionInterval = 50 * time.Millisecond })
 	c := dial(t, s)
 	seg := int64(4096)
 	if _, err := c.admin.CreateTopic(ctx(t), &pb.CreateTopicRequest{Name: "r", Partitions: 1,

@@ -17,9 +17,11 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/internal/node"
+	"github.com/logd/logd/internal/node/nodetest"
 	"github.com/logd/logd/internal/server"
-	"github.com/logd/logd/internal/server/servertest"
 	pb "github.com/logd/logd/proto/logd/v1"
 	"github.com/logd/logd/routing"
 )
@@ -31,7 +33,7 @@ type conn struct {
 	cc     *grpc.ClientConn
 }
 
-func dial(t *testing.T, s *server.Server) conn {
+func dial(t *testing.T, s *node.Node) conn {
 	t.Helper()
 	cc, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
@@ -66,7 +68,7 @@ func wantCode(t *testing.T, err error, code codes.Code) {
 }
 
 func TestProduceFetchRecords(t *testing.T) {
-	s := servertest.Start(t)
+	s := nodetest.Start(t)
 	c := dial(t, s)
 	createTopic(t, c, "orders", 3)
 	var recs []*pb.Record
@@ -117,7 +119,7 @@ func TestProduceFetchRecords(t *testing.T) {
 }
 
 func TestIdempotentBatchRetry(t *testing.T) {
-	s := servertest.Start(t)
+	s := nodetest.Start(t)
 	c := dial(t, s)
 	createTopic(t, c, "t", 1)
 	p := int32(0)
@@ -151,8 +153,8 @@ func TestIdempotentBatchRetry(t *testing.T) {
 
 func TestDedupSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
-	start := func() *server.Server {
-		s, err := server.Start(server.Config{DataDir: dir, Addr: "127.0.0.1:0"})
+	start := func() *node.Node {
+		s, err := node.Start(node.Config{Config: broker.Config{DataDir: dir}, Addr: "127.0.0.1:0"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +179,7 @@ func TestDedupSurvivesRestart(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	s := servertest.Start(t, func(c *server.Config) { c.MaxBatchBytes = 64 << 10 })
+	s := nodetest.Start(t, func(c *node.Config) { c.MaxBatchBytes = 64 << 10 })
 	c := dial(t, s)
 	createTopic(t, c, "t", 2)
 	p0, p9 := int32(0), int32(9)
@@ -290,7 +292,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestFetchLongPollAndOutOfRange(t *testing.T) {
-	s := servertest.Start(t)
+	s := nodetest.Start(t)
 	c := dial(t, s)
 	createTopic(t, c, "t", 1)
 	got := make(chan *pb.FetchResponse, 1)
@@ -340,7 +342,7 @@ func TestOutOfRangeCarriesBounds(t *testing.T) {
 }
 
 func TestSubscribeTails(t *testing.T) {
-	s := servertest.Start(t)
+	s := nodetest.Start(t)
 	c := dial(t, s)
 	createTopic(t, c, "t", 1)
 	sctx, cancel := context.WithCancel(context.Background())
@@ -371,7 +373,7 @@ func TestSubscribeTails(t *testing.T) {
 }
 
 func TestProduceStreamPipelines(t *testing.T) {
-	s := servertest.Start(t)
+	s := nodetest.Start(t)
 	c := dial(t, s)
 	createTopic(t, c, "t", 2)
 	st, err := c.log.ProduceStream(ctx(t))
@@ -419,7 +421,7 @@ func TestProduceStreamPipelines(t *testing.T) {
 }
 
 func TestHealthAndShutdown(t *testing.T) {
-	s, err := server.Start(server.Config{DataDir: t.TempDir(), Addr: "127.0.0.1:0"})
+	s, err := node.Start(node.Config{Config: broker.Config{DataDir: t.TempDir()}, Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +451,7 @@ func TestHealthAndShutdown(t *testing.T) {
 }
 
 func TestTopicAdmin(t *testing.T) {
-	s := servertest.Start(t)
+	s := nodetest.Start(t)
 	c := dial(t, s)
 	createTopic(t, c, "a", 2)
 	createTopic(t, c, "b", 1)
@@ -481,7 +483,7 @@ func TestTopicAdmin(t *testing.T) {
 // server shuts down ends with UNAVAILABLE saying so; a client that
 // disconnects in the middle of a ProduceStream leaves no handler behind.
 func TestShutdownStatusAndClientDisconnect(t *testing.T) {
-	s, err := server.Start(server.Config{DataDir: t.TempDir(), Addr: "127.0.0.1:0"})
+	s, err := node.Start(node.Config{Config: broker.Config{DataDir: t.TempDir()}, Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -538,7 +540,7 @@ func TestShutdownStatusAndClientDisconnect(t *testing.T) {
 }
 
 func TestConnectionCap(t *testing.T) {
-	s := servertest.Start(t, func(c *server.Config) { c.MaxConnections = 2 })
+	s := nodetest.Start(t, func(c *node.Config) { c.MaxConnections = 2 })
 	call := func(cc *grpc.ClientConn) error {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

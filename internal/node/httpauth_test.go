@@ -1,4 +1,4 @@
-package server_test
+package node_test
 
 import (
 	"encoding/json"
@@ -10,8 +10,8 @@ import (
 
 	"github.com/logd/logd/auth/tlsconfig"
 	"github.com/logd/logd/client"
-	"github.com/logd/logd/internal/server"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node"
+	"github.com/logd/logd/internal/node/nodetest"
 	"github.com/logd/logd/internal/testcerts"
 )
 
@@ -23,7 +23,7 @@ import (
 func TestHTTPAuth(t *testing.T) {
 	ca := testcerts.NewCA(t, "logd")
 	cert, key := ca.Pair(t, t.TempDir(), "node")
-	s := servertest.Start(t, func(c *server.Config) {
+	s := nodetest.Start(t, func(c *node.Config) {
 		c.HTTPAddr = "127.0.0.1:0"
 		c.TLS = tlsconfig.ServerFiles{CertFile: cert, KeyFile: key}
 		secured(c)
@@ -95,7 +95,7 @@ func TestHTTPAuth(t *testing.T) {
 
 // With --pprof the profiler answers (and --auth none needs nothing).
 func TestPProfFlag(t *testing.T) {
-	s := servertest.Start(t, func(c *server.Config) { c.HTTPAddr = "127.0.0.1:0"; c.PProf = true })
+	s := nodetest.Start(t, func(c *node.Config) { c.HTTPAddr = "127.0.0.1:0"; c.PProf = true })
 	resp, err := http.Get("http://" + s.HTTPAddr() + "/debug/pprof/cmdline")
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package server_test
+package node_test
 
 import (
 	"bufio"
@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logd/logd/internal/server"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/broker"
+	"github.com/logd/logd/internal/node"
+	"github.com/logd/logd/internal/node/nodetest"
 	"github.com/logd/logd/partition"
 )
 
@@ -47,7 +48,7 @@ func httpDo(t *testing.T, method, url, body string, hdr map[string]string) (int,
 // tails close.
 func TestHTTPProbesPastConnectionCap(t *testing.T) {
 	const maxConns = 3
-	s := servertest.Start(t, func(c *server.Config) {
+	s := nodetest.Start(t, func(c *node.Config) {
 		c.HTTPAddr = "127.0.0.1:0"
 		c.MaxHTTPConnections = maxConns
 	})
@@ -120,7 +121,7 @@ func TestHTTPProbesPastConnectionCap(t *testing.T) {
 // origin named by HTTPAllowedOrigins may produce, and no answer may be
 // framed.
 func TestHTTPPortGuard(t *testing.T) {
-	s := servertest.Start(t, func(c *server.Config) {
+	s := nodetest.Start(t, func(c *node.Config) {
 		c.HTTPAddr = "127.0.0.1:0"
 		c.HTTPAllowedOrigins = []string{"https://ops.example.com"}
 	})
@@ -154,8 +155,7 @@ func TestHTTPPortGuard(t *testing.T) {
 	if _, _, body := httpDo(t, "GET", base+"/v1/topics/t/records", "", nil); strings.Count(body, `"offset"`) != 1 {
 		t.Fatalf("want exactly the allowed origin's record stored: %s", body)
 	}
-	_, err := server.Start(server.Config{DataDir: t.TempDir(), Addr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
-		HTTPAllowedOrigins: []string{"ops.example.com"}})
+	_, err := node.Start(node.Config{Config: broker.Config{DataDir: t.TempDir()}, Addr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", HTTPAllowedOrigins: []string{"ops.example.com"}})
 	if err == nil || !strings.Contains(err.Error(), "--http-allowed-origins") {
 		t.Fatalf("Start with an origin without scheme: %v", err)
 	}

@@ -1,4 +1,4 @@
-package server_test
+package node_test
 
 import (
 	"context"
@@ -12,18 +12,19 @@ import (
 	"time"
 
 	"github.com/logd/logd/auth/tlsconfig"
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/client"
-	"github.com/logd/logd/internal/server"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node"
+	"github.com/logd/logd/internal/node/nodetest"
 	"github.com/logd/logd/internal/testcerts"
 )
 
 // tlsNode starts a node serving TLS with a certificate from ca (mutual
 // when clientCA is set) and returns it with its certificate files.
-func tlsNode(t *testing.T, ca *testcerts.CA, clientCA string) (s *server.Server, certFile, keyFile string) {
+func tlsNode(t *testing.T, ca *testcerts.CA, clientCA string) (s *node.Node, certFile, keyFile string) {
 	t.Helper()
 	certFile, keyFile = ca.Pair(t, t.TempDir(), "node")
-	s = servertest.Start(t, func(c *server.Config) {
+	s = nodetest.Start(t, func(c *node.Config) {
 		c.TLS = tlsconfig.ServerFiles{CertFile: certFile, KeyFile: keyFile, ClientCAFile: clientCA}
 	})
 	return s, certFile, keyFile
@@ -154,13 +155,11 @@ func TestTLSRotationWithoutRestart(t *testing.T) {
 }
 
 func TestTLSBadFilesFailStart(t *testing.T) {
-	_, err := server.Start(server.Config{DataDir: t.TempDir(), Addr: "127.0.0.1:0",
-		TLS: tlsconfig.ServerFiles{CertFile: "/nonexistent.crt", KeyFile: "/nonexistent.key"}})
+	_, err := node.Start(node.Config{Config: broker.Config{DataDir: t.TempDir()}, Addr: "127.0.0.1:0", TLS: tlsconfig.ServerFiles{CertFile: "/nonexistent.crt", KeyFile: "/nonexistent.key"}})
 	if err == nil || !strings.Contains(err.Error(), "nonexistent.crt") {
 		t.Fatalf("start with a missing certificate: %v; want an error naming the file", err)
 	}
-	_, err = server.Start(server.Config{DataDir: t.TempDir(), Addr: "127.0.0.1:0",
-		TLS: tlsconfig.ServerFiles{ClientCAFile: "/ca.crt"}})
+	_, err = node.Start(node.Config{Config: broker.Config{DataDir: t.TempDir()}, Addr: "127.0.0.1:0", TLS: tlsconfig.ServerFiles{ClientCAFile: "/ca.crt"}})
 	if err == nil || !strings.Contains(err.Error(), "--tls-cert") {
 		t.Fatalf("start with only a client CA: %v; want an error asking for --tls-cert", err)
 	}
@@ -176,7 +175,7 @@ func TestClusterOverMutualTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := servertest.NewCluster(t, 2, func(c *server.Config) {
+	cl := nodetest.NewCluster(t, 2, func(c *node.Config) {
 		c.TLS = tlsconfig.ServerFiles{CertFile: cert, KeyFile: key, ClientCAFile: ca.File}
 		c.PeerTLS = peer
 	})
@@ -196,7 +195,7 @@ func TestClusterOverMutualTLS(t *testing.T) {
 func TestTLSOnHTTPPort(t *testing.T) {
 	ca := testcerts.NewCA(t, "api")
 	cert, key := ca.Pair(t, t.TempDir(), "node")
-	s := servertest.Start(t, func(c *server.Config) {
+	s := nodetest.Start(t, func(c *node.Config) {
 		c.HTTPAddr = "127.0.0.1:0"
 		c.TLS = tlsconfig.ServerFiles{CertFile: cert, KeyFile: key}
 	})

@@ -1,4 +1,4 @@
-package servertest
+package nodetest
 
 import (
 	"fmt"
@@ -10,8 +10,9 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/freeport"
-	"github.com/logd/logd/internal/server"
+	"github.com/logd/logd/internal/node"
 	"github.com/logd/logd/replication/faultnet"
 )
 
@@ -22,7 +23,7 @@ import (
 type Cluster struct {
 	t      testing.TB
 	Net    *faultnet.Network
-	mut    []func(*server.Config)
+	mut    []func(*node.Config)
 	mu     sync.Mutex
 	nodes  []*Node
 	others []*Node // outsiders (Outsider): on Net, not members
@@ -38,13 +39,13 @@ type Node struct {
 	// without bootstrapping; "": the first node's.
 	Join string
 	c    *Cluster
-	srv  *server.Server
+	srv  *node.Node
 }
 
 // NewCluster starts n nodes: the first bootstraps the cluster, the others
 // join it. It waits until every node is listed, and stops them all when the
 // test ends. mutate adjusts each node's config.
-func NewCluster(t testing.TB, n int, mutate ...func(*server.Config)) *Cluster {
+func NewCluster(t testing.TB, n int, mutate ...func(*node.Config)) *Cluster {
 	t.Helper()
 	// The directory first: cleanups run last registered first, so the
 	// nodes stop before their directories are removed (a node still
@@ -62,7 +63,7 @@ func NewCluster(t testing.TB, n int, mutate ...func(*server.Config)) *Cluster {
 		}
 		c.nodes = append(c.nodes, nd)
 		if err := nd.start(i == 0); err != nil {
-			t.Fatalf("servertest: start %s: %v", nd.ID, err)
+			t.Fatalf("nodetest: start %s: %v", nd.ID, err)
 		}
 	}
 	c.WaitMembers(n, 30*time.Second)
@@ -84,9 +85,9 @@ func (n *Node) start(bootstrap bool) error {
 	if err != nil {
 		return err
 	}
-	cfg := server.Config{DataDir: n.Dir, Addr: n.APIAddr, Cluster: &server.ClusterConfig{
+	cfg := node.Config{Config: broker.Config{DataDir: n.Dir, Cluster: &node.ClusterConfig{
 		NodeID: n.ID, RaftListener: ln, Bootstrap: bootstrap, RaftDial: n.c.Net.Dialer(n.ID), Raft: RaftConfig(),
-	}}
+	}}, Addr: n.APIAddr}
 	if !bootstrap {
 		cfg.Cluster.Join = n.Join
 		if n.Join == "" {
@@ -96,7 +97,7 @@ func (n *Node) start(bootstrap bool) error {
 	for _, m := range n.c.mut {
 		m(&cfg)
 	}
-	s, err := server.Start(cfg)
+	s, err := node.Start(cfg)
 	if err != nil {
 		ln.Close()
 		return err
@@ -121,7 +122,7 @@ func (c *Cluster) AddNode() *Node {
 	c.nodes = append(c.nodes, nd)
 	c.mu.Unlock()
 	if err := nd.start(false); err != nil {
-		c.t.Fatalf("servertest: start %s: %v", nd.ID, err)
+		c.t.Fatalf("nodetest: start %s: %v", nd.ID, err)
 	}
 	return nd
 }
@@ -142,7 +143,7 @@ func (c *Cluster) Outsider(id string) *Node {
 	c.others = append(c.others, nd)
 	c.mu.Unlock()
 	if err := nd.start(true); err != nil {
-		c.t.Fatalf("servertest: start %s: %v", nd.ID, err)
+		c.t.Fatalf("nodetest: start %s: %v", nd.ID, err)
 	}
 	return nd
 }
@@ -163,8 +164,8 @@ func (c *Cluster) Addrs() []string {
 	return out
 }
 
-// Server is the node's running server, nil while stopped.
-func (n *Node) Server() *server.Server {
+// Server is the running node (package node), nil while stopped.
+func (n *Node) Server() *node.Node {
 	n.c.mu.Lock()
 	defer n.c.mu.Unlock()
 	return n.srv
@@ -186,7 +187,7 @@ func (n *Node) Stop() {
 func (n *Node) Restart() {
 	n.c.t.Helper()
 	if err := n.TryRestart(); err != nil {
-		n.c.t.Fatalf("servertest: restart %s: %v", n.ID, err)
+		n.c.t.Fatalf("nodetest: restart %s: %v", n.ID, err)
 	}
 }
 
@@ -208,7 +209,7 @@ func (c *Cluster) WaitMembers(want int, timeout time.Duration) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	c.t.Fatalf("servertest: fewer than %d members after %v", want, timeout)
+	c.t.Fatalf("nodetest: fewer than %d members after %v", want, timeout)
 }
 
 // Close stops every node.

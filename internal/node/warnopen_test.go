@@ -1,4 +1,4 @@
-package server
+package node
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ func TestWarnOpen(t *testing.T) {
 		{"0.0.0.0:7070", "", "", auth.AuthRequired, ""},
 	} {
 		var buf bytes.Buffer
-		s := &Server{cfg: Config{Addr: c.addr, HTTPAddr: c.http}, logger: slog.New(slog.NewTextHandler(&buf, nil))}
+		s := &Node{cfg: Config{Addr: c.addr, HTTPAddr: c.http}, logger: slog.New(slog.NewTextHandler(&buf, nil))}
 		s.cfg.Auth.Mode = c.mode
 		s.warnOpen(c.kafka)
 		got := buf.String()

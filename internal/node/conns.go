@@ -1,4 +1,4 @@
-package server
+package node
 
 import (
 	"crypto/tls"
@@ -21,10 +21,6 @@ const (
 	DefaultMaxConnections = 4096
 	// DefaultMaxHTTPConnections caps the HTTP port's open connections.
 	DefaultMaxHTTPConnections = 128
-	// handshakeTimeout closes an API connection that has not completed
-	// the HTTP/2 handshake (sent its preface and settings) by then, so
-	// that silent sockets do not hold connection slots for long.
-	handshakeTimeout = 10 * time.Second
 	// httpIdleTimeout closes keep-alive HTTP connections idle this long.
 	httpIdleTimeout = 30 * time.Second
 	// httpProbeReserve is how many connections the HTTP port accepts past

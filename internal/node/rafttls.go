@@ -1,4 +1,4 @@
-package server
+package node
 
 import (
 	"context"
@@ -22,35 +22,35 @@ const raftHandshakeTimeout = 5 * time.Second
 // port: it wraps the cluster's Raft listener and dialer, below the
 // transport, so every Raft byte in either direction travels over a
 // connection both of whose ends showed a certificate from the cluster CA.
-func (s *Server) setupRaftTLS() error {
-	f := s.cfg.RaftTLS
+func (n *Node) setupRaftTLS() error {
+	f := n.cfg.RaftTLS
 	if f.CertFile == "" && f.KeyFile == "" && f.CAFile == "" {
 		return nil
 	}
-	if s.cfg.Cluster == nil {
+	if n.cfg.Cluster == nil {
 		return errors.New("--raft-tls-cert, --raft-tls-key and --raft-tls-ca need cluster mode (--node-id, --raft-addr)")
 	}
 	if f.CertFile == "" || f.KeyFile == "" || f.CAFile == "" {
 		return errors.New("--raft-tls-cert, --raft-tls-key and --raft-tls-ca go together: Raft TLS is always mutual, so give all three")
 	}
 	f.OnReloadError = func(err error) {
-		s.logger.Error("Raft TLS files changed but do not load; the previous certificate keeps serving", "err", err)
+		n.logger.Error("Raft TLS files changed but do not load; the previous certificate keeps serving", "err", err)
 	}
 	r, err := tlsconfig.NewRaft(f)
 	if err != nil {
 		return fmt.Errorf("--raft-tls-*: %w", err)
 	}
-	cc := *s.cfg.Cluster
+	cc := *n.cfg.Cluster
 	ln := cc.RaftListener
 	if ln == nil {
 		if ln, err = net.Listen("tcp", cc.RaftAddr); err != nil {
 			return listenError("--raft-addr", cc.RaftAddr, err)
 		}
 	}
-	s.raftLn = newRaftTLSListener(ln, r.ServerConfig(), s.logger)
-	cc.RaftListener = s.raftLn
+	n.raftLn = newRaftTLSListener(ln, r.ServerConfig(), n.logger)
+	cc.RaftListener = n.raftLn
 	cc.RaftDial = raftTLSDial(cc.RaftDialer(), r)
-	s.cfg.Cluster, s.raftTLS = &cc, r
+	n.cfg.Cluster, n.raftTLS = &cc, r
 	return nil
 }
 

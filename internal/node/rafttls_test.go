@@ -1,4 +1,4 @@
-package server_test
+package node_test
 
 import (
 	"context"
@@ -16,19 +16,20 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/logd/logd/auth/tlsconfig"
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/client"
 	"github.com/logd/logd/internal/freeport"
-	"github.com/logd/logd/internal/server"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node"
+	"github.com/logd/logd/internal/node/nodetest"
 	"github.com/logd/logd/internal/testcerts"
 	"github.com/logd/logd/replication"
 	"github.com/logd/logd/replication/transport"
 )
 
 // raftTLS gives each node of a test cluster its own certificate from ca.
-func raftTLS(t *testing.T, ca *testcerts.CA) func(*server.Config) {
+func raftTLS(t *testing.T, ca *testcerts.CA) func(*node.Config) {
 	dir := t.TempDir()
-	return func(c *server.Config) {
+	return func(c *node.Config) {
 		cert, key := ca.Pair(t, dir, c.Cluster.NodeID)
 		c.RaftTLS = tlsconfig.RaftFiles{CertFile: cert, KeyFile: key, CAFile: ca.File}
 	}
@@ -43,7 +44,7 @@ func produceAll(t *testing.T, seeds []string, topic string, values ...string) []
 
 // clusterClient dials every node of cl; it is closed at the end of the
 // test.
-func clusterClient(t *testing.T, cl *servertest.Cluster) *client.Client {
+func clusterClient(t *testing.T, cl *nodetest.Cluster) *client.Client {
 	t.Helper()
 	c, err := client.Dial(strings.Join(cl.Addrs(), ","))
 	if err != nil {
@@ -112,7 +113,7 @@ func (b *syncBuffer) String() string {
 // committing.
 func TestRaftMutualTLS(t *testing.T) {
 	ca := testcerts.NewCA(t, "cluster")
-	cl := servertest.NewCluster(t, 3, raftTLS(t, ca))
+	cl := nodetest.NewCluster(t, 3, raftTLS(t, ca))
 	nodes := cl.Nodes()
 	if !nodes[0].Server().TLSEnabled() {
 		t.Fatal("TLSEnabled is false on a node with Raft TLS")
@@ -136,8 +137,8 @@ func TestRaftMutualTLS(t *testing.T) {
 	wrongCA := raftTLS(t, other)
 	for _, tc := range []struct {
 		name   string
-		mutate func(*server.Config)
-	}{{"another CA", wrongCA}, {"no Raft TLS", func(*server.Config) {}}} {
+		mutate func(*node.Config)
+	}{{"another CA", wrongCA}, {"no Raft TLS", func(*node.Config) {}}} {
 		t.Run(tc.name, func(t *testing.T) {
 			log := startRogue(t, rest[0], tc.mutate)
 			deadline := time.Now().Add(30 * time.Second)
@@ -191,7 +192,7 @@ func TestRaftMutualTLS(t *testing.T) {
 
 // startRogue starts a node that tries to join through api; it returns the
 // node's log.
-func startRogue(t *testing.T, api string, mutate func(*server.Config)) *syncBuffer {
+func startRogue(t *testing.T, api string, mutate func(*node.Config)) *syncBuffer {
 	t.Helper()
 	addrs := make([]string, 2)
 	for i := range addrs {
@@ -201,11 +202,9 @@ func startRogue(t *testing.T, api string, mutate func(*server.Config)) *syncBuff
 		}
 	}
 	log := &syncBuffer{}
-	cfg := server.Config{DataDir: filepath.Join(t.TempDir(), "rogue"), Addr: addrs[0],
-		Logger:  slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Cluster: &server.ClusterConfig{NodeID: "rogue", RaftAddr: addrs[1], Join: api, Raft: servertest.RaftConfig()}}
+	cfg := node.Config{Config: broker.Config{DataDir: filepath.Join(t.TempDir(), "rogue"), Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})), Cluster: &node.ClusterConfig{NodeID: "rogue", RaftAddr: addrs[1], Join: api, Raft: nodetest.RaftConfig()}}, Addr: addrs[0]}
 	mutate(&cfg)
-	s, err := server.Start(cfg)
+	s, err := node.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +260,7 @@ func TestRaftTLSRotation(t *testing.T) {
 	c, k := ca.Leaf(t, "node-1")
 	testcerts.WriteFile(t, cert, c)
 	testcerts.WriteFile(t, key, k)
-	cl := servertest.NewCluster(t, 1, func(cfg *server.Config) {
+	cl := nodetest.NewCluster(t, 1, func(cfg *node.Config) {
 		cfg.RaftTLS = tlsconfig.RaftFiles{CertFile: cert, KeyFile: key, CAFile: ca.File}
 	})
 	n := cl.Nodes()[0]

@@ -1,4 +1,4 @@
-package server
+package node
 
 import (
 	"context"
@@ -25,15 +25,15 @@ import (
 // every topic and group.
 
 // httpAuth wraps the HTTP port's handler.
-func (s *Server) httpAuth(next http.Handler) http.Handler {
+func (h *httpFrontEnd) httpAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
 			next.ServeHTTP(w, r)
 			return
 		}
-		g := s.gate.Load()
+		g := h.gate.Load()
 		if g == nil {
-			if s.cfg.Auth.Mode == auth.AuthNone {
+			if h.n.cfg.Auth.Mode == auth.AuthNone {
 				next.ServeHTTP(w, r) // recovering: /metrics, and 503 from /
 				return
 			}
@@ -49,7 +49,7 @@ func (s *Server) httpAuth(next http.Handler) http.Handler {
 		}
 		ctx := auth.NewContext(r.Context(), id)
 		if r.URL.Path == "/metrics" || strings.HasPrefix(r.URL.Path, "/debug/pprof/") {
-			if err := s.b.Authorize(ctx, broker.PrincipalOf(id), auth.OpDescribe, auth.Cluster()); err != nil {
+			if err := h.b.Load().Authorize(ctx, broker.PrincipalOf(id), auth.OpDescribe, auth.Cluster()); err != nil {
 				httpJSONError(w, http.StatusForbidden, err.Error())
 				return
 			}
@@ -86,19 +86,19 @@ func httpJSONError(w http.ResponseWriter, status int, msg string) {
 
 // warnOpen warns loudly when the node listens beyond loopback without
 // authentication: anyone who reaches the port may do anything.
-func (s *Server) warnOpen(kafkaAddr string) {
-	if s.cfg.Auth.Mode != auth.AuthNone {
+func (n *Node) warnOpen(kafkaAddr string) {
+	if n.cfg.Auth.Mode != auth.AuthNone {
 		return
 	}
-	addrs := []string{s.cfg.Addr}
-	if s.cfg.HTTPAddr != "" {
-		addrs = append(addrs, s.cfg.HTTPAddr)
+	addrs := []string{n.cfg.Addr}
+	if n.cfg.HTTPAddr != "" {
+		addrs = append(addrs, n.cfg.HTTPAddr)
 	}
 	if kafkaAddr != "" {
 		addrs = append(addrs, kafkaAddr)
 	}
 	if open := auth.NonLoopback(addrs...); len(open) > 0 {
-		s.logger.Warn("!!! AUTHENTICATION IS OFF (--auth none) ON A NETWORK ADDRESS: anyone who can reach these ports can read, write and delete every topic; start with --auth required (and TLS), or listen on 127.0.0.1 only !!!",
+		n.logger.Warn("!!! AUTHENTICATION IS OFF (--auth none) ON A NETWORK ADDRESS: anyone who can reach these ports can read, write and delete every topic; start with --auth required (and TLS), or listen on 127.0.0.1 only !!!",
 			"addrs", strings.Join(open, ","))
 	}
 }
@@ -119,7 +119,7 @@ func markReserved(ctx context.Context, c net.Conn) context.Context {
 // --max-http-connections, only /healthz, /readyz and /metrics, and closes
 // the connection after the answer so the reserve empties; anything else
 // there is 503 with what to do.
-func (s *Server) probeReserve(next http.Handler, rejected prometheus.Counter) http.Handler {
+func (h *httpFrontEnd) probeReserve(next http.Handler, rejected prometheus.Counter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Context().Value(reservedKey{}) == nil {
 			next.ServeHTTP(w, r)
@@ -135,6 +135,6 @@ func (s *Server) probeReserve(next http.Handler, rejected prometheus.Counter) ht
 		w.Header().Set("Retry-After", "1")
 		httpJSONError(w, http.StatusServiceUnavailable, fmt.Sprintf("this node's HTTP port has --max-http-connections (%d) connections open, "+
 			"live tails holding one each: past it only /healthz, /readyz and /metrics are served; retry later, close streams you no longer read, "+
-			"or raise --max-http-connections", s.cfg.MaxHTTPConnections))
+			"or raise --max-http-connections", h.n.cfg.MaxHTTPConnections))
 	})
 }
