@@ -24,7 +24,7 @@ type Core interface {
 	// TopicLayout is for a partition count or list: no Raft round per
 	// partition.
 	TopicLayout(ctx context.Context, p broker.Principal, name string) (broker.TopicInfo, error)
-	Produce(ctx context.Context, r broker.ProduceRequest) (broker.ProduceResult, error)
+	ProduceRecords(ctx context.Context, r broker.RecordsRequest) ([]broker.RecordsAppend, error)
 	Fetch(ctx context.Context, r broker.FetchRequest) (broker.FetchResult, error)
 	ListOffset(ctx context.Context, p broker.Principal, topic string, partition int32, spec int64) (offset, timestampMs int64, err error)
 	CommitOffsets(ctx context.Context, p broker.Principal, group, member string, generation int32, cs []offsets.Committed) error
@@ -65,8 +65,6 @@ type Handler struct {
 	core Core
 	cfg  Config
 	mux  *http.ServeMux
-	// rr spreads unkeyed records without a partition or idempotency key.
-	rr atomic.Uint32
 	// streams counts open live tails (for tests and shutdown checks).
 	streams atomic.Int64
 }
