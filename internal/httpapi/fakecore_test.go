@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/logd/logd/auth"
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/groups"
@@ -328,6 +327,27 @@ func (f *fakeCore) Lag(ctx context.Context, _ string, cs []offsets.Committed) []
 	return out
 }
 
-func (f *fakeCore) Coordinator() (*groups.Coordinator, error) { return f.coord, nil }
+// The groups: the fake's coordinator, every call allowed.
+func (f *fakeCore) DescribeGroup(_ context.Context, _ broker.Principal, group string) (groups.GroupDescription, error) {
+	return f.coord.Describe(group)
+}
 
-func (f *fakeCore) Allowed(broker.Principal, auth.Operation, auth.Resource) bool { return true }
+func (f *fakeCore) ListMemberGroups(ctx context.Context, p broker.Principal) ([]broker.GroupListing, error) {
+	held, err := f.coord.List()
+	if err != nil {
+		return nil, err
+	}
+	committed, _ := f.ListGroups(ctx, p)
+	var out []broker.GroupListing
+	isHeld := map[string]bool{}
+	for _, l := range held {
+		isHeld[l.Group] = true
+		out = append(out, broker.GroupListing{GroupListing: l})
+	}
+	for _, g := range committed {
+		if !isHeld[g] {
+			out = append(out, broker.GroupListing{GroupListing: groups.GroupListing{Group: g, State: groups.Empty}, OffsetsOnly: true})
+		}
+	}
+	return out, nil
+}
