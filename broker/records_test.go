@@ -9,6 +9,8 @@ import (
 
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/log"
+	"github.com/logd/logd/partition"
 	"github.com/logd/logd/routing"
 )
 
@@ -149,5 +151,44 @@ func TestProduceRecordsStoresAsGiven(t *testing.T) {
 		len(got[0].Headers) != 1 || got[0].Headers[0].Key != "h" || string(got[0].Headers[0].Value) != "hv" ||
 		got[1].Key != nil || string(got[1].Value) != "w" || got[1].Timestamp <= 0 {
 		t.Fatalf("stored %+v", got)
+	}
+}
+
+// BenchmarkProduceRecords: 100 records of 100 bytes per request, keyed to
+// one partition or spread over four, fsync always (the default) or never.
+func BenchmarkProduceRecords(bm *testing.B) {
+	for _, fs := range []log.FsyncMode{log.FsyncAlways, log.FsyncNever} {
+		for _, keys := range []int{1, 16} {
+			bm.Run(fmt.Sprintf("fsync=%v/keys=%d", fs == log.FsyncAlways, keys), func(bm *testing.B) {
+				b, err := broker.Open(broker.Config{DataDir: bm.TempDir(), Fsync: log.FsyncPolicy{Mode: fs}})
+				if err != nil {
+					bm.Fatal(err)
+				}
+				defer b.Close()
+				b.Ready(broker.Node{APIAddr: "127.0.0.1:1"})
+				ctx := context.Background()
+				c := partition.DefaultConfig("t")
+				c.Partitions = 4
+				if _, err := b.CreateTopic(ctx, "", c); err != nil {
+					bm.Fatal(err)
+				}
+				recs := make([]broker.Record, 100)
+				for i := range recs {
+					recs[i] = broker.Record{Partition: broker.AnyPartition, Key: fmt.Append(nil, "k", i%keys), Value: make([]byte, 100)}
+				}
+				bm.SetBytes(100 * 100)
+				for bm.Loop() {
+					ws, err := b.ProduceRecords(ctx, broker.RecordsRequest{Topic: "t", Records: recs, ProducerID: -1})
+					if err != nil {
+						bm.Fatal(err)
+					}
+					for _, w := range ws {
+						if w.Err != nil {
+							bm.Fatal(w.Err)
+						}
+					}
+				}
+			})
+		}
 	}
 }
