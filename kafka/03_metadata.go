@@ -123,7 +123,7 @@ func (s *Server) clusterView(ctx context.Context) (clusterView, error) {
 // controllerID is the broker clients send admin requests to: the node
 // that runs the group coordinator (the metadata leader), or -1.
 func (s *Server) controllerID(cv clusterView) int32 {
-	_, err := s.core.Coordinator()
+	err := s.core.CoordinatesGroups()
 	if err == nil {
 		return cv.local.KafkaID
 	}

@@ -39,7 +39,7 @@ func (s *Server) findCoordinator(r *request, keyType int8) kmsg.FindCoordinatorR
 	if keyType != 0 {
 		return fail(kerr.CoordinatorNotAvailable, "logd does not support transactions")
 	}
-	_, err := s.core.Coordinator()
+	err := s.core.CoordinatesGroups()
 	if err == nil {
 		c.NodeID, c.Host, c.Port = s.core.LocalNode().KafkaID, s.host, s.port
 		return c

@@ -5,7 +5,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/logd/logd/auth"
 	"github.com/logd/logd/groups"
 )
 
@@ -18,7 +17,7 @@ func handleJoinGroup(s *Server, r *request) func() kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 	return func() kmsg.Response {
 		resp.Generation, resp.MemberID = -1, req.MemberID
-		coord, err := s.groupCoordinator(r, auth.OpRead, req.Group)
+		member, err := s.core.GroupMember(r.ctx, r.c.principal, req.Group)
 		if err != nil {
 			resp.ErrorCode = r.groupCode(err)
 			return resp
@@ -36,7 +35,7 @@ func handleJoinGroup(s *Server, r *request) func() kmsg.Response {
 		for _, p := range req.Protocols {
 			jr.Protocols = append(jr.Protocols, groups.Protocol{Name: p.Name, Metadata: p.Metadata})
 		}
-		res, err := coord.JoinGroup(r.ctx, jr)
+		res, err := member.Join(r.ctx, jr)
 		if err != nil {
 			resp.ErrorCode = r.groupCode(err)
 			return resp

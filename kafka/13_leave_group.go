@@ -2,8 +2,6 @@ package kafka
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/logd/logd/auth"
 )
 
 // handleLeaveGroup removes the member (v0-v2) or each member of the batch
@@ -12,19 +10,19 @@ func handleLeaveGroup(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 	return func() kmsg.Response {
-		coord, err := s.groupCoordinator(r, auth.OpRead, req.Group)
+		member, err := s.core.GroupMember(r.ctx, r.c.principal, req.Group)
 		if err != nil {
 			resp.ErrorCode = r.groupCode(err)
 			return resp
 		}
 		if req.Version < 3 {
-			resp.ErrorCode = r.groupCode(coord.LeaveGroup(req.Group, req.MemberID))
+			resp.ErrorCode = r.groupCode(member.Leave(req.MemberID))
 			return resp
 		}
 		for _, m := range req.Members {
 			lm := kmsg.NewLeaveGroupResponseMember()
 			lm.MemberID, lm.InstanceID = m.MemberID, m.InstanceID
-			lm.ErrorCode = r.groupCode(coord.LeaveGroup(req.Group, m.MemberID))
+			lm.ErrorCode = r.groupCode(member.Leave(m.MemberID))
 			resp.Members = append(resp.Members, lm)
 		}
 		return resp

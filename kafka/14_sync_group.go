@@ -3,7 +3,6 @@ package kafka
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/logd/logd/auth"
 	"github.com/logd/logd/groups"
 )
 
@@ -14,7 +13,7 @@ func handleSyncGroup(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.SyncGroupRequest)
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 	return func() kmsg.Response {
-		coord, err := s.groupCoordinator(r, auth.OpRead, req.Group)
+		member, err := s.core.GroupMember(r.ctx, r.c.principal, req.Group)
 		if err != nil {
 			resp.ErrorCode = r.groupCode(err)
 			return resp
@@ -32,7 +31,7 @@ func handleSyncGroup(s *Server, r *request) func() kmsg.Response {
 				sr.Assignments[a.MemberID] = a.MemberAssignment
 			}
 		}
-		res, err := coord.SyncGroup(r.ctx, sr)
+		res, err := member.Sync(r.ctx, sr)
 		if err != nil {
 			resp.ErrorCode = r.groupCode(err)
 			return resp

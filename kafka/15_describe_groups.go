@@ -5,30 +5,20 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/logd/logd/auth"
 	"github.com/logd/logd/groups"
 )
 
-// handleDescribeGroups describes each group from the coordinator; a group
-// it does not hold is reported in state "Dead" with no error, as Kafka
-// does.
+// handleDescribeGroups describes each group the principal may describe
+// from the coordinator; a group it does not hold is reported in state
+// "Dead" with no error, as Kafka does.
 func handleDescribeGroups(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	return func() kmsg.Response {
-		coord, cerr := s.core.Coordinator()
 		for _, name := range req.Groups {
 			g := kmsg.NewDescribeGroupsResponseGroup()
 			g.Group = name
-			if cerr == nil {
-				cerr = s.core.Authorize(r.ctx, r.c.principal, auth.OpDescribe, auth.Group(name))
-			}
-			if cerr != nil {
-				g.ErrorCode = r.groupCode(cerr)
-				resp.Groups = append(resp.Groups, g)
-				continue
-			}
-			d, err := coord.Describe(name)
+			d, err := s.core.DescribeGroup(r.ctx, r.c.principal, name)
 			switch {
 			case errors.Is(err, groups.ErrGroupNotFound):
 				g.State = groups.Dead.String()

@@ -13,18 +13,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/groups"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
 )
 
 // aclCore is the fake core with the core's authorization in front, as
-// broker will have it: User:mallory may only describe and write the topic
-// "public"; everyone else may do anything. Refusals are what the broker
-// returns: broker.ErrDenied wrapping a *auth.DeniedError.
+// broker has it: User:mallory may only describe and write the topic
+// "public" and describe the group "open"; everyone else may do anything.
+// Refusals are what the broker returns: broker.ErrDenied wrapping a
+// *auth.DeniedError.
 type aclCore struct{ *fakeCore }
 
 func (aclCore) check(p Principal, op auth.Operation, r auth.Resource) error {
-	if p != "User:mallory" || (r == auth.Topic("public") && (op == auth.OpDescribe || op == auth.OpWrite)) {
+	if p != "User:mallory" || (r == auth.Topic("public") && (op == auth.OpDescribe || op == auth.OpWrite)) ||
+		(r == auth.Group("open") && op == auth.OpDescribe) {
 		return nil
 	}
 	return fmt.Errorf("%w: %w", ErrDenied, &auth.DeniedError{Principal: auth.User("mallory"), Operation: op, Resource: r})
@@ -79,8 +82,25 @@ func (c aclCore) CommitOffsets(ctx context.Context, p Principal, group, member s
 	return c.fakeCore.CommitOffsets(ctx, p, group, member, gen, cs)
 }
 
-func (c aclCore) Authorize(_ context.Context, p Principal, op auth.Operation, r auth.Resource) error {
-	return c.check(p, op, r)
+func (c aclCore) GroupMember(ctx context.Context, p Principal, group string) (GroupMember, error) {
+	if err := c.check(p, auth.OpRead, auth.Group(group)); err != nil {
+		return nil, err
+	}
+	return c.fakeCore.GroupMember(ctx, p, group)
+}
+
+func (c aclCore) DescribeGroup(ctx context.Context, p Principal, group string) (groups.GroupDescription, error) {
+	if err := c.check(p, auth.OpDescribe, auth.Group(group)); err != nil {
+		return groups.GroupDescription{}, err
+	}
+	return c.fakeCore.DescribeGroup(ctx, p, group)
+}
+
+func (c aclCore) ListMemberGroups(ctx context.Context, p Principal) ([]GroupListing, error) {
+	all, err := c.fakeCore.ListMemberGroups(ctx, p)
+	return slices.DeleteFunc(all, func(l GroupListing) bool {
+		return c.check(p, auth.OpDescribe, auth.Group(l.Group)) != nil
+	}), err
 }
 
 func (c aclCore) Allowed(p Principal, op auth.Operation, r auth.Resource) bool {

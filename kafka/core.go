@@ -38,11 +38,14 @@ type Core interface {
 	EpochEnd(ctx context.Context, p Principal, topic string, partition int32, epoch int32) (found int32, end int64, err error)
 	CommitOffsets(ctx context.Context, p Principal, group, member string, generation int32, cs []offsets.Committed) error
 	FetchOffsets(ctx context.Context, p Principal, group string, topics []string) ([]offsets.Committed, error)
-	// Authorize is the core's decision for what the group coordinator
-	// does (the coordinator itself takes no principal).
-	Authorize(ctx context.Context, p Principal, op auth.Operation, r auth.Resource) error
 	Allowed(p Principal, op auth.Operation, r auth.Resource) bool
-	Coordinator() (*groups.Coordinator, error)
+	// The consumer groups, each call authorized by the core: a member's
+	// join, sync, heartbeat and leave (GroupMember), describe and list;
+	// CoordinatesGroups says where the coordinator runs.
+	GroupMember(ctx context.Context, p Principal, group string) (GroupMember, error)
+	DescribeGroup(ctx context.Context, p Principal, group string) (groups.GroupDescription, error)
+	ListMemberGroups(ctx context.Context, p Principal) ([]GroupListing, error)
+	CoordinatesGroups() error
 	ListGroups(ctx context.Context, p Principal) ([]string, error)
 	DeleteGroup(ctx context.Context, p Principal, group string) error
 	// The ACL store (CreateAcls, DescribeAcls, DeleteAcls): alter on the
@@ -69,6 +72,8 @@ type (
 	FetchResult         = broker.FetchResult
 	NotLeaderError      = broker.NotLeaderError
 	NotCoordinatorError = broker.NotCoordinatorError
+	GroupMember         = broker.GroupMember
+	GroupListing        = broker.GroupListing
 )
 
 const (

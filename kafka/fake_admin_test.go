@@ -64,11 +64,6 @@ func (f *fakeCore) DeleteGroup(_ context.Context, _ Principal, group string) err
 
 func (f *fakeCore) Allowed(Principal, auth.Operation, auth.Resource) bool { return true }
 
-// Authorize allows everything (the refusals are tested with authzCore).
-func (f *fakeCore) Authorize(context.Context, Principal, auth.Operation, auth.Resource) error {
-	return nil
-}
-
 func (f *fakeCore) AddPartitions(_ context.Context, _ Principal, topic string, count int32) (partition.TopicConfig, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

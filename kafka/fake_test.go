@@ -279,7 +279,57 @@ func (f *fakeCore) FetchOffsets(_ context.Context, _ Principal, group string, to
 	return out, nil
 }
 
-func (f *fakeCore) Coordinator() (*groups.Coordinator, error) { return f.coord, nil }
+// The groups: the fake's coordinator, every call allowed (aclCore
+// refuses).
+func (f *fakeCore) GroupMember(_ context.Context, _ Principal, group string) (GroupMember, error) {
+	return fakeMember{f.coord, group}, nil
+}
+
+func (f *fakeCore) DescribeGroup(_ context.Context, _ Principal, group string) (groups.GroupDescription, error) {
+	return f.coord.Describe(group)
+}
+
+func (f *fakeCore) ListMemberGroups(ctx context.Context, p Principal) ([]GroupListing, error) {
+	held, err := f.coord.List()
+	if err != nil {
+		return nil, err
+	}
+	committed, _ := f.ListGroups(ctx, p)
+	var out []GroupListing
+	isHeld := map[string]bool{}
+	for _, l := range held {
+		isHeld[l.Group] = true
+		out = append(out, GroupListing{GroupListing: l})
+	}
+	for _, g := range committed {
+		if !isHeld[g] {
+			out = append(out, GroupListing{GroupListing: groups.GroupListing{Group: g, State: groups.Empty}, OffsetsOnly: true})
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeCore) CoordinatesGroups() error { return nil }
+
+type fakeMember struct {
+	c     *groups.Coordinator
+	group string
+}
+
+func (m fakeMember) Join(ctx context.Context, req groups.JoinRequest) (groups.JoinResult, error) {
+	req.Group = m.group
+	return m.c.JoinGroup(ctx, req)
+}
+
+func (m fakeMember) Sync(ctx context.Context, req groups.SyncRequest) (groups.SyncResult, error) {
+	req.Group = m.group
+	return m.c.SyncGroup(ctx, req)
+}
+
+func (m fakeMember) Heartbeat(member string, gen int32) error {
+	return m.c.Heartbeat(m.group, member, gen)
+}
+func (m fakeMember) Leave(member string) error { return m.c.LeaveGroup(m.group, member) }
 
 // DeleteRecords is not modelled by the fake: its tests run against the
 // real core (deleterecords_test.go).

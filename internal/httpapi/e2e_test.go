@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/logd/logd/broker"
@@ -75,5 +77,26 @@ func TestE2EGroups(t *testing.T) {
 	var eb errorBody
 	if st := do(t, "GET", srv.URL+"/v1/groups/nobody", "", nil, &eb); st != 404 {
 		t.Fatalf("unknown group: %d %+v", st, eb)
+	}
+}
+
+// TestE2EProduceOverBatchLimitStoresNothing: a request whose records for
+// one partition encode over the broker's batch limit is refused whole
+// (413): the other partition's records are not written either, so the
+// request's retry cannot duplicate them.
+func TestE2EProduceOverBatchLimitStoresNothing(t *testing.T) {
+	e := newBrokerEnv(t).(brokerEnv)
+	e.createTopic(t, "two", 2)
+	srv, _ := serve(t, e.core(), Config{})
+	body := `{"records": [{"value": "small", "partition": 0}, {"value": "` +
+		strings.Repeat("v", e.b.MaxBatchBytes()) + `", "partition": 1}]}`
+	var pr produceResp
+	if st := do(t, "POST", srv.URL+"/v1/topics/two/records", body, nil, &pr); st != http.StatusRequestEntityTooLarge {
+		t.Fatalf("%d %+v, want 413", st, pr)
+	}
+	for id := range int32(2) {
+		if hw := e.b.LocalHighWatermark("two", id); hw != 0 {
+			t.Errorf("partition %d holds %d record(s) of a refused request", id, hw)
+		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/logd/logd/auth"
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/groups"
@@ -17,6 +16,7 @@ import (
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
+	"github.com/logd/logd/routing"
 )
 
 // fakeCore is an in-memory Core for the handler's unit tests: topics of
@@ -152,6 +152,50 @@ func (f *fakeCore) Produce(_ context.Context, r broker.ProduceRequest) (broker.P
 	return res, nil
 }
 
+// ProduceRecords routes as the broker does (the named partition, the
+// key's, else one partition for the unkeyed: the producer id's, else 0),
+// and appends each partition's batch with Produce.
+func (f *fakeCore) ProduceRecords(ctx context.Context, r broker.RecordsRequest) ([]broker.RecordsAppend, error) {
+	t, err := f.TopicLayout(ctx, r.Principal, r.Topic)
+	if err != nil {
+		return nil, err
+	}
+	n := int32(len(t.Partitions))
+	byPart := map[int32][]int{}
+	for i, rec := range r.Records {
+		part := rec.Partition
+		switch {
+		case part >= n:
+			return nil, fmt.Errorf("record %d: partition %d does not exist, the topic %q has %d (0 to %d): %w", i, part, r.Topic, n, n-1, broker.ErrUnknownPartition)
+		case part >= 0:
+		case rec.Key != nil:
+			part = routing.ForKey(rec.Key, int(n))
+		case r.ProducerID >= 0:
+			part = int32(r.ProducerID % int64(n))
+		default:
+			part = 0
+		}
+		byPart[part] = append(byPart[part], i)
+	}
+	prod := batch.NoProducer
+	if r.ProducerID >= 0 {
+		prod = batch.Producer{ID: r.ProducerID, Epoch: 0, Sequence: 0}
+	}
+	var out []broker.RecordsAppend
+	for _, part := range slices.Sorted(maps.Keys(byPart)) {
+		w := broker.RecordsAppend{Partition: part, Records: byPart[part]}
+		var brs []batch.Record
+		for _, i := range w.Records {
+			rec := r.Records[i]
+			brs = append(brs, batch.Record{Timestamp: time.Now().UnixMilli(), Key: rec.Key, Value: rec.Value, Headers: rec.Headers})
+		}
+		w.Result, w.Err = f.Produce(ctx, broker.ProduceRequest{Principal: r.Principal, Topic: r.Topic, Partition: part,
+			Batch: batch.Encode(nil, 0, prod, brs), Acks: r.Acks})
+		out = append(out, w)
+	}
+	return out, nil
+}
+
 func (f *fakeCore) Fetch(ctx context.Context, r broker.FetchRequest) (broker.FetchResult, error) {
 	deadline := time.NewTimer(r.MaxWait)
 	defer deadline.Stop()
@@ -283,6 +327,27 @@ func (f *fakeCore) Lag(ctx context.Context, _ string, cs []offsets.Committed) []
 	return out
 }
 
-func (f *fakeCore) Coordinator() (*groups.Coordinator, error) { return f.coord, nil }
+// The groups: the fake's coordinator, every call allowed.
+func (f *fakeCore) DescribeGroup(_ context.Context, _ broker.Principal, group string) (groups.GroupDescription, error) {
+	return f.coord.Describe(group)
+}
 
-func (f *fakeCore) Allowed(broker.Principal, auth.Operation, auth.Resource) bool { return true }
+func (f *fakeCore) ListMemberGroups(ctx context.Context, p broker.Principal) ([]broker.GroupListing, error) {
+	held, err := f.coord.List()
+	if err != nil {
+		return nil, err
+	}
+	committed, _ := f.ListGroups(ctx, p)
+	var out []broker.GroupListing
+	isHeld := map[string]bool{}
+	for _, l := range held {
+		isHeld[l.Group] = true
+		out = append(out, broker.GroupListing{GroupListing: l})
+	}
+	for _, g := range committed {
+		if !isHeld[g] {
+			out = append(out, broker.GroupListing{GroupListing: groups.GroupListing{Group: g, State: groups.Empty}, OffsetsOnly: true})
+		}
+	}
+	return out, nil
+}

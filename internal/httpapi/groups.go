@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/logd/logd/auth"
 	"github.com/logd/logd/groups"
 )
 
@@ -20,29 +19,13 @@ type groupListingJSON struct {
 // listGroups answers the groups the coordinator holds and those that only
 // have committed offsets (reported Empty).
 func (h *Handler) listGroups(w http.ResponseWriter, r *http.Request) {
-	c, err := h.core.Coordinator()
-	if err != nil {
-		writeCoreError(w, err)
-		return
-	}
-	live, err := c.List()
-	if err != nil {
-		writeCoreError(w, err)
-		return
-	}
-	committed, err := h.core.ListGroups(r.Context(), h.principal(r))
+	list, err := h.core.ListMemberGroups(r.Context(), h.principal(r))
 	if err != nil {
 		writeCoreError(w, err)
 		return
 	}
 	byName := map[string]groupListingJSON{}
-	for _, name := range committed {
-		byName[name] = groupListingJSON{Group: name, State: groups.Empty.String()}
-	}
-	for _, l := range live {
-		if !h.core.Allowed(h.principal(r), auth.OpDescribe, auth.Group(l.Group)) {
-			continue // the listing leaves out what the principal may not describe
-		}
+	for _, l := range list {
 		byName[l.Group] = groupListingJSON{Group: l.Group, State: l.State.String(), ProtocolType: l.ProtocolType}
 	}
 	out := struct {
@@ -100,17 +83,12 @@ type groupJSON struct {
 // committed offsets and no members is Empty; one with neither is 404.
 func (h *Handler) describeGroup(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("group")
-	c, err := h.core.Coordinator()
-	if err != nil {
-		writeCoreError(w, err)
-		return
-	}
-	d, derr := c.Describe(name)
+	p := h.principal(r)
+	d, derr := h.core.DescribeGroup(r.Context(), p, name)
 	if derr != nil && !errors.Is(derr, groups.ErrGroupNotFound) {
 		writeCoreError(w, derr)
 		return
 	}
-	p := h.principal(r)
 	committed, err := h.core.FetchOffsets(r.Context(), p, name, nil)
 	if err != nil {
 		writeCoreError(w, err)

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/logd/logd/auth"
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/groups"
@@ -24,16 +23,15 @@ type Core interface {
 	// TopicLayout is for a partition count or list: no Raft round per
 	// partition.
 	TopicLayout(ctx context.Context, p broker.Principal, name string) (broker.TopicInfo, error)
-	Produce(ctx context.Context, r broker.ProduceRequest) (broker.ProduceResult, error)
+	ProduceRecords(ctx context.Context, r broker.RecordsRequest) ([]broker.RecordsAppend, error)
 	Fetch(ctx context.Context, r broker.FetchRequest) (broker.FetchResult, error)
 	ListOffset(ctx context.Context, p broker.Principal, topic string, partition int32, spec int64) (offset, timestampMs int64, err error)
 	CommitOffsets(ctx context.Context, p broker.Principal, group, member string, generation int32, cs []offsets.Committed) error
 	FetchOffsets(ctx context.Context, p broker.Principal, group string, topics []string) ([]offsets.Committed, error)
-	ListGroups(ctx context.Context, p broker.Principal) ([]string, error)
 	Lag(ctx context.Context, group string, cs []offsets.Committed) []broker.GroupOffset
-	Coordinator() (*groups.Coordinator, error)
-	// Allowed filters listings by what the principal may describe.
-	Allowed(p broker.Principal, op auth.Operation, r auth.Resource) bool
+	// The consumer groups, each call authorized by the core.
+	DescribeGroup(ctx context.Context, p broker.Principal, group string) (groups.GroupDescription, error)
+	ListMemberGroups(ctx context.Context, p broker.Principal) ([]broker.GroupListing, error)
 }
 
 var _ Core = (*broker.Broker)(nil)
@@ -65,8 +63,6 @@ type Handler struct {
 	core Core
 	cfg  Config
 	mux  *http.ServeMux
-	// rr spreads unkeyed records without a partition or idempotency key.
-	rr atomic.Uint32
 	// streams counts open live tails (for tests and shutdown checks).
 	streams atomic.Int64
 }

@@ -8,12 +8,9 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/batch"
-	"github.com/logd/logd/routing"
 )
 
 // maxIdempotencyKey bounds the Idempotency-Key header's length.
@@ -32,15 +29,6 @@ type produceAnswer struct {
 	// Leader is the node to send the failed records to (status 421).
 	Leader  *nodeJSON      `json:"leader,omitempty"`
 	Records []producedJSON `json:"records"`
-}
-
-// partitionWrite is one partition's share of a produce request.
-type partitionWrite struct {
-	partition int32
-	indexes   []int // the request's records in this batch, in order
-	batch     []byte
-	res       broker.ProduceResult
-	err       error
 }
 
 func (h *Handler) produce(w http.ResponseWriter, r *http.Request) {
@@ -68,102 +56,42 @@ func (h *Handler) produce(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	p := h.principal(r)
-	info, err := h.core.TopicLayout(r.Context(), p, topic)
+	recs := toRecords(body.Records)
+	prod := int64(-1)
+	if idem != "" {
+		prod = idempotentProducerID(idem)
+	}
+	writes, err := h.core.ProduceRecords(r.Context(), broker.RecordsRequest{Principal: h.principal(r), Topic: topic,
+		Records: recs, Acks: acks, ProducerID: prod})
 	if err != nil {
 		writeCoreError(w, err)
 		return
 	}
-	writes, err := h.route(body.Records, int32(len(info.Partitions)), idem)
-	if err != nil {
-		writeCoreError(w, err)
-		return
-	}
-	encode(writes, body.Records, idem)
-	var wg sync.WaitGroup
-	for _, pw := range writes {
-		wg.Go(func() {
-			pw.res, pw.err = h.core.Produce(r.Context(), broker.ProduceRequest{
-				Principal: p, Topic: topic, Partition: pw.partition, Batch: pw.batch, Acks: acks})
-		})
-	}
-	wg.Wait()
 	answerProduce(w, writes, len(body.Records))
 }
 
-// route assigns each record its partition: the one it names, else its
-// key's (routing.ForKey), else one partition for the request's unkeyed
-// records, chosen from the idempotency key (so a retry goes the same way)
-// or round-robin. It checks every named partition before anything is
-// written.
-func (h *Handler) route(recs []produceRecord, n int32, idem string) ([]*partitionWrite, error) {
-	if n <= 0 {
-		return nil, broker.ErrUnknownPartition
-	}
-	var sticky int32
-	if idem != "" {
-		sticky = int32(idempotentProducerID(idem) % int64(n))
-	} else {
-		sticky = int32(h.rr.Add(1) % uint32(n))
-	}
-	byPartition := map[int32]*partitionWrite{}
-	for i, rec := range recs {
-		var part int32
-		switch {
-		case rec.Partition != nil:
-			if *rec.Partition >= n {
-				return nil, partitionError(i, *rec.Partition, n)
-			}
-			part = *rec.Partition
-		case rec.Key.set:
-			part = routing.ForKey(rec.Key.bytes(), int(n))
-		default:
-			part = sticky
+// toRecords converts the request's records for the broker (which routes
+// them: the partition a record names, else its key's, else one partition
+// for the request's unkeyed records, chosen from the Idempotency-Key when
+// there is one so a retry goes the same way). Headers are sorted by name,
+// so a retry encodes the same bytes.
+func toRecords(in []produceRecord) []broker.Record {
+	out := make([]broker.Record, len(in))
+	for i, rec := range in {
+		out[i] = broker.Record{Partition: broker.AnyPartition, Key: rec.Key.bytes(), Value: rec.Value.bytes()}
+		if rec.Partition != nil {
+			out[i].Partition = *rec.Partition
 		}
-		pw := byPartition[part]
-		if pw == nil {
-			pw = &partitionWrite{partition: part}
-			byPartition[part] = pw
+		keys := make([]string, 0, len(rec.Headers))
+		for k := range rec.Headers {
+			keys = append(keys, k)
 		}
-		pw.indexes = append(pw.indexes, i)
-	}
-	writes := make([]*partitionWrite, 0, len(byPartition))
-	for _, pw := range byPartition {
-		writes = append(writes, pw)
-	}
-	slices.SortFunc(writes, func(a, b *partitionWrite) int { return int(a.partition - b.partition) })
-	return writes, nil
-}
-
-func partitionError(i int, p, n int32) error {
-	return fmt.Errorf("record %d: partition %d does not exist, the topic has %d (0 to %d): %w", i, p, n, n-1, broker.ErrUnknownPartition)
-}
-
-// encode builds each partition's batch. With an idempotency key the batch
-// is the first (sequence 0, epoch 0) of the key's producer id.
-func encode(writes []*partitionWrite, recs []produceRecord, idem string) {
-	prod := batch.NoProducer
-	if idem != "" {
-		prod = batch.Producer{ID: idempotentProducerID(idem), Epoch: 0, Sequence: 0}
-	}
-	now := time.Now().UnixMilli()
-	for _, pw := range writes {
-		brs := make([]batch.Record, 0, len(pw.indexes))
-		for _, i := range pw.indexes {
-			rec := recs[i]
-			br := batch.Record{Timestamp: now, Key: rec.Key.bytes(), Value: rec.Value.bytes()}
-			keys := make([]string, 0, len(rec.Headers))
-			for k := range rec.Headers {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys) // a retry encodes the same bytes
-			for _, k := range keys {
-				br.Headers = append(br.Headers, batch.Header{Key: k, Value: rec.Headers[k].bytes()})
-			}
-			brs = append(brs, br)
+		slices.Sort(keys)
+		for _, k := range keys {
+			out[i].Headers = append(out[i].Headers, batch.Header{Key: k, Value: rec.Headers[k].bytes()})
 		}
-		pw.batch = batch.Encode(nil, 0, prod, brs)
 	}
+	return out
 }
 
 // idempotentProducerID is the producer id of an Idempotency-Key: 63 bits
@@ -177,23 +105,23 @@ func idempotentProducerID(key string) int64 {
 // partition failed, the status is its error's and the records it held
 // carry the error (the others were written: retry with the same
 // Idempotency-Key to write only what is missing).
-func answerProduce(w http.ResponseWriter, writes []*partitionWrite, n int) {
+func answerProduce(w http.ResponseWriter, writes []broker.RecordsAppend, n int) {
 	ans := produceAnswer{Records: make([]producedJSON, n)}
 	status := http.StatusOK
 	for _, pw := range writes {
-		if pw.err != nil {
-			st, body := errorStatus(pw.err)
+		if pw.Err != nil {
+			st, body := errorStatus(pw.Err)
 			if status == http.StatusOK {
 				status, ans.Error, ans.Leader = st, body.Error, body.Leader
 			}
-			for _, i := range pw.indexes {
-				ans.Records[i] = producedJSON{Partition: pw.partition, Error: body.Error}
+			for _, i := range pw.Records {
+				ans.Records[i] = producedJSON{Partition: pw.Partition, Error: body.Error}
 			}
 			continue
 		}
-		for j, i := range pw.indexes {
-			off := pw.res.BaseOffset + int64(j)
-			ans.Records[i] = producedJSON{Partition: pw.partition, Offset: &off, Duplicate: pw.res.Duplicate}
+		for j, i := range pw.Records {
+			off := pw.Result.BaseOffset + int64(j)
+			ans.Records[i] = producedJSON{Partition: pw.Partition, Offset: &off, Duplicate: pw.Result.Duplicate}
 		}
 	}
 	if status == http.StatusServiceUnavailable {

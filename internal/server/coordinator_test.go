@@ -18,7 +18,7 @@ func TestClusterCoordinatorOnMetadataLeader(t *testing.T) {
 		var leaders []string
 		var others []*broker.NotCoordinatorError
 		for _, n := range c.Nodes() {
-			_, err := n.Server().Broker().Coordinator()
+			err := n.Server().Broker().CoordinatesGroups()
 			var nc *broker.NotCoordinatorError
 			switch {
 			case err == nil:

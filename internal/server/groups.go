@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
-	"github.com/logd/logd/auth"
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/groups"
 	pb "github.com/logd/logd/proto/logd/v1"
@@ -38,25 +37,6 @@ type groupsServer struct {
 	s *Server
 }
 
-// coordinator returns the node's coordinator (the broker's), or the
-// UNAVAILABLE status naming the node that coordinates.
-func (g *groupsServer) coordinator() (*groups.Coordinator, error) {
-	c, err := g.s.b.Coordinator()
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return c, nil
-}
-
-// coordinatorFor is coordinator, once the broker allows the request's
-// principal op on the group.
-func (g *groupsServer) coordinatorFor(ctx context.Context, op auth.Operation, group string) (*groups.Coordinator, error) {
-	if err := g.s.b.Authorize(ctx, principal(ctx), op, auth.Group(group)); err != nil {
-		return nil, toStatus(err)
-	}
-	return g.coordinator()
-}
-
 // withShutdown is ctx, also ended when the server starts shutting down: a
 // join waiting for other members must not hold up shutdown.
 func (g *groupsServer) withShutdown(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -76,9 +56,9 @@ func (g *groupsServer) withShutdown(ctx context.Context) (context.Context, conte
 // member joined meanwhile) is joined again here, so a new member always
 // learns its id.
 func (g *groupsServer) JoinGroup(ctx context.Context, req *pb.JoinGroupRequest) (*pb.JoinGroupResponse, error) {
-	c, err := g.coordinatorFor(ctx, auth.OpRead, req.Group)
+	m, err := g.s.b.GroupMember(ctx, principal(ctx), req.Group)
 	if err != nil {
-		return nil, err
+		return nil, toStatus(err)
 	}
 	jr, err := g.joinRequest(ctx, req)
 	if err != nil {
@@ -87,12 +67,12 @@ func (g *groupsServer) JoinGroup(ctx context.Context, req *pb.JoinGroupRequest) 
 	ctx, cancel := g.withShutdown(ctx)
 	defer cancel()
 	for {
-		res, err := c.JoinGroup(ctx, jr)
+		res, err := m.Join(ctx, jr)
 		if err != nil {
 			return nil, toStatus(err)
 		}
 		jr.MemberID = res.MemberID
-		sr, err := c.SyncGroup(ctx, groups.SyncRequest{Group: jr.Group, MemberID: res.MemberID, Generation: res.Generation})
+		sr, err := m.Sync(ctx, groups.SyncRequest{Group: jr.Group, MemberID: res.MemberID, Generation: res.Generation})
 		if errors.Is(err, groups.ErrRebalanceInProgress) || errors.Is(err, groups.ErrIllegalGeneration) {
 			continue
 		}
@@ -179,11 +159,11 @@ func (g *groupsServer) joinRequest(ctx context.Context, req *pb.JoinGroupRequest
 
 // Heartbeat keeps the member's session alive.
 func (g *groupsServer) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.HeartbeatResponse, error) {
-	c, err := g.coordinatorFor(ctx, auth.OpRead, req.Group)
+	m, err := g.s.b.GroupMember(ctx, principal(ctx), req.Group)
 	if err != nil {
-		return nil, err
+		return nil, toStatus(err)
 	}
-	if err := c.Heartbeat(req.Group, req.MemberId, req.Generation); err != nil {
+	if err := m.Heartbeat(req.MemberId, req.Generation); err != nil {
 		return nil, toStatus(err)
 	}
 	return &pb.HeartbeatResponse{}, nil
@@ -191,11 +171,11 @@ func (g *groupsServer) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) 
 
 // LeaveGroup removes the member; the others rebalance at once.
 func (g *groupsServer) LeaveGroup(ctx context.Context, req *pb.LeaveGroupRequest) (*pb.LeaveGroupResponse, error) {
-	c, err := g.coordinatorFor(ctx, auth.OpRead, req.Group)
+	m, err := g.s.b.GroupMember(ctx, principal(ctx), req.Group)
 	if err != nil {
-		return nil, err
+		return nil, toStatus(err)
 	}
-	if err := c.LeaveGroup(req.Group, req.MemberId); err != nil {
+	if err := m.Leave(req.MemberId); err != nil {
 		return nil, toStatus(err)
 	}
 	return &pb.LeaveGroupResponse{}, nil
@@ -206,11 +186,7 @@ func (g *groupsServer) DescribeGroup(ctx context.Context, req *pb.DescribeGroupR
 	if req.Group == "" {
 		return nil, invalidArg("describe group: the group name is empty")
 	}
-	c, err := g.coordinatorFor(ctx, auth.OpDescribe, req.Group)
-	if err != nil {
-		return nil, err
-	}
-	d, err := c.Describe(req.Group)
+	d, err := g.s.b.DescribeGroup(ctx, principal(ctx), req.Group)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -226,31 +202,13 @@ func (g *groupsServer) DescribeGroup(ctx context.Context, req *pb.DescribeGroupR
 // ListMemberGroups lists the coordinator's groups with their state, and
 // the groups that only have committed offsets as Empty.
 func (g *groupsServer) ListMemberGroups(ctx context.Context, req *pb.ListGroupsRequest) (*pb.ListMemberGroupsResponse, error) {
-	c, err := g.coordinator()
-	if err != nil {
-		return nil, err
-	}
-	held, err := c.List()
+	list, err := g.s.b.ListMemberGroups(ctx, principal(ctx))
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	committed, err := g.s.b.ListGroups(ctx, principal(ctx))
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	state := map[string]string{}
-	for _, name := range committed {
-		state[name] = groups.Empty.String()
-	}
-	for _, l := range held {
-		state[l.Group] = l.State.String()
-	}
-	resp := &pb.ListMemberGroupsResponse{}
-	for name, st := range state {
-		if !g.s.b.Allowed(principal(ctx), auth.OpDescribe, auth.Group(name)) {
-			continue // listings leave out what the principal may not describe
-		}
-		resp.Groups = append(resp.Groups, &pb.GroupListing{Group: name, State: st})
+	resp := &pb.ListMemberGroupsResponse{Groups: make([]*pb.GroupListing, 0, len(list))}
+	for _, l := range list {
+		resp.Groups = append(resp.Groups, &pb.GroupListing{Group: l.Group, State: l.State.String()})
 	}
 	slices.SortFunc(resp.Groups, func(a, b *pb.GroupListing) int { return strings.Compare(a.Group, b.Group) })
 	return resp, nil

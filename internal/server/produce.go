@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"sync/atomic"
-	"time"
 
 	"google.golang.org/grpc/status"
 
@@ -11,7 +9,6 @@ import (
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/internal/kind"
 	pb "github.com/logd/logd/proto/logd/v1"
-	"github.com/logd/logd/routing"
 )
 
 // Produce appends one batch (or routed records) and answers once durable.
@@ -66,82 +63,71 @@ func (s *Server) produce(ctx context.Context, req *pb.ProduceRequest) (*pb.Produ
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// The topic and the principal's right to describe it are checked
+	// before the request's shape.
 	n, err := s.b.PartitionCount(ctx, principal(ctx), req.Topic)
 	if err != nil {
 		return nil, err
 	}
-	resp := &pb.ProduceResponse{RequestId: req.RequestId, Topic: req.Topic}
 	switch {
 	case len(req.Batch) > 0 && len(req.Records) > 0:
 		return nil, invalidArg("produce: set either batch or records, not both")
-	case len(req.Batch) > 0:
-		if req.Partition == nil {
-			return nil, invalidArg("produce: a batch needs its partition: set partition (0 to %d)", n-1)
-		}
-		res, err := s.b.Produce(ctx, broker.ProduceRequest{Principal: principal(ctx), Topic: req.Topic, Partition: *req.Partition, Batch: req.Batch, Acks: acksOf(req.Acks)})
-		if err != nil {
-			return nil, err
-		}
-		resp.Appends = append(resp.Appends, partitionAppend(*req.Partition, res))
 	case len(req.Records) > 0:
-		batches, err := s.recordBatches(req, n)
-		if err != nil {
-			return nil, err
-		}
-		for id := range n {
-			b, ok := batches[id]
-			if !ok {
-				continue
-			}
-			res, err := s.b.Produce(ctx, broker.ProduceRequest{Principal: principal(ctx), Topic: req.Topic, Partition: id, Batch: b, Acks: acksOf(req.Acks)})
-			if err != nil {
-				return nil, err
-			}
-			resp.Appends = append(resp.Appends, partitionAppend(id, res))
-		}
-	default:
+		return s.produceRecords(ctx, req, n)
+	case len(req.Batch) == 0:
 		return nil, invalidArg("produce: empty request: send a batch or at least one record")
+	case req.Partition == nil:
+		return nil, invalidArg("produce: a batch needs its partition: set partition (0 to %d)", n-1)
 	}
-	return resp, nil
-}
-
-// recordBatches routes plain records to partitions and encodes a batch
-// for each. Every batch is encoded and checked before any is appended, so
-// a rejected request stores nothing (a retry must not duplicate).
-func (s *Server) recordBatches(req *pb.ProduceRequest, n int32) (map[int32][]byte, error) {
-	byPart, err := s.routeRecords(req, n)
+	res, err := s.b.Produce(ctx, broker.ProduceRequest{Principal: principal(ctx), Topic: req.Topic, Partition: *req.Partition, Batch: req.Batch, Acks: acksOf(req.Acks)})
 	if err != nil {
 		return nil, err
 	}
-	batches := make(map[int32][]byte, len(byPart))
-	for id, recs := range byPart {
-		b := batch.Encode(nil, 0, batch.NoProducer, recs)
-		if len(b) > s.b.MaxBatchBytes() {
-			return nil, tooLarge("produce: the records for partition %d encode to %d bytes, over the %d-byte batch limit: send fewer or smaller records", id, len(b), s.b.MaxBatchBytes())
-		}
-		batches[id] = b
-	}
-	return batches, nil
+	return &pb.ProduceResponse{RequestId: req.RequestId, Topic: req.Topic,
+		Appends: []*pb.PartitionAppend{partitionAppend(*req.Partition, res)}}, nil
 }
 
-var roundRobin atomic.Uint32
+// produceRecords has the broker route, encode and append plain records
+// (broker.ProduceRecords). The answer is the first failed partition's
+// error, else every partition's append in partition order.
+func (s *Server) produceRecords(ctx context.Context, req *pb.ProduceRequest, n int32) (*pb.ProduceResponse, error) {
+	recs, err := s.toRecords(req, n)
+	if err != nil {
+		return nil, err
+	}
+	writes, err := s.b.ProduceRecords(ctx, broker.RecordsRequest{Principal: principal(ctx), Topic: req.Topic,
+		Records: recs, Acks: acksOf(req.Acks), ProducerID: -1})
+	if err != nil {
+		return nil, err
+	}
+	resp := &pb.ProduceResponse{RequestId: req.RequestId, Topic: req.Topic, Appends: make([]*pb.PartitionAppend, 0, len(writes))}
+	for _, w := range writes {
+		if w.Err != nil {
+			return nil, w.Err
+		}
+		resp.Appends = append(resp.Appends, partitionAppend(w.Partition, w.Result))
+	}
+	return resp, nil
+}
 
 // recordOverhead is the least a record costs in a batch besides its key,
 // value and headers: length, attributes, timestamp and offset deltas, key
 // and value lengths, header count (varints of one byte each at least).
 const recordOverhead = 7
 
-// routeRecords assigns plain records to partitions: the request's partition,
-// else murmur2 of the key, else round-robin.
-func (s *Server) routeRecords(req *pb.ProduceRequest, n int32) (map[int32][]batch.Record, error) {
-	if req.Partition != nil && (*req.Partition < 0 || *req.Partition >= n) {
-		return nil, kind.Errorf(broker.ErrUnknownPartition, "topic %q has partitions 0 to %d, not %d", req.Topic, n-1, *req.Partition)
+// toRecords converts the request's plain records for the broker, all to
+// the request's partition when it names one. It counts each record's
+// framing too (recordOverhead bounds it from below), so a flood of tiny
+// records is refused before it is converted.
+func (s *Server) toRecords(req *pb.ProduceRequest, n int32) ([]broker.Record, error) {
+	part := broker.AnyPartition
+	if req.Partition != nil {
+		if *req.Partition < 0 || *req.Partition >= n {
+			return nil, kind.Errorf(broker.ErrUnknownPartition, "topic %q has partitions 0 to %d, not %d", req.Topic, n-1, *req.Partition)
+		}
+		part = *req.Partition
 	}
-	now := time.Now().UnixMilli()
-	out := make(map[int32][]batch.Record)
 	total := 0
-	// Count each record's framing too (recordOverhead bounds it from
-	// below), so a flood of tiny records is refused before it is converted.
 	for _, r := range req.Records {
 		total += recordOverhead + len(r.Key) + len(r.Value)
 		for _, h := range r.Headers {
@@ -151,27 +137,19 @@ func (s *Server) routeRecords(req *pb.ProduceRequest, n int32) (map[int32][]batc
 	if total > s.b.MaxBatchBytes() {
 		return nil, tooLarge("produce: %d records of about %d bytes in all are over the %d-byte limit: send fewer or smaller records", len(req.Records), total, s.b.MaxBatchBytes())
 	}
-	// Unkeyed records of one request stick to one partition (one batch).
-	sticky := int32(roundRobin.Add(1) % uint32(n))
-	for _, r := range req.Records {
-		var pid int32
-		switch {
-		case req.Partition != nil:
-			pid = *req.Partition
-		case len(r.Key) > 0:
-			pid = routing.ForKey(r.Key, int(n))
-		default:
-			pid = sticky
+	out := make([]broker.Record, len(req.Records))
+	for i, r := range req.Records {
+		out[i] = broker.Record{Partition: part, Key: r.Key, Value: r.Value, TimestampMs: r.TimestampMs}
+		// An empty key is no key: the record is routed with the unkeyed.
+		if len(r.Key) == 0 {
+			out[i].Key = nil
 		}
-		ts := r.TimestampMs
-		if ts == 0 {
-			ts = now
+		if len(r.Headers) > 0 {
+			out[i].Headers = make([]batch.Header, len(r.Headers))
+			for j, h := range r.Headers {
+				out[i].Headers[j] = batch.Header{Key: h.Key, Value: h.Value}
+			}
 		}
-		rec := batch.Record{Timestamp: ts, Key: r.Key, Value: r.Value}
-		for _, h := range r.Headers {
-			rec.Headers = append(rec.Headers, batch.Header{Key: h.Key, Value: h.Value})
-		}
-		out[pid] = append(out[pid], rec)
 	}
 	return out, nil
 }
