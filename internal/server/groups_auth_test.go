@@ -8,8 +8,8 @@ import (
 
 	"github.com/logd/logd/auth/tlsconfig"
 	"github.com/logd/logd/client"
-	"github.com/logd/logd/internal/server"
-	"github.com/logd/logd/internal/server/servertest"
+	"github.com/logd/logd/internal/node"
+	"github.com/logd/logd/internal/node/nodetest"
 	"github.com/logd/logd/internal/testcerts"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
@@ -20,7 +20,7 @@ import (
 func TestGroupsRefusedPrincipal(t *testing.T) {
 	ca := testcerts.NewCA(t, "logd")
 	certFile, keyFile := ca.Pair(t, t.TempDir(), "node")
-	s := servertest.Start(t, func(c *server.Config) {
+	s := nodetest.Start(t, func(c *node.Config) {
 		c.TLS = tlsconfig.ServerFiles{CertFile: certFile, KeyFile: keyFile, ClientCAFile: ca.File}
 		secured(c)
 	})
