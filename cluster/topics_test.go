@@ -56,8 +56,11 @@ func (h *harness) partitionLeader(topic string, id int32) *testNode {
 				return false, fmt.Sprintf("%s: %v", nd.id, err)
 			}
 		}
-		if leader == nil || len(named) > 1 || (len(named) == 1 && named[leader.id] == 0) {
-			return false, fmt.Sprintf("leader %v, the others name %v", leader, named)
+		if leader == nil {
+			return false, fmt.Sprintf("no leader, the others name %v", named)
+		}
+		if len(named) > 1 || (len(named) == 1 && named[leader.id] == 0) {
+			return false, fmt.Sprintf("leader %s, the others name %v", leader.id, named)
 		}
 		return true, ""
 	})
