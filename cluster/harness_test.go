@@ -102,12 +102,21 @@ func newHarness(t *testing.T, n int, cfg func(*Config)) *harness {
 
 // add starts a new node, joining through n1 (join) or bootstrapping.
 func (h *harness) add(join bool) *testNode {
+	via := ""
+	if join {
+		via = "n1"
+	}
+	return h.addVia(via)
+}
+
+// addVia starts a new node that joins through node via ("": bootstraps).
+func (h *harness) addVia(via string) *testNode {
 	h.t.Helper()
 	h.mu.Lock()
 	nd := &testNode{h: h, id: fmt.Sprintf("n%d", len(h.nodes)+1)}
 	nd.dir = filepath.Join(h.dir, nd.id)
-	if join {
-		nd.join = apiAddr("n1")
+	if via != "" {
+		nd.join = apiAddr(via)
 	}
 	h.nodes = append(h.nodes, nd)
 	h.mu.Unlock()

@@ -42,7 +42,8 @@ func (h *harness) waitVoters(topic string) {
 	}
 }
 
-// A node that joins takes its share of new topics (placement goes to the
+// A node that joins (through a follower, which sends it to the metadata
+// leader) takes its share of new topics (placement goes to the
 // least loaded nodes); a node removed has its replicas moved to the
 // others first, each group's voters following the placement, leaves the
 // metadata and its group, closes its replicas, and, restarted with its old
@@ -50,7 +51,7 @@ func (h *harness) waitVoters(topic string) {
 func TestJoinAndRemoveMovePlacement(t *testing.T) {
 	h := newHarness(t, 3, nil)
 	old := h.createTopic(topicConfig("m", 3, 3))
-	h.add(true)
+	h.addVia(h.followerOf(h.metaLeader()).id) // sent on to the leader
 	h.waitMembers()
 	fresh := h.createTopic(topicConfig("fresh", 1, 1))
 	st := h.metaLeader().cl().State()
