@@ -52,6 +52,18 @@ func TestLeadersReturnToPreferred(t *testing.T) {
 	if l := h.partitionLeader("spread", 0); l != pref {
 		t.Fatalf("led by %s, not its preferred replica %s", l.id, pref.id)
 	}
+	// Until the other replicas hold the group's first entry (its
+	// configuration) they cannot stand for election: a follower knows its
+	// leader from a heartbeat before that (firstelection.go).
+	h.eventually("every replica holds the group's configuration", func() (bool, string) {
+		for _, nd := range h.running() {
+			servers, err := nd.cl().LocalReplica(meta.GroupOf(cfg, 0)).Servers()
+			if err != nil || len(voters(servers)) != 3 {
+				return false, fmt.Sprintf("%s: %v (%v)", nd.id, servers, err)
+			}
+		}
+		return true, ""
+	})
 	h.isolate(pref.id)
 	h.eventually("another replica leads while "+pref.id+" is cut off", func() (bool, string) {
 		for _, nd := range h.running() {
