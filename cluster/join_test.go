@@ -119,3 +119,32 @@ func TestJoinChecks(t *testing.T) {
 		t.Fatalf("a refused join made the node a voter (%v, %v)", v, err)
 	}
 }
+
+// A node whose data directory belongs to another cluster, restarted with
+// --join pointing at this one, does not start (it would serve its own
+// cluster's topics to this one's clients), and this cluster does not
+// change.
+func TestOtherClusterRefusedAtStart(t *testing.T) {
+	h := newHarness(t, 3, nil)
+	stranger := h.addVia("") // bootstraps a cluster of its own
+	h.eventually("the stranger leads its own cluster", func() (bool, string) {
+		_, ok := stranger.cl().Members()[stranger.id]
+		return ok && stranger.cl().IsMetaLeader(), ""
+	})
+	if a, b := stranger.cl().ClusterID(), h.node("n1").cl().ClusterID(); a == b || a == "" {
+		t.Fatalf("two bootstraps made cluster ids %q and %q", a, b)
+	}
+	if err := stranger.stop(); err != nil {
+		t.Fatal(err)
+	}
+	stranger.join = apiAddr("n1")
+	err := stranger.start()
+	if err == nil || !errors.Is(err, errOther) || !errors.Is(err, kind.ErrFailedPrecondition) {
+		t.Fatalf("a node of another cluster started with --join into this one: %v", err)
+	}
+	for _, nd := range h.all()[:3] {
+		if got := len(nd.cl().Members()); got != 3 {
+			t.Errorf("%s lists %d members after the stranger's try, want 3", nd.id, got)
+		}
+	}
+}

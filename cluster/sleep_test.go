@@ -102,3 +102,43 @@ func TestHibernation(t *testing.T) {
 	// redirect to pref), and a leader is elected there.
 	h.useFrom(other, "z", 0)
 }
+
+// A sleeping group whose replicas move (a node removed) is woken by the
+// reconciliation so that its leader can change its voters to the new
+// placement: the removed node's replica leaves the group, the new one
+// joins it.
+func TestSleepingGroupFollowsPlacement(t *testing.T) {
+	h := newHarness(t, 3, func(c *Config) {
+		c.HibernateAfter, c.WakeGrace = 300*time.Millisecond, 100*time.Millisecond
+	})
+	cfg := h.createTopic(topicConfig("moving", 1, 2))
+	h.waitLocal(cfg)
+	tp := h.metaLeader().cl().State().Topics["moving"]
+	set := tp.Replicas[0]
+	h.useFrom(h.node(set[0]), "moving", 0)
+	h.asleepEverywhere(tp, 0)
+
+	// Remove the replica that is not the metadata leader, or either when
+	// neither leads it.
+	gone := set[1]
+	if h.metaLeader().id == gone {
+		gone = set[0]
+	}
+	if err := h.onMetaLeader(func(c *Cluster) error { _, err := c.RemoveNode(context.Background(), gone); return err }); err != nil {
+		t.Fatalf("remove %s: %v", gone, err)
+	}
+	newSet := h.metaLeader().cl().State().Topics["moving"].Replicas[0]
+	if slices.Contains(newSet, gone) || len(newSet) != 2 {
+		t.Fatalf("placement after removing %s: %v", gone, newSet)
+	}
+	want := slices.Sorted(slices.Values(newSet))
+	h.eventually(fmt.Sprintf("the group's voters become %v", want), func() (bool, string) {
+		for _, id := range newSet {
+			servers, err := h.node(id).cl().LocalReplica(meta.GroupOf(cfg, 0)).Servers()
+			if got := voters(servers); err != nil || !slices.Equal(got, want) {
+				return false, fmt.Sprintf("%s: %v (%v)", id, got, err)
+			}
+		}
+		return true, ""
+	})
+}
