@@ -178,8 +178,7 @@ func (c *Cluster) reconcileReplica(st meta.State, ref replicaRef) error {
 			return err
 		}
 	case !want && r != nil:
-		c.boots.forget(group)
-		return c.rn.CloseReplica(group)
+		return c.leaveGroup(st, t.Replicas[id], group, r)
 	case !want:
 		return nil
 	}
@@ -193,6 +192,31 @@ func (c *Cluster) reconcileReplica(st meta.State, ref replicaRef) error {
 		return nil
 	}
 	return c.matchVoters(st, t.Replicas[id], r)
+}
+
+// leaveGroup closes this node's replica r of a group the placement (set)
+// moved off this node, once the group's configuration no longer has it as
+// a voter. Until then the group may need it: for its majority (a
+// partition of one or two replicas loses its majority with it), and, when
+// it leads, to add the set's new replicas and hand over (matchVoters adds
+// them, then removes this node, which steps down). A sleeping replica
+// that led its group is woken to do so (wakeForVoters).
+func (c *Cluster) leaveGroup(st meta.State, set []string, group string, r *replication.Replica) error {
+	servers, err := r.Servers()
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(servers, func(s raft.Server) bool { return s.ID == raft.ServerID(c.self) && s.Suffrage == raft.Voter }) {
+		c.boots.forget(group)
+		return c.rn.CloseReplica(group)
+	}
+	switch {
+	case r.Asleep():
+		return c.wakeForVoters(set, r)
+	case r.IsLeader():
+		return c.matchVoters(st, set, r)
+	}
+	return nil
 }
 
 // openReplica opens this node's replica of a partition, bootstrapping its

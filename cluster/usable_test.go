@@ -1,0 +1,81 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logd/logd/internal/kind"
+	"github.com/logd/logd/replication/meta"
+)
+
+// A create whose partitions cannot elect a leader (its two replicas are
+// cut off from each other) answers, at the request's deadline, that the
+// topic is created but which partition has no leader yet (failed
+// precondition, not "retry": a retry would be told the topic exists); the
+// partition takes writes once the link heals.
+func TestCreateWithoutLeaderFails(t *testing.T) {
+	h := newHarness(t, 3, nil)
+	// An empty cluster places a partition of two replicas on the two
+	// least loaded nodes, the lower ids first: n1 and n2.
+	h.partition("n1", "n2")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var err error
+	h.eventually("the create answered by the metadata leader", func() (bool, string) {
+		_, err = h.metaLeader().cl().CreateTopic(ctx, topicConfig("cut", 1, 2))
+		var nl *NotLeaderError
+		return !errors.As(err, &nl), fmt.Sprint(err)
+	})
+	st := h.metaLeader().cl().State()
+	if set := st.Topics["cut"].Replicas; len(set) != 1 || !slices.Equal(slices.Sorted(slices.Values(set[0])), []string{"n1", "n2"}) {
+		t.Fatalf("placed on %v, not on n1 and n2 as the test assumes", set)
+	}
+	if !errors.Is(err, kind.ErrFailedPrecondition) || !strings.Contains(err.Error(), "partition 0 has no leader") {
+		t.Fatalf("create of a partition whose replicas are cut off from each other: %v, want failed precondition naming partition 0", err)
+	}
+	h.heal()
+	h.partitionLeader("cut", 0)
+}
+
+// A leader moved off its preferred replica (by a failure) is handed back
+// to it once it is back: leaders are spread over the nodes as placed.
+func TestLeadersReturnToPreferred(t *testing.T) {
+	h := newHarness(t, 3, nil)
+	cfg := h.createTopic(topicConfig("spread", 1, 3))
+	h.waitLocal(cfg)
+	pref := h.node(h.metaLeader().cl().State().Topics["spread"].Replicas[0][0])
+	if l := h.partitionLeader("spread", 0); l != pref {
+		t.Fatalf("led by %s, not its preferred replica %s", l.id, pref.id)
+	}
+	// Until the other replicas hold the group's first entry (its
+	// configuration) they cannot stand for election: a follower knows its
+	// leader from a heartbeat before that (firstelection.go).
+	h.eventually("every replica holds the group's configuration", func() (bool, string) {
+		for _, nd := range h.running() {
+			servers, err := nd.cl().LocalReplica(meta.GroupOf(cfg, 0)).Servers()
+			if err != nil || len(voters(servers)) != 3 {
+				return false, fmt.Sprintf("%s: %v (%v)", nd.id, servers, err)
+			}
+		}
+		return true, ""
+	})
+	h.isolate(pref.id)
+	h.eventually("another replica leads while "+pref.id+" is cut off", func() (bool, string) {
+		for _, nd := range h.running() {
+			if r := nd.cl().LocalReplica(meta.GroupOf(cfg, 0)); nd != pref && r.IsLeader() {
+				return true, ""
+			}
+		}
+		return false, ""
+	})
+	h.heal()
+	h.eventually("leadership back on "+pref.id, func() (bool, string) {
+		l := h.partitionLeader("spread", 0)
+		return l == pref, l.id
+	})
+}
