@@ -56,7 +56,7 @@ func metadataTopic(r *request, cv clusterView, name string, info TopicInfo, err 
 	t := kmsg.NewMetadataResponseTopic()
 	t.Topic = kmsg.StringPtr(name)
 	if err != nil {
-		t.ErrorCode = r.topicCode(err)
+		t.ErrorCode = metadataTopicCode(r, err)
 		return t
 	}
 	for _, p := range info.Partitions {
@@ -74,6 +74,22 @@ func metadataTopic(r *request, cv clusterView, name string, info TopicInfo, err 
 		t.Partitions = append(t.Partitions, mp)
 	}
 	return t
+}
+
+// metadataTopicCode is the code of a topic Metadata cannot describe. The
+// core answers *NotLeaderError for a topic this node's copy of the cluster
+// metadata does not hold (it names the metadata leader, for front-ends
+// that pass the lookup on): a Kafka broker answers from its own metadata,
+// so the topic is unknown here, UNKNOWN_TOPIC_OR_PARTITION as from every
+// broker, which clients retry while a new topic's creation reaches this
+// node. NOT_LEADER_OR_FOLLOWER would be about a partition the answer does
+// not name.
+func metadataTopicCode(r *request, err error) int16 {
+	var nl *NotLeaderError
+	if errors.As(err, &nl) {
+		return kerr.UnknownTopicOrPartition.Code
+	}
+	return r.topicCode(err)
 }
 
 // clusterView is the live nodes as Kafka brokers.

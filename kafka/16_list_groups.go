@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	"errors"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd/logd/auth"
@@ -9,12 +11,19 @@ import (
 
 // handleListGroups lists the coordinator's groups and the groups that only
 // have committed offsets (state Empty, protocol type "consumer"), filtered
-// by state (v4+) when the request names states.
+// by state (v4+) when the request names states. As in Kafka, each broker
+// lists the groups it coordinates: a node that does not run the group
+// coordinator lists none, without an error (admin clients ask every
+// broker and fail on any error).
 func handleListGroups(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	return func() kmsg.Response {
 		coord, err := s.core.Coordinator()
+		var nc *NotCoordinatorError
+		if errors.As(err, &nc) {
+			return resp
+		}
 		if err != nil {
 			resp.ErrorCode = r.groupCode(err)
 			return resp

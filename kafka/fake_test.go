@@ -31,6 +31,11 @@ type fakeCore struct {
 	// described counts Topic calls (a describe with every leader's
 	// offsets), see Topic.
 	described atomic.Int32
+	// metaLeader, when set, makes the fake a node of a cluster that does
+	// not lead its metadata, as the real core answers there: Coordinator
+	// is *NotCoordinatorError and a topic it lacks *NotLeaderError, both
+	// naming metaLeader.
+	metaLeader *Node
 }
 
 type fakeTopic struct {
@@ -95,6 +100,9 @@ func (f *fakeCore) TopicLayout(_ context.Context, _ Principal, name string) (Top
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t, ok := f.topics[name]
+	if !ok && f.metaLeader != nil {
+		return TopicInfo{}, &NotLeaderError{What: "the cluster metadata", Leader: *f.metaLeader, Untouched: true}
+	}
 	if !ok {
 		return TopicInfo{}, fmt.Errorf("%w %q", ErrUnknownTopic, name)
 	}
@@ -279,7 +287,12 @@ func (f *fakeCore) FetchOffsets(_ context.Context, _ Principal, group string, to
 	return out, nil
 }
 
-func (f *fakeCore) Coordinator() (*groups.Coordinator, error) { return f.coord, nil }
+func (f *fakeCore) Coordinator() (*groups.Coordinator, error) {
+	if f.metaLeader != nil {
+		return nil, &NotCoordinatorError{Leader: *f.metaLeader}
+	}
+	return f.coord, nil
+}
 
 // DeleteRecords is not modelled by the fake: its tests run against the
 // real core (deleterecords_test.go).
