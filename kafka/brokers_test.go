@@ -1,7 +1,9 @@
 package kafka
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -61,10 +63,32 @@ func checkUnknownTopic(t *testing.T, b *kgo.Broker) {
 	}
 }
 
+// checkConsumeUnknownTopic is franz-go's TestIssue648 seeded with addr: a
+// consumer of a topic that does not exist, keeping retriable errors, sees
+// UNKNOWN_TOPIC_OR_PARTITION and no other error.
+func checkConsumeUnknownTopic(t *testing.T, addr string) {
+	t.Helper()
+	cl := newClient(t, addr, kgo.ConsumeTopics("bizbazbuz"), kgo.FetchMaxWait(time.Second), kgo.KeepRetryableFetchErrors())
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	fs := cl.PollFetches(ctx)
+	cancel()
+	found := false
+	fs.EachError(func(_ string, _ int32, err error) {
+		if !errors.Is(err, kerr.UnknownTopicOrPartition) {
+			t.Errorf("consuming an unknown topic through %s: %v, want UNKNOWN_TOPIC_OR_PARTITION", addr, err)
+		}
+		found = found || errors.Is(err, kerr.UnknownTopicOrPartition)
+	})
+	if !found {
+		t.Errorf("consuming an unknown topic through %s: no UNKNOWN_TOPIC_OR_PARTITION", addr)
+	}
+}
+
 // In a 3-node cluster every node answers ListGroups and Metadata for an
 // unknown topic as a Kafka broker: the nodes that do not lead the metadata
-// list no group with code 0 and know no unknown topic, and kadm's
-// ListGroups (sent to every broker) lists a group with committed offsets.
+// list no group with code 0 and know no unknown topic (a franz-go consumer
+// seeded with one sees UNKNOWN_TOPIC_OR_PARTITION), and kadm's ListGroups
+// (sent to every broker) lists a group with committed offsets.
 func TestClusterEveryNodeAnswersLikeABroker(t *testing.T) {
 	addrs := startCluster(t)
 	var seeds []string
@@ -94,6 +118,12 @@ func TestClusterEveryNodeAnswersLikeABroker(t *testing.T) {
 		}
 		checkListsNoGroups(t, cl.Broker(int(b.NodeID)))
 		checkUnknownTopic(t, cl.Broker(int(b.NodeID)))
+	}
+	for _, b := range md.Brokers {
+		if b.NodeID != md.Controller {
+			checkConsumeUnknownTopic(t, fmt.Sprintf("%s:%d", b.Host, b.Port))
+			break
+		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
