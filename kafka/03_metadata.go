@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logd/logd/auth"
 )
 
 // clusterID is what Metadata and DescribeCluster report.
@@ -32,8 +34,13 @@ func handleMetadata(s *Server, r *request) func() kmsg.Response {
 			if err != nil {
 				s.log.Warn("kafka metadata: listing topics failed", "err", err)
 			}
+			created := false
 			for _, info := range infos {
+				created = created || info.Config.Name == offsetsTopic
 				resp.Topics = append(resp.Topics, metadataTopic(r, cv, info.Config.Name, info, nil))
+			}
+			if !created && s.core.Allowed(r.c.principal, auth.OpDescribe, auth.Topic(offsetsTopic)) {
+				resp.Topics = append(resp.Topics, offsetsTopicMetadata())
 			}
 			return resp
 		}
@@ -46,17 +53,38 @@ func handleMetadata(s *Server, r *request) func() kmsg.Response {
 				continue
 			}
 			info, err := s.core.TopicLayout(ctx, r.c.principal, *rt.Topic)
+			if _, denied := authorizationCode(err, auth.ResourceTopic); err != nil && !denied && *rt.Topic == offsetsTopic {
+				resp.Topics = append(resp.Topics, offsetsTopicMetadata())
+				continue
+			}
 			resp.Topics = append(resp.Topics, metadataTopic(r, cv, *rt.Topic, info, err))
 		}
 		return resp
 	}
 }
 
+// offsetsTopic is the name Kafka keeps committed offsets and groups under.
+// logd keeps them in its cluster metadata instead, so no such topic exists;
+// Metadata still lists it, as an internal topic without partitions, for
+// the clients and tools that look for it (franz-go's regex consumer skips
+// it by its internal flag, as Kafka's clients do): nothing can be produced
+// to or fetched from it. A topic a user created under that name is
+// answered as any other topic.
+const offsetsTopic = "__consumer_offsets"
+
+func offsetsTopicMetadata() kmsg.MetadataResponseTopic {
+	t := kmsg.NewMetadataResponseTopic()
+	t.Topic = kmsg.StringPtr(offsetsTopic)
+	t.IsInternal = true
+	t.Partitions = []kmsg.MetadataResponseTopicPartition{}
+	return t
+}
+
 func metadataTopic(r *request, cv clusterView, name string, info TopicInfo, err error) kmsg.MetadataResponseTopic {
 	t := kmsg.NewMetadataResponseTopic()
 	t.Topic = kmsg.StringPtr(name)
 	if err != nil {
-		t.ErrorCode = r.topicCode(err)
+		t.ErrorCode = metadataTopicCode(r, err)
 		return t
 	}
 	for _, p := range info.Partitions {
@@ -74,6 +102,22 @@ func metadataTopic(r *request, cv clusterView, name string, info TopicInfo, err 
 		t.Partitions = append(t.Partitions, mp)
 	}
 	return t
+}
+
+// metadataTopicCode is the code of a topic Metadata cannot describe. The
+// core answers *NotLeaderError for a topic this node's copy of the cluster
+// metadata does not hold (it names the metadata leader, for front-ends
+// that pass the lookup on): a Kafka broker answers from its own metadata,
+// so the topic is unknown here, UNKNOWN_TOPIC_OR_PARTITION as from every
+// broker, which clients retry while a new topic's creation reaches this
+// node. NOT_LEADER_OR_FOLLOWER would be about a partition the answer does
+// not name.
+func metadataTopicCode(r *request, err error) int16 {
+	var nl *NotLeaderError
+	if errors.As(err, &nl) {
+		return kerr.UnknownTopicOrPartition.Code
+	}
+	return r.topicCode(err)
 }
 
 // clusterView is the live nodes as Kafka brokers.

@@ -9,8 +9,13 @@ import (
 
 // handleFindCoordinator points every group at the node running the group
 // coordinator (this one on a single node, the metadata leader in a
-// cluster). Transaction coordinators do not exist: key type 1 gets
-// COORDINATOR_NOT_AVAILABLE.
+// cluster). Only group coordinators exist, and a client asking for another
+// kind must fail at once rather than retry a coordinator that will never
+// come: a transactional id (key type 1) gets
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as InitProducerId does, the one
+// answer on which both franz-go and librdkafka stop (librdkafka retries
+// every other code of a transaction coordinator lookup forever, franz-go
+// every retriable one); any other key type INVALID_REQUEST.
 func handleFindCoordinator(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
@@ -36,8 +41,12 @@ func (s *Server) findCoordinator(r *request, keyType int8) kmsg.FindCoordinatorR
 		c.ErrorCode, c.ErrorMessage = e.Code, kmsg.StringPtr(msg)
 		return c
 	}
-	if keyType != 0 {
-		return fail(kerr.CoordinatorNotAvailable, "logd does not support transactions")
+	switch keyType {
+	case 0:
+	case 1:
+		return fail(kerr.TransactionalIDAuthorizationFailed, "logd does not support transactions")
+	default:
+		return fail(kerr.InvalidRequest, "logd coordinates consumer groups only (key type 0)")
 	}
 	err := s.core.CoordinatesGroups()
 	if err == nil {

@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	"errors"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd/logd/groups"
@@ -9,7 +11,9 @@ import (
 // handleListGroups lists the coordinator's groups and the groups that only
 // have committed offsets (state Empty, protocol type "consumer"), those
 // the principal may describe, filtered by state (v4+) when the request
-// names states.
+// names states. As in Kafka, each broker lists the groups it coordinates:
+// a node that does not run the group coordinator lists none, without an
+// error (admin clients ask every broker and fail on any error).
 func handleListGroups(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
@@ -17,6 +21,10 @@ func handleListGroups(s *Server, r *request) func() kmsg.Response {
 		ctx, cancel := contextWithTimeout(r, 0)
 		list, err := s.core.ListMemberGroups(ctx, r.c.principal)
 		cancel()
+		var nc *NotCoordinatorError
+		if errors.As(err, &nc) {
+			return resp
+		}
 		if err != nil {
 			resp.ErrorCode = r.groupCode(err)
 			return resp

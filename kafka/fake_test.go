@@ -31,6 +31,11 @@ type fakeCore struct {
 	// described counts Topic calls (a describe with every leader's
 	// offsets), see Topic.
 	described atomic.Int32
+	// metaLeader, when set, makes the fake a node of a cluster that does
+	// not lead its metadata, as the real core answers there: Coordinator
+	// is *NotCoordinatorError and a topic it lacks *NotLeaderError, both
+	// naming metaLeader.
+	metaLeader *Node
 }
 
 type fakeTopic struct {
@@ -95,6 +100,9 @@ func (f *fakeCore) TopicLayout(_ context.Context, _ Principal, name string) (Top
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t, ok := f.topics[name]
+	if !ok && f.metaLeader != nil {
+		return TopicInfo{}, &NotLeaderError{What: "the cluster metadata", Leader: *f.metaLeader, Untouched: true}
+	}
 	if !ok {
 		return TopicInfo{}, fmt.Errorf("%w %q", ErrUnknownTopic, name)
 	}
@@ -282,14 +290,23 @@ func (f *fakeCore) FetchOffsets(_ context.Context, _ Principal, group string, to
 // The groups: the fake's coordinator, every call allowed (aclCore
 // refuses).
 func (f *fakeCore) GroupMember(_ context.Context, _ Principal, group string) (GroupMember, error) {
+	if err := f.CoordinatesGroups(); err != nil {
+		return nil, err
+	}
 	return fakeMember{f.coord, group}, nil
 }
 
 func (f *fakeCore) DescribeGroup(_ context.Context, _ Principal, group string) (groups.GroupDescription, error) {
+	if err := f.CoordinatesGroups(); err != nil {
+		return groups.GroupDescription{}, err
+	}
 	return f.coord.Describe(group)
 }
 
 func (f *fakeCore) ListMemberGroups(ctx context.Context, p Principal) ([]GroupListing, error) {
+	if err := f.CoordinatesGroups(); err != nil {
+		return nil, err
+	}
 	held, err := f.coord.List()
 	if err != nil {
 		return nil, err
@@ -309,7 +326,14 @@ func (f *fakeCore) ListMemberGroups(ctx context.Context, p Principal) ([]GroupLi
 	return out, nil
 }
 
-func (f *fakeCore) CoordinatesGroups() error { return nil }
+// CoordinatesGroups: a fake with metaLeader set is a node that does not
+// run the group coordinator.
+func (f *fakeCore) CoordinatesGroups() error {
+	if f.metaLeader != nil {
+		return &NotCoordinatorError{Leader: *f.metaLeader}
+	}
+	return nil
+}
 
 type fakeMember struct {
 	c     *groups.Coordinator
