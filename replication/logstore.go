@@ -248,21 +248,26 @@ func (s *LogStore) claim(ls []*raft.Log, es []log.Entry) ([]*startedEntry, error
 
 // awaitStored registers b (an Apply's command) and returns the channel
 // that receives its offsets once the leader's log has stored it durably.
-// cancel must be called when the append ends otherwise.
-func (s *LogStore) awaitStored(b []byte) (ch <-chan storedResult, cancel func()) {
+// forgetStored must be called once the append has ended.
+func (s *LogStore) awaitStored(b []byte) chan storedResult {
 	c := make(chan storedResult, 1)
-	key := &b[0]
 	s.waitMu.Lock()
 	if s.stored == nil {
 		s.stored = map[*byte]chan storedResult{}
 	}
-	s.stored[key] = c
+	s.stored[&b[0]] = c
 	s.waitMu.Unlock()
-	return c, func() {
-		s.waitMu.Lock()
-		delete(s.stored, key)
-		s.waitMu.Unlock()
+	return c
+}
+
+// forgetStored drops awaitStored's registration of b, c, if it was not
+// answered.
+func (s *LogStore) forgetStored(b []byte, c chan storedResult) {
+	s.waitMu.Lock()
+	if s.stored[&b[0]] == c {
+		delete(s.stored, &b[0])
 	}
+	s.waitMu.Unlock()
 }
 
 func (s *LogStore) notifyStored(ls []*raft.Log, err error) {

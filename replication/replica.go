@@ -360,9 +360,10 @@ func (p *Replica) Start(c batch.Checked, leaderOnly bool, after *Write) (*Write,
 	}
 	p.sleep.starts.Add(1)
 	w.entry = p.store.startEntry(c, prev)
-	cancel := func() {}
+	var stored chan storedResult
 	if leaderOnly {
-		w.stored, cancel = p.store.awaitStored(b)
+		stored = p.store.awaitStored(b)
+		w.stored = stored
 	}
 	in := p.inst()
 	f := in.Apply(b, 0)
@@ -370,7 +371,9 @@ func (p *Replica) Start(c batch.Checked, leaderOnly bool, after *Write) (*Write,
 	in.watch(f, func(err error) {
 		w.res, w.err = p.applied(f, err)
 		close(w.done)
-		cancel()
+		if stored != nil {
+			p.store.forgetStored(b, stored)
+		}
 		w.entry.settle()
 	})
 	return w, nil
