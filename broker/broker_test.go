@@ -104,7 +104,7 @@ func TestStartProducePipelines(t *testing.T) {
 	b := open(t)
 	ctx := context.Background()
 	createTopic(t, b, "t", 1)
-	var waits []func() (broker.ProduceResult, error)
+	var waits []broker.ProduceFuture
 	for range 3 {
 		w, err := b.StartProduce(ctx, broker.ProduceRequest{Topic: "t", Batch: records("a", "b")})
 		if err != nil {
@@ -113,7 +113,7 @@ func TestStartProducePipelines(t *testing.T) {
 		waits = append(waits, w)
 	}
 	for i := len(waits) - 1; i >= 0; i-- {
-		res, err := waits[i]()
+		res, err := waits[i].Wait()
 		if err != nil || res.BaseOffset != int64(2*i) || res.LastOffset != int64(2*i+1) {
 			t.Fatalf("write %d: %+v %v", i, res, err)
 		}

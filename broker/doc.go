@@ -49,6 +49,49 @@
 //     budget once read), so that no client that is slow to read can keep
 //     the node's other reads waiting.
 //
+// # The produce pipeline
+//
+// A produced batch goes through these stages, in this order, each once.
+// A stage hands the next what it proved, so nothing is checked twice on
+// the way in: the batch's CRC is computed once on a single node and on a
+// cluster leader, and once on each follower (reads from disk, a fetch's or
+// Raft's sending entries to a follower, verify what they read).
+//
+//  1. Admit (StartProduce): authorize the principal to write the topic,
+//     enter (the request counts until answered; Close waits for it), find
+//     the partition, refuse the produce when the disk is full.
+//  2. Check (CheckBatch): the size, then batch.Validate: one whole v2
+//     batch, CRC-32C, attributes, producer fields and every record
+//     (decompressed once when compressed). It returns a batch.Checked,
+//     the only proof the stages below accept.
+//  3. Sequence (partition.StartAppend, StartAppendVia): under the
+//     producer's lock, an idempotent producer's batch is checked against
+//     the batches it appended and those still pending: a retry of a
+//     pending batch waits for the original, a remembered one is answered
+//     with its offsets, a gap or a fenced epoch is refused. Otherwise the
+//     batch becomes pending, behind the producer's earlier ones.
+//  4. Start, in the partition's order. Single node: log.AppendStart
+//     writes the batch under the log's lock. Cluster: the leader, once
+//     replication.Replica.Leading has proved its term with every earlier
+//     entry applied, hands the batch to Raft (Replica.Start); Raft's log
+//     store takes the batch.Checked it was started with, and a follower's
+//     checks the bytes it receives (batch.CheckFrame). In both, the log
+//     alone assigns the offsets and the leader epoch (0, or the Raft
+//     term), in place, and checks that the Raft index follows on.
+//  5. Durable: the fsync (group commit: the batches written meanwhile
+//     share it); in a cluster, with acks=all, a quorum's, then applied
+//     here (the high watermark moves, the producer's state records the
+//     batch on every replica), with acks=leader, the leader's own.
+//  6. Answer (ProduceFuture.Wait): the offsets, or a retry's original
+//     ones; the metrics are counted and the request leaves.
+//
+// StartProduce runs stages 1 to 4 and returns the ProduceFuture: a
+// front-end that pipelines (the gRPC stream's lanes, the Kafka listener)
+// starts a partition's requests in arrival order and waits for them in
+// parallel, so a producer's next batches are written while the earlier
+// ones wait for their fsync or quorum. Produce is StartProduce and Wait,
+// waiting first for a sleeping partition to wake.
+//
 // Lifecycle: Open (recovery; the front-ends' listeners may not exist
 // yet), Ready with the addresses the front-ends advertise (the disk guard
 // and, in a cluster, registration and the control loops start), Shutdown

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/logd/logd/auth"
@@ -71,23 +72,23 @@ const (
 // the group it had woken awake for nothing, and a burst of retries
 // refused by the wake bound costs the nodes more than the wakes.
 func (b *Broker) Produce(ctx context.Context, r ProduceRequest) (ProduceResult, error) {
-	wait, err := b.startWaking(ctx, r)
+	f, err := b.startWaking(ctx, r)
 	if err != nil {
 		return ProduceResult{}, err
 	}
-	return wait()
+	return f.Wait()
 }
 
 // startWaking is StartProduce, waiting for r's sleeping partition to wake
 // (Produce).
-func (b *Broker) startWaking(ctx context.Context, r ProduceRequest) (func() (ProduceResult, error), error) {
+func (b *Broker) startWaking(ctx context.Context, r ProduceRequest) (ProduceFuture, error) {
 	deferUntil := time.Now().Add(deferWait)
 	retry := deferRetry
 	for {
-		wait, err := b.StartProduce(ctx, r)
+		f, err := b.StartProduce(ctx, r)
 		nl := (*cluster.NotLeaderError)(nil)
 		if !errors.As(err, &nl) || !(nl.Woke || nl.Deferred && time.Now().Before(deferUntil)) {
-			return wait, err
+			return f, err
 		}
 		p, perr := b.producePartition(ctx, r)
 		if perr != nil {
@@ -108,11 +109,25 @@ func (b *Broker) startWaking(ctx context.Context, r ProduceRequest) (func() (Pro
 	}
 }
 
+// ProduceFuture is a produce under way (StartProduce), as hashicorp/raft's
+// futures are a Raft operation under way: its batch was checked and
+// started, in order with the partition's earlier writes, and Wait answers
+// it.
+type ProduceFuture interface {
+	// Wait blocks until the batch is answered per its acks (or the
+	// request's context ends) and returns where it was stored. It may be
+	// called more than once, from any goroutine: every call returns the
+	// same answer.
+	Wait() (ProduceResult, error)
+}
+
 // StartProduce checks r and starts its write, in order with the
-// partition's earlier writes, and returns what waits for its result
-// (called exactly once). Pipelining front-ends call it in arrival order
-// and wait later: a producer's next batches start while this one waits.
-func (b *Broker) StartProduce(ctx context.Context, r ProduceRequest) (wait func() (ProduceResult, error), err error) {
+// partition's earlier writes, and returns the future that waits for its
+// result. Pipelining front-ends call it in arrival order and wait later:
+// a producer's next batches start while this one waits. The request
+// counts as under way (Close waits for it) until its Wait returned, which
+// every caller must call.
+func (b *Broker) StartProduce(ctx context.Context, r ProduceRequest) (ProduceFuture, error) {
 	start := time.Now()
 	if err := b.Authorize(ctx, r.Principal, auth.OpWrite, auth.Topic(r.Topic)); err != nil {
 		return nil, err
@@ -121,22 +136,56 @@ func (b *Broker) StartProduce(ctx context.Context, r ProduceRequest) (wait func(
 		return nil, err
 	}
 	p, err := b.producePartition(ctx, r)
-	var appended func() (ProduceResult, error)
+	var f *produceFuture
 	if err == nil {
-		appended, err = b.startAppend(ctx, p, r.Batch, r.Acks)
+		f, err = b.startAppend(ctx, p, r.Batch, r.Acks)
 	}
 	if err != nil {
 		b.leave()
 		return nil, err
 	}
-	return func() (ProduceResult, error) {
-		defer b.leave()
-		res, err := appended()
-		if err == nil {
-			b.m.produceLatency.Observe(time.Since(start).Seconds())
+	f.start = start
+	return f, nil
+}
+
+// produceFuture is the ProduceFuture of a batch started on a partition.
+type produceFuture struct {
+	b     *Broker
+	ctx   context.Context
+	p     *partition.Partition
+	info  batch.Info
+	size  int
+	start time.Time
+	// a is the append under way, nil when it could not start (err).
+	a   *partition.Appending
+	err error
+	// raftErr, when set, maps the append's error (the replicated path).
+	raftErr func(error) error
+
+	once sync.Once
+	res  ProduceResult
+}
+
+func (f *produceFuture) Wait() (ProduceResult, error) {
+	f.once.Do(f.wait)
+	return f.res, f.err
+}
+
+// wait answers the produce, once, and ends the request (leave).
+func (f *produceFuture) wait() {
+	defer f.b.leave()
+	var res partition.AppendResult
+	err := f.err
+	if f.a != nil {
+		res, err = f.a.Wait(f.ctx)
+		if f.raftErr != nil {
+			err = f.raftErr(err)
 		}
-		return res, err
-	}, nil
+	}
+	f.res, f.err = f.b.appended(f.p, f.size, f.info, res, err)
+	if f.err == nil {
+		f.b.m.produceLatency.Observe(time.Since(f.start).Seconds())
+	}
 }
 
 // producePartition finds the partition a produce goes to, and refuses it
@@ -179,20 +228,22 @@ func (b *Broker) PartitionCount(ctx context.Context, p Principal, topic string) 
 
 // CheckBatch checks a batch as produce does: its size, then that it is
 // one whole, well-formed v2 batch with a valid CRC, whose records (once
-// decompressed, if compressed) are well-formed.
-func (b *Broker) CheckBatch(data []byte) (batch.Info, error) {
+// decompressed, if compressed) are well-formed. It is the one check of a
+// produced batch on this node: what it returns goes down to the log (or
+// through Raft) as it is, never checked again.
+func (b *Broker) CheckBatch(data []byte) (batch.Checked, error) {
 	if len(data) > b.cfg.MaxBatchBytes {
-		return batch.Info{}, kind.Errorf(ErrBatchTooLarge,
+		return batch.Checked{}, kind.Errorf(ErrBatchTooLarge,
 			"produce: batch of %d bytes is over the %d-byte limit: send smaller batches", len(data), b.cfg.MaxBatchBytes)
 	}
-	info, err := batch.Validate(data)
+	c, err := batch.Validate(data)
 	switch {
 	case errors.Is(err, batch.ErrUnsupported):
-		return info, kind.Errorf(ErrInvalidBatch, "produce: %v", err)
+		return c, kind.Errorf(ErrInvalidBatch, "produce: %v", err)
 	case err != nil:
-		return info, kind.Errorf(ErrInvalidBatch, "produce: malformed record batch (%v): send exactly one Kafka v2 record batch (magic 2, CRC-32C, records with offset deltas 0, 1, 2...)", err)
+		return c, kind.Errorf(ErrInvalidBatch, "produce: malformed record batch (%v): send exactly one Kafka v2 record batch (magic 2, CRC-32C, records with offset deltas 0, 1, 2...)", err)
 	}
-	return info, nil
+	return c, nil
 }
 
 // MaxBatchBytes is the largest batch a produce accepts.
@@ -200,24 +251,18 @@ func (b *Broker) MaxBatchBytes() int { return b.cfg.MaxBatchBytes }
 
 // startAppend checks a batch and starts its append: to the log on a
 // single node, through the partition's Raft group in a cluster.
-func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, data []byte, acks Acks) (func() (ProduceResult, error), error) {
-	info, err := b.CheckBatch(data)
+func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, data []byte, acks Acks) (*produceFuture, error) {
+	c, err := b.CheckBatch(data)
 	if err != nil {
 		return nil, err
 	}
-	n := len(data)
+	f := &produceFuture{b: b, ctx: ctx, p: p, info: c.Info(), size: len(data)}
 	rp, clustered := b.plane.(*raftPlane)
 	if !clustered {
 		// Written in order now; the wait joins the fsync, which the
 		// producer's next batches, started meanwhile, share.
-		wait, err := p.StartAppend(data, info)
-		return func() (ProduceResult, error) {
-			if err != nil {
-				return b.appended(p, n, info, partition.AppendResult{}, err)
-			}
-			res, err := wait(ctx)
-			return b.appended(p, n, info, res, err)
-		}, nil
+		f.a, f.err = p.StartAppend(c)
+		return f, nil
 	}
 	r, err := rp.cl.Replica(ctx, p)
 	if err != nil {
@@ -229,9 +274,9 @@ func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, data [
 	if err != nil {
 		return nil, rp.cl.RaftError(err)
 	}
-	wait, err := p.StartAppendVia(data, info, lead, func(data []byte, after partition.Write) (partition.Write, error) {
+	f.a, err = p.StartAppendVia(c, lead, func(c batch.Checked, after partition.Write) (partition.Write, error) {
 		prev, _ := after.(*replication.Write)
-		w, err := r.Start(data, acks == AcksLeader, prev)
+		w, err := r.Start(c, acks == AcksLeader, prev)
 		if err != nil {
 			return nil, err // not w: a nil *Write in a Write is not nil
 		}
@@ -240,10 +285,8 @@ func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, data [
 	if err != nil {
 		return nil, rp.cl.RaftError(err)
 	}
-	return func() (ProduceResult, error) {
-		res, err := wait(ctx)
-		return b.appended(p, n, info, res, rp.cl.RaftError(err))
-	}, nil
+	f.raftErr = rp.cl.RaftError
+	return f, nil
 }
 
 // appended answers an append and counts it.

@@ -25,7 +25,7 @@ func handleProduce(s *Server, r *request) func() kmsg.Response {
 	ctx, cancel := context.WithTimeout(r.ctx, requestTimeout(req.TimeoutMillis))
 	type started struct {
 		p     *kmsg.ProduceResponseTopicPartition
-		wait  func() (ProduceResult, error)
+		f     ProduceFuture
 		batch []byte
 	}
 	var waits []started
@@ -42,7 +42,7 @@ func handleProduce(s *Server, r *request) func() kmsg.Response {
 				p.ErrorCode = ackErr.Code
 				continue
 			}
-			wait, err := s.core.StartProduce(ctx, ProduceRequest{
+			f, err := s.core.StartProduce(ctx, ProduceRequest{
 				Principal: r.c.principal, Topic: rt.Topic, Partition: rp.Partition,
 				Batch: rp.Records, Acks: acks,
 			})
@@ -50,14 +50,14 @@ func handleProduce(s *Server, r *request) func() kmsg.Response {
 				setProduceError(r, p, err, rp.Records)
 				continue
 			}
-			waits = append(waits, started{p, wait, rp.Records})
+			waits = append(waits, started{p, f, rp.Records})
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
 	return func() kmsg.Response {
 		defer cancel()
 		for _, w := range waits {
-			res, err := w.wait()
+			res, err := w.f.Wait()
 			if err != nil {
 				setProduceError(r, w.p, err, w.batch)
 				continue

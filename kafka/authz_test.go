@@ -68,7 +68,7 @@ func (c aclCore) DeleteTopic(ctx context.Context, p Principal, name string) erro
 	return c.fakeCore.DeleteTopic(ctx, p, name)
 }
 
-func (c aclCore) StartProduce(ctx context.Context, r ProduceRequest) (func() (ProduceResult, error), error) {
+func (c aclCore) StartProduce(ctx context.Context, r ProduceRequest) (ProduceFuture, error) {
 	if err := c.check(r.Principal, auth.OpWrite, auth.Topic(r.Topic)); err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ type Core interface {
 	TopicConfigs(ctx context.Context, p Principal) ([]partition.TopicConfig, error)
 	AlterTopic(ctx context.Context, p Principal, name string, ch partition.ConfigChange) (partition.TopicConfig, error)
 	AddPartitions(ctx context.Context, p Principal, topic string, count int32) (partition.TopicConfig, error)
-	StartProduce(ctx context.Context, r ProduceRequest) (wait func() (ProduceResult, error), err error)
+	StartProduce(ctx context.Context, r ProduceRequest) (ProduceFuture, error)
 	NewProducerID(ctx context.Context) (id int64, epoch int16, err error)
 	Fetch(ctx context.Context, r FetchRequest) (FetchResult, error)
 	ListOffset(ctx context.Context, p Principal, topic string, partition int32, spec int64) (offset, timestampMs int64, err error)
@@ -66,6 +66,7 @@ type (
 	TopicInfo           = broker.TopicInfo
 	ProduceRequest      = broker.ProduceRequest
 	ProduceResult       = broker.ProduceResult
+	ProduceFuture       = broker.ProduceFuture
 	FetchPartition      = broker.FetchPartition
 	FetchRequest        = broker.FetchRequest
 	FetchedPartition    = broker.FetchedPartition

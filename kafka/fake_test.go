@@ -149,7 +149,12 @@ func (f *fakeCore) DeleteTopic(_ context.Context, _ Principal, name string) erro
 	return nil
 }
 
-func (f *fakeCore) StartProduce(_ context.Context, r ProduceRequest) (func() (ProduceResult, error), error) {
+// produced is a ProduceFuture answered already.
+type produced ProduceResult
+
+func (p produced) Wait() (ProduceResult, error) { return ProduceResult(p), nil }
+
+func (f *fakeCore) StartProduce(_ context.Context, r ProduceRequest) (ProduceFuture, error) {
 	if f.produce != nil {
 		if err := f.produce(r); err != nil {
 			return nil, err
@@ -178,7 +183,7 @@ func (f *fakeCore) StartProduce(_ context.Context, r ProduceRequest) (func() (Pr
 	t.parts[r.Partition] = append(p, fakeBatch{base: base, next: base + int64(info.LastOffsetDelta) + 1, data: data})
 	close(f.changed)
 	f.changed = make(chan struct{})
-	return func() (ProduceResult, error) { return ProduceResult{BaseOffset: base, AppendTimeMs: -1}, nil }, nil
+	return produced{BaseOffset: base, AppendTimeMs: -1}, nil
 }
 
 func (f *fakeCore) NewProducerID(context.Context) (int64, int16, error) {

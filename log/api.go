@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/logd/logd/internal/batch"
 )
 
 // Sentinel errors. Errors returned by this package wrap one of them with
@@ -145,5 +147,10 @@ type Entry struct {
 	Index uint64
 	Term  uint64
 	Kind  EntryKind
-	Data  []byte
+	// Data is the entry's bytes: a read fills it for every kind; an
+	// append reads it for the kinds that are not KindBatch.
+	Data []byte
+	// Batch is a KindBatch entry's batch on append (AppendEntries), checked
+	// by the caller; a read leaves it empty.
+	Batch batch.Checked
 }

@@ -13,38 +13,45 @@ import (
 var errTruncated = errors.New("log: truncated while the append waited for fsync")
 
 // Append stores one batch as the next Raft-less entry and returns its header
-// with the assigned offsets, once durable per the fsync policy. b is
-// modified in place (base offset, leader epoch) and not retained. The entry
-// gets the next Raft index (LastIndex()+1, or the first index the empty
-// log was truncated to) and term 0. It is AppendStart, then its wait.
+// with the assigned offsets, once durable per the fsync policy. It checks
+// the batch's frame (batch.CheckFrame) first: it is for batches that no
+// layer above checked (tools, tests); a produce checks its batch once and
+// calls AppendStart. b is modified in place (base offset, leader epoch) and
+// not retained.
 func (l *Log) Append(b []byte) (batch.Info, error) {
-	info, wait, err := l.AppendStart(b)
+	c, err := batch.CheckFrame(b)
+	if err != nil {
+		return batch.Info{}, fmt.Errorf("%w: %v", ErrInvalidBatch, err)
+	}
+	info, w, err := l.AppendStart(c)
 	if err != nil {
 		return info, err
 	}
-	return info, wait()
+	return info, w.Wait()
 }
 
-// AppendStart is Append up to the write: b gets its offsets and is written
-// in order, under the log's lock, before AppendStart returns (b is not
-// retained); wait returns once it is durable per the fsync policy, with
-// Append's errors (a failed fsync, a truncation that may have cut it, a
-// close before it was synced). Nothing may be acknowledged before wait
-// returned nil. Readers see the batch only once the high watermark covers
-// it: with FsyncAlways, once synced.
+// AppendStart stores one checked batch as the next Raft-less entry, up to
+// the write: it gets the next offsets and leader epoch 0, rewritten in
+// place in c's bytes, and the next Raft index (LastIndex()+1, or the first
+// index the empty log was truncated to) with term 0, and is written in
+// order, under the log's lock, before AppendStart returns (its bytes are
+// not retained). The batch is not checked again: c proves it.
 //
-// wait may be called from any goroutine, more than once, late: the waits
-// of batches written meanwhile share fsyncs (group commit), so an appender
-// can write its next batch while the previous one's fsync runs.
-func (l *Log) AppendStart(b []byte) (info batch.Info, wait func() error, err error) {
-	info, err = checkBatch(b)
-	if err != nil {
-		return info, nil, err
+// The Written it returns waits until the batch is durable per the fsync
+// policy, with Append's errors (a failed fsync, a truncation that may have
+// cut it, a close before it was synced). Nothing may be acknowledged
+// before its Wait returned nil. Readers see the batch only once the high
+// watermark covers it: with FsyncAlways, once synced.
+func (l *Log) AppendStart(c batch.Checked) (batch.Info, Written, error) {
+	b := c.Bytes()
+	info := c.Info()
+	if err := checkSize(b); err != nil {
+		return info, Written{}, err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.prepareLocked(l.active.nextIndex()); err != nil {
-		return info, nil, err
+		return info, Written{}, err
 	}
 	info.BaseOffset = l.active.next
 	info.LeaderEpoch = 0
@@ -53,56 +60,72 @@ func (l *Log) AppendStart(b []byte) (info batch.Info, wait func() error, err err
 	e := entryInfo{typ: entryBatch, size: len(b), baseOffset: info.BaseOffset, nextOffset: info.NextOffset(), maxTS: info.MaxTimestamp}
 	seq, err := l.writeLocked(b, []entryInfo{e})
 	if err != nil {
-		return info, nil, err
+		return info, Written{}, err
 	}
-	gen := l.wroteLocked()
-	return info, func() error {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return l.waitDurableLocked(seq, gen)
-	}, nil
+	return info, Written{l: l, seq: seq, gen: l.wroteLocked()}, nil
 }
 
-// checkBatch verifies a batch given to the log: batch.CheckFrame (one
-// whole batch, CRC right, at least one record) and the entry size. Only the
-// frame: the records were validated where the batch came in (batch.Validate
-// at produce and before Raft), and walking them again on every entry of
-// every replica would double the cost of an append.
-func checkBatch(b []byte) (batch.Info, error) {
-	info, err := batch.CheckFrame(b)
-	if err != nil {
-		return info, fmt.Errorf("%w: %v", ErrInvalidBatch, err)
+// Written is a batch AppendStart wrote, maybe not durable yet.
+type Written struct {
+	l        *Log
+	seq, gen uint64
+}
+
+// Wait returns once the batch is durable per the fsync policy, or with
+// why it may not be. It may be called from any goroutine, more than once,
+// late: the waits of batches written meanwhile share fsyncs (group
+// commit), so an appender can write its next batch while the previous
+// one's fsync runs.
+func (w Written) Wait() error {
+	if w.l == nil {
+		return fmt.Errorf("%w: not written", ErrInvalidBatch)
+	}
+	w.l.mu.Lock()
+	defer w.l.mu.Unlock()
+	return w.l.waitDurableLocked(w.seq, w.gen)
+}
+
+// checkSize refuses what the log cannot store as a batch entry: no batch
+// (the zero batch.Checked), or one larger than an entry may be. The frame
+// and CRC were checked by whoever made the batch.Checked.
+func checkSize(b []byte) error {
+	if len(b) == 0 {
+		return fmt.Errorf("%w: no batch", ErrInvalidBatch)
 	}
 	if len(b) > maxEntrySize {
-		return info, fmt.Errorf("%w: %d bytes, more than the %d a log entry may hold", ErrInvalidBatch, len(b), maxEntrySize)
+		return fmt.Errorf("%w: %d bytes, more than the %d a log entry may hold", ErrInvalidBatch, len(b), maxEntrySize)
 	}
-	return info, nil
+	return nil
 }
 
 // AppendEntries stores Raft entries, durable on return. The first index
-// must follow LastIndex, or be any index when the log holds no entry.
-// Batch entries' data is copied, with the base offset and leader epoch
-// (the term, which must fit in 31 bits) rewritten.
+// must follow LastIndex, or be any index when the log holds no entry. A
+// batch entry's bytes are its Batch (checked by the caller, and not
+// again; its Data is not read): they get the next offsets and the term as
+// leader epoch (it must fit in 31 bits), rewritten in place, so that the
+// caller's copy carries the offsets the log assigned, and are copied.
+//
+// The log is the one layer that assigns offsets and checks that indexes
+// follow on: it holds the next offset and the next index under the lock
+// that orders every write, so no caller can race it, and a Raft-less
+// append (AppendStart) and a Raft one get both from the same place.
 func (l *Log) AppendEntries(es []Entry) error {
 	if len(es) == 0 {
 		return nil
 	}
-	infos := make([]batch.Info, len(es))
 	size := 0
 	for i, e := range es {
 		if i > 0 && e.Index != es[i-1].Index+1 {
 			return fmt.Errorf("log: append entries: index %d follows %d", e.Index, es[i-1].Index)
 		}
 		if e.Kind == KindBatch {
-			info, err := checkBatch(e.Data)
-			if err != nil {
+			if err := checkSize(e.Batch.Bytes()); err != nil {
 				return fmt.Errorf("log: append entry %d: %w", e.Index, err)
 			}
 			if e.Term > math.MaxInt32 {
 				return fmt.Errorf("log: append entry %d: term %d does not fit a batch's leader epoch", e.Index, e.Term)
 			}
-			infos[i] = info
-			size += len(e.Data)
+			size += len(e.Batch.Bytes())
 		} else {
 			if raftHeaderSize+len(e.Data) > maxEntrySize {
 				return fmt.Errorf("log: append entry %d: %d bytes, more than the %d a log entry may hold", e.Index, len(e.Data), maxEntrySize)
@@ -124,12 +147,12 @@ func (l *Log) AppendEntries(es []Entry) error {
 	for i, e := range es {
 		start := len(buf)
 		if e.Kind == KindBatch {
-			buf = append(buf, e.Data...)
-			b := buf[start:]
+			b, info := e.Batch.Bytes(), e.Batch.Info()
 			batch.SetBaseOffset(b, next)
 			batch.SetLeaderEpoch(b, int32(e.Term))
-			infos[i].BaseOffset = next
-			meta[i] = entryInfo{typ: entryBatch, baseOffset: next, nextOffset: infos[i].NextOffset(), maxTS: infos[i].MaxTimestamp}
+			buf = append(buf, b...)
+			info.BaseOffset = next
+			meta[i] = entryInfo{typ: entryBatch, baseOffset: next, nextOffset: info.NextOffset(), maxTS: info.MaxTimestamp}
 		} else {
 			buf = appendRaftEntry(buf, next, e.Kind, e.Term, e.Data)
 			meta[i] = entryInfo{typ: entryRaft, baseOffset: next, nextOffset: next}

@@ -54,7 +54,7 @@ func (g *syncGate) letOne() { g.release <- struct{}{} }
 func (g *syncGate) letAll() { g.once.Do(func() { close(g.open) }) }
 func mustStart(t *testing.T, l *Log, b []byte) func() error {
 	t.Helper()
-	_, wait, err := l.AppendStart(b)
+	_, wait, err := appendStart(l, b)
 	if err != nil {
 		t.Fatalf("append start: %v", err)
 	}
@@ -88,17 +88,17 @@ func TestAppendStartPipelines(t *testing.T) {
 	g := gateSyncs(fs)
 	defer g.letAll()
 
-	info1, wait1, err := l.AppendStart(testBatch(2, 0, 10))
+	info1, wait1, err := appendStart(l, testBatch(2, 0, 10))
 	if err != nil {
 		t.Fatal(err)
 	}
 	g.next(t) // the syncer runs the first fsync without anyone waiting
 	done1 := waitReturns(wait1)
-	info2, wait2, err := l.AppendStart(testBatch(3, 0, 10)) // during that fsync
+	info2, wait2, err := appendStart(l, testBatch(3, 0, 10)) // during that fsync
 	if err != nil {
 		t.Fatal(err)
 	}
-	info3, wait3, err := l.AppendStart(testBatch(1, 0, 10))
+	info3, wait3, err := appendStart(l, testBatch(1, 0, 10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestAppendStartFsyncFailure(t *testing.T) {
 	if err := wait2(); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("wait of the batch written during the failed fsync: %v", err)
 	}
-	if _, _, err := l.AppendStart(testBatch(1, 0, 10)); !errors.Is(err, syscall.EIO) {
+	if _, _, err := appendStart(l, testBatch(1, 0, 10)); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("append start after a failed fsync: %v", err)
 	}
 	if hw := l.HighWatermark(); hw != 1 {
@@ -229,7 +229,7 @@ func TestAppendStartClose(t *testing.T) {
 	if err := wait2(); err != nil {
 		t.Fatalf("wait after close of a batch close synced: %v", err)
 	}
-	if _, _, err := l.AppendStart(testBatch(1, 0, 10)); !errors.Is(err, ErrClosed) {
+	if _, _, err := appendStart(l, testBatch(1, 0, 10)); !errors.Is(err, ErrClosed) {
 		t.Fatalf("append start after close: %v", err)
 	}
 	l = mustOpen(t, fs.crash(), Options{})
@@ -295,7 +295,7 @@ func TestCrashLosesNoAcknowledgedPipelinedAppend(t *testing.T) {
 					mu.Unlock()
 					window = window[1:]
 				}
-				info, wait, err := l.AppendStart(testBatch(1, 0, 20))
+				info, wait, err := appendStart(l, testBatch(1, 0, 20))
 				if err != nil {
 					return
 				}

@@ -78,7 +78,7 @@ func mixedLog(t testing.TB, rng *rand.Rand, fs *faultFS, entries int) (*Log, Opt
 		} else {
 			e.Data = testBatch(1+rng.IntN(40), int64(i), rng.IntN(300))
 		}
-		if err := l.AppendEntries([]Entry{e}); err != nil {
+		if err := l.AppendEntries(frames([]Entry{e})); err != nil {
 			t.Fatal(err)
 		}
 	}

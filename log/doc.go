@@ -72,6 +72,14 @@
 // no entry (new, or truncated to nothing) accepts any first index; its
 // active segment's header is rewritten to carry it.
 //
+// The log is the one layer that assigns a batch's offsets and leader epoch
+// and checks that indexes follow on, under the lock that orders every
+// write. It computes no batch CRC on append: AppendStart and AppendEntries
+// take a batch.Checked, the proof that the caller checked the batch once
+// (batch.Validate on produce, batch.CheckFrame on a follower); only Append,
+// for batches no caller checked, checks the frame itself. Reads verify
+// every entry they read.
+//
 // A segment is only rolled once it owns at least one offset, so two segments
 // never share a base offset (a name).
 //

@@ -16,7 +16,7 @@ func TestEpochEnd(t *testing.T) {
 	}
 	idx := uint64(1)
 	for _, r := range []run{{2, 5}, {5, 7}, {9, 4}, {12, 1}} { // the last: a configuration entry only
-		if err := l.AppendEntries(raftEntries(idx, r.n, r.term)); err != nil {
+		if err := l.AppendEntries(frames(raftEntries(idx, r.n, r.term))); err != nil {
 			t.Fatal(err)
 		}
 		idx += uint64(r.n)

@@ -13,7 +13,7 @@ func fuzzBase(tb testing.TB) (*faultFS, []byte, int64) {
 	fs := newFaultFS()
 	l := mustOpen(tb, fs, Options{Fsync: FsyncPolicy{Mode: FsyncNever}})
 	mustAppend(tb, l, testBatch(2, 10, 5))
-	if err := l.AppendEntries([]Entry{{Index: 2, Term: 1, Kind: 3, Data: []byte("conf")}}); err != nil {
+	if err := l.AppendEntries(frames([]Entry{{Index: 2, Term: 1, Kind: 3, Data: []byte("conf")}})); err != nil {
 		tb.Fatal(err)
 	}
 	mustAppend(tb, l, testBatch(3, 20, 5))

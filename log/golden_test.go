@@ -19,10 +19,10 @@ func TestGoldenFormat(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0).UTC()
 	l := mustOpen(t, fs, Options{Now: func() time.Time { return now }, IndexIntervalBytes: 64})
 	mustAppend(t, l, testBatch(2, 1_700_000_000_000, 8))
-	if err := l.AppendEntries([]Entry{{Index: 2, Term: 4, Kind: 1, Data: []byte("raft configuration")}}); err != nil {
+	if err := l.AppendEntries(frames([]Entry{{Index: 2, Term: 4, Kind: 1, Data: []byte("raft configuration")}})); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.AppendEntries([]Entry{{Index: 3, Term: 4, Kind: KindBatch, Data: testBatch(1, 1_700_000_000_500, 8)}}); err != nil {
+	if err := l.AppendEntries(frames([]Entry{{Index: 3, Term: 4, Kind: KindBatch, Data: testBatch(1, 1_700_000_000_500, 8)}})); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Roll(); err != nil {

@@ -91,3 +91,23 @@ func wantErrIs(t testing.TB, err, target error) {
 		t.Fatalf("error %v, want %v", err, target)
 	}
 }
+
+// frames gives es's batch entries their Batch, checked from Data
+// (batch.CheckFrame), as the replication log store does; one that fails
+// the check keeps none, and AppendEntries refuses it.
+func frames(es []Entry) []Entry {
+	for i := range es {
+		if es[i].Kind == KindBatch {
+			es[i].Batch, _ = batch.CheckFrame(es[i].Data)
+		}
+	}
+	return es
+}
+
+// appendStart is AppendStart of b, checked (batch.CheckFrame) first; a
+// batch that fails the check is handed over as the zero batch.Checked.
+func appendStart(l *Log, b []byte) (batch.Info, func() error, error) {
+	c, _ := batch.CheckFrame(b)
+	info, w, err := l.AppendStart(c)
+	return info, w.Wait, err
+}

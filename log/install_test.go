@@ -21,7 +21,7 @@ func leaderLog(t *testing.T) (*faultFS, *Log, []Entry) {
 	l := mustOpen(t, fs, Options{SegmentBytes: 400, IndexIntervalBytes: 64})
 	es := raftEntries(1, 60, 3)
 	for i := 0; i < len(es); i += 4 {
-		if err := l.AppendEntries(es[i:min(i+4, len(es))]); err != nil {
+		if err := l.AppendEntries(frames(es[i:min(i+4, len(es))])); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -41,7 +41,7 @@ func leaderLog(t *testing.T) (*faultFS, *Log, []Entry) {
 func followerLog(t *testing.T, fs *faultFS) *Log {
 	t.Helper()
 	l := mustOpen(t, fs, Options{SegmentBytes: 400, IndexIntervalBytes: 64})
-	if err := l.AppendEntries(raftEntries(1, 12, 3)); err != nil {
+	if err := l.AppendEntries(frames(raftEntries(1, 12, 3))); err != nil {
 		t.Fatal(err)
 	}
 	return l
@@ -130,7 +130,7 @@ func TestInstallCopiedSegments(t *testing.T) {
 	}
 	check(f)
 	// Raft carries on at the next index, at the leader's offsets.
-	if err := f.AppendEntries(raftEntries(through+1, 3, 4)); err != nil {
+	if err := f.AppendEntries(frames(raftEntries(through+1, 3, 4))); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.TruncateIndexFrom(through + 1); err != nil {
@@ -254,7 +254,7 @@ func TestResetTo(t *testing.T) {
 		t.Fatalf("read below the new start: %v", err)
 	}
 	es := raftEntries(500, 6, 9)
-	if err := l.AppendEntries(es); err != nil {
+	if err := l.AppendEntries(frames(es)); err != nil {
 		t.Fatal(err)
 	}
 	checkEntries(t, l, es)

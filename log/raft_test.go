@@ -78,7 +78,7 @@ func TestRaftMixedKindsKeepOffsetsContiguous(t *testing.T) {
 	l := mustOpen(t, fs, opts)
 	want := raftEntries(1, 40, 3)
 	for i := 0; i < len(want); i += 5 {
-		if err := l.AppendEntries(want[i : i+5]); err != nil {
+		if err := l.AppendEntries(frames(want[i : i+5])); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -99,11 +99,11 @@ func TestRaftMixedKindsKeepOffsetsContiguous(t *testing.T) {
 		t.Fatalf("manual high watermark after reopen: %d, want the start offset", l.HighWatermark())
 	}
 	// Appending after the reopen continues the index.
-	if err := l.AppendEntries(raftEntries(42, 1, 3)); err == nil {
+	if err := l.AppendEntries(frames(raftEntries(42, 1, 3))); err == nil {
 		t.Fatal("append with a gap in the index succeeded")
 	}
 	more := raftEntries(41, 4, 4)
-	if err := l.AppendEntries(more); err != nil {
+	if err := l.AppendEntries(frames(more)); err != nil {
 		t.Fatal(err)
 	}
 	checkEntries(t, l, append(want, more...))
@@ -116,7 +116,7 @@ func TestTruncateIndexFrom(t *testing.T) {
 		l := mustOpen(t, fs, opts)
 		want := raftEntries(1, 40, 2)
 		for i := 0; i < len(want); i += 4 {
-			if err := l.AppendEntries(want[i : i+4]); err != nil {
+			if err := l.AppendEntries(frames(want[i : i+4])); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -131,7 +131,7 @@ func TestTruncateIndexFrom(t *testing.T) {
 		// A new leader's suffix, with a new term.
 		if cut > 1 {
 			repl := raftEntries(cut, 6, 5)
-			if err := l.AppendEntries(repl); err != nil {
+			if err := l.AppendEntries(frames(repl)); err != nil {
 				t.Fatalf("cut %d: append: %v", cut, err)
 			}
 			want = append(want[:cut-1], repl...)
@@ -152,7 +152,7 @@ func TestEmptyLogStartsAtAnyIndex(t *testing.T) {
 	l := mustOpen(t, fs, Options{})
 	checkEntries(t, l, nil)
 	want := raftEntries(1000, 10, 9)
-	if err := l.AppendEntries(want); err != nil {
+	if err := l.AppendEntries(frames(want)); err != nil {
 		t.Fatal(err)
 	}
 	checkEntries(t, l, want)
@@ -168,7 +168,7 @@ func TestEmptyLogStartsAtAnyIndex(t *testing.T) {
 		t.Fatalf("next offset %d after full truncation", l.NextOffset())
 	}
 	want = raftEntries(5000, 4, 10)
-	if err := l.AppendEntries(want); err != nil {
+	if err := l.AppendEntries(frames(want)); err != nil {
 		t.Fatal(err)
 	}
 	// Append (the Raft-less path) continues the index.
@@ -197,7 +197,7 @@ func TestFirstIndexAfterHeadDeletion(t *testing.T) {
 	l := mustOpen(t, fs, opts)
 	want := raftEntries(1, 30, 1)
 	for i := range want {
-		if err := l.AppendEntries(want[i : i+1]); err != nil {
+		if err := l.AppendEntries(frames(want[i : i+1])); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -260,19 +260,19 @@ func TestTruncateFrom(t *testing.T) {
 func TestHeaderRewriteFailsThenOldFirstIndex(t *testing.T) {
 	fs := newFaultFS()
 	l := mustOpen(t, fs, Options{})
-	if err := l.AppendEntries(raftEntries(1000, 4, 9)); err != nil {
+	if err := l.AppendEntries(frames(raftEntries(1000, 4, 9))); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.TruncateIndexFrom(1000); err != nil {
 		t.Fatal(err)
 	}
 	fs.setSpace(0)
-	if err := l.AppendEntries(raftEntries(5000, 2, 10)); !errors.Is(err, syscall.ENOSPC) {
+	if err := l.AppendEntries(frames(raftEntries(5000, 2, 10))); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("append on a full disk: %v", err)
 	}
 	fs.setSpace(-1)
 	want := raftEntries(1000, 3, 11)
-	if err := l.AppendEntries(want); err != nil {
+	if err := l.AppendEntries(frames(want)); err != nil {
 		t.Fatal(err)
 	}
 	checkEntries(t, l, want)

@@ -136,7 +136,7 @@ func (m *raftModel) appendEntries() {
 		es[i] = Entry{Index: e.index, Term: e.term, Kind: e.kind, Data: bytes.Clone(e.data)}
 	}
 	m.trace = append(m.trace, fmt.Sprintf("append(%d..%d t%d)", idx, idx+uint64(n)-1, m.term))
-	if err := m.l.AppendEntries(es); err != nil {
+	if err := m.l.AppendEntries(frames(es)); err != nil {
 		m.fail("append entries %d..: %v", idx, err)
 	}
 	m.entries = append(m.entries, add...)

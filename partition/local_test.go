@@ -86,28 +86,27 @@ func openLocal(t *testing.T) (*Partition, *gatedFS) {
 }
 
 // producerBatch encodes n records of producer 7 from sequence seq.
-func producerBatch(t *testing.T, epoch int16, seq int32, n int) ([]byte, batch.Info) {
+func producerBatch(t *testing.T, epoch int16, seq int32, n int) batch.Checked {
 	t.Helper()
 	recs := make([]batch.Record, n)
 	for i := range recs {
 		recs[i] = batch.Record{Timestamp: 1, Value: fmt.Appendf(nil, "seq %d", int(seq)+i)}
 	}
-	b := batch.Encode(nil, 0, batch.Producer{ID: 7, Epoch: epoch, Sequence: seq}, recs)
-	info, err := batch.Verify(b)
+	c, err := batch.Validate(batch.Encode(nil, 0, batch.Producer{ID: 7, Epoch: epoch, Sequence: seq}, recs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b, info
+	return c
 }
 
 // startLocalBatch starts a batch with StartAppend, failing the test if
 // the start waits for an fsync.
 func startLocalBatch(t *testing.T, p *Partition, epoch int16, seq int32, n int) started {
 	t.Helper()
-	b, in := producerBatch(t, epoch, seq, n)
+	c := producerBatch(t, epoch, seq, n)
 	ch := make(chan started, 1)
 	go func() {
-		wait, err := p.StartAppend(b, in)
+		wait, err := p.StartAppend(c)
 		ch <- started{wait, err}
 	}()
 	select {
@@ -232,12 +231,12 @@ func TestStartAppendConcurrentProducers(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			type inflight struct {
-				seq  int32
-				wait func(context.Context) (AppendResult, error)
+				seq int32
+				a   *Appending
 			}
 			var window []inflight
 			ack := func() bool {
-				r, err := window[0].wait(context.Background())
+				r, err := window[0].a.Wait(context.Background())
 				if err != nil || r.Duplicate {
 					t.Errorf("producer %d seq %d: %+v, %v", id, window[0].seq, r, err)
 					return false
@@ -249,17 +248,16 @@ func TestStartAppendConcurrentProducers(t *testing.T) {
 				seq := int32(i)
 				recs := []batch.Record{{Timestamp: 1, Value: fmt.Appendf(nil, "%d/%d", id, seq)}}
 				prod := batch.Producer{ID: int64(id), Epoch: 0, Sequence: seq}
-				b := batch.Encode(nil, 0, prod, recs)
-				in, _ := batch.Verify(b)
-				wait, err := p.StartAppend(b, in)
+				c, _ := batch.Validate(batch.Encode(nil, 0, prod, recs))
+				wait, err := p.StartAppend(c)
 				if err != nil {
 					t.Error(err)
 					return
 				}
 				window = append(window, inflight{seq, wait})
 				if i%7 == 3 { // a retry of a pending (or just durable) batch
-					rb := batch.Encode(nil, 0, prod, recs)
-					if _, err := p.StartAppend(rb, in); err != nil {
+					rc, _ := batch.Validate(batch.Encode(nil, 0, prod, recs))
+					if _, err := p.StartAppend(rc); err != nil {
 						t.Error(err)
 						return
 					}

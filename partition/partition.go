@@ -95,39 +95,40 @@ func newPartition(topic string, id int32, l *log.Log) *Partition {
 // Name is "topic-partition", as in the data directory.
 func (p *Partition) Name() string { return fmt.Sprintf("%s-%d", p.Topic, p.ID) }
 
-// Append appends one verified batch (see batch.Verify), deduplicating
-// idempotent producers' retries, and returns once it is durable. b is
-// modified in place by the log. It is StartAppend, then its wait.
-func (p *Partition) Append(b []byte, info batch.Info) (AppendResult, error) {
-	wait, err := p.StartAppend(b, info)
+// Append appends one checked batch (batch.Validate), deduplicating
+// idempotent producers' retries, and returns once it is durable. Its bytes
+// are modified in place by the log. It is StartAppend, then its Wait.
+func (p *Partition) Append(c batch.Checked) (AppendResult, error) {
+	a, err := p.StartAppend(c)
 	if err != nil {
 		return AppendResult{}, err
 	}
-	return wait(context.Background())
+	return a.Wait(context.Background())
 }
 
 // StartAppend is Append on a single node in two steps: the batch is
 // checked against its producer's state and written to the log, in order,
-// before StartAppend returns (b is not retained); wait waits until it is
-// durable (log.AppendStart). A producer's next batch may start meanwhile:
-// its sequence is checked against the batches written and not yet durable
-// too (see StartAppendVia for the rules: a retry of such a batch waits for
-// the original, a failed wait drops the producer's later pending batches).
+// before StartAppend returns (its bytes are not retained); the Appending's
+// Wait waits until it is durable (log.AppendStart). A producer's next
+// batch may start meanwhile: its sequence is checked against the batches
+// written and not yet durable too (see StartAppendVia for the rules: a
+// retry of such a batch waits for the original, a failed wait drops the
+// producer's later pending batches).
 //
 // A wait that ends with its context leaves the batch pending until its
 // fsync ends (or fails, or the log closes): a retry then waits for it.
-func (p *Partition) StartAppend(b []byte, info batch.Info) (wait func(context.Context) (AppendResult, error), err error) {
-	return p.StartAppendVia(b, info, 0, p.startLocal)
+func (p *Partition) StartAppend(c batch.Checked) (*Appending, error) {
+	return p.StartAppendVia(c, 0, p.startLocal)
 }
 
-// startLocal writes b to the partition's own log (StartAppendVia's start
+// startLocal writes c to the partition's own log (StartAppendVia's start
 // on a single node).
-func (p *Partition) startLocal(b []byte, after Write) (Write, error) {
-	got, wait, err := p.Log.AppendStart(b)
+func (p *Partition) startLocal(c batch.Checked, after Write) (Write, error) {
+	got, written, err := p.Log.AppendStart(c)
 	if err != nil {
 		return nil, err
 	}
-	w := &localWrite{p: p, info: got, wait: wait, done: make(chan struct{})}
+	w := &localWrite{p: p, info: got, written: written, done: make(chan struct{})}
 	if a, ok := after.(*localWrite); ok {
 		w.prev = a
 	}
@@ -139,10 +140,10 @@ func (p *Partition) startLocal(b []byte, after Write) (Write, error) {
 // producer's earlier pending batch first (the log makes them durable in
 // order), so that they are Observed in order.
 type localWrite struct {
-	p    *Partition
-	info batch.Info // as written: with its offsets
-	wait func() error
-	prev *localWrite // the producer's previous pending batch, until settled
+	p       *Partition
+	info    batch.Info // as written: with its offsets
+	written log.Written
+	prev    *localWrite // the producer's previous pending batch, until settled
 
 	once sync.Once
 	done chan struct{}
@@ -156,7 +157,7 @@ func (w *localWrite) settle() {
 			w.prev.settle()
 			w.prev = nil
 		}
-		w.err = w.wait()
+		w.err = w.written.Wait()
 		if w.err == nil {
 			w.p.Observe(w.info)
 			w.res = log.Span{BaseOffset: w.info.BaseOffset, LastOffset: w.info.LastOffset()}
@@ -193,18 +194,55 @@ func (w *localWrite) Result() (log.Span, error) {
 	return w.res, w.err
 }
 
-// StartAppendVia starts appending b through a replicated path that orders
+// Appending is a batch's append under way (StartAppend, StartAppendVia):
+// Wait answers it.
+type Appending struct {
+	p *Partition
+	// w is the write started, or, when retry is set, the pending original
+	// of a retried batch; nil when the answer was known at once (res,
+	// err).
+	w     Write
+	retry bool
+	res   AppendResult
+	err   error
+	// st and pb are the producer's state and the batch's pending entry,
+	// forgotten when the write fails; nil without a producer.
+	st *producerState
+	pb *pendingBatch
+}
+
+// Wait waits for the batch's answer, or for ctx: an error after ctx ended
+// leaves the outcome unknown (the batch stays pending until its write is
+// Done). A failed write forgets the batch with every batch of its
+// producer started after it.
+func (a *Appending) Wait(ctx context.Context) (AppendResult, error) {
+	switch {
+	case a.w == nil:
+		return a.res, a.err
+	case a.retry:
+		return waitOriginal(ctx, a.w)
+	}
+	res, err := answer(a.w.Wait(ctx))
+	if err != nil && ctx.Err() == nil && a.pb != nil {
+		a.p.mu.Lock()
+		a.st.dropPending(a.pb)
+		a.p.mu.Unlock()
+	}
+	return res, err
+}
+
+// StartAppendVia starts appending c through a replicated path that orders
 // writes as they are started (Raft orders entries as they are applied) and
-// returns, without waiting for the outcome, the function that waits for it.
-// The producer's lock is held only across the sequence check and start, so
-// that a producer's batches pipeline: the check sees the batches started and
-// not yet appended (pending), a retry of a pending batch is not started
-// again but answered with the original's outcome (wait waits for it), and
-// the state is updated as the batches are applied (Observe).
+// returns, without waiting for the outcome, the Appending that waits for
+// it. The producer's lock is held only across the sequence check and
+// start, so that a producer's batches pipeline: the check sees the batches
+// started and not yet appended (pending), a retry of a pending batch is not
+// started again but answered with the original's outcome (Wait waits for
+// it), and the state is updated as the batches are applied (Observe).
 //
 // start gets the producer's previous batch when it is still pending
-// (after), so that the path can refuse to store b unless after was stored
-// first: b must never land after a gap.
+// (after), so that the path can refuse to store c unless after was stored
+// first: c must never land after a gap.
 //
 // lead identifies the leadership the write is started under (the Raft
 // term); the caller must only start writes once its replica has applied
@@ -214,13 +252,14 @@ func (w *localWrite) Result() (log.Span, error) {
 // forgotten with every batch of the producer started after it (they are
 // failed too, or will be); one whose outcome is unknown (its waiter's
 // context ended) stays pending until it is Done.
-func (p *Partition) StartAppendVia(b []byte, info batch.Info, lead uint64, start func(b []byte, after Write) (Write, error)) (func(context.Context) (AppendResult, error), error) {
+func (p *Partition) StartAppendVia(c batch.Checked, lead uint64, start func(c batch.Checked, after Write) (Write, error)) (*Appending, error) {
+	info := c.Info()
 	if info.ProducerID < 0 {
-		w, err := start(b, nil)
+		w, err := start(c, nil)
 		if err != nil {
 			return nil, err
 		}
-		return func(ctx context.Context) (AppendResult, error) { return answer(w.Wait(ctx)) }, nil
+		return &Appending{p: p, w: w}, nil
 	}
 	st := p.producer(info.ProducerID)
 	st.appendMu.Lock()
@@ -236,12 +275,12 @@ func (p *Partition) StartAppendVia(b []byte, info batch.Info, lead uint64, start
 	}
 	p.mu.Unlock()
 	if orig != nil {
-		return waitOriginal(orig), nil
+		return &Appending{p: p, w: orig, retry: true}, nil
 	}
 	if done {
-		return func(context.Context) (AppendResult, error) { return res, err }, nil
+		return &Appending{p: p, res: res, err: err}, nil
 	}
-	w, err := start(b, after)
+	w, err := start(c, after)
 	if err != nil {
 		return nil, err
 	}
@@ -252,15 +291,7 @@ func (p *Partition) StartAppendVia(b []byte, info batch.Info, lead uint64, start
 		st.pending = append(st.pending, pb)
 	}
 	p.mu.Unlock()
-	return func(ctx context.Context) (AppendResult, error) {
-		res, err := answer(w.Wait(ctx))
-		if err != nil && ctx.Err() == nil {
-			p.mu.Lock()
-			st.dropPending(pb)
-			p.mu.Unlock()
-		}
-		return res, err
-	}, nil
+	return &Appending{p: p, w: w, st: st, pb: pb}, nil
 }
 
 // answer is a write's outcome as the producer's answer.
@@ -270,23 +301,21 @@ func answer(s log.Span, err error) (AppendResult, error) {
 
 // waitOriginal answers a retry of a pending batch with the original's
 // final outcome.
-func waitOriginal(w Write) func(context.Context) (AppendResult, error) {
-	return func(ctx context.Context) (AppendResult, error) {
-		if lw, ok := w.(*localWrite); ok {
-			go lw.settle() // nobody may be waiting for it yet
-		}
-		select {
-		case <-w.Done():
-		case <-ctx.Done():
-			return AppendResult{}, fmt.Errorf("waiting for the original of a retried batch: %w", ctx.Err())
-		}
-		res, err := answer(w.Result())
-		if err != nil {
-			return AppendResult{}, err
-		}
-		res.Duplicate = true
-		return res, nil
+func waitOriginal(ctx context.Context, w Write) (AppendResult, error) {
+	if lw, ok := w.(*localWrite); ok {
+		go lw.settle() // nobody may be waiting for it yet
 	}
+	select {
+	case <-w.Done():
+	case <-ctx.Done():
+		return AppendResult{}, fmt.Errorf("waiting for the original of a retried batch: %w", ctx.Err())
+	}
+	res, err := answer(w.Result())
+	if err != nil {
+		return AppendResult{}, err
+	}
+	res.Duplicate = true
+	return res, nil
 }
 
 // checkSequence answers a batch that must not be written: a retry of a

@@ -42,8 +42,8 @@ func (w *fakeWrite) Result() (log.Span, error) { <-w.done; return w.res, w.err }
 
 var errLost = errors.New("leadership lost")
 
-func (f *fakeRaft) start(info batch.Info) func([]byte, Write) (Write, error) {
-	return func(_ []byte, after Write) (Write, error) {
+func (f *fakeRaft) start(info batch.Info) func(batch.Checked, Write) (Write, error) {
+	return func(_ batch.Checked, after Write) (Write, error) {
 		f.after = append(f.after, after)
 		info.BaseOffset = f.next
 		f.next += int64(info.LastOffsetDelta) + 1
@@ -75,15 +75,31 @@ func info(epoch int16, seq, n int32) batch.Info {
 	return batch.Info{ProducerID: 7, ProducerEpoch: epoch, FirstSequence: seq, LastOffsetDelta: n - 1, NumRecords: n}
 }
 
-type started struct {
-	wait func(context.Context) (AppendResult, error)
-	err  error
+// checkedOf is a batch of in's producer, sequence and record count.
+func checkedOf(t *testing.T, in batch.Info) batch.Checked {
+	t.Helper()
+	recs := make([]batch.Record, in.NumRecords)
+	for i := range recs {
+		recs[i] = batch.Record{Timestamp: 1, Value: []byte("v")}
+	}
+	c, err := batch.Validate(batch.Encode(nil, 0, batch.Producer{ID: in.ProducerID, Epoch: in.ProducerEpoch, Sequence: in.FirstSequence}, recs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
+
+type started struct {
+	a   *Appending
+	err error
+}
+
+func (s started) wait(ctx context.Context) (AppendResult, error) { return s.a.Wait(ctx) }
 
 func (f *fakeRaft) send(lead uint64, in batch.Info) started {
 	f.t.Helper()
-	wait, err := f.p.StartAppendVia(nil, in, lead, f.start(in))
-	return started{wait, err}
+	a, err := f.p.StartAppendVia(checkedOf(f.t, in), lead, f.start(in))
+	return started{a, err}
 }
 
 func (s started) result(t *testing.T) (AppendResult, error) {
@@ -267,15 +283,15 @@ func TestPipelinedAppliedDuringStart(t *testing.T) {
 	f := newFake(t)
 	in := info(0, 0, 1)
 	start := f.start(in)
-	wait, err := f.p.StartAppendVia(nil, in, 1, func(b []byte, after Write) (Write, error) {
-		w, err := start(b, after)
+	wait, err := f.p.StartAppendVia(checkedOf(t, in), 1, func(c batch.Checked, after Write) (Write, error) {
+		w, err := start(c, after)
 		f.apply()
 		return w, err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err := (started{wait: wait}).result(t); err != nil || r.BaseOffset != 0 {
+	if r, err := (started{a: wait}).result(t); err != nil || r.BaseOffset != 0 {
 		t.Fatalf("%+v, %v", r, err)
 	}
 	if n := len(f.p.producers[7].pending); n != 0 {

@@ -41,12 +41,11 @@ func appendOne(t *testing.T, p *Partition, prod batch.Producer, n int) AppendRes
 	for i := range recs {
 		recs[i] = batch.Record{Timestamp: 1, Value: []byte("v")}
 	}
-	b := batch.Encode(nil, 0, prod, recs)
-	info, err := batch.Verify(b)
+	c, err := batch.Validate(batch.Encode(nil, 0, prod, recs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Append(b, info)
+	res, err := p.Append(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,9 +145,8 @@ func TestProducerDedup(t *testing.T) {
 		t.Fatalf("old retry: %+v", old)
 	}
 	// A gap is refused.
-	b := batch.Encode(nil, 0, batch.Producer{ID: 5, Sequence: 20}, []batch.Record{{Value: []byte("x")}})
-	info, _ := batch.Verify(b)
-	if _, err := p.Append(b, info); !errors.Is(err, ErrOutOfOrderSequence) {
+	gap, _ := batch.Validate(batch.Encode(nil, 0, batch.Producer{ID: 5, Sequence: 20}, []batch.Record{{Value: []byte("x")}}))
+	if _, err := p.Append(gap); !errors.Is(err, ErrOutOfOrderSequence) {
 		t.Fatalf("gap: %v", err)
 	}
 	// A new epoch starts over.
@@ -157,9 +155,8 @@ func TestProducerDedup(t *testing.T) {
 		t.Fatalf("new epoch treated as duplicate: %+v", res)
 	}
 	// An older epoch is fenced.
-	b = batch.Encode(nil, 0, batch.Producer{ID: 5, Epoch: 0, Sequence: 10}, []batch.Record{{Value: []byte("x")}})
-	info, _ = batch.Verify(b)
-	if _, err := p.Append(b, info); !errors.Is(err, ErrOutOfOrderSequence) {
+	fenced, _ := batch.Validate(batch.Encode(nil, 0, batch.Producer{ID: 5, Epoch: 0, Sequence: 10}, []batch.Record{{Value: []byte("x")}}))
+	if _, err := p.Append(fenced); !errors.Is(err, ErrOutOfOrderSequence) {
 		t.Fatalf("old epoch: %v", err)
 	}
 	hw := p.Log.HighWatermark()

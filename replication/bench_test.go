@@ -74,7 +74,12 @@ func BenchmarkOneProducerWindow(b *testing.B) {
 					}
 					inflight = inflight[1:]
 				}
-				w, err := p.Start(append([]byte(nil), proto...), false, nil)
+				// Validated as a produce does, once, before Start.
+				checked, err := batch.Validate(append([]byte(nil), proto...))
+				if err != nil {
+					b.Fatal(err)
+				}
+				w, err := p.Start(checked, false, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

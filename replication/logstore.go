@@ -3,7 +3,6 @@ package replication
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -57,20 +56,23 @@ type LogStore struct {
 	// lastStore is when a StoreLogs last succeeded (Unix nanoseconds).
 	lastStore atomic.Int64
 
-	// started holds the entries started on this leader that must follow
-	// another (Replica.Start's after), by the address of their batch.
+	// started holds the batches started on this leader (Replica.Start),
+	// checked, and the entry each must follow, by the address of their
+	// batch.
 	startedMu sync.Mutex
 	started   map[*byte]*startedEntry
 }
 
-// startedEntry is a command started on this leader (Replica.Start).
-// Raft may refuse an entry and then take a later one in the same term (a
-// leadership transfer that failed): StoreLogs refuses an entry whose
-// predecessor of the same caller was not stored, which would otherwise
-// land after a gap in a producer's sequence.
+// startedEntry is a batch started on this leader (Replica.Start), checked
+// there. Raft may refuse an entry and then take a later one in the same
+// term (a leadership transfer that failed): StoreLogs refuses an entry
+// whose predecessor of the same caller was not stored, which would
+// otherwise land after a gap in a producer's sequence.
 type startedEntry struct {
-	after  *startedEntry // guarded by LogStore.startedMu; nil once settled
-	stored atomic.Bool
+	store   *LogStore
+	checked batch.Checked
+	after   *startedEntry // guarded by LogStore.startedMu; nil once settled
+	stored  atomic.Bool
 }
 
 type storedResult struct {
@@ -125,10 +127,15 @@ func (s *LogStore) GetLog(index uint64, out *raft.Log) error {
 // StoreLog stores one entry.
 func (s *LogStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
 
-// StoreLogs appends entries, durable on return. Each command entry's batch
-// gets its base offset and leader epoch (the term) written in place, so the
-// caller's copy (the leader's state machine applies it from memory) carries
-// the offsets the log assigned.
+// StoreLogs appends entries, durable on return. A batch entry started on
+// this leader (Replica.Start) comes with the batch.Checked its Start was
+// given and is not checked again; any other (a follower's, received from
+// the leader) is checked here, once: its frame and CRC (batch.CheckFrame;
+// its records were validated by the leader that started it). The log
+// assigns each batch its base offset and leader epoch (the term), written
+// in place, so the caller's copy (the leader's state machine applies it
+// from memory) carries the offsets the log assigned, and checks that the
+// indexes follow on (log.AppendEntries).
 func (s *LogStore) StoreLogs(ls []*raft.Log) error {
 	if len(ls) == 0 {
 		return nil
@@ -147,36 +154,31 @@ func (s *LogStore) StoreLogs(ls []*raft.Log) error {
 }
 
 func (s *LogStore) storeLogs(ls []*raft.Log) error {
-	next := s.log.NextOffset()
-	if last := s.log.LastIndex(); last == 0 && ls[0].Index > 1 {
+	if s.log.LastIndex() == 0 && ls[0].Index > 1 {
 		// An empty log takes any first index: the entries follow a
 		// snapshot, and their offsets must follow the snapshot's.
-		if hw := s.snapshotHW.Load(); hw != next {
+		if next, hw := s.log.NextOffset(), s.snapshotHW.Load(); hw != next {
 			return fmt.Errorf("%w: index %d would get offset %d, the snapshot before it ends at offset %d", ErrOffsetGap, ls[0].Index, next, hw)
 		}
-	} else if last != 0 && ls[0].Index != last+1 {
-		return fmt.Errorf("replication: store logs from index %d after last index %d", ls[0].Index, last)
-	}
-	mine, err := s.checkOrder(ls)
-	if err != nil {
-		return err
 	}
 	es := make([]log.Entry, len(ls))
 	for i, l := range ls {
-		es[i] = log.Entry{Index: l.Index, Term: l.Term, Kind: entryKind(l), Data: l.Data}
+		es[i] = log.Entry{Index: l.Index, Term: l.Term, Kind: entryKind(l)}
 		if es[i].Kind != log.KindBatch {
+			es[i].Data = l.Data
+		}
+	}
+	mine, err := s.claim(ls, es)
+	if err != nil {
+		return err
+	}
+	for i, l := range ls {
+		if es[i].Kind != log.KindBatch || len(es[i].Batch.Bytes()) != 0 {
 			continue
 		}
-		info, err := batch.ParseHeader(l.Data)
-		if err != nil || info.Size() != len(l.Data) {
-			return fmt.Errorf("%w: index %d: %v", ErrNotBatch, l.Index, err)
+		if es[i].Batch, err = batch.CheckFrame(l.Data); err != nil {
+			return fmt.Errorf("%w: index %d: %w", ErrNotBatch, l.Index, err)
 		}
-		if l.Term > math.MaxInt32 {
-			return fmt.Errorf("replication: index %d: term %d does not fit a batch's leader epoch", l.Index, l.Term)
-		}
-		batch.SetBaseOffset(l.Data, next)
-		batch.SetLeaderEpoch(l.Data, int32(l.Term))
-		next += int64(info.LastOffsetDelta) + 1
 	}
 	err = s.log.AppendEntries(es)
 	if err != nil {
@@ -189,68 +191,83 @@ func (s *LogStore) storeLogs(ls []*raft.Log) error {
 	return err
 }
 
-// startEntry registers b (an Apply's command) as one that must follow
-// after's (nil: none); settle must be called once the entry's outcome is
-// known.
-func (s *LogStore) startEntry(b []byte, after *startedEntry) (e *startedEntry, settle func()) {
-	e = &startedEntry{after: after}
-	key := &b[0]
+// startEntry registers c (an Apply's command) as started on this leader:
+// StoreLogs takes its batch as checked, and refuses it unless after's
+// entry (nil: none) was stored first. The entry's settle must be called
+// once its outcome is known.
+func (s *LogStore) startEntry(c batch.Checked, after *startedEntry) *startedEntry {
+	e := &startedEntry{store: s, checked: c, after: after}
 	s.startedMu.Lock()
 	if s.started == nil {
 		s.started = map[*byte]*startedEntry{}
 	}
-	s.started[key] = e
+	s.started[e.key()] = e
 	s.startedMu.Unlock()
-	return e, func() {
-		s.startedMu.Lock()
-		delete(s.started, key)
-		e.after = nil // no chain of settled entries
-		s.startedMu.Unlock()
-	}
+	return e
 }
 
-// checkOrder returns the started entries among ls, or ErrOutOfOrder when
-// one of them follows an entry that was not stored before it.
-func (s *LogStore) checkOrder(ls []*raft.Log) ([]*startedEntry, error) {
+// key is the address of the entry's first byte: on the leader, Raft hands
+// StoreLogs the very slice given to Apply.
+func (e *startedEntry) key() *byte { return &e.checked.Bytes()[0] }
+
+// settle forgets the entry, whose outcome is known.
+func (e *startedEntry) settle() {
+	s := e.store
+	s.startedMu.Lock()
+	delete(s.started, e.key())
+	e.after = nil // no chain of settled entries
+	s.startedMu.Unlock()
+}
+
+// claim gives the batch entries of ls started on this leader their
+// checked batch (es[i].Batch) and returns them, or ErrOutOfOrder when one
+// of them follows an entry that was not stored before it.
+func (s *LogStore) claim(ls []*raft.Log, es []log.Entry) ([]*startedEntry, error) {
 	s.startedMu.Lock()
 	defer s.startedMu.Unlock()
 	if len(s.started) == 0 {
 		return nil, nil
 	}
 	var mine []*startedEntry
-	for _, l := range ls {
-		if l.Type != raft.LogCommand || len(l.Data) == 0 {
+	for i, l := range ls {
+		if es[i].Kind != log.KindBatch || len(l.Data) == 0 {
 			continue
 		}
 		e, ok := s.started[&l.Data[0]]
-		if !ok {
+		if !ok || len(e.checked.Bytes()) != len(l.Data) {
 			continue
 		}
 		if a := e.after; a != nil && !a.stored.Load() && !slices.Contains(mine, a) {
 			return nil, fmt.Errorf("%w: index %d follows an entry Raft did not store", ErrOutOfOrder, l.Index)
 		}
 		mine = append(mine, e)
+		es[i].Batch = e.checked
 	}
 	return mine, nil
 }
 
 // awaitStored registers b (an Apply's command) and returns the channel
 // that receives its offsets once the leader's log has stored it durably.
-// cancel must be called when the append ends otherwise.
-func (s *LogStore) awaitStored(b []byte) (ch <-chan storedResult, cancel func()) {
+// forgetStored must be called once the append has ended.
+func (s *LogStore) awaitStored(b []byte) chan storedResult {
 	c := make(chan storedResult, 1)
-	key := &b[0]
 	s.waitMu.Lock()
 	if s.stored == nil {
 		s.stored = map[*byte]chan storedResult{}
 	}
-	s.stored[key] = c
+	s.stored[&b[0]] = c
 	s.waitMu.Unlock()
-	return c, func() {
-		s.waitMu.Lock()
-		delete(s.stored, key)
-		s.waitMu.Unlock()
+	return c
+}
+
+// forgetStored drops awaitStored's registration of b, c, if it was not
+// answered.
+func (s *LogStore) forgetStored(b []byte, c chan storedResult) {
+	s.waitMu.Lock()
+	if s.stored[&b[0]] == c {
+		delete(s.stored, &b[0])
 	}
+	s.waitMu.Unlock()
 }
 
 func (s *LogStore) notifyStored(ls []*raft.Log, err error) {

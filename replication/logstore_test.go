@@ -347,9 +347,9 @@ func TestStoreLogsRefusesEntryAfterUnstoredOne(t *testing.T) {
 	defer l.Close()
 	s := NewLogStore(l)
 	es := entries(1, 1, raft.LogCommand, raft.LogCommand, raft.LogCommand, raft.LogCommand)
-	a, settleA := s.startEntry(es[0].Data, nil)
-	b, settleB := s.startEntry(es[1].Data, a)
-	_, settleC := s.startEntry(es[2].Data, b)
+	a := s.startEntry(validated(t, es[0].Data), nil)
+	b := s.startEntry(validated(t, es[1].Data), a)
+	c := s.startEntry(validated(t, es[2].Data), b)
 	// es[0] refused by Raft: es[1] must not be stored in its place.
 	refused := &raft.Log{Index: 1, Term: 1, Type: raft.LogCommand, Data: es[1].Data}
 	if err := s.StoreLogs([]*raft.Log{refused}); !errors.Is(err, ErrOutOfOrder) {
@@ -364,9 +364,9 @@ func TestStoreLogsRefusesEntryAfterUnstoredOne(t *testing.T) {
 	if err := s.StoreLogs(es[1:3]); err != nil { // b behind a, c behind b in the same call
 		t.Fatal(err)
 	}
-	settleA()
-	settleB()
-	settleC()
+	a.settle()
+	b.settle()
+	c.settle()
 	if err := s.StoreLogs(es[3:]); err != nil { // not started here: a follower's
 		t.Fatal(err)
 	}
@@ -429,4 +429,14 @@ func TestStoreFailureAfterSuffixRemovalReportsStaleRaft(t *testing.T) {
 		t.Fatal("stale reported twice")
 	case <-time.After(100 * time.Millisecond):
 	}
+}
+
+// validated is batch.Validate of b, which must pass.
+func validated(t testing.TB, b []byte) batch.Checked {
+	t.Helper()
+	c, err := batch.Validate(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -297,7 +297,11 @@ func (p *Replica) Log() *log.Log { return p.log }
 // idempotent producer. errors.Is(err, ErrOutcomeUnknown) holds for the
 // former.
 func (p *Replica) Append(ctx context.Context, b []byte) (ApplyResult, error) {
-	w, err := p.Start(b, false, nil)
+	c, err := checkAppend(b)
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	w, err := p.Start(c, false, nil)
 	if err != nil {
 		return ApplyResult{}, err
 	}
@@ -314,13 +318,16 @@ type Write struct {
 	err    error
 }
 
-// Start hands one record batch to Raft and returns without waiting for
-// it to be stored: Raft orders entries in the order Start is called (its
+// Start hands one validated record batch (batch.Validate) to Raft and
+// returns without waiting for it to be stored: Raft orders entries in the order Start is called (its
 // apply channel), so a caller that serializes its Starts gets its batches
 // into the log in that order, while they share the leader's fsyncs and
 // AppendEntries. Start takes b over: it is modified in place (base offset,
 // leader epoch) and read by the state machine when the entry is applied,
-// so the caller must not reuse it.
+// so the caller must not reuse it. The batch is not checked again: this
+// leader's log store takes c as it is (the check before Raft is the
+// caller's, once: once committed, every replica stores the batch, and none
+// could refuse it then), where a follower checks the bytes it receives.
 //
 // Start blocks until Raft takes the entry (never long: the apply channel
 // is buffered and drained in every Raft state), with no timeout: an entry
@@ -334,10 +341,11 @@ type Write struct {
 // the next one when the transfer failed, in the same term, so the log
 // store refuses to store b unless after's entry was stored (the leader
 // then steps down, failing b and the entries after it).
-func (p *Replica) Start(b []byte, leaderOnly bool, after *Write) (*Write, error) {
-	if err := checkAppend(b); err != nil {
-		return nil, err
+func (p *Replica) Start(c batch.Checked, leaderOnly bool, after *Write) (*Write, error) {
+	if !c.Validated() {
+		return nil, fmt.Errorf("%w: its records were not validated (batch.Validate)", ErrNotBatch)
 	}
+	b := c.Bytes()
 	w := &Write{p: p, done: make(chan struct{})}
 	var prev *startedEntry
 	if after != nil {
@@ -351,11 +359,11 @@ func (p *Replica) Start(b []byte, leaderOnly bool, after *Write) (*Write, error)
 		return nil, fmt.Errorf("replication: %s: append: %w", p.group, ErrAsleep)
 	}
 	p.sleep.starts.Add(1)
-	var settle func()
-	w.entry, settle = p.store.startEntry(b, prev)
-	cancel := func() {}
+	w.entry = p.store.startEntry(c, prev)
+	var stored chan storedResult
 	if leaderOnly {
-		w.stored, cancel = p.store.awaitStored(b)
+		stored = p.store.awaitStored(b)
+		w.stored = stored
 	}
 	in := p.inst()
 	f := in.Apply(b, 0)
@@ -363,8 +371,10 @@ func (p *Replica) Start(b []byte, leaderOnly bool, after *Write) (*Write, error)
 	in.watch(f, func(err error) {
 		w.res, w.err = p.applied(f, err)
 		close(w.done)
-		cancel()
-		settle()
+		if stored != nil {
+			p.store.forgetStored(b, stored)
+		}
+		w.entry.settle()
 	})
 	return w, nil
 }
@@ -495,20 +505,26 @@ func (p *Replica) TrimLimit() (int64, error) {
 // with this leader if it fails before a quorum stores it; readers see it
 // only once committed. AppendLeader takes b over, as Append does.
 func (p *Replica) AppendLeader(ctx context.Context, b []byte) (ApplyResult, error) {
-	w, err := p.Start(b, true, nil)
+	c, err := checkAppend(b)
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	w, err := p.Start(c, true, nil)
 	if err != nil {
 		return ApplyResult{}, err
 	}
 	return w.Wait(ctx)
 }
 
-// checkAppend validates a batch before it enters Raft: once committed,
-// every replica stores it, and none could refuse it then.
-func checkAppend(b []byte) error {
-	if _, err := batch.Validate(b); err != nil {
-		return fmt.Errorf("%w: %w", ErrNotBatch, err)
+// checkAppend validates a batch before it enters Raft (Append,
+// AppendLeader): once committed, every replica stores it, and none could
+// refuse it then.
+func checkAppend(b []byte) (batch.Checked, error) {
+	c, err := batch.Validate(b)
+	if err != nil {
+		return c, fmt.Errorf("%w: %w", ErrNotBatch, err)
 	}
-	return nil
+	return c, nil
 }
 
 func (p *Replica) applyError(err error) error {

@@ -147,7 +147,12 @@ func Verify(b []byte) (Info, error) {
 }
 
 // Checksum computes the CRC-32C of a whole batch as stored in its header.
-func Checksum(b []byte) uint32 { return crc32.Checksum(b[crcStart:], castagnoli) }
+func Checksum(b []byte) uint32 {
+	if h := checksumHook.Load(); h != nil {
+		(*h)(b)
+	}
+	return crc32.Checksum(b[crcStart:], castagnoli)
+}
 
 // SetBaseOffset rewrites the base offset of the batch at b[0] in place. The
 // CRC does not cover it.

@@ -106,7 +106,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		info, recs, err := Decode(b, math.MinInt64) // any base offset, even negative
-		vinfo, verr := Validate(b)
+		vc, verr := Validate(b)
+		vinfo := vc.Info()
 		if verr == nil {
 			// What Validate accepts, every decoding reader can read.
 			if err != nil {

@@ -41,8 +41,8 @@ func BenchmarkEncodeFresh1KiB(b *testing.B) {
 }
 
 // The cost of the checks on a produced batch: CheckFrame (CRC) alone, as
-// the log runs it, and Validate (CRC and every record), as produce runs it.
-func benchCheck(b *testing.B, size int, check func([]byte) (Info, error)) {
+// a follower runs it, and Validate (CRC and every record), as produce runs it.
+func benchCheck(b *testing.B, size int, check func([]byte) (Checked, error)) {
 	recs := make([]Record, 1000)
 	v := make([]byte, size)
 	for i := range recs {

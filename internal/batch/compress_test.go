@@ -72,10 +72,11 @@ func xerialCompress(size int) func([]byte) []byte {
 func checkDecoded(t *testing.T, name string, b []byte) {
 	t.Helper()
 	sent := bytes.Clone(b)
-	info, err := Validate(b)
+	c, err := Validate(b)
 	if err != nil {
 		t.Fatalf("%s: Validate: %v", name, err)
 	}
+	info := c.Info()
 	if !info.Compressed() || info.NumRecords != 3 {
 		t.Fatalf("%s: info %+v", name, info)
 	}

@@ -16,23 +16,52 @@ const (
 	attrKnown = 0x7f
 )
 
+// Checked is a batch that passed CheckFrame or Validate: exactly one whole
+// batch, header well-formed, CRC-32C right, at least one record, and, from
+// Validate, every record well-formed too. Its fields are unexported, so a
+// Checked is the proof that its bytes were checked: the layers a batch goes
+// through after the check (partition, replication, log) take a Checked and
+// do not check it again, so that a node computes a batch's CRC once. The
+// zero Checked holds no batch; every layer refuses it.
+//
+// A Checked shares its bytes with the slice it was made from: the log
+// rewrites the base offset and leader epoch in place (outside the CRC),
+// and nothing else may change them.
+type Checked struct {
+	b     []byte
+	info  Info
+	valid bool // by Validate: the records were walked too
+}
+
+// Bytes is the batch.
+func (c Checked) Bytes() []byte { return c.b }
+
+// Info is the batch's header as checked (its base offset and leader epoch
+// as they were then).
+func (c Checked) Info() Info { return c.info }
+
+// Validated reports whether the records were checked too (Validate), not
+// only the frame (CheckFrame).
+func (c Checked) Validated() bool { return c.valid }
+
 // CheckFrame checks that b is exactly one whole batch whose header is
 // well-formed, whose CRC-32C is right and which holds at least one record.
 // It is the structural part of Validate, one pass over the bytes for the
-// CRC: the log runs it on every entry it stores (a follower's too), where
-// the records were already validated on the way in.
-func CheckFrame(b []byte) (Info, error) {
+// CRC: where the records were validated elsewhere (a follower's copy of a
+// batch the leader validated) the frame is what the bytes received must
+// prove.
+func CheckFrame(b []byte) (Checked, error) {
 	info, err := Verify(b)
 	if err != nil {
-		return info, err
+		return Checked{}, err
 	}
 	if info.Size() != len(b) {
-		return info, fmt.Errorf("%w: %d bytes after the batch: send exactly one batch", ErrCorrupt, len(b)-info.Size())
+		return Checked{}, fmt.Errorf("%w: %d bytes after the batch: send exactly one batch", ErrCorrupt, len(b)-info.Size())
 	}
 	if info.NumRecords == 0 {
-		return info, fmt.Errorf("%w: no record: a batch needs at least one", ErrCorrupt)
+		return Checked{}, fmt.Errorf("%w: no record: a batch needs at least one", ErrCorrupt)
 	}
-	return info, nil
+	return Checked{b: b, info: info}, nil
 }
 
 // Validate is logd's one answer to "may this batch be stored": CheckFrame,
@@ -45,37 +74,47 @@ func CheckFrame(b []byte) (Info, error) {
 // with ErrUnsupported for a well-formed batch logd does not store (unknown
 // codec, transactional, control, log-append-time) and ErrCorrupt for
 // anything malformed, naming the record and the field. It allocates nothing
-// for an uncompressed batch.
-func Validate(b []byte) (Info, error) {
-	info, err := CheckFrame(b)
+// for an uncompressed batch. It computes the CRC once (CheckFrame).
+func Validate(b []byte) (Checked, error) {
+	c, err := CheckFrame(b)
 	if err != nil {
-		return info, err
+		return Checked{}, err
 	}
+	if err := validateRecords(b, c.info); err != nil {
+		return Checked{}, err
+	}
+	c.valid = true
+	return c, nil
+}
+
+// validateRecords is Validate after the frame: attributes, producer
+// fields, records.
+func validateRecords(b []byte, info Info) error {
 	if err := checkAttributes(info.Attributes); err != nil {
-		return info, err
+		return err
 	}
 	if info.ProducerID >= 0 && (info.ProducerEpoch < 0 || info.FirstSequence < 0) {
-		return info, fmt.Errorf("%w: producer id %d with epoch %d and first sequence %d: an idempotent batch needs both >= 0",
+		return fmt.Errorf("%w: producer id %d with epoch %d and first sequence %d: an idempotent batch needs both >= 0",
 			ErrCorrupt, info.ProducerID, info.ProducerEpoch, info.FirstSequence)
 	}
 	rest, err := records(b, info)
 	if err != nil {
-		return info, err
+		return err
 	}
 	for i := int32(0); i < info.NumRecords; i++ {
 		n, k := binary.Varint(rest)
 		if k <= 0 || k > binary.MaxVarintLen32 || n <= 0 || n > int64(len(rest)-k) {
-			return info, fmt.Errorf("%w: record %d of %d: length runs past the batch's end", ErrCorrupt, i, info.NumRecords)
+			return fmt.Errorf("%w: record %d of %d: length runs past the batch's end", ErrCorrupt, i, info.NumRecords)
 		}
 		if err := checkRecord(rest[k:k+int(n)], i, info); err != nil {
-			return info, err
+			return err
 		}
 		rest = rest[k+int(n):]
 	}
 	if len(rest) != 0 {
-		return info, fmt.Errorf("%w: %d bytes after the last of %d records", ErrCorrupt, len(rest), info.NumRecords)
+		return fmt.Errorf("%w: %d bytes after the last of %d records", ErrCorrupt, len(rest), info.NumRecords)
 	}
-	return info, nil
+	return nil
 }
 
 func checkAttributes(attrs int16) error {

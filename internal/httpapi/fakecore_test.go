@@ -118,10 +118,11 @@ func (f *fakeCore) partition(topic string, p int32) (*fakePartition, error) {
 }
 
 func (f *fakeCore) Produce(_ context.Context, r broker.ProduceRequest) (broker.ProduceResult, error) {
-	info, err := batch.Validate(r.Batch)
+	c, err := batch.Validate(r.Batch)
 	if err != nil {
 		return broker.ProduceResult{}, fmt.Errorf("%w: %v", broker.ErrInvalidBatch, err)
 	}
+	info := c.Info()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if n, ok := f.notLeader[r.Partition]; ok {

@@ -9,12 +9,12 @@ import (
 // most limit jobs admitted at once: ProduceStream's scheduler, where a key
 // is a (topic, partition).
 //
-// A job has three steps. start runs on the key's lane, in the order the
-// key's jobs were dispatched: it starts the work (a produce's append) and
-// returns wait. wait runs in a goroutine of its own, so the lane starts
-// its next job meanwhile (appends pipeline), and returns deliver. deliver
-// runs in dispatch order per key: after the deliver of the key's job
-// before. Then the job's slot is free.
+// A job has three steps (laneJob). start runs on the key's lane, in the
+// order the key's jobs were dispatched: it starts the work (a produce's
+// append). wait runs in a goroutine of its own, so the lane starts its
+// next job meanwhile (appends pipeline). deliver runs in dispatch order
+// per key: after the deliver of the key's job before. Then the job's slot
+// is free.
 //
 // A lane's goroutine exits as soon as its queue is empty, so lanes holds
 // at most limit jobs and as many lanes, however many keys it sees. The
@@ -28,8 +28,12 @@ type lanes struct {
 	wg    sync.WaitGroup
 }
 
-// laneJob is a job's first step; see lanes.
-type laneJob func() (wait func() (deliver func()))
+// laneJob is a job's three steps; see lanes.
+type laneJob interface {
+	start()   // on the key's lane, in dispatch order
+	wait()    // in a goroutine of its own
+	deliver() // in dispatch order, after the key's job before delivered
+}
 
 func newLanes(limit int) *lanes {
 	return &lanes{slots: make(chan struct{}, limit), queue: map[string]chan laneJob{}, tails: map[string]<-chan struct{}{}}
@@ -83,10 +87,10 @@ func (l *lanes) run(key string, ch chan laneJob, prev <-chan struct{}) {
 		if !ok {
 			return
 		}
-		wait := job()
+		job.start()
 		done := make(chan struct{})
 		l.wg.Add(1)
-		go l.finish(wait, prev, done)
+		go l.finish(job, prev, done)
 		prev = done
 	}
 }
@@ -119,12 +123,12 @@ func (l *lanes) next(key string, ch chan laneJob, prev <-chan struct{}) (laneJob
 
 // finish waits for a job, delivers it after the job before it, and frees
 // its slot.
-func (l *lanes) finish(wait func() func(), prev <-chan struct{}, done chan struct{}) {
+func (l *lanes) finish(job laneJob, prev <-chan struct{}, done chan struct{}) {
 	defer l.wg.Done()
 	defer close(done)
-	deliver := wait()
+	job.wait()
 	<-prev
-	deliver()
+	job.deliver()
 	<-l.slots
 }
 

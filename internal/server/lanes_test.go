@@ -23,19 +23,28 @@ func newRecorder() *recorder {
 
 // job starts (noted), waits for release, and delivers (noted).
 func (r *recorder) job(key string, i int, release <-chan struct{}) laneJob {
-	return func() func() func() {
-		r.mu.Lock()
-		r.started[key] = append(r.started[key], i)
-		r.mu.Unlock()
-		return func() func() {
-			<-release
-			return func() {
-				r.mu.Lock()
-				r.delivers[key] = append(r.delivers[key], i)
-				r.mu.Unlock()
-			}
-		}
-	}
+	return &recordedJob{r: r, key: key, i: i, release: release}
+}
+
+type recordedJob struct {
+	r       *recorder
+	key     string
+	i       int
+	release <-chan struct{}
+}
+
+func (j *recordedJob) start() {
+	j.r.mu.Lock()
+	j.r.started[j.key] = append(j.r.started[j.key], j.i)
+	j.r.mu.Unlock()
+}
+
+func (j *recordedJob) wait() { <-j.release }
+
+func (j *recordedJob) deliver() {
+	j.r.mu.Lock()
+	j.r.delivers[j.key] = append(j.r.delivers[j.key], j.i)
+	j.r.mu.Unlock()
 }
 
 func (r *recorder) get(key string) (started, delivered []int) {

@@ -22,32 +22,6 @@ func (s *Server) Produce(ctx context.Context, req *pb.ProduceRequest) (*pb.Produ
 	return resp, nil
 }
 
-// startProduce starts a produce request and returns what waits for its
-// answer: a single batch's write is started (in order with the
-// partition's other requests) and waited for by finish; other requests
-// are done before startProduce returns.
-func (s *Server) startProduce(ctx context.Context, req *pb.ProduceRequest) (finish func() (*pb.ProduceResponse, error)) {
-	done := func(resp *pb.ProduceResponse, err error) func() (*pb.ProduceResponse, error) {
-		return func() (*pb.ProduceResponse, error) { return resp, err }
-	}
-	if len(req.Batch) == 0 || len(req.Records) > 0 || req.Partition == nil {
-		return done(s.produce(ctx, req))
-	}
-	wait, err := s.b.StartProduce(ctx, broker.ProduceRequest{Principal: principal(ctx), Topic: req.Topic, Partition: *req.Partition,
-		Batch: req.Batch, Acks: acksOf(req.Acks)})
-	if err != nil {
-		return done(nil, err)
-	}
-	return func() (*pb.ProduceResponse, error) {
-		res, err := wait()
-		if err != nil {
-			return nil, err
-		}
-		return &pb.ProduceResponse{RequestId: req.RequestId, Topic: req.Topic,
-			Appends: []*pb.PartitionAppend{partitionAppend(*req.Partition, res)}}, nil
-	}
-}
-
 func acksOf(a pb.Acks) broker.Acks {
 	if a == pb.Acks_ACKS_LEADER {
 		return broker.AcksLeader

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc/status"
 
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/kind"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
@@ -75,23 +76,53 @@ func laneKey(req *pb.ProduceRequest) string {
 	return key
 }
 
-// produceJob is a request as a lane runs it: started in order on the lane,
-// waited for in parallel, answered (sent to out) in order.
-func (s *Server) produceJob(ctx context.Context, req *pb.ProduceRequest, out chan<- *pb.ProduceResponse) laneJob {
-	return func() func() func() {
-		finish := s.startProduce(ctx, req)
-		return func() func() {
-			resp, err := finish()
-			if err != nil {
-				st := status.Convert(toStatus(err))
-				s.m.produceErrors.WithLabelValues(st.Code().String()).Inc()
-				resp = &pb.ProduceResponse{RequestId: req.RequestId, Topic: req.Topic,
-					ErrorCode: int32(st.Code()), ErrorMessage: st.Message()}
-			}
-			return func() { out <- resp }
+// produceJob is a request as a lane runs it: started in order on the lane
+// (a single batch's write through broker.StartProduce; any other request
+// is done there), waited for in parallel, answered (sent to out) in order.
+type produceJob struct {
+	s   *Server
+	ctx context.Context
+	req *pb.ProduceRequest
+	out chan<- *pb.ProduceResponse
+	// f is the batch's produce, started; nil when resp and err were
+	// final at start.
+	f    broker.ProduceFuture
+	resp *pb.ProduceResponse
+	err  error
+}
+
+func (s *Server) produceJob(ctx context.Context, req *pb.ProduceRequest, out chan<- *pb.ProduceResponse) *produceJob {
+	return &produceJob{s: s, ctx: ctx, req: req, out: out}
+}
+
+func (j *produceJob) start() {
+	req := j.req
+	if len(req.Batch) == 0 || len(req.Records) > 0 || req.Partition == nil {
+		j.resp, j.err = j.s.produce(j.ctx, req)
+		return
+	}
+	j.f, j.err = j.s.b.StartProduce(j.ctx, broker.ProduceRequest{Principal: principal(j.ctx), Topic: req.Topic,
+		Partition: *req.Partition, Batch: req.Batch, Acks: acksOf(req.Acks)})
+}
+
+func (j *produceJob) wait() {
+	if j.f != nil {
+		res, err := j.f.Wait()
+		j.err = err
+		if err == nil {
+			j.resp = &pb.ProduceResponse{RequestId: j.req.RequestId, Topic: j.req.Topic,
+				Appends: []*pb.PartitionAppend{partitionAppend(*j.req.Partition, res)}}
 		}
 	}
+	if j.err != nil {
+		st := status.Convert(toStatus(j.err))
+		j.s.m.produceErrors.WithLabelValues(st.Code().String()).Inc()
+		j.resp = &pb.ProduceResponse{RequestId: j.req.RequestId, Topic: j.req.Topic,
+			ErrorCode: int32(st.Code()), ErrorMessage: st.Message()}
+	}
 }
+
+func (j *produceJob) deliver() { j.out <- j.resp }
 
 // receive reads the stream's requests into a channel, closed (with the
 // error on recvErr) when the stream or ctx ends.
