@@ -185,13 +185,38 @@ func (c *Cluster) reconcileReplica(st meta.State, ref replicaRef) error {
 	if servers, ok := c.boots.take(group); ok {
 		c.bootstrapLate(group, r, servers)
 	}
-	if r.Asleep() {
-		return c.wakeForVoters(t.Replicas[id], r)
+	if woke, err := c.wakeToMatch(t.Replicas[id], r); !woke || err != nil {
+		return err
 	}
 	if !r.IsLeader() {
 		return nil
 	}
 	return c.matchVoters(st, t.Replicas[id], r)
+}
+
+// wakeToMatch wakes r when it sleeps and its group's voters differ from
+// the placement's set (wakeForVoters), and waits, for at most two of its
+// heartbeat timeouts, for the election its wake started, so that the
+// caller matches the voters in the same pass. The next pass would come
+// too late: a woken group with nothing to do is idle, and falls asleep
+// again after HibernateAfter and WakeGrace; when they are shorter than
+// the reconcile's period it was asleep at every pass, and its voters
+// never changed. It reports whether r is awake.
+func (c *Cluster) wakeToMatch(set []string, r *replication.Replica) (bool, error) {
+	if !r.Asleep() {
+		return true, nil
+	}
+	if err := c.wakeForVoters(set, r); err != nil || r.Asleep() {
+		return false, err
+	}
+	end := time.Now().Add(2 * r.HeartbeatTimeout())
+	for poll := awaitPoll; time.Now().Before(end); poll = min(2*poll, awaitPollMax) {
+		if id, _ := r.Leader(); id != "" || r.Asleep() {
+			break
+		}
+		time.Sleep(poll)
+	}
+	return !r.Asleep(), nil
 }
 
 // leaveGroup closes this node's replica r of a group the placement (set)
@@ -200,7 +225,7 @@ func (c *Cluster) reconcileReplica(st meta.State, ref replicaRef) error {
 // partition of one or two replicas loses its majority with it), and, when
 // it leads, to add the set's new replicas and hand over (matchVoters adds
 // them, then removes this node, which steps down). A sleeping replica
-// that led its group is woken to do so (wakeForVoters).
+// that led its group is woken to do so (wakeToMatch).
 func (c *Cluster) leaveGroup(st meta.State, set []string, group string, r *replication.Replica) error {
 	servers, err := r.Servers()
 	if err != nil {
@@ -210,10 +235,10 @@ func (c *Cluster) leaveGroup(st meta.State, set []string, group string, r *repli
 		c.boots.forget(group)
 		return c.rn.CloseReplica(group)
 	}
-	switch {
-	case r.Asleep():
-		return c.wakeForVoters(set, r)
-	case r.IsLeader():
+	if woke, err := c.wakeToMatch(set, r); !woke || err != nil {
+		return err
+	}
+	if r.IsLeader() {
 		return c.matchVoters(st, set, r)
 	}
 	return nil

@@ -106,10 +106,21 @@ func TestHibernation(t *testing.T) {
 // A sleeping group whose replicas move (a node removed) is woken by the
 // reconciliation so that its leader can change its voters to the new
 // placement: the removed node's replica leaves the group, the new one
-// joins it.
+// joins it. It does so in the pass that woke the group: with a
+// hibernation delay (and wake grace) far shorter than the reconcile's
+// period, the woken group would otherwise be asleep again at every pass.
 func TestSleepingGroupFollowsPlacement(t *testing.T) {
+	for name, d := range map[string][2]time.Duration{
+		"usual":       {300 * time.Millisecond, 100 * time.Millisecond},
+		"short delay": {50 * time.Millisecond, time.Millisecond},
+	} {
+		t.Run(name, func(t *testing.T) { sleepingGroupFollowsPlacement(t, d[0], d[1]) })
+	}
+}
+
+func sleepingGroupFollowsPlacement(t *testing.T, after, grace time.Duration) {
 	h := newHarness(t, 3, func(c *Config) {
-		c.HibernateAfter, c.WakeGrace = 300*time.Millisecond, 100*time.Millisecond
+		c.HibernateAfter, c.WakeGrace = after, grace
 	})
 	cfg := h.createTopic(topicConfig("moving", 1, 2))
 	h.waitLocal(cfg)
