@@ -202,8 +202,8 @@ func (b *Broker) CreateTopic(ctx context.Context, pr Principal, cfg partition.To
 	}
 	if b.cl != nil {
 		c, err := b.cl.CreateTopic(ctx, cfg)
-		if addr, ok := b.metaLeader(ctx, err); ok {
-			if c, err = b.cfg.Peers.CreateTopic(ctx, addr, string(pr), cfg); err == nil {
+		if addr, ok := b.passOn(ctx, err); ok {
+			if c, err = b.peerCreateTopic(ctx, addr, pr, cfg); err == nil {
 				err = b.AwaitTopic(ctx, c.Name, c.Partitions)
 			}
 		}
@@ -238,26 +238,12 @@ func (b *Broker) AlterTopic(ctx context.Context, pr Principal, name string, ch p
 	}
 	if b.cl != nil {
 		c, err := b.cl.AlterTopic(ctx, name, ch)
-		if addr, ok := b.metaLeader(ctx, err); ok {
-			c, err = b.cfg.Peers.AlterTopic(ctx, addr, string(pr), name, ch)
+		if addr, ok := b.passOn(ctx, err); ok {
+			c, err = b.peerAlterTopic(ctx, addr, pr, name, ch)
 		}
 		return c, err
 	}
 	return b.topics.Alter(name, ch)
-}
-
-// metaLeader is the API address of the metadata leader to pass a topic
-// change to, when err is this node's untouched "not the metadata leader"
-// answer and the request was not itself forwarded here (it is answered by
-// the node it was forwarded to, or fails, never forwarded twice). The
-// gRPC API forwarded such requests itself; the broker passing them on
-// serves every front-end (Kafka clients do not retry NOT_CONTROLLER).
-func (b *Broker) metaLeader(ctx context.Context, err error) (string, bool) {
-	var nl *NotLeaderError
-	if b.cfg.Peers == nil || !errors.As(err, &nl) || !nl.Untouched || nl.Leader.APIAddr == "" || cluster.Forwarded(ctx) {
-		return "", false
-	}
-	return nl.Leader.APIAddr, true
 }
 
 // AddPartitions grows a topic to count partitions (the new total, more
@@ -285,8 +271,8 @@ func (b *Broker) AddPartitions(ctx context.Context, p Principal, topic string, c
 	)
 	if b.cl != nil {
 		cfg, err = b.cl.AddPartitions(ctx, topic, count)
-		if addr, ok := b.metaLeader(ctx, err); ok {
-			if cfg, err = b.cfg.Peers.AddPartitions(ctx, addr, string(p), topic, count); err == nil {
+		if addr, ok := b.passOn(ctx, err); ok {
+			if cfg, err = b.peerAddPartitions(ctx, addr, p, topic, count); err == nil {
 				err = b.AwaitTopic(ctx, topic, count)
 			}
 		}
@@ -321,8 +307,8 @@ func (b *Broker) DeleteTopic(ctx context.Context, pr Principal, name string) err
 		return err
 	}
 	err := b.deleteTopic(ctx, name)
-	if addr, ok := b.metaLeader(ctx, err); ok {
-		return b.cfg.Peers.DeleteTopic(ctx, addr, string(pr), name)
+	if addr, ok := b.passOn(ctx, err); ok {
+		return b.peerDeleteTopic(ctx, addr, pr, name)
 	}
 	if err != nil {
 		return err
@@ -359,7 +345,7 @@ const listOffsetsParallel = 16
 
 // ListOffsets resolves spec on each of a topic's partitions (nil: all).
 // In a cluster each is answered by the partition's leader: here, current
-// (a read barrier), or asked through Peers. The partitions are resolved
+// (a read barrier), or asked over the peer service. The partitions are resolved
 // concurrently, every one even when one fails (eachPartition).
 func (b *Broker) ListOffsets(ctx context.Context, pr Principal, topic string, ids []int32, spec int64) ([]PartitionOffset, error) {
 	if err := b.Authorize(ctx, pr, auth.OpDescribe, auth.Topic(topic)); err != nil {

@@ -134,16 +134,11 @@ func (s *Server) DeleteTopic(ctx context.Context, req *pb.DeleteTopicRequest) (*
 // (delete on the topic, as Kafka's DeleteRecords), on the partition's
 // leader: a node that does not lead it forwards the request there.
 func (s *Server) DeleteRecords(ctx context.Context, req *pb.DeleteRecordsRequest) (*pb.DeleteRecordsResponse, error) {
-	start, err := s.b.DeleteRecords(ctx, principal(ctx), req.Topic, req.Partition, req.BeforeOffset)
-	resp := &pb.DeleteRecordsResponse{}
-	fwd, err := s.forward(ctx, err, pb.Admin_DeleteRecords_FullMethodName, req, resp)
+	start, err := s.b.Forward().DeleteRecords(ctx, principal(ctx), req.Topic, req.Partition, req.BeforeOffset)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	if !fwd {
-		resp.LogStartOffset = start
-	}
-	return resp, nil
+	return &pb.DeleteRecordsResponse{LogStartOffset: start}, nil
 }
 
 func configChange(c *pb.TopicConfig) partition.ConfigChange {

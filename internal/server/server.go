@@ -52,7 +52,6 @@ type Server struct {
 	cfg    Config
 	logger *slog.Logger
 	b      *broker.Broker
-	fwd    *forwarder
 	tls    *tlsconfig.Server // the API's TLS; nil: plaintext
 	// raftTLS is the Raft port's mutual TLS and raftLn its listener; nil:
 	// plaintext (rafttls.go).
@@ -89,7 +88,7 @@ func Start(cfg Config) (*Server, error) {
 	if err := checkListenAddrs(cfg); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, logger: cfg.Logger, closed: make(chan struct{}), fwd: newForwarder(cfg.PeerTLS),
+	s := &Server{cfg: cfg, logger: cfg.Logger, closed: make(chan struct{}),
 		reg: prometheus.NewRegistry(), subBudget: broker.NewMemBudget(subscribeBudgetBytes)}
 	s.m = newMetrics(s.reg)
 	if err := s.loadTLS(); err != nil {
@@ -107,7 +106,12 @@ func Start(cfg Config) (*Server, error) {
 		}
 	}
 	bc := s.cfg.brokerConfig()
-	bc.Peers, bc.Registry = s.fwd, s.reg
+	bc.Registry = s.reg
+	if bc.Cluster != nil {
+		cc := *bc.Cluster
+		cc.JoinLookup = joinLookup(cfg.PeerTLS)
+		bc.Cluster = &cc
+	}
 	b, err := broker.Open(bc)
 	if err != nil {
 		return nil, s.fail(err)
@@ -150,7 +154,6 @@ func (s *Server) fail(err error) error {
 	if s.b != nil {
 		s.b.Close()
 	}
-	s.fwd.close()
 	if s.raftLn != nil {
 		s.raftLn.Close() // the cluster's transport closes it once it started
 	}
@@ -322,7 +325,6 @@ func (s *Server) Close() error {
 		<-done
 	}
 	s.closeErr = s.b.Close()
-	s.fwd.close()
 	if s.raftLn != nil {
 		s.raftLn.Close() // the cluster's transport closes it once it started
 	}
