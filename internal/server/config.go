@@ -49,9 +49,9 @@ type Config struct {
 	// that CA is refused at the handshake. The files are re-read when they
 	// change and on Server.ReloadTLS (SIGHUP).
 	TLS tlsconfig.ServerFiles
-	// PeerTLS is the TLS of this node's calls to other nodes' APIs
-	// (forwarding, joins); nil: plaintext. A cluster whose nodes serve TLS
-	// needs it.
+	// PeerTLS is the TLS of this node's one call of another node's API:
+	// asking the --join node for its Raft address; nil: plaintext. A
+	// cluster whose nodes serve TLS needs it.
 	PeerTLS *tls.Config
 	// RaftTLS, when its files are set (all three), puts mutual TLS on the
 	// Raft port (--raft-tls-cert, --raft-tls-key, --raft-tls-ca): a peer
