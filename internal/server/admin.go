@@ -17,7 +17,7 @@ func (s *Server) CreateTopic(ctx context.Context, req *pb.CreateTopicRequest) (*
 	c.Replicas = req.Replicas
 	c = c.Apply(configChange(req.Config))
 	// On a node that does not lead the metadata, the broker passes the
-	// change on to the leader (cluster.Peers), as for every front-end.
+	// change on to the leader (over the peer service), as for every front-end.
 	c, err := s.b.CreateTopic(ctx, principal(ctx), c)
 	if err != nil {
 		return nil, toStatus(err)
