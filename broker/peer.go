@@ -78,7 +78,8 @@ type (
 	none struct{}
 )
 
-// handlePeers registers the operations with the cluster.
+// handlePeers registers the operations with the cluster (b.Cluster(),
+// set).
 func (b *Broker) handlePeers() {
 	handle(b, opCreateTopic, func(ctx context.Context, pr Principal, r topicReq) (any, error) {
 		return b.CreateTopic(ctx, pr, r.Config)
@@ -125,7 +126,7 @@ func (b *Broker) handlePeers() {
 // the principal the call carries, with the calling node's address as the
 // client's (the audit names it).
 func handle[Req any](b *Broker, op string, fn func(ctx context.Context, pr Principal, r Req) (any, error)) {
-	b.cl.Handle(op, func(ctx context.Context, call cluster.PeerCall) (any, error) {
+	b.Cluster().Handle(op, func(ctx context.Context, call cluster.PeerCall) (any, error) {
 		var r Req
 		if err := json.Unmarshal(call.Body, &r); err != nil {
 			return nil, kind.Errorf(kind.ErrInvalidArgument, "peer call %s: %v", op, err)
@@ -143,21 +144,32 @@ func handle[Req any](b *Broker, op string, fn func(ctx context.Context, pr Princ
 }
 
 // passOn is the Raft address of the node to make a request of, when err
-// is this node's untouched "not leader" answer naming another node, and
-// the request is not one another node made of this one.
-func (b *Broker) passOn(ctx context.Context, err error) (string, bool) {
+// is cl's untouched "not leader" answer naming another node, and the
+// request is not one another node made of this one (cl nil: a node that
+// runs alone passes nothing on).
+func passOn(ctx context.Context, cl *cluster.Cluster, err error) (string, bool) {
 	var nl *NotLeaderError
-	if b.cl == nil || !errors.As(err, &nl) || !nl.Untouched || nl.Leader.RaftAddr == "" || nl.Leader.ID == b.cl.Self() ||
+	if cl == nil || !errors.As(err, &nl) || !nl.Untouched || nl.Leader.RaftAddr == "" || nl.Leader.ID == cl.Self() ||
 		cluster.Forwarded(ctx) {
 		return "", false
 	}
 	return nl.Leader.RaftAddr, true
 }
 
+// passOn is passOn of this node's cluster.
+func (b *Broker) passOn(ctx context.Context, err error) (string, bool) {
+	return passOn(ctx, b.Cluster(), err)
+}
+
 // peerCall makes op of the node at raftAddr for pr, its error read back
 // as one of the kinds the broker's callers map.
+func peerCall(ctx context.Context, cl *cluster.Cluster, raftAddr, op string, pr Principal, req, resp any) error {
+	return fromPeerError(cl.Call(ctx, raftAddr, op, string(pr), req, resp))
+}
+
+// peerCall is peerCall of this node's cluster.
 func (b *Broker) peerCall(ctx context.Context, raftAddr, op string, pr Principal, req, resp any) error {
-	return fromPeerError(b.cl.Call(ctx, raftAddr, op, string(pr), req, resp))
+	return peerCall(ctx, b.Cluster(), raftAddr, op, pr, req, resp)
 }
 
 // The broker's error kinds a peer call carries (package cluster carries
@@ -219,26 +231,26 @@ func fromPeerError(err error) error {
 	return err
 }
 
-// The topic changes, made of the metadata leader at addr.
+// The topic changes, made of cl's metadata leader at addr.
 
-func (b *Broker) peerCreateTopic(ctx context.Context, addr string, pr Principal, cfg partition.TopicConfig) (partition.TopicConfig, error) {
+func peerCreateTopic(ctx context.Context, cl *cluster.Cluster, addr string, pr Principal, cfg partition.TopicConfig) (partition.TopicConfig, error) {
 	var out partition.TopicConfig
-	err := b.peerCall(ctx, addr, opCreateTopic, pr, topicReq{Config: cfg}, &out)
+	err := peerCall(ctx, cl, addr, opCreateTopic, pr, topicReq{Config: cfg}, &out)
 	return out, err
 }
 
-func (b *Broker) peerAlterTopic(ctx context.Context, addr string, pr Principal, topic string, ch partition.ConfigChange) (partition.TopicConfig, error) {
+func peerAlterTopic(ctx context.Context, cl *cluster.Cluster, addr string, pr Principal, topic string, ch partition.ConfigChange) (partition.TopicConfig, error) {
 	var out partition.TopicConfig
-	err := b.peerCall(ctx, addr, opAlterTopic, pr, topicReq{Topic: topic, Change: ch}, &out)
+	err := peerCall(ctx, cl, addr, opAlterTopic, pr, topicReq{Topic: topic, Change: ch}, &out)
 	return out, err
 }
 
-func (b *Broker) peerAddPartitions(ctx context.Context, addr string, pr Principal, topic string, count int32) (partition.TopicConfig, error) {
+func peerAddPartitions(ctx context.Context, cl *cluster.Cluster, addr string, pr Principal, topic string, count int32) (partition.TopicConfig, error) {
 	var out partition.TopicConfig
-	err := b.peerCall(ctx, addr, opAddPartitions, pr, topicReq{Topic: topic, Count: count}, &out)
+	err := peerCall(ctx, cl, addr, opAddPartitions, pr, topicReq{Topic: topic, Count: count}, &out)
 	return out, err
 }
 
-func (b *Broker) peerDeleteTopic(ctx context.Context, addr string, pr Principal, topic string) error {
-	return b.peerCall(ctx, addr, opDeleteTopic, pr, topicReq{Topic: topic}, nil)
+func peerDeleteTopic(ctx context.Context, cl *cluster.Cluster, addr string, pr Principal, topic string) error {
+	return peerCall(ctx, cl, addr, opDeleteTopic, pr, topicReq{Topic: topic}, nil)
 }

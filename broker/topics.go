@@ -203,7 +203,7 @@ func (b *Broker) CreateTopic(ctx context.Context, pr Principal, cfg partition.To
 	if b.cl != nil {
 		c, err := b.cl.CreateTopic(ctx, cfg)
 		if addr, ok := b.passOn(ctx, err); ok {
-			if c, err = b.peerCreateTopic(ctx, addr, pr, cfg); err == nil {
+			if c, err = peerCreateTopic(ctx, b.cl, addr, pr, cfg); err == nil {
 				err = b.AwaitTopic(ctx, c.Name, c.Partitions)
 			}
 		}
@@ -239,7 +239,7 @@ func (b *Broker) AlterTopic(ctx context.Context, pr Principal, name string, ch p
 	if b.cl != nil {
 		c, err := b.cl.AlterTopic(ctx, name, ch)
 		if addr, ok := b.passOn(ctx, err); ok {
-			c, err = b.peerAlterTopic(ctx, addr, pr, name, ch)
+			c, err = peerAlterTopic(ctx, b.cl, addr, pr, name, ch)
 		}
 		return c, err
 	}
@@ -272,7 +272,7 @@ func (b *Broker) AddPartitions(ctx context.Context, p Principal, topic string, c
 	if b.cl != nil {
 		cfg, err = b.cl.AddPartitions(ctx, topic, count)
 		if addr, ok := b.passOn(ctx, err); ok {
-			if cfg, err = b.peerAddPartitions(ctx, addr, p, topic, count); err == nil {
+			if cfg, err = peerAddPartitions(ctx, b.cl, addr, p, topic, count); err == nil {
 				err = b.AwaitTopic(ctx, topic, count)
 			}
 		}
@@ -308,7 +308,7 @@ func (b *Broker) DeleteTopic(ctx context.Context, pr Principal, name string) err
 	}
 	err := b.deleteTopic(ctx, name)
 	if addr, ok := b.passOn(ctx, err); ok {
-		return b.peerDeleteTopic(ctx, addr, pr, name)
+		return peerDeleteTopic(ctx, b.cl, addr, pr, name)
 	}
 	if err != nil {
 		return err
