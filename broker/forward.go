@@ -22,7 +22,7 @@ func (b *Broker) Forward() Forwarder { return Forwarder{b} }
 // DeleteRecords is Broker.DeleteRecords, on the partition's leader.
 func (f Forwarder) DeleteRecords(ctx context.Context, pr Principal, topic string, part int32, offset int64) (int64, error) {
 	start, err := f.b.DeleteRecords(ctx, pr, topic, part, offset)
-	if addr, ok := f.b.passOn(ctx, err); ok {
+	if addr, ok := passOn(ctx, err); ok {
 		err = f.b.peerCall(ctx, addr, opDeleteRecords, pr, recordsReq{Topic: topic, Partition: part, Offset: offset}, &start)
 	}
 	return start, err
@@ -31,7 +31,7 @@ func (f Forwarder) DeleteRecords(ctx context.Context, pr Principal, topic string
 // RemoveNode is Broker.RemoveNode, on the metadata leader.
 func (f Forwarder) RemoveNode(ctx context.Context, pr Principal, id string) ([]string, error) {
 	moved, err := f.b.RemoveNode(ctx, pr, id)
-	if addr, ok := f.b.passOn(ctx, err); ok {
+	if addr, ok := passOn(ctx, err); ok {
 		moved = nil
 		err = f.b.peerCall(ctx, addr, opRemoveNode, pr, userReq{Name: id}, &moved)
 	}
@@ -41,7 +41,7 @@ func (f Forwarder) RemoveNode(ctx context.Context, pr Principal, id string) ([]s
 // CommitOffsets is Broker.CommitOffsets, on the metadata leader.
 func (f Forwarder) CommitOffsets(ctx context.Context, pr Principal, group, member string, generation int32, cs []offsets.Committed) error {
 	err := f.b.CommitOffsets(ctx, pr, group, member, generation, cs)
-	if addr, ok := f.b.passOn(ctx, err); ok {
+	if addr, ok := passOn(ctx, err); ok {
 		err = f.b.peerCall(ctx, addr, opCommitOffsets, pr, offsetsReq{Group: group, Member: member, Generation: generation, Offsets: cs}, nil)
 	}
 	return err
@@ -50,7 +50,7 @@ func (f Forwarder) CommitOffsets(ctx context.Context, pr Principal, group, membe
 // FetchOffsets is Broker.FetchOffsets, on the metadata leader.
 func (f Forwarder) FetchOffsets(ctx context.Context, pr Principal, group string, topics []string) ([]offsets.Committed, error) {
 	cs, err := f.b.FetchOffsets(ctx, pr, group, topics)
-	if addr, ok := f.b.passOn(ctx, err); ok {
+	if addr, ok := passOn(ctx, err); ok {
 		cs = nil
 		err = f.b.peerCall(ctx, addr, opFetchOffsets, pr, offsetsReq{Group: group, Topics: topics}, &cs)
 	}
@@ -60,7 +60,7 @@ func (f Forwarder) FetchOffsets(ctx context.Context, pr Principal, group string,
 // ListGroups is Broker.ListGroups, on the metadata leader.
 func (f Forwarder) ListGroups(ctx context.Context, pr Principal) ([]string, error) {
 	gs, err := f.b.ListGroups(ctx, pr)
-	if addr, ok := f.b.passOn(ctx, err); ok {
+	if addr, ok := passOn(ctx, err); ok {
 		gs = nil
 		err = f.b.peerCall(ctx, addr, opListGroups, pr, none{}, &gs)
 	}
@@ -71,7 +71,7 @@ func (f Forwarder) ListGroups(ctx context.Context, pr Principal) ([]string, erro
 // crosses the Raft port, which --raft-tls-* encrypts).
 func (f Forwarder) CreateUser(ctx context.Context, pr Principal, name, password string, replace bool) error {
 	err := f.b.CreateUser(ctx, pr, name, password, replace)
-	if addr, ok := f.b.passOn(ctx, err); ok {
+	if addr, ok := passOn(ctx, err); ok {
 		err = f.b.peerCall(ctx, addr, opCreateUser, pr, userReq{Name: name, Password: password, Replace: replace}, nil)
 	}
 	return err
@@ -80,7 +80,7 @@ func (f Forwarder) CreateUser(ctx context.Context, pr Principal, name, password 
 // DeleteUser is Broker.DeleteUser, on the metadata leader.
 func (f Forwarder) DeleteUser(ctx context.Context, pr Principal, name string) error {
 	err := f.b.DeleteUser(ctx, pr, name)
-	if addr, ok := f.b.passOn(ctx, err); ok {
+	if addr, ok := passOn(ctx, err); ok {
 		err = f.b.peerCall(ctx, addr, opDeleteUser, pr, userReq{Name: name}, nil)
 	}
 	return err
@@ -89,7 +89,7 @@ func (f Forwarder) DeleteUser(ctx context.Context, pr Principal, name string) er
 // AddACLs is Broker.AddACLs, on the metadata leader.
 func (f Forwarder) AddACLs(ctx context.Context, pr Principal, acls ...auth.ACL) error {
 	err := f.b.AddACLs(ctx, pr, acls...)
-	if addr, ok := f.b.passOn(ctx, err); ok {
+	if addr, ok := passOn(ctx, err); ok {
 		err = f.b.peerCall(ctx, addr, opAddACLs, pr, aclsReq{ACLs: acls}, nil)
 	}
 	return err
@@ -98,7 +98,7 @@ func (f Forwarder) AddACLs(ctx context.Context, pr Principal, acls ...auth.ACL) 
 // RemoveACLs is Broker.RemoveACLs, on the metadata leader.
 func (f Forwarder) RemoveACLs(ctx context.Context, pr Principal, filter auth.ACLFilter) ([]auth.ACL, error) {
 	removed, err := f.b.RemoveACLs(ctx, pr, filter)
-	if addr, ok := f.b.passOn(ctx, err); ok {
+	if addr, ok := passOn(ctx, err); ok {
 		removed = nil
 		err = f.b.peerCall(ctx, addr, opRemoveACLs, pr, aclsReq{Filter: filter}, &removed)
 	}

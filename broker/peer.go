@@ -144,21 +144,15 @@ func handle[Req any](b *Broker, op string, fn func(ctx context.Context, pr Princ
 }
 
 // passOn is the Raft address of the node to make a request of, when err
-// is cl's untouched "not leader" answer naming another node, and the
-// request is not one another node made of this one (cl nil: a node that
-// runs alone passes nothing on).
-func passOn(ctx context.Context, cl *cluster.Cluster, err error) (string, bool) {
+// is an untouched "not leader" answer of this node's control plane naming
+// the node that leads (a node that runs alone never answers one), and the
+// request is not one another node made of this one.
+func passOn(ctx context.Context, err error) (string, bool) {
 	var nl *NotLeaderError
-	if cl == nil || !errors.As(err, &nl) || !nl.Untouched || nl.Leader.RaftAddr == "" || nl.Leader.ID == cl.Self() ||
-		cluster.Forwarded(ctx) {
+	if !errors.As(err, &nl) || !nl.Untouched || nl.Leader.RaftAddr == "" || cluster.Forwarded(ctx) {
 		return "", false
 	}
 	return nl.Leader.RaftAddr, true
-}
-
-// passOn is passOn of this node's cluster.
-func (b *Broker) passOn(ctx context.Context, err error) (string, bool) {
-	return passOn(ctx, b.Cluster(), err)
 }
 
 // peerCall makes op of the node at raftAddr for pr, its error read back

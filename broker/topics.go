@@ -202,7 +202,7 @@ func (b *Broker) CreateTopic(ctx context.Context, pr Principal, cfg partition.To
 	}
 	if b.cl != nil {
 		c, err := b.cl.CreateTopic(ctx, cfg)
-		if addr, ok := b.passOn(ctx, err); ok {
+		if addr, ok := passOn(ctx, err); ok {
 			if c, err = peerCreateTopic(ctx, b.cl, addr, pr, cfg); err == nil {
 				err = b.AwaitTopic(ctx, c.Name, c.Partitions)
 			}
@@ -238,7 +238,7 @@ func (b *Broker) AlterTopic(ctx context.Context, pr Principal, name string, ch p
 	}
 	if b.cl != nil {
 		c, err := b.cl.AlterTopic(ctx, name, ch)
-		if addr, ok := b.passOn(ctx, err); ok {
+		if addr, ok := passOn(ctx, err); ok {
 			c, err = peerAlterTopic(ctx, b.cl, addr, pr, name, ch)
 		}
 		return c, err
@@ -271,7 +271,7 @@ func (b *Broker) AddPartitions(ctx context.Context, p Principal, topic string, c
 	)
 	if b.cl != nil {
 		cfg, err = b.cl.AddPartitions(ctx, topic, count)
-		if addr, ok := b.passOn(ctx, err); ok {
+		if addr, ok := passOn(ctx, err); ok {
 			if cfg, err = peerAddPartitions(ctx, b.cl, addr, p, topic, count); err == nil {
 				err = b.AwaitTopic(ctx, topic, count)
 			}
@@ -307,7 +307,7 @@ func (b *Broker) DeleteTopic(ctx context.Context, pr Principal, name string) err
 		return err
 	}
 	err := b.deleteTopic(ctx, name)
-	if addr, ok := b.passOn(ctx, err); ok {
+	if addr, ok := passOn(ctx, err); ok {
 		return peerDeleteTopic(ctx, b.cl, addr, pr, name)
 	}
 	if err != nil {
