@@ -109,7 +109,7 @@ func Start(cfg Config) (*Server, error) {
 	bc.Registry = s.reg
 	if bc.Cluster != nil {
 		cc := *bc.Cluster
-		cc.JoinLookup = joinLookup(cfg.PeerTLS)
+		cc.JoinLookup = JoinLookup(cfg.PeerTLS)
 		bc.Cluster = &cc
 	}
 	b, err := broker.Open(bc)
