@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/logd/logd/auth"
@@ -159,29 +158,6 @@ func (b *Broker) isSuperUser(p auth.Principal) bool {
 		}
 	}
 	return false
-}
-
-// ForwardedIdentity decides who a request forwarded by another node is
-// from. caller is the identity the forwarding connection proved (a node's
-// certificate); claimed is the original principal the forwarder names
-// ("" for anonymous). Speaking for another principal needs alter on the
-// cluster (super users have it: list the nodes' certificate principals in
-// --super-users, as Kafka's inter-broker principal is): whoever holds it
-// could grant itself anything through ACLs anyway, and no one else can
-// pose as another principal. A caller naming itself needs nothing. Under
-// --authz off every caller may (no decision depends on the principal).
-func (b *Broker) ForwardedIdentity(caller auth.Identity, claimed string) (auth.Identity, error) {
-	p, err := Principal(claimed).Auth()
-	if err != nil {
-		return caller, fmt.Errorf("%w: forwarded principal %q: %v", auth.ErrAuthenticationFailed, claimed, err)
-	}
-	if caller.Principal == p {
-		return caller, nil
-	}
-	if err := b.authz.Authorize(caller, auth.OpAlter, auth.Cluster()); err != nil {
-		return caller, err
-	}
-	return auth.Identity{Principal: p, Addr: caller.Addr}, nil
 }
 
 // authorizeRead checks read on a fetch's topic once per request: seen

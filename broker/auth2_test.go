@@ -141,32 +141,6 @@ func TestUsersAndACLsSurviveRestart(t *testing.T) {
 	}
 }
 
-// A forwarded principal is honoured only from a caller that may alter the
-// cluster, so a client cannot pose as another principal.
-func TestForwardedIdentity(t *testing.T) {
-	b := openSecured(t, t.TempDir())
-	defer b.Close()
-	node := auth.Identity{Principal: auth.User("admin"), Addr: "10.0.0.2:5000"}
-	id, err := b.ForwardedIdentity(node, "User:alice")
-	if err != nil || id.Principal != auth.User("alice") || id.Addr != node.Addr {
-		t.Fatalf("from a super user: %v %v", id, err)
-	}
-	id, err = b.ForwardedIdentity(node, "")
-	if err != nil || id.Principal != auth.Anonymous {
-		t.Fatalf("anonymous from a super user: %v %v", id, err)
-	}
-	mallory := auth.Identity{Principal: auth.User("mallory")}
-	if _, err := b.ForwardedIdentity(mallory, "User:admin"); !errors.Is(err, broker.ErrDenied) {
-		t.Fatalf("mallory posing as admin: %v", err)
-	}
-	if id, err := b.ForwardedIdentity(mallory, "User:mallory"); err != nil || id.Principal != mallory.Principal {
-		t.Fatalf("naming itself: %v %v", id, err)
-	}
-	if _, err := b.ForwardedIdentity(node, "User:"); err == nil {
-		t.Fatal("a malformed principal was accepted")
-	}
-}
-
 // tlsConnState is a TLS connection without a client certificate (a
 // password is accepted over TLS only).
 func tlsConnState() *tls.ConnectionState { return &tls.ConnectionState{HandshakeComplete: true} }

@@ -45,10 +45,8 @@ type Config struct {
 	// LogFS, when set, is the file system the partitions' logs use (tests
 	// inject I/O faults through it); nil: the operating system's.
 	LogFS log.FS
-	// Cluster, when set, runs the node as a member of a cluster; Peers is
-	// then how it reaches the other nodes (the gRPC front-end's).
+	// Cluster, when set, runs the node as a member of a cluster.
 	Cluster *cluster.Config
-	Peers   cluster.Peers
 	// Registry is the node's Prometheus registry; nil: a new one.
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
@@ -167,11 +165,12 @@ func (b *Broker) openStorage() error {
 		b.plane = l
 	} else {
 		cl, err := cluster.Start(*b.cfg.Cluster, cluster.Options{DataDir: b.cfg.DataDir, DB: db, Topics: topics,
-			Peers: b.cfg.Peers, Logger: b.logger, Registry: b.m.reg})
+			Logger: b.logger, Registry: b.m.reg})
 		if err != nil {
 			return err
 		}
-		b.plane = &raftPlane{cl: cl, peers: b.cfg.Peers}
+		b.plane = &raftPlane{cl: cl}
+		b.handlePeers()
 	}
 	// Committed offsets are the metadata group's in a cluster.
 	b.offsets = b.plane.offsetStore()

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -20,11 +19,10 @@ import (
 // cluster): topics, committed offsets, users and ACLs are the replicated
 // metadata's, written on the metadata leader; a partition is served by
 // its Raft group's leader. A topic write this node's metadata group
-// refuses for not leading it is passed on to the leader through peers
-// (forwardTo).
+// refuses for not leading it is passed on to the leader over the peer
+// service (peer.go).
 type raftPlane struct {
-	cl    *cluster.Cluster
-	peers cluster.Peers
+	cl *cluster.Cluster
 }
 
 func (r *raftPlane) cluster() *cluster.Cluster   { return r.cl }
@@ -85,24 +83,10 @@ func (r *raftPlane) status(ctx context.Context, self Node, local bool) cluster.S
 	return r.cl.Status(ctx, self)
 }
 
-// forwardTo is the API address of the metadata leader to pass a topic
-// change to, when err is this node's untouched "not the metadata leader"
-// answer and the request was not itself forwarded here (it is answered by
-// the node it was forwarded to, or fails, never forwarded twice). The
-// broker passing them on serves every front-end (Kafka clients do not
-// retry NOT_CONTROLLER).
-func (r *raftPlane) forwardTo(ctx context.Context, err error) (string, bool) {
-	var nl *NotLeaderError
-	if r.peers == nil || !errors.As(err, &nl) || !nl.Untouched || nl.Leader.APIAddr == "" || cluster.Forwarded(ctx) {
-		return "", false
-	}
-	return nl.Leader.APIAddr, true
-}
-
 func (r *raftPlane) createTopic(ctx context.Context, pr Principal, cfg partition.TopicConfig) (partition.TopicConfig, error) {
 	c, err := r.cl.CreateTopic(ctx, cfg)
-	if addr, ok := r.forwardTo(ctx, err); ok {
-		if c, err = r.peers.CreateTopic(ctx, addr, string(pr), cfg); err == nil {
+	if addr, ok := passOn(ctx, err); ok {
+		if c, err = peerCreateTopic(ctx, r.cl, addr, pr, cfg); err == nil {
 			err = r.awaitTopic(ctx, c.Name, c.Partitions)
 		}
 	}
@@ -111,16 +95,16 @@ func (r *raftPlane) createTopic(ctx context.Context, pr Principal, cfg partition
 
 func (r *raftPlane) alterTopic(ctx context.Context, pr Principal, name string, ch partition.ConfigChange) (partition.TopicConfig, error) {
 	c, err := r.cl.AlterTopic(ctx, name, ch)
-	if addr, ok := r.forwardTo(ctx, err); ok {
-		c, err = r.peers.AlterTopic(ctx, addr, string(pr), name, ch)
+	if addr, ok := passOn(ctx, err); ok {
+		c, err = peerAlterTopic(ctx, r.cl, addr, pr, name, ch)
 	}
 	return c, err
 }
 
 func (r *raftPlane) addPartitions(ctx context.Context, pr Principal, topic string, count int32) (partition.TopicConfig, error) {
 	cfg, err := r.cl.AddPartitions(ctx, topic, count)
-	if addr, ok := r.forwardTo(ctx, err); ok {
-		if cfg, err = r.peers.AddPartitions(ctx, addr, string(pr), topic, count); err == nil {
+	if addr, ok := passOn(ctx, err); ok {
+		if cfg, err = peerAddPartitions(ctx, r.cl, addr, pr, topic, count); err == nil {
 			err = r.awaitTopic(ctx, topic, count)
 		}
 	}
@@ -129,8 +113,8 @@ func (r *raftPlane) addPartitions(ctx context.Context, pr Principal, topic strin
 
 func (r *raftPlane) deleteTopic(ctx context.Context, pr Principal, name string) error {
 	err := r.cl.DeleteTopic(ctx, name)
-	if addr, ok := r.forwardTo(ctx, err); ok {
-		return r.peers.DeleteTopic(ctx, addr, string(pr), name)
+	if addr, ok := passOn(ctx, err); ok {
+		return peerDeleteTopic(ctx, r.cl, addr, pr, name)
 	}
 	return err
 }

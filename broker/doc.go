@@ -29,10 +29,12 @@
 //     started after the read arrived confirms the leadership
 //     (cluster.Linearizable). Metadata writes (topics, committed offsets)
 //     run on the metadata leader; other nodes answer *NotLeaderError with
-//     Untouched set, which a front-end may forward or hand to its client,
-//     except topic changes (create, alter, add partitions, delete), which
-//     the broker passes on to the leader itself (Config.Peers) with the
-//     request's principal, for every front-end.
+//     Untouched set, which a front-end may pass on (Forward) or hand to
+//     its client, except topic changes (create, alter, add partitions,
+//     delete), which the broker passes on to the leader itself, for every
+//     front-end. Passed on, a request goes over the peer service on the
+//     Raft port (peer.go) with its principal as data, and the leader
+//     authorizes it.
 //   - DeleteRecords moves a partition's log start on every replica (a
 //     replicated entry; log.AdvanceStart), as retention does by whole
 //     segments; the start never moves back.

@@ -43,6 +43,11 @@ type Config struct {
 	// not.
 	Bootstrap bool
 	Join      string
+	// JoinLookup asks the node whose API is at Join for its Raft address:
+	// the one call a node makes of another's public API, as any client
+	// may (the node's front-end provides it). nil: Join is that Raft
+	// address itself (tests).
+	JoinLookup func(ctx context.Context, apiAddr string) (raftAddr string, err error)
 	// RaftDial overrides how Raft dials peers (fault injection in tests);
 	// nil: TCP, through Routes.
 	RaftDial func(ctx context.Context, addr string) (net.Conn, error)
@@ -91,7 +96,6 @@ type Options struct {
 	DataDir  string
 	DB       *pebble.DB        // the node's metadata store (Raft's stable state)
 	Topics   *partition.Topics // the node's local topics, which reconciliation drives
-	Peers    Peers
 	Logger   *slog.Logger
 	Registry prometheus.Registerer
 }
@@ -118,6 +122,8 @@ type Cluster struct {
 	refused atomic.Pointer[error] // why the cluster refused this node
 	idMu    sync.Mutex            // one change of the cluster id at a time
 	peers   raft.StreamLayer      // the peer channel (peerservice.go)
+	// handlers are the peer calls the node's core answers (Handle).
+	handlers peerHandlers
 
 	// loops is the background loops' context (Run); reach, whether peers
 	// answered lately (hibernate.go).
@@ -260,7 +266,7 @@ func (c *Cluster) Run(self meta.Node) {
 	c.loops = ctx
 	c.reach.mu.Unlock()
 	c.wg.Add(7)
-	go func() { defer c.wg.Done(); c.servePeers(ctx) }()
+	go func() { defer c.wg.Done(); c.servePeers(ctx, self) }()
 	go func() { defer c.wg.Done(); c.identityLoop(ctx) }()
 	go func() { defer c.wg.Done(); c.checkJoinTarget(ctx) }()
 	go func() { defer c.wg.Done(); c.lagLoop(ctx) }()

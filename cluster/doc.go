@@ -30,11 +30,12 @@
 // a barrier started after it arrived (Cluster.Linearizable). Everything of
 // Raft goes through package replication's methods: no *raft.Raft here.
 //
-// The package speaks Go types and errors only. Joining runs node to node
-// on the peer channel of the Raft port (peerservice.go); what else it
-// needs of other nodes (their replicas' state, a partition leader's
-// offsets, topic changes on the metadata leader) goes through Peers, which
-// the gRPC front-end implements.
+// The package speaks Go types and errors only. Every call one node makes
+// of another runs on the peer channel of the Raft port (peerservice.go):
+// joining, a node's replicas' state and a partition leader's offsets
+// (peers.go), and the operations the core registers (Handle) for the
+// requests it passes on to a leader, with their principal as data. Errors
+// keep their kinds across a call (peererrors.go).
 // Its errors are of the generic kinds of package internal/kind
 // (kind.Errorf), or the types and sentinels of errors.go.
 package cluster

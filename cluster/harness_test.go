@@ -28,10 +28,11 @@ import (
 // The in-process cluster of this package's tests: N nodes, each a
 // Cluster started as the broker starts one (its own data directory,
 // Pebble DB and partition.Topics), with its Raft port on 127.0.0.1 behind
-// a faultnet.Network, so a test can cut links. The nodes' API addresses
-// are names ("api-n1") that only the fake Peers (testPeers) resolves: a
-// Peers call reaches the named node's Cluster directly, and fails when
-// the link between the two nodes is cut or the node is down.
+// a faultnet.Network, so a test can cut links (the peer service's calls
+// ride the same links). The nodes' API addresses are names ("api-n1")
+// that only the fake join lookup (testPeers) resolves, to the named
+// node's Raft address; it fails when the link between the two nodes is
+// cut or the node is down.
 
 // waitFor bounds every wait of these tests: generous, for a shared
 // machine under -race; a test that passes waits far less.
@@ -159,13 +160,13 @@ func (nd *testNode) start() error {
 		return err
 	}
 	cfg := Config{NodeID: nd.id, RaftListener: ln, Bootstrap: nd.join == "", Join: nd.join,
-		RaftDial: nd.h.net.Dialer(nd.id), Raft: testRaft()}
+		JoinLookup: testPeers{h: nd.h, from: nd.id}.raftAddr, RaftDial: nd.h.net.Dialer(nd.id), Raft: testRaft()}
 	if nd.h.cfg != nil {
 		nd.h.cfg(&cfg)
 	}
 	reg := prometheus.NewRegistry()
 	logger := slog.New(slog.NewTextHandler(nd.h.log, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", nd.id)
-	c, err := Start(cfg, Options{DataDir: nd.dir, DB: db, Topics: topics, Peers: testPeers{h: nd.h, from: nd.id}, Logger: logger, Registry: reg})
+	c, err := Start(cfg, Options{DataDir: nd.dir, DB: db, Topics: topics, Logger: logger, Registry: reg})
 	if err != nil {
 		topics.Close()
 		db.Close()
@@ -367,10 +368,9 @@ func (h *harness) onMetaLeader(fn func(*Cluster) error) error {
 	}
 }
 
-// testPeers is the fake Peers of node from: a call reaches the Cluster of
-// the node at the API address directly, unless that node is down or the
-// link between the two is cut. It is small on purpose: what a node asks
-// of another through Peers is a few calls of that node's Cluster.
+// testPeers is the fake join lookup of node from: it reaches the Cluster
+// of the node at the API address directly, unless that node is down or
+// the link between the two is cut.
 type testPeers struct {
 	h    *harness
 	from string
@@ -394,61 +394,14 @@ func (p testPeers) target(addr string) (*Cluster, *partition.Topics, error) {
 	return nil, nil, kind.Errorf(kind.ErrUnavailable, "node %s is down", id)
 }
 
-func (p testPeers) Status(ctx context.Context, addr string) (Status, error) {
+// raftAddr is Config.JoinLookup: the Raft address of the node whose API
+// address is addr.
+func (p testPeers) raftAddr(_ context.Context, addr string) (string, error) {
 	c, _, err := p.target(addr)
 	if err != nil {
-		return Status{}, err
+		return "", err
 	}
-	return c.LocalStatus(self(c.Self())), nil
-}
-
-func (p testPeers) ListOffset(ctx context.Context, addr, topic string, id int32, spec int64) (PartitionOffset, error) {
-	c, topics, err := p.target(addr)
-	if err != nil {
-		return PartitionOffset{}, err
-	}
-	part, err := topics.Partition(topic, id)
-	if err != nil {
-		return PartitionOffset{}, err
-	}
-	po, err := c.ListOffset(WithForwarded(ctx), part, spec)
-	if err != nil || po != nil {
-		return PartitionOffset{}, fmt.Errorf("not answered on the leader: %v", err)
-	}
-	l := part.Log
-	return PartitionOffset{Offset: l.HighWatermark(), LogStart: l.StartOffset(), HighWatermark: l.HighWatermark()}, nil
-}
-
-func (p testPeers) CreateTopic(ctx context.Context, addr, _ string, cfg partition.TopicConfig) (partition.TopicConfig, error) {
-	c, _, err := p.target(addr)
-	if err != nil {
-		return cfg, err
-	}
-	return c.CreateTopic(ctx, cfg)
-}
-
-func (p testPeers) AlterTopic(ctx context.Context, addr, _, topic string, ch partition.ConfigChange) (partition.TopicConfig, error) {
-	c, _, err := p.target(addr)
-	if err != nil {
-		return partition.TopicConfig{}, err
-	}
-	return c.AlterTopic(ctx, topic, ch)
-}
-
-func (p testPeers) AddPartitions(ctx context.Context, addr, _, topic string, count int32) (partition.TopicConfig, error) {
-	c, _, err := p.target(addr)
-	if err != nil {
-		return partition.TopicConfig{}, err
-	}
-	return c.AddPartitions(ctx, topic, count)
-}
-
-func (p testPeers) DeleteTopic(ctx context.Context, addr, _, topic string) error {
-	c, _, err := p.target(addr)
-	if err != nil {
-		return err
-	}
-	return c.DeleteTopic(ctx, topic)
+	return c.RaftAddr(), nil
 }
 
 // goroutineIDs are the ids of the goroutines running now.

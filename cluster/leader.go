@@ -219,7 +219,7 @@ func (c *Cluster) TopicLookup(ctx context.Context, topic string, err error) erro
 
 // ListOffset resolves spec on the leader of p: nil, nil when this node
 // leads p (current: after a read barrier), so the caller answers from the
-// local log; else the leader's answer through Peers.
+// local log; else the leader's answer over the peer service.
 func (c *Cluster) ListOffset(ctx context.Context, p *partition.Partition, spec int64) (*PartitionOffset, error) {
 	r, err := c.Replica(ctx, p)
 	if err == nil {
@@ -227,10 +227,10 @@ func (c *Cluster) ListOffset(ctx context.Context, p *partition.Partition, spec i
 		return nil, c.Linearizable(ctx, r, "partition "+p.Name())
 	}
 	var nl *NotLeaderError
-	if !errors.As(err, &nl) || nl.Leader.APIAddr == "" || Forwarded(ctx) {
+	if !errors.As(err, &nl) || nl.Leader.RaftAddr == "" || Forwarded(ctx) {
 		return nil, err
 	}
-	po, err := c.o.Peers.ListOffset(ctx, nl.Leader.APIAddr, p.Topic, p.ID, spec)
+	po, err := c.peerListOffset(ctx, nl.Leader.RaftAddr, p.Topic, p.ID, spec)
 	if err != nil {
 		return nil, err
 	}

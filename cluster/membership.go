@@ -89,18 +89,13 @@ func (c *Cluster) register(ctx context.Context, self meta.Node, rejoin bool) err
 	return c.peerJoin(cctx, raftAddr, self, rejoin)
 }
 
-// raftAddrOf asks the node whose API is at api for its Raft address.
+// raftAddrOf asks the node whose API is at api for its Raft address
+// (Config.JoinLookup).
 func (c *Cluster) raftAddrOf(ctx context.Context, api string) (string, error) {
-	st, err := c.o.Peers.Status(ctx, api)
-	if err != nil {
-		return "", err
+	if c.cfg.JoinLookup == nil {
+		return api, nil
 	}
-	for _, n := range st.Nodes {
-		if n.ID == st.Self && n.RaftAddr != "" {
-			return n.RaftAddr, nil
-		}
-	}
-	return "", kind.Errorf(kind.ErrUnavailable, "the node at %s (--join) did not tell its Raft address", api)
+	return c.cfg.JoinLookup(ctx, api)
 }
 
 // checkTarget asks the node at raftAddr for its cluster id, and checks it

@@ -2,35 +2,20 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/partition"
 )
 
-// Peers is how a node asks other nodes (by their API address) for what the
-// control plane needs of them. The gRPC front-end implements it; every call
-// is marked forwarded (see WithForwarded), so the node asked answers or
-// fails and never passes it on again. Membership (join, rejoin) is not
-// here: it runs on the peer channel of the Raft port (peerservice.go).
-type Peers interface {
-	// Status is the node at addr's view of its own replicas.
-	Status(ctx context.Context, addr string) (Status, error)
-	// ListOffset asks the leader of a partition at addr for an offset
-	// (spec: Earliest, Latest or a time in ms) and its log's bounds.
-	ListOffset(ctx context.Context, addr, topic string, partition int32, spec int64) (PartitionOffset, error)
-
-	// The topic changes only the metadata leader makes, asked of the
-	// leader at addr for a request this node could not do (it does not
-	// lead the metadata). principal is the request's ("" anonymous): the
-	// node at addr authorizes it, and honours the claim only from a node
-	// allowed to speak for others (alter on the cluster; see
-	// broker.ForwardedIdentity). Errors are of the kinds this package's
-	// callers map (partition.ErrTopicExists, ErrTopicNotFound,
-	// ErrInvalidConfig, auth.ErrDenied, kind.ErrUnavailable, ...).
-	CreateTopic(ctx context.Context, addr, principal string, cfg partition.TopicConfig) (partition.TopicConfig, error)
-	AlterTopic(ctx context.Context, addr, principal, topic string, ch partition.ConfigChange) (partition.TopicConfig, error)
-	AddPartitions(ctx context.Context, addr, principal, topic string, count int32) (partition.TopicConfig, error)
-	DeleteTopic(ctx context.Context, addr, principal, topic string) error
-}
+// The peer calls this package answers itself: a node's view of its own
+// replicas (status), and an offset of a partition this node leads (list
+// offset). Both are asked by a node of this cluster for what its own
+// request needs, which it authorized.
+const (
+	peerOpStatus     = "status"
+	peerOpListOffset = "list_offset"
+)
 
 // Offset specs: earliest, latest; a spec >= 0 is a time in ms.
 const (
@@ -44,15 +29,80 @@ type PartitionOffset struct {
 	Offset, LogStart, HighWatermark int64
 }
 
+// peerStatus is the node at raftAddr's view of its own replicas.
+func (c *Cluster) peerStatus(ctx context.Context, raftAddr string) (Status, error) {
+	var st Status
+	err := c.call(ctx, raftAddr, peerRequest{Op: peerOpStatus}, &st)
+	return st, err
+}
+
+type listOffsetRequest struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Spec      int64  `json:"spec"`
+}
+
+// peerListOffset asks the leader of a partition, at raftAddr, for an
+// offset (spec: Earliest, Latest or a time in ms) and its log's bounds.
+func (c *Cluster) peerListOffset(ctx context.Context, raftAddr, topic string, part int32, spec int64) (PartitionOffset, error) {
+	var po PartitionOffset
+	err := c.Call(ctx, raftAddr, peerOpListOffset, "", listOffsetRequest{Topic: topic, Partition: part, Spec: spec}, &po)
+	return po, err
+}
+
+// answerListOffset resolves a list offset on this node, which must lead
+// the partition (Forwarded(ctx): a "not leader" answer names the leader,
+// whom the caller asks).
+func (c *Cluster) answerListOffset(ctx context.Context, body json.RawMessage) (any, error) {
+	var req listOffsetRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, kind.Errorf(kind.ErrInvalidArgument, "list offset: %v", err)
+	}
+	p, err := c.o.Topics.Partition(req.Topic, req.Partition)
+	if err != nil {
+		return nil, c.TopicLookup(ctx, req.Topic, err)
+	}
+	po, err := c.ListOffset(ctx, p, req.Spec)
+	switch {
+	case err != nil:
+		return nil, err
+	case po != nil:
+		return *po, nil
+	}
+	return ResolveOffset(p, req.Spec)
+}
+
+// ResolveOffset resolves spec on p's local log.
+func ResolveOffset(p *partition.Partition, spec int64) (PartitionOffset, error) {
+	l := p.Log
+	po := PartitionOffset{LogStart: l.StartOffset(), HighWatermark: l.HighWatermark()}
+	switch {
+	case spec == Earliest:
+		po.Offset = po.LogStart
+	case spec == Latest:
+		po.Offset = po.HighWatermark
+	case spec >= 0:
+		off, err := l.OffsetForTime(spec)
+		if err != nil {
+			return po, err
+		}
+		po.Offset = off
+	default:
+		return po, kind.Errorf(kind.ErrInvalidArgument, "list offsets: unknown spec %d (earliest -2, latest -1, or a time in ms)", spec)
+	}
+	return po, nil
+}
+
 type forwardedKey struct{}
 
-// WithForwarded marks ctx as a request another node forwarded here: it is
-// answered here or fails, never forwarded again.
+// WithForwarded marks ctx as a call another node made of this one over
+// the peer service: it is answered here or fails, never passed on to yet
+// another node (the caller follows a "not leader" answer itself).
 func WithForwarded(ctx context.Context) context.Context {
 	return context.WithValue(ctx, forwardedKey{}, true)
 }
 
-// Forwarded reports whether ctx is a request another node forwarded.
+// Forwarded reports whether ctx is a call another node made of this one.
 func Forwarded(ctx context.Context) bool {
 	v, _ := ctx.Value(forwardedKey{}).(bool)
 	return v

@@ -98,7 +98,7 @@ func (c *Cluster) Status(ctx context.Context, self meta.Node) Status {
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, StatusTimeout)
 			defer cancel()
-			other, err := c.o.Peers.Status(cctx, n.APIAddr)
+			other, err := c.peerStatus(cctx, n.RaftAddr)
 			if err != nil {
 				return
 			}
@@ -206,7 +206,7 @@ func (c *Cluster) lagLoop(ctx context.Context) {
 		var samples []sample
 		for n := range followers {
 			cctx, cancel := context.WithTimeout(ctx, StatusTimeout)
-			resp, err := c.o.Peers.Status(cctx, st.Nodes[n].APIAddr)
+			resp, err := c.peerStatus(cctx, st.Nodes[n].RaftAddr)
 			cancel()
 			seen := map[string]uint64{}
 			for _, p := range resp.Partitions {

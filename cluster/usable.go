@@ -125,7 +125,7 @@ func (c *Cluster) replicaViews(ctx context.Context, t meta.Topic, from int) map[
 				cctx, cancel := context.WithTimeout(ctx, StatusTimeout)
 				defer cancel()
 				var err error
-				if st, err = c.o.Peers.Status(cctx, c.node(id).APIAddr); err != nil {
+				if st, err = c.peerStatus(cctx, c.node(id).RaftAddr); err != nil {
 					return
 				}
 			}

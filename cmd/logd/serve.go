@@ -190,8 +190,8 @@ func (fl *serveFlags) nodeConfig() (node.Config, error) {
 		return cfg, errors.New("--partition-hibernate-after needs cluster mode (--node-id, --raft-addr and --bootstrap or --join): a single node has no Raft groups to put to sleep")
 	}
 	if cfg.TLS.CertFile != "" {
-		// The node calls the other nodes' APIs (forwarding, joins) as any
-		// client does, presenting its own certificate.
+		// A node started with --join asks that node's API for its Raft
+		// address as any client does, presenting its own certificate.
 		ca := fl.tls.ca
 		if ca == "" {
 			ca = cfg.TLS.ClientCAFile

@@ -116,6 +116,9 @@ func accessKinds() []Kind {
 		{Pkg: "broker", Name: "OutOfRangeError", Err: &broker.OutOfRangeError{Offset: -1, StartOffset: 3, HighWatermark: 5}},
 
 		{Pkg: "cluster", Name: "ErrUnknownNode", Err: cluster.ErrUnknownNode},
+		// A kind another node named that this one does not know (a node of
+		// another version): unavailable.
+		{Pkg: "cluster", Name: "PeerError", Err: &cluster.PeerError{Kind: "newer_kind", Message: "m"}},
 
 		{Pkg: "internal/kind", Name: "ErrInvalidArgument", Err: kind.ErrInvalidArgument},
 		{Pkg: "internal/kind", Name: "ErrFailedPrecondition", Err: kind.ErrFailedPrecondition},

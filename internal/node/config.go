@@ -21,9 +21,9 @@ const (
 )
 
 // Config configures a node: the broker's config, and what the node serves
-// it on. Zero values take the documented defaults. The broker's Peers and
-// Registry are the node's to set (the gRPC front-end's forwarder, the
-// node's registry); values given there are ignored.
+// it on. Zero values take the documented defaults. The broker's Registry
+// and its cluster's JoinLookup are the node's to set; values given there
+// are ignored.
 type Config struct {
 	broker.Config
 
@@ -58,9 +58,9 @@ type Config struct {
 	// the handshake. The files are re-read when they change and on
 	// Node.ReloadTLS (SIGHUP).
 	TLS tlsconfig.ServerFiles
-	// PeerTLS is the TLS of this node's calls to other nodes' APIs
-	// (forwarding, joins); nil: plaintext. A cluster whose nodes serve TLS
-	// needs it.
+	// PeerTLS is the TLS of this node's one call of another node's API:
+	// asking the --join node for its Raft address; nil: plaintext. A
+	// cluster whose nodes serve TLS needs it.
 	PeerTLS *tls.Config
 	// RaftTLS, when its files are set (all three), puts mutual TLS on the
 	// Raft port (--raft-tls-cert, --raft-tls-key, --raft-tls-ca): a peer

@@ -14,8 +14,8 @@
 //     wraps the Raft listener and dialer in mutual TLS (rafttls.go);
 //  2. listens on the HTTP port, so /healthz answers while a large log is
 //     recovered (/readyz says when it is done; / answers 503 until then);
-//  3. opens the broker, with the gRPC front-end's Peers (the way to the
-//     other nodes) and the node's Prometheus registry;
+//  3. opens the broker, with the node's Prometheus registry (and, in a
+//     cluster, server.JoinLookup for the --join node's Raft address);
 //  4. starts each front-end on the broker (frontEnd.Start): the gRPC API,
 //     the Kafka listener, the HTTP port's JSON API;
 //  5. calls broker.Ready with the addresses they serve, and is ready.

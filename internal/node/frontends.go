@@ -14,8 +14,7 @@ import (
 )
 
 // apiFrontEnd is the gRPC API (package server) on --addr, under the
-// connection cap. It exists before the broker: its Peers are the
-// broker's way to the other nodes.
+// connection cap.
 type apiFrontEnd struct {
 	n   *Node
 	srv *server.Server
@@ -23,7 +22,7 @@ type apiFrontEnd struct {
 
 func newAPIFrontEnd(n *Node) *apiFrontEnd {
 	cfg := server.Config{MaxBatchBytes: n.cfg.MaxBatchBytes, SendTimeout: n.cfg.SendTimeout,
-		PeerTLS: n.cfg.PeerTLS, Registry: n.reg, Logger: n.logger}
+		Registry: n.reg, Logger: n.logger}
 	if n.tls != nil {
 		cfg.TLS = n.tls.TLSConfig("h2")
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/logd/logd/auth/tlsconfig"
 	"github.com/logd/logd/broker"
+	"github.com/logd/logd/internal/server"
 )
 
 // frontEnd is one way clients reach the broker: the gRPC API, the Kafka
@@ -84,7 +85,12 @@ func Start(cfg Config) (*Node, error) {
 		n.front = append(n.front, h)
 	}
 	bc := n.cfg.Config
-	bc.Peers, bc.Registry = n.api.srv.Peers(), n.reg
+	bc.Registry = n.reg
+	if bc.Cluster != nil {
+		cc := *bc.Cluster
+		cc.JoinLookup = server.JoinLookup(n.cfg.PeerTLS)
+		bc.Cluster = &cc
+	}
 	b, err := broker.Open(bc)
 	if err != nil {
 		return nil, n.fail(err)
@@ -126,10 +132,9 @@ func (n *Node) closeFrontEnds() {
 	n.api.Close()
 }
 
-// closeRest closes what outlives the broker: the connections to other
-// nodes, the Raft listener and, last, the HTTP port.
+// closeRest closes what outlives the broker: the Raft listener and, last,
+// the HTTP port.
 func (n *Node) closeRest() {
-	n.api.srv.ClosePeers()
 	if n.raftLn != nil {
 		n.raftLn.Close() // the cluster's transport closes it once it started
 	}

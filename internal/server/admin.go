@@ -17,7 +17,7 @@ func (s *Server) CreateTopic(ctx context.Context, req *pb.CreateTopicRequest) (*
 	c.Replicas = req.Replicas
 	c = c.Apply(configChange(req.Config))
 	// On a node that does not lead the metadata, the broker passes the
-	// change on to the leader (cluster.Peers), as for every front-end.
+	// change on to the leader (over the peer service), as for every front-end.
 	c, err := s.b.CreateTopic(ctx, principal(ctx), c)
 	if err != nil {
 		return nil, toStatus(err)
@@ -134,16 +134,11 @@ func (s *Server) DeleteTopic(ctx context.Context, req *pb.DeleteTopicRequest) (*
 // (delete on the topic, as Kafka's DeleteRecords), on the partition's
 // leader: a node that does not lead it forwards the request there.
 func (s *Server) DeleteRecords(ctx context.Context, req *pb.DeleteRecordsRequest) (*pb.DeleteRecordsResponse, error) {
-	start, err := s.b.DeleteRecords(ctx, principal(ctx), req.Topic, req.Partition, req.BeforeOffset)
-	resp := &pb.DeleteRecordsResponse{}
-	fwd, err := s.forward(ctx, err, pb.Admin_DeleteRecords_FullMethodName, req, resp)
+	start, err := s.b.Forward().DeleteRecords(ctx, principal(ctx), req.Topic, req.Partition, req.BeforeOffset)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	if !fwd {
-		resp.LogStartOffset = start
-	}
-	return resp, nil
+	return &pb.DeleteRecordsResponse{LogStartOffset: start}, nil
 }
 
 func configChange(c *pb.TopicConfig) partition.ConfigChange {

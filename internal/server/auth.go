@@ -24,30 +24,14 @@ import (
 // then --auth. Handlers pass principal(ctx) to the broker, which
 // authorizes.
 //
-// A node that forwards a request to another node (to the metadata leader,
-// to a partition's leader) sends the original principal in
-// forwardedPrincipalKey, and the original "authorization" metadata when
-// the client sent one (the receiver then checks the password itself).
-// The receiver honours the claim only from a caller allowed to alter the
-// cluster (broker.ForwardedIdentity): the nodes' certificate principals,
-// listed in --super-users. So a client cannot pose as another principal,
-// and a denied principal stays denied when its request is forwarded.
+// A call is always its caller's own: no metadata lets a caller speak for
+// another principal. A request that must run on another node (the
+// metadata leader, a partition's leader) is carried there by the broker
+// over the peer service on the Raft port, with the principal as data
+// that node authorizes (broker.Forward).
 
-const (
-	// authorizationKey carries "Basic base64(user:password)".
-	authorizationKey = "authorization"
-	// forwardedPrincipalKey carries the original principal of a forwarded
-	// request ("User:alice"; "User:ANONYMOUS" for anonymous).
-	forwardedPrincipalKey = "logd-forwarded-principal"
-)
-
-// incoming is what a request presented, kept for forwarding it.
-type incoming struct {
-	id            auth.Identity
-	authorization string
-}
-
-type incomingKey struct{}
+// authorizationKey carries "Basic base64(user:password)".
+const authorizationKey = "authorization"
 
 // principal is the broker's principal of a request the interceptor
 // identified.
@@ -131,12 +115,6 @@ func (s *Server) identify(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		return ctx, authStatus(err)
 	}
-	if claimed, ok := md[forwardedPrincipalKey]; ok && len(claimed) > 0 {
-		if id, err = s.b.ForwardedIdentity(id, claimed[0]); err != nil {
-			return ctx, authStatus(err)
-		}
-	}
-	ctx = context.WithValue(ctx, incomingKey{}, incoming{id: id, authorization: pr.Authorization})
 	return auth.NewContext(ctx, id), nil
 }
 
@@ -147,7 +125,7 @@ func first(md metadata.MD, key string) string {
 	return ""
 }
 
-// authStatus maps an authentication or forwarding failure.
+// authStatus maps an authentication failure.
 func authStatus(err error) error {
 	var ae *auth.AuthenticationError
 	switch {
@@ -163,24 +141,4 @@ func authStatus(err error) error {
 		return status.Error(codes.Unauthenticated, err.Error())
 	}
 	return toStatus(err)
-}
-
-// forwardAuth adds to an outgoing call what the request it forwards
-// presented: the original principal and its password credentials. A call
-// the node makes on its own (a join, a status poll outside a request)
-// carries nothing and is the node's own (its certificate's principal).
-func forwardAuth(ctx context.Context) context.Context {
-	in, ok := ctx.Value(incomingKey{}).(incoming)
-	if !ok {
-		return ctx
-	}
-	p := in.id.Principal
-	if p.IsZero() {
-		p = auth.Anonymous
-	}
-	kv := []string{forwardedPrincipalKey, p.String()}
-	if in.authorization != "" {
-		kv = append(kv, authorizationKey, in.authorization)
-	}
-	return metadata.AppendToOutgoingContext(ctx, kv...)
 }

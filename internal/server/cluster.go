@@ -51,14 +51,9 @@ func (s *Server) Join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinRespons
 // the least loaded other node, the partitions' leaders change their groups
 // to match, and the node leaves the metadata group.
 func (s *Server) RemoveNode(ctx context.Context, req *pb.RemoveNodeRequest) (*pb.RemoveNodeResponse, error) {
-	moved, err := s.b.RemoveNode(ctx, principal(ctx), req.NodeId)
-	resp := &pb.RemoveNodeResponse{}
-	fwd, err := s.forward(ctx, err, pb.Cluster_RemoveNode_FullMethodName, req, resp)
-	switch {
-	case err != nil:
+	moved, err := s.b.Forward().RemoveNode(ctx, principal(ctx), req.NodeId)
+	if err != nil {
 		return nil, toStatus(err)
-	case fwd:
-		return resp, nil
 	}
 	return &pb.RemoveNodeResponse{Moved: moved}, nil
 }

@@ -8,8 +8,6 @@ import (
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
-
-	"github.com/logd/logd/cluster"
 )
 
 // requestCodec is the server's protobuf codec: grpc-go's, except that a
@@ -42,8 +40,7 @@ func (c requestCodec) check(v any) error {
 }
 
 // requestCodecOptions installs requestCodec: the codec and the
-// interceptors that answer its parked errors (the unary one also marks a
-// request another node forwarded, for the broker: cluster.WithForwarded), for unary calls (whose
+// interceptors that answer its parked errors, for unary calls (whose
 // request is decoded before the interceptor runs) and streams (whose
 // messages are decoded on each RecvMsg).
 func requestCodecOptions() []grpc.ServerOption {
@@ -53,9 +50,6 @@ func requestCodecOptions() []grpc.ServerOption {
 		grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			if err := c.check(req); err != nil {
 				return nil, err
-			}
-			if forwardedIn(ctx) {
-				ctx = cluster.WithForwarded(ctx)
 			}
 			return h(ctx, req)
 		}),

@@ -22,9 +22,6 @@ type Config struct {
 	// TLS, when set, serves the API over TLS (the node's certificates,
 	// re-read as they change); nil: plaintext.
 	TLS *tls.Config
-	// PeerTLS is the TLS of this node's calls to other nodes' APIs
-	// (forwarding, joins); nil: plaintext.
-	PeerTLS *tls.Config
 	// Registry is the node's Prometheus registry, where the front-end's
 	// collectors go; nil: a registry of its own.
 	Registry *prometheus.Registry

@@ -155,61 +155,6 @@ func unavailableLeader(what, leader string) error {
 	return withInfo(st, "NOT_LEADER", map[string]string{"leader": leader})
 }
 
-// leaderHint is the API address a "not leader" status names, or "".
-func leaderHint(err error) string {
-	st, ok := status.FromError(err)
-	if !ok || st.Code() != codes.Unavailable {
-		return ""
-	}
-	for _, d := range st.Details() {
-		if ei, ok := d.(*errdetails.ErrorInfo); ok {
-			return ei.GetMetadata()["leader"]
-		}
-	}
-	return ""
-}
-
-// fromStatus reads back a status another node answered a forwarded topic
-// change with, as an error of the kind the broker's callers map (the
-// inverse of toStatus, for those kinds) that is still that status for a
-// gRPC client (code, message and details as the other node gave them).
-func fromStatus(err error) error {
-	st, ok := status.FromError(err)
-	if err == nil || !ok {
-		return err
-	}
-	k := kind.ErrUnavailable
-	switch st.Code() {
-	case codes.NotFound:
-		k = partition.ErrTopicNotFound
-	case codes.AlreadyExists:
-		k = partition.ErrTopicExists
-	case codes.InvalidArgument:
-		k = partition.ErrInvalidConfig
-	case codes.FailedPrecondition:
-		k = kind.ErrFailedPrecondition
-	case codes.PermissionDenied, codes.Unauthenticated:
-		k = broker.ErrDenied
-	case codes.ResourceExhausted:
-		k = broker.ErrDiskFull
-	case codes.DeadlineExceeded:
-		k = context.DeadlineExceeded
-	case codes.Canceled:
-		k = context.Canceled
-	}
-	return &forwardedError{kind: k, st: st}
-}
-
-// forwardedError is another node's answer: errors.Is(err, kind) holds.
-type forwardedError struct {
-	kind error
-	st   *status.Status
-}
-
-func (e *forwardedError) Error() string              { return e.st.Message() }
-func (e *forwardedError) Is(target error) bool       { return errors.Is(e.kind, target) }
-func (e *forwardedError) GRPCStatus() *status.Status { return e.st }
-
 func invalidArg(format string, args ...any) error {
 	return status.Errorf(codes.InvalidArgument, format, args...)
 }

@@ -16,16 +16,14 @@ func (s *Server) CommitOffsets(ctx context.Context, req *pb.CommitOffsetsRequest
 	for _, o := range req.Offsets {
 		cs = append(cs, offsets.Committed{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, Metadata: o.Metadata})
 	}
-	resp := &pb.CommitOffsetsResponse{}
 	gen := int32(-1) // from outside the group (manual assignment, a reset)
 	if req.Generation != nil {
 		gen = *req.Generation
 	}
-	err := s.b.CommitOffsets(ctx, principal(ctx), req.Group, req.MemberId, gen, cs)
-	if _, err = s.forward(ctx, err, pb.Offsets_CommitOffsets_FullMethodName, req, resp); err != nil {
+	if err := s.b.Forward().CommitOffsets(ctx, principal(ctx), req.Group, req.MemberId, gen, cs); err != nil {
 		return nil, toStatus(err)
 	}
-	return resp, nil
+	return &pb.CommitOffsetsResponse{}, nil
 }
 
 // FetchOffsets returns a group's committed offsets with each partition's
@@ -37,26 +35,11 @@ func (s *Server) FetchOffsets(ctx context.Context, req *pb.FetchOffsetsRequest) 
 	if req.Topic != "" {
 		topics = []string{req.Topic}
 	}
-	cs, err := s.b.FetchOffsets(ctx, principal(ctx), req.Group, topics)
-	fresp := &pb.FetchOffsetsResponse{}
-	fwd, err := s.forward(ctx, err, pb.Offsets_FetchOffsets_FullMethodName, req, fresp)
+	cs, err := s.b.Forward().FetchOffsets(ctx, principal(ctx), req.Group, topics)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	if fwd {
-		for _, o := range fresp.Offsets {
-			cs = append(cs, offsets.Committed{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset,
-				Metadata: o.Metadata, CommitTime: time.UnixMilli(o.CommitTimeMs)})
-		}
-	}
 	resp := &pb.FetchOffsetsResponse{Group: req.Group}
-	if forwardedIn(ctx) {
-		// A forwarded request's bounds are filled by the node that asked.
-		for _, c := range cs {
-			resp.Offsets = append(resp.Offsets, committedOffset(c))
-		}
-		return resp, nil
-	}
 	for _, g := range s.b.Lag(ctx, req.Group, cs) {
 		co := committedOffset(g.Committed)
 		if g.Known {
@@ -74,14 +57,9 @@ func committedOffset(c offsets.Committed) *pb.CommittedOffset {
 
 // ListGroups lists groups that have committed offsets.
 func (s *Server) ListGroups(ctx context.Context, req *pb.ListGroupsRequest) (*pb.ListGroupsResponse, error) {
-	gs, err := s.b.ListGroups(ctx, principal(ctx))
-	resp := &pb.ListGroupsResponse{}
-	fwd, err := s.forward(ctx, err, pb.Offsets_ListGroups_FullMethodName, req, resp)
-	switch {
-	case err != nil:
+	gs, err := s.b.Forward().ListGroups(ctx, principal(ctx))
+	if err != nil {
 		return nil, toStatus(err)
-	case fwd:
-		return resp, nil
 	}
 	return &pb.ListGroupsResponse{Groups: gs}, nil
 }
@@ -107,7 +85,7 @@ func (s *Server) ResetOffsets(ctx context.Context, req *pb.ResetOffsetsRequest) 
 		return nil, toStatus(err)
 	}
 	// The resolved offsets are committed as a commit would be (on the
-	// metadata leader: forwarded there as a CommitOffsets).
+	// metadata leader: passed on there as a CommitOffsets).
 	commit := &pb.CommitOffsetsRequest{Group: req.Group}
 	resp := &pb.ResetOffsetsResponse{}
 	for _, c := range cs {

@@ -8,24 +8,22 @@ import (
 )
 
 // The gRPC Security service: users and ACLs (broker/users.go). Writes a
-// node that does not lead the metadata answers are forwarded to the
-// leader with the original principal (and password credentials).
+// node that does not lead the metadata refuses are passed on to the
+// leader by the broker (Forward), for the same principal.
 type securityServer struct {
 	pb.UnimplementedSecurityServer
 	s *Server
 }
 
 func (x *securityServer) CreateUser(ctx context.Context, req *pb.CreateUserRequest) (*pb.CreateUserResponse, error) {
-	err := x.s.b.CreateUser(ctx, principal(ctx), req.Name, req.Password, req.Replace)
-	if _, err := x.s.forward(ctx, err, pb.Security_CreateUser_FullMethodName, req, &pb.CreateUserResponse{}); err != nil {
+	if err := x.s.b.Forward().CreateUser(ctx, principal(ctx), req.Name, req.Password, req.Replace); err != nil {
 		return nil, toStatus(err)
 	}
 	return &pb.CreateUserResponse{}, nil
 }
 
 func (x *securityServer) DeleteUser(ctx context.Context, req *pb.DeleteUserRequest) (*pb.DeleteUserResponse, error) {
-	err := x.s.b.DeleteUser(ctx, principal(ctx), req.Name)
-	if _, err := x.s.forward(ctx, err, pb.Security_DeleteUser_FullMethodName, req, &pb.DeleteUserResponse{}); err != nil {
+	if err := x.s.b.Forward().DeleteUser(ctx, principal(ctx), req.Name); err != nil {
 		return nil, toStatus(err)
 	}
 	return &pb.DeleteUserResponse{}, nil
@@ -48,8 +46,7 @@ func (x *securityServer) AddACLs(ctx context.Context, req *pb.AddACLsRequest) (*
 		}
 		acls[i] = acl
 	}
-	err := x.s.b.AddACLs(ctx, principal(ctx), acls...)
-	if _, err := x.s.forward(ctx, err, pb.Security_AddACLs_FullMethodName, req, &pb.AddACLsResponse{}); err != nil {
+	if err := x.s.b.Forward().AddACLs(ctx, principal(ctx), acls...); err != nil {
 		return nil, toStatus(err)
 	}
 	return &pb.AddACLsResponse{}, nil
@@ -60,14 +57,9 @@ func (x *securityServer) RemoveACLs(ctx context.Context, req *pb.RemoveACLsReque
 	if err != nil {
 		return nil, invalidArg("ACL filter: %v", err)
 	}
-	removed, err := x.s.b.RemoveACLs(ctx, principal(ctx), f)
-	resp := &pb.RemoveACLsResponse{}
-	fwd, err := x.s.forward(ctx, err, pb.Security_RemoveACLs_FullMethodName, req, resp)
-	switch {
-	case err != nil:
+	removed, err := x.s.b.Forward().RemoveACLs(ctx, principal(ctx), f)
+	if err != nil {
 		return nil, toStatus(err)
-	case fwd:
-		return resp, nil
 	}
 	return &pb.RemoveACLsResponse{Removed: aclsPB(removed)}, nil
 }

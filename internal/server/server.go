@@ -16,7 +16,6 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/logd/logd/broker"
-	"github.com/logd/logd/cluster"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -32,8 +31,8 @@ const (
 )
 
 // Server is the gRPC front-end: the services of proto/logd/v1 over one
-// broker. New makes it (its Peers go into the broker's config), Serve
-// serves the broker on a listener, Close stops it.
+// broker. New makes it, Serve serves the broker on a listener, Close
+// stops it.
 type Server struct {
 	pb.UnimplementedLogServer
 	pb.UnimplementedAdminServer
@@ -43,7 +42,6 @@ type Server struct {
 	cfg    Config
 	logger *slog.Logger
 	b      *broker.Broker
-	fwd    *forwarder
 	m      *metrics
 
 	grpc   *grpc.Server
@@ -58,16 +56,11 @@ type Server struct {
 // New makes the gRPC front-end; it serves nothing until Serve.
 func New(cfg Config) *Server {
 	cfg = cfg.withDefaults()
-	s := &Server{cfg: cfg, logger: cfg.Logger, fwd: newForwarder(cfg.PeerTLS),
+	s := &Server{cfg: cfg, logger: cfg.Logger,
 		subBudget: broker.NewMemBudget(subscribeBudgetBytes)}
 	s.m = newMetrics(cfg.Registry)
 	return s
 }
-
-// Peers is how the broker reaches the other nodes of a cluster (over
-// their gRPC APIs): broker.Config.Peers. It stays usable until
-// ClosePeers.
-func (s *Server) Peers() cluster.Peers { return s.fwd }
 
 // Serve serves b's gRPC services on lis until Close.
 func (s *Server) Serve(b *broker.Broker, lis net.Listener) {
@@ -135,7 +128,3 @@ func (s *Server) Close() error {
 	s.served.Wait()
 	return nil
 }
-
-// ClosePeers closes the connections to the other nodes (Peers), once the
-// broker that used them is closed.
-func (s *Server) ClosePeers() { s.fwd.close() }
