@@ -108,11 +108,9 @@ func (b *Broker) startWaking(ctx context.Context, r ProduceRequest) (func() (Pro
 	}
 }
 
-// StartProduce checks r and starts its write, in order with the
-// partition's earlier writes, and returns what waits for its result
-// (called exactly once). Pipelining front-ends call it in arrival order
-// and wait later: a producer's next batches start while this one waits.
-func (b *Broker) StartProduce(ctx context.Context, r ProduceRequest) (wait func() (ProduceResult, error), err error) {
+// startProduce is StartProduce (wake.go) without the wait for a
+// sleeping partition's wake.
+func (b *Broker) startProduce(ctx context.Context, r ProduceRequest) (wait func() (ProduceResult, error), err error) {
 	start := time.Now()
 	if err := b.Authorize(ctx, r.Principal, auth.OpWrite, auth.Topic(r.Topic)); err != nil {
 		return nil, err

@@ -27,14 +27,15 @@ import (
 //   - Replica, the door of every use (produce, fetch, list offsets, delete
 //     records, leader epochs), wakes a sleeping replica where the use
 //     arrives and makes it stand for election, and answers at once that
-//     the partition has no leader yet (retriable: gRPC UNAVAILABLE, Kafka
-//     LEADER_NOT_AVAILABLE; NotLeaderError.Woke). It does not wait for the
-//     election: front-ends start a connection's requests in order (a Kafka
-//     produce or fetch names many partitions), so a wait would add up over
-//     every sleeping partition of a request, where the retry after one
-//     client backoff finds them all elected. A caller that names one
-//     partition per request waits (broker.Produce, the gRPC and HTTP
-//     unary produce: Cluster.AwaitLeader);
+//     the partition has no leader yet (NotLeaderError.Woke). It does not
+//     wait for the election: front-ends start a connection's requests in
+//     order (a Kafka produce or fetch names many partitions), so a wait
+//     here would add up over every sleeping partition of a request. The
+//     broker's produce waits for it (Cluster.AwaitLeader) in the wait of
+//     the write it started (broker.StartProduce), after every partition
+//     of the request has woken, so a produce is not bounced by the
+//     partition's sleep; a read (a fetch, list offsets) answers "retry",
+//     and its client's retry finds the group elected;
 //   - wakes for uses are bounded (mayWake): a node wakes a group at most
 //     WakeRate a second, and, when MaxAwake is set, only while fewer than
 //     MaxAwake of its replicas are awake; a use beyond either is answered like one that
