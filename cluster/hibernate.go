@@ -53,8 +53,9 @@ import (
 //     it or on the placement's first replica;
 //   - a new group (a topic created, partitions added) sleeps from the start
 //     on every replica that bootstraps it, and is elected at its first
-//     use; a restarted node puts back to sleep each replica whose log ends
-//     with a sleep marker (it was asleep when the node stopped). Both know
+//     use; a restarted node puts back to sleep each replica it had
+//     (replication.Replica.SleepOpened: its group may have fallen asleep
+//     while the node was down; a peer's RPC wakes it if not). Both know
 //     no leader: metadata then names the placement's first reachable
 //     replica (the preferred leader), where a use wakes the group.
 //     CreateTopic takes a partition asleep on a majority of its

@@ -91,3 +91,51 @@ func TestRejoinIsQuiet(t *testing.T) {
 		}
 	}
 }
+
+// A node that stopped while a group was awake, and restarts after the
+// group fell asleep on the other replicas, does not wake the group: its
+// replica, which knows nothing of the sleep, waits for a peer's RPC
+// instead of standing for election and waking the others.
+func TestRestartDoesNotWakeSleepingGroups(t *testing.T) {
+	h := newHarness(t, 3, func(c *Config) {
+		c.HibernateAfter, c.WakeGrace = 300*time.Millisecond, 100*time.Millisecond
+	})
+	cfg := h.createTopic(topicConfig("z", 1, 3))
+	h.waitLocal(cfg)
+	tp := h.metaLeader().cl().State().Topics["z"]
+	var down *testNode
+	for _, nd := range h.all() {
+		if nd.id != tp.Replicas[0][0] {
+			down = nd // not the preferred leader, which the use elects
+		}
+	}
+	h.useFrom(h.node(tp.Replicas[0][0]), "z", 0)
+	if err := down.stop(); err != nil {
+		t.Fatal(err)
+	}
+	h.asleepEverywhere(tp, 0)
+	type counts struct{ wakes, term uint64 }
+	seen := func() map[string]counts {
+		m := map[string]counts{}
+		for _, nd := range h.running() {
+			if nd == down {
+				continue
+			}
+			r := nd.cl().LocalReplica(meta.GroupOf(cfg, 0))
+			_, w := r.SleepCounts()
+			m[nd.id] = counts{uint64(w), r.Status().Term}
+		}
+		return m
+	}
+	before := seen()
+	if err := down.start(); err != nil {
+		t.Fatal(err)
+	}
+	h.waitMembers()
+	// Longer than the restarted replica's election timeout (at most twice
+	// the follower timeout, 2 × 500 ms).
+	time.Sleep(3 * time.Second)
+	if after := seen(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("the sleeping group's wakes and term on the other nodes: %v before %s restarted, %v after", before, down.id, after)
+	}
+}
