@@ -73,6 +73,7 @@ type Broker struct {
 	serving atomic.Bool
 	self    atomic.Pointer[Node] // the advertised addresses, from Ready
 	coord   coordinator
+	wakes   wakeQueue // produces waiting for a sleeping partition's wake (wake.go)
 
 	authStore *authStore          // users and ACLs (authstore.go)
 	authn     *auth.Authenticator // the Gate's

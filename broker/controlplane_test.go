@@ -24,6 +24,13 @@ import (
 // (node id "n1", Raft on 127.0.0.1) and waits until the metadata lists it.
 func openOneNodeCluster(t *testing.T) *broker.Broker {
 	t.Helper()
+	return openOneNodeClusterWith(t, nil)
+}
+
+// openOneNodeClusterWith is openOneNodeCluster with tweak applied to the
+// cluster's Config (nil: none).
+func openOneNodeClusterWith(t *testing.T, tweak func(*cluster.Config)) *broker.Broker {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -32,8 +39,11 @@ func openOneNodeCluster(t *testing.T) *broker.Broker {
 	rc.HeartbeatTimeout = 500 * time.Millisecond
 	rc.ElectionTimeout = 500 * time.Millisecond
 	rc.LeaderLeaseTimeout = 250 * time.Millisecond
-	b, err := broker.Open(broker.Config{DataDir: t.TempDir(), Fsync: log.FsyncPolicy{Mode: log.FsyncNever},
-		Cluster: &cluster.Config{NodeID: "n1", RaftListener: ln, Bootstrap: true, Raft: rc}})
+	cc := &cluster.Config{NodeID: "n1", RaftListener: ln, Bootstrap: true, Raft: rc}
+	if tweak != nil {
+		tweak(cc)
+	}
+	b, err := broker.Open(broker.Config{DataDir: t.TempDir(), Fsync: log.FsyncPolicy{Mode: log.FsyncNever}, Cluster: cc})
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)

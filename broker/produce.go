@@ -121,13 +121,12 @@ type ProduceFuture interface {
 	Wait() (ProduceResult, error)
 }
 
-// StartProduce checks r and starts its write, in order with the
-// partition's earlier writes, and returns the future that waits for its
-// result. Pipelining front-ends call it in arrival order and wait later:
-// a producer's next batches start while this one waits. The request
-// counts as under way (Close waits for it) until its Wait returned, which
-// every caller must call.
-func (b *Broker) StartProduce(ctx context.Context, r ProduceRequest) (ProduceFuture, error) {
+// startProduce is StartProduce (wake.go) without the wait for a
+// sleeping partition's wake: it checks r and starts its write, in order
+// with the partition's earlier writes. The request counts as under way
+// (Close waits for it) until the future's Wait returned, which every
+// caller must call.
+func (b *Broker) startProduce(ctx context.Context, r ProduceRequest) (ProduceFuture, error) {
 	start := time.Now()
 	if err := b.Authorize(ctx, r.Principal, auth.OpWrite, auth.Topic(r.Topic)); err != nil {
 		return nil, err

@@ -27,14 +27,15 @@ import (
 //   - Replica, the door of every use (produce, fetch, list offsets, delete
 //     records, leader epochs), wakes a sleeping replica where the use
 //     arrives and makes it stand for election, and answers at once that
-//     the partition has no leader yet (retriable: gRPC UNAVAILABLE, Kafka
-//     LEADER_NOT_AVAILABLE; NotLeaderError.Woke). It does not wait for the
-//     election: front-ends start a connection's requests in order (a Kafka
-//     produce or fetch names many partitions), so a wait would add up over
-//     every sleeping partition of a request, where the retry after one
-//     client backoff finds them all elected. A caller that names one
-//     partition per request waits (broker.Produce, the gRPC and HTTP
-//     unary produce: Cluster.AwaitLeader);
+//     the partition has no leader yet (NotLeaderError.Woke). It does not
+//     wait for the election: front-ends start a connection's requests in
+//     order (a Kafka produce or fetch names many partitions), so a wait
+//     here would add up over every sleeping partition of a request. The
+//     broker's produce waits for it (Cluster.AwaitLeader) in the wait of
+//     the write it started (broker.StartProduce), after every partition
+//     of the request has woken, so a produce is not bounced by the
+//     partition's sleep; a read (a fetch, list offsets) answers "retry",
+//     and its client's retry finds the group elected;
 //   - wakes for uses are bounded (mayWake): a node wakes a group at most
 //     WakeRate a second, and, when MaxAwake is set, only while fewer than
 //     MaxAwake of its replicas are awake; a use beyond either is answered like one that
@@ -52,8 +53,9 @@ import (
 //     it or on the placement's first replica;
 //   - a new group (a topic created, partitions added) sleeps from the start
 //     on every replica that bootstraps it, and is elected at its first
-//     use; a restarted node puts back to sleep each replica whose log ends
-//     with a sleep marker (it was asleep when the node stopped). Both know
+//     use; a restarted node puts back to sleep each replica it had
+//     (replication.Replica.SleepOpened: its group may have fallen asleep
+//     while the node was down; a peer's RPC wakes it if not). Both know
 //     no leader: metadata then names the placement's first reachable
 //     replica (the preferred leader), where a use wakes the group.
 //     CreateTopic takes a partition asleep on a majority of its

@@ -280,14 +280,16 @@ func (c *Cluster) openReplica(st meta.State, ref replicaRef) (*replication.Repli
 		born = err == nil
 	}
 	if c.cfg.HibernateAfter > 0 {
-		// A new group sleeps until it is used, and one that was asleep
-		// when the node stopped sleeps on: no election for either
-		// (hibernate.go).
+		// A new group sleeps until it is used, and a replica this node
+		// had before it restarted sleeps until a peer's RPC or a use
+		// wakes it: no election for either (hibernate.go,
+		// replication.Replica.SleepOpened says why a replica that was
+		// awake when the node stopped sleeps too).
 		var err error
 		if born {
 			err = r.Sleep()
 		} else {
-			_, err = r.SleepIfMarked()
+			_, err = r.SleepOpened()
 		}
 		if err != nil {
 			c.logger.Warn("putting a new or sleeping replica to sleep", "group", group, "err", err)

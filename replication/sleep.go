@@ -50,7 +50,8 @@ import (
 //     waking the other replicas with its RequestVote.
 //
 // A replica started by the node (OpenReplica) is awake; the node puts it
-// back to sleep at once when its log ends with a marker (SleepIfMarked).
+// back to sleep at once when its log ends with a marker (SleepIfMarked),
+// or, with hibernation on, whenever it has a log (SleepOpened).
 //
 // While asleep, the Replica answers from the record of the moment it fell
 // asleep (SleepRecord): Raft's methods would answer from a shut-down
@@ -326,6 +327,27 @@ func (p *Replica) SleepIfMarked() (bool, error) {
 	defer p.sleep.mu.Unlock()
 	in := p.inst()
 	if p.sleep.closed || p.Asleep() || in.State() == raft.Leader || !p.lastIsMarker() {
+		return p.Asleep(), nil
+	}
+	return true, p.sleepLocked(in)
+}
+
+// SleepOpened puts a replica just opened with a log (its node restarted)
+// to sleep, marked or not, unless it already leads. Its node cannot know
+// whether the group fell asleep on the other replicas while it was down:
+// a replica that stopped while its group was awake, and started again
+// after the others slept, would otherwise stand for election once its
+// follower timeout passed and wake them all for nothing (an election per
+// such group at every restart). Asleep, it costs the group nothing: an
+// awake leader's next heartbeat, or a candidate's RequestVote, wakes it
+// (any RPC does), and a group asleep everywhere wakes at its next use,
+// as one whose replicas all restarted. It reports whether the replica
+// sleeps.
+func (p *Replica) SleepOpened() (bool, error) {
+	p.sleep.mu.Lock()
+	defer p.sleep.mu.Unlock()
+	in := p.inst()
+	if p.sleep.closed || p.Asleep() || in.State() == raft.Leader || p.log.LastIndex() == 0 {
 		return p.Asleep(), nil
 	}
 	return true, p.sleepLocked(in)

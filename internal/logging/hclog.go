@@ -68,7 +68,10 @@ func errorArg(args []any) string {
 // its connections: each Raft group logs them for every retry while the
 // peer is away, which "failed to contact" and cluster status already say.
 var peerGone = []string{"connection refused", "EOF", "use of closed network connection", "unknown group",
-	"transport: closed", "connection reset by peer", "broken pipe"}
+	"transport: closed", "connection reset by peer", "broken pipe", "stream closed",
+	// A restarted peer has not opened the group yet (it opens its groups
+	// one reconcile at a time after it rejoins).
+	"no group"}
 
 // routine returns the level of a WARN or ERROR line of Raft or the
 // transport that is a normal part of a node's life (a join, a restart, a
@@ -86,6 +89,10 @@ func routine(msg, errText string, sinceStart time.Duration) (slog.Level, bool) {
 		strings.HasPrefix(msg, "failed to pipeline appendEntries") || strings.HasPrefix(msg, "failed to make requestVote RPC") ||
 		msg == "failed to decode incoming command" || msg == "failed to accept connection" ||
 		msg == "failed to flush response"): // a removed or stopping peer closed its end
+		return slog.LevelDebug, true
+	case msg == "failed to decode incoming command" && strings.Contains(errText, "i/o deadline reached"):
+		// The metadata group's transport closing its streams as the node
+		// stops.
 		return slog.LevelDebug, true
 	case msg == "failed to get previous log", msg == "appendEntries rejected, sending older logs",
 		msg == "no known peers, aborting election", // a joining node, before the cluster added it
