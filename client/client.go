@@ -166,7 +166,7 @@ func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
 	}
 	creds := insecure.NewCredentials()
 	if c.opts.tls != nil {
-		creds = credentials.NewTLS(c.opts.tls)
+		creds = credentials.NewTLS(refuseCertificateRequest(c.opts.tls))
 	}
 	dopts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
@@ -198,12 +198,37 @@ func (c *Client) call(ctx context.Context, addr string, fn func(ctx context.Cont
 	if err == nil || (ok && !unreachable(st)) {
 		c.answered.Store(true)
 	}
+	if ok && st.Code() == codes.Unavailable && strings.Contains(st.Message(), errNoClientCertificate.Error()) {
+		return addr, fmt.Errorf("%w: %w", ErrClientCertificateRequired, wrapStatus(err))
+	}
 	if ok && c.opts.tls == nil && unreachable(st) && strings.Contains(st.Message(), "server preface") {
 		// A node that closes a new connection before speaking: most often
 		// one that serves TLS, reached in plaintext.
 		return addr, fmt.Errorf("%w (%s)", wrapStatus(err), HintPlaintextToTLS)
 	}
 	return addr, wrapStatus(err)
+}
+
+// errNoClientCertificate ends the TLS handshake of a Client without a
+// certificate with a node that asks for one.
+var errNoClientCertificate = errors.New("the node asks for a client certificate and this client has none")
+
+// refuseCertificateRequest returns cfg, or, when cfg has no client
+// certificate, a copy that ends the handshake with errNoClientCertificate
+// when the node asks for one. A logd node asks only when it requires one
+// (--tls-client-ca), and under TLS 1.3 it would otherwise refuse the
+// connection after the client's side of the handshake, which the client
+// sees as a broken pipe or a closed connection, indistinguishable from a
+// node restarting.
+func refuseCertificateRequest(cfg *tls.Config) *tls.Config {
+	if len(cfg.Certificates) > 0 || cfg.GetClientCertificate != nil {
+		return cfg
+	}
+	cfg = cfg.Clone()
+	cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		return nil, errNoClientCertificate
+	}
+	return cfg
 }
 
 // HintPlaintextToTLS is added to the error of a plaintext connection the node
@@ -319,7 +344,7 @@ const StartupGrace = 3 * time.Second
 // or a node that answered this Client before is unreachable (restarting),
 // or none has answered yet and the call is within StartupGrace.
 func (c *Client) retriable(err error, waited time.Duration) bool {
-	if !errors.Is(err, ErrUnavailable) {
+	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrClientCertificateRequired) {
 		return false
 	}
 	return !errors.Is(err, ErrUnreachable) || c.answered.Load() || waited < StartupGrace

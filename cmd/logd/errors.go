@@ -31,6 +31,8 @@ func explain(err error, server string) error {
 			oor.Offset, oor.Topic, oor.Partition, oor.HighWatermark)
 	case errors.Is(err, client.ErrBufferFull), errors.Is(err, client.ErrRecordTooLarge), errors.Is(err, client.ErrInvalidRecord):
 		return err
+	case errors.Is(err, client.ErrClientCertificateRequired):
+		return fmt.Errorf("logd at %s requires a client certificate: give --tls-cert and --tls-key (or LOGD_TLS_CERT and LOGD_TLS_KEY)", server)
 	case errors.Is(err, client.ErrUnreachable) && strings.Contains(err.Error(), client.HintPlaintextToTLS):
 		return fmt.Errorf("logd at %s closed the connection before answering: it probably serves TLS; give --tls-ca (and --tls-cert and --tls-key if it requires client certificates), or LOGD_TLS_CA", server)
 	case errors.Is(err, client.ErrUnreachable) && strings.Contains(err.Error(), "tls:"), errors.Is(err, client.ErrUnreachable) && strings.Contains(err.Error(), "x509:"):
