@@ -202,8 +202,12 @@ func (c *Client) call(ctx context.Context, addr string, fn func(ctx context.Cont
 		return addr, fmt.Errorf("%w: %w", ErrClientCertificateRequired, wrapStatus(err))
 	}
 	if ok && c.opts.tls == nil && unreachable(st) && strings.Contains(st.Message(), "server preface") {
-		// A node that closes a new connection before speaking: most often
-		// one that serves TLS, reached in plaintext.
+		// A node that closes a new connection before speaking: another
+		// listener of a node (HTTP, Kafka), or most often one that serves
+		// TLS, reached in plaintext.
+		if proto := probeProtocol(ctx, addr); proto != "" {
+			return addr, &WrongProtocolError{Addr: addr, Protocol: proto}
+		}
 		return addr, fmt.Errorf("%w (%s)", wrapStatus(err), HintPlaintextToTLS)
 	}
 	return addr, wrapStatus(err)

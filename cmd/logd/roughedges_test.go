@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/logd/logd/internal/freeport"
 	"github.com/logd/logd/internal/testcerts"
 )
 
@@ -25,5 +26,33 @@ func TestBinMissingClientCertificate(t *testing.T) {
 	line = failBin(t, nil, "a\n", "requires a client certificate", "produce", "t", "--server", n.addr, "--tls-ca", ca.File, "--timeout", "20s")
 	if strings.Contains(line, "retrying") || strings.Contains(line, "--timeout") {
 		t.Fatalf("produce stderr %q: want no retries", line)
+	}
+}
+
+// The CLI pointed at a node's HTTP or Kafka port names the port's role and
+// where the API is, rather than guessing TLS.
+func TestBinWrongPort(t *testing.T) {
+	var ports []string
+	for range 2 {
+		a, err := freeport.Addr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports = append(ports, a)
+	}
+	n := startBin(t, nil, "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http-addr", ports[0], "--kafka-addr", ports[1])
+	for _, c := range []struct{ addr, want string }{
+		{ports[0], "HTTP port"},
+		{ports[1], "Kafka listener"},
+	} {
+		line := failBin(t, nil, "", c.want, "topic", "list", "--server", c.addr, "--timeout", "20s")
+		if !strings.Contains(line, "--addr") || strings.Contains(line, "TLS") {
+			t.Fatalf("stderr %q: want the node's --addr named and no TLS guess", line)
+		}
+	}
+	// The Kafka listener names what it was sent, not a 1.3 GB frame.
+	waitLog(t, n, "speaks HTTP/2")
+	if strings.Contains(n.stderr(), "frame larger") {
+		t.Fatalf("the Kafka listener logged a gRPC connection as a large frame:\n%s", n.stderr())
 	}
 }
