@@ -291,7 +291,7 @@ func (c *Client) unary(ctx context.Context, fn func(ctx context.Context, cc *grp
 			// gave up.
 			return fmt.Errorf("still failing after retrying for %s: %w (then: %w)", waited.Round(10*time.Millisecond), last, err)
 		}
-		if err == nil || !c.retriable(err, waited) || ctx.Err() != nil {
+		if err == nil || !c.retriable(ctx, err, waited) || ctx.Err() != nil {
 			return err
 		}
 		last = err
@@ -347,11 +347,22 @@ const StartupGrace = 3 * time.Second
 // has retried for waited: the cluster answered that it cannot answer now,
 // or a node that answered this Client before is unreachable (restarting),
 // or none has answered yet and the call is within StartupGrace.
-func (c *Client) retriable(err error, waited time.Duration) bool {
+func (c *Client) retriable(ctx context.Context, err error, waited time.Duration) bool {
 	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrClientCertificateRequired) {
 		return false
 	}
-	return !errors.Is(err, ErrUnreachable) || c.answered.Load() || waited < StartupGrace
+	return !errors.Is(err, ErrUnreachable) || c.answered.Load() || waited < StartupGrace || ctx.Value(retryUnreachableKey{}) != nil
+}
+
+type retryUnreachableKey struct{}
+
+// RetryUnreachable returns a context whose admin and metadata calls retry
+// an unreachable cluster for the whole retry timeout (WithRetryTimeout, or
+// the context's deadline when earlier) even when no node has answered the
+// Client yet: for a caller that knows the cluster exists and may be
+// restarting, where StartupGrace would take a silence for a wrong address.
+func RetryUnreachable(ctx context.Context) context.Context {
+	return context.WithValue(ctx, retryUnreachableKey{}, true)
 }
 
 // endedByContext reports whether err is a call's end by its context (its

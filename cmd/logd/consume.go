@@ -83,11 +83,11 @@ A newline is added after each record unless FMT ends with \n.`,
 				return errors.New("several topics are read as a group member: give --group and --follow (and no --partition), or one topic")
 			}
 			return srv.run(func(c *client.Client) error {
-				r, err := fl.open(cmd.Context(), c, opts, topics, join)
+				r, err := fl.open(callContext(cmd), c, opts, topics, join)
 				if err != nil {
 					return err
 				}
-				err = consume(cmd.Context(), r, opts, fl, srv.timeout, c.Addr(), pr, cmd.OutOrStdout(), cmd.ErrOrStderr())
+				err = consume(callContext(cmd), r, opts, fl, srv.timeout, c.Addr(), pr, cmd.OutOrStdout(), cmd.ErrOrStderr())
 				return errors.Join(err, r.Close())
 			})
 		},

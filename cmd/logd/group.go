@@ -37,7 +37,7 @@ PreparingRebalance, ...), and those that only have committed offsets (Empty).
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return srv.run(func(c *client.Client) error {
-				gs, err := c.Admin().ListMemberGroups(cmd.Context())
+				gs, err := c.Admin().ListMemberGroups(callContext(cmd))
 				if err != nil {
 					return err
 				}
@@ -84,7 +84,7 @@ committed offsets) shows no members. --json prints one object.`,
 				return errors.New("the group name is empty")
 			}
 			return srv.run(func(c *client.Client) error {
-				d, rows, err := describeGroup(cmd.Context(), c.Admin(), group)
+				d, rows, err := describeGroup(callContext(cmd), c.Admin(), group)
 				if err != nil {
 					return err
 				}

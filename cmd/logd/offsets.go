@@ -46,7 +46,7 @@ metadata, commit_time.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if group == "" {
-				return srv.run(func(c *client.Client) error { return groupRequired(cmd.Context(), c) })
+				return srv.run(func(c *client.Client) error { return groupRequired(callContext(cmd), c) })
 			}
 			topic := ""
 			if len(args) == 1 {
@@ -56,7 +56,7 @@ metadata, commit_time.`,
 				}
 			}
 			return srv.run(func(c *client.Client) error {
-				rows, err := groupOffsets(cmd.Context(), c.Admin(), group, topic)
+				rows, err := groupOffsets(callContext(cmd), c.Admin(), group, topic)
 				if err != nil {
 					return err
 				}
@@ -235,7 +235,7 @@ line, as offsets show does, with requested_offset and clamped.`,
 				return err
 			}
 			return srv.run(func(c *client.Client) error {
-				rows, err := resetOffsets(cmd.Context(), c.Admin(), group, topic, p, pos)
+				rows, err := resetOffsets(callContext(cmd), c.Admin(), group, topic, p, pos)
 				if err != nil {
 					return err
 				}

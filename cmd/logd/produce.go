@@ -57,7 +57,7 @@ it): a burst over thousands of sleeping partitions may need longer.`,
 				lines.key = nil
 			}
 			return srv.run(func(c *client.Client) error {
-				ctx := cmd.Context()
+				ctx := callContext(cmd)
 				t, err := c.Admin().Topic(ctx, topic)
 				if err != nil {
 					return err

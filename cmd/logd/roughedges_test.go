@@ -4,10 +4,16 @@ package main
 // way, each against a real `logd serve` process.
 
 import (
+	"errors"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/logd/logd/client"
 	"github.com/logd/logd/internal/freeport"
+	"github.com/logd/logd/internal/logdbin"
 	"github.com/logd/logd/internal/testcerts"
 )
 
@@ -55,4 +61,53 @@ func TestBinWrongPort(t *testing.T) {
 	if strings.Contains(n.stderr(), "frame larger") {
 		t.Fatalf("the Kafka listener logged a gRPC connection as a large frame:\n%s", n.stderr())
 	}
+}
+
+// `produce --timeout` started while the only node restarts waits for it,
+// as the flag promises, rather than giving up after client.StartupGrace.
+func TestBinProduceWaitsForRestartingNode(t *testing.T) {
+	addr, err := freeport.Addr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	args := []string{"--data-dir", dir, "--addr", addr, "--http-addr", "", "--kafka-addr", ""}
+	n := startBin(t, nil, args...)
+	okBin(t, nil, "", "topic", "create", "t", "--partitions", "1", "--server", addr)
+	n.signal(syscall.SIGTERM)
+
+	bin := logdbin.Binary(t)
+	done := make(chan binResult, 1)
+	go func() {
+		done <- runBinNoFatal(bin, nil, "a\nb\n", "produce", "t", "--server", addr, "--timeout", "60s")
+	}()
+	// Longer than client.StartupGrace: the node is down when it passes.
+	time.Sleep(client.StartupGrace + time.Second)
+	startBin(t, nil, args...)
+	if r := <-done; r.code != 0 {
+		t.Fatalf("produce through a restart: exit %d: %s", r.code, r.stderr)
+	}
+	if out := okBin(t, nil, "", "consume", "t", "--count", "2", "--server", addr); out != "a\nb\n" {
+		t.Fatalf("consumed %q", out)
+	}
+}
+
+// runBinNoFatal is runBin for another goroutine than the test's: a failure
+// to start is exit code -1.
+func runBinNoFatal(bin string, env []string, stdin string, args ...string) binResult {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(cleanEnv(), env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := binResult{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		r.code, r.stderr = -1, err.Error()
+	}
+	return r
 }

@@ -56,7 +56,7 @@ password; without it an existing user is an error.`,
 						return fmt.Errorf("%w (pipe it on standard input, or set LOGD_NEW_PASSWORD)", err)
 					}
 				}
-				if err := c.Admin().CreateUser(cmd.Context(), args[0], pw, update); err != nil {
+				if err := c.Admin().CreateUser(callContext(cmd), args[0], pw, update); err != nil {
 					return err
 				}
 				verb := "created"
@@ -85,7 +85,7 @@ func newUserDeleteCmd(srv *serverFlag) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return srv.run(func(c *client.Client) error {
-				if err := c.Admin().DeleteUser(cmd.Context(), args[0]); err != nil {
+				if err := c.Admin().DeleteUser(callContext(cmd), args[0]); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "user %s deleted\n", args[0])
@@ -102,7 +102,7 @@ func newUserListCmd(srv *serverFlag) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return srv.run(func(c *client.Client) error {
-				names, err := c.Admin().ListUsers(cmd.Context())
+				names, err := c.Admin().ListUsers(callContext(cmd))
 				if err != nil {
 					return err
 				}
@@ -229,7 +229,7 @@ func newACLSubCmd(srv *serverFlag, use, short string, filter bool, do func(cmd *
 func newACLAddCmd(srv *serverFlag) *cobra.Command {
 	return newACLSubCmd(srv, "add", "Add ACLs (one per --operation)", false,
 		func(cmd *cobra.Command, c *client.Client, acls []client.ACL) error {
-			if err := c.Admin().AddACLs(cmd.Context(), acls...); err != nil {
+			if err := c.Admin().AddACLs(callContext(cmd), acls...); err != nil {
 				return err
 			}
 			for _, a := range acls {
@@ -244,7 +244,7 @@ func newACLRemoveCmd(srv *serverFlag) *cobra.Command {
 		func(cmd *cobra.Command, c *client.Client, filters []client.ACL) error {
 			n := 0
 			for _, f := range filters {
-				removed, err := c.Admin().RemoveACLs(cmd.Context(), f)
+				removed, err := c.Admin().RemoveACLs(callContext(cmd), f)
 				if err != nil {
 					return err
 				}
@@ -283,7 +283,7 @@ func newACLListCmd(srv *serverFlag) *cobra.Command {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "PRINCIPAL\tPERMISSION\tOPERATION\tRESOURCE\tPATTERN\tNAME")
 			for _, f := range filters {
-				acls, err := c.Admin().ListACLs(cmd.Context(), f)
+				acls, err := c.Admin().ListACLs(callContext(cmd), f)
 				if err != nil {
 					return err
 				}
