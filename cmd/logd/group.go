@@ -111,6 +111,15 @@ type groupRow struct {
 func describeGroup(ctx context.Context, admin *client.Admin, group string) (client.GroupDescription, []groupRow, error) {
 	d, err := admin.DescribeGroup(ctx, group)
 	if errors.Is(err, client.ErrGroupNotFound) {
+		// No member since the coordinator started: a group only if it has
+		// committed offsets.
+		offs, ferr := admin.FetchOffsets(ctx, group, "")
+		if ferr != nil {
+			return d, nil, ferr
+		}
+		if len(offs) == 0 {
+			return d, nil, fmt.Errorf("group %q not found: no member has joined it and it has no committed offsets (logd group list shows the groups)", group)
+		}
 		d, err = client.GroupDescription{Group: group, State: "Empty"}, nil
 	}
 	if err != nil {

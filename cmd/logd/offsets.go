@@ -263,7 +263,16 @@ line, as offsets show does, with requested_offset and clamped.`,
 // back with the partitions' bounds, each saying whether (and why) the
 // server clamped the offset asked for.
 func resetOffsets(ctx context.Context, admin *client.Admin, group, topic string, p int32, pos client.Position) ([]offsetRow, error) {
+	if err := groupInactive(ctx, admin, group); err != nil {
+		return nil, err
+	}
 	reset, err := admin.ResetOffsets(ctx, group, topic, p, pos)
+	if errors.Is(err, client.ErrUnknownMember) || errors.Is(err, client.ErrRebalanceInProgress) {
+		// A member joined between the check and the reset.
+		if ierr := groupInactive(ctx, admin, group); ierr != nil {
+			return nil, ierr
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -291,6 +300,29 @@ func resetOffsets(ctx context.Context, admin *client.Admin, group, topic string,
 	}
 	slices.SortFunc(rows, func(a, b offsetRow) int { return int(a.Partition - b.Partition) })
 	return rows, nil
+}
+
+// groupInactive fails, as Kafka's kafka-consumer-groups does, when group
+// has members: the coordinator refuses offsets from outside a group that
+// has them, and its members would overwrite them with their next commit.
+func groupInactive(ctx context.Context, admin *client.Admin, group string) error {
+	d, err := admin.DescribeGroup(ctx, group)
+	switch {
+	case errors.Is(err, client.ErrGroupNotFound):
+		return nil
+	case err != nil:
+		return err
+	case len(d.Members) > 0:
+		return fmt.Errorf("offsets can be reset only while group %q is inactive, but it has %d active member%s (state %s): stop its consumers first", group, len(d.Members), plural(len(d.Members)), d.State)
+	}
+	return nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // partitionFlag is --partition's value (part) when it was given, checked,
