@@ -67,7 +67,11 @@ timestamp (RFC 3339, ms); key and value are strings, or base64 with
   %t topic  %p partition  %o offset  %k key  %s value  %T timestamp (ms since
   the epoch)  %D timestamp (RFC 3339)  %h headers (k=v,...)  %% a percent sign
   \n newline  \t tab  \\ backslash
-A newline is added after each record unless FMT ends with \n.`,
+A newline is added after each record unless FMT ends with \n.
+
+An offset past a partition's end (--from 100 of a partition of 3 records)
+has nothing to read without --follow: a line on stderr says so for each such
+partition and consume exits 0, as kcat -e does at the end of a partition.`,
 		Args: minArgs("TOPIC"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			topics, err := topicArgs(args)
@@ -83,6 +87,11 @@ A newline is added after each record unless FMT ends with \n.`,
 				return errors.New("several topics are read as a group member: give --group and --follow (and no --partition), or one topic")
 			}
 			return srv.run(func(c *client.Client) error {
+				if !fl.follow && !join {
+					if err := notePastEnd(callContext(cmd), c.Admin(), opts, cmd.ErrOrStderr()); err != nil {
+						return err
+					}
+				}
 				r, err := fl.open(callContext(cmd), c, opts, topics, join)
 				if err != nil {
 					return err
@@ -174,6 +183,26 @@ func (fl *consumeFlags) options(topic string, partitionSet bool) (client.Consume
 		}
 	}
 	return opts, pr, nil
+}
+
+// notePastEnd says on stderr which partitions opts.Start, an offset, is
+// past the end of: reading them without --follow prints nothing.
+func notePastEnd(ctx context.Context, admin *client.Admin, opts client.ConsumerOptions, stderr io.Writer) error {
+	off, ok := opts.Start.Offset()
+	if !ok {
+		return nil
+	}
+	ends, err := admin.ListOffsets(ctx, opts.Topic, opts.Partitions, client.Latest())
+	if err != nil {
+		return err
+	}
+	for _, e := range ends {
+		if off > e.HighWatermark {
+			fmt.Fprintf(stderr, "logd: offset %d of %s/%d is past the end of the partition (%d): nothing to read there\n",
+				off, opts.Topic, e.Partition, e.HighWatermark)
+		}
+	}
+	return nil
 }
 
 // transientBackoff is how often consume retries a server that cannot

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 
@@ -32,6 +33,10 @@ until every record is acknowledged. Exits non-zero if any record was not.
 Records are routed by key (--key for all lines, or --key-delimiter to take each
 line's key from before the first delimiter: with ':' the line "k:v" is key k,
 value v), unkeyed records spread over partitions, and --partition overrides both.
+The delimiter may be written with the escapes kcat reads: \t (tab), \r, \\
+(a backslash) and \xNN (a byte in hex). An empty line is an empty record
+(with --key-delimiter, an empty record without a key), as kcat and
+kafka-console-producer send it.
 
 --timeout, when given, is also how long each record may take to be
 acknowledged, retries included (the producer's delivery timeout, 2m without
@@ -52,7 +57,11 @@ it): a burst over thousands of sleeping partitions may need longer.`,
 			if opts.Acks, err = parseAcks(acks); err != nil {
 				return err
 			}
-			lines := lineSource{r: bufio.NewReaderSize(cmd.InOrStdin(), 64<<10), key: []byte(key), delim: []byte(delimiter)}
+			delim, err := unescapeDelimiter(delimiter)
+			if err != nil {
+				return fmt.Errorf("--key-delimiter: %w", err)
+			}
+			lines := lineSource{r: bufio.NewReaderSize(cmd.InOrStdin(), 64<<10), key: []byte(key), delim: delim}
 			if key == "" {
 				lines.key = nil
 			}
@@ -82,6 +91,42 @@ it): a burst over thousands of sleeping partitions may need longer.`,
 	return cmd
 }
 
+// unescapeDelimiter reads --key-delimiter's escapes, as kcat reads -K's:
+// \t, \r, \\ and \xNN. A newline cannot be one: it ends the line.
+func unescapeDelimiter(s string) ([]byte, error) {
+	var out []byte
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 == len(s) {
+			out = append(out, s[i])
+			continue
+		}
+		i++
+		switch s[i] {
+		case 't':
+			out = append(out, '\t')
+		case 'r':
+			out = append(out, '\r')
+		case 'n':
+			return nil, errors.New(`\n: lines end at a newline, so it cannot split one; use another delimiter`)
+		case '\\':
+			out = append(out, '\\')
+		case 'x':
+			b, err := strconv.ParseUint(s[i+1:min(i+3, len(s))], 16, 8)
+			if err != nil || i+3 > len(s) {
+				return nil, fmt.Errorf(`%q: \x takes two hex digits`, s)
+			}
+			out = append(out, byte(b))
+			i += 2
+		default:
+			out = append(out, '\\', s[i]) // not an escape: kept as written
+		}
+	}
+	if bytes.IndexByte(out, '\n') >= 0 {
+		return nil, errors.New("a newline cannot split a line into key and value: use another delimiter")
+	}
+	return out, nil
+}
+
 // lineSource turns input lines into records.
 type lineSource struct {
 	r     *bufio.Reader
@@ -102,7 +147,9 @@ func (l *lineSource) next() (key, value []byte, err error) {
 	l.n++
 	line = bytes.TrimSuffix(line, []byte("\n"))
 	line = bytes.TrimSuffix(line, []byte("\r"))
-	if len(l.delim) == 0 {
+	if len(l.delim) == 0 || len(line) == 0 {
+		// An empty line is an empty record, without a key, as with kcat -K
+		// and kafka-console-producer.
 		return l.key, line, nil
 	}
 	k, v, ok := bytes.Cut(line, l.delim)

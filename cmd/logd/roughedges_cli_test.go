@@ -50,3 +50,50 @@ func TestCLIGroupDescribeNotFound(t *testing.T) {
 		t.Fatalf("describe of a group with offsets only:\n%s", out)
 	}
 }
+
+// --key-delimiter reads kcat's escapes; an empty line is an empty record,
+// not the end of the produce.
+func TestCLIProduceDelimiterEscapesAndEmptyLines(t *testing.T) {
+	c := startCLI(t)
+	c.ok("", "topic", "create", "t", "--partitions", "1")
+	c.ok("k1\tv1\n\nk2\tv2\n", "produce", "t", "--key-delimiter", `\t`)
+	c.ok("k3|v3\n", "produce", "t", "--key-delimiter", `\x7c`)
+	got := parseJSONLines(t, c.ok("", "consume", "t", "--json"))
+	want := []struct{ key, value string }{{"k1", "v1"}, {"", ""}, {"k2", "v2"}, {"k3", "v3"}}
+	if len(got) != len(want) {
+		t.Fatalf("consumed %d records, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		k := ""
+		if got[i].Key != nil {
+			k = *got[i].Key
+		}
+		if k != w.key || got[i].Value != w.value {
+			t.Errorf("record %d: key %q value %q, want %q %q", i, k, got[i].Value, w.key, w.value)
+		}
+	}
+	if got[1].Key != nil {
+		t.Errorf("the empty line's record has key %q, want none", *got[1].Key)
+	}
+	for _, bad := range []string{`\n`, `\x4`, `\xzz`} {
+		if _, _, err := c.run("a\n", "produce", "t", "--key-delimiter", bad); err == nil || !strings.Contains(err.Error(), "--key-delimiter") {
+			t.Errorf("--key-delimiter %s: %v, want it refused", bad, err)
+		}
+	}
+}
+
+// consume --from past the end says so on stderr instead of printing
+// nothing silently.
+func TestCLIConsumeFromPastTheEnd(t *testing.T) {
+	c := startCLI(t)
+	c.ok("", "topic", "create", "t", "--partitions", "2")
+	c.ok("a\nb\nc\n", "produce", "t", "--partition", "0")
+	out, errOut, err := c.run("", "consume", "t", "--from", "100", "--partition", "0")
+	if err != nil || out != "" || !strings.Contains(errOut, "offset 100 of t/0 is past the end of the partition (3)") {
+		t.Fatalf("consume --from 100: out %q, stderr %q, err %v; want a note on stderr", out, errOut, err)
+	}
+	_, errOut, _ = c.run("", "consume", "t", "--from", "2")
+	if !strings.Contains(errOut, "t/1 is past the end") || strings.Contains(errOut, "t/0") {
+		t.Fatalf("consume --from 2 of both partitions: stderr %q; want only t/1 named", errOut)
+	}
+}
