@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -95,5 +96,24 @@ func TestCLIConsumeFromPastTheEnd(t *testing.T) {
 	_, errOut, _ = c.run("", "consume", "t", "--from", "2")
 	if !strings.Contains(errOut, "t/1 is past the end") || strings.Contains(errOut, "t/0") {
 		t.Fatalf("consume --from 2 of both partitions: stderr %q; want only t/1 named", errOut)
+	}
+}
+
+// The README's tour reads partition 0 from offset 0 over HTTP and gRPC:
+// it trims that partition only after those reads.
+func TestREADMETourTrimsAfterItsReads(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(readme)
+	trim := strings.Index(s, "topic trim-prefix orders --partition 0")
+	if trim < 0 {
+		t.Fatal("the README's tour has no trim-prefix of orders/0")
+	}
+	for _, read := range []string{"partition=0&offset=0", `"partition":0,"offset":0`, "consume orders --partition 0 --from 1"} {
+		if i := strings.LastIndex(s, read); i > trim {
+			t.Errorf("the README reads %s after it trimmed that partition", read)
+		}
 	}
 }
