@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/logd/logd/client"
 )
 
@@ -116,4 +118,28 @@ func TestREADMETourTrimsAfterItsReads(t *testing.T) {
 			t.Errorf("the README reads %s after it trimmed that partition", read)
 		}
 	}
+}
+
+// Every flag of `logd serve --help` is in the README's configuration table.
+func TestREADMEListsEveryServeFlag(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(readme)
+	start := strings.Index(s, "## Configuration")
+	end := strings.Index(s[start:], "Every `serve` flag can also come")
+	if start < 0 || end < 0 {
+		t.Fatal("no configuration table in the README")
+	}
+	table := s[start : start+end]
+	serve, _, err := newRootCmd().Find([]string{"serve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden && f.Name != "help" && !strings.Contains(table, "`--"+f.Name+"`") {
+			t.Errorf("README's configuration table lacks --%s (%s)", f.Name, f.Usage)
+		}
+	})
 }
