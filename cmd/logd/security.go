@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -96,15 +97,28 @@ func newUserDeleteCmd(srv *serverFlag) *cobra.Command {
 }
 
 func newUserListCmd(srv *serverFlag) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the users",
+		Long:  "List the users, one name a line; --json prints one object a line: user.",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return srv.run(func(c *client.Client) error {
 				names, err := c.Admin().ListUsers(callContext(cmd))
 				if err != nil {
 					return err
+				}
+				if asJSON {
+					enc := json.NewEncoder(cmd.OutOrStdout())
+					for _, n := range names {
+						if err := enc.Encode(struct {
+							User string `json:"user"`
+						}{n}); err != nil {
+							return err
+						}
+					}
+					return nil
 				}
 				if len(names) == 0 {
 					fmt.Fprintln(cmd.ErrOrStderr(), "no users yet: create one with `logd user create NAME`")
@@ -116,6 +130,8 @@ func newUserListCmd(srv *serverFlag) *cobra.Command {
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object a line")
+	return cmd
 }
 
 // aclFlags are the flags that name ACLs.
@@ -278,19 +294,41 @@ func anyACLFlag(cmd *cobra.Command) bool {
 }
 
 func newACLListCmd(srv *serverFlag) *cobra.Command {
-	return newACLSubCmd(srv, "list", "List ACLs (the flags filter them)", true,
+	var asJSON bool
+	cmd := newACLSubCmd(srv, "list", "List ACLs (the flags filter them; --json: one object a line)", true,
 		func(cmd *cobra.Command, c *client.Client, filters []client.ACL) error {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PRINCIPAL\tPERMISSION\tOPERATION\tRESOURCE\tPATTERN\tNAME")
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			if !asJSON {
+				fmt.Fprintln(tw, "PRINCIPAL\tPERMISSION\tOPERATION\tRESOURCE\tPATTERN\tNAME")
+			}
 			for _, f := range filters {
 				acls, err := c.Admin().ListACLs(callContext(cmd), f)
 				if err != nil {
 					return err
 				}
 				for _, a := range acls {
+					if asJSON {
+						if err := enc.Encode(aclJSON{a.Principal, a.Permission, a.Operation, a.ResourceType, a.Pattern, a.Name}); err != nil {
+							return err
+						}
+						continue
+					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Principal, a.Permission, a.Operation, a.ResourceType, a.Pattern, a.Name)
 				}
 			}
 			return tw.Flush()
 		})
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object a line")
+	return cmd
+}
+
+// aclJSON is a line of acl list --json.
+type aclJSON struct {
+	Principal    string `json:"principal"`
+	Permission   string `json:"permission"`
+	Operation    string `json:"operation"`
+	ResourceType string `json:"resource_type"`
+	Pattern      string `json:"pattern"`
+	Name         string `json:"name"`
 }
