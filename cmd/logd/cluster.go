@@ -20,7 +20,7 @@ func newClusterCmd() *cobra.Command {
 		Short: "Inspect the cluster",
 	}
 	srv.register(cmd, true)
-	cmd.AddCommand(newClusterStatusCmd(&srv), newClusterWaitCmd(&srv))
+	cmd.AddCommand(newClusterStatusCmd(&srv), newClusterWaitCmd(&srv), newClusterHealthCmd(&srv))
 	cmd.AddCommand(&cobra.Command{
 		Use:   "remove-node ID",
 		Short: "Remove a node: its partition replicas move to the other nodes",
