@@ -23,6 +23,7 @@ type consumeFlags struct {
 	group   string
 	commit  bool
 	count   int
+	tail    int64 // --tail: the last N records of each partition
 	follow  bool
 	format  string
 	json    bool
@@ -50,7 +51,8 @@ Where to start (--from): earliest, latest, an offset (42), a time in RFC 3339
 (2024-05-01T12:00:00Z) or a duration ago (-1h, -7d): the first record at or
 after that time. Default: earliest, or with --group the group's committed
 offset (earliest for partitions without one); --from overrides the committed
-offset. --follow tails new records: without --from it starts at the end (with
+offset. --tail N starts each partition at its last N records instead (kcat's
+-o -N). --follow tails new records: without --from it starts at the end (with
 --group, at the committed offsets, and at the end where there is none); with
 --from it replays from there, then follows. A committed offset that retention
 already removed is reported on stderr and consumption resumes at the log
@@ -83,6 +85,12 @@ partition and consume exits 0, as kcat -e does at the end of a partition.`,
 				return err
 			}
 			join := fl.group != "" && fl.follow && !cmd.Flags().Changed("partition")
+			if fl.tail < 0 || (cmd.Flags().Changed("tail") && fl.tail == 0) {
+				return fmt.Errorf("--tail %d: give a positive number of records", fl.tail)
+			}
+			if fl.tail > 0 && (fl.from != "" || fl.group != "") {
+				return errors.New("--tail starts each partition at its last N records: it excludes --from and --group")
+			}
 			if len(topics) > 1 && !join {
 				return errors.New("several topics are read as a group member: give --group and --follow (and no --partition), or one topic")
 			}
@@ -96,6 +104,11 @@ partition and consume exits 0, as kcat -e does at the end of a partition.`,
 				if err != nil {
 					return err
 				}
+				if fl.tail > 0 {
+					if err := seekTail(callContext(cmd), c.Admin(), r, opts, fl.tail); err != nil {
+						return errors.Join(err, r.Close())
+					}
+				}
 				err = consume(callContext(cmd), r, opts, fl, srv.timeout, c.Addr(), pr, cmd.OutOrStdout(), cmd.ErrOrStderr())
 				return errors.Join(err, r.Close())
 			})
@@ -108,6 +121,7 @@ partition and consume exits 0, as kcat -e does at the end of a partition.`,
 	f.StringVar(&fl.group, "group", "", "consumer group: start from its committed offsets")
 	f.BoolVar(&fl.commit, "commit", false, "commit the group's offset after the records printed (needs --group)")
 	f.IntVar(&fl.count, "count", 0, "stop after N records (default: no limit)")
+	f.Int64Var(&fl.tail, "tail", 0, "start each partition at its last N records (kcat -o -N); with --follow, then follow")
 	f.BoolVar(&fl.follow, "follow", false, "keep waiting for new records instead of stopping at the end of the log")
 	f.StringVar(&fl.format, "format", "", "print each record through FMT (see above)")
 	f.BoolVar(&fl.json, "json", false, "print one JSON object a line")
@@ -183,6 +197,21 @@ func (fl *consumeFlags) options(topic string, partitionSet bool) (client.Consume
 		}
 	}
 	return opts, pr, nil
+}
+
+// seekTail moves each partition of opts to its last n records (or its log
+// start, when it holds fewer).
+func seekTail(ctx context.Context, admin *client.Admin, r recordReader, opts client.ConsumerOptions, n int64) error {
+	ends, err := admin.ListOffsets(ctx, opts.Topic, opts.Partitions, client.Latest())
+	if err != nil {
+		return err
+	}
+	for _, e := range ends {
+		if err := r.SeekTopicPartition(ctx, opts.Topic, e.Partition, client.AtOffset(max(e.LogStartOffset, e.HighWatermark-n))); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // notePastEnd says on stderr which partitions opts.Start, an offset, is

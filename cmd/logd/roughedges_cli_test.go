@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,4 +144,27 @@ func TestREADMEListsEveryServeFlag(t *testing.T) {
 			t.Errorf("README's configuration table lacks --%s (%s)", f.Name, f.Usage)
 		}
 	})
+}
+
+// consume --tail N prints each partition's last N records.
+func TestCLIConsumeTail(t *testing.T) {
+	c := startCLI(t)
+	c.ok("", "topic", "create", "t", "--partitions", "2")
+	c.ok("a\nb\nc\nd\n", "produce", "t", "--partition", "0")
+	c.ok("x\n", "produce", "t", "--partition", "1")
+	if out := c.ok("", "consume", "t", "--partition", "0", "--tail", "2"); out != "c\nd\n" {
+		t.Fatalf("--tail 2 of partition 0: %q", out)
+	}
+	got := parseJSONLines(t, c.ok("", "consume", "t", "--tail", "3", "--json"))
+	var vals []string
+	for _, r := range got {
+		vals = append(vals, fmt.Sprintf("%d:%s", r.Partition, r.Value))
+	}
+	slices.Sort(vals)
+	if strings.Join(vals, " ") != "0:b 0:c 0:d 1:x" {
+		t.Fatalf("--tail 3 of both partitions: %v", vals)
+	}
+	if _, _, err := c.run("", "consume", "t", "--tail", "2", "--from", "earliest"); err == nil {
+		t.Fatal("--tail with --from was accepted")
+	}
 }
