@@ -168,3 +168,20 @@ func TestCLIConsumeTail(t *testing.T) {
 		t.Fatal("--tail with --from was accepted")
 	}
 }
+
+// produce --header adds headers to every record; --print-offsets prints
+// where each record went.
+func TestCLIProduceHeadersAndOffsets(t *testing.T) {
+	c := startCLI(t)
+	c.ok("", "topic", "create", "t", "--partitions", "2")
+	out := c.ok("a\nb\n", "produce", "t", "--partition", "1", "--header", "src=cli", "--header", "v=2", "--print-offsets")
+	if out != "t/1@0\nt/1@1\n" {
+		t.Fatalf("--print-offsets: %q", out)
+	}
+	if out := c.ok("", "consume", "t", "--partition", "1", "--format", `%s %h`); out != "a src=cli,v=2\nb src=cli,v=2\n" {
+		t.Fatalf("consumed with headers: %q", out)
+	}
+	if _, _, err := c.run("a\n", "produce", "t", "--header", "novalue"); err == nil {
+		t.Fatal("--header without = was accepted")
+	}
+}
