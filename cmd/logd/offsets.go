@@ -140,6 +140,7 @@ type offsetRow struct {
 	// clamped why the stored offset differs from it.
 	requested *int64
 	clamped   string
+	planned   bool // offsets reset's dry run: not stored
 }
 
 func writeOffsetsTable(w io.Writer, rows []offsetRow) error {
@@ -177,6 +178,8 @@ type offsetJSON struct {
 	// Set by offsets reset --json when it was asked for an offset.
 	RequestedOffset *int64 `json:"requested_offset,omitempty"`
 	Clamped         string `json:"clamped,omitempty"`
+	// Set by offsets reset without --execute: the offset it would store.
+	DryRun bool `json:"dry_run,omitempty"`
 }
 
 func writeOffsetsJSON(w io.Writer, group string, rows []offsetRow) error {
@@ -191,72 +194,12 @@ func writeOffsetsJSON(w io.Writer, group string, rows []offsetRow) error {
 		if !r.CommitTime.IsZero() {
 			j.CommitTime = r.CommitTime.UTC().Format(time.RFC3339Nano)
 		}
-		j.RequestedOffset, j.Clamped = r.requested, r.clamped
+		j.RequestedOffset, j.Clamped, j.DryRun = r.requested, r.clamped, r.planned
 		if err := enc.Encode(j); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func newOffsetsResetCmd(srv *serverFlag) *cobra.Command {
-	var (
-		group  string
-		to     string
-		part   int32
-		asJSON bool
-	)
-	cmd := &cobra.Command{
-		Use:   "reset --group G TOPIC --to earliest|latest|OFFSET|RFC3339|-DURATION [--partition P]",
-		Short: "Move a group's committed offsets (stop its consumers first)",
-		Long: `Move a group's committed offsets and print the offsets stored. An offset
-outside a partition's records is clamped, as Kafka does: past the end to the
-high watermark, below the log start (removed by retention) to the log start;
-the NOTE column (and a line on stderr) says so. --json prints one object a
-line, as offsets show does, with requested_offset and clamped.`,
-		Args: exactArgs("TOPIC"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			topic, err := topicArg(args)
-			if err != nil {
-				return err
-			}
-			if group == "" {
-				return errors.New("--group is required: which consumer group to reset?")
-			}
-			if to == "" {
-				return errors.New("--to is required: earliest, latest, an offset, an RFC 3339 time or -DURATION")
-			}
-			pos, err := parsePosition(to, time.Now())
-			if err != nil {
-				return fmt.Errorf("--to: %w", err)
-			}
-			p, err := partitionFlag(cmd, part)
-			if err != nil {
-				return err
-			}
-			return srv.run(func(c *client.Client) error {
-				rows, err := resetOffsets(callContext(cmd), c.Admin(), group, topic, p, pos)
-				if err != nil {
-					return err
-				}
-				for _, r := range rows {
-					if r.clamped != "" {
-						fmt.Fprintf(cmd.ErrOrStderr(), "logd: %s/%d: %s\n", r.Topic, r.Partition, r.clamped)
-					}
-				}
-				if asJSON {
-					return writeOffsetsJSON(cmd.OutOrStdout(), group, rows)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "reset group %s on %s (asked for %s); stored:\n", group, topic, pos)
-				return writeOffsetsTable(cmd.OutOrStdout(), rows)
-			})
-		},
-	}
-	cmd.Flags().StringVar(&group, "group", "", "consumer group (required)")
-	cmd.Flags().StringVar(&to, "to", "", "new position: earliest, latest, OFFSET, RFC3339 time or -DURATION (required)")
-	cmd.Flags().Int32Var(&part, "partition", 0, "reset only this partition (default: all)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object a line")
-	return cmd
 }
 
 // resetOffsets resets group's offsets and returns the offsets stored, read

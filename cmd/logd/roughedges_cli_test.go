@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -31,14 +32,14 @@ func TestCLIOffsetsResetLiveGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = c.run("", "offsets", "reset", "--group", "g", "t", "--to", "earliest")
+	_, _, err = c.run("", "offsets", "reset", "--execute", "--group", "g", "t", "--to", "earliest")
 	if err == nil || !strings.Contains(err.Error(), "1 active member") || !strings.Contains(err.Error(), "stop its consumers first") {
 		t.Fatalf("reset of a live group: %v; want its active members named", err)
 	}
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c.ok("", "offsets", "reset", "--group", "g", "t", "--to", "earliest")
+	c.ok("", "offsets", "reset", "--execute", "--group", "g", "t", "--to", "earliest")
 }
 
 // group describe of a group that does not exist fails, as HTTP's 404 does.
@@ -50,7 +51,7 @@ func TestCLIGroupDescribeNotFound(t *testing.T) {
 	}
 	c.ok("", "topic", "create", "t", "--partitions", "1")
 	c.ok("a\n", "produce", "t")
-	c.ok("", "offsets", "reset", "--group", "committed", "t", "--to", "earliest")
+	c.ok("", "offsets", "reset", "--execute", "--group", "committed", "t", "--to", "earliest")
 	if out := c.ok("", "group", "describe", "committed"); !strings.Contains(out, "Empty") {
 		t.Fatalf("describe of a group with offsets only:\n%s", out)
 	}
@@ -184,4 +185,50 @@ func TestCLIProduceHeadersAndOffsets(t *testing.T) {
 	if _, _, err := c.run("a\n", "produce", "t", "--header", "novalue"); err == nil {
 		t.Fatal("--header without = was accepted")
 	}
+}
+
+// offsets reset is a dry run unless --execute, as kafka-consumer-groups;
+// --shift-by moves each committed offset; --all-topics takes every topic
+// the group committed in.
+func TestCLIOffsetsResetDryRunShiftAllTopics(t *testing.T) {
+	c := startCLI(t)
+	for _, topic := range []string{"a", "b"} {
+		c.ok("", "topic", "create", topic, "--partitions", "1")
+		c.ok("1\n2\n3\n4\n5\n", "produce", topic)
+		c.ok("", "offsets", "reset", "--execute", "--group", "g", topic, "--to", "4")
+	}
+	committed := func(topic string) int64 {
+		t.Helper()
+		rows := parseOffsetRows(t, c.ok("", "offsets", "show", "--group", "g", topic, "--json"))
+		return *rows[0].Committed
+	}
+	out := c.ok("", "offsets", "reset", "--group", "g", "a", "--to", "earliest")
+	if !strings.Contains(out, "dry run") || committed("a") != 4 {
+		t.Fatalf("reset without --execute stored (committed %d) or did not say dry run:\n%s", committed("a"), out)
+	}
+	rows := parseOffsetRows(t, c.ok("", "offsets", "reset", "--group", "g", "a", "--shift-by", "-3", "--json"))
+	if len(rows) != 1 || *rows[0].Committed != 1 || !rows[0].DryRun || committed("a") != 4 {
+		t.Fatalf("dry run of --shift-by -3: %+v, committed %d", rows, committed("a"))
+	}
+	c.ok("", "offsets", "reset", "--group", "g", "--all-topics", "--shift-by", "-3", "--execute")
+	if committed("a") != 1 || committed("b") != 1 {
+		t.Fatalf("after --all-topics --shift-by -3 --execute: a %d, b %d; want 1 and 1", committed("a"), committed("b"))
+	}
+	_, errOut, err := c.run("", "offsets", "reset", "--group", "g", "a", "--shift-by", "10", "--execute")
+	if err != nil || committed("a") != 5 || !strings.Contains(errOut, "clamped") {
+		t.Fatalf("--shift-by past the end: %v, committed %d, stderr %q; want the high watermark and a note", err, committed("a"), errOut)
+	}
+}
+
+func parseOffsetRows(t *testing.T, out string) []offsetJSON {
+	t.Helper()
+	var rows []offsetJSON
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r offsetJSON
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("%v: %q", err, l)
+		}
+		rows = append(rows, r)
+	}
+	return rows
 }
