@@ -18,16 +18,20 @@ import (
 
 // consumeFlags are the flags of logd consume.
 type consumeFlags struct {
-	part    int32
-	from    string
-	group   string
-	commit  bool
-	count   int
-	tail    int64 // --tail: the last N records of each partition
-	follow  bool
-	format  string
-	json    bool
-	maxWait time.Duration
+	part   int32
+	from   string
+	group  string
+	commit bool
+	count  int
+	tail   int64 // --tail: the last N records of each partition
+	until  string
+	// untilOffsets is --until resolved: each partition's first offset not
+	// to print (none: no bound).
+	untilOffsets map[int32]int64
+	follow       bool
+	format       string
+	json         bool
+	maxWait      time.Duration
 	// Group membership (--group with --follow).
 	assignor string
 	session  time.Duration
@@ -52,7 +56,9 @@ Where to start (--from): earliest, latest, an offset (42), a time in RFC 3339
 after that time. Default: earliest, or with --group the group's committed
 offset (earliest for partitions without one); --from overrides the committed
 offset. --tail N starts each partition at its last N records instead (kcat's
--o -N). --follow tails new records: without --from it starts at the end (with
+-o -N). --until (an offset, a time or a duration ago; not with --follow)
+stops each partition before that position: --from T1 --until T2 prints the
+records from time T1 up to, not including, time T2. --follow tails new records: without --from it starts at the end (with
 --group, at the committed offsets, and at the end where there is none); with
 --from it replays from there, then follows. A committed offset that retention
 already removed is reported on stderr and consumption resumes at the log
@@ -88,6 +94,9 @@ partition and consume exits 0, as kcat -e does at the end of a partition.`,
 			if fl.tail < 0 || (cmd.Flags().Changed("tail") && fl.tail == 0) {
 				return fmt.Errorf("--tail %d: give a positive number of records", fl.tail)
 			}
+			if fl.until != "" && (fl.follow || join) {
+				return errors.New("--until ends a read of the records stored: it excludes --follow")
+			}
 			if fl.tail > 0 && (fl.from != "" || fl.group != "") {
 				return errors.New("--tail starts each partition at its last N records: it excludes --from and --group")
 			}
@@ -95,6 +104,11 @@ partition and consume exits 0, as kcat -e does at the end of a partition.`,
 				return errors.New("several topics are read as a group member: give --group and --follow (and no --partition), or one topic")
 			}
 			return srv.run(func(c *client.Client) error {
+				if fl.until != "" {
+					if fl.untilOffsets, err = resolveUntil(callContext(cmd), c.Admin(), opts, fl.until); err != nil {
+						return err
+					}
+				}
 				if !fl.follow && !join {
 					if err := notePastEnd(callContext(cmd), c.Admin(), opts, cmd.ErrOrStderr()); err != nil {
 						return err
@@ -121,6 +135,7 @@ partition and consume exits 0, as kcat -e does at the end of a partition.`,
 	f.StringVar(&fl.group, "group", "", "consumer group: start from its committed offsets")
 	f.BoolVar(&fl.commit, "commit", false, "commit the group's offset after the records printed (needs --group)")
 	f.IntVar(&fl.count, "count", 0, "stop after N records (default: no limit)")
+	f.StringVar(&fl.until, "until", "", "stop each partition before this position: OFFSET, RFC3339 time or -DURATION (records before it are printed)")
 	f.Int64Var(&fl.tail, "tail", 0, "start each partition at its last N records (kcat -o -N); with --follow, then follow")
 	f.BoolVar(&fl.follow, "follow", false, "keep waiting for new records instead of stopping at the end of the log")
 	f.StringVar(&fl.format, "format", "", "print each record through FMT (see above)")
@@ -197,6 +212,27 @@ func (fl *consumeFlags) options(topic string, partitionSet bool) (client.Consume
 		}
 	}
 	return opts, pr, nil
+}
+
+// resolveUntil turns --until into each partition's first offset not to
+// print: the offset itself, or the first record at or after the time.
+func resolveUntil(ctx context.Context, admin *client.Admin, opts client.ConsumerOptions, until string) (map[int32]int64, error) {
+	pos, err := parsePosition(until, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("--until: %w", err)
+	}
+	ends, err := admin.ListOffsets(ctx, opts.Topic, opts.Partitions, pos)
+	if err != nil {
+		return nil, err
+	}
+	bounds := make(map[int32]int64, len(ends))
+	for _, e := range ends {
+		if e.Offset < 0 || e.Offset > e.HighWatermark { // no record at or after the time
+			e.Offset = e.HighWatermark
+		}
+		bounds[e.Partition] = e.Offset
+	}
+	return bounds, nil
 }
 
 // seekTail moves each partition of opts to its last n records (or its log
@@ -350,6 +386,9 @@ func consume(ctx context.Context, cons recordReader, opts client.ConsumerOptions
 		if !failingSince.IsZero() {
 			fmt.Fprintln(stderr, "logd: reading again")
 			failingSince = time.Time{}
+		}
+		if fl.untilOffsets != nil {
+			recs = slices.DeleteFunc(recs, func(r client.ConsumedRecord) bool { return r.Offset >= fl.untilOffsets[r.Partition] })
 		}
 		if fl.count > 0 && len(recs) > fl.count-printed {
 			// The records not printed are read again (a group member

@@ -232,3 +232,20 @@ func parseOffsetRows(t *testing.T, out string) []offsetJSON {
 	}
 	return rows
 }
+
+// consume --until stops each partition before the position.
+func TestCLIConsumeUntil(t *testing.T) {
+	c := startCLI(t)
+	c.ok("", "topic", "create", "t", "--partitions", "1")
+	c.ok("a\nb\nc\nd\n", "produce", "t")
+	if out := c.ok("", "consume", "t", "--from", "1", "--until", "3"); out != "b\nc\n" {
+		t.Fatalf("--from 1 --until 3: %q", out)
+	}
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	if out := c.ok("", "consume", "t", "--until", future); out != "a\nb\nc\nd\n" {
+		t.Fatalf("--until an hour from now: %q", out)
+	}
+	if _, _, err := c.run("", "consume", "t", "--until", "2", "--follow"); err == nil {
+		t.Fatal("--until with --follow was accepted")
+	}
+}
