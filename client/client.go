@@ -166,7 +166,7 @@ func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
 	}
 	creds := insecure.NewCredentials()
 	if c.opts.tls != nil {
-		creds = credentials.NewTLS(c.opts.tls)
+		creds = credentials.NewTLS(refuseCertificateRequest(c.opts.tls))
 	}
 	dopts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
@@ -198,12 +198,41 @@ func (c *Client) call(ctx context.Context, addr string, fn func(ctx context.Cont
 	if err == nil || (ok && !unreachable(st)) {
 		c.answered.Store(true)
 	}
+	if ok && st.Code() == codes.Unavailable && strings.Contains(st.Message(), errNoClientCertificate.Error()) {
+		return addr, fmt.Errorf("%w: %w", ErrClientCertificateRequired, wrapStatus(err))
+	}
 	if ok && c.opts.tls == nil && unreachable(st) && strings.Contains(st.Message(), "server preface") {
-		// A node that closes a new connection before speaking: most often
-		// one that serves TLS, reached in plaintext.
+		// A node that closes a new connection before speaking: another
+		// listener of a node (HTTP, Kafka), or most often one that serves
+		// TLS, reached in plaintext.
+		if proto := probeProtocol(ctx, addr); proto != "" {
+			return addr, &WrongProtocolError{Addr: addr, Protocol: proto}
+		}
 		return addr, fmt.Errorf("%w (%s)", wrapStatus(err), HintPlaintextToTLS)
 	}
 	return addr, wrapStatus(err)
+}
+
+// errNoClientCertificate ends the TLS handshake of a Client without a
+// certificate with a node that asks for one.
+var errNoClientCertificate = errors.New("the node asks for a client certificate and this client has none")
+
+// refuseCertificateRequest returns cfg, or, when cfg has no client
+// certificate, a copy that ends the handshake with errNoClientCertificate
+// when the node asks for one. A logd node asks only when it requires one
+// (--tls-client-ca), and under TLS 1.3 it would otherwise refuse the
+// connection after the client's side of the handshake, which the client
+// sees as a broken pipe or a closed connection, indistinguishable from a
+// node restarting.
+func refuseCertificateRequest(cfg *tls.Config) *tls.Config {
+	if len(cfg.Certificates) > 0 || cfg.GetClientCertificate != nil {
+		return cfg
+	}
+	cfg = cfg.Clone()
+	cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		return nil, errNoClientCertificate
+	}
+	return cfg
 }
 
 // HintPlaintextToTLS is added to the error of a plaintext connection the node
@@ -262,7 +291,7 @@ func (c *Client) unary(ctx context.Context, fn func(ctx context.Context, cc *grp
 			// gave up.
 			return fmt.Errorf("still failing after retrying for %s: %w (then: %w)", waited.Round(10*time.Millisecond), last, err)
 		}
-		if err == nil || !c.retriable(err, waited) || ctx.Err() != nil {
+		if err == nil || !c.retriable(ctx, err, waited) || ctx.Err() != nil {
 			return err
 		}
 		last = err
@@ -318,11 +347,22 @@ const StartupGrace = 3 * time.Second
 // has retried for waited: the cluster answered that it cannot answer now,
 // or a node that answered this Client before is unreachable (restarting),
 // or none has answered yet and the call is within StartupGrace.
-func (c *Client) retriable(err error, waited time.Duration) bool {
-	if !errors.Is(err, ErrUnavailable) {
+func (c *Client) retriable(ctx context.Context, err error, waited time.Duration) bool {
+	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrClientCertificateRequired) {
 		return false
 	}
-	return !errors.Is(err, ErrUnreachable) || c.answered.Load() || waited < StartupGrace
+	return !errors.Is(err, ErrUnreachable) || c.answered.Load() || waited < StartupGrace || ctx.Value(retryUnreachableKey{}) != nil
+}
+
+type retryUnreachableKey struct{}
+
+// RetryUnreachable returns a context whose admin and metadata calls retry
+// an unreachable cluster for the whole retry timeout (WithRetryTimeout, or
+// the context's deadline when earlier) even when no node has answered the
+// Client yet: for a caller that knows the cluster exists and may be
+// restarting, where StartupGrace would take a silence for a wrong address.
+func RetryUnreachable(ctx context.Context) context.Context {
+	return context.WithValue(ctx, retryUnreachableKey{}, true)
 }
 
 // endedByContext reports whether err is a call's end by its context (its

@@ -84,6 +84,11 @@ var (
 	// required) and got none, or they are wrong (WithCredentials, a
 	// client certificate).
 	ErrUnauthenticated = errors.New("client: unauthenticated")
+	// ErrClientCertificateRequired: the node requires a client
+	// certificate (its --tls-client-ca) and the Client has none (WithTLS
+	// with a tls.Config without Certificates). It also matches
+	// ErrUnavailable; calls do not retry it.
+	ErrClientCertificateRequired = errors.New("client: the node requires a client certificate")
 	// ErrPermissionDenied: the node's ACLs do not allow the principal the
 	// request; the message names the principal, operation and resource.
 	ErrPermissionDenied = errors.New("client: permission denied")
@@ -300,6 +305,9 @@ func outOfRange(err error, topic string, partition int32, offset int64) error {
 // retryable reports whether a failed produce may be sent again, unchanged.
 // The idempotent producer id and sequence make every such resend safe.
 func retryable(err error) bool {
+	if errors.Is(err, ErrClientCertificateRequired) {
+		return false
+	}
 	switch status.Code(err) {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.Canceled:
 		return true

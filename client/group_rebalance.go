@@ -204,7 +204,7 @@ func (g *GroupConsumer) join(ctx context.Context) (*logdv1.JoinGroupResponse, er
 		if failingSince.IsZero() {
 			failingSince = time.Now()
 		}
-		if !g.c.retriable(err, time.Since(failingSince)) {
+		if !g.c.retriable(ctx, err, time.Since(failingSince)) {
 			return nil, fmt.Errorf("join group %q: %w", g.opts.Group, err)
 		}
 		coord = "" // ask the bootstrap nodes who coordinates now

@@ -45,6 +45,8 @@ func readFrame(r io.Reader, limit int) ([]byte, error) {
 	switch {
 	case n < 0:
 		return nil, errNegativeFrameLen
+	case int64(n) > int64(limit) && otherProtocol(size) != "":
+		return nil, fmt.Errorf("%w: the client speaks %s, not Kafka, to the node's Kafka listener", errMalformed, otherProtocol(size))
 	case int64(n) > int64(limit):
 		return nil, fmt.Errorf("%w (%d bytes, limit %d)", errFrameTooLarge, n, limit)
 	}
@@ -65,6 +67,20 @@ func readFrame(r io.Reader, limit int) ([]byte, error) {
 		body = body[:end]
 	}
 	return body, nil
+}
+
+// otherProtocol names the protocol whose first bytes a frame's size is (an
+// HTTP/2 preface, as gRPC sends; an HTTP/1 method; a TLS record), or "".
+func otherProtocol(size [4]byte) string {
+	switch s := string(size[:]); {
+	case s == "PRI ":
+		return "HTTP/2 (a gRPC client, or h2c)"
+	case s == "GET " || s == "POST" || s == "PUT " || s == "HEAD" || s == "DELE" || s == "OPTI" || s == "PATC":
+		return "HTTP/1"
+	case size[0] == 0x16 && size[1] == 3:
+		return "TLS (the listener serves plaintext)"
+	}
+	return ""
 }
 
 // parseRequest decodes a frame's body into its header and request. A

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,15 @@ func TestBinUsersAndACLs(t *testing.T) {
 	if out := okBin(t, admin, "", "acl", "list", "--principal", "User:alice"); strings.Count(out, "User:alice") != 3 ||
 		!strings.Contains(out, "deny") || !strings.Contains(out, "prefixed") {
 		t.Fatalf("acl list:\n%s", out)
+	}
+	// --json, as the README promises for every listing.
+	if out := okBin(t, admin, "", "user", "list", "--json"); out != "{\"user\":\"admin\"}\n{\"user\":\"alice\"}\n" {
+		t.Fatalf("user list --json: %q", out)
+	}
+	out := okBin(t, admin, "", "acl", "list", "--principal", "User:alice", "--json")
+	var acl aclJSON
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 3 || json.Unmarshal([]byte(lines[0]), &acl) != nil || acl.Principal != "User:alice" {
+		t.Fatalf("acl list --json:\n%s", out)
 	}
 	// alice: her password on stdin's first line, records after it.
 	okBin(t, tlsEnv, "alice-pw\nr1\nr2\n", "produce", "orders", "--user", "alice", "--password-stdin")

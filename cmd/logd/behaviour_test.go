@@ -118,16 +118,16 @@ func TestBinOffsetsResetSaysWhenItClamped(t *testing.T) {
 	b := newBinAt(t)
 	b.ok("", "topic", "create", "t")
 	b.ok("a\nb\nc\n", "produce", "t")
-	r := b.run("", "offsets", "reset", "--group", "g", "t", "--to", "99")
+	r := b.run("", "offsets", "reset", "--execute", "--group", "g", "t", "--to", "99")
 	if r.code != 0 || !strings.Contains(r.stdout, "clamped: offset 99 is past the end of the partition; stored the high watermark, 3") ||
 		!strings.Contains(r.stderr, "t/0: clamped") || strings.Contains(r.stdout, "to offset 99") {
 		t.Fatalf("reset --to 99: exit %d\nstdout:\n%s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
-	rows := offsetLines(t, b.ok("", "offsets", "reset", "--group", "g", "t", "--to", "99", "--json"))
+	rows := offsetLines(t, b.ok("", "offsets", "reset", "--execute", "--group", "g", "t", "--to", "99", "--json"))
 	if len(rows) != 1 || *rows[0].Committed != 3 || rows[0].RequestedOffset == nil || *rows[0].RequestedOffset != 99 || rows[0].Clamped == "" {
 		t.Fatalf("reset --to 99 --json: %+v", rows)
 	}
-	r = b.run("", "offsets", "reset", "--group", "g", "t", "--to", "1")
+	r = b.run("", "offsets", "reset", "--execute", "--group", "g", "t", "--to", "1")
 	if r.code != 0 || strings.Contains(r.stdout+r.stderr, "clamped") {
 		t.Fatalf("reset --to 1: exit %d\nstdout:\n%s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}

@@ -79,7 +79,7 @@ func newBenchModeCmd(mode string) *cobra.Command {
 			}
 			o.Server = srv.addr
 			o.Progress = os.Stderr
-			ctx := cmd.Context()
+			ctx := callContext(cmd)
 			var (
 				r   bench.Result
 				err error

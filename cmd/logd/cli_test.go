@@ -260,14 +260,14 @@ func TestCLIGroupCommitPrintedOnly(t *testing.T) {
 	}
 	t.Logf("offsets show:\n%s", table)
 
-	out = c.ok("", "offsets", "reset", "--group", "g", "t", "--to", "10", "--partition", "0")
+	out = c.ok("", "offsets", "reset", "--execute", "--group", "g", "t", "--to", "10", "--partition", "0")
 	if !strings.Contains(out, "reset group g on t (asked for offset 10); stored:") {
 		t.Fatalf("reset: %q", out)
 	}
 	if got := strings.Fields(c.ok("", "consume", "t", "--group", "g", "--count", "1")); len(got) != 1 || got[0] != "10" {
 		t.Fatalf("after reset: %v", got)
 	}
-	c.ok("", "offsets", "reset", "--group", "g", "t", "--to", "earliest")
+	c.ok("", "offsets", "reset", "--execute", "--group", "g", "t", "--to", "earliest")
 	if got := strings.Fields(c.ok("", "consume", "t", "--group", "g", "--count", "1")); got[0] != "0" {
 		t.Fatalf("after reset to earliest: %v", got)
 	}
@@ -362,7 +362,7 @@ func TestCLIRetentionTrimmedGroup(t *testing.T) {
 	t.Logf("after trim:\n%s%s", c.ok("", "topic", "describe", "r"), table)
 
 	// A reset below the log start stores the log start, and says so.
-	if out := c.ok("", "offsets", "reset", "--group", "other", "r", "--to", "0"); !strings.Contains(out,
+	if out := c.ok("", "offsets", "reset", "--execute", "--group", "other", "r", "--to", "0"); !strings.Contains(out,
 		fmt.Sprintf("clamped: offset 0 was removed by retention; stored the log start, %d", start)) {
 		t.Fatalf("reset below the log start:\n%s", out)
 	}

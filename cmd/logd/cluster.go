@@ -20,7 +20,7 @@ func newClusterCmd() *cobra.Command {
 		Short: "Inspect the cluster",
 	}
 	srv.register(cmd, true)
-	cmd.AddCommand(newClusterStatusCmd(&srv), newClusterWaitCmd(&srv))
+	cmd.AddCommand(newClusterStatusCmd(&srv), newClusterWaitCmd(&srv), newClusterHealthCmd(&srv))
 	cmd.AddCommand(&cobra.Command{
 		Use:   "remove-node ID",
 		Short: "Remove a node: its partition replicas move to the other nodes",
@@ -33,7 +33,7 @@ empty its --data-dir and start it with --join.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return srv.run(func(c *client.Client) error {
-				moved, err := c.Admin().RemoveNode(cmd.Context(), args[0])
+				moved, err := c.Admin().RemoveNode(callContext(cmd), args[0])
 				if err != nil {
 					return err
 				}
@@ -62,7 +62,7 @@ term, commit_index).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return srv.run(func(c *client.Client) error {
-				cs, err := c.Admin().ClusterStatus(cmd.Context())
+				cs, err := c.Admin().ClusterStatus(callContext(cmd))
 				if err != nil {
 					return err
 				}
@@ -93,7 +93,7 @@ cluster remove-node needs a node to take the replicas.`,
 				return fmt.Errorf("--nodes must be at least 1, not %d", nodes)
 			}
 			return srv.run(func(c *client.Client) error {
-				return waitNodes(cmd.Context(), cmd.OutOrStdout(), c, nodes, srv.timeout)
+				return waitNodes(callContext(cmd), cmd.OutOrStdout(), c, nodes, srv.timeout)
 			})
 		},
 	}

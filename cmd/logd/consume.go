@@ -18,15 +18,20 @@ import (
 
 // consumeFlags are the flags of logd consume.
 type consumeFlags struct {
-	part    int32
-	from    string
-	group   string
-	commit  bool
-	count   int
-	follow  bool
-	format  string
-	json    bool
-	maxWait time.Duration
+	part   int32
+	from   string
+	group  string
+	commit bool
+	count  int
+	tail   int64 // --tail: the last N records of each partition
+	until  string
+	// untilOffsets is --until resolved: each partition's first offset not
+	// to print (none: no bound).
+	untilOffsets map[int32]int64
+	follow       bool
+	format       string
+	json         bool
+	maxWait      time.Duration
 	// Group membership (--group with --follow).
 	assignor string
 	session  time.Duration
@@ -50,7 +55,10 @@ Where to start (--from): earliest, latest, an offset (42), a time in RFC 3339
 (2024-05-01T12:00:00Z) or a duration ago (-1h, -7d): the first record at or
 after that time. Default: earliest, or with --group the group's committed
 offset (earliest for partitions without one); --from overrides the committed
-offset. --follow tails new records: without --from it starts at the end (with
+offset. --tail N starts each partition at its last N records instead (kcat's
+-o -N). --until (an offset, a time or a duration ago; not with --follow)
+stops each partition before that position: --from T1 --until T2 prints the
+records from time T1 up to, not including, time T2. --follow tails new records: without --from it starts at the end (with
 --group, at the committed offsets, and at the end where there is none); with
 --from it replays from there, then follows. A committed offset that retention
 already removed is reported on stderr and consumption resumes at the log
@@ -67,7 +75,11 @@ timestamp (RFC 3339, ms); key and value are strings, or base64 with
   %t topic  %p partition  %o offset  %k key  %s value  %T timestamp (ms since
   the epoch)  %D timestamp (RFC 3339)  %h headers (k=v,...)  %% a percent sign
   \n newline  \t tab  \\ backslash
-A newline is added after each record unless FMT ends with \n.`,
+A newline is added after each record unless FMT ends with \n.
+
+An offset past a partition's end (--from 100 of a partition of 3 records)
+has nothing to read without --follow: a line on stderr says so for each such
+partition and consume exits 0, as kcat -e does at the end of a partition.`,
 		Args: minArgs("TOPIC"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			topics, err := topicArgs(args)
@@ -79,15 +91,39 @@ A newline is added after each record unless FMT ends with \n.`,
 				return err
 			}
 			join := fl.group != "" && fl.follow && !cmd.Flags().Changed("partition")
+			if fl.tail < 0 || (cmd.Flags().Changed("tail") && fl.tail == 0) {
+				return fmt.Errorf("--tail %d: give a positive number of records", fl.tail)
+			}
+			if fl.until != "" && (fl.follow || join) {
+				return errors.New("--until ends a read of the records stored: it excludes --follow")
+			}
+			if fl.tail > 0 && (fl.from != "" || fl.group != "") {
+				return errors.New("--tail starts each partition at its last N records: it excludes --from and --group")
+			}
 			if len(topics) > 1 && !join {
 				return errors.New("several topics are read as a group member: give --group and --follow (and no --partition), or one topic")
 			}
 			return srv.run(func(c *client.Client) error {
-				r, err := fl.open(cmd.Context(), c, opts, topics, join)
+				if fl.until != "" {
+					if fl.untilOffsets, err = resolveUntil(callContext(cmd), c.Admin(), opts, fl.until); err != nil {
+						return err
+					}
+				}
+				if !fl.follow && !join {
+					if err := notePastEnd(callContext(cmd), c.Admin(), opts, cmd.ErrOrStderr()); err != nil {
+						return err
+					}
+				}
+				r, err := fl.open(callContext(cmd), c, opts, topics, join)
 				if err != nil {
 					return err
 				}
-				err = consume(cmd.Context(), r, opts, fl, srv.timeout, c.Addr(), pr, cmd.OutOrStdout(), cmd.ErrOrStderr())
+				if fl.tail > 0 {
+					if err := seekTail(callContext(cmd), c.Admin(), r, opts, fl.tail); err != nil {
+						return errors.Join(err, r.Close())
+					}
+				}
+				err = consume(callContext(cmd), r, opts, fl, srv.timeout, c.Addr(), pr, cmd.OutOrStdout(), cmd.ErrOrStderr())
 				return errors.Join(err, r.Close())
 			})
 		},
@@ -99,6 +135,8 @@ A newline is added after each record unless FMT ends with \n.`,
 	f.StringVar(&fl.group, "group", "", "consumer group: start from its committed offsets")
 	f.BoolVar(&fl.commit, "commit", false, "commit the group's offset after the records printed (needs --group)")
 	f.IntVar(&fl.count, "count", 0, "stop after N records (default: no limit)")
+	f.StringVar(&fl.until, "until", "", "stop each partition before this position: OFFSET, RFC3339 time or -DURATION (records before it are printed)")
+	f.Int64Var(&fl.tail, "tail", 0, "start each partition at its last N records (kcat -o -N); with --follow, then follow")
 	f.BoolVar(&fl.follow, "follow", false, "keep waiting for new records instead of stopping at the end of the log")
 	f.StringVar(&fl.format, "format", "", "print each record through FMT (see above)")
 	f.BoolVar(&fl.json, "json", false, "print one JSON object a line")
@@ -174,6 +212,62 @@ func (fl *consumeFlags) options(topic string, partitionSet bool) (client.Consume
 		}
 	}
 	return opts, pr, nil
+}
+
+// resolveUntil turns --until into each partition's first offset not to
+// print: the offset itself, or the first record at or after the time.
+func resolveUntil(ctx context.Context, admin *client.Admin, opts client.ConsumerOptions, until string) (map[int32]int64, error) {
+	pos, err := parsePosition(until, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("--until: %w", err)
+	}
+	ends, err := admin.ListOffsets(ctx, opts.Topic, opts.Partitions, pos)
+	if err != nil {
+		return nil, err
+	}
+	bounds := make(map[int32]int64, len(ends))
+	for _, e := range ends {
+		if e.Offset < 0 || e.Offset > e.HighWatermark { // no record at or after the time
+			e.Offset = e.HighWatermark
+		}
+		bounds[e.Partition] = e.Offset
+	}
+	return bounds, nil
+}
+
+// seekTail moves each partition of opts to its last n records (or its log
+// start, when it holds fewer).
+func seekTail(ctx context.Context, admin *client.Admin, r recordReader, opts client.ConsumerOptions, n int64) error {
+	ends, err := admin.ListOffsets(ctx, opts.Topic, opts.Partitions, client.Latest())
+	if err != nil {
+		return err
+	}
+	for _, e := range ends {
+		if err := r.SeekTopicPartition(ctx, opts.Topic, e.Partition, client.AtOffset(max(e.LogStartOffset, e.HighWatermark-n))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// notePastEnd says on stderr which partitions opts.Start, an offset, is
+// past the end of: reading them without --follow prints nothing.
+func notePastEnd(ctx context.Context, admin *client.Admin, opts client.ConsumerOptions, stderr io.Writer) error {
+	off, ok := opts.Start.Offset()
+	if !ok {
+		return nil
+	}
+	ends, err := admin.ListOffsets(ctx, opts.Topic, opts.Partitions, client.Latest())
+	if err != nil {
+		return err
+	}
+	for _, e := range ends {
+		if off > e.HighWatermark {
+			fmt.Fprintf(stderr, "logd: offset %d of %s/%d is past the end of the partition (%d): nothing to read there\n",
+				off, opts.Topic, e.Partition, e.HighWatermark)
+		}
+	}
+	return nil
 }
 
 // transientBackoff is how often consume retries a server that cannot
@@ -292,6 +386,9 @@ func consume(ctx context.Context, cons recordReader, opts client.ConsumerOptions
 		if !failingSince.IsZero() {
 			fmt.Fprintln(stderr, "logd: reading again")
 			failingSince = time.Time{}
+		}
+		if fl.untilOffsets != nil {
+			recs = slices.DeleteFunc(recs, func(r client.ConsumedRecord) bool { return r.Offset >= fl.untilOffsets[r.Partition] })
 		}
 		if fl.count > 0 && len(recs) > fl.count-printed {
 			// The records not printed are read again (a group member

@@ -21,6 +21,7 @@ func explain(err error, server string) error {
 		return nil
 	}
 	var oor *client.OutOfRangeError
+	var wrong *client.WrongProtocolError
 	switch {
 	case errors.As(err, &oor):
 		if oor.LogStartOffset > oor.Offset {
@@ -31,6 +32,14 @@ func explain(err error, server string) error {
 			oor.Offset, oor.Topic, oor.Partition, oor.HighWatermark)
 	case errors.Is(err, client.ErrBufferFull), errors.Is(err, client.ErrRecordTooLarge), errors.Is(err, client.ErrInvalidRecord):
 		return err
+	case errors.As(err, &wrong):
+		role := "a node's HTTP port (serve --http-addr: the JSON API, console and metrics)"
+		if wrong.Protocol == "Kafka" {
+			role = "a node's Kafka listener (serve --kafka-addr), for Kafka clients"
+		}
+		return fmt.Errorf("%s answers %s: it is %s, not the API the CLI uses; give --server the node's --addr (default %s)", wrong.Addr, wrong.Protocol, role, defaultServer)
+	case errors.Is(err, client.ErrClientCertificateRequired):
+		return fmt.Errorf("logd at %s requires a client certificate: give --tls-cert and --tls-key (or LOGD_TLS_CERT and LOGD_TLS_KEY)", server)
 	case errors.Is(err, client.ErrUnreachable) && strings.Contains(err.Error(), client.HintPlaintextToTLS):
 		return fmt.Errorf("logd at %s closed the connection before answering: it probably serves TLS; give --tls-ca (and --tls-cert and --tls-key if it requires client certificates), or LOGD_TLS_CA", server)
 	case errors.Is(err, client.ErrUnreachable) && strings.Contains(err.Error(), "tls:"), errors.Is(err, client.ErrUnreachable) && strings.Contains(err.Error(), "x509:"):

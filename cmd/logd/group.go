@@ -37,7 +37,7 @@ PreparingRebalance, ...), and those that only have committed offsets (Empty).
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return srv.run(func(c *client.Client) error {
-				gs, err := c.Admin().ListMemberGroups(cmd.Context())
+				gs, err := c.Admin().ListMemberGroups(callContext(cmd))
 				if err != nil {
 					return err
 				}
@@ -84,7 +84,7 @@ committed offsets) shows no members. --json prints one object.`,
 				return errors.New("the group name is empty")
 			}
 			return srv.run(func(c *client.Client) error {
-				d, rows, err := describeGroup(cmd.Context(), c.Admin(), group)
+				d, rows, err := describeGroup(callContext(cmd), c.Admin(), group)
 				if err != nil {
 					return err
 				}
@@ -111,6 +111,15 @@ type groupRow struct {
 func describeGroup(ctx context.Context, admin *client.Admin, group string) (client.GroupDescription, []groupRow, error) {
 	d, err := admin.DescribeGroup(ctx, group)
 	if errors.Is(err, client.ErrGroupNotFound) {
+		// No member since the coordinator started: a group only if it has
+		// committed offsets.
+		offs, ferr := admin.FetchOffsets(ctx, group, "")
+		if ferr != nil {
+			return d, nil, ferr
+		}
+		if len(offs) == 0 {
+			return d, nil, fmt.Errorf("group %q not found: no member has joined it and it has no committed offsets (logd group list shows the groups)", group)
+		}
 		d, err = client.GroupDescription{Group: group, State: "Empty"}, nil
 	}
 	if err != nil {

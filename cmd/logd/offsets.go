@@ -46,7 +46,7 @@ metadata, commit_time.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if group == "" {
-				return srv.run(func(c *client.Client) error { return groupRequired(cmd.Context(), c) })
+				return srv.run(func(c *client.Client) error { return groupRequired(callContext(cmd), c) })
 			}
 			topic := ""
 			if len(args) == 1 {
@@ -56,7 +56,7 @@ metadata, commit_time.`,
 				}
 			}
 			return srv.run(func(c *client.Client) error {
-				rows, err := groupOffsets(cmd.Context(), c.Admin(), group, topic)
+				rows, err := groupOffsets(callContext(cmd), c.Admin(), group, topic)
 				if err != nil {
 					return err
 				}
@@ -140,6 +140,7 @@ type offsetRow struct {
 	// clamped why the stored offset differs from it.
 	requested *int64
 	clamped   string
+	planned   bool // offsets reset's dry run: not stored
 }
 
 func writeOffsetsTable(w io.Writer, rows []offsetRow) error {
@@ -177,6 +178,8 @@ type offsetJSON struct {
 	// Set by offsets reset --json when it was asked for an offset.
 	RequestedOffset *int64 `json:"requested_offset,omitempty"`
 	Clamped         string `json:"clamped,omitempty"`
+	// Set by offsets reset without --execute: the offset it would store.
+	DryRun bool `json:"dry_run,omitempty"`
 }
 
 func writeOffsetsJSON(w io.Writer, group string, rows []offsetRow) error {
@@ -191,7 +194,7 @@ func writeOffsetsJSON(w io.Writer, group string, rows []offsetRow) error {
 		if !r.CommitTime.IsZero() {
 			j.CommitTime = r.CommitTime.UTC().Format(time.RFC3339Nano)
 		}
-		j.RequestedOffset, j.Clamped = r.requested, r.clamped
+		j.RequestedOffset, j.Clamped, j.DryRun = r.requested, r.clamped, r.planned
 		if err := enc.Encode(j); err != nil {
 			return err
 		}
@@ -199,71 +202,20 @@ func writeOffsetsJSON(w io.Writer, group string, rows []offsetRow) error {
 	return nil
 }
 
-func newOffsetsResetCmd(srv *serverFlag) *cobra.Command {
-	var (
-		group  string
-		to     string
-		part   int32
-		asJSON bool
-	)
-	cmd := &cobra.Command{
-		Use:   "reset --group G TOPIC --to earliest|latest|OFFSET|RFC3339|-DURATION [--partition P]",
-		Short: "Move a group's committed offsets (stop its consumers first)",
-		Long: `Move a group's committed offsets and print the offsets stored. An offset
-outside a partition's records is clamped, as Kafka does: past the end to the
-high watermark, below the log start (removed by retention) to the log start;
-the NOTE column (and a line on stderr) says so. --json prints one object a
-line, as offsets show does, with requested_offset and clamped.`,
-		Args: exactArgs("TOPIC"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			topic, err := topicArg(args)
-			if err != nil {
-				return err
-			}
-			if group == "" {
-				return errors.New("--group is required: which consumer group to reset?")
-			}
-			if to == "" {
-				return errors.New("--to is required: earliest, latest, an offset, an RFC 3339 time or -DURATION")
-			}
-			pos, err := parsePosition(to, time.Now())
-			if err != nil {
-				return fmt.Errorf("--to: %w", err)
-			}
-			p, err := partitionFlag(cmd, part)
-			if err != nil {
-				return err
-			}
-			return srv.run(func(c *client.Client) error {
-				rows, err := resetOffsets(cmd.Context(), c.Admin(), group, topic, p, pos)
-				if err != nil {
-					return err
-				}
-				for _, r := range rows {
-					if r.clamped != "" {
-						fmt.Fprintf(cmd.ErrOrStderr(), "logd: %s/%d: %s\n", r.Topic, r.Partition, r.clamped)
-					}
-				}
-				if asJSON {
-					return writeOffsetsJSON(cmd.OutOrStdout(), group, rows)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "reset group %s on %s (asked for %s); stored:\n", group, topic, pos)
-				return writeOffsetsTable(cmd.OutOrStdout(), rows)
-			})
-		},
-	}
-	cmd.Flags().StringVar(&group, "group", "", "consumer group (required)")
-	cmd.Flags().StringVar(&to, "to", "", "new position: earliest, latest, OFFSET, RFC3339 time or -DURATION (required)")
-	cmd.Flags().Int32Var(&part, "partition", 0, "reset only this partition (default: all)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object a line")
-	return cmd
-}
-
 // resetOffsets resets group's offsets and returns the offsets stored, read
 // back with the partitions' bounds, each saying whether (and why) the
 // server clamped the offset asked for.
 func resetOffsets(ctx context.Context, admin *client.Admin, group, topic string, p int32, pos client.Position) ([]offsetRow, error) {
+	if err := groupInactive(ctx, admin, group); err != nil {
+		return nil, err
+	}
 	reset, err := admin.ResetOffsets(ctx, group, topic, p, pos)
+	if errors.Is(err, client.ErrUnknownMember) || errors.Is(err, client.ErrRebalanceInProgress) {
+		// A member joined between the check and the reset.
+		if ierr := groupInactive(ctx, admin, group); ierr != nil {
+			return nil, ierr
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -291,6 +243,29 @@ func resetOffsets(ctx context.Context, admin *client.Admin, group, topic string,
 	}
 	slices.SortFunc(rows, func(a, b offsetRow) int { return int(a.Partition - b.Partition) })
 	return rows, nil
+}
+
+// groupInactive fails, as Kafka's kafka-consumer-groups does, when group
+// has members: the coordinator refuses offsets from outside a group that
+// has them, and its members would overwrite them with their next commit.
+func groupInactive(ctx context.Context, admin *client.Admin, group string) error {
+	d, err := admin.DescribeGroup(ctx, group)
+	switch {
+	case errors.Is(err, client.ErrGroupNotFound):
+		return nil
+	case err != nil:
+		return err
+	case len(d.Members) > 0:
+		return fmt.Errorf("offsets can be reset only while group %q is inactive, but it has %d active member%s (state %s): stop its consumers first", group, len(d.Members), plural(len(d.Members)), d.State)
+	}
+	return nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // partitionFlag is --partition's value (part) when it was given, checked,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -56,7 +57,7 @@ password; without it an existing user is an error.`,
 						return fmt.Errorf("%w (pipe it on standard input, or set LOGD_NEW_PASSWORD)", err)
 					}
 				}
-				if err := c.Admin().CreateUser(cmd.Context(), args[0], pw, update); err != nil {
+				if err := c.Admin().CreateUser(callContext(cmd), args[0], pw, update); err != nil {
 					return err
 				}
 				verb := "created"
@@ -85,7 +86,7 @@ func newUserDeleteCmd(srv *serverFlag) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return srv.run(func(c *client.Client) error {
-				if err := c.Admin().DeleteUser(cmd.Context(), args[0]); err != nil {
+				if err := c.Admin().DeleteUser(callContext(cmd), args[0]); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "user %s deleted\n", args[0])
@@ -96,15 +97,28 @@ func newUserDeleteCmd(srv *serverFlag) *cobra.Command {
 }
 
 func newUserListCmd(srv *serverFlag) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the users",
+		Long:  "List the users, one name a line; --json prints one object a line: user.",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return srv.run(func(c *client.Client) error {
-				names, err := c.Admin().ListUsers(cmd.Context())
+				names, err := c.Admin().ListUsers(callContext(cmd))
 				if err != nil {
 					return err
+				}
+				if asJSON {
+					enc := json.NewEncoder(cmd.OutOrStdout())
+					for _, n := range names {
+						if err := enc.Encode(struct {
+							User string `json:"user"`
+						}{n}); err != nil {
+							return err
+						}
+					}
+					return nil
 				}
 				if len(names) == 0 {
 					fmt.Fprintln(cmd.ErrOrStderr(), "no users yet: create one with `logd user create NAME`")
@@ -116,6 +130,8 @@ func newUserListCmd(srv *serverFlag) *cobra.Command {
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object a line")
+	return cmd
 }
 
 // aclFlags are the flags that name ACLs.
@@ -229,7 +245,7 @@ func newACLSubCmd(srv *serverFlag, use, short string, filter bool, do func(cmd *
 func newACLAddCmd(srv *serverFlag) *cobra.Command {
 	return newACLSubCmd(srv, "add", "Add ACLs (one per --operation)", false,
 		func(cmd *cobra.Command, c *client.Client, acls []client.ACL) error {
-			if err := c.Admin().AddACLs(cmd.Context(), acls...); err != nil {
+			if err := c.Admin().AddACLs(callContext(cmd), acls...); err != nil {
 				return err
 			}
 			for _, a := range acls {
@@ -244,7 +260,7 @@ func newACLRemoveCmd(srv *serverFlag) *cobra.Command {
 		func(cmd *cobra.Command, c *client.Client, filters []client.ACL) error {
 			n := 0
 			for _, f := range filters {
-				removed, err := c.Admin().RemoveACLs(cmd.Context(), f)
+				removed, err := c.Admin().RemoveACLs(callContext(cmd), f)
 				if err != nil {
 					return err
 				}
@@ -278,19 +294,41 @@ func anyACLFlag(cmd *cobra.Command) bool {
 }
 
 func newACLListCmd(srv *serverFlag) *cobra.Command {
-	return newACLSubCmd(srv, "list", "List ACLs (the flags filter them)", true,
+	var asJSON bool
+	cmd := newACLSubCmd(srv, "list", "List ACLs (the flags filter them; --json: one object a line)", true,
 		func(cmd *cobra.Command, c *client.Client, filters []client.ACL) error {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PRINCIPAL\tPERMISSION\tOPERATION\tRESOURCE\tPATTERN\tNAME")
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			if !asJSON {
+				fmt.Fprintln(tw, "PRINCIPAL\tPERMISSION\tOPERATION\tRESOURCE\tPATTERN\tNAME")
+			}
 			for _, f := range filters {
-				acls, err := c.Admin().ListACLs(cmd.Context(), f)
+				acls, err := c.Admin().ListACLs(callContext(cmd), f)
 				if err != nil {
 					return err
 				}
 				for _, a := range acls {
+					if asJSON {
+						if err := enc.Encode(aclJSON{a.Principal, a.Permission, a.Operation, a.ResourceType, a.Pattern, a.Name}); err != nil {
+							return err
+						}
+						continue
+					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Principal, a.Permission, a.Operation, a.ResourceType, a.Pattern, a.Name)
 				}
 			}
 			return tw.Flush()
 		})
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object a line")
+	return cmd
+}
+
+// aclJSON is a line of acl list --json.
+type aclJSON struct {
+	Principal    string `json:"principal"`
+	Permission   string `json:"permission"`
+	Operation    string `json:"operation"`
+	ResourceType string `json:"resource_type"`
+	Pattern      string `json:"pattern"`
+	Name         string `json:"name"`
 }

@@ -157,7 +157,7 @@ segment_ms (-1: unlimited).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return srv.run(func(c *client.Client) error {
-				topics, err := c.Admin().ListTopics(cmd.Context())
+				topics, err := c.Admin().ListTopics(callContext(cmd))
 				if err != nil {
 					return err
 				}
@@ -205,7 +205,7 @@ replicas.`,
 				return err
 			}
 			return srv.run(func(c *client.Client) error {
-				d, err := c.Admin().DescribeTopic(cmd.Context(), name)
+				d, err := c.Admin().DescribeTopic(callContext(cmd), name)
 				if err != nil {
 					return err
 				}
@@ -285,7 +285,7 @@ func newTopicAlterCmd(srv *serverFlag) *cobra.Command {
 			}
 			return srv.run(func(c *client.Client) error {
 				if set {
-					ti, err := c.Admin().AlterTopic(cmd.Context(), name, cfg)
+					ti, err := c.Admin().AlterTopic(callContext(cmd), name, cfg)
 					if err != nil {
 						return err
 					}
@@ -321,7 +321,7 @@ func newTopicDeleteCmd(srv *serverFlag) *cobra.Command {
 				return err
 			}
 			return srv.run(func(c *client.Client) error {
-				if err := c.Admin().DeleteTopic(cmd.Context(), name); err != nil {
+				if err := c.Admin().DeleteTopic(callContext(cmd), name); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "deleted topic %s\n", name)

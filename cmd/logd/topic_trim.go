@@ -48,7 +48,7 @@ topic.`,
 				return err
 			}
 			return srv.run(func(c *client.Client) error {
-				return trimPrefix(cmd.Context(), cmd.OutOrStdout(), c.Admin(), topic, p, off, asJSON)
+				return trimPrefix(callContext(cmd), cmd.OutOrStdout(), c.Admin(), topic, p, off, asJSON)
 			})
 		},
 	}

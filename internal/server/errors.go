@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"syscall"
 
@@ -122,13 +123,15 @@ func messageOf(c codes.Code, err error) string {
 // outOfRange is the OUT_OF_RANGE status, with the log's bounds in an
 // ErrorInfo so clients can reset without another round trip.
 func outOfRange(offset, start, hw int64) error {
-	why := "earlier records were removed by retention"
-	if offset > hw {
-		why = "the next record gets offset " + strconv.FormatInt(hw, 10)
+	held := "it holds no records"
+	if start < hw {
+		held = fmt.Sprintf("it holds offsets %d to %d", start, hw-1)
 	}
-	st := status.Newf(codes.OutOfRange,
-		"offset %d is out of range: the log holds offsets %d to %d (%s); seek to earliest or latest",
-		offset, start, hw, why)
+	msg := fmt.Sprintf("offset %d is past the end of the partition: the next record gets offset %d (%s); seek to latest to wait for new records", offset, hw, held)
+	if offset < start {
+		msg = fmt.Sprintf("offset %d was deleted (by retention or a trim-prefix): the partition starts at %d (%s); seek to earliest", offset, start, held)
+	}
+	st := status.New(codes.OutOfRange, msg)
 	return withInfo(st, "OFFSET_OUT_OF_RANGE", map[string]string{
 		"log_start_offset": strconv.FormatInt(start, 10),
 		"high_watermark":   strconv.FormatInt(hw, 10),

@@ -34,8 +34,18 @@ func TestReadPastTheEndIsOutOfRange(t *testing.T) {
 	if status.Code(err) != codes.OutOfRange || time.Since(start) > 5*time.Second {
 		t.Fatalf("fetch past the high watermark: %v after %v, want OUT_OF_RANGE at once", err, time.Since(start))
 	}
-	if msg := status.Convert(err).Message(); !strings.Contains(msg, "0 to 3") {
+	if msg := status.Convert(err).Message(); !strings.Contains(msg, "the next record gets offset 3") || !strings.Contains(msg, "holds offsets 0 to 2") {
 		t.Fatalf("fetch past the high watermark: %q does not give the range", msg)
+	}
+	// Below the log start: deleted, by retention or a trim; the high
+	// watermark is not an offset the log holds.
+	if _, err := c.admin.DeleteRecords(ctx(t), &pb.DeleteRecordsRequest{Topic: "t", BeforeOffset: 1}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.log.Fetch(ctx(t), &pb.FetchRequest{Topic: "t", Offset: 0})
+	if msg := status.Convert(err).Message(); status.Code(err) != codes.OutOfRange ||
+		!strings.Contains(msg, "was deleted (by retention or a trim-prefix): the partition starts at 1 (it holds offsets 1 to 2)") {
+		t.Fatalf("fetch below the log start: %v, want it deleted and the offsets held", err)
 	}
 	sub, err := c.log.Subscribe(ctx(t), &pb.SubscribeRequest{Topic: "t", Offset: 1 << 40})
 	if err == nil {
