@@ -41,7 +41,7 @@ const waitFor = 60 * time.Second
 // testRaft is the Raft configuration of every group: short enough that
 // elections and failovers take a second or two, long enough that a busy
 // machine does not start elections all the time.
-func testRaft() *raft.Config {
+func raftForTests() *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.HeartbeatTimeout = 500 * time.Millisecond
 	rc.ElectionTimeout = 500 * time.Millisecond
@@ -160,7 +160,7 @@ func (nd *testNode) start() error {
 		return err
 	}
 	cfg := Config{NodeID: nd.id, RaftListener: ln, Bootstrap: nd.join == "", Join: nd.join,
-		JoinLookup: testPeers{h: nd.h, from: nd.id}.raftAddr, RaftDial: nd.h.net.Dialer(nd.id), Raft: testRaft()}
+		JoinLookup: testPeers{h: nd.h, from: nd.id}.raftAddr, RaftDial: nd.h.net.Dialer(nd.id), Raft: raftForTests()}
 	if nd.h.cfg != nil {
 		nd.h.cfg(&cfg)
 	}

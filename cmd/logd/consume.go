@@ -37,15 +37,7 @@ type consumeFlags struct {
 	session  time.Duration
 }
 
-func newConsumeCmd() *cobra.Command {
-	var (
-		srv serverFlag
-		fl  consumeFlags
-	)
-	cmd := &cobra.Command{
-		Use:   "consume TOPIC [TOPIC...]",
-		Short: "Print records of a topic",
-		Long: `Print records of TOPIC, from every partition (or --partition), each value on
+const consumeLong = `Print records of TOPIC, from every partition (or --partition), each value on
 its own line; stop at the end of the log as it was at start unless --follow.
 With --group and --follow (no --partition) the process joins the group as a
 member: the group's members share the partitions of every TOPIC named (all
@@ -79,8 +71,18 @@ A newline is added after each record unless FMT ends with \n.
 
 An offset past a partition's end (--from 100 of a partition of 3 records)
 has nothing to read without --follow: a line on stderr says so for each such
-partition and consume exits 0, as kcat -e does at the end of a partition.`,
-		Args: minArgs("TOPIC"),
+partition and consume exits 0, as kcat -e does at the end of a partition.`
+
+func newConsumeCmd() *cobra.Command {
+	var (
+		srv serverFlag
+		fl  consumeFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "consume TOPIC [TOPIC...]",
+		Short: "Print records of a topic",
+		Long:  consumeLong,
+		Args:  minArgs("TOPIC"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			topics, err := topicArgs(args)
 			if err != nil {
@@ -91,17 +93,8 @@ partition and consume exits 0, as kcat -e does at the end of a partition.`,
 				return err
 			}
 			join := fl.group != "" && fl.follow && !cmd.Flags().Changed("partition")
-			if fl.tail < 0 || (cmd.Flags().Changed("tail") && fl.tail == 0) {
-				return fmt.Errorf("--tail %d: give a positive number of records", fl.tail)
-			}
-			if fl.until != "" && (fl.follow || join) {
-				return errors.New("--until ends a read of the records stored: it excludes --follow")
-			}
-			if fl.tail > 0 && (fl.from != "" || fl.group != "") {
-				return errors.New("--tail starts each partition at its last N records: it excludes --from and --group")
-			}
-			if len(topics) > 1 && !join {
-				return errors.New("several topics are read as a group member: give --group and --follow (and no --partition), or one topic")
+			if err := fl.check(topics, join, cmd.Flags().Changed("tail")); err != nil {
+				return err
 			}
 			return srv.run(func(c *client.Client) error {
 				if fl.until != "" {
@@ -145,6 +138,24 @@ partition and consume exits 0, as kcat -e does at the end of a partition.`,
 	f.StringVar(&fl.assignor, "assignor", "cooperative-sticky", "with --group --follow: how the group shares partitions: cooperative-sticky, range or round-robin")
 	f.DurationVar(&fl.session, "session-timeout", client.DefaultSessionTimeout, "with --group --follow: how long the group waits for a member that stopped answering before giving its partitions to the others")
 	return cmd
+}
+
+// check refuses flags that exclude each other; join: the read is a group
+// member's.
+func (fl *consumeFlags) check(topics []string, join, tailGiven bool) error {
+	if fl.tail < 0 || (tailGiven && fl.tail == 0) {
+		return fmt.Errorf("--tail %d: give a positive number of records", fl.tail)
+	}
+	if fl.until != "" && (fl.follow || join) {
+		return errors.New("--until ends a read of the records stored: it excludes --follow")
+	}
+	if fl.tail > 0 && (fl.from != "" || fl.group != "") {
+		return errors.New("--tail starts each partition at its last N records: it excludes --from and --group")
+	}
+	if len(topics) > 1 && !join {
+		return errors.New("several topics are read as a group member: give --group and --follow (and no --partition), or one topic")
+	}
+	return nil
 }
 
 // minArgs requires at least one argument, named name in the usage.

@@ -20,32 +20,8 @@ func explain(err error, server string) error {
 	if err == nil {
 		return nil
 	}
-	var oor *client.OutOfRangeError
-	var wrong *client.WrongProtocolError
-	switch {
-	case errors.As(err, &oor):
-		if oor.LogStartOffset > oor.Offset {
-			return fmt.Errorf("offset %d of %s/%d was removed by retention: the partition now starts at %d and ends at %d; use --from earliest (or an offset in that range)",
-				oor.Offset, oor.Topic, oor.Partition, oor.LogStartOffset, oor.HighWatermark)
-		}
-		return fmt.Errorf("offset %d of %s/%d is past the end of the partition (%d); use --from latest to wait for new records",
-			oor.Offset, oor.Topic, oor.Partition, oor.HighWatermark)
-	case errors.Is(err, client.ErrBufferFull), errors.Is(err, client.ErrRecordTooLarge), errors.Is(err, client.ErrInvalidRecord):
-		return err
-	case errors.As(err, &wrong):
-		role := "a node's HTTP port (serve --http-addr: the JSON API, console and metrics)"
-		if wrong.Protocol == "Kafka" {
-			role = "a node's Kafka listener (serve --kafka-addr), for Kafka clients"
-		}
-		return fmt.Errorf("%s answers %s: it is %s, not the API the CLI uses; give --server the node's --addr (default %s)", wrong.Addr, wrong.Protocol, role, defaultServer)
-	case errors.Is(err, client.ErrClientCertificateRequired):
-		return fmt.Errorf("logd at %s requires a client certificate: give --tls-cert and --tls-key (or LOGD_TLS_CERT and LOGD_TLS_KEY)", server)
-	case errors.Is(err, client.ErrUnreachable) && strings.Contains(err.Error(), client.HintPlaintextToTLS):
-		return fmt.Errorf("logd at %s closed the connection before answering: it probably serves TLS; give --tls-ca (and --tls-cert and --tls-key if it requires client certificates), or LOGD_TLS_CA", server)
-	case errors.Is(err, client.ErrUnreachable) && strings.Contains(err.Error(), "tls:"), errors.Is(err, client.ErrUnreachable) && strings.Contains(err.Error(), "x509:"):
-		return fmt.Errorf("TLS with logd at %s failed: %s (check --tls-ca, --tls-cert and --tls-key)", server, tlsReason(err.Error()))
-	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("timed out waiting for logd at %s: %v; check that the server is healthy and retry", server, err)
+	if e, ok := explainClient(err, server); ok {
+		return e
 	}
 	// The innermost status: status.FromError would fold the wrapping text
 	// into its message.
@@ -99,6 +75,39 @@ func explain(err error, server string) error {
 		s = fmt.Sprintf("logd at %s failed: %s (%s); see the server's log", server, msg, st.Code())
 	}
 	return errors.New(prefix + s)
+}
+
+// explainClient is explain for the errors the client names itself (not a
+// gRPC status); ok is false for the others.
+func explainClient(err error, server string) (_ error, ok bool) {
+	var oor *client.OutOfRangeError
+	var wrong *client.WrongProtocolError
+	switch {
+	case errors.As(err, &oor):
+		if oor.LogStartOffset > oor.Offset {
+			return fmt.Errorf("offset %d of %s/%d was removed by retention: the partition now starts at %d and ends at %d; use --from earliest (or an offset in that range)",
+				oor.Offset, oor.Topic, oor.Partition, oor.LogStartOffset, oor.HighWatermark), true
+		}
+		return fmt.Errorf("offset %d of %s/%d is past the end of the partition (%d); use --from latest to wait for new records",
+			oor.Offset, oor.Topic, oor.Partition, oor.HighWatermark), true
+	case errors.Is(err, client.ErrBufferFull), errors.Is(err, client.ErrRecordTooLarge), errors.Is(err, client.ErrInvalidRecord):
+		return err, true
+	case errors.As(err, &wrong):
+		role := "a node's HTTP port (serve --http-addr: the JSON API, console and metrics)"
+		if wrong.Protocol == "Kafka" {
+			role = "a node's Kafka listener (serve --kafka-addr), for Kafka clients"
+		}
+		return fmt.Errorf("%s answers %s: it is %s, not the API the CLI uses; give --server the node's --addr (default %s)", wrong.Addr, wrong.Protocol, role, defaultServer), true
+	case errors.Is(err, client.ErrClientCertificateRequired):
+		return fmt.Errorf("logd at %s requires a client certificate: give --tls-cert and --tls-key (or LOGD_TLS_CERT and LOGD_TLS_KEY)", server), true
+	case errors.Is(err, client.ErrUnreachable) && strings.Contains(err.Error(), client.HintPlaintextToTLS):
+		return fmt.Errorf("logd at %s closed the connection before answering: it probably serves TLS; give --tls-ca (and --tls-cert and --tls-key if it requires client certificates), or LOGD_TLS_CA", server), true
+	case errors.Is(err, client.ErrUnreachable) && strings.Contains(err.Error(), "tls:"), errors.Is(err, client.ErrUnreachable) && strings.Contains(err.Error(), "x509:"):
+		return fmt.Errorf("TLS with logd at %s failed: %s (check --tls-ca, --tls-cert and --tls-key)", server, tlsReason(err.Error())), true
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("timed out waiting for logd at %s: %v; check that the server is healthy and retry", server, err), true
+	}
+	return nil, false
 }
 
 // tlsReason is the part of a connection error from the TLS or x509 error on.

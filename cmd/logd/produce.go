@@ -17,20 +17,7 @@ import (
 	"github.com/logd/logd/client"
 )
 
-func newProduceCmd() *cobra.Command {
-	var (
-		srv          serverFlag
-		key          string
-		delimiter    string
-		part         int32
-		acks         string
-		headers      []string
-		printOffsets bool
-	)
-	cmd := &cobra.Command{
-		Use:   "produce TOPIC",
-		Short: "Append one record per line of standard input",
-		Long: `Append one record per line of standard input to TOPIC, in batches, and wait
+const produceLong = `Append one record per line of standard input to TOPIC, in batches, and wait
 until every record is acknowledged. Exits non-zero if any record was not.
 
 Records are routed by key (--key for all lines, or --key-delimiter to take each
@@ -46,8 +33,23 @@ order within a partition).
 
 --timeout, when given, is also how long each record may take to be
 acknowledged, retries included (the producer's delivery timeout, 2m without
-it): a burst over thousands of sleeping partitions may need longer.`,
-		Args: exactArgs("TOPIC"),
+it): a burst over thousands of sleeping partitions may need longer.`
+
+func newProduceCmd() *cobra.Command {
+	var (
+		srv          serverFlag
+		key          string
+		delimiter    string
+		part         int32
+		acks         string
+		headers      []string
+		printOffsets bool
+	)
+	cmd := &cobra.Command{
+		Use:   "produce TOPIC",
+		Short: "Append one record per line of standard input",
+		Long:  produceLong,
+		Args:  exactArgs("TOPIC"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			topic, err := topicArg(args)
 			if err != nil {
