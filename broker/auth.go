@@ -105,9 +105,8 @@ func identity(ctx context.Context, pr Principal) (auth.Identity, error) {
 
 // Authorize is the one authorization point: nil when pr may do op on r,
 // else a *auth.DeniedError (errors.Is(err, ErrDenied)), audited. The
-// broker's methods call it; front-ends call it themselves only for the
-// group coordinator's calls (join, sync, heartbeat, leave: read on the
-// group), which they drive directly.
+// broker's methods call it (the group methods of groups.go too), so a
+// front-end never authorizes a request itself.
 func (b *Broker) Authorize(ctx context.Context, pr Principal, op auth.Operation, r auth.Resource) error {
 	id, err := identity(ctx, pr)
 	if err != nil {

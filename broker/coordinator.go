@@ -28,7 +28,8 @@ type coordinator struct {
 
 // Coordinator is the node's consumer-group coordinator, or
 // *NotCoordinatorError naming the metadata leader on a node of a cluster
-// that does not lead it.
+// that does not lead it. It authorizes nothing: it is for tests that drive
+// the coordinator directly; the front-ends use groups.go's methods.
 func (b *Broker) Coordinator() (*groups.Coordinator, error) {
 	return b.coord.get()
 }

@@ -2,8 +2,9 @@
 // front-end (internal/server), the Kafka listener (kafka/) and the HTTP
 // API (internal/httpapi/) call. They use the types and error kinds of
 // partition, offsets and log, never their storage, and nothing of
-// replication; a group's requests go to the coordinator the broker hands
-// out (Broker.Coordinator), which each front-end authorizes itself.
+// replication; a group's requests go through the broker's group methods
+// (groups.go: GroupMember, DescribeGroup, ListMemberGroups), which take the
+// principal and authorize once.
 //
 // It owns, for one node: the data directory (Pebble metadata store, the
 // partitions' segment logs), the topics (single node, or Raft-backed
