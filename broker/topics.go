@@ -376,26 +376,14 @@ func (b *Broker) listOffset(ctx context.Context, p *partition.Partition, spec in
 	if err != nil {
 		return PartitionOffset{}, err
 	}
-	if lp != nil {
-		return PartitionOffset{Partition: p.ID, Offset: lp.Offset, LogStart: lp.LogStart, HighWatermark: lp.HighWatermark}, nil
-	}
-	l := p.Log
-	po := PartitionOffset{Partition: p.ID, LogStart: l.StartOffset(), HighWatermark: l.HighWatermark()}
-	switch {
-	case spec == Earliest:
-		po.Offset = po.LogStart
-	case spec == Latest:
-		po.Offset = po.HighWatermark
-	case spec >= 0:
-		off, err := l.OffsetForTime(spec)
+	if lp == nil { // this node leads, or runs alone: its own log answers
+		local, err := cluster.ResolveOffset(p, spec)
 		if err != nil {
-			return po, err
+			return PartitionOffset{Partition: p.ID, LogStart: local.LogStart, HighWatermark: local.HighWatermark}, err
 		}
-		po.Offset = off
-	default:
-		return po, kind.Errorf(kind.ErrInvalidArgument, "list offsets: unknown spec %d (earliest -2, latest -1, or a time in ms)", spec)
+		lp = &local
 	}
-	return po, nil
+	return PartitionOffset{Partition: p.ID, Offset: lp.Offset, LogStart: lp.LogStart, HighWatermark: lp.HighWatermark}, nil
 }
 
 // ListOffset resolves spec on one partition. The timestamp is -1: logd
