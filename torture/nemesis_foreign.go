@@ -68,6 +68,9 @@ func foreignDataDir(ctx context.Context, c Cluster, h *History, cfg NemesisConfi
 	}
 	fs := c.(ForeignStarter)
 	dir, err := fs.MakeForeignDataDir(ctx, node, cfg.Topic, cfg.Partitions)
+	if err != nil && ctx.Err() != nil {
+		return nil // the run ended while the foreign data was being made: no fault began
+	}
 	if err != nil {
 		return err
 	}
