@@ -15,8 +15,16 @@ import (
 // groups it has not opened yet), and the partitions other nodes lead
 // keep their leader and term: those without a replica on it, and those
 // of 3 replicas, whose leaders keep a quorum while it is away.
+//
+// The Raft timeouts are four times the harness's: on a loaded machine
+// (the whole suite under -race on two cores) a 500 ms follower timeout
+// expires now and then without any restart, and this test is about what
+// the restart does.
 func TestRejoinIsQuiet(t *testing.T) {
-	h := newHarness(t, 3, nil)
+	h := newHarness(t, 3, func(c *Config) {
+		c.Raft.HeartbeatTimeout, c.Raft.ElectionTimeout = 2*time.Second, 2*time.Second
+		c.Raft.LeaderLeaseTimeout = 1600 * time.Millisecond
+	})
 	two := h.createTopic(topicConfig("two", 6, 2))
 	three := h.createTopic(topicConfig("three", 3, 3))
 	h.waitLocal(two)

@@ -69,6 +69,8 @@ func errorArg(args []any) string {
 // peer is away, which "failed to contact" and cluster status already say.
 var peerGone = []string{"connection refused", "EOF", "use of closed network connection", "unknown group",
 	"transport: closed", "connection reset by peer", "broken pipe", "stream closed",
+	// The leader's append pipeline to a peer that went away.
+	"append pipeline closed",
 	// A restarted peer has not opened the group yet (it opens its groups
 	// one reconcile at a time after it rejoins).
 	"no group"}
