@@ -64,8 +64,10 @@ func TestGuardedFSRefusesBelowTheFloor(t *testing.T) {
 	if err := roomy.g.checkAppend(); err != nil {
 		t.Fatalf("checkAppend with room: %v", err)
 	}
-	if err := roomy.g.admitWrite(int64(roomy.g.freeBytes(0))); !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("admitting a write of all the free space: %v, want ENOSPC", err)
+	// Twice the free space: other processes freeing space meanwhile
+	// cannot make room for it.
+	if err := roomy.g.admitWrite(2 * int64(roomy.g.freeBytes(0))); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("admitting a write of twice the free space: %v, want ENOSPC", err)
 	}
 	if in := roomy.g.inflight.Load(); in != 0 {
 		t.Fatalf("%d bytes in flight after a refused admission, want 0", in)
