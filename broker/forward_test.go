@@ -33,7 +33,8 @@ func twoNodes(t *testing.T) (leader, follower *broker.Broker) {
 // ACL requests untouched (*NotLeaderError naming the leader); through
 // Forward it makes them of the leader, whose answers come back: offsets
 // committed and fetched, groups listed, a user deleted, ACLs removed, and
-// DeleteRecords on a partition another node leads.
+// DeleteRecords on a partition another node leads; topic changes made
+// on it the broker passes on by itself.
 func TestForwarderPassesOnToTheLeader(t *testing.T) {
 	leader, follower := twoNodes(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -108,6 +109,24 @@ func TestForwarderPassesOnToTheLeader(t *testing.T) {
 	}
 	if pos, err := lead.ListOffsets(ctx, pr, "t", nil, broker.Earliest); err != nil || pos[0].Offset != 1 {
 		t.Fatalf("earliest on the partition's leader: %+v %v, want 1", pos, err)
+	}
+
+	// Topic changes on n2 the broker passes on to the leader itself.
+	ms := int64(120_000)
+	if c, err := follower.AlterTopic(ctx, pr, "t", partition.ConfigChange{RetentionMs: &ms}); err != nil || c.RetentionMs != ms {
+		t.Fatalf("alter through n2: %+v %v", c, err)
+	}
+	if c, err := follower.AddPartitions(ctx, pr, "t", 2); err != nil || c.Partitions != 2 {
+		t.Fatalf("add partitions through n2: %+v %v", c, err)
+	}
+	if got, err := leader.Topic(ctx, pr, "t"); err != nil || got.Config.RetentionMs != ms || len(got.Partitions) != 2 {
+		t.Fatalf("t on the leader: %+v %v, want the changes made through n2", got.Config, err)
+	}
+	if err := follower.DeleteTopic(ctx, pr, "t"); err != nil {
+		t.Fatalf("delete through n2: %v", err)
+	}
+	if _, err := leader.Topic(ctx, pr, "t"); !errors.Is(err, broker.ErrUnknownTopic) {
+		t.Fatalf("t on the leader after a delete through n2: %v, want ErrUnknownTopic", err)
 	}
 }
 
