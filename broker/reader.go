@@ -39,7 +39,7 @@ func (b *Broker) OpenReader(ctx context.Context, pr Principal, topic string, par
 // MaxBytes is the resolved share of a read.
 func (r *Reader) MaxBytes() int { return r.maxBytes }
 
-// Name is the partition's "topic/partition".
+// Name is the partition's name, "topic-partition" (t-0).
 func (r *Reader) Name() string { return r.p.Name() }
 
 // Read reads what is committed at offset (at most maxBytes unless the
