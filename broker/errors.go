@@ -18,13 +18,13 @@ import (
 // answers with the generic kinds of package kind (kind.ErrInvalidArgument,
 // kind.ErrFailedPrecondition, kind.ErrUnavailable, kind.ErrNoLeader,
 // kind.ErrShuttingDown): an error "of a kind" matches it with errors.Is
-// and carries its own message (kind.Errorf). Errors of the packages below
-// that a front-end also sees: *log.OutOfRangeError (an offset outside
-// the log, with its bounds), partition.ErrOutOfOrderSequence,
-// partition.ErrInvalidConfig, routing.ErrInvalidTopicName,
-// offsets.ErrInvalidArgument and offsets.ErrInvalidReset (bad input),
-// log.ErrCorrupt and offsets.ErrCorrupt (stored data unreadable),
-// syscall.ENOSPC, EMFILE, ENFILE, and the context's errors.
+// and carries its own message (kind.Errorf). The storage packages' errors
+// a front-end also sees are named in types.go (*OutOfRangeError, an offset
+// outside the log with its bounds; ErrOutOfOrderSequence; ErrInvalidConfig;
+// ErrLogCorrupt, stored data unreadable; ...). Other errors a front-end
+// sees: routing.ErrInvalidTopicName, offsets.ErrInvalidArgument and
+// offsets.ErrInvalidReset (bad input), offsets.ErrCorrupt (stored data
+// unreadable), syscall.ENOSPC, EMFILE, ENFILE, and the context's errors.
 var (
 	// ErrUnknownTopic: no such topic.
 	ErrUnknownTopic = partition.ErrTopicNotFound

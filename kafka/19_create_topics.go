@@ -7,30 +7,30 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/logd/logd/partition"
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/routing"
 )
 
 // topicConfigs are the topic configs the Kafka API reads and writes, by
-// Kafka name, with the field of partition.TopicConfig each one is.
+// Kafka name, with the field of broker.TopicConfig each one is.
 // retention.records is logd's record-count retention (no Kafka
 // equivalent).
 var topicConfigs = []struct {
 	name  string
-	field func(*partition.ConfigChange) **int64
-	value func(partition.TopicConfig) int64
+	field func(*broker.ConfigChange) **int64
+	value func(broker.TopicConfig) int64
 }{
-	{"retention.ms", func(c *partition.ConfigChange) **int64 { return &c.RetentionMs }, func(c partition.TopicConfig) int64 { return c.RetentionMs }},
-	{"retention.bytes", func(c *partition.ConfigChange) **int64 { return &c.RetentionBytes }, func(c partition.TopicConfig) int64 { return c.RetentionBytes }},
-	{"retention.records", func(c *partition.ConfigChange) **int64 { return &c.RetentionRecords }, func(c partition.TopicConfig) int64 { return c.RetentionRecords }},
-	{"segment.bytes", func(c *partition.ConfigChange) **int64 { return &c.SegmentBytes }, func(c partition.TopicConfig) int64 { return c.SegmentBytes }},
-	{"segment.ms", func(c *partition.ConfigChange) **int64 { return &c.SegmentMs }, func(c partition.TopicConfig) int64 { return c.SegmentMs }},
+	{"retention.ms", func(c *broker.ConfigChange) **int64 { return &c.RetentionMs }, func(c broker.TopicConfig) int64 { return c.RetentionMs }},
+	{"retention.bytes", func(c *broker.ConfigChange) **int64 { return &c.RetentionBytes }, func(c broker.TopicConfig) int64 { return c.RetentionBytes }},
+	{"retention.records", func(c *broker.ConfigChange) **int64 { return &c.RetentionRecords }, func(c broker.TopicConfig) int64 { return c.RetentionRecords }},
+	{"segment.bytes", func(c *broker.ConfigChange) **int64 { return &c.SegmentBytes }, func(c broker.TopicConfig) int64 { return c.SegmentBytes }},
+	{"segment.ms", func(c *broker.ConfigChange) **int64 { return &c.SegmentMs }, func(c broker.TopicConfig) int64 { return c.SegmentMs }},
 }
 
 // configChange parses Kafka config entries; a name logd does not have, or
 // a value that is not an integer, is an error naming it.
-func configChange(entries []kmsg.CreateTopicsRequestTopicConfig) (partition.ConfigChange, error) {
-	var ch partition.ConfigChange
+func configChange(entries []kmsg.CreateTopicsRequestTopicConfig) (broker.ConfigChange, error) {
+	var ch broker.ConfigChange
 next:
 	for _, e := range entries {
 		for _, tc := range topicConfigs {
@@ -82,7 +82,7 @@ func (s *Server) createTopic(r *request, req *kmsg.CreateTopicsRequest, rt kmsg.
 	if err != nil {
 		return fail(kerr.InvalidConfig.Code, err)
 	}
-	cfg := partition.DefaultConfig(rt.Topic).Apply(ch)
+	cfg := broker.DefaultConfig(rt.Topic).Apply(ch)
 	cfg.Partitions, cfg.Replicas = rt.NumPartitions, int32(rt.ReplicationFactor)
 	if rt.NumPartitions == -1 {
 		cfg.Partitions = 1
@@ -91,8 +91,8 @@ func (s *Server) createTopic(r *request, req *kmsg.CreateTopicsRequest, rt kmsg.
 		cfg.Replicas = 0
 	}
 	switch {
-	case cfg.Partitions < 1 || cfg.Partitions > partition.MaxPartitions:
-		return fail(kerr.InvalidPartitions.Code, fmt.Errorf("partitions must be between 1 and %d, got %d", partition.MaxPartitions, cfg.Partitions))
+	case cfg.Partitions < 1 || cfg.Partitions > broker.MaxPartitions:
+		return fail(kerr.InvalidPartitions.Code, fmt.Errorf("partitions must be between 1 and %d, got %d", broker.MaxPartitions, cfg.Partitions))
 	case cfg.Replicas < 0:
 		return fail(kerr.InvalidReplicationFactor.Code, fmt.Errorf("replication factor must be at least 1 (or -1 for the default), got %d", cfg.Replicas))
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd/logd/auth"
-	"github.com/logd/logd/partition"
+	"github.com/logd/logd/broker"
 )
 
 // Kafka's config sources (DescribeConfigs v1+).
@@ -22,13 +22,13 @@ const (
 // settings are flags, set at start).
 var brokerConfigs = []struct {
 	name  string
-	value func(partition.TopicConfig) int64
+	value func(broker.TopicConfig) int64
 }{
-	{"log.retention.ms", func(c partition.TopicConfig) int64 { return c.RetentionMs }},
-	{"log.retention.bytes", func(c partition.TopicConfig) int64 { return c.RetentionBytes }},
-	{"log.retention.records", func(c partition.TopicConfig) int64 { return c.RetentionRecords }},
-	{"log.segment.bytes", func(c partition.TopicConfig) int64 { return c.SegmentBytes }},
-	{"log.roll.ms", func(c partition.TopicConfig) int64 { return c.SegmentMs }},
+	{"log.retention.ms", func(c broker.TopicConfig) int64 { return c.RetentionMs }},
+	{"log.retention.bytes", func(c broker.TopicConfig) int64 { return c.RetentionBytes }},
+	{"log.retention.records", func(c broker.TopicConfig) int64 { return c.RetentionRecords }},
+	{"log.segment.bytes", func(c broker.TopicConfig) int64 { return c.SegmentBytes }},
+	{"log.roll.ms", func(c broker.TopicConfig) int64 { return c.SegmentMs }},
 }
 
 // handleDescribeConfigs describes topics (the configs logd has, each
@@ -40,7 +40,7 @@ func handleDescribeConfigs(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	return func() kmsg.Response {
-		var topics []partition.TopicConfig
+		var topics []broker.TopicConfig
 		for _, rr := range req.Resources {
 			res := kmsg.NewDescribeConfigsResponseResource()
 			res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
@@ -100,13 +100,13 @@ func principalName(p Principal) string {
 	return string(p)
 }
 
-func findTopic(topics []partition.TopicConfig, name string) (partition.TopicConfig, bool) {
+func findTopic(topics []broker.TopicConfig, name string) (broker.TopicConfig, bool) {
 	for _, c := range topics {
 		if c.Name == name {
 			return c, true
 		}
 	}
-	return partition.TopicConfig{}, false
+	return broker.TopicConfig{}, false
 }
 
 // checkBrokerResource accepts "" (the cluster's defaults) and this node's
@@ -140,8 +140,8 @@ func configEntry(req *kmsg.DescribeConfigsRequest, name string, value int64, sou
 	return c
 }
 
-func describeTopic(cfg partition.TopicConfig, names []string, req *kmsg.DescribeConfigsRequest) []kmsg.DescribeConfigsResponseResourceConfig {
-	def := partition.DefaultConfig(cfg.Name)
+func describeTopic(cfg broker.TopicConfig, names []string, req *kmsg.DescribeConfigsRequest) []kmsg.DescribeConfigsResponseResourceConfig {
+	def := broker.DefaultConfig(cfg.Name)
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for _, tc := range topicConfigs {
 		if !wanted(names, tc.name) {
@@ -157,7 +157,7 @@ func describeTopic(cfg partition.TopicConfig, names []string, req *kmsg.Describe
 }
 
 func describeBroker(names []string, req *kmsg.DescribeConfigsRequest) []kmsg.DescribeConfigsResponseResourceConfig {
-	def := partition.DefaultConfig("")
+	def := broker.DefaultConfig("")
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for _, bc := range brokerConfigs {
 		if wanted(names, bc.name) {

@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/logd/logd/partition"
+	"github.com/logd/logd/broker"
 )
 
 // errConfig is a config entry logd cannot apply (INVALID_CONFIG).
@@ -17,12 +17,12 @@ var errConfig = errors.New("invalid config")
 // setConfig sets one topic config by its Kafka name in ch; a nil value is
 // the config's default. An unknown name, or a value that is not an
 // integer, is an errConfig naming it.
-func setConfig(ch *partition.ConfigChange, name string, value *string) error {
+func setConfig(ch *broker.ConfigChange, name string, value *string) error {
 	for _, tc := range topicConfigs {
 		if tc.name != name {
 			continue
 		}
-		v := tc.value(partition.DefaultConfig(""))
+		v := tc.value(broker.DefaultConfig(""))
 		if value != nil {
 			var err error
 			if v, err = strconv.ParseInt(*value, 10, 64); err != nil {
@@ -40,12 +40,12 @@ const supportedConfigs = "retention.ms, retention.bytes, retention.records, segm
 // alterTopic applies ch to a topic through the core (validateOnly: checks
 // it against the topic's current config only) and returns the error code
 // and message for the resource.
-func (s *Server) alterTopic(r *request, name string, ch partition.ConfigChange, validateOnly bool) (int16, *string) {
+func (s *Server) alterTopic(r *request, name string, ch broker.ConfigChange, validateOnly bool) (int16, *string) {
 	ctx, cancel := contextWithTimeout(r, 0)
 	defer cancel()
 	var err error
 	if validateOnly {
-		var topics []partition.TopicConfig
+		var topics []broker.TopicConfig
 		if topics, err = s.core.TopicConfigs(ctx, r.c.principal); err == nil {
 			cfg, ok := findTopic(topics, name)
 			if !ok {
@@ -74,7 +74,7 @@ func resourceError(t kmsg.ConfigResourceType) (int16, *string) {
 // IncrementalAlterConfigs: a topic's configs change by what change
 // computes (an error there is INVALID_CONFIG); other resources are
 // refused.
-func (s *Server) alterResource(r *request, t kmsg.ConfigResourceType, name string, change func() (partition.ConfigChange, error), validateOnly bool) (int16, *string) {
+func (s *Server) alterResource(r *request, t kmsg.ConfigResourceType, name string, change func() (broker.ConfigChange, error), validateOnly bool) (int16, *string) {
 	if t != kmsg.ConfigResourceTypeTopic {
 		return resourceError(t)
 	}
@@ -95,7 +95,7 @@ func handleAlterConfigs(s *Server, r *request) func() kmsg.Response {
 			res := kmsg.NewAlterConfigsResponseResource()
 			res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
 			res.ErrorCode, res.ErrorMessage = s.alterResource(r, rr.ResourceType, rr.ResourceName,
-				func() (partition.ConfigChange, error) { return replacingChange(rr.Configs) }, req.ValidateOnly)
+				func() (broker.ConfigChange, error) { return replacingChange(rr.Configs) }, req.ValidateOnly)
 			resp.Resources = append(resp.Resources, res)
 		}
 		return resp
@@ -104,8 +104,8 @@ func handleAlterConfigs(s *Server, r *request) func() kmsg.Response {
 
 // replacingChange is the change that sets the named configs and returns
 // every other one to its default.
-func replacingChange(cs []kmsg.AlterConfigsRequestResourceConfig) (partition.ConfigChange, error) {
-	var ch partition.ConfigChange
+func replacingChange(cs []kmsg.AlterConfigsRequestResourceConfig) (broker.ConfigChange, error) {
+	var ch broker.ConfigChange
 	for _, tc := range topicConfigs {
 		setConfig(&ch, tc.name, nil) // the defaults
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/kind"
-	"github.com/logd/logd/partition"
 )
 
 // handleCreatePartitions grows each topic to Count partitions (the new
@@ -59,13 +59,13 @@ func (s *Server) createPartitions(r *request, req *kmsg.CreatePartitionsRequest,
 		return kerr.UnknownTopicOrPartition.Code, fmt.Errorf("topic %q does not exist", rt.Topic)
 	case rt.Count <= cfg.Partitions:
 		return kerr.InvalidPartitions.Code, fmt.Errorf("topic %q has %d partitions: the count must be more (partitions are only added)", rt.Topic, cfg.Partitions)
-	case rt.Count > partition.MaxPartitions:
-		return kerr.InvalidPartitions.Code, fmt.Errorf("a topic has at most %d partitions, asked for %d", partition.MaxPartitions, rt.Count)
+	case rt.Count > broker.MaxPartitions:
+		return kerr.InvalidPartitions.Code, fmt.Errorf("a topic has at most %d partitions, asked for %d", broker.MaxPartitions, rt.Count)
 	case req.ValidateOnly:
 		return 0, nil
 	}
 	if _, err := s.core.AddPartitions(ctx, r.c.principal, rt.Topic, rt.Count); err != nil {
-		if errors.Is(err, kind.ErrInvalidArgument) || errors.Is(err, partition.ErrInvalidConfig) {
+		if errors.Is(err, kind.ErrInvalidArgument) || errors.Is(err, broker.ErrInvalidConfig) {
 			return kerr.InvalidPartitions.Code, err
 		}
 		return r.adminCode(err), err

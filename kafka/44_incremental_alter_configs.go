@@ -5,7 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/logd/logd/partition"
+	"github.com/logd/logd/broker"
 )
 
 // handleIncrementalAlterConfigs changes the topic configs a request names
@@ -20,15 +20,15 @@ func handleIncrementalAlterConfigs(s *Server, r *request) func() kmsg.Response {
 			res := kmsg.NewIncrementalAlterConfigsResponseResource()
 			res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
 			res.ErrorCode, res.ErrorMessage = s.alterResource(r, rr.ResourceType, rr.ResourceName,
-				func() (partition.ConfigChange, error) { return incrementalChange(rr.Configs) }, req.ValidateOnly)
+				func() (broker.ConfigChange, error) { return incrementalChange(rr.Configs) }, req.ValidateOnly)
 			resp.Resources = append(resp.Resources, res)
 		}
 		return resp
 	}
 }
 
-func incrementalChange(cs []kmsg.IncrementalAlterConfigsRequestResourceConfig) (partition.ConfigChange, error) {
-	var ch partition.ConfigChange
+func incrementalChange(cs []kmsg.IncrementalAlterConfigsRequestResourceConfig) (broker.ConfigChange, error) {
+	var ch broker.ConfigChange
 	seen := map[string]bool{}
 	for _, c := range cs {
 		if seen[c.Name] {

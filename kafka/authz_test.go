@@ -13,9 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/offsets"
-	"github.com/logd/logd/partition"
 )
 
 // aclCore is the fake core with the core's authorization in front, as
@@ -54,7 +54,7 @@ func (c aclCore) TopicLayout(ctx context.Context, p Principal, name string) (Top
 	return c.fakeCore.TopicLayout(ctx, p, name)
 }
 
-func (c aclCore) CreateTopic(ctx context.Context, p Principal, cfg partition.TopicConfig) (partition.TopicConfig, error) {
+func (c aclCore) CreateTopic(ctx context.Context, p Principal, cfg broker.TopicConfig) (broker.TopicConfig, error) {
 	if err := c.check(p, auth.OpCreate, auth.Cluster()); err != nil {
 		return cfg, err
 	}

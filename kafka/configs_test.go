@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/logd/logd/partition"
+	"github.com/logd/logd/broker"
 )
 
 // topicConfigValues describes a topic's configs with kadm, by name.
@@ -31,7 +31,7 @@ func topicConfigValues(t *testing.T, adm *kadm.Client, topic string) map[string]
 	return out
 }
 
-func coreConfig(t *testing.T, n *testNode, topic string) partition.TopicConfig {
+func coreConfig(t *testing.T, n *testNode, topic string) broker.TopicConfig {
 	t.Helper()
 	cs, err := n.core.TopicConfigs(testCtx(t), "")
 	if err != nil {
@@ -53,7 +53,7 @@ func TestTopicConfigsWithKadm(t *testing.T) {
 	adm := kadm.NewClient(newClient(t, n.addr))
 
 	got := topicConfigValues(t, adm, "cfg")
-	def := partition.DefaultConfig("cfg")
+	def := broker.DefaultConfig("cfg")
 	if c := got["retention.ms"]; c.MaybeValue() != strconv.FormatInt(def.RetentionMs, 10) || c.Source != kmsg.ConfigSourceDefaultConfig {
 		t.Fatalf("retention.ms before any change: %+v", c)
 	}
@@ -133,7 +133,7 @@ func TestConfigErrorsAndBrokerConfigs(t *testing.T) {
 	if !errors.Is(rs[0].Err, kerr.UnknownTopicOrPartition) {
 		t.Fatalf("unknown topic: %+v", rs)
 	}
-	if c := coreConfig(t, n, "cfg"); c.RetentionMs != partition.DefaultConfig("cfg").RetentionMs {
+	if c := coreConfig(t, n, "cfg"); c.RetentionMs != broker.DefaultConfig("cfg").RetentionMs {
 		t.Fatalf("refused changes changed the topic: %+v", c)
 	}
 	rcs, err := adm.DescribeTopicConfigs(ctx, "nope")
@@ -147,7 +147,7 @@ func TestConfigErrorsAndBrokerConfigs(t *testing.T) {
 	}
 	found := false
 	for _, c := range brs[0].Configs {
-		if c.Key == "log.retention.ms" && c.MaybeValue() == strconv.FormatInt(partition.DefaultConfig("").RetentionMs, 10) {
+		if c.Key == "log.retention.ms" && c.MaybeValue() == strconv.FormatInt(broker.DefaultConfig("").RetentionMs, 10) {
 			found = true
 		}
 	}

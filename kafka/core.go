@@ -7,7 +7,6 @@ import (
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/offsets"
-	"github.com/logd/logd/partition"
 )
 
 // Core is what the listener needs of the node's core: the methods of
@@ -21,11 +20,11 @@ type Core interface {
 	// and epochs without a Raft round per partition.
 	TopicLayouts(ctx context.Context, p Principal) ([]TopicInfo, error)
 	TopicLayout(ctx context.Context, p Principal, name string) (TopicInfo, error)
-	CreateTopic(ctx context.Context, p Principal, cfg partition.TopicConfig) (partition.TopicConfig, error)
+	CreateTopic(ctx context.Context, p Principal, cfg broker.TopicConfig) (broker.TopicConfig, error)
 	DeleteTopic(ctx context.Context, p Principal, name string) error
-	TopicConfigs(ctx context.Context, p Principal) ([]partition.TopicConfig, error)
-	AlterTopic(ctx context.Context, p Principal, name string, ch partition.ConfigChange) (partition.TopicConfig, error)
-	AddPartitions(ctx context.Context, p Principal, topic string, count int32) (partition.TopicConfig, error)
+	TopicConfigs(ctx context.Context, p Principal) ([]broker.TopicConfig, error)
+	AlterTopic(ctx context.Context, p Principal, name string, ch broker.ConfigChange) (broker.TopicConfig, error)
+	AddPartitions(ctx context.Context, p Principal, topic string, count int32) (broker.TopicConfig, error)
 	StartProduce(ctx context.Context, r ProduceRequest) (ProduceFuture, error)
 	NewProducerID(ctx context.Context) (id int64, epoch int16, err error)
 	Fetch(ctx context.Context, r FetchRequest) (FetchResult, error)

@@ -14,9 +14,7 @@ import (
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/internal/kind"
-	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
-	"github.com/logd/logd/partition"
 	"github.com/logd/logd/routing"
 )
 
@@ -32,7 +30,7 @@ func errorCode(err error) int16 {
 	}
 	var notLeader *NotLeaderError
 	var notCoord *NotCoordinatorError
-	var outOfRange *log.OutOfRangeError
+	var outOfRange *broker.OutOfRangeError
 	switch {
 	case errors.As(err, &notLeader) && notLeader.Leader.ID == "":
 		return kerr.LeaderNotAvailable.Code
@@ -40,7 +38,7 @@ func errorCode(err error) int16 {
 		return kerr.NotLeaderForPartition.Code
 	case errors.As(err, &notCoord):
 		return kerr.NotCoordinator.Code
-	case errors.As(err, &outOfRange), errors.Is(err, log.ErrOffsetOutOfRange):
+	case errors.As(err, &outOfRange), errors.Is(err, broker.ErrOffsetOutOfRange):
 		return kerr.OffsetOutOfRange.Code
 	}
 	if c, ok := kindCodes[kind.Of(err)]; ok {
@@ -73,18 +71,18 @@ var errorCodes = []struct {
 }{
 	{ErrUnknownTopic, kerr.UnknownTopicOrPartition},
 	{ErrUnknownPartition, kerr.UnknownTopicOrPartition},
-	{partition.ErrTopicNotFound, kerr.UnknownTopicOrPartition},
-	{partition.ErrPartitionNotFound, kerr.UnknownTopicOrPartition},
+	{broker.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
+	{broker.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
 	{ErrTopicExists, kerr.TopicAlreadyExists},
-	{partition.ErrTopicExists, kerr.TopicAlreadyExists},
+	{broker.ErrTopicExists, kerr.TopicAlreadyExists},
 	{ErrInvalidBatch, kerr.InvalidRecord},
 	{ErrBatchTooLarge, kerr.MessageTooLarge},
 	{ErrDiskFull, kerr.KafkaStorageError},
-	{partition.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
-	{partition.ErrInvalidConfig, kerr.InvalidConfig},
+	{broker.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{broker.ErrInvalidConfig, kerr.InvalidConfig},
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
 	{context.Canceled, kerr.RequestTimedOut},
-	{partition.ErrClosed, kerr.NotLeaderForPartition},
+	{broker.ErrPartitionClosed, kerr.NotLeaderForPartition},
 
 	{groups.ErrUnknownMember, kerr.UnknownMemberID},
 	{groups.ErrIllegalGeneration, kerr.IllegalGeneration},
@@ -106,7 +104,7 @@ var errorCodes = []struct {
 	{offsets.ErrInvalidReset, kerr.InvalidRequest},
 	{auth.ErrInvalid, kerr.InvalidRequest},
 	{routing.ErrInvalidTopicName, kerr.InvalidTopicException},
-	{log.ErrInvalidBatch, kerr.InvalidRecord},
+	{broker.ErrLogInvalidBatch, kerr.InvalidRecord},
 	{batch.ErrCorrupt, kerr.CorruptMessage},
 	{batch.ErrShort, kerr.CorruptMessage},
 	{batch.ErrUnsupported, kerr.InvalidRecord},
@@ -124,7 +122,7 @@ var errorCodes = []struct {
 	{syscall.ENOSPC, kerr.KafkaStorageError},
 	{syscall.EMFILE, kerr.KafkaStorageError},
 	{syscall.ENFILE, kerr.KafkaStorageError},
-	{log.ErrClosed, kerr.NotLeaderForPartition},
+	{broker.ErrLogClosed, kerr.NotLeaderForPartition},
 }
 
 // authorizationCode is the code of a request the core refused

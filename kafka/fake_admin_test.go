@@ -7,27 +7,27 @@ import (
 	"sort"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/internal/kind"
-	"github.com/logd/logd/partition"
 )
 
-func (f *fakeCore) TopicConfigs(context.Context, Principal) ([]partition.TopicConfig, error) {
+func (f *fakeCore) TopicConfigs(context.Context, Principal) ([]broker.TopicConfig, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []partition.TopicConfig
+	var out []broker.TopicConfig
 	for _, n := range f.order {
 		out = append(out, f.topics[n].cfg)
 	}
 	return out, nil
 }
 
-func (f *fakeCore) AlterTopic(_ context.Context, _ Principal, name string, ch partition.ConfigChange) (partition.TopicConfig, error) {
+func (f *fakeCore) AlterTopic(_ context.Context, _ Principal, name string, ch broker.ConfigChange) (broker.TopicConfig, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t, ok := f.topics[name]
 	if !ok {
-		return partition.TopicConfig{}, fmt.Errorf("%w %q", ErrUnknownTopic, name)
+		return broker.TopicConfig{}, fmt.Errorf("%w %q", ErrUnknownTopic, name)
 	}
 	cfg := t.cfg.Apply(ch)
 	if err := cfg.Validate(); err != nil {
@@ -64,12 +64,12 @@ func (f *fakeCore) DeleteGroup(_ context.Context, _ Principal, group string) err
 
 func (f *fakeCore) Allowed(Principal, auth.Operation, auth.Resource) bool { return true }
 
-func (f *fakeCore) AddPartitions(_ context.Context, _ Principal, topic string, count int32) (partition.TopicConfig, error) {
+func (f *fakeCore) AddPartitions(_ context.Context, _ Principal, topic string, count int32) (broker.TopicConfig, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t, ok := f.topics[topic]
 	if !ok {
-		return partition.TopicConfig{}, fmt.Errorf("%w %q", ErrUnknownTopic, topic)
+		return broker.TopicConfig{}, fmt.Errorf("%w %q", ErrUnknownTopic, topic)
 	}
 	if count <= t.cfg.Partitions {
 		return t.cfg, fmt.Errorf("%w: not more partitions", kind.ErrInvalidArgument)

@@ -8,11 +8,10 @@ import (
 	"time"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/internal/batch"
-	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
-	"github.com/logd/logd/partition"
 )
 
 // fakeCore is an in-memory Core for the listener's unit tests: one node,
@@ -39,7 +38,7 @@ type fakeCore struct {
 }
 
 type fakeTopic struct {
-	cfg   partition.TopicConfig
+	cfg   broker.TopicConfig
 	parts [][]fakeBatch
 }
 
@@ -116,7 +115,7 @@ func (f *fakeCore) Topic(ctx context.Context, p Principal, name string) (TopicIn
 	return f.TopicLayout(ctx, p, name)
 }
 
-func (f *fakeCore) CreateTopic(_ context.Context, _ Principal, cfg partition.TopicConfig) (partition.TopicConfig, error) {
+func (f *fakeCore) CreateTopic(_ context.Context, _ Principal, cfg broker.TopicConfig) (broker.TopicConfig, error) {
 	if cfg.Replicas == 0 {
 		cfg.Replicas = 1
 	}
@@ -211,7 +210,7 @@ func (f *fakeCore) read(r FetchRequest) (FetchResult, int, <-chan struct{}) {
 			out.HighWatermark = p[len(p)-1].next
 		}
 		if fp.Offset < 0 || fp.Offset > out.HighWatermark {
-			out.Err = &log.OutOfRangeError{Offset: fp.Offset, HighWatermark: out.HighWatermark}
+			out.Err = &broker.OutOfRangeError{Offset: fp.Offset, HighWatermark: out.HighWatermark}
 		}
 		for _, b := range p {
 			if b.next > fp.Offset && out.Err == nil {

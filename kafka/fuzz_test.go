@@ -7,12 +7,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/batch"
-	"github.com/logd/logd/partition"
 )
 
-func topicConfig(name string, partitions int32) partition.TopicConfig {
-	c := partition.DefaultConfig(name)
+func topicConfig(name string, partitions int32) broker.TopicConfig {
+	c := broker.DefaultConfig(name)
 	c.Partitions = partitions
 	return c
 }

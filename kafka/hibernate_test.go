@@ -9,9 +9,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/node"
 	"github.com/logd/logd/internal/node/nodetest"
-	"github.com/logd/logd/replication/meta"
 )
 
 // sleepingLeader waits until every replica of topic's partition 0 sleeps
@@ -22,7 +22,7 @@ func sleepingLeader(t *testing.T, cl *nodetest.Cluster, topic string) *nodetest.
 	for {
 		asleep, leader := 0, ""
 		for _, n := range cl.Nodes() {
-			for _, p := range n.Server().Broker().Cluster().LocalStatus(meta.Node{}).Partitions {
+			for _, p := range n.Server().Broker().Cluster().LocalStatus(broker.Node{}).Partitions {
 				if p.Topic == topic && p.Partition == 0 && strings.HasPrefix(p.RaftState, "Asleep") {
 					asleep, leader = asleep+1, p.Leader
 				}

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd/logd/auth"
-	"github.com/logd/logd/partition"
+	"github.com/logd/logd/broker"
 )
 
 // Metadata lists __consumer_offsets as an internal topic without
@@ -21,7 +21,7 @@ import (
 // internal topics, and franz-go's regex consumer skips it.
 func TestMetadataListsConsumerOffsetsAsInternal(t *testing.T) {
 	f := newFakeCore()
-	if _, err := f.CreateTopic(testCtx(t), "", partition.DefaultConfig("rx")); err != nil {
+	if _, err := f.CreateTopic(testCtx(t), "", broker.DefaultConfig("rx")); err != nil {
 		t.Fatal(err)
 	}
 	s := startServer(t, f, Config{})

@@ -5,7 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/logd/logd/partition"
+	"github.com/logd/logd/broker"
 )
 
 // Metadata answers from the topics' layout: every partition's leader and
@@ -15,7 +15,7 @@ import (
 func TestMetadataAsksNoLeaderForOffsets(t *testing.T) {
 	f := newFakeCore()
 	for _, name := range []string{"a", "b"} {
-		cfg := partition.DefaultConfig(name)
+		cfg := broker.DefaultConfig(name)
 		cfg.Partitions = 5
 		if _, err := f.CreateTopic(testCtx(t), "", cfg); err != nil {
 			t.Fatal(err)

@@ -114,6 +114,15 @@ func accessKinds() []Kind {
 		{Pkg: "broker", Name: "NotCoordinatorError", Err: &broker.NotCoordinatorError{}},
 		{Pkg: "broker", Name: "NotLeaderError", Err: &broker.NotLeaderError{What: "the cluster metadata"}},
 		{Pkg: "broker", Name: "OutOfRangeError", Err: &broker.OutOfRangeError{Offset: -1, StartOffset: 3, HighWatermark: 5}},
+		// Re-exports of partition's and log's errors (broker/types.go), so that
+		// the front-ends import the broker only.
+		{Pkg: "broker", Name: "ErrInvalidConfig", Err: broker.ErrInvalidConfig},
+		{Pkg: "broker", Name: "ErrOutOfOrderSequence", Err: broker.ErrOutOfOrderSequence},
+		{Pkg: "broker", Name: "ErrPartitionClosed", Err: broker.ErrPartitionClosed},
+		{Pkg: "broker", Name: "ErrLogClosed", Err: broker.ErrLogClosed},
+		{Pkg: "broker", Name: "ErrOffsetOutOfRange", Err: broker.ErrOffsetOutOfRange},
+		{Pkg: "broker", Name: "ErrLogInvalidBatch", Err: broker.ErrLogInvalidBatch},
+		{Pkg: "broker", Name: "ErrLogCorrupt", Err: broker.ErrLogCorrupt, Internal: corrupt},
 
 		{Pkg: "cluster", Name: "ErrUnknownNode", Err: cluster.ErrUnknownNode},
 		// A kind another node named that this one does not know (a node of

@@ -8,9 +8,7 @@ import (
 
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/groups"
-	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
-	"github.com/logd/logd/partition"
 )
 
 // brokerEnv is a real single-node broker on a temporary data directory.
@@ -18,7 +16,7 @@ type brokerEnv struct{ b *broker.Broker }
 
 func newBrokerEnv(t *testing.T) env {
 	t.Helper()
-	b, err := broker.Open(broker.Config{DataDir: t.TempDir(), Fsync: log.FsyncPolicy{Mode: log.FsyncNever}})
+	b, err := broker.Open(broker.Config{DataDir: t.TempDir(), Fsync: broker.FsyncPolicy{Mode: broker.FsyncNever}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +34,7 @@ func (e brokerEnv) core() Core { return e.b }
 
 func (e brokerEnv) createTopic(t *testing.T, name string, n int) {
 	t.Helper()
-	cfg := partition.DefaultConfig(name)
+	cfg := broker.DefaultConfig(name)
 	cfg.Partitions = int32(n)
 	if _, err := e.b.CreateTopic(context.Background(), "", cfg); err != nil {
 		t.Fatal(err)

@@ -14,9 +14,7 @@ import (
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/internal/kind"
-	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
-	"github.com/logd/logd/partition"
 	"github.com/logd/logd/routing"
 )
 
@@ -69,7 +67,7 @@ func errorStatus(err error) (int, errorBody) {
 	body := errorBody{Error: err.Error()}
 	var notLeader *broker.NotLeaderError
 	var notCoord *broker.NotCoordinatorError
-	var oor *log.OutOfRangeError
+	var oor *broker.OutOfRangeError
 	switch {
 	case errors.As(err, &notLeader):
 		if notLeader.Leader.ID == "" {
@@ -149,30 +147,30 @@ var statusOf = []struct {
 	{broker.ErrUnknownUser, http.StatusNotFound, "see logd user list"},
 	{broker.ErrTopicExists, http.StatusConflict, ""},
 	{broker.ErrUserExists, http.StatusConflict, ""},
-	{log.ErrOffsetOutOfRange, http.StatusRequestedRangeNotSatisfiable, ""},
+	{broker.ErrOffsetOutOfRange, http.StatusRequestedRangeNotSatisfiable, ""},
 	{broker.ErrBatchTooLarge, http.StatusRequestEntityTooLarge, "send fewer or smaller records per request"},
 	{broker.ErrDiskFull, http.StatusInsufficientStorage, "retry after an operator frees space (or retention trims)"},
 	{syscall.ENOSPC, http.StatusInsufficientStorage, "the node's disk is full: retry after an operator frees space"},
-	{partition.ErrOutOfOrderSequence, http.StatusConflict, "an Idempotency-Key was reused with other records: use a new key for new records"},
+	{broker.ErrOutOfOrderSequence, http.StatusConflict, "an Idempotency-Key was reused with other records: use a new key for new records"},
 	{broker.ErrDenied, http.StatusForbidden, ""},
 	{auth.ErrAuthenticationFailed, http.StatusUnauthorized, ""},
 	{auth.ErrUnauthenticated, http.StatusUnauthorized, "send Basic credentials over https, or a client certificate"},
 	{auth.ErrPlaintextCredentials, http.StatusUnauthorized, "use https, or a client certificate"},
 	{offsets.ErrGenerationTaken, http.StatusConflict, "join the group again"},
-	{log.ErrClosed, http.StatusServiceUnavailable, "the node is shutting down: retry against another node or after restart"},
-	{partition.ErrClosed, http.StatusServiceUnavailable, "the node is shutting down: retry against another node or after restart"},
+	{broker.ErrLogClosed, http.StatusServiceUnavailable, "the node is shutting down: retry against another node or after restart"},
+	{broker.ErrPartitionClosed, http.StatusServiceUnavailable, "the node is shutting down: retry against another node or after restart"},
 	{groups.ErrCoordinatorClosed, http.StatusServiceUnavailable, "retry shortly"},
 	{syscall.EMFILE, http.StatusServiceUnavailable, "the node is out of file descriptors: retry later"},
 	{syscall.ENFILE, http.StatusServiceUnavailable, "the node is out of file descriptors: retry later"},
 	{context.DeadlineExceeded, http.StatusGatewayTimeout, "retry (with the same Idempotency-Key for a produce)"},
 	{context.Canceled, http.StatusServiceUnavailable, "the request was canceled (the node is shutting down, or the client went away): retry"},
-	{log.ErrCorrupt, http.StatusInternalServerError, "stored data is unreadable: tell the operator"},
+	{broker.ErrLogCorrupt, http.StatusInternalServerError, "stored data is unreadable: tell the operator"},
 	{offsets.ErrCorrupt, http.StatusInternalServerError, "stored offsets are unreadable: tell the operator"},
 }
 
 // badInput are the kinds of error that mean the request was wrong (400).
-var badInput = []error{broker.ErrInvalidBatch, partition.ErrInvalidConfig,
-	routing.ErrInvalidTopicName, batch.ErrCorrupt, batch.ErrShort, batch.ErrUnsupported, log.ErrInvalidBatch,
+var badInput = []error{broker.ErrInvalidBatch, broker.ErrInvalidConfig,
+	routing.ErrInvalidTopicName, batch.ErrCorrupt, batch.ErrShort, batch.ErrUnsupported, broker.ErrLogInvalidBatch,
 	offsets.ErrInvalidArgument, offsets.ErrInvalidReset, auth.ErrInvalid, auth.ErrMechanism}
 
 // isGroupsError reports a coordinator error (docs/groups.md: 409).

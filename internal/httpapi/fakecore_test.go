@@ -13,9 +13,7 @@ import (
 	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/internal/batch"
-	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
-	"github.com/logd/logd/partition"
 	"github.com/logd/logd/routing"
 )
 
@@ -97,7 +95,7 @@ func (f *fakeCore) TopicLayout(_ context.Context, _ broker.Principal, name strin
 	if !ok {
 		return broker.TopicInfo{}, fmt.Errorf("%w: %q", broker.ErrUnknownTopic, name)
 	}
-	c := partition.DefaultConfig(name)
+	c := broker.DefaultConfig(name)
 	c.Partitions = int32(len(ps))
 	t := broker.TopicInfo{Config: c}
 	for i, p := range ps {
@@ -237,7 +235,7 @@ func (f *fakeCore) fetchOnce(r broker.FetchRequest) (broker.FetchResult, int, ch
 		if err == nil {
 			out.HighWatermark, out.LogStart = p.next, p.start
 			if fp.Offset < p.start || fp.Offset > p.next {
-				out.Err = &log.OutOfRangeError{Offset: fp.Offset, StartOffset: p.start, HighWatermark: p.next}
+				out.Err = &broker.OutOfRangeError{Offset: fp.Offset, StartOffset: p.start, HighWatermark: p.next}
 			}
 			for _, b := range p.batches {
 				info, _ := batch.ParseHeader(b)

@@ -7,15 +7,13 @@ import (
 
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/broker"
-	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
-	"github.com/logd/logd/partition"
 )
 
 // TestE2EGroupsRefusedPrincipal: a principal that may not describe a
 // group is answered 403 for it and does not see it listed.
 func TestE2EGroupsRefusedPrincipal(t *testing.T) {
-	b, err := broker.Open(broker.Config{DataDir: t.TempDir(), Fsync: log.FsyncPolicy{Mode: log.FsyncNever},
+	b, err := broker.Open(broker.Config{DataDir: t.TempDir(), Fsync: broker.FsyncPolicy{Mode: broker.FsyncNever},
 		Auth: broker.AuthConfig{Mode: auth.AuthRequired, Authz: auth.AuthzOn, SuperUsers: []auth.Principal{auth.User("admin")}}})
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +27,7 @@ func TestE2EGroupsRefusedPrincipal(t *testing.T) {
 	})
 	ctx := context.Background()
 	const admin = broker.Principal("User:admin")
-	c := partition.DefaultConfig("t")
+	c := broker.DefaultConfig("t")
 	c.Partitions = 1
 	if _, err := b.CreateTopic(ctx, admin, c); err != nil {
 		t.Fatal(err)

@@ -15,19 +15,17 @@ import (
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/node"
 	"github.com/logd/logd/internal/node/nodetest"
-	"github.com/logd/logd/log"
-	"github.com/logd/logd/partition"
 )
 
 // startNode runs a real logd node with its HTTP port on 127.0.0.1.
 func startNode(t *testing.T) *node.Node {
 	t.Helper()
-	s, err := node.Start(node.Config{Config: broker.Config{DataDir: t.TempDir(), Fsync: log.FsyncPolicy{Mode: log.FsyncNever}}, Addr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0"})
+	s, err := node.Start(node.Config{Config: broker.Config{DataDir: t.TempDir(), Fsync: broker.FsyncPolicy{Mode: broker.FsyncNever}}, Addr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	cfg := partition.DefaultConfig("mounted")
+	cfg := broker.DefaultConfig("mounted")
 	if _, err := s.Broker().CreateTopic(context.Background(), "", cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +94,7 @@ func TestMountedOnHTTPAddr(t *testing.T) {
 // HTTP address, and the leader takes it.
 func TestClusterNotLeaderNamesLeader(t *testing.T) {
 	c := nodetest.NewCluster(t, 3, func(cfg *node.Config) { cfg.HTTPAddr = "127.0.0.1:0" })
-	cfg := partition.DefaultConfig("spread")
+	cfg := broker.DefaultConfig("spread")
 	cfg.Partitions, cfg.Replicas = 1, 3
 	waitFor(t, 60*time.Second, "the topic to be created", func() bool {
 		for _, n := range c.Nodes() {

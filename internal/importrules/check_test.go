@@ -15,6 +15,8 @@ const testTable = "# x\n\n" + section + `
 | ` + "`log`" + ` | storage | ` + "`batch`" + ` | ` + "`github.com/hashicorp/raft`, `server`" + ` | |
 | ` + "`batch`, `server`" + ` | leaf | nothing | | a note |
 | ` + "`harness`" + ` | harness | ` + "`log`" + ` | | |
+| ` + "`web`" + ` | front-end | ` + "`core`" + ` | | |
+| ` + "`core`" + ` | core | ` + "`log`" + ` | | |
 
 ## Next
 
@@ -26,8 +28,8 @@ func TestParseTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rules) != 4 {
-		t.Fatalf("parsed %d packages, want 4 (log, batch, server, harness): %v", len(rules), rules)
+	if len(rules) != 6 {
+		t.Fatalf("parsed %d packages, want 6 (log, batch, server, harness, web, core): %v", len(rules), rules)
 	}
 	if r := rules["log"]; r.kind != "storage" || strings.Join(r.imports, ",") != "batch" || len(r.never) != 2 {
 		t.Errorf("log's row: %+v", r)
@@ -61,6 +63,9 @@ func tree() map[string]pkg {
 		"batch":   {ImportPath: m + "batch", Imports: []string{"fmt"}, Deps: []string{"fmt"}},
 		"server":  {ImportPath: m + "server"},
 		"harness": {ImportPath: m + "harness", Imports: []string{m + "log"}, Deps: []string{m + "batch", m + "log"}},
+		"core":    {ImportPath: m + "core", Imports: []string{m + "log"}, Deps: []string{m + "batch", m + "log"}},
+		"web": {ImportPath: m + "web", Imports: []string{m + "core"}, XTestImports: []string{m + "web", m + "core"},
+			Deps: []string{m + "batch", m + "core", m + "log"}},
 	}
 }
 
@@ -107,6 +112,16 @@ func TestCheck(t *testing.T) {
 			b.Deps = append(b.Deps, m+"harness")
 			p["batch"] = b
 		}, "batch links the test harness harness"},
+		{"a front-end imports what the core builds on", func(p map[string]pkg) {
+			w := p["web"]
+			w.Imports = append(w.Imports, m+"log")
+			p["web"] = w
+		}, "the front-end web imports " + m + "log"},
+		{"a front-end's test imports what the core builds on", func(p map[string]pkg) {
+			w := p["web"]
+			w.XTestImports = append(w.XTestImports, m+"replication/meta")
+			p["web"] = w
+		}, "the front-end web imports " + m + "replication/meta"},
 	} {
 		pkgs := tree()
 		c.edit(pkgs)

@@ -2,7 +2,8 @@
 // docs/architecture.md ("Who may import whom") true: every package of the
 // module has a row, each row lists exactly the module's packages that
 // package imports, no package links what its row says it must never link,
-// and no production package links a test harness. A change of imports
+// no production package links a test harness, and no front-end (nor its
+// tests) imports log, partition or replication directly. A change of imports
 // therefore changes the table in the same commit, so the table is never
 // stale. Pebble's internal/lint TestForbiddenImports is the model.
 //

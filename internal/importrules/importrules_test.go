@@ -21,7 +21,15 @@ const (
 	doc     = "docs/architecture.md"
 	section = "## Who may import whom"
 	harness = "harness" // the kind of a row whose packages only tests link
+	// frontEnd is the kind of a row whose packages serve a protocol on
+	// the core: they import the core (broker), and none of coreOnly
+	// directly, in their own files or their tests.
+	frontEnd = "front-end"
 )
+
+// coreOnly are the packages below the core: only the core and what it
+// builds on import them (relative to the module; their sub-packages too).
+var coreOnly = []string{"log", "partition", "replication"}
 
 // A rule is one package's row of the table. Paths of the module are
 // relative to the module ("log", "internal/batch"); never entries that
@@ -35,9 +43,11 @@ type rule struct {
 
 // A pkg is what `go list -json` says of one package of the module.
 type pkg struct {
-	ImportPath string
-	Imports    []string // its own files' imports (tests left out)
-	Deps       []string // everything it links, transitively
+	ImportPath   string
+	Imports      []string // its own files' imports (tests left out)
+	TestImports  []string // its in-package tests' imports
+	XTestImports []string // its external (_test package) tests' imports
+	Deps         []string // everything it links, transitively
 }
 
 // TestImportTableMatchesTheTree is the rule the table states, checked on
@@ -182,6 +192,7 @@ func check(rules map[string]*rule, pkgs map[string]pkg, module string) []string 
 		}
 		errs = append(errs, checkImports(name, r, p, module)...)
 		errs = append(errs, checkLinks(name, r, p, rules, module)...)
+		errs = append(errs, checkFrontEnd(name, r, p, module)...)
 	}
 	for name, r := range rules {
 		if _, ok := pkgs[name]; !ok {
@@ -212,6 +223,24 @@ func checkImports(name string, r *rule, p pkg, module string) []string {
 		}
 	}
 	return errs
+}
+
+// checkFrontEnd checks that a front-end, in its own files and its tests,
+// imports none of coreOnly: what it needs of them the core names.
+func checkFrontEnd(name string, r *rule, p pkg, module string) []string {
+	if r.kind != frontEnd {
+		return nil
+	}
+	var errs []string
+	for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports) {
+		for _, c := range coreOnly {
+			if under(imp, module+"/"+c) {
+				errs = append(errs, fmt.Sprintf("line %d: the front-end %s imports %s: a front-end imports the core (broker), which names what it needs of %s", r.line, name, imp, c))
+			}
+		}
+	}
+	slices.Sort(errs)
+	return slices.Compact(errs)
 }
 
 // checkLinks checks what p links, directly or not, against its row's never

@@ -5,14 +5,14 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/logd/logd/partition"
+	"github.com/logd/logd/broker"
 	pb "github.com/logd/logd/proto/logd/v1"
 	"github.com/logd/logd/routing"
 )
 
 // CreateTopic creates a topic.
 func (s *Server) CreateTopic(ctx context.Context, req *pb.CreateTopicRequest) (*pb.CreateTopicResponse, error) {
-	c := partition.DefaultConfig(req.Name)
+	c := broker.DefaultConfig(req.Name)
 	c.Partitions = req.Partitions
 	c.Replicas = req.Replicas
 	c = c.Apply(configChange(req.Config))
@@ -50,7 +50,7 @@ func (s *Server) ListTopics(ctx context.Context, req *pb.ListTopicsRequest) (*pb
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	i, _ := slices.BinarySearchFunc(all, req.PageToken, func(c partition.TopicConfig, name string) int { return strings.Compare(c.Name, name) })
+	i, _ := slices.BinarySearchFunc(all, req.PageToken, func(c broker.TopicConfig, name string) int { return strings.Compare(c.Name, name) })
 	if i < len(all) && all[i].Name == req.PageToken {
 		i++
 	}
@@ -105,13 +105,13 @@ func (s *Server) AlterTopic(ctx context.Context, req *pb.AlterTopicRequest) (*pb
 
 // alterTopic applies the settings a request sets, then its partition
 // count. A request that sets neither answers the topic's config.
-func (s *Server) alterTopic(ctx context.Context, req *pb.AlterTopicRequest) (partition.TopicConfig, error) {
+func (s *Server) alterTopic(ctx context.Context, req *pb.AlterTopicRequest) (broker.TopicConfig, error) {
 	ch := configChange(req.Config)
 	var (
-		c   partition.TopicConfig
+		c   broker.TopicConfig
 		err error
 	)
-	if ch != (partition.ConfigChange{}) || req.Partitions == 0 {
+	if ch != (broker.ConfigChange{}) || req.Partitions == 0 {
 		if c, err = s.b.AlterTopic(ctx, principal(ctx), req.Name, ch); err != nil {
 			return c, err
 		}
@@ -141,11 +141,11 @@ func (s *Server) DeleteRecords(ctx context.Context, req *pb.DeleteRecordsRequest
 	return &pb.DeleteRecordsResponse{LogStartOffset: start}, nil
 }
 
-func configChange(c *pb.TopicConfig) partition.ConfigChange {
+func configChange(c *pb.TopicConfig) broker.ConfigChange {
 	if c == nil {
-		return partition.ConfigChange{}
+		return broker.ConfigChange{}
 	}
-	return partition.ConfigChange{
+	return broker.ConfigChange{
 		RetentionMs:      c.RetentionMs,
 		RetentionBytes:   c.RetentionBytes,
 		RetentionRecords: c.RetentionRecords,
@@ -154,7 +154,7 @@ func configChange(c *pb.TopicConfig) partition.ConfigChange {
 	}
 }
 
-func topicInfo(c partition.TopicConfig) *pb.TopicInfo {
+func topicInfo(c broker.TopicConfig) *pb.TopicInfo {
 	return &pb.TopicInfo{
 		Name:       c.Name,
 		Partitions: c.Partitions,

@@ -17,9 +17,7 @@ import (
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/internal/kind"
-	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
-	"github.com/logd/logd/partition"
 	"github.com/logd/logd/routing"
 )
 
@@ -36,7 +34,7 @@ func toStatus(err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
-	var oor *log.OutOfRangeError
+	var oor *broker.OutOfRangeError
 	var nl *broker.NotLeaderError
 	var nc *broker.NotCoordinatorError
 	switch {
@@ -86,31 +84,31 @@ var errorCodes = []struct {
 	code codes.Code
 	errs []error
 }{
-	{codes.NotFound, []error{partition.ErrTopicNotFound, partition.ErrPartitionNotFound, broker.ErrUnknownNode, broker.ErrUnknownUser}},
-	{codes.AlreadyExists, []error{partition.ErrTopicExists, broker.ErrUserExists}},
-	{codes.InvalidArgument, []error{auth.ErrInvalid, partition.ErrInvalidConfig, routing.ErrInvalidTopicName, batch.ErrCorrupt,
-		batch.ErrShort, batch.ErrUnsupported, log.ErrInvalidBatch, offsets.ErrInvalidArgument, offsets.ErrInvalidReset,
+	{codes.NotFound, []error{broker.ErrUnknownTopic, broker.ErrUnknownPartition, broker.ErrUnknownNode, broker.ErrUnknownUser}},
+	{codes.AlreadyExists, []error{broker.ErrTopicExists, broker.ErrUserExists}},
+	{codes.InvalidArgument, []error{auth.ErrInvalid, broker.ErrInvalidConfig, routing.ErrInvalidTopicName, batch.ErrCorrupt,
+		batch.ErrShort, batch.ErrUnsupported, broker.ErrLogInvalidBatch, offsets.ErrInvalidArgument, offsets.ErrInvalidReset,
 		broker.ErrInvalidBatch, auth.ErrMechanism}},
 	{codes.ResourceExhausted, []error{broker.ErrBatchTooLarge, broker.ErrDiskFull, syscall.ENOSPC, syscall.EMFILE, syscall.ENFILE}},
-	{codes.FailedPrecondition, []error{partition.ErrOutOfOrderSequence, groups.ErrIllegalGeneration}},
-	{codes.Unavailable, []error{log.ErrClosed, partition.ErrClosed}},
+	{codes.FailedPrecondition, []error{broker.ErrOutOfOrderSequence, groups.ErrIllegalGeneration}},
+	{codes.Unavailable, []error{broker.ErrLogClosed, broker.ErrPartitionClosed}},
 	{codes.PermissionDenied, []error{broker.ErrDenied}},
 	{codes.Unauthenticated, []error{auth.ErrAuthenticationFailed, auth.ErrUnauthenticated, auth.ErrPlaintextCredentials}},
-	{codes.OutOfRange, []error{log.ErrOffsetOutOfRange}},
+	{codes.OutOfRange, []error{broker.ErrOffsetOutOfRange}},
 	// A generation recorded concurrently: joining again succeeds.
 	{codes.Aborted, []error{offsets.ErrGenerationTaken}},
 	{codes.Canceled, []error{context.Canceled}},
 	{codes.DeadlineExceeded, []error{context.DeadlineExceeded}},
-	{codes.DataLoss, []error{log.ErrCorrupt, offsets.ErrCorrupt}},
+	{codes.DataLoss, []error{broker.ErrLogCorrupt, offsets.ErrCorrupt}},
 }
 
 // messageOf is the status message of err: its own, but for the kinds
 // whose cause the client cannot act on as written.
 func messageOf(c codes.Code, err error) string {
 	switch {
-	case errors.Is(err, partition.ErrTopicNotFound), errors.Is(err, partition.ErrPartitionNotFound):
+	case errors.Is(err, broker.ErrUnknownTopic), errors.Is(err, broker.ErrUnknownPartition):
 		return err.Error() + " (list topics with `logd topic list`)"
-	case errors.Is(err, log.ErrClosed), errors.Is(err, partition.ErrClosed), errors.Is(err, kind.ErrShuttingDown):
+	case errors.Is(err, broker.ErrLogClosed), errors.Is(err, broker.ErrPartitionClosed), errors.Is(err, kind.ErrShuttingDown):
 		return "the server is shutting down: retry against another node or after restart"
 	case c == codes.ResourceExhausted && errors.Is(err, syscall.ENOSPC) && !errors.Is(err, broker.ErrDiskFull):
 		return "the server's disk is full: retry after an operator frees space (or retention trims)"

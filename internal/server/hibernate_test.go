@@ -12,12 +12,12 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/client"
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/internal/node"
 	"github.com/logd/logd/internal/node/nodetest"
 	pb "github.com/logd/logd/proto/logd/v1"
-	"github.com/logd/logd/replication/meta"
 )
 
 // hibernating puts a node's idle partitions to sleep after d
@@ -35,7 +35,7 @@ func replicaStates(cl *nodetest.Cluster, topic string) (states, leaders []string
 		if s == nil {
 			continue
 		}
-		for _, p := range s.Broker().Cluster().LocalStatus(meta.Node{}).Partitions {
+		for _, p := range s.Broker().Cluster().LocalStatus(broker.Node{}).Partitions {
 			if p.Topic == topic {
 				state, _, _ := strings.Cut(p.RaftState, " on ")
 				states = append(states, state)
@@ -330,7 +330,7 @@ func checkPreferredLead(t *testing.T, cl *nodetest.Cluster, topic, not string) {
 		if s == nil {
 			continue
 		}
-		for _, r := range s.Broker().Cluster().LocalStatus(meta.Node{}).Partitions {
+		for _, r := range s.Broker().Cluster().LocalStatus(broker.Node{}).Partitions {
 			if r.Topic == topic && strings.HasPrefix(r.RaftState, "Leader") {
 				got[r.Partition] = n.ID
 			}

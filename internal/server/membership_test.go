@@ -8,11 +8,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/freeport"
 	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/internal/node/nodetest"
 	pb "github.com/logd/logd/proto/logd/v1"
-	"github.com/logd/logd/replication/meta"
 )
 
 // checkMembership fails unless every node lists exactly n1 and n2 with
@@ -75,14 +75,14 @@ func TestJoinNeedsTheNodeToAnswer(t *testing.T) {
 	cl := lead.Server().Broker().Cluster()
 	for _, tc := range []struct {
 		name   string
-		n      meta.Node
+		n      broker.Node
 		rejoin bool
 		kind   error
 	}{
-		{"nobody answers", meta.Node{ID: "ghost", APIAddr: nowhere, RaftAddr: nowhere}, false, kind.ErrUnavailable},
-		{"another node answers", meta.Node{ID: "ghost", APIAddr: other.APIAddr, RaftAddr: other.RaftAddr}, false, kind.ErrFailedPrecondition},
-		{"a member re-addressed to nobody", meta.Node{ID: other.ID, APIAddr: nowhere, RaftAddr: nowhere}, true, kind.ErrUnavailable},
-		{"a member re-addressed to another", meta.Node{ID: other.ID, APIAddr: lead.APIAddr, RaftAddr: lead.RaftAddr}, true, kind.ErrFailedPrecondition},
+		{"nobody answers", broker.Node{ID: "ghost", APIAddr: nowhere, RaftAddr: nowhere}, false, kind.ErrUnavailable},
+		{"another node answers", broker.Node{ID: "ghost", APIAddr: other.APIAddr, RaftAddr: other.RaftAddr}, false, kind.ErrFailedPrecondition},
+		{"a member re-addressed to nobody", broker.Node{ID: other.ID, APIAddr: nowhere, RaftAddr: nowhere}, true, kind.ErrUnavailable},
+		{"a member re-addressed to another", broker.Node{ID: other.ID, APIAddr: lead.APIAddr, RaftAddr: lead.RaftAddr}, true, kind.ErrFailedPrecondition},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := cl.Join(ctx(t), tc.n, tc.rejoin); !errors.Is(err, tc.kind) {

@@ -1,0 +1,56 @@
+package broker
+
+import (
+	"github.com/logd/logd/log"
+	"github.com/logd/logd/partition"
+)
+
+// The storage packages' types, values and errors the front-ends use, named
+// here so that a front-end imports the core (this package) and never log,
+// partition or replication itself. Each is the same type or the same
+// error value as the original: errors.Is matches either name.
+
+// TopicConfig is a topic's configuration: its partitions and the
+// settings its logs keep (retention, segment size, ...).
+type TopicConfig = partition.TopicConfig
+
+// ConfigChange is a change to a topic's configuration: the fields set are
+// changed, the others kept.
+type ConfigChange = partition.ConfigChange
+
+// MaxPartitions is the most partitions a topic may have.
+const MaxPartitions = partition.MaxPartitions
+
+// DefaultConfig is the configuration a new topic named name gets for the
+// fields its request leaves unset.
+func DefaultConfig(name string) TopicConfig { return partition.DefaultConfig(name) }
+
+// FsyncPolicy is when the logs sync what they write to disk
+// (Config.Fsync).
+type FsyncPolicy = log.FsyncPolicy
+
+// FsyncNever leaves syncing to the operating system.
+const FsyncNever = log.FsyncNever
+
+var (
+	// ErrInvalidConfig: a topic's configuration is out of bounds; the
+	// message says which setting.
+	ErrInvalidConfig = partition.ErrInvalidConfig
+	// ErrOutOfOrderSequence: an idempotent producer's batch does not
+	// follow the last one it wrote (an Idempotency-Key reused with other
+	// records).
+	ErrOutOfOrderSequence = partition.ErrOutOfOrderSequence
+	// ErrPartitionClosed: the partition is closing (the node shuts down
+	// or hands it over).
+	ErrPartitionClosed = partition.ErrClosed
+	// ErrLogClosed: the partition's log is closing.
+	ErrLogClosed = log.ErrClosed
+	// ErrOffsetOutOfRange: an offset outside a partition's log; most such
+	// answers are an *OutOfRangeError, which carries the log's bounds.
+	ErrOffsetOutOfRange = log.ErrOffsetOutOfRange
+	// ErrLogInvalidBatch: the log refused a batch it cannot store as one
+	// entry (too large, or not a batch).
+	ErrLogInvalidBatch = log.ErrInvalidBatch
+	// ErrLogCorrupt: a log's stored data does not read back.
+	ErrLogCorrupt = log.ErrCorrupt
+)
