@@ -89,6 +89,7 @@ func routine(msg, errText string, sinceStart time.Duration) (slog.Level, bool) {
 		}
 	case gone && (strings.HasPrefix(msg, "failed to heartbeat to") || strings.HasPrefix(msg, "failed to appendEntries to") ||
 		strings.HasPrefix(msg, "failed to pipeline appendEntries") || strings.HasPrefix(msg, "failed to make requestVote RPC") ||
+		strings.HasPrefix(msg, "failed to start pipeline replication to") ||
 		msg == "failed to decode incoming command" || msg == "failed to accept connection" ||
 		msg == "failed to flush response"): // a removed or stopping peer closed its end
 		return slog.LevelDebug, true

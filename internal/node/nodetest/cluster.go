@@ -1,10 +1,13 @@
 package nodetest
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,14 +58,23 @@ func NewCluster(t testing.TB, n int, mutate ...func(*node.Config)) *Cluster {
 	t.Cleanup(c.Close)
 	for i := range n {
 		nd := &Node{ID: fmt.Sprintf("n%d", i+1), Dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)), c: c}
-		for _, a := range []*string{&nd.APIAddr, &nd.RaftAddr} {
-			var err error
-			if *a, err = freeport.Addr(); err != nil {
-				t.Fatal(err)
-			}
-		}
 		c.nodes = append(c.nodes, nd)
-		if err := nd.start(i == 0); err != nil {
+		// A port freeport found free may be taken by another test process
+		// before the node listens on it: then the node tries other ports,
+		// on a fresh directory.
+		var err error
+		for try := 0; try == 0 || (try < 3 && addrInUse(err)); try++ {
+			if try > 0 { // a fresh directory: the failed start may have written to the first
+				nd.Dir = filepath.Join(dir, fmt.Sprintf("n%d-%d", i+1, try))
+			}
+			for _, a := range []*string{&nd.APIAddr, &nd.RaftAddr} {
+				if *a, err = freeport.Addr(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err = nd.start(i == 0)
+		}
+		if err != nil {
 			t.Fatalf("nodetest: start %s: %v", nd.ID, err)
 		}
 	}
@@ -223,4 +235,9 @@ func (c *Cluster) Close() {
 		go func() { defer wg.Done(); n.Stop() }()
 	}
 	wg.Wait()
+}
+
+// addrInUse reports whether err is a listen on an address already taken.
+func addrInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || (err != nil && strings.Contains(err.Error(), "address already in use"))
 }
