@@ -35,60 +35,6 @@ func raftTLS(t *testing.T, ca *testcerts.CA) func(*node.Config) {
 	}
 }
 
-// produceAll produces values to topic through the cluster's nodes and
-// reads them back from the start.
-func produceAll(t *testing.T, seeds []string, topic string, values ...string) []string {
-	t.Helper()
-	return produceUntil(t, seeds, topic, len(values), values...)
-}
-
-// clusterClient dials every node of cl; it is closed at the end of the
-// test.
-func clusterClient(t *testing.T, cl *nodetest.Cluster) *client.Client {
-	t.Helper()
-	c, err := client.Dial(strings.Join(cl.Addrs(), ","))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// produceUntil produces values to topic through seeds and reads the topic
-// from the start until it has at least total records.
-func produceUntil(t *testing.T, seeds []string, topic string, total int, values ...string) []string {
-	t.Helper()
-	c, err := client.Dial(strings.Join(seeds, ","))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx := ctx(t)
-	p := c.NewProducer(client.ProducerOptions{})
-	for _, v := range values {
-		if _, err := p.Produce(ctx, client.Record{Topic: topic, Value: []byte(v)}).Get(ctx); err != nil {
-			t.Fatalf("produce %q: %v", v, err)
-		}
-	}
-	p.Close()
-	cons, err := c.NewConsumer(ctx, client.ConsumerOptions{Topic: topic})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	var got []string
-	for len(got) < total {
-		recs, err := cons.Poll(ctx)
-		if err != nil {
-			t.Fatalf("consume: %v (read %q)", err, got)
-		}
-		for _, r := range recs {
-			got = append(got, string(r.Value))
-		}
-	}
-	return got
-}
-
 // syncBuffer is a log destination a test reads while the node writes.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -118,18 +64,18 @@ func TestRaftMutualTLS(t *testing.T) {
 	if !nodes[0].Server().TLSEnabled() {
 		t.Fatal("TLSEnabled is false on a node with Raft TLS")
 	}
-	admin := clusterClient(t, cl)
+	admin := nodetest.ClusterClient(t, cl)
 	if _, err := admin.Admin().CreateTopic(ctx(t), "raft-tls", client.TopicOptions{Partitions: 1, Replicas: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if got := produceAll(t, cl.Addrs(), "raft-tls", "a", "b"); strings.Join(got, ",") != "a,b" {
+	if got := nodetest.ProduceAll(t, cl.Addrs(), "raft-tls", "a", "b"); strings.Join(got, ",") != "a,b" {
 		t.Fatalf("read %q, want a,b", got)
 	}
 	// The first node led the metadata group; the others elect a new leader
 	// over TLS and keep committing.
 	nodes[0].Stop()
 	rest := []string{nodes[1].APIAddr, nodes[2].APIAddr}
-	if got := produceAll(t, rest, "raft-tls", "c"); strings.Join(got, ",") != "a,b,c" {
+	if got := nodetest.ProduceAll(t, rest, "raft-tls", "c"); strings.Join(got, ",") != "a,b,c" {
 		t.Fatalf("after the first node stopped: read %q, want a,b,c", got)
 	}
 
@@ -185,7 +131,7 @@ func TestRaftMutualTLS(t *testing.T) {
 	if err := rawRaftDial(t, raftAddr, rogue); err != nil {
 		t.Errorf("a Raft connection with a certificate from the cluster CA was refused: %v", err)
 	}
-	if got := produceAll(t, rest, "raft-tls", "d"); strings.Join(got, ",") != "a,b,c,d" {
+	if got := nodetest.ProduceAll(t, rest, "raft-tls", "d"); strings.Join(got, ",") != "a,b,c,d" {
 		t.Fatalf("after the rogue nodes: read %q, want a,b,c,d", got)
 	}
 }

@@ -30,22 +30,6 @@ func tlsNode(t *testing.T, ca *testcerts.CA, clientCA string) (s *node.Node, cer
 	return s, certFile, keyFile
 }
 
-// tlsClient dials addr over TLS trusting caFile, presenting the
-// certificate files when given.
-func tlsClient(t *testing.T, addr, caFile, certFile, keyFile string) *client.Client {
-	t.Helper()
-	tc, err := tlsconfig.NewClient(tlsconfig.ClientFiles{CAFile: caFile, CertFile: certFile, KeyFile: keyFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.Dial(addr, client.WithTLS(tc), client.WithRetryTimeout(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 // produceConsume creates topic, produces one record and reads it back.
 func produceConsume(t *testing.T, c *client.Client, topic string) {
 	t.Helper()
@@ -78,7 +62,7 @@ func TestTLSProduceConsume(t *testing.T) {
 	if !s.TLSEnabled() {
 		t.Fatal("TLSEnabled is false on a node given a certificate")
 	}
-	produceConsume(t, tlsClient(t, s.Addr(), ca.File, "", ""), "tls")
+	produceConsume(t, nodetest.TLSClient(t, s.Addr(), ca.File, "", ""), "tls")
 }
 
 func TestTLSRefusesPlaintextAndOtherCA(t *testing.T) {
@@ -97,7 +81,7 @@ func TestTLSRefusesPlaintextAndOtherCA(t *testing.T) {
 		t.Errorf("plaintext client to a TLS node: %v; want an error that says TLS", err)
 	}
 	other := testcerts.NewCA(t, "other")
-	_, err = tlsClient(t, s.Addr(), other.File, "", "").Admin().ListTopics(ctx(t))
+	_, err = nodetest.TLSClient(t, s.Addr(), other.File, "", "").Admin().ListTopics(ctx(t))
 	var uerr x509.UnknownAuthorityError
 	if err == nil || !(errors.As(err, &uerr) || strings.Contains(err.Error(), "certificate signed by unknown authority")) {
 		t.Fatalf("a client trusting another CA: %v; want an unknown-authority error", err)
@@ -107,17 +91,17 @@ func TestTLSRefusesPlaintextAndOtherCA(t *testing.T) {
 func TestMutualTLS(t *testing.T) {
 	serverCA, clientCA := testcerts.NewCA(t, "api"), testcerts.NewCA(t, "clients")
 	s, _, _ := tlsNode(t, serverCA, clientCA.File)
-	_, err := tlsClient(t, s.Addr(), serverCA.File, "", "").Admin().ListTopics(ctx(t))
+	_, err := nodetest.TLSClient(t, s.Addr(), serverCA.File, "", "").Admin().ListTopics(ctx(t))
 	if err == nil {
 		t.Fatal("a client without a certificate was served under --tls-client-ca")
 	}
 	dir := t.TempDir()
 	cert, key := serverCA.Pair(t, dir, "stranger") // not from the client CA
-	if _, err := tlsClient(t, s.Addr(), serverCA.File, cert, key).Admin().ListTopics(ctx(t)); err == nil {
+	if _, err := nodetest.TLSClient(t, s.Addr(), serverCA.File, cert, key).Admin().ListTopics(ctx(t)); err == nil {
 		t.Fatal("a client certificate from another CA was accepted")
 	}
 	cert, key = clientCA.Pair(t, dir, "alice")
-	produceConsume(t, tlsClient(t, s.Addr(), serverCA.File, cert, key), "mtls")
+	produceConsume(t, nodetest.TLSClient(t, s.Addr(), serverCA.File, cert, key), "mtls")
 }
 
 // servedCN is the CN of the certificate the node at addr presents now.
@@ -151,7 +135,7 @@ func TestTLSRotationWithoutRestart(t *testing.T) {
 	if cn := servedCN(t, s.Addr(), roots); cn != "node-rotated" {
 		t.Fatalf("after rotation the node serves CN %q, want node-rotated", cn)
 	}
-	produceConsume(t, tlsClient(t, s.Addr(), ca.File, "", ""), "rotated")
+	produceConsume(t, nodetest.TLSClient(t, s.Addr(), ca.File, "", ""), "rotated")
 }
 
 func TestTLSBadFilesFailStart(t *testing.T) {
@@ -183,7 +167,7 @@ func TestClusterOverMutualTLS(t *testing.T) {
 	// Whichever node leads the metadata, one of the two forwards the
 	// create to the other.
 	for i, addr := range cl.Addrs() {
-		c := tlsClient(t, addr, ca.File, userCert, userKey)
+		c := nodetest.TLSClient(t, addr, ca.File, userCert, userKey)
 		if _, err := c.Admin().CreateTopic(ctx(t), fmt.Sprintf("t%d", i), client.TopicOptions{Partitions: 1}); err != nil {
 			t.Fatalf("create topic through %s: %v", addr, err)
 		}

@@ -73,7 +73,7 @@ func TestClusterAddPartitions(t *testing.T) {
 	cs := newCCs(t, cl.Addrs()...)
 	ctx := ctx(t)
 	nodes := cl.Nodes()
-	c := clusterClient(t, cl)
+	c := nodetest.ClusterClient(t, cl)
 	if _, err := c.Admin().CreateTopic(ctx, "grow", client.TopicOptions{Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}

@@ -151,7 +151,7 @@ func TestAuthPasswords(t *testing.T) {
 	if !errors.Is(err, client.ErrUnauthenticated) {
 		t.Fatalf("unknown user: %v, want UNAUTHENTICATED", err)
 	}
-	_, err = tlsClient(t, s.Addr(), ca.File, "", "").Admin().ListTopics(ctx)
+	_, err = nodetest.TLSClient(t, s.Addr(), ca.File, "", "").Admin().ListTopics(ctx)
 	if !errors.Is(err, client.ErrUnauthenticated) || !strings.Contains(err.Error(), "requires authentication") {
 		t.Fatalf("anonymous under --auth required: %v, want UNAUTHENTICATED", err)
 	}
@@ -218,6 +218,6 @@ func mtlsServer(t *testing.T) (as func(cn string) *client.Client) {
 	dir := t.TempDir()
 	return func(cn string) *client.Client {
 		cert, key := ca.Pair(t, dir, cn)
-		return tlsClient(t, s.Addr(), ca.File, cert, key)
+		return nodetest.TLSClient(t, s.Addr(), ca.File, cert, key)
 	}
 }

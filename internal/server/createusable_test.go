@@ -86,7 +86,7 @@ func TestCreateWithAPreferredReplicaDown(t *testing.T) {
 	cl := nodetest.NewCluster(t, 3)
 	down := cl.Nodes()[2]
 	down.Stop()
-	c := clusterClient(t, cl)
+	c := nodetest.ClusterClient(t, cl)
 	ctx := ctx(t)
 	start := time.Now()
 	if _, err := c.Admin().CreateTopic(ctx, "half", client.TopicOptions{Partitions: 6, Replicas: 3}); err != nil {

@@ -26,7 +26,7 @@ func TestGroupsRefusedPrincipal(t *testing.T) {
 	})
 	dir := t.TempDir()
 	adminCert, adminKey := ca.Pair(t, dir, "admin")
-	admin := tlsClient(t, s.Addr(), ca.File, adminCert, adminKey)
+	admin := nodetest.TLSClient(t, s.Addr(), ca.File, adminCert, adminKey)
 	ctx := ctx(t)
 	if _, err := admin.Admin().CreateTopic(ctx, "t", client.TopicOptions{Partitions: 1}); err != nil {
 		t.Fatal(err)

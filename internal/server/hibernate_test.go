@@ -57,7 +57,7 @@ func waitAllAsleep(t *testing.T, cl *nodetest.Cluster, topic string, replicas in
 
 func createTopicIn(t *testing.T, cl *nodetest.Cluster, name string, parts int32) {
 	t.Helper()
-	c := clusterClient(t, cl)
+	c := nodetest.ClusterClient(t, cl)
 	if _, err := c.Admin().CreateTopic(ctx(t), name, client.TopicOptions{Partitions: parts, Replicas: 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func sorted(v []string) string { return strings.Join(slices.Sorted(slices.Values
 // produceRead is produceUntil, its records sorted and comma separated.
 func produceRead(t *testing.T, seeds []string, topic string, total int, values ...string) string {
 	t.Helper()
-	return sorted(produceUntil(t, seeds, topic, total, values...))
+	return sorted(nodetest.ProduceUntil(t, seeds, topic, total, values...))
 }
 
 // With --partition-hibernate-after, an idle topic's replicas all go to
@@ -94,7 +94,7 @@ func TestHibernateIdleTopicWakesOnUse(t *testing.T) {
 func TestNoHibernationByDefault(t *testing.T) {
 	cl := nodetest.NewCluster(t, 3)
 	createTopicIn(t, cl, "awake", 1)
-	produceAll(t, cl.Addrs(), "awake", "a")
+	nodetest.ProduceAll(t, cl.Addrs(), "awake", "a")
 	time.Sleep(3 * time.Second)
 	states, _ := replicaStates(cl, "awake")
 	if slices.Contains(states, "Asleep") {
@@ -108,7 +108,7 @@ func TestNoHibernationByDefault(t *testing.T) {
 func TestHibernatedLeaderDies(t *testing.T) {
 	cl := nodetest.NewCluster(t, 3, hibernating(time.Second))
 	createTopicIn(t, cl, "orphan", 1)
-	produceAll(t, cl.Addrs(), "orphan", "a", "b")
+	nodetest.ProduceAll(t, cl.Addrs(), "orphan", "a", "b")
 	waitAllAsleep(t, cl, "orphan", 3)
 	_, leaders := replicaStates(cl, "orphan")
 	var dead *nodetest.Node
@@ -137,7 +137,7 @@ func TestRestartedClusterKeepsSleeping(t *testing.T) {
 	after := time.Second
 	cl := nodetest.NewCluster(t, 3, func(c *node.Config) { c.Cluster.HibernateAfter, c.Cluster.WakeGrace = after, time.Second })
 	createTopicIn(t, cl, "dormant", 2)
-	produceAll(t, cl.Addrs(), "dormant", "a", "b")
+	nodetest.ProduceAll(t, cl.Addrs(), "dormant", "a", "b")
 	waitAllAsleep(t, cl, "dormant", 6)
 	after = time.Hour
 	for _, n := range cl.Nodes() {
@@ -174,7 +174,7 @@ func TestWokenGroupKeepsTheGrace(t *testing.T) {
 	})
 	createTopicIn(t, cl, "graced", 1)
 	waitAllAsleep(t, cl, "graced", 3)
-	produceAll(t, cl.Addrs(), "graced", "a")
+	nodetest.ProduceAll(t, cl.Addrs(), "graced", "a")
 	time.Sleep(3 * time.Second) // ten hibernation delays
 	if states, _ := replicaStates(cl, "graced"); slices.Contains(states, "Asleep") {
 		t.Fatalf("a used group slept within its wake grace: %q", states)
@@ -211,7 +211,7 @@ func TestBoundFreesRoomFromServedGroups(t *testing.T) {
 	})
 	createTopicIn(t, cl, "room", 3)
 	waitAllAsleep(t, cl, "room", 9)
-	c := clusterClient(t, cl)
+	c := nodetest.ClusterClient(t, cl)
 	p := c.NewProducer(client.ProducerOptions{})
 	defer p.Close()
 	for i := range int32(3) {
@@ -264,7 +264,7 @@ func TestRequestsOverSleepingPartitionsWakeAll(t *testing.T) {
 	})
 	createTopicIn(t, cl, "many", 40)
 	waitAllAsleep(t, cl, "many", 120)
-	c := clusterClient(t, cl)
+	c := nodetest.ClusterClient(t, cl)
 	cctx, cancel := context.WithTimeout(ctx(t), 30*time.Second)
 	defer cancel()
 	offs, err := c.Admin().ListOffsets(cctx, "many", nil, client.Latest())
@@ -355,7 +355,7 @@ func TestConsumerReadsSleepingPartitionsToTheEnd(t *testing.T) {
 		c.Cluster.HibernateAfter, c.Cluster.WakeGrace = 300*time.Millisecond, 3*time.Second
 	})
 	createTopicIn(t, cl, "many", parts)
-	c := clusterClient(t, cl)
+	c := nodetest.ClusterClient(t, cl)
 	p := c.NewProducer(client.ProducerOptions{})
 	var futures []*client.Future
 	for i := range parts * each {
