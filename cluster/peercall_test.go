@@ -239,3 +239,25 @@ func TestPeerCallFrameTooLarge(t *testing.T) {
 		t.Fatalf("an answer too large: %v", err)
 	}
 }
+
+// A call whose caller already gave up is not sent: sent anyway, a write
+// could be applied after the caller's next one and undo it.
+func TestPeerCallAbandonedIsNotSent(t *testing.T) {
+	n1, n2 := peerNode(t, "n1", "c1"), peerNode(t, "n2", "c1")
+	var ran atomic.Int32
+	n1.Handle("commit", func(context.Context, PeerCall) (any, error) { ran.Add(1); return nil, nil })
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 20 {
+		if err := n2.Call(gone, n1.RaftAddr(), "commit", "User:alice", nil, nil); !errors.Is(err, context.Canceled) {
+			t.Fatalf("a call whose caller gave up answered %v", err)
+		}
+	}
+	// A live call after them runs, so the handler could have been reached.
+	if err := n2.Call(callCtx(t), n1.RaftAddr(), "commit", "User:alice", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := ran.Load(); n != 1 {
+		t.Fatalf("the handler ran %d times, want only the live call's", n)
+	}
+}

@@ -261,6 +261,12 @@ func (c *Cluster) call(ctx context.Context, raftAddr string, req peerRequest, re
 
 // peerCall makes one call of the node whose Raft port is at raftAddr.
 func (c *Cluster) peerCall(ctx context.Context, raftAddr string, req peerRequest) (peerAnswer, error) {
+	// A call whose caller already gave up is not sent: a write sent now
+	// could be applied after the caller's next one and undo it (meta's
+	// Group.Apply refuses it on the leader for the same reason).
+	if err := ctx.Err(); err != nil {
+		return peerAnswer{}, err
+	}
 	timeout := peerCallTimeout
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
@@ -276,6 +282,9 @@ func (c *Cluster) peerCall(ctx context.Context, raftAddr string, req peerRequest
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
 	defer stop()
+	if err := ctx.Err(); err != nil {
+		return peerAnswer{}, err // ended while dialing
+	}
 	if err := writePeerFrame(conn, req); err != nil {
 		return peerAnswer{}, err
 	}
