@@ -2,8 +2,10 @@ package broker
 
 import (
 	"context"
+	"errors"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/offsets"
 )
 
@@ -65,6 +67,21 @@ func (f Forwarder) ListGroups(ctx context.Context, pr Principal) ([]string, erro
 		err = f.b.peerCall(ctx, addr, opListGroups, pr, none{}, &gs)
 	}
 	return gs, err
+}
+
+// DeleteGroup is Broker.DeleteGroup, on the metadata leader, which
+// coordinates the groups.
+func (f Forwarder) DeleteGroup(ctx context.Context, pr Principal, group string) error {
+	err := f.b.DeleteGroup(ctx, pr, group)
+	addr, ok := passOn(ctx, err)
+	var nc *NotCoordinatorError
+	if !ok && errors.As(err, &nc) && nc.Leader.RaftAddr != "" && !cluster.Forwarded(ctx) {
+		addr, ok = nc.Leader.RaftAddr, true
+	}
+	if ok {
+		err = f.b.peerCall(ctx, addr, opDeleteGroup, pr, offsetsReq{Group: group}, nil)
+	}
+	return err
 }
 
 // CreateUser is Broker.CreateUser, on the metadata leader (the password

@@ -9,6 +9,7 @@ import (
 
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/broker"
+	"github.com/logd/logd/groups"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
 )
@@ -78,6 +79,24 @@ func TestForwarderPassesOnToTheLeader(t *testing.T) {
 	}
 	if gs, err := fw.ListGroups(ctx, pr); err != nil || !slices.Equal(gs, []string{"g"}) {
 		t.Fatalf("groups through n2: %v %v", gs, err)
+	}
+	if err := follower.DeleteGroup(ctx, pr, "g"); err == nil {
+		t.Fatal("a group deleted on n2, which does not coordinate the groups")
+	}
+	if err := fw.DeleteGroup(ctx, broker.Principal(auth.User("bob").String()), "g"); !errors.Is(err, auth.ErrDenied) {
+		t.Fatalf("a group deleted through n2 by a principal without the right: %v, want denied", err)
+	}
+	if err := fw.DeleteGroup(ctx, pr, "g"); err != nil {
+		t.Fatalf("delete a group through n2: %v", err)
+	}
+	if gs, err := leader.ListGroups(ctx, pr); err != nil || len(gs) != 0 {
+		t.Fatalf("groups on the leader after a delete through n2: %v %v", gs, err)
+	}
+	if err := fw.DeleteGroup(ctx, pr, "g"); !errors.Is(err, groups.ErrGroupNotFound) {
+		t.Fatalf("delete it again through n2: %v, want ErrGroupNotFound from the leader", err)
+	}
+	if err := fw.CommitOffsets(ctx, pr, "g", "", -1, cs); err != nil {
+		t.Fatal(err)
 	}
 
 	if err := fw.CreateUser(ctx, pr, "carol", "pw", false); err != nil {

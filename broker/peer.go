@@ -40,6 +40,7 @@ const (
 	opCommitOffsets = "offsets.commit"
 	opFetchOffsets  = "offsets.fetch"
 	opListGroups    = "groups.list"
+	opDeleteGroup   = "groups.delete"
 	opCreateUser    = "user.create"
 	opDeleteUser    = "user.delete"
 	opAddACLs       = "acls.add"
@@ -107,6 +108,9 @@ func (b *Broker) handlePeers() {
 	})
 	handle(b, opListGroups, func(ctx context.Context, pr Principal, _ none) (any, error) {
 		return b.ListGroups(ctx, pr)
+	})
+	handle(b, opDeleteGroup, func(ctx context.Context, pr Principal, r offsetsReq) (any, error) {
+		return none{}, b.DeleteGroup(ctx, pr, r.Group)
 	})
 	handle(b, opCreateUser, func(ctx context.Context, pr Principal, r userReq) (any, error) {
 		return none{}, b.CreateUser(ctx, pr, r.Name, r.Password, r.Replace)

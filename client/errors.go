@@ -68,6 +68,9 @@ var (
 	// ErrGroupNotFound: the group coordinator holds no such group (no
 	// member joined it since the coordinator started).
 	ErrGroupNotFound = errors.New("client: group not found")
+	// ErrGroupNotEmpty: a group with members cannot be deleted; stop its
+	// members first.
+	ErrGroupNotEmpty = errors.New("client: group has members")
 	// ErrRebalanceInProgress: the group is rebalancing; a member joins
 	// again (a GroupConsumer does so itself).
 	ErrRebalanceInProgress = errors.New("client: group rebalance in progress")
@@ -123,6 +126,8 @@ func (e *apiError) Is(target error) bool {
 			return target == ErrIllegalGeneration
 		case "UNKNOWN_MEMBER":
 			return target == ErrUnknownMember
+		case "NON_EMPTY_GROUP":
+			return target == ErrGroupNotEmpty
 		}
 	case codes.NotFound:
 		switch {

@@ -55,6 +55,21 @@ func (a *Admin) DescribeGroup(ctx context.Context, group string) (GroupDescripti
 	return d, nil
 }
 
+// DeleteGroup deletes group and its committed offsets, as Kafka's
+// DeleteGroups. A group with members fails with ErrGroupNotEmpty (stop
+// them first); a group with no members and no committed offsets with
+// ErrGroupNotFound.
+func (a *Admin) DeleteGroup(ctx context.Context, group string) error {
+	err := a.offsetsCall(ctx, func(ctx context.Context, oc logdv1.OffsetsClient) error {
+		_, err := oc.DeleteGroup(ctx, &logdv1.DeleteGroupRequest{Group: group})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("delete group %q: %w", group, err)
+	}
+	return nil
+}
+
 // CommitMemberOffsets stores offsets for group as its member memberID of
 // generation: the coordinator refuses it (ErrIllegalGeneration,
 // ErrUnknownMember) when the member missed a rebalance, so a member that was

@@ -22,7 +22,7 @@ func newGroupCmd() *cobra.Command {
 		Short: "Show consumer groups' members and what each reads",
 	}
 	srv.register(cmd, true)
-	cmd.AddCommand(newGroupListCmd(&srv), newGroupDescribeCmd(&srv))
+	cmd.AddCommand(newGroupListCmd(&srv), newGroupDescribeCmd(&srv), newGroupDeleteCmd(&srv))
 	return cmd
 }
 
@@ -65,6 +65,42 @@ PreparingRebalance, ...), and those that only have committed offsets (Empty).
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object a line")
 	return cmd
+}
+
+func newGroupDeleteCmd(srv *serverFlag) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete GROUP",
+		Short: "Delete a consumer group and its committed offsets",
+		Long: `Delete a consumer group that has no members, with its committed offsets, as
+kafka-consumer-groups --delete does. A group with members is refused: stop
+them first.`,
+		Args: exactArgs("GROUP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			group := args[0]
+			if group == "" {
+				return errors.New("the group name is empty")
+			}
+			return srv.run(func(c *client.Client) error {
+				ctx := callContext(cmd)
+				err := c.Admin().DeleteGroup(ctx, group)
+				if errors.Is(err, client.ErrGroupNotEmpty) {
+					members := "active members"
+					if d, derr := c.Admin().DescribeGroup(ctx, group); derr == nil {
+						members = fmt.Sprintf("%d active members", len(d.Members))
+					}
+					return fmt.Errorf("group %q has %s: stop its consumers first (logd group describe %s lists them)", group, members, group)
+				}
+				if errors.Is(err, client.ErrGroupNotFound) {
+					return fmt.Errorf("group %q not found: it has no members and no committed offsets (logd group list shows the groups)", group)
+				}
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "deleted group %s\n", group)
+				return nil
+			})
+		},
+	}
 }
 
 func newGroupDescribeCmd(srv *serverFlag) *cobra.Command {

@@ -249,3 +249,40 @@ func TestCLIConsumeUntil(t *testing.T) {
 		t.Fatal("--until with --follow was accepted")
 	}
 }
+
+// group delete removes a group without members and its offsets, refuses a
+// group with members (naming how many), and says when there is no group.
+func TestCLIGroupDelete(t *testing.T) {
+	c := startCLI(t)
+	c.ok("", "topic", "create", "t", "--partitions", "2")
+	c.ok("a\nb\n", "produce", "t")
+	c.ok("", "offsets", "reset", "--execute", "--group", "g", "t", "--to", "latest")
+	cl, err := client.Dial(c.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g, err := cl.NewGroupConsumer(ctx, client.GroupConsumerOptions{Group: "g", Topic: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = c.run("", "group", "delete", "g")
+	if err == nil || !strings.Contains(err.Error(), "1 active member") || !strings.Contains(err.Error(), "stop its consumers first") {
+		t.Fatalf("delete of a live group: %v; want its active members named", err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if out := c.ok("", "group", "delete", "g"); !strings.Contains(out, "deleted group g") {
+		t.Fatalf("delete: %q", out)
+	}
+	if offs, err := cl.Admin().FetchOffsets(ctx, "g", ""); err != nil || len(offs) != 0 {
+		t.Fatalf("offsets after delete: %v, %v", offs, err)
+	}
+	_, _, err = c.run("", "group", "delete", "g")
+	if err == nil || !strings.Contains(err.Error(), `group "g" not found`) {
+		t.Fatalf("delete of a deleted group: %v; want not found", err)
+	}
+}

@@ -24,6 +24,7 @@
 //	decode.go         a read as a FetchResponse, records decoded on request
 //	subscribe.go      Subscribe: a broker.Reader paced by its client, on a budget of its own
 //	offsets.go        CommitOffsets, FetchOffsets, ListGroups, ResetOffsets
+//	deletegroup.go    DeleteGroup
 //	admin.go          topic create, list, describe, alter, delete
 //	cluster.go        Cluster.Status, Join, RemoveNode
 //	groups.go         the Groups service: JoinGroup, Heartbeat, LeaveGroup, DescribeGroup

@@ -2182,6 +2182,86 @@ func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
 	return file_logd_v1_logd_proto_rawDescGZIP(), []int{31}
 }
 
+type DeleteGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteGroupRequest) Reset() {
+	*x = DeleteGroupRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteGroupRequest) ProtoMessage() {}
+
+func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
+func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *DeleteGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+type DeleteGroupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteGroupResponse) Reset() {
+	*x = DeleteGroupResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteGroupResponse) ProtoMessage() {}
+
+func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
+func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{33}
+}
+
 type ListGroupsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Groups        []string               `protobuf:"bytes,1,rep,name=groups,proto3" json:"groups,omitempty"`
@@ -2191,7 +2271,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[32]
+	mi := &file_logd_v1_logd_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2203,7 +2283,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[32]
+	mi := &file_logd_v1_logd_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2216,7 +2296,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{32}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListGroupsResponse) GetGroups() []string {
@@ -2240,7 +2320,7 @@ type ResetOffsetsRequest struct {
 
 func (x *ResetOffsetsRequest) Reset() {
 	*x = ResetOffsetsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[33]
+	mi := &file_logd_v1_logd_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2252,7 +2332,7 @@ func (x *ResetOffsetsRequest) String() string {
 func (*ResetOffsetsRequest) ProtoMessage() {}
 
 func (x *ResetOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[33]
+	mi := &file_logd_v1_logd_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2265,7 +2345,7 @@ func (x *ResetOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ResetOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{33}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ResetOffsetsRequest) GetGroup() string {
@@ -2319,7 +2399,7 @@ type ResetOffsetsResponse struct {
 
 func (x *ResetOffsetsResponse) Reset() {
 	*x = ResetOffsetsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	mi := &file_logd_v1_logd_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2331,7 +2411,7 @@ func (x *ResetOffsetsResponse) String() string {
 func (*ResetOffsetsResponse) ProtoMessage() {}
 
 func (x *ResetOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[34]
+	mi := &file_logd_v1_logd_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2344,7 +2424,7 @@ func (x *ResetOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ResetOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{34}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ResetOffsetsResponse) GetOffsets() []*CommittedOffset {
@@ -2364,7 +2444,7 @@ type TopicPartitions struct {
 
 func (x *TopicPartitions) Reset() {
 	*x = TopicPartitions{}
-	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	mi := &file_logd_v1_logd_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2376,7 +2456,7 @@ func (x *TopicPartitions) String() string {
 func (*TopicPartitions) ProtoMessage() {}
 
 func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[35]
+	mi := &file_logd_v1_logd_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2389,7 +2469,7 @@ func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicPartitions.ProtoReflect.Descriptor instead.
 func (*TopicPartitions) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{35}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *TopicPartitions) GetTopic() string {
@@ -2428,7 +2508,7 @@ type JoinGroupRequest struct {
 
 func (x *JoinGroupRequest) Reset() {
 	*x = JoinGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	mi := &file_logd_v1_logd_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2440,7 +2520,7 @@ func (x *JoinGroupRequest) String() string {
 func (*JoinGroupRequest) ProtoMessage() {}
 
 func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[36]
+	mi := &file_logd_v1_logd_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2453,7 +2533,7 @@ func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupRequest.ProtoReflect.Descriptor instead.
 func (*JoinGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{36}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *JoinGroupRequest) GetGroup() string {
@@ -2536,7 +2616,7 @@ type JoinGroupResponse struct {
 
 func (x *JoinGroupResponse) Reset() {
 	*x = JoinGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[37]
+	mi := &file_logd_v1_logd_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2548,7 +2628,7 @@ func (x *JoinGroupResponse) String() string {
 func (*JoinGroupResponse) ProtoMessage() {}
 
 func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[37]
+	mi := &file_logd_v1_logd_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2561,7 +2641,7 @@ func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupResponse.ProtoReflect.Descriptor instead.
 func (*JoinGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{37}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *JoinGroupResponse) GetMemberId() string {
@@ -2617,7 +2697,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[38]
+	mi := &file_logd_v1_logd_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2629,7 +2709,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[38]
+	mi := &file_logd_v1_logd_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2642,7 +2722,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{38}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *HeartbeatRequest) GetGroup() string {
@@ -2674,7 +2754,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[39]
+	mi := &file_logd_v1_logd_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2686,7 +2766,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[39]
+	mi := &file_logd_v1_logd_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2699,7 +2779,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{39}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{41}
 }
 
 type LeaveGroupRequest struct {
@@ -2712,7 +2792,7 @@ type LeaveGroupRequest struct {
 
 func (x *LeaveGroupRequest) Reset() {
 	*x = LeaveGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[40]
+	mi := &file_logd_v1_logd_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2724,7 +2804,7 @@ func (x *LeaveGroupRequest) String() string {
 func (*LeaveGroupRequest) ProtoMessage() {}
 
 func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[40]
+	mi := &file_logd_v1_logd_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2737,7 +2817,7 @@ func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupRequest.ProtoReflect.Descriptor instead.
 func (*LeaveGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{40}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *LeaveGroupRequest) GetGroup() string {
@@ -2762,7 +2842,7 @@ type LeaveGroupResponse struct {
 
 func (x *LeaveGroupResponse) Reset() {
 	*x = LeaveGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[41]
+	mi := &file_logd_v1_logd_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2774,7 +2854,7 @@ func (x *LeaveGroupResponse) String() string {
 func (*LeaveGroupResponse) ProtoMessage() {}
 
 func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[41]
+	mi := &file_logd_v1_logd_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2787,7 +2867,7 @@ func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupResponse.ProtoReflect.Descriptor instead.
 func (*LeaveGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{41}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{43}
 }
 
 type DescribeGroupRequest struct {
@@ -2799,7 +2879,7 @@ type DescribeGroupRequest struct {
 
 func (x *DescribeGroupRequest) Reset() {
 	*x = DescribeGroupRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[42]
+	mi := &file_logd_v1_logd_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2811,7 +2891,7 @@ func (x *DescribeGroupRequest) String() string {
 func (*DescribeGroupRequest) ProtoMessage() {}
 
 func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[42]
+	mi := &file_logd_v1_logd_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2824,7 +2904,7 @@ func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{42}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *DescribeGroupRequest) GetGroup() string {
@@ -2847,7 +2927,7 @@ type GroupMember struct {
 
 func (x *GroupMember) Reset() {
 	*x = GroupMember{}
-	mi := &file_logd_v1_logd_proto_msgTypes[43]
+	mi := &file_logd_v1_logd_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2859,7 +2939,7 @@ func (x *GroupMember) String() string {
 func (*GroupMember) ProtoMessage() {}
 
 func (x *GroupMember) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[43]
+	mi := &file_logd_v1_logd_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2872,7 +2952,7 @@ func (x *GroupMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMember.ProtoReflect.Descriptor instead.
 func (*GroupMember) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{43}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GroupMember) GetMemberId() string {
@@ -2928,7 +3008,7 @@ type DescribeGroupResponse struct {
 
 func (x *DescribeGroupResponse) Reset() {
 	*x = DescribeGroupResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[44]
+	mi := &file_logd_v1_logd_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2940,7 +3020,7 @@ func (x *DescribeGroupResponse) String() string {
 func (*DescribeGroupResponse) ProtoMessage() {}
 
 func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[44]
+	mi := &file_logd_v1_logd_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2953,7 +3033,7 @@ func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{44}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *DescribeGroupResponse) GetGroup() string {
@@ -3029,7 +3109,7 @@ type GroupListing struct {
 
 func (x *GroupListing) Reset() {
 	*x = GroupListing{}
-	mi := &file_logd_v1_logd_proto_msgTypes[45]
+	mi := &file_logd_v1_logd_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3041,7 +3121,7 @@ func (x *GroupListing) String() string {
 func (*GroupListing) ProtoMessage() {}
 
 func (x *GroupListing) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[45]
+	mi := &file_logd_v1_logd_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3054,7 +3134,7 @@ func (x *GroupListing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupListing.ProtoReflect.Descriptor instead.
 func (*GroupListing) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{45}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GroupListing) GetGroup() string {
@@ -3080,7 +3160,7 @@ type ListMemberGroupsResponse struct {
 
 func (x *ListMemberGroupsResponse) Reset() {
 	*x = ListMemberGroupsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[46]
+	mi := &file_logd_v1_logd_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3092,7 +3172,7 @@ func (x *ListMemberGroupsResponse) String() string {
 func (*ListMemberGroupsResponse) ProtoMessage() {}
 
 func (x *ListMemberGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[46]
+	mi := &file_logd_v1_logd_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3105,7 +3185,7 @@ func (x *ListMemberGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemberGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListMemberGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{46}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListMemberGroupsResponse) GetGroups() []*GroupListing {
@@ -3126,7 +3206,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[47]
+	mi := &file_logd_v1_logd_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3138,7 +3218,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[47]
+	mi := &file_logd_v1_logd_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3151,7 +3231,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{47}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ClusterStatusRequest) GetLocal() bool {
@@ -3177,7 +3257,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[48]
+	mi := &file_logd_v1_logd_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3189,7 +3269,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[48]
+	mi := &file_logd_v1_logd_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3202,7 +3282,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{48}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *JoinRequest) GetNodeId() string {
@@ -3255,7 +3335,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[49]
+	mi := &file_logd_v1_logd_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3267,7 +3347,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[49]
+	mi := &file_logd_v1_logd_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3280,7 +3360,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{49}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{51}
 }
 
 type RemoveNodeRequest struct {
@@ -3292,7 +3372,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[50]
+	mi := &file_logd_v1_logd_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3304,7 +3384,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[50]
+	mi := &file_logd_v1_logd_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3317,7 +3397,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{50}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RemoveNodeRequest) GetNodeId() string {
@@ -3337,7 +3417,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[51]
+	mi := &file_logd_v1_logd_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3349,7 +3429,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[51]
+	mi := &file_logd_v1_logd_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3362,7 +3442,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{51}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RemoveNodeResponse) GetMoved() []string {
@@ -3387,7 +3467,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_logd_v1_logd_proto_msgTypes[52]
+	mi := &file_logd_v1_logd_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3399,7 +3479,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[52]
+	mi := &file_logd_v1_logd_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3412,7 +3492,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{52}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *NodeStatus) GetId() string {
@@ -3482,7 +3562,7 @@ type PartitionStatus struct {
 
 func (x *PartitionStatus) Reset() {
 	*x = PartitionStatus{}
-	mi := &file_logd_v1_logd_proto_msgTypes[53]
+	mi := &file_logd_v1_logd_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3494,7 +3574,7 @@ func (x *PartitionStatus) String() string {
 func (*PartitionStatus) ProtoMessage() {}
 
 func (x *PartitionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[53]
+	mi := &file_logd_v1_logd_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3507,7 +3587,7 @@ func (x *PartitionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionStatus.ProtoReflect.Descriptor instead.
 func (*PartitionStatus) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{53}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *PartitionStatus) GetTopic() string {
@@ -3584,7 +3664,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[54]
+	mi := &file_logd_v1_logd_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3596,7 +3676,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[54]
+	mi := &file_logd_v1_logd_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3609,7 +3689,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{54}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ClusterStatusResponse) GetNodes() []*NodeStatus {
@@ -3648,7 +3728,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[55]
+	mi := &file_logd_v1_logd_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3660,7 +3740,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[55]
+	mi := &file_logd_v1_logd_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3673,7 +3753,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{55}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *CreateUserRequest) GetName() string {
@@ -3705,7 +3785,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[56]
+	mi := &file_logd_v1_logd_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3717,7 +3797,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[56]
+	mi := &file_logd_v1_logd_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3730,7 +3810,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{56}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{58}
 }
 
 type DeleteUserRequest struct {
@@ -3742,7 +3822,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[57]
+	mi := &file_logd_v1_logd_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3754,7 +3834,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[57]
+	mi := &file_logd_v1_logd_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3767,7 +3847,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{57}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *DeleteUserRequest) GetName() string {
@@ -3785,7 +3865,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[58]
+	mi := &file_logd_v1_logd_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3797,7 +3877,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[58]
+	mi := &file_logd_v1_logd_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3810,7 +3890,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{58}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{60}
 }
 
 type ListUsersRequest struct {
@@ -3821,7 +3901,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[59]
+	mi := &file_logd_v1_logd_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3833,7 +3913,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[59]
+	mi := &file_logd_v1_logd_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3846,7 +3926,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{59}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{61}
 }
 
 type ListUsersResponse struct {
@@ -3858,7 +3938,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[60]
+	mi := &file_logd_v1_logd_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3870,7 +3950,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[60]
+	mi := &file_logd_v1_logd_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3883,7 +3963,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{60}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListUsersResponse) GetNames() []string {
@@ -3912,7 +3992,7 @@ type ACL struct {
 
 func (x *ACL) Reset() {
 	*x = ACL{}
-	mi := &file_logd_v1_logd_proto_msgTypes[61]
+	mi := &file_logd_v1_logd_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3924,7 +4004,7 @@ func (x *ACL) String() string {
 func (*ACL) ProtoMessage() {}
 
 func (x *ACL) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[61]
+	mi := &file_logd_v1_logd_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3937,7 +4017,7 @@ func (x *ACL) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ACL.ProtoReflect.Descriptor instead.
 func (*ACL) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{61}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ACL) GetPrincipal() string {
@@ -3991,7 +4071,7 @@ type AddACLsRequest struct {
 
 func (x *AddACLsRequest) Reset() {
 	*x = AddACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[62]
+	mi := &file_logd_v1_logd_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4003,7 +4083,7 @@ func (x *AddACLsRequest) String() string {
 func (*AddACLsRequest) ProtoMessage() {}
 
 func (x *AddACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[62]
+	mi := &file_logd_v1_logd_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4016,7 +4096,7 @@ func (x *AddACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddACLsRequest.ProtoReflect.Descriptor instead.
 func (*AddACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{62}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *AddACLsRequest) GetAcls() []*ACL {
@@ -4034,7 +4114,7 @@ type AddACLsResponse struct {
 
 func (x *AddACLsResponse) Reset() {
 	*x = AddACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[63]
+	mi := &file_logd_v1_logd_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4046,7 +4126,7 @@ func (x *AddACLsResponse) String() string {
 func (*AddACLsResponse) ProtoMessage() {}
 
 func (x *AddACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[63]
+	mi := &file_logd_v1_logd_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4059,7 +4139,7 @@ func (x *AddACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddACLsResponse.ProtoReflect.Descriptor instead.
 func (*AddACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{63}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{65}
 }
 
 // An ACL whose fields, when set, select ACLs.
@@ -4072,7 +4152,7 @@ type RemoveACLsRequest struct {
 
 func (x *RemoveACLsRequest) Reset() {
 	*x = RemoveACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[64]
+	mi := &file_logd_v1_logd_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4084,7 +4164,7 @@ func (x *RemoveACLsRequest) String() string {
 func (*RemoveACLsRequest) ProtoMessage() {}
 
 func (x *RemoveACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[64]
+	mi := &file_logd_v1_logd_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4097,7 +4177,7 @@ func (x *RemoveACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveACLsRequest.ProtoReflect.Descriptor instead.
 func (*RemoveACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{64}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *RemoveACLsRequest) GetFilter() *ACL {
@@ -4116,7 +4196,7 @@ type RemoveACLsResponse struct {
 
 func (x *RemoveACLsResponse) Reset() {
 	*x = RemoveACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[65]
+	mi := &file_logd_v1_logd_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4128,7 +4208,7 @@ func (x *RemoveACLsResponse) String() string {
 func (*RemoveACLsResponse) ProtoMessage() {}
 
 func (x *RemoveACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[65]
+	mi := &file_logd_v1_logd_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4141,7 +4221,7 @@ func (x *RemoveACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveACLsResponse.ProtoReflect.Descriptor instead.
 func (*RemoveACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{65}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *RemoveACLsResponse) GetRemoved() []*ACL {
@@ -4160,7 +4240,7 @@ type ListACLsRequest struct {
 
 func (x *ListACLsRequest) Reset() {
 	*x = ListACLsRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[66]
+	mi := &file_logd_v1_logd_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4172,7 +4252,7 @@ func (x *ListACLsRequest) String() string {
 func (*ListACLsRequest) ProtoMessage() {}
 
 func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[66]
+	mi := &file_logd_v1_logd_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4185,7 +4265,7 @@ func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsRequest.ProtoReflect.Descriptor instead.
 func (*ListACLsRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{66}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ListACLsRequest) GetFilter() *ACL {
@@ -4204,7 +4284,7 @@ type ListACLsResponse struct {
 
 func (x *ListACLsResponse) Reset() {
 	*x = ListACLsResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[67]
+	mi := &file_logd_v1_logd_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4216,7 +4296,7 @@ func (x *ListACLsResponse) String() string {
 func (*ListACLsResponse) ProtoMessage() {}
 
 func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[67]
+	mi := &file_logd_v1_logd_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4229,7 +4309,7 @@ func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListACLsResponse.ProtoReflect.Descriptor instead.
 func (*ListACLsResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{67}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ListACLsResponse) GetAcls() []*ACL {
@@ -4414,7 +4494,10 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x14FetchOffsetsResponse\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x122\n" +
 	"\aoffsets\x18\x02 \x03(\v2\x18.logd.v1.CommittedOffsetR\aoffsets\"\x13\n" +
-	"\x11ListGroupsRequest\",\n" +
+	"\x11ListGroupsRequest\"*\n" +
+	"\x12DeleteGroupRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\"\x15\n" +
+	"\x13DeleteGroupResponse\",\n" +
 	"\x12ListGroupsResponse\x12\x16\n" +
 	"\x06groups\x18\x01 \x03(\tR\x06groups\"\xe6\x01\n" +
 	"\x13ResetOffsetsRequest\x12\x14\n" +
@@ -4593,13 +4676,14 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\n" +
 	"AlterTopic\x12\x1a.logd.v1.AlterTopicRequest\x1a\x1b.logd.v1.AlterTopicResponse\x12H\n" +
 	"\vDeleteTopic\x12\x1b.logd.v1.DeleteTopicRequest\x1a\x1c.logd.v1.DeleteTopicResponse\x12N\n" +
-	"\rDeleteRecords\x12\x1d.logd.v1.DeleteRecordsRequest\x1a\x1e.logd.v1.DeleteRecordsResponse2\xba\x02\n" +
+	"\rDeleteRecords\x12\x1d.logd.v1.DeleteRecordsRequest\x1a\x1e.logd.v1.DeleteRecordsResponse2\x84\x03\n" +
 	"\aOffsets\x12N\n" +
 	"\rCommitOffsets\x12\x1d.logd.v1.CommitOffsetsRequest\x1a\x1e.logd.v1.CommitOffsetsResponse\x12K\n" +
 	"\fFetchOffsets\x12\x1c.logd.v1.FetchOffsetsRequest\x1a\x1d.logd.v1.FetchOffsetsResponse\x12E\n" +
 	"\n" +
 	"ListGroups\x12\x1a.logd.v1.ListGroupsRequest\x1a\x1b.logd.v1.ListGroupsResponse\x12K\n" +
-	"\fResetOffsets\x12\x1c.logd.v1.ResetOffsetsRequest\x1a\x1d.logd.v1.ResetOffsetsResponse2\xfa\x02\n" +
+	"\fResetOffsets\x12\x1c.logd.v1.ResetOffsetsRequest\x1a\x1d.logd.v1.ResetOffsetsResponse\x12H\n" +
+	"\vDeleteGroup\x12\x1b.logd.v1.DeleteGroupRequest\x1a\x1c.logd.v1.DeleteGroupResponse2\xfa\x02\n" +
 	"\x06Groups\x12B\n" +
 	"\tJoinGroup\x12\x19.logd.v1.JoinGroupRequest\x1a\x1a.logd.v1.JoinGroupResponse\x12B\n" +
 	"\tHeartbeat\x12\x19.logd.v1.HeartbeatRequest\x1a\x1a.logd.v1.HeartbeatResponse\x12E\n" +
@@ -4636,7 +4720,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Acks)(0),                        // 0: logd.v1.Acks
 	(OffsetSpec)(0),                  // 1: logd.v1.OffsetSpec
@@ -4672,42 +4756,44 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*FetchOffsetsRequest)(nil),      // 31: logd.v1.FetchOffsetsRequest
 	(*FetchOffsetsResponse)(nil),     // 32: logd.v1.FetchOffsetsResponse
 	(*ListGroupsRequest)(nil),        // 33: logd.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),       // 34: logd.v1.ListGroupsResponse
-	(*ResetOffsetsRequest)(nil),      // 35: logd.v1.ResetOffsetsRequest
-	(*ResetOffsetsResponse)(nil),     // 36: logd.v1.ResetOffsetsResponse
-	(*TopicPartitions)(nil),          // 37: logd.v1.TopicPartitions
-	(*JoinGroupRequest)(nil),         // 38: logd.v1.JoinGroupRequest
-	(*JoinGroupResponse)(nil),        // 39: logd.v1.JoinGroupResponse
-	(*HeartbeatRequest)(nil),         // 40: logd.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),        // 41: logd.v1.HeartbeatResponse
-	(*LeaveGroupRequest)(nil),        // 42: logd.v1.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),       // 43: logd.v1.LeaveGroupResponse
-	(*DescribeGroupRequest)(nil),     // 44: logd.v1.DescribeGroupRequest
-	(*GroupMember)(nil),              // 45: logd.v1.GroupMember
-	(*DescribeGroupResponse)(nil),    // 46: logd.v1.DescribeGroupResponse
-	(*GroupListing)(nil),             // 47: logd.v1.GroupListing
-	(*ListMemberGroupsResponse)(nil), // 48: logd.v1.ListMemberGroupsResponse
-	(*ClusterStatusRequest)(nil),     // 49: logd.v1.ClusterStatusRequest
-	(*JoinRequest)(nil),              // 50: logd.v1.JoinRequest
-	(*JoinResponse)(nil),             // 51: logd.v1.JoinResponse
-	(*RemoveNodeRequest)(nil),        // 52: logd.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),       // 53: logd.v1.RemoveNodeResponse
-	(*NodeStatus)(nil),               // 54: logd.v1.NodeStatus
-	(*PartitionStatus)(nil),          // 55: logd.v1.PartitionStatus
-	(*ClusterStatusResponse)(nil),    // 56: logd.v1.ClusterStatusResponse
-	(*CreateUserRequest)(nil),        // 57: logd.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),       // 58: logd.v1.CreateUserResponse
-	(*DeleteUserRequest)(nil),        // 59: logd.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),       // 60: logd.v1.DeleteUserResponse
-	(*ListUsersRequest)(nil),         // 61: logd.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),        // 62: logd.v1.ListUsersResponse
-	(*ACL)(nil),                      // 63: logd.v1.ACL
-	(*AddACLsRequest)(nil),           // 64: logd.v1.AddACLsRequest
-	(*AddACLsResponse)(nil),          // 65: logd.v1.AddACLsResponse
-	(*RemoveACLsRequest)(nil),        // 66: logd.v1.RemoveACLsRequest
-	(*RemoveACLsResponse)(nil),       // 67: logd.v1.RemoveACLsResponse
-	(*ListACLsRequest)(nil),          // 68: logd.v1.ListACLsRequest
-	(*ListACLsResponse)(nil),         // 69: logd.v1.ListACLsResponse
+	(*DeleteGroupRequest)(nil),       // 34: logd.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),      // 35: logd.v1.DeleteGroupResponse
+	(*ListGroupsResponse)(nil),       // 36: logd.v1.ListGroupsResponse
+	(*ResetOffsetsRequest)(nil),      // 37: logd.v1.ResetOffsetsRequest
+	(*ResetOffsetsResponse)(nil),     // 38: logd.v1.ResetOffsetsResponse
+	(*TopicPartitions)(nil),          // 39: logd.v1.TopicPartitions
+	(*JoinGroupRequest)(nil),         // 40: logd.v1.JoinGroupRequest
+	(*JoinGroupResponse)(nil),        // 41: logd.v1.JoinGroupResponse
+	(*HeartbeatRequest)(nil),         // 42: logd.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),        // 43: logd.v1.HeartbeatResponse
+	(*LeaveGroupRequest)(nil),        // 44: logd.v1.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),       // 45: logd.v1.LeaveGroupResponse
+	(*DescribeGroupRequest)(nil),     // 46: logd.v1.DescribeGroupRequest
+	(*GroupMember)(nil),              // 47: logd.v1.GroupMember
+	(*DescribeGroupResponse)(nil),    // 48: logd.v1.DescribeGroupResponse
+	(*GroupListing)(nil),             // 49: logd.v1.GroupListing
+	(*ListMemberGroupsResponse)(nil), // 50: logd.v1.ListMemberGroupsResponse
+	(*ClusterStatusRequest)(nil),     // 51: logd.v1.ClusterStatusRequest
+	(*JoinRequest)(nil),              // 52: logd.v1.JoinRequest
+	(*JoinResponse)(nil),             // 53: logd.v1.JoinResponse
+	(*RemoveNodeRequest)(nil),        // 54: logd.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),       // 55: logd.v1.RemoveNodeResponse
+	(*NodeStatus)(nil),               // 56: logd.v1.NodeStatus
+	(*PartitionStatus)(nil),          // 57: logd.v1.PartitionStatus
+	(*ClusterStatusResponse)(nil),    // 58: logd.v1.ClusterStatusResponse
+	(*CreateUserRequest)(nil),        // 59: logd.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),       // 60: logd.v1.CreateUserResponse
+	(*DeleteUserRequest)(nil),        // 61: logd.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),       // 62: logd.v1.DeleteUserResponse
+	(*ListUsersRequest)(nil),         // 63: logd.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),        // 64: logd.v1.ListUsersResponse
+	(*ACL)(nil),                      // 65: logd.v1.ACL
+	(*AddACLsRequest)(nil),           // 66: logd.v1.AddACLsRequest
+	(*AddACLsResponse)(nil),          // 67: logd.v1.AddACLsResponse
+	(*RemoveACLsRequest)(nil),        // 68: logd.v1.RemoveACLsRequest
+	(*RemoveACLsResponse)(nil),       // 69: logd.v1.RemoveACLsResponse
+	(*ListACLsRequest)(nil),          // 70: logd.v1.ListACLsRequest
+	(*ListACLsResponse)(nil),         // 71: logd.v1.ListACLsResponse
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	2,  // 0: logd.v1.Record.headers:type_name -> logd.v1.Header
@@ -4729,18 +4815,18 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	28, // 16: logd.v1.FetchOffsetsResponse.offsets:type_name -> logd.v1.CommittedOffset
 	1,  // 17: logd.v1.ResetOffsetsRequest.spec:type_name -> logd.v1.OffsetSpec
 	28, // 18: logd.v1.ResetOffsetsResponse.offsets:type_name -> logd.v1.CommittedOffset
-	37, // 19: logd.v1.JoinGroupRequest.owned:type_name -> logd.v1.TopicPartitions
-	37, // 20: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.TopicPartitions
-	37, // 21: logd.v1.GroupMember.assignment:type_name -> logd.v1.TopicPartitions
-	45, // 22: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.GroupMember
-	47, // 23: logd.v1.ListMemberGroupsResponse.groups:type_name -> logd.v1.GroupListing
-	54, // 24: logd.v1.ClusterStatusResponse.nodes:type_name -> logd.v1.NodeStatus
-	55, // 25: logd.v1.ClusterStatusResponse.partitions:type_name -> logd.v1.PartitionStatus
-	63, // 26: logd.v1.AddACLsRequest.acls:type_name -> logd.v1.ACL
-	63, // 27: logd.v1.RemoveACLsRequest.filter:type_name -> logd.v1.ACL
-	63, // 28: logd.v1.RemoveACLsResponse.removed:type_name -> logd.v1.ACL
-	63, // 29: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACL
-	63, // 30: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
+	39, // 19: logd.v1.JoinGroupRequest.owned:type_name -> logd.v1.TopicPartitions
+	39, // 20: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.TopicPartitions
+	39, // 21: logd.v1.GroupMember.assignment:type_name -> logd.v1.TopicPartitions
+	47, // 22: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.GroupMember
+	49, // 23: logd.v1.ListMemberGroupsResponse.groups:type_name -> logd.v1.GroupListing
+	56, // 24: logd.v1.ClusterStatusResponse.nodes:type_name -> logd.v1.NodeStatus
+	57, // 25: logd.v1.ClusterStatusResponse.partitions:type_name -> logd.v1.PartitionStatus
+	65, // 26: logd.v1.AddACLsRequest.acls:type_name -> logd.v1.ACL
+	65, // 27: logd.v1.RemoveACLsRequest.filter:type_name -> logd.v1.ACL
+	65, // 28: logd.v1.RemoveACLsResponse.removed:type_name -> logd.v1.ACL
+	65, // 29: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACL
+	65, // 30: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
 	4,  // 31: logd.v1.Log.Produce:input_type -> logd.v1.ProduceRequest
 	4,  // 32: logd.v1.Log.ProduceStream:input_type -> logd.v1.ProduceRequest
 	7,  // 33: logd.v1.Log.Fetch:input_type -> logd.v1.FetchRequest
@@ -4755,52 +4841,54 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	29, // 42: logd.v1.Offsets.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
 	31, // 43: logd.v1.Offsets.FetchOffsets:input_type -> logd.v1.FetchOffsetsRequest
 	33, // 44: logd.v1.Offsets.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	35, // 45: logd.v1.Offsets.ResetOffsets:input_type -> logd.v1.ResetOffsetsRequest
-	38, // 46: logd.v1.Groups.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	40, // 47: logd.v1.Groups.Heartbeat:input_type -> logd.v1.HeartbeatRequest
-	42, // 48: logd.v1.Groups.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	44, // 49: logd.v1.Groups.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	33, // 50: logd.v1.Groups.ListMemberGroups:input_type -> logd.v1.ListGroupsRequest
-	49, // 51: logd.v1.Cluster.Status:input_type -> logd.v1.ClusterStatusRequest
-	50, // 52: logd.v1.Cluster.Join:input_type -> logd.v1.JoinRequest
-	52, // 53: logd.v1.Cluster.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	57, // 54: logd.v1.Security.CreateUser:input_type -> logd.v1.CreateUserRequest
-	59, // 55: logd.v1.Security.DeleteUser:input_type -> logd.v1.DeleteUserRequest
-	61, // 56: logd.v1.Security.ListUsers:input_type -> logd.v1.ListUsersRequest
-	64, // 57: logd.v1.Security.AddACLs:input_type -> logd.v1.AddACLsRequest
-	66, // 58: logd.v1.Security.RemoveACLs:input_type -> logd.v1.RemoveACLsRequest
-	68, // 59: logd.v1.Security.ListACLs:input_type -> logd.v1.ListACLsRequest
-	5,  // 60: logd.v1.Log.Produce:output_type -> logd.v1.ProduceResponse
-	5,  // 61: logd.v1.Log.ProduceStream:output_type -> logd.v1.ProduceResponse
-	8,  // 62: logd.v1.Log.Fetch:output_type -> logd.v1.FetchResponse
-	8,  // 63: logd.v1.Log.Subscribe:output_type -> logd.v1.FetchResponse
-	12, // 64: logd.v1.Log.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	15, // 65: logd.v1.Admin.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	17, // 66: logd.v1.Admin.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	21, // 67: logd.v1.Admin.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	23, // 68: logd.v1.Admin.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	25, // 69: logd.v1.Admin.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	27, // 70: logd.v1.Admin.DeleteRecords:output_type -> logd.v1.DeleteRecordsResponse
-	30, // 71: logd.v1.Offsets.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	32, // 72: logd.v1.Offsets.FetchOffsets:output_type -> logd.v1.FetchOffsetsResponse
-	34, // 73: logd.v1.Offsets.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	36, // 74: logd.v1.Offsets.ResetOffsets:output_type -> logd.v1.ResetOffsetsResponse
-	39, // 75: logd.v1.Groups.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	41, // 76: logd.v1.Groups.Heartbeat:output_type -> logd.v1.HeartbeatResponse
-	43, // 77: logd.v1.Groups.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	46, // 78: logd.v1.Groups.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	48, // 79: logd.v1.Groups.ListMemberGroups:output_type -> logd.v1.ListMemberGroupsResponse
-	56, // 80: logd.v1.Cluster.Status:output_type -> logd.v1.ClusterStatusResponse
-	51, // 81: logd.v1.Cluster.Join:output_type -> logd.v1.JoinResponse
-	53, // 82: logd.v1.Cluster.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	58, // 83: logd.v1.Security.CreateUser:output_type -> logd.v1.CreateUserResponse
-	60, // 84: logd.v1.Security.DeleteUser:output_type -> logd.v1.DeleteUserResponse
-	62, // 85: logd.v1.Security.ListUsers:output_type -> logd.v1.ListUsersResponse
-	65, // 86: logd.v1.Security.AddACLs:output_type -> logd.v1.AddACLsResponse
-	67, // 87: logd.v1.Security.RemoveACLs:output_type -> logd.v1.RemoveACLsResponse
-	69, // 88: logd.v1.Security.ListACLs:output_type -> logd.v1.ListACLsResponse
-	60, // [60:89] is the sub-list for method output_type
-	31, // [31:60] is the sub-list for method input_type
+	37, // 45: logd.v1.Offsets.ResetOffsets:input_type -> logd.v1.ResetOffsetsRequest
+	34, // 46: logd.v1.Offsets.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
+	40, // 47: logd.v1.Groups.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	42, // 48: logd.v1.Groups.Heartbeat:input_type -> logd.v1.HeartbeatRequest
+	44, // 49: logd.v1.Groups.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	46, // 50: logd.v1.Groups.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	33, // 51: logd.v1.Groups.ListMemberGroups:input_type -> logd.v1.ListGroupsRequest
+	51, // 52: logd.v1.Cluster.Status:input_type -> logd.v1.ClusterStatusRequest
+	52, // 53: logd.v1.Cluster.Join:input_type -> logd.v1.JoinRequest
+	54, // 54: logd.v1.Cluster.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	59, // 55: logd.v1.Security.CreateUser:input_type -> logd.v1.CreateUserRequest
+	61, // 56: logd.v1.Security.DeleteUser:input_type -> logd.v1.DeleteUserRequest
+	63, // 57: logd.v1.Security.ListUsers:input_type -> logd.v1.ListUsersRequest
+	66, // 58: logd.v1.Security.AddACLs:input_type -> logd.v1.AddACLsRequest
+	68, // 59: logd.v1.Security.RemoveACLs:input_type -> logd.v1.RemoveACLsRequest
+	70, // 60: logd.v1.Security.ListACLs:input_type -> logd.v1.ListACLsRequest
+	5,  // 61: logd.v1.Log.Produce:output_type -> logd.v1.ProduceResponse
+	5,  // 62: logd.v1.Log.ProduceStream:output_type -> logd.v1.ProduceResponse
+	8,  // 63: logd.v1.Log.Fetch:output_type -> logd.v1.FetchResponse
+	8,  // 64: logd.v1.Log.Subscribe:output_type -> logd.v1.FetchResponse
+	12, // 65: logd.v1.Log.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	15, // 66: logd.v1.Admin.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	17, // 67: logd.v1.Admin.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	21, // 68: logd.v1.Admin.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	23, // 69: logd.v1.Admin.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	25, // 70: logd.v1.Admin.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	27, // 71: logd.v1.Admin.DeleteRecords:output_type -> logd.v1.DeleteRecordsResponse
+	30, // 72: logd.v1.Offsets.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	32, // 73: logd.v1.Offsets.FetchOffsets:output_type -> logd.v1.FetchOffsetsResponse
+	36, // 74: logd.v1.Offsets.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	38, // 75: logd.v1.Offsets.ResetOffsets:output_type -> logd.v1.ResetOffsetsResponse
+	35, // 76: logd.v1.Offsets.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	41, // 77: logd.v1.Groups.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	43, // 78: logd.v1.Groups.Heartbeat:output_type -> logd.v1.HeartbeatResponse
+	45, // 79: logd.v1.Groups.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	48, // 80: logd.v1.Groups.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	50, // 81: logd.v1.Groups.ListMemberGroups:output_type -> logd.v1.ListMemberGroupsResponse
+	58, // 82: logd.v1.Cluster.Status:output_type -> logd.v1.ClusterStatusResponse
+	53, // 83: logd.v1.Cluster.Join:output_type -> logd.v1.JoinResponse
+	55, // 84: logd.v1.Cluster.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	60, // 85: logd.v1.Security.CreateUser:output_type -> logd.v1.CreateUserResponse
+	62, // 86: logd.v1.Security.DeleteUser:output_type -> logd.v1.DeleteUserResponse
+	64, // 87: logd.v1.Security.ListUsers:output_type -> logd.v1.ListUsersResponse
+	67, // 88: logd.v1.Security.AddACLs:output_type -> logd.v1.AddACLsResponse
+	69, // 89: logd.v1.Security.RemoveACLs:output_type -> logd.v1.RemoveACLsResponse
+	71, // 90: logd.v1.Security.ListACLs:output_type -> logd.v1.ListACLsResponse
+	61, // [61:91] is the sub-list for method output_type
+	31, // [31:61] is the sub-list for method input_type
 	31, // [31:31] is the sub-list for extension type_name
 	31, // [31:31] is the sub-list for extension extendee
 	0,  // [0:31] is the sub-list for field type_name
@@ -4814,14 +4902,14 @@ func file_logd_v1_logd_proto_init() {
 	file_logd_v1_logd_proto_msgTypes[2].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[11].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[27].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[33].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[35].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   68,
+			NumMessages:   70,
 			NumExtensions: 0,
 			NumServices:   6,
 		},

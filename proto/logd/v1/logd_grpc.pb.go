@@ -630,6 +630,7 @@ const (
 	Offsets_FetchOffsets_FullMethodName  = "/logd.v1.Offsets/FetchOffsets"
 	Offsets_ListGroups_FullMethodName    = "/logd.v1.Offsets/ListGroups"
 	Offsets_ResetOffsets_FullMethodName  = "/logd.v1.Offsets/ResetOffsets"
+	Offsets_DeleteGroup_FullMethodName   = "/logd.v1.Offsets/DeleteGroup"
 )
 
 // OffsetsClient is the client API for Offsets service.
@@ -642,6 +643,12 @@ type OffsetsClient interface {
 	FetchOffsets(ctx context.Context, in *FetchOffsetsRequest, opts ...grpc.CallOption) (*FetchOffsetsResponse, error)
 	ListGroups(ctx context.Context, in *ListGroupsRequest, opts ...grpc.CallOption) (*ListGroupsResponse, error)
 	ResetOffsets(ctx context.Context, in *ResetOffsetsRequest, opts ...grpc.CallOption) (*ResetOffsetsResponse, error)
+	// DeleteGroup deletes a consumer group and its committed offsets, as
+	// Kafka's DeleteGroups. A group with members is FAILED_PRECONDITION
+	// (reason "NON_EMPTY_GROUP": stop its members first); a group with no
+	// members and no committed offsets is NOT_FOUND. In a cluster it runs on
+	// the metadata leader.
+	DeleteGroup(ctx context.Context, in *DeleteGroupRequest, opts ...grpc.CallOption) (*DeleteGroupResponse, error)
 }
 
 type offsetsClient struct {
@@ -692,6 +699,16 @@ func (c *offsetsClient) ResetOffsets(ctx context.Context, in *ResetOffsetsReques
 	return out, nil
 }
 
+func (c *offsetsClient) DeleteGroup(ctx context.Context, in *DeleteGroupRequest, opts ...grpc.CallOption) (*DeleteGroupResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteGroupResponse)
+	err := c.cc.Invoke(ctx, Offsets_DeleteGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // OffsetsServer is the server API for Offsets service.
 // All implementations must embed UnimplementedOffsetsServer
 // for forward compatibility.
@@ -702,6 +719,12 @@ type OffsetsServer interface {
 	FetchOffsets(context.Context, *FetchOffsetsRequest) (*FetchOffsetsResponse, error)
 	ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error)
 	ResetOffsets(context.Context, *ResetOffsetsRequest) (*ResetOffsetsResponse, error)
+	// DeleteGroup deletes a consumer group and its committed offsets, as
+	// Kafka's DeleteGroups. A group with members is FAILED_PRECONDITION
+	// (reason "NON_EMPTY_GROUP": stop its members first); a group with no
+	// members and no committed offsets is NOT_FOUND. In a cluster it runs on
+	// the metadata leader.
+	DeleteGroup(context.Context, *DeleteGroupRequest) (*DeleteGroupResponse, error)
 	mustEmbedUnimplementedOffsetsServer()
 }
 
@@ -723,6 +746,9 @@ func (UnimplementedOffsetsServer) ListGroups(context.Context, *ListGroupsRequest
 }
 func (UnimplementedOffsetsServer) ResetOffsets(context.Context, *ResetOffsetsRequest) (*ResetOffsetsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ResetOffsets not implemented")
+}
+func (UnimplementedOffsetsServer) DeleteGroup(context.Context, *DeleteGroupRequest) (*DeleteGroupResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteGroup not implemented")
 }
 func (UnimplementedOffsetsServer) mustEmbedUnimplementedOffsetsServer() {}
 func (UnimplementedOffsetsServer) testEmbeddedByValue()                 {}
@@ -817,6 +843,24 @@ func _Offsets_ResetOffsets_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Offsets_DeleteGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OffsetsServer).DeleteGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Offsets_DeleteGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OffsetsServer).DeleteGroup(ctx, req.(*DeleteGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Offsets_ServiceDesc is the grpc.ServiceDesc for Offsets service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -839,6 +883,10 @@ var Offsets_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ResetOffsets",
 			Handler:    _Offsets_ResetOffsets_Handler,
+		},
+		{
+			MethodName: "DeleteGroup",
+			Handler:    _Offsets_DeleteGroup_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
