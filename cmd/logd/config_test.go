@@ -82,6 +82,9 @@ func TestBinServeConfigErrors(t *testing.T) {
 		{"bad value", "max-connections = \"lots\"\n", nil, `key "max-connections"`},
 		{"not TOML", "data-dir = \n", nil, "config file"},
 		{"bad variable", "", []string{"LOGD_RETENTION_INTERVAL=soon"}, "LOGD_RETENTION_INTERVAL"},
+		// Values serve itself refuses are refused before they are printed.
+		{"fsync serve refuses", "fsync = \"sometimes\"\n", nil, "--fsync"},
+		{"kafka address serve refuses", "kafka-addr = \"nowhere\"\n", nil, "--kafka-addr nowhere is not HOST:PORT"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			line := failBin(t, tc.env, "", tc.want, "serve", "--config", writeFile(t, "logd.toml", tc.file), "--print-config")

@@ -76,16 +76,20 @@ requests without a certificate or a user and password (logd user create);
 			if err != nil {
 				return err
 			}
-			if fl.printConfig {
-				return printConfig(cmd.OutOrStdout(), cmd.Flags(), sources)
-			}
-			fl.cluster.hibernateSet = cmd.Flags().Changed("partition-hibernate-after")
+			// Set to its default (as --print-config writes every value), the
+			// flag is no mistake on a single node.
+			hib := cmd.Flags().Lookup("partition-hibernate-after")
+			fl.cluster.hibernateSet = hib.Changed && hib.Value.String() != hib.DefValue
 			cfg, err := fl.nodeConfig()
 			if err != nil {
 				return err
 			}
 			if err := fl.kafka.check(cmd.Flags(), &cfg); err != nil {
 				return err
+			}
+			// Printed only once serve would take it.
+			if fl.printConfig {
+				return printConfig(cmd.OutOrStdout(), cmd.Flags(), sources)
 			}
 			// Whatever falls back to slog's (or the log package's) default
 			// logger writes in the node's format and level too.
