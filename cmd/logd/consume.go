@@ -33,8 +33,9 @@ type consumeFlags struct {
 	json         bool
 	maxWait      time.Duration
 	// Group membership (--group with --follow).
-	assignor string
-	session  time.Duration
+	assignor   string
+	session    time.Duration
+	autoCommit time.Duration // --auto-commit-interval
 }
 
 const consumeLong = `Print records of TOPIC, from every partition (or --partition), each value on
@@ -58,6 +59,9 @@ start. A stored batch that does not decode is reported on stderr with its
 offsets and skipped. With --group and --commit, the
 offset after each printed record is committed as it is printed, so a consumer
 that stops, or --count N, resumes exactly after the last record printed.
+Without --commit a group member (--group --follow) commits what it printed
+every --auto-commit-interval (default 5s, as Kafka's consumers), at each
+rebalance and when it stops, so group describe shows its lag while it runs.
 
 --json prints one object a line: topic, partition, offset, key, value and
 timestamp (RFC 3339, ms); key and value are strings, or base64 with
@@ -137,6 +141,7 @@ func newConsumeCmd() *cobra.Command {
 	f.MarkHidden("max-wait")
 	f.StringVar(&fl.assignor, "assignor", "cooperative-sticky", "with --group --follow: how the group shares partitions: cooperative-sticky, range or round-robin")
 	f.DurationVar(&fl.session, "session-timeout", client.DefaultSessionTimeout, "with --group --follow: how long the group waits for a member that stopped answering before giving its partitions to the others")
+	f.DurationVar(&fl.autoCommit, "auto-commit-interval", 5*time.Second, "with --group --follow: commit what was printed this often (Kafka's auto commit); 0: only at a rebalance and at exit (--commit: after every record)")
 	return cmd
 }
 
@@ -360,6 +365,7 @@ func consume(ctx context.Context, cons recordReader, opts client.ConsumerOptions
 		resumed = true // a member starts every partition it gets at the group's offset
 	}
 	var failingSince time.Time // first of consecutive transient failures
+	auto := newAutoCommit(cons, fl, stderr)
 	for fl.count == 0 || printed < fl.count {
 		recs, err := cons.Poll(ctx)
 		if err == io.EOF {
@@ -423,6 +429,7 @@ func consume(ctx context.Context, cons recordReader, opts client.ConsumerOptions
 				return err
 			}
 		}
+		auto.due(ctx)
 	}
 	return nil
 }

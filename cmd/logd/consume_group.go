@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/logd/logd/client"
 )
@@ -94,4 +95,42 @@ func fencedMember(cons recordReader, err error, stderr io.Writer) bool {
 	}
 	fmt.Fprintf(stderr, "logd: the group refused this member's commit (%v): re-joining; its partitions may have moved to another member\n", err)
 	return true
+}
+
+// autoCommit is a group member's commit of what it printed every
+// --auto-commit-interval (Kafka's enable.auto.commit), so the group's
+// committed offsets and lag follow the member while it runs. Not with
+// --commit, which commits after every record printed.
+type autoCommit struct {
+	g      *client.GroupConsumer
+	every  time.Duration
+	last   time.Time
+	stderr io.Writer
+}
+
+// newAutoCommit is nil (commits nothing) but for a group member without
+// --commit and with a positive interval.
+func newAutoCommit(cons recordReader, fl consumeFlags, stderr io.Writer) *autoCommit {
+	g, ok := cons.(*client.GroupConsumer)
+	if !ok || fl.commit || fl.autoCommit <= 0 {
+		return nil
+	}
+	return &autoCommit{g: g, every: fl.autoCommit, last: time.Now(), stderr: stderr}
+}
+
+// due commits the member's positions (each just past the last record it
+// printed) when the interval has passed. A failed commit is said on
+// stderr and consume goes on, as Kafka's auto commit does: the member
+// commits again at the next interval, at a rebalance and when it stops.
+func (a *autoCommit) due(ctx context.Context) {
+	if a == nil || time.Since(a.last) < a.every {
+		return
+	}
+	a.last = time.Now()
+	// Bounded, and not cut short by an interrupt: these records were printed.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.every)
+	defer cancel()
+	if err := a.g.Commit(cctx); err != nil && !fencedMember(a.g, err, a.stderr) {
+		fmt.Fprintf(a.stderr, "logd: auto commit failed (%v): committing again in %s\n", err, a.every)
+	}
 }

@@ -240,3 +240,32 @@ func produceRange(t *testing.T, srv []string, from, to int) {
 	}
 	okBin(t, nil, in.String(), append([]string{"produce", "orders", "--key-delimiter", ":"}, srv...)...)
 }
+
+// A group member without --commit commits what it printed every
+// --auto-commit-interval while it runs, so group describe's lag is true;
+// with an interval of 0 it commits nothing until it stops.
+func TestBinConsumeGroupAutoCommits(t *testing.T) {
+	n := startBin(t, nil, "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http-addr", "")
+	srv, a, b := twoMembers(t, n, "--auto-commit-interval", "1s")
+	produceRange(t, srv, 0, 200)
+	eventually(t, 20*time.Second, "every record printed", func() bool { return len(a.printed())+len(b.printed()) >= 200 })
+	eventually(t, 20*time.Second, "the running members commit every partition to its end", func() bool {
+		return committedToEnd(describeJSON(t, n.addr, "billing"))
+	})
+	checkDisjoint(t, 200, a.printed(), b.printed())
+
+	okBin(t, nil, "", append([]string{"topic", "create", "quiet", "--partitions", "1"}, srv...)...)
+	c := startConsume(t, append([]string{"quiet", "--group", "silent", "--follow", "--from", "earliest", "--auto-commit-interval", "0"}, srv...)...)
+	okBin(t, nil, "x\n", append([]string{"produce", "quiet"}, srv...)...)
+	eventually(t, 20*time.Second, "the record printed", func() bool { return len(c.printed()) == 1 })
+	time.Sleep(2 * time.Second)
+	g := describeJSON(t, n.addr, "silent")
+	if len(g.Partitions) != 1 {
+		t.Fatalf("group silent describes %d partitions, want quiet's one", len(g.Partitions))
+	}
+	for _, p := range g.Partitions {
+		if p.Committed != nil {
+			t.Fatalf("a member with --auto-commit-interval 0 committed %d while running", *p.Committed)
+		}
+	}
+}
