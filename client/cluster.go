@@ -22,6 +22,11 @@ type NodeStatus struct {
 	APIAddr  string
 	RaftAddr string
 	Alive    bool
+	// KafkaID is the node's broker id in the Kafka protocol (what Kafka
+	// tools show), KafkaAddr and HTTPAddr its other listeners ("" when off).
+	KafkaID   int32
+	KafkaAddr string
+	HTTPAddr  string
 }
 
 // PartitionStatus is one partition's replication state.
@@ -47,7 +52,8 @@ func (a *Admin) ClusterStatus(ctx context.Context) (ClusterStatus, error) {
 	}
 	cs := ClusterStatus{Self: resp.GetSelf()}
 	for _, n := range resp.GetNodes() {
-		cs.Nodes = append(cs.Nodes, NodeStatus{ID: n.GetId(), APIAddr: n.GetApiAddr(), RaftAddr: n.GetRaftAddr(), Alive: n.GetAlive()})
+		cs.Nodes = append(cs.Nodes, NodeStatus{ID: n.GetId(), APIAddr: n.GetApiAddr(), RaftAddr: n.GetRaftAddr(), Alive: n.GetAlive(),
+			KafkaID: n.GetKafkaId(), KafkaAddr: n.GetKafkaAddr(), HTTPAddr: n.GetHttpAddr()})
 	}
 	for _, p := range resp.GetPartitions() {
 		cs.Partitions = append(cs.Partitions, PartitionStatus{

@@ -190,17 +190,18 @@ func TestBinJSONOnEveryTable(t *testing.T) {
 		AnsweringNode string `json:"answering_node"`
 		Nodes         []struct {
 			APIAddr   string `json:"api_addr"`
+			KafkaID   *int32 `json:"kafka_id"`
 			Alive     bool   `json:"alive"`
 			Answering bool   `json:"answering"`
 		} `json:"nodes"`
 		Partitions []json.RawMessage `json:"partitions"`
 	}
 	okJSON(t, b.ok("", "cluster", "status", "--json"), &cs)
-	if len(cs.Nodes) != 1 || cs.Nodes[0].APIAddr != b.addr || !cs.Nodes[0].Answering || cs.Partitions == nil {
+	if len(cs.Nodes) != 1 || cs.Nodes[0].APIAddr != b.addr || !cs.Nodes[0].Answering || cs.Nodes[0].KafkaID == nil || *cs.Nodes[0].KafkaID != 1 || cs.Partitions == nil {
 		t.Fatalf("cluster status --json: %+v", cs)
 	}
 	table := b.ok("", "cluster", "status")
-	if head := strings.Fields(strings.SplitN(table, "\n", 2)[0]); strings.Join(head, " ") != "NODE API RAFT ALIVE ANSWERING" ||
+	if head := strings.Fields(strings.SplitN(table, "\n", 2)[0]); strings.Join(head, " ") != "NODE API RAFT KAFKA-ID KAFKA ALIVE ANSWERING" ||
 		strings.Contains(table, "(answering)") {
 		t.Fatalf("cluster status:\n%s", table)
 	}

@@ -54,9 +54,10 @@ func newClusterStatusCmd(srv *serverFlag) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show nodes, each partition's leader and replicas, and Raft state",
-		Long: `Show the nodes (ANSWERING marks the node that answered this request) and each
-partition's leader, replicas and Raft state as that node sees them. --json
-prints one object: answering_node, nodes (id, api_addr, raft_addr, alive,
+		Long: `Show the nodes (ANSWERING marks the node that answered this request; KAFKA-ID
+is the broker id Kafka tools show for the node) and each partition's leader,
+replicas and Raft state as that node sees them. --json prints one object:
+answering_node, nodes (id, api_addr, raft_addr, kafka_id, kafka_addr, alive,
 answering) and partitions (topic, partition, leader, replicas, raft_state,
 term, commit_index).`,
 		Args: cobra.NoArgs,
@@ -129,13 +130,13 @@ func waitNodes(ctx context.Context, w io.Writer, c *client.Client, n int, timeou
 
 func writeClusterTables(w io.Writer, cs client.ClusterStatus) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tAPI\tRAFT\tALIVE\tANSWERING")
+	fmt.Fprintln(tw, "NODE\tAPI\tRAFT\tKAFKA-ID\tKAFKA\tALIVE\tANSWERING")
 	for _, n := range cs.Nodes {
 		answering := "no"
 		if n.ID == cs.Self {
 			answering = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", n.ID, n.APIAddr, dash(n.RaftAddr), n.Alive, answering)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%v\t%s\n", n.ID, n.APIAddr, dash(n.RaftAddr), n.KafkaID, dash(n.KafkaAddr), n.Alive, answering)
 	}
 	tw.Flush()
 	if len(cs.Partitions) == 0 {

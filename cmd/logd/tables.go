@@ -73,6 +73,8 @@ type nodeJSON struct {
 	ID        string `json:"id"`
 	APIAddr   string `json:"api_addr"`
 	RaftAddr  string `json:"raft_addr,omitempty"`
+	KafkaID   int32  `json:"kafka_id"`
+	KafkaAddr string `json:"kafka_addr,omitempty"`
 	Alive     bool   `json:"alive"`
 	Answering bool   `json:"answering"`
 }
@@ -96,7 +98,8 @@ type clusterJSON struct {
 func writeClusterJSON(w io.Writer, cs client.ClusterStatus) error {
 	j := clusterJSON{AnsweringNode: cs.Self, Nodes: []nodeJSON{}, Partitions: []raftPartitionJSON{}}
 	for _, n := range cs.Nodes {
-		j.Nodes = append(j.Nodes, nodeJSON{ID: n.ID, APIAddr: n.APIAddr, RaftAddr: n.RaftAddr, Alive: n.Alive, Answering: n.ID == cs.Self})
+		j.Nodes = append(j.Nodes, nodeJSON{ID: n.ID, APIAddr: n.APIAddr, RaftAddr: n.RaftAddr,
+			KafkaID: n.KafkaID, KafkaAddr: n.KafkaAddr, Alive: n.Alive, Answering: n.ID == cs.Self})
 	}
 	for _, p := range cs.Partitions {
 		j.Partitions = append(j.Partitions, raftPartitionJSON{Topic: p.Topic, Partition: p.Partition, Leader: p.Leader,
