@@ -89,6 +89,10 @@ func TestJoinAndRemoveMovePlacement(t *testing.T) {
 		t.Errorf("%s still a metadata voter (%v)", gone.id, err)
 	}
 	h.waitVoters("m")
+	h.eventually("the removed node, still running, knows it is out", func() (bool, string) {
+		err := gone.cl().Refused()
+		return err != nil && errors.Is(err, kind.ErrFailedPrecondition), fmt.Sprint(err)
+	})
 	h.eventually(gone.id+" closes its replicas", func() (bool, string) {
 		for i := range old.Partitions {
 			if gone.cl().LocalReplica(meta.GroupOf(old, i)) != nil {

@@ -67,6 +67,11 @@ func (c *Cluster) reconcile(ctx context.Context) error {
 	c.recMu.Lock()
 	defer c.recMu.Unlock()
 	st := c.State()
+	if st.Removed[c.self] {
+		// Removed while it runs: it stays out as it would restarted
+		// (/readyz answers 503 with why).
+		c.refuse(errRemoved(c.self))
+	}
 	c.groups.keep(st)
 	errs := c.dropSuperseded(st)
 	topics := c.o.Topics
