@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/logd/logd/internal/atomicfile"
 	"github.com/logd/logd/internal/kind"
 )
 
@@ -204,7 +205,7 @@ func (g *diskGuard) reserveBytes() int64 { return int64(min(g.minFree/2, maxRese
 // otherwise it makes the reserve when there is room for it.
 func (g *diskGuard) prepareStart() {
 	path := filepath.Join(g.dir, spaceReserveFile)
-	os.Remove(path + ".tmp") // a reserve being made when the node stopped
+	os.Remove(path + atomicfile.TempSuffix) // a reserve being made when the node stopped
 	free := g.available(0)
 	if free >= g.minFree/2 {
 		g.maybeRestoreReserve(free)
@@ -244,26 +245,11 @@ func (g *diskGuard) maybeRestoreReserve(free uint64) {
 // makeReserve allocates a file of n bytes (written, not sparse), through a
 // temporary name so that a half-made reserve is never taken for one.
 func makeReserve(path string, n int64) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
+	return atomicfile.Write(path, 0o600, func(f *os.File) error {
+		err := unix.Fallocate(int(f.Fd()), 0, 0, n)
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			_, err = f.Write(make([]byte, n))
+		}
 		return err
-	}
-	err = unix.Fallocate(int(f.Fd()), 0, 0, n)
-	if errors.Is(err, unix.EOPNOTSUPP) {
-		_, err = f.Write(make([]byte, n))
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/logd/logd/internal/atomicfile"
 	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/replication/meta"
 	"github.com/logd/logd/replication/transport"
@@ -90,32 +91,11 @@ func writeClusterID(dir, id string) error {
 	if err := validClusterID(id); err != nil {
 		return err
 	}
-	path := filepath.Join(dir, ClusterIDFile)
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	err := atomicfile.Write(filepath.Join(dir, ClusterIDFile), 0o644, func(f *os.File) error {
+		_, err := f.WriteString(id + "\n")
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("store the cluster id: %w", err)
-	}
-	_, err = f.WriteString(id + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("store the cluster id: %w", err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("store the cluster id: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
 		return fmt.Errorf("store the cluster id: %w", err)
 	}
 	return nil
