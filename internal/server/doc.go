@@ -18,8 +18,7 @@
 //	config.go         Config and its defaults
 //	auth.go           every call identified once (the broker's Gate), as its caller's own
 //	produce.go        Produce: a batch, or plain records routed and encoded into batches
-//	producestream.go  ProduceStream: receive, dispatch on lanes, send
-//	lanes.go          the per-(topic, partition) lane scheduler of ProduceStream
+//	producestream.go  ProduceStream: receive, dispatch on broker.Lanes, send
 //	fetch.go          Fetch and ListOffsets
 //	decode.go         a read as a FetchResponse, records decoded on request
 //	subscribe.go      Subscribe: a broker.Reader paced by its client, on a budget of its own
