@@ -21,7 +21,7 @@
 //	producestream.go  ProduceStream: receive, dispatch on broker.Lanes, send
 //	fetch.go          Fetch and ListOffsets
 //	decode.go         a read as a FetchResponse, records decoded on request
-//	subscribe.go      Subscribe: a broker.Reader paced by its client, on a budget of its own
+//	subscribe.go      Subscribe: a broker.Reader paced by broker.Subscriptions, the send timeout
 //	offsets.go        CommitOffsets, FetchOffsets, ListGroups, ResetOffsets
 //	admin.go          topic create, list, describe, alter, delete
 //	cluster.go        Cluster.Status, Join, RemoveNode
