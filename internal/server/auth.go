@@ -75,14 +75,7 @@ func (s *Server) authTap(ctx context.Context, info *tap.Info) (context.Context, 
 	if skipAuth(info.FullMethodName) || first(info.Header, authorizationKey) != "" {
 		return ctx, nil
 	}
-	pr := auth.Presented{}
-	if p, ok := peer.FromContext(ctx); ok {
-		pr.Addr = p.Addr.String()
-		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok {
-			pr.TLS = &ti.State
-		}
-	}
-	if _, err := s.b.Gate().Identify(ctx, pr); err != nil {
+	if _, err := s.b.Gate().Identify(ctx, presented(ctx, "")); err != nil {
 		return ctx, authStatus(err)
 	}
 	return ctx, nil
@@ -104,18 +97,24 @@ func (s identifiedStream) Context() context.Context { return s.ctx }
 // answers UNAUTHENTICATED / PERMISSION_DENIED.
 func (s *Server) identify(ctx context.Context) (context.Context, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	pr := auth.Presented{Authorization: first(md, authorizationKey)}
+	id, err := s.b.Gate().Identify(ctx, presented(ctx, first(md, authorizationKey)))
+	if err != nil {
+		return ctx, authStatus(err)
+	}
+	return auth.NewContext(ctx, id), nil
+}
+
+// presented is what the call's connection presents (its address, its
+// verified client certificate), with the authorization metadata.
+func presented(ctx context.Context, authorization string) auth.Presented {
+	pr := auth.Presented{Authorization: authorization}
 	if p, ok := peer.FromContext(ctx); ok {
 		pr.Addr = p.Addr.String()
 		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok {
 			pr.TLS = &ti.State
 		}
 	}
-	id, err := s.b.Gate().Identify(ctx, pr)
-	if err != nil {
-		return ctx, authStatus(err)
-	}
-	return auth.NewContext(ctx, id), nil
+	return pr
 }
 
 func first(md metadata.MD, key string) string {

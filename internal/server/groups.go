@@ -45,7 +45,7 @@ func (g *groupsServer) JoinGroup(ctx context.Context, req *pb.JoinGroupRequest) 
 	}
 	a, err := g.s.b.JoinAssigned(ctx, principal(ctx), r)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	return &pb.JoinGroupResponse{MemberId: a.MemberID, Generation: a.Generation, Assignor: a.Assignor,
 		Leader: a.Leader, Assignment: topicPartitionsPB(a.Partitions), SessionTimeoutMs: int32(a.SessionTimeout.Milliseconds())}, nil
@@ -55,24 +55,18 @@ func (g *groupsServer) JoinGroup(ctx context.Context, req *pb.JoinGroupRequest) 
 func (g *groupsServer) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.HeartbeatResponse, error) {
 	m, err := g.s.b.GroupMember(ctx, principal(ctx), req.Group)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
-	if err := m.Heartbeat(req.MemberId, req.Generation); err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.HeartbeatResponse{}, nil
+	return reply(&pb.HeartbeatResponse{}, m.Heartbeat(req.MemberId, req.Generation))
 }
 
 // LeaveGroup removes the member; the others rebalance at once.
 func (g *groupsServer) LeaveGroup(ctx context.Context, req *pb.LeaveGroupRequest) (*pb.LeaveGroupResponse, error) {
 	m, err := g.s.b.GroupMember(ctx, principal(ctx), req.Group)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
-	if err := m.Leave(req.MemberId); err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.LeaveGroupResponse{}, nil
+	return reply(&pb.LeaveGroupResponse{}, m.Leave(req.MemberId))
 }
 
 // DescribeGroup reports the group's membership.
@@ -82,7 +76,7 @@ func (g *groupsServer) DescribeGroup(ctx context.Context, req *pb.DescribeGroupR
 	}
 	d, err := g.s.b.DescribeGroup(ctx, principal(ctx), req.Group)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	resp := &pb.DescribeGroupResponse{Group: d.Group, State: d.State.String(), ProtocolType: d.ProtocolType,
 		Assignor: d.Protocol, Generation: d.Generation, Leader: d.Leader, Rebalances: d.Rebalances, Coordinator: g.s.Addr()}
@@ -98,7 +92,7 @@ func (g *groupsServer) DescribeGroup(ctx context.Context, req *pb.DescribeGroupR
 func (g *groupsServer) ListMemberGroups(ctx context.Context, req *pb.ListGroupsRequest) (*pb.ListMemberGroupsResponse, error) {
 	list, err := g.s.b.ListMemberGroups(ctx, principal(ctx))
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	resp := &pb.ListMemberGroupsResponse{Groups: make([]*pb.GroupListing, 0, len(list))}
 	for _, l := range list {

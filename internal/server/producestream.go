@@ -26,7 +26,7 @@ const streamInflight = 64
 func (s *Server) ProduceStream(stream pb.Log_ProduceStreamServer) error {
 	select {
 	case <-s.b.Done():
-		return toStatus(kind.ErrShuttingDown)
+		return kind.ErrShuttingDown
 	default:
 	}
 	ctx := stream.Context()
@@ -38,7 +38,7 @@ func (s *Server) ProduceStream(stream pb.Log_ProduceStreamServer) error {
 	// yet started are dropped if the client has gone (its context ended).
 	ls.Wait()
 	snd.close()
-	return toStatus(result)
+	return result
 }
 
 // dispatchStream admits and dispatches the stream's requests until it

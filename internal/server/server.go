@@ -63,8 +63,8 @@ func New(cfg Config) *Server {
 // Serve serves b's gRPC services on lis until Close.
 func (s *Server) Serve(b *broker.Broker, lis net.Listener) {
 	s.b, s.lis = b, lis
-	opts := append(requestCodecOptions(), grpc.ChainUnaryInterceptor(s.logUnexpectedUnary, s.authUnary),
-		grpc.ChainStreamInterceptor(s.logUnexpectedStream, s.authStream))
+	opts := append(requestCodecOptions(), grpc.ChainUnaryInterceptor(s.statusUnary, s.authUnary),
+		grpc.ChainStreamInterceptor(s.statusStream, s.authStream))
 	if s.cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.TLS)))
 	}

@@ -52,7 +52,7 @@ var messagePool = func() mem.BufferPool {
 func (s *Server) Subscribe(req *pb.SubscribeRequest, stream pb.Log_SubscribeServer) error {
 	r, err := s.b.OpenReader(stream.Context(), principal(stream.Context()), req.Topic, req.Partition, req.Offset, int(req.MaxBytes))
 	if err != nil {
-		return toStatus(err)
+		return err
 	}
 	defer r.Close()
 	sub := &subscription{s: s, stream: stream, r: r, off: req.Offset, decode: req.Decode,
@@ -77,11 +77,11 @@ func (sub *subscription) run(ctx context.Context) error {
 		changed := sub.r.Changed()
 		fp, err := sub.pace.Next(ctx, sub.off)
 		if err != nil {
-			return toStatus(err)
+			return err
 		}
 		resp, err := fetchResponse(fp, sub.off, sub.decode)
 		if err != nil {
-			return toStatus(err)
+			return err
 		}
 		if len(resp.Batches) > 0 {
 			err := sub.send(resp)
@@ -96,12 +96,12 @@ func (sub *subscription) run(ctx context.Context) error {
 		select {
 		case <-changed:
 			if err := sub.r.StillServed(); err != nil {
-				return toStatus(err)
+				return err
 			}
 		case <-ctx.Done():
-			return toStatus(ctx.Err())
+			return ctx.Err()
 		case <-s.b.Done():
-			return toStatus(kind.ErrShuttingDown)
+			return kind.ErrShuttingDown
 		}
 	}
 }
