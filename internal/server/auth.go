@@ -22,13 +22,7 @@ import (
 // broker's Gate: the verified client certificate (User:<CN>), or a user
 // and password in the "authorization" metadata (Basic, over TLS only),
 // then --auth. Handlers pass principal(ctx) to the broker, which
-// authorizes.
-//
-// A call is always its caller's own: no metadata lets a caller speak for
-// another principal. A request that must run on another node (the
-// metadata leader, a partition's leader) is carried there by the broker
-// over the peer service on the Raft port, with the principal as data
-// that node authorizes (broker.Forward).
+// authorizes. A call is always its caller's own (see the package doc).
 
 // authorizationKey carries "Basic base64(user:password)".
 const authorizationKey = "authorization"
