@@ -89,7 +89,7 @@
 //     ones; the metrics are counted and the request leaves.
 //
 // StartProduce runs stages 1 to 4 and returns the ProduceFuture: a
-// front-end that pipelines (the gRPC stream's lanes, the Kafka listener)
+// front-end that pipelines (the gRPC stream on Lanes, the Kafka listener)
 // starts a partition's requests in arrival order and waits for them in
 // parallel, so a producer's next batches are written while the earlier
 // ones wait for their fsync or quorum. Produce is StartProduce and Wait,

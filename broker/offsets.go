@@ -220,6 +220,21 @@ func (b *Broker) ResolveReset(ctx context.Context, pr Principal, topic string, p
 	return cs, nil
 }
 
+// ResetOffsets moves group's offsets in topic (in one partition when part
+// is set) to what spec resolves to on each partition's log, and commits
+// them as a commit from outside the group would be (on the metadata
+// leader: Forward passes it on there). It answers the offsets committed.
+func (b *Broker) ResetOffsets(ctx context.Context, pr Principal, group, topic string, part *int32, spec offsets.ResetSpec) ([]offsets.Committed, error) {
+	cs, err := b.ResolveReset(ctx, pr, topic, part, spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Forward().CommitOffsets(ctx, pr, group, "", -1, cs); err != nil {
+		return nil, err
+	}
+	return cs, nil
+}
+
 // groupPositions enumerates every committed offset with its partition's
 // bounds, for the lag metrics at scrape time.
 func (b *Broker) groupPositions() ([]offsets.GroupPosition, error) {

@@ -19,10 +19,7 @@ func (s *Server) CreateTopic(ctx context.Context, req *pb.CreateTopicRequest) (*
 	// On a node that does not lead the metadata, the broker passes the
 	// change on to the leader (over the peer service), as for every front-end.
 	c, err := s.b.CreateTopic(ctx, principal(ctx), c)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.CreateTopicResponse{Topic: topicInfo(c)}, nil
+	return reply(&pb.CreateTopicResponse{Topic: topicInfo(c)}, err)
 }
 
 // MaxListTopicsPage is the most topics one ListTopics answer holds (and
@@ -48,7 +45,7 @@ func (s *Server) ListTopics(ctx context.Context, req *pb.ListTopicsRequest) (*pb
 	}
 	all, err := s.b.TopicConfigs(ctx, principal(ctx))
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	i, _ := slices.BinarySearchFunc(all, req.PageToken, func(c broker.TopicConfig, name string) int { return strings.Compare(c.Name, name) })
 	if i < len(all) && all[i].Name == req.PageToken {
@@ -69,13 +66,13 @@ func (s *Server) DescribeTopic(ctx context.Context, req *pb.DescribeTopicRequest
 	if req.ConfigOnly {
 		t, err := s.b.TopicLayout(ctx, principal(ctx), req.Name)
 		if err != nil {
-			return nil, toStatus(err)
+			return nil, err
 		}
 		return &pb.DescribeTopicResponse{Topic: topicInfo(t.Config)}, nil
 	}
 	t, err := s.b.Topic(ctx, principal(ctx), req.Name)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	resp := &pb.DescribeTopicResponse{Topic: topicInfo(t.Config)}
 	cluster := s.b.Members() != nil
@@ -97,10 +94,7 @@ func (s *Server) AlterTopic(ctx context.Context, req *pb.AlterTopicRequest) (*pb
 		return nil, invalidArg("alter topic: partitions must be the new total count (more than the topic has), got %d", req.Partitions)
 	}
 	c, err := s.alterTopic(ctx, req)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.AlterTopicResponse{Topic: topicInfo(c)}, nil
+	return reply(&pb.AlterTopicResponse{Topic: topicInfo(c)}, err)
 }
 
 // alterTopic applies the settings a request sets, then its partition
@@ -124,10 +118,7 @@ func (s *Server) alterTopic(ctx context.Context, req *pb.AlterTopicRequest) (bro
 
 // DeleteTopic deletes a topic, its data and its committed offsets.
 func (s *Server) DeleteTopic(ctx context.Context, req *pb.DeleteTopicRequest) (*pb.DeleteTopicResponse, error) {
-	if err := s.b.DeleteTopic(ctx, principal(ctx), req.Name); err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.DeleteTopicResponse{}, nil
+	return reply(&pb.DeleteTopicResponse{}, s.b.DeleteTopic(ctx, principal(ctx), req.Name))
 }
 
 // DeleteRecords moves a partition's log start forward through the broker
@@ -135,10 +126,7 @@ func (s *Server) DeleteTopic(ctx context.Context, req *pb.DeleteTopicRequest) (*
 // leader: a node that does not lead it forwards the request there.
 func (s *Server) DeleteRecords(ctx context.Context, req *pb.DeleteRecordsRequest) (*pb.DeleteRecordsResponse, error) {
 	start, err := s.b.Forward().DeleteRecords(ctx, principal(ctx), req.Topic, req.Partition, req.BeforeOffset)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.DeleteRecordsResponse{LogStartOffset: start}, nil
+	return reply(&pb.DeleteRecordsResponse{LogStartOffset: start}, err)
 }
 
 func configChange(c *pb.TopicConfig) broker.ConfigChange {

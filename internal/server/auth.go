@@ -22,13 +22,7 @@ import (
 // broker's Gate: the verified client certificate (User:<CN>), or a user
 // and password in the "authorization" metadata (Basic, over TLS only),
 // then --auth. Handlers pass principal(ctx) to the broker, which
-// authorizes.
-//
-// A call is always its caller's own: no metadata lets a caller speak for
-// another principal. A request that must run on another node (the
-// metadata leader, a partition's leader) is carried there by the broker
-// over the peer service on the Raft port, with the principal as data
-// that node authorizes (broker.Forward).
+// authorizes. A call is always its caller's own (see the package doc).
 
 // authorizationKey carries "Basic base64(user:password)".
 const authorizationKey = "authorization"
@@ -75,14 +69,7 @@ func (s *Server) authTap(ctx context.Context, info *tap.Info) (context.Context, 
 	if skipAuth(info.FullMethodName) || first(info.Header, authorizationKey) != "" {
 		return ctx, nil
 	}
-	pr := auth.Presented{}
-	if p, ok := peer.FromContext(ctx); ok {
-		pr.Addr = p.Addr.String()
-		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok {
-			pr.TLS = &ti.State
-		}
-	}
-	if _, err := s.b.Gate().Identify(ctx, pr); err != nil {
+	if _, err := s.b.Gate().Identify(ctx, presented(ctx, "")); err != nil {
 		return ctx, authStatus(err)
 	}
 	return ctx, nil
@@ -104,18 +91,24 @@ func (s identifiedStream) Context() context.Context { return s.ctx }
 // answers UNAUTHENTICATED / PERMISSION_DENIED.
 func (s *Server) identify(ctx context.Context) (context.Context, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	pr := auth.Presented{Authorization: first(md, authorizationKey)}
+	id, err := s.b.Gate().Identify(ctx, presented(ctx, first(md, authorizationKey)))
+	if err != nil {
+		return ctx, authStatus(err)
+	}
+	return auth.NewContext(ctx, id), nil
+}
+
+// presented is what the call's connection presents (its address, its
+// verified client certificate), with the authorization metadata.
+func presented(ctx context.Context, authorization string) auth.Presented {
+	pr := auth.Presented{Authorization: authorization}
 	if p, ok := peer.FromContext(ctx); ok {
 		pr.Addr = p.Addr.String()
 		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok {
 			pr.TLS = &ti.State
 		}
 	}
-	id, err := s.b.Gate().Identify(ctx, pr)
-	if err != nil {
-		return ctx, authStatus(err)
-	}
-	return auth.NewContext(ctx, id), nil
+	return pr
 }
 
 func first(md metadata.MD, key string) string {

@@ -15,10 +15,7 @@ import (
 // partition.
 func (s *Server) Status(ctx context.Context, req *pb.ClusterStatusRequest) (*pb.ClusterStatusResponse, error) {
 	st, err := s.b.ClusterStatus(ctx, principal(ctx), req.Local)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return statusResponse(st), nil
+	return reply(statusResponse(st), err)
 }
 
 func statusResponse(st cluster.Status) *pb.ClusterStatusResponse {
@@ -52,8 +49,5 @@ func (s *Server) Join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinRespons
 // to match, and the node leaves the metadata group.
 func (s *Server) RemoveNode(ctx context.Context, req *pb.RemoveNodeRequest) (*pb.RemoveNodeResponse, error) {
 	moved, err := s.b.Forward().RemoveNode(ctx, principal(ctx), req.NodeId)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.RemoveNodeResponse{Moved: moved}, nil
+	return reply(&pb.RemoveNodeResponse{Moved: moved}, err)
 }

@@ -4,13 +4,14 @@
 // listener (Serve) and closes it (Close) in the node's shutdown order. Nothing else imports this package.
 //
 // Each handler decodes its request, calls the broker and encodes the
-// answer. It holds no fetch, dedup or cluster logic of its own: what it
-// keeps is what is gRPC's — request framing, ProduceStream's ordering of
-// a stream's requests, Subscribe's pace and memory, the routing and
-// encoding of Produce's plain records into batches.
+// answer. It holds no fetch, dedup, group or cluster logic of its own:
+// what it keeps is what is gRPC's — request framing, ProduceStream's
+// receive and send around the broker's Lanes, Subscribe's message cost and
+// send timeout around the broker's Subscriptions.
 //
 // The broker answers typed errors; they become gRPC statuses in one place,
-// errors.go (every status this package makes is made there).
+// errors.go (every status this package makes is made there), applied to
+// every call's error by one interceptor.
 //
 // # Files
 //
@@ -18,11 +19,10 @@
 //	config.go         Config and its defaults
 //	auth.go           every call identified once (the broker's Gate), as its caller's own
 //	produce.go        Produce: a batch, or plain records routed and encoded into batches
-//	producestream.go  ProduceStream: receive, dispatch on lanes, send
-//	lanes.go          the per-(topic, partition) lane scheduler of ProduceStream
+//	producestream.go  ProduceStream: receive, dispatch on broker.Lanes, send
 //	fetch.go          Fetch and ListOffsets
 //	decode.go         a read as a FetchResponse, records decoded on request
-//	subscribe.go      Subscribe: a broker.Reader paced by its client, on a budget of its own
+//	subscribe.go      Subscribe: a broker.Reader paced by broker.Subscriptions, the send timeout
 //	offsets.go        CommitOffsets, FetchOffsets, ListGroups, ResetOffsets
 //	deletegroup.go    DeleteGroup
 //	admin.go          topic create, list, describe, alter, delete

@@ -26,7 +26,9 @@ const errorDomain = "logd"
 
 // toStatus maps an error of the broker (and the packages whose errors it
 // passes on) to a gRPC status. It is the only place that does: every
-// status of this package is made in this file.
+// status of this package is made in this file. Every call's error goes
+// through it (statusUnary, statusStream); a handler calls it itself only
+// where it needs the status (ProduceStream's answers, the metrics).
 func toStatus(err error) error {
 	if err == nil {
 		return nil
@@ -195,18 +197,23 @@ func badMessage(err error) error {
 	return status.Errorf(codes.InvalidArgument, "the request is not a valid protobuf message of this method (%v): send the message the method's proto defines, strings in UTF-8", err)
 }
 
-// logUnexpectedUnary logs a call that failed with Internal or Unknown: an
-// error of a kind toStatus does not map (a fault to find: the client
-// learns nothing it can act on), once per call.
-func (s *Server) logUnexpectedUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+// statusUnary makes a handler's error a status (toStatus), so a handler
+// may return the broker's error as it is, and logs a call that failed
+// with Internal or Unknown: an error of a kind toStatus does not map (a
+// fault to find: the client learns nothing it can act on), once per call.
+func (s *Server) statusUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	resp, err := h(ctx, req)
-	s.logUnexpected(info.FullMethod, err)
-	return resp, err
+	if err != nil {
+		err = toStatus(err)
+		s.logUnexpected(info.FullMethod, err)
+		return nil, err
+	}
+	return resp, nil
 }
 
-// logUnexpectedStream is logUnexpectedUnary for streaming calls.
-func (s *Server) logUnexpectedStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	err := h(srv, ss)
+// statusStream is statusUnary for streaming calls.
+func (s *Server) statusStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	err := toStatus(h(srv, ss))
 	s.logUnexpected(info.FullMethod, err)
 	return err
 }
@@ -215,4 +222,14 @@ func (s *Server) logUnexpected(method string, err error) {
 	if c := status.Code(err); c == codes.Internal || c == codes.Unknown {
 		s.logger.Error("gRPC call failed with an error of a kind the API does not map", "method", method, "code", c.String(), "err", err)
 	}
+}
+
+// reply is a handler's answer: resp, or err when the call failed (made a
+// status by statusUnary).
+func reply[T any](resp T, err error) (T, error) {
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return resp, nil
 }

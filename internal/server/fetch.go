@@ -21,20 +21,16 @@ func (s *Server) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchResp
 		Decode:     req.Decode,
 	})
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	// The response's memory counts against the read budget until the
 	// handler returns (gRPC encodes it right after).
 	defer res.Release()
 	fp := res.Partitions[0]
 	if fp.Err != nil {
-		return nil, toStatus(fp.Err)
+		return nil, fp.Err
 	}
-	resp, err := fetchResponse(fp, req.Offset, req.Decode)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return resp, nil
+	return fetchResponse(fp, req.Offset, req.Decode)
 }
 
 // ListOffsets resolves earliest, latest or a time to offsets.
@@ -52,7 +48,7 @@ func (s *Server) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (*
 	}
 	pos, err := s.b.ListOffsets(ctx, principal(ctx), req.Topic, req.Partitions, spec)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	resp := &pb.ListOffsetsResponse{Topic: req.Topic}
 	for _, po := range pos {

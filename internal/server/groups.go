@@ -27,158 +27,46 @@ import (
 // to one onto Kafka's, and a member can reach a new coordinator after a
 // failover with the same calls.
 
-// defaultSessionTimeout is a member's session timeout when it names none
-// (the coordinator's default, Kafka's session.timeout.ms).
-const defaultSessionTimeout = 10 * time.Second
-
 // groupsServer serves the Groups service.
 type groupsServer struct {
 	pb.UnimplementedGroupsServer
 	s *Server
 }
 
-// withShutdown is ctx, also ended when the server starts shutting down: a
-// join waiting for other members must not hold up shutdown.
-func (g *groupsServer) withShutdown(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
-	go func() {
-		select {
-		case <-g.s.b.Done():
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
-}
-
 // JoinGroup joins or re-joins the member and returns its assignment in the
-// new generation. A generation replaced between the join and the sync (a
-// member joined meanwhile) is joined again here, so a new member always
-// learns its id.
+// new generation (broker.JoinAssigned).
 func (g *groupsServer) JoinGroup(ctx context.Context, req *pb.JoinGroupRequest) (*pb.JoinGroupResponse, error) {
-	m, err := g.s.b.GroupMember(ctx, principal(ctx), req.Group)
-	if err != nil {
-		return nil, toStatus(err)
+	r := broker.AssignedJoin{Group: req.Group, MemberID: req.MemberId, ClientID: req.ClientId, Topics: req.Topics,
+		Owned: topicPartitionsFromPB(req.Owned), OwnedGeneration: req.OwnedGeneration, Assignors: req.Assignors,
+		SessionTimeout:   time.Duration(req.SessionTimeoutMs) * time.Millisecond,
+		RebalanceTimeout: time.Duration(req.RebalanceTimeoutMs) * time.Millisecond}
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		r.ClientHost = p.Addr.String()
 	}
-	jr, err := g.joinRequest(ctx, req)
+	a, err := g.s.b.JoinAssigned(ctx, principal(ctx), r)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := g.withShutdown(ctx)
-	defer cancel()
-	for {
-		res, err := m.Join(ctx, jr)
-		if err != nil {
-			return nil, toStatus(err)
-		}
-		jr.MemberID = res.MemberID
-		sr, err := m.Sync(ctx, groups.SyncRequest{Group: jr.Group, MemberID: res.MemberID, Generation: res.Generation})
-		if errors.Is(err, groups.ErrRebalanceInProgress) || errors.Is(err, groups.ErrIllegalGeneration) {
-			continue
-		}
-		if err != nil {
-			return nil, toStatus(err)
-		}
-		tps, err := groups.DecodeAssignment(sr.Assignment)
-		if err != nil {
-			return nil, status.Errorf(codes.Internal, "join group %q: %v", jr.Group, err)
-		}
-		return &pb.JoinGroupResponse{MemberId: res.MemberID, Generation: res.Generation, Assignor: res.Protocol,
-			Leader: res.Leader, Assignment: topicPartitionsPB(tps), SessionTimeoutMs: int32(jr.SessionTimeout.Milliseconds())}, nil
-	}
-}
-
-// checkTopics checks the topics a join names. On the coordinator a topic
-// just created may still be being set up (UNAVAILABLE: the client
-// retries). A topic that does not exist is subscribed to with no
-// partitions (the coordinator rebalances when it appears, as when a
-// subscribed topic is deleted), unless a new member names no topic that
-// exists: then the join fails with NOT_FOUND, as a misspelt name should.
-func (g *groupsServer) checkTopics(ctx context.Context, req *pb.JoinGroupRequest) error {
-	var missing error
-	found := false
-	for _, t := range req.Topics {
-		// On the coordinator: a topic just created may still be being set
-		// up here (UNAVAILABLE: the client retries).
-		_, err := g.s.b.PartitionCount(ctx, principal(ctx), t)
-		switch {
-		case err == nil:
-			found = true
-		case errors.Is(err, broker.ErrUnknownTopic):
-			missing = err
-		default:
-			return toStatus(err)
-		}
-	}
-	if !found && req.MemberId == "" {
-		return toStatus(missing)
-	}
-	return nil
-}
-
-// joinRequest checks req and turns it into the coordinator's request.
-func (g *groupsServer) joinRequest(ctx context.Context, req *pb.JoinGroupRequest) (groups.JoinRequest, error) {
-	if req.Group == "" {
-		return groups.JoinRequest{}, invalidArg("join group: the group name is empty")
-	}
-	if len(req.Topics) == 0 {
-		return groups.JoinRequest{}, invalidArg("join group %q: name at least one topic to read", req.Group)
-	}
-	if req.SessionTimeoutMs < 0 || req.RebalanceTimeoutMs < 0 {
-		return groups.JoinRequest{}, invalidArg("join group %q: timeouts must not be negative", req.Group)
-	}
-	if err := g.checkTopics(ctx, req); err != nil {
-		return groups.JoinRequest{}, err
-	}
-	sub := groups.Subscription{Topics: req.Topics, Owned: topicPartitionsFromPB(req.Owned), Generation: req.OwnedGeneration}
-	if len(sub.Owned) == 0 && sub.Generation == 0 {
-		sub.Generation = -1
-	}
-	meta := groups.EncodeSubscription(sub)
-	assignors := req.Assignors
-	if len(assignors) == 0 {
-		assignors = []string{groups.DefaultAssignorName}
-	}
-	jr := groups.JoinRequest{
-		Group: req.Group, MemberID: req.MemberId, ClientID: req.ClientId,
-		SessionTimeout:   time.Duration(req.SessionTimeoutMs) * time.Millisecond,
-		RebalanceTimeout: time.Duration(req.RebalanceTimeoutMs) * time.Millisecond,
-		ProtocolType:     groups.ConsumerProtocolType, ServerAssign: true,
-	}
-	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-		jr.ClientHost = p.Addr.String()
-	}
-	for _, a := range assignors {
-		jr.Protocols = append(jr.Protocols, groups.Protocol{Name: groups.AssignorName(a), Metadata: meta})
-	}
-	if jr.SessionTimeout == 0 {
-		jr.SessionTimeout = defaultSessionTimeout
-	}
-	return jr, nil
+	return &pb.JoinGroupResponse{MemberId: a.MemberID, Generation: a.Generation, Assignor: a.Assignor,
+		Leader: a.Leader, Assignment: topicPartitionsPB(a.Partitions), SessionTimeoutMs: int32(a.SessionTimeout.Milliseconds())}, nil
 }
 
 // Heartbeat keeps the member's session alive.
 func (g *groupsServer) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.HeartbeatResponse, error) {
 	m, err := g.s.b.GroupMember(ctx, principal(ctx), req.Group)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
-	if err := m.Heartbeat(req.MemberId, req.Generation); err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.HeartbeatResponse{}, nil
+	return reply(&pb.HeartbeatResponse{}, m.Heartbeat(req.MemberId, req.Generation))
 }
 
 // LeaveGroup removes the member; the others rebalance at once.
 func (g *groupsServer) LeaveGroup(ctx context.Context, req *pb.LeaveGroupRequest) (*pb.LeaveGroupResponse, error) {
 	m, err := g.s.b.GroupMember(ctx, principal(ctx), req.Group)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
-	if err := m.Leave(req.MemberId); err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.LeaveGroupResponse{}, nil
+	return reply(&pb.LeaveGroupResponse{}, m.Leave(req.MemberId))
 }
 
 // DescribeGroup reports the group's membership.
@@ -188,7 +76,7 @@ func (g *groupsServer) DescribeGroup(ctx context.Context, req *pb.DescribeGroupR
 	}
 	d, err := g.s.b.DescribeGroup(ctx, principal(ctx), req.Group)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	resp := &pb.DescribeGroupResponse{Group: d.Group, State: d.State.String(), ProtocolType: d.ProtocolType,
 		Assignor: d.Protocol, Generation: d.Generation, Leader: d.Leader, Rebalances: d.Rebalances, Coordinator: g.s.Addr()}
@@ -204,7 +92,7 @@ func (g *groupsServer) DescribeGroup(ctx context.Context, req *pb.DescribeGroupR
 func (g *groupsServer) ListMemberGroups(ctx context.Context, req *pb.ListGroupsRequest) (*pb.ListMemberGroupsResponse, error) {
 	list, err := g.s.b.ListMemberGroups(ctx, principal(ctx))
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	resp := &pb.ListMemberGroupsResponse{Groups: make([]*pb.GroupListing, 0, len(list))}
 	for _, l := range list {

@@ -20,10 +20,7 @@ func (s *Server) CommitOffsets(ctx context.Context, req *pb.CommitOffsetsRequest
 	if req.Generation != nil {
 		gen = *req.Generation
 	}
-	if err := s.b.Forward().CommitOffsets(ctx, principal(ctx), req.Group, req.MemberId, gen, cs); err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.CommitOffsetsResponse{}, nil
+	return reply(&pb.CommitOffsetsResponse{}, s.b.Forward().CommitOffsets(ctx, principal(ctx), req.Group, req.MemberId, gen, cs))
 }
 
 // FetchOffsets returns a group's committed offsets with each partition's
@@ -37,7 +34,7 @@ func (s *Server) FetchOffsets(ctx context.Context, req *pb.FetchOffsetsRequest) 
 	}
 	cs, err := s.b.Forward().FetchOffsets(ctx, principal(ctx), req.Group, topics)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
 	resp := &pb.FetchOffsetsResponse{Group: req.Group}
 	for _, g := range s.b.Lag(ctx, req.Group, cs) {
@@ -58,10 +55,7 @@ func committedOffset(c offsets.Committed) *pb.CommittedOffset {
 // ListGroups lists groups that have committed offsets.
 func (s *Server) ListGroups(ctx context.Context, req *pb.ListGroupsRequest) (*pb.ListGroupsResponse, error) {
 	gs, err := s.b.Forward().ListGroups(ctx, principal(ctx))
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.ListGroupsResponse{Groups: gs}, nil
+	return reply(&pb.ListGroupsResponse{Groups: gs}, err)
 }
 
 // ResetOffsets moves a group's offsets in one topic to earliest, latest, a
@@ -80,20 +74,13 @@ func (s *Server) ResetOffsets(ctx context.Context, req *pb.ResetOffsetsRequest) 
 	default:
 		return nil, invalidArg("reset offsets: unknown spec %v", req.Spec)
 	}
-	cs, err := s.b.ResolveReset(ctx, principal(ctx), req.Topic, req.Partition, spec)
+	cs, err := s.b.ResetOffsets(ctx, principal(ctx), req.Group, req.Topic, req.Partition, spec)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
-	// The resolved offsets are committed as a commit would be (on the
-	// metadata leader: passed on there as a CommitOffsets).
-	commit := &pb.CommitOffsetsRequest{Group: req.Group}
 	resp := &pb.ResetOffsetsResponse{}
 	for _, c := range cs {
-		commit.Offsets = append(commit.Offsets, &pb.CommittedOffset{Topic: c.Topic, Partition: c.Partition, Offset: c.Offset})
 		resp.Offsets = append(resp.Offsets, &pb.CommittedOffset{Topic: c.Topic, Partition: c.Partition, Offset: c.Offset})
-	}
-	if _, err := s.CommitOffsets(ctx, commit); err != nil {
-		return nil, err
 	}
 	return resp, nil
 }

@@ -26,25 +26,25 @@ const streamInflight = 64
 func (s *Server) ProduceStream(stream pb.Log_ProduceStreamServer) error {
 	select {
 	case <-s.b.Done():
-		return toStatus(kind.ErrShuttingDown)
+		return kind.ErrShuttingDown
 	default:
 	}
 	ctx := stream.Context()
 	snd := startSender(stream)
-	ls := newLanes(streamInflight)
+	ls := broker.NewLanes(streamInflight)
 	recvd, recvErr := receive(ctx, stream)
 	result := s.dispatchStream(ctx, ls, snd.out, snd.err, recvd, recvErr)
 	// Wait for what was admitted: appends under way complete; requests not
 	// yet started are dropped if the client has gone (its context ended).
-	ls.wait()
+	ls.Wait()
 	snd.close()
-	return toStatus(result)
+	return result
 }
 
 // dispatchStream admits and dispatches the stream's requests until it
 // ends: the client's EOF (nil), a receive or send error, the client gone,
 // or the broker shutting down.
-func (s *Server) dispatchStream(ctx context.Context, ls *lanes, out chan<- *pb.ProduceResponse, sendErr <-chan error,
+func (s *Server) dispatchStream(ctx context.Context, ls *broker.Lanes, out chan<- *pb.ProduceResponse, sendErr <-chan error,
 	recvd <-chan *pb.ProduceRequest, recvErr <-chan error) error {
 	for {
 		select {
@@ -55,10 +55,10 @@ func (s *Server) dispatchStream(ctx context.Context, ls *lanes, out chan<- *pb.P
 				}
 				return nil
 			}
-			if err := ls.admit(ctx); err != nil {
+			if err := ls.Admit(ctx); err != nil {
 				return err
 			}
-			ls.dispatch(laneKey(req), s.produceJob(ctx, req, out))
+			ls.Dispatch(laneKey(req), s.produceJob(ctx, req, out))
 		case <-s.b.Done():
 			return kind.ErrShuttingDown
 		case err := <-sendErr:
@@ -95,7 +95,7 @@ func (s *Server) produceJob(ctx context.Context, req *pb.ProduceRequest, out cha
 	return &produceJob{s: s, ctx: ctx, req: req, out: out}
 }
 
-func (j *produceJob) start() {
+func (j *produceJob) Start() {
 	req := j.req
 	if len(req.Batch) == 0 || len(req.Records) > 0 || req.Partition == nil {
 		j.resp, j.err = j.s.produce(j.ctx, req)
@@ -105,7 +105,7 @@ func (j *produceJob) start() {
 		Partition: *req.Partition, Batch: req.Batch, Acks: acksOf(req.Acks)})
 }
 
-func (j *produceJob) wait() {
+func (j *produceJob) Wait() {
 	if j.f != nil {
 		res, err := j.f.Wait()
 		j.err = err
@@ -122,7 +122,7 @@ func (j *produceJob) wait() {
 	}
 }
 
-func (j *produceJob) deliver() { j.out <- j.resp }
+func (j *produceJob) Deliver() { j.out <- j.resp }
 
 // receive reads the stream's requests into a channel, closed (with the
 // error on recvErr) when the stream or ctx ends.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/logd/logd/auth"
@@ -16,25 +17,16 @@ type securityServer struct {
 }
 
 func (x *securityServer) CreateUser(ctx context.Context, req *pb.CreateUserRequest) (*pb.CreateUserResponse, error) {
-	if err := x.s.b.Forward().CreateUser(ctx, principal(ctx), req.Name, req.Password, req.Replace); err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.CreateUserResponse{}, nil
+	return reply(&pb.CreateUserResponse{}, x.s.b.Forward().CreateUser(ctx, principal(ctx), req.Name, req.Password, req.Replace))
 }
 
 func (x *securityServer) DeleteUser(ctx context.Context, req *pb.DeleteUserRequest) (*pb.DeleteUserResponse, error) {
-	if err := x.s.b.Forward().DeleteUser(ctx, principal(ctx), req.Name); err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.DeleteUserResponse{}, nil
+	return reply(&pb.DeleteUserResponse{}, x.s.b.Forward().DeleteUser(ctx, principal(ctx), req.Name))
 }
 
 func (x *securityServer) ListUsers(ctx context.Context, req *pb.ListUsersRequest) (*pb.ListUsersResponse, error) {
 	names, err := x.s.b.Users(ctx, principal(ctx))
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.ListUsersResponse{Names: names}, nil
+	return reply(&pb.ListUsersResponse{Names: names}, err)
 }
 
 func (x *securityServer) AddACLs(ctx context.Context, req *pb.AddACLsRequest) (*pb.AddACLsResponse, error) {
@@ -46,10 +38,7 @@ func (x *securityServer) AddACLs(ctx context.Context, req *pb.AddACLsRequest) (*
 		}
 		acls[i] = acl
 	}
-	if err := x.s.b.Forward().AddACLs(ctx, principal(ctx), acls...); err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.AddACLsResponse{}, nil
+	return reply(&pb.AddACLsResponse{}, x.s.b.Forward().AddACLs(ctx, principal(ctx), acls...))
 }
 
 func (x *securityServer) RemoveACLs(ctx context.Context, req *pb.RemoveACLsRequest) (*pb.RemoveACLsResponse, error) {
@@ -58,10 +47,7 @@ func (x *securityServer) RemoveACLs(ctx context.Context, req *pb.RemoveACLsReque
 		return nil, invalidArg("ACL filter: %v", err)
 	}
 	removed, err := x.s.b.Forward().RemoveACLs(ctx, principal(ctx), f)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.RemoveACLsResponse{Removed: aclsPB(removed)}, nil
+	return reply(&pb.RemoveACLsResponse{Removed: aclsPB(removed)}, err)
 }
 
 func (x *securityServer) ListACLs(ctx context.Context, req *pb.ListACLsRequest) (*pb.ListACLsResponse, error) {
@@ -70,10 +56,7 @@ func (x *securityServer) ListACLs(ctx context.Context, req *pb.ListACLsRequest) 
 		return nil, invalidArg("ACL filter: %v", err)
 	}
 	acls, err := x.s.b.ListACLs(ctx, principal(ctx), f)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.ListACLsResponse{Acls: aclsPB(acls)}, nil
+	return reply(&pb.ListACLsResponse{Acls: aclsPB(acls)}, err)
 }
 
 // aclFromPB reads a whole ACL (every field set).
@@ -95,40 +78,30 @@ func (e aclError) Error() string { return string(e) }
 
 const errMissingACL = aclError("no ACL given")
 
-// filterFromPB reads an ACL filter: unset fields match anything.
+// filterFromPB reads an ACL filter: unset fields match anything. The
+// error is the first field's that does not parse.
 func filterFromPB(a *pb.ACL) (auth.ACLFilter, error) {
 	var f auth.ACLFilter
 	if a == nil {
 		return f, nil
 	}
-	var err error
-	if a.Principal != "" {
-		if f.Principal, err = auth.ParsePrincipal(a.Principal); err != nil {
-			return f, err
-		}
-	}
-	if a.Permission != "" {
-		if f.Permission, err = auth.ParsePermission(a.Permission); err != nil {
-			return f, err
-		}
-	}
-	if a.Operation != "" {
-		if f.Operation, err = auth.ParseOperation(a.Operation); err != nil {
-			return f, err
-		}
-	}
-	if a.ResourceType != "" {
-		if f.ResourceType, err = auth.ParseResourceType(a.ResourceType); err != nil {
-			return f, err
-		}
-	}
-	if a.Pattern != "" {
-		if f.PatternType, err = auth.ParsePatternType(a.Pattern); err != nil {
-			return f, err
-		}
-	}
 	f.Name = a.Name
-	return f, nil
+	return f, cmp.Or(
+		parseSet(a.Principal, auth.ParsePrincipal, &f.Principal),
+		parseSet(a.Permission, auth.ParsePermission, &f.Permission),
+		parseSet(a.Operation, auth.ParseOperation, &f.Operation),
+		parseSet(a.ResourceType, auth.ParseResourceType, &f.ResourceType),
+		parseSet(a.Pattern, auth.ParsePatternType, &f.PatternType))
+}
+
+// parseSet sets *dst to s parsed, unless s is empty (unset).
+func parseSet[T any](s string, parse func(string) (T, error), dst *T) error {
+	if s == "" {
+		return nil
+	}
+	v, err := parse(s)
+	*dst = v
+	return err
 }
 
 func aclsPB(acls []auth.ACL) []*pb.ACL {

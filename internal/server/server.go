@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -49,15 +48,14 @@ type Server struct {
 	health *health.Server
 	served sync.WaitGroup
 
-	subBudget   *broker.MemBudget // the subscriptions' (subscribe.go)
-	subscribers atomic.Int64
+	subs *broker.Subscriptions // subscribe.go
 }
 
 // New makes the gRPC front-end; it serves nothing until Serve.
 func New(cfg Config) *Server {
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, logger: cfg.Logger,
-		subBudget: broker.NewMemBudget(subscribeBudgetBytes)}
+		subs: broker.NewSubscriptions(subscribeBudgetBytes, subscribeCost{})}
 	s.m = newMetrics(cfg.Registry)
 	return s
 }
@@ -65,8 +63,8 @@ func New(cfg Config) *Server {
 // Serve serves b's gRPC services on lis until Close.
 func (s *Server) Serve(b *broker.Broker, lis net.Listener) {
 	s.b, s.lis = b, lis
-	opts := append(requestCodecOptions(), grpc.ChainUnaryInterceptor(s.logUnexpectedUnary, s.authUnary),
-		grpc.ChainStreamInterceptor(s.logUnexpectedStream, s.authStream))
+	opts := append(requestCodecOptions(), grpc.ChainUnaryInterceptor(s.statusUnary, s.authUnary),
+		grpc.ChainStreamInterceptor(s.statusStream, s.authStream))
 	if s.cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.TLS)))
 	}

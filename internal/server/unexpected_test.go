@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/logd/logd/broker"
 )
@@ -36,25 +38,29 @@ func (h *errorLines) Handle(_ context.Context, r slog.Record) error {
 func (h *errorLines) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *errorLines) WithGroup(string) slog.Handler      { return h }
 
-// A call that fails with an error toStatus does not map (Internal) is
-// logged once at Error; a call failing with a mapped error is not.
+// A handler's error becomes its status in the interceptor; a call that
+// fails with an error toStatus does not map (Internal) is logged once at
+// Error, a call failing with a mapped error is not.
 func TestUnexpectedErrorLogged(t *testing.T) {
 	h := &errorLines{}
 	s := &Server{logger: slog.New(h)}
 	unmapped := errors.New("the disk controller caught fire")
 	info := &grpc.UnaryServerInfo{FullMethod: "/logd.v1.Log/Produce"}
-	for _, err := range []error{unmapped, broker.ErrUnknownTopic} {
-		_, got := s.logUnexpectedUnary(context.Background(), nil, info, func(context.Context, any) (any, error) {
-			return nil, toStatus(err)
+	for _, c := range []struct {
+		err  error
+		code codes.Code
+	}{{unmapped, codes.Internal}, {broker.ErrUnknownTopic, codes.NotFound}} {
+		_, got := s.statusUnary(context.Background(), nil, info, func(context.Context, any) (any, error) {
+			return nil, c.err
 		})
-		if got == nil {
-			t.Fatal("the interceptor lost the call's error")
+		if status.Code(got) != c.code {
+			t.Fatalf("the interceptor answered %v for %v, want code %v", got, c.err, c.code)
 		}
 	}
-	err := s.logUnexpectedStream(nil, nil, &grpc.StreamServerInfo{FullMethod: "/logd.v1.Log/Subscribe"},
-		func(any, grpc.ServerStream) error { return toStatus(unmapped) })
-	if err == nil {
-		t.Fatal("the interceptor lost the stream's error")
+	err := s.statusStream(nil, nil, &grpc.StreamServerInfo{FullMethod: "/logd.v1.Log/Subscribe"},
+		func(any, grpc.ServerStream) error { return unmapped })
+	if status.Code(err) != codes.Internal {
+		t.Fatalf("the interceptor answered %v for the stream, want code Internal", err)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"context"
@@ -22,7 +22,7 @@ func newRecorder() *recorder {
 }
 
 // job starts (noted), waits for release, and delivers (noted).
-func (r *recorder) job(key string, i int, release <-chan struct{}) laneJob {
+func (r *recorder) job(key string, i int, release <-chan struct{}) LaneJob {
 	return &recordedJob{r: r, key: key, i: i, release: release}
 }
 
@@ -33,15 +33,15 @@ type recordedJob struct {
 	release <-chan struct{}
 }
 
-func (j *recordedJob) start() {
+func (j *recordedJob) Start() {
 	j.r.mu.Lock()
 	j.r.started[j.key] = append(j.r.started[j.key], j.i)
 	j.r.mu.Unlock()
 }
 
-func (j *recordedJob) wait() { <-j.release }
+func (j *recordedJob) Wait() { <-j.release }
 
-func (j *recordedJob) deliver() {
+func (j *recordedJob) Deliver() {
 	j.r.mu.Lock()
 	j.r.delivers[j.key] = append(j.r.delivers[j.key], j.i)
 	j.r.mu.Unlock()
@@ -54,23 +54,23 @@ func (r *recorder) get(key string) (started, delivered []int) {
 }
 
 func TestLanesOrderPerKey(t *testing.T) {
-	l := newLanes(16)
+	l := NewLanes(16)
 	r := newRecorder()
 	releases := make([]chan struct{}, 8)
 	for i := range releases {
 		releases[i] = make(chan struct{})
-		if err := l.admit(context.Background()); err != nil {
+		if err := l.Admit(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		l.dispatch("a", r.job("a", i, releases[i]))
+		l.Dispatch("a", r.job("a", i, releases[i]))
 	}
 	// Every job starts without waiting for the ones before to finish.
-	waitFor(t, func() bool { s, _ := r.get("a"); return len(s) == 8 })
+	laneWait(t, "every job started", func() bool { s, _ := r.get("a"); return len(s) == 8 })
 	// Release in reverse: delivers still come in dispatch order.
 	for i := len(releases) - 1; i >= 0; i-- {
 		close(releases[i])
 	}
-	l.wait()
+	l.Wait()
 	started, delivered := r.get("a")
 	want := []int{0, 1, 2, 3, 4, 5, 6, 7}
 	if !slices.Equal(started, want) || !slices.Equal(delivered, want) {
@@ -79,49 +79,49 @@ func TestLanesOrderPerKey(t *testing.T) {
 }
 
 func TestLanesKeysIndependent(t *testing.T) {
-	l := newLanes(16)
+	l := NewLanes(16)
 	r := newRecorder()
 	blocked := make(chan struct{})
-	l.admit(context.Background())
-	l.dispatch("slow", r.job("slow", 0, blocked))
+	l.Admit(context.Background())
+	l.Dispatch("slow", r.job("slow", 0, blocked))
 	free := make(chan struct{})
 	close(free)
 	for i := range 3 {
-		l.admit(context.Background())
-		l.dispatch("fast", r.job("fast", i, free))
+		l.Admit(context.Background())
+		l.Dispatch("fast", r.job("fast", i, free))
 	}
-	waitFor(t, func() bool { _, d := r.get("fast"); return len(d) == 3 })
+	laneWait(t, "the fast key delivered", func() bool { _, d := r.get("fast"); return len(d) == 3 })
 	if _, d := r.get("slow"); len(d) != 0 {
 		t.Fatalf("slow delivered %v before its release", d)
 	}
 	close(blocked)
-	l.wait()
+	l.Wait()
 	if _, d := r.get("slow"); !slices.Equal(d, []int{0}) {
 		t.Fatalf("slow delivered %v", d)
 	}
 }
 
 func TestLanesLimit(t *testing.T) {
-	l := newLanes(2)
+	l := NewLanes(2)
 	r := newRecorder()
 	release := make(chan struct{})
 	for i := range 2 {
-		if err := l.admit(context.Background()); err != nil {
+		if err := l.Admit(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		l.dispatch(fmt.Sprint(i), r.job(fmt.Sprint(i), i, release))
+		l.Dispatch(fmt.Sprint(i), r.job(fmt.Sprint(i), i, release))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if err := l.admit(ctx); !errors.Is(err, context.DeadlineExceeded) {
+	if err := l.Admit(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("admit past the limit: %v, want it to wait until ctx ends", err)
 	}
 	close(release)
-	if err := l.admit(context.Background()); err != nil {
+	if err := l.Admit(context.Background()); err != nil {
 		t.Fatalf("admit after a job delivered: %v", err)
 	}
-	l.dispatch("0", r.job("0", 2, release))
-	l.wait()
+	l.Dispatch("0", r.job("0", 2, release))
+	l.Wait()
 	if _, d := r.get("0"); !slices.Equal(d, []int{0, 2}) {
 		t.Fatalf("key 0 delivered %v", d)
 	}
@@ -130,13 +130,13 @@ func TestLanesLimit(t *testing.T) {
 // A lane exits as soon as its queue is empty, even while its last job
 // waits; the key's next lane must still deliver after that job.
 func TestLanesNextLaneDeliversAfterTail(t *testing.T) {
-	l := newLanes(16)
+	l := NewLanes(16)
 	r := newRecorder()
 	first := make(chan struct{})
-	l.admit(context.Background())
-	l.dispatch("k", r.job("k", 0, first))
+	l.Admit(context.Background())
+	l.Dispatch("k", r.job("k", 0, first))
 	// Wait until the first lane has exited (its queue is empty).
-	waitFor(t, func() bool {
+	laneWait(t, "the first lane exited", func() bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		_, ok := l.tails["k"]
@@ -144,14 +144,14 @@ func TestLanesNextLaneDeliversAfterTail(t *testing.T) {
 	})
 	free := make(chan struct{})
 	close(free)
-	l.admit(context.Background())
-	l.dispatch("k", r.job("k", 1, free))
+	l.Admit(context.Background())
+	l.Dispatch("k", r.job("k", 1, free))
 	time.Sleep(20 * time.Millisecond) // room for a wrong early deliver
 	if _, d := r.get("k"); len(d) != 0 {
 		t.Fatalf("delivered %v before the first job", d)
 	}
 	close(first)
-	l.wait()
+	l.Wait()
 	if _, d := r.get("k"); !slices.Equal(d, []int{0, 1}) {
 		t.Fatalf("delivered %v, want [0 1]", d)
 	}
@@ -162,13 +162,12 @@ func TestLanesNextLaneDeliversAfterTail(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, cond func() bool) {
+// laneWait retries cond until it holds, for up to 10 s.
+func laneWait(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10s")
+			t.Fatalf("%s: not after 10s", what)
 		}
-		time.Sleep(time.Millisecond)
 	}
 }
