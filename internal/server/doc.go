@@ -23,8 +23,7 @@
 //	fetch.go          Fetch and ListOffsets
 //	decode.go         a read as a FetchResponse, records decoded on request
 //	subscribe.go      Subscribe: a broker.Reader paced by broker.Subscriptions, the send timeout
-//	offsets.go        CommitOffsets, FetchOffsets, ListGroups, ResetOffsets
-//	deletegroup.go    DeleteGroup
+//	offsets.go        CommitOffsets, FetchOffsets, ListGroups, DeleteGroup, ResetOffsets
 //	admin.go          topic create, list, describe, alter, delete
 //	cluster.go        Cluster.Status, Join, RemoveNode
 //	groups.go         the Groups service: JoinGroup, Heartbeat, LeaveGroup, DescribeGroup

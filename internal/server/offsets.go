@@ -58,6 +58,12 @@ func (s *Server) ListGroups(ctx context.Context, req *pb.ListGroupsRequest) (*pb
 	return reply(&pb.ListGroupsResponse{Groups: gs}, err)
 }
 
+// DeleteGroup deletes a group and its committed offsets (on the metadata
+// leader, in a cluster).
+func (s *Server) DeleteGroup(ctx context.Context, req *pb.DeleteGroupRequest) (*pb.DeleteGroupResponse, error) {
+	return reply(&pb.DeleteGroupResponse{}, s.b.Forward().DeleteGroup(ctx, principal(ctx), req.GetGroup()))
+}
+
 // ResetOffsets moves a group's offsets in one topic to earliest, latest, a
 // time or an explicit offset (clamped to the log's bounds, as Kafka does).
 func (s *Server) ResetOffsets(ctx context.Context, req *pb.ResetOffsetsRequest) (*pb.ResetOffsetsResponse, error) {
