@@ -81,14 +81,30 @@ async function topicPage(name) {
   }, 5000);
   const log = el("ol", { id: "tail", class: "tail", "aria-label": "live tail" });
   const filter = el("input", { id: "key-filter", type: "search", placeholder: "only keys containing…", "aria-label": "key filter" });
+  const pretty = el("input", { id: "pretty-json", type: "checkbox" });
   const pause = el("button", { type: "button", id: "pause" }, "Pause");
   let paused = false, held = [];
+  // The filter hides what does not match and drops nothing: every record
+  // stays in the list (the newest 500), so clearing the filter shows
+  // what arrived meanwhile.
+  const matches = li => !filter.value || li.dataset.key.includes(filter.value);
+  filter.addEventListener("input", () => { for (const li of log.children) li.hidden = !matches(li); });
+  pretty.addEventListener("change", () => { for (const li of log.children) li.querySelector(".value").replaceWith(valueView(li.rec, pretty.checked)); });
+  // Newest first, in time order: the history replayed from several
+  // partitions arrives a partition at a time, so each record is put
+  // where its timestamp goes (above those of the same time: it came
+  // later in its partition).
   const add = rec => {
-    const f = filter.value;
-    if (f && !(rec.key || "").includes(f)) return;
-    log.prepend(el("li", {}, el("span", { class: "pos" }, rec.partition + ":" + rec.offset), " ",
-      el("span", { class: "key" }, rec.key === null ? "∅" : rec.key), " ", el("span", { class: "value" }, rec.value ?? "null"),
-      " ", el("time", {}, rec.timestamp)));
+    const li = el("li", {}, el("span", { class: "pos" }, rec.partition + ":" + rec.offset), " ",
+      el("span", { class: "key" }, rec.key === null ? "∅" : rec.key), " ", valueView(rec, pretty.checked),
+      " ", el("time", {}, rec.timestamp));
+    li.rec = rec;
+    li.dataset.key = rec.key || "";
+    li.dataset.ts = rec.timestamp;
+    li.hidden = !matches(li);
+    let at = log.firstChild;
+    while (at && at.dataset.ts > rec.timestamp) at = at.nextSibling;
+    log.insertBefore(li, at);
     while (log.children.length > 500) log.lastChild.remove();
   };
   pause.addEventListener("click", () => {
@@ -107,7 +123,18 @@ async function topicPage(name) {
     el("p", {}, "Retention ", duration(t.retention_ms), ", ", t.retention_bytes < 0 ? "no size limit" : bytes(t.retention_bytes) + " per partition", "."),
     parts,
     produceForm(t.name),
-    el("h2", {}, "Live tail (last hour, then live)"), el("div", { class: "controls" }, filter, pause), log);
+    el("h2", {}, "Live tail (last hour, then live)"),
+    el("div", { class: "controls" }, filter, el("label", {}, pretty, " Pretty JSON"), pause), log);
+}
+
+// valueView is a record's value: as sent, or, pretty and when it is a
+// JSON object or array, indented.
+function valueView(rec, pretty) {
+  const v = rec.value ?? "null";
+  if (pretty && rec.value_encoding !== "base64" && /^\s*[[{]/.test(v)) {
+    try { return el("pre", { class: "value json" }, JSON.stringify(JSON.parse(v), null, 2)); } catch (e) { /* not JSON: as sent */ }
+  }
+  return el("span", { class: "value" }, v);
 }
 
 function produceForm(topic) {
