@@ -11,7 +11,7 @@
 //	GET  /v1/topics                       topics with their partitions
 //	GET  /v1/topics/{topic}               one topic
 //	POST /v1/topics/{topic}/records       produce; Idempotency-Key makes retries safe
-//	GET  /v1/topics/{topic}/records       ?partition=P&offset=O&max=N, bounded
+//	GET  /v1/topics/{topic}/records       ?partition=P&offset=O (or time=T)&max=N, bounded
 //	GET  /v1/topics/{topic}/events        live tail (text/event-stream)
 //	GET  /v1/groups                       consumer groups
 //	GET  /v1/groups/{group}               members, assignment, committed offsets, lag

@@ -124,7 +124,8 @@ async function topicPage(name) {
     parts,
     produceForm(t.name),
     el("h2", {}, "Live tail (last hour, then live)"),
-    el("div", { class: "controls" }, filter, el("label", {}, pretty, " Pretty JSON"), pause), log);
+    el("div", { class: "controls" }, filter, el("label", {}, pretty, " Pretty JSON"), pause), log,
+    recordBrowser(t));
 }
 
 // valueView is a record's value: as sent, or, pretty and when it is a
@@ -135,6 +136,40 @@ function valueView(rec, pretty) {
     try { return el("pre", { class: "value json" }, JSON.stringify(JSON.parse(v), null, 2)); } catch (e) { /* not JSON: as sent */ }
   }
   return el("span", { class: "value" }, v);
+}
+
+// recordBrowser reads a partition's records from an offset or a time
+// (GET records with offset= or time=), 50 at a time.
+function recordBrowser(t) {
+  const part = el("select", { id: "browse-partition", "aria-label": "partition" },
+    t.partition_info.map(p => el("option", { value: p.partition }, "partition " + p.partition)));
+  const from = el("input", { id: "browse-from", placeholder: "offset, or a time: 2026-12-01T13:02:11Z", "aria-label": "from offset or time" });
+  const out = el("div", { id: "browse" });
+  const more = el("button", { type: "button", id: "browse-next", hidden: "" }, "Next");
+  let next = 0;
+  const read = async q => {
+    try {
+      const r = await api("/v1/topics/" + encodeURIComponent(t.name) + "/records?max=50&partition=" + part.value + q);
+      out.replaceChildren(
+        r.records.length ? table(["Offset", "Key", "Value", "Timestamp"], r.records.map(rec =>
+          [rec.offset, rec.key === null ? "∅" : rec.key, valueView(rec, true), rec.timestamp]), "browse-records")
+          : el("p", { id: "browse-records" }, "No records there yet."),
+        el("p", {}, "Log start ", r.log_start, ", high watermark ", r.high_watermark, "."));
+      next = r.next_offset;
+      more.hidden = r.records.length === 0;
+    } catch (err) { out.replaceChildren(el("p", { class: "error" }, err.message)); }
+  };
+  const form = el("form", { class: "browse" }, el("label", {}, "Partition ", part), el("label", {}, "From ", from),
+    el("button", { type: "submit" }, "Read"), more);
+  form.addEventListener("submit", e => {
+    e.preventDefault();
+    const v = from.value.trim();
+    const when = new Date(v);
+    read(v === "" ? "" : /^\d+$/.test(v) ? "&offset=" + v
+      : "&time=" + encodeURIComponent(isNaN(when) ? v : when.toISOString()));
+  });
+  more.addEventListener("click", () => read("&offset=" + next));
+  return el("section", {}, el("h2", {}, "Browse records"), form, out);
 }
 
 function produceForm(topic) {
