@@ -1,10 +1,16 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/logd/logd/offsets"
 )
 
 // TestConsoleTailFilterOrderAndPrettyJSON, in chromium: the live tail
@@ -133,5 +139,46 @@ func TestConsoleBrowseSeeks(t *testing.T) {
 	p.waitText(t, "#browse", "high watermark", 5*time.Second)
 	if got := p.eval(t, offsets); got != "5" {
 		t.Fatalf("Next shows offsets %q, want 5", got)
+	}
+}
+
+// TestConsoleCharts, in chromium: the topics page charts each topic's
+// produce and consume rates from the node's /metrics, and a group's page
+// its lag over time.
+func TestConsoleCharts(t *testing.T) {
+	f := newFakeCore()
+	f.addTopic("t", 1)
+	var mu sync.Mutex
+	produced, fetched := 0, 0
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "# TYPE logd_produce_records_total counter\nlogd_produce_records_total{topic=\"t\"} %d\nlogd_fetch_records_total{topic=\"t\"} %d\n", produced, fetched)
+	})
+	mux.Handle("/", New(f, Config{}))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	f.CommitOffsets(context.Background(), "", "g", "", -1, []offsets.Committed{{Topic: "t", Offset: 0}})
+	p := openPage(t, srv.URL+"/")
+	p.waitText(t, "#topics", "t", 10*time.Second)
+	p.eval(t, `window.done = false; logdCharts.sample().then(() => window.done = true)`)
+	eventually(t, 5*time.Second, "a sample", func() bool { return p.eval(t, "window.done") == "true" })
+	mu.Lock()
+	produced, fetched = 1000, 500
+	mu.Unlock()
+	time.Sleep(100 * time.Millisecond)
+	p.eval(t, `window.done = false; logdCharts.sample().then(() => window.done = true)`)
+	eventually(t, 5*time.Second, "a sample", func() bool { return p.eval(t, "window.done") == "true" })
+	p.eval(t, `location.hash = "#/groups"; location.hash = "#/topics"`)
+	p.waitText(t, "#topics", "/s", 5*time.Second)
+	charts := `[...document.querySelectorAll("#topics .chart")].map(c => c.getAttribute("class") + ":" + c.querySelector("svg").getAttribute("aria-label") + ":" + (Number(c.textContent.replace("/s", "")) > 0)).join(" ")`
+	if got := p.eval(t, charts); got != "chart:produce rate of t:true chart:consume rate of t:true" {
+		t.Fatalf("the topics page's charts: %s", got)
+	}
+	p.eval(t, `location.hash = "#/groups/g"`)
+	p.waitText(t, "main h1", "Group g", 10*time.Second)
+	if got := p.eval(t, `document.querySelectorAll("#lag-chart svg polyline").length`); got != "1" {
+		t.Fatalf("the group page has %s lag charts, want 1", got)
 	}
 }

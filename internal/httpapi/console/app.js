@@ -54,16 +54,74 @@ function show(title, ...content) {
 
 function say(msg) { statusLine.textContent = msg; }
 
+// The charts: the node's own metrics (/metrics, Prometheus text), sampled
+// every sampleMs while the console is open, kept for the last maxSamples.
+// Produce and consume rates per topic are the per-second change of
+// logd_produce_records_total and logd_fetch_records_total: what this node
+// appended (in a cluster, to the partitions it leads) and served. A
+// group's lag is the group page's own, sampled as it refreshes.
+const sampleMs = 5000, maxSamples = 60;
+const samples = []; // {t, produced: {topic: n}, fetched: {topic: n}}
+const lagHistory = {}; // group -> [lag]
+
+async function sample() {
+  try {
+    const r = await fetch("/metrics");
+    if (!r.ok) return;
+    const s = { t: Date.now(), produced: {}, fetched: {} };
+    for (const line of (await r.text()).split("\n")) {
+      const m = /^logd_(produce|fetch)_records_total\{topic="((?:[^"\\]|\\.)*)"\} ([0-9.e+]+)$/.exec(line);
+      if (m) s[m[1] === "produce" ? "produced" : "fetched"][m[2]] = Number(m[3]);
+    }
+    samples.push(s);
+    if (samples.length > maxSamples + 1) samples.shift();
+  } catch (err) { /* no metrics here: no charts */ }
+}
+
+// rates is a topic's per-second rates of kind ("produced" or "fetched")
+// between consecutive samples.
+function rates(topic, kind) {
+  const out = [];
+  for (let i = 1; i < samples.length; i++) {
+    const a = samples[i - 1], b = samples[i];
+    out.push(Math.max(0, ((b[kind][topic] || 0) - (a[kind][topic] || 0)) / ((b.t - a.t) / 1000)));
+  }
+  return out;
+}
+
+// spark is a small line chart of values (the last one's value beside it).
+function spark(values, label, id) {
+  const ns = "http://www.w3.org/2000/svg", w = 120, h = 24;
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
+  svg.setAttribute("class", "spark");
+  svg.setAttribute("role", "img");
+  svg.setAttribute("aria-label", label);
+  const top = Math.max(1, ...values);
+  const pts = values.map((v, i) => `${values.length > 1 ? (i * w / (values.length - 1)).toFixed(1) : 0},${(h - 2 - v * (h - 4) / top).toFixed(1)}`);
+  const line = document.createElementNS(ns, "polyline");
+  line.setAttribute("points", pts.join(" "));
+  svg.append(line);
+  const last = values.length ? values[values.length - 1] : null;
+  return el("span", id ? { class: "chart", id } : { class: "chart" }, svg, " ",
+    last === null ? "…" : (last < 10 ? last.toFixed(1) : Math.round(last)) + (label.includes("lag") ? "" : "/s"));
+}
+
 async function topicsPage() {
   const { topics } = await api("/v1/topics");
-  const rows = topics.map(t => {
+  const rows = () => topics.map(t => {
     const hw = t.partition_info.reduce((s, p) => s + p.high_watermark - p.log_start, 0);
     const size = t.partition_info.reduce((s, p) => s + p.size_bytes, 0);
     return [el("a", { href: "#/topics/" + encodeURIComponent(t.name), class: "topic-link" }, t.name),
-      t.partitions, t.replicas, hw, bytes(size), duration(t.retention_ms)];
+      t.partitions, t.replicas, hw, bytes(size), duration(t.retention_ms),
+      spark(rates(t.name, "produced"), "produce rate of " + t.name), spark(rates(t.name, "fetched"), "consume rate of " + t.name)];
   });
-  show("Topics", topics.length ? table(["Topic", "Partitions", "Replicas", "Records", "Size", "Retention"], rows, "topics")
-    : el("p", { id: "topics" }, "No topics yet: create one with logd topic create NAME."));
+  const headers = ["Topic", "Partitions", "Replicas", "Records", "Size", "Retention", "Produce (this node)", "Consume (this node)"];
+  let list = table(headers, rows(), "topics");
+  show("Topics", topics.length ? list : el("p", { id: "topics" }, "No topics yet: create one with logd topic create NAME."));
+  if (topics.length) {
+    refresh = setInterval(() => { const fresh = table(headers, rows(), "topics"); list.replaceWith(fresh); list = fresh; }, sampleMs);
+  }
 }
 
 async function topicPage(name) {
@@ -203,8 +261,21 @@ async function groupsPage() {
 
 async function groupPage(name) {
   const g = await api("/v1/groups/" + encodeURIComponent(name));
+  const lags = lagHistory[name] = lagHistory[name] || [];
+  const note = lag => { lags.push(lag); if (lags.length > maxSamples) lags.shift(); };
+  note(g.lag);
+  let chart = spark(lags, "lag of " + name, "lag-chart");
+  refresh = setInterval(async () => {
+    try {
+      note((await api("/v1/groups/" + encodeURIComponent(name))).lag);
+      const fresh = spark(lags, "lag of " + name, "lag-chart");
+      chart.replaceWith(fresh);
+      chart = fresh;
+    } catch (err) { say(err.message); }
+  }, sampleMs);
   show("Group " + g.group,
     el("p", {}, g.state, ", generation ", g.generation, ", total lag ", g.lag),
+    el("p", {}, "Lag over time: ", chart),
     el("h2", {}, "Members"), table(["Member", "Client", "Host", "Assignment"], g.members.map(m =>
       [m.member_id, m.client_id, m.client_host, m.assignment.map(a => a.topic + ":" + a.partition).join(" ")])),
     el("h2", {}, "Committed offsets and lag"), table(["Topic", "Partition", "Committed", "High watermark", "Lag"],
@@ -244,4 +315,8 @@ async function route() {
 }
 
 window.addEventListener("hashchange", route);
+// For tests: take a sample now.
+window.logdCharts = { sample };
+sample();
+setInterval(sample, sampleMs);
 route();
