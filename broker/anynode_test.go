@@ -129,6 +129,27 @@ func TestAnyNodeProducesAndReadsEveryPartition(t *testing.T) {
 	})
 	res.Release()
 
+	// A read of every partition at its end waits here and on each leader,
+	// and answers at the first record, the other partitions empty.
+	for p := range fps {
+		fps[p].Offset = before[int32(p)] + 2
+	}
+	fps[remote].Offset++
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		leaders[remote].Produce(ctx, broker.ProduceRequest{Principal: pr, Topic: "t", Partition: remote, Batch: records("later")})
+	}()
+	res, err = n2.AnyNode().Fetch(ctx, broker.FetchRequest{Principal: pr, MinBytes: 1, MaxWait: 30 * time.Second, Partitions: fps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fp := range res.Partitions {
+		if want := map[bool]int{true: 1}[fp.Partition == remote]; fp.Err != nil || fp.Records != want {
+			t.Fatalf("partition %d in a waiting read of all through n2: %d records, %v; want %d", fp.Partition, fp.Records, fp.Err, want)
+		}
+	}
+	res.Release()
+
 	if _, err := n2.ListMemberGroups(ctx, pr); err == nil {
 		t.Fatal("n2 lists the groups itself: it does not coordinate them")
 	}

@@ -35,9 +35,13 @@ type (
 // broker's Fetch of it for pr (which authorizes it), its error the call's.
 // The answer is encoded before the read budget is released.
 func (b *Broker) peerFetch(ctx context.Context, pr Principal, r fetchReq) (any, error) {
-	res, err := b.Fetch(ctx, FetchRequest{Principal: pr, MinBytes: 1, MaxBytes: min(r.MaxBytes, peerFetchMaxBytes),
+	size := peerFetchMaxBytes
+	if r.MaxBytes > 0 {
+		size = min(r.MaxBytes, peerFetchMaxBytes)
+	}
+	res, err := b.Fetch(ctx, FetchRequest{Principal: pr, MinBytes: 1, MaxBytes: size,
 		MaxWait:    time.Duration(r.MaxWaitMs) * time.Millisecond,
-		Partitions: []FetchPartition{{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, MaxBytes: min(r.MaxBytes, peerFetchMaxBytes)}}})
+		Partitions: []FetchPartition{{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, MaxBytes: size}}})
 	if err != nil {
 		return nil, err
 	}
