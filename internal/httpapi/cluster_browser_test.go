@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -50,14 +51,17 @@ func TestConsoleOnAnyNodeOfCluster(t *testing.T) {
 	p.Eval(t, `location.hash = "#/topics/ui"`)
 	p.WaitText(t, "#partitions", "High watermark", 20*time.Second)
 	p.WaitText(t, "#status", "live tail connected", 20*time.Second)
+	// The node stopped leads a partition when another than the serving
+	// node does; the other one takes the first records.
 	var other, victim *nodetest.Node
 	for _, n := range nodes {
-		switch {
-		case n == serving:
-		case other == nil:
-			other = n
-		default:
+		if n != serving && (victim == nil || slices.Contains(leaders, n.ID)) {
 			victim = n
+		}
+	}
+	for _, n := range nodes {
+		if n != serving && n != victim {
+			other = n
 		}
 	}
 	postUntilStored(t, "http://"+other.Server().HTTPAddr(), "ui", "first", keyed("first", 12))

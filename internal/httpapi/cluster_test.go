@@ -301,15 +301,16 @@ func TestClusterAnyNodeServesHTTP(t *testing.T) {
 func TestClusterTailSurvivesLeaderStop(t *testing.T) {
 	c, leaders := httpCluster(t, "kill", 3)
 	nodes := c.Nodes()
-	serving := nodes[0]
-	var victim *nodetest.Node
-	for _, n := range nodes[1:] {
-		if slices.Contains(leaders, n.ID) {
+	var serving, victim, other *nodetest.Node
+	for _, n := range nodes {
+		switch {
+		case n.ID == leaders[0]:
 			victim = n
+		case serving == nil:
+			serving = n
+		default:
+			other = n
 		}
-	}
-	if victim == nil {
-		t.Fatalf("leaders %v: n2 and n3 lead nothing", leaders)
 	}
 	base := "http://" + serving.Server().HTTPAddr()
 	events := tail(t, base+"/v1/topics/kill/events?from=earliest")
@@ -322,12 +323,6 @@ func TestClusterTailSurvivesLeaderStop(t *testing.T) {
 	postUntilStored(t, base, "kill", "after", keyed("after", 30))
 	id := readTail(t, events, values("after", 30), next)
 
-	var other *nodetest.Node
-	for _, n := range nodes[1:] {
-		if n != victim {
-			other = n
-		}
-	}
 	postUntilStored(t, base, "kill", "resumed", keyed("resumed", 10))
 	resumed := tail(t, "http://"+other.Server().HTTPAddr()+"/v1/topics/kill/events?last_event_id="+id)
 	readTail(t, resumed, values("resumed", 10), next)
