@@ -45,6 +45,11 @@ const (
 	opDeleteUser    = "user.delete"
 	opAddACLs       = "acls.add"
 	opRemoveACLs    = "acls.remove"
+	// Served by any node: anynode.go, readforward.go.
+	opProduce          = "records.produce"
+	opFetch            = "records.fetch"
+	opDescribeGroup    = "groups.describe"
+	opListMemberGroups = "groups.list_members"
 )
 
 // The requests and answers of the operations.
@@ -123,6 +128,18 @@ func (b *Broker) handlePeers() {
 	})
 	handle(b, opRemoveACLs, func(ctx context.Context, pr Principal, r aclsReq) (any, error) {
 		return b.RemoveACLs(ctx, pr, r.Filter)
+	})
+	handle(b, opProduce, func(ctx context.Context, pr Principal, r produceReq) (any, error) {
+		return b.Produce(ctx, ProduceRequest{Principal: pr, Topic: r.Topic, Partition: r.Partition, Batch: r.Batch, Acks: r.Acks})
+	})
+	handle(b, opFetch, b.peerFetch)
+	handle(b, opDescribeGroup, func(ctx context.Context, pr Principal, r groupReq) (any, error) {
+		d, err := b.DescribeGroup(ctx, pr, r.Group)
+		return d, coordinatorAnswer(err)
+	})
+	handle(b, opListMemberGroups, func(ctx context.Context, pr Principal, _ groupReq) (any, error) {
+		gs, err := b.ListMemberGroups(ctx, pr)
+		return gs, coordinatorAnswer(err)
 	})
 }
 

@@ -66,6 +66,13 @@ var sticky atomic.Uint32
 // checked before any is appended: a request it refuses (an error
 // returned) stores nothing, so its retry cannot duplicate.
 func (b *Broker) ProduceRecords(ctx context.Context, r RecordsRequest) ([]RecordsAppend, error) {
+	return b.produceRecords(ctx, r, b.Produce)
+}
+
+// produceRecords is ProduceRecords, each partition's batch appended by
+// produce (Broker.Produce, or Forwarder's, which passes on a batch for a
+// partition another node leads).
+func (b *Broker) produceRecords(ctx context.Context, r RecordsRequest, produce func(context.Context, ProduceRequest) (ProduceResult, error)) ([]RecordsAppend, error) {
 	n, err := b.PartitionCount(ctx, r.Principal, r.Topic)
 	if err != nil {
 		return nil, err
@@ -78,7 +85,7 @@ func (b *Broker) ProduceRecords(ctx context.Context, r RecordsRequest) ([]Record
 		return nil, err
 	}
 	appendOne := func(w *RecordsAppend) {
-		w.Result, w.Err = b.Produce(ctx, ProduceRequest{Principal: r.Principal, Topic: r.Topic,
+		w.Result, w.Err = produce(ctx, ProduceRequest{Principal: r.Principal, Topic: r.Topic,
 			Partition: w.Partition, Batch: w.batch, Acks: r.Acks})
 		w.batch = nil
 	}

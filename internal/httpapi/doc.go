@@ -2,14 +2,16 @@
 // live tail of a topic as Server-Sent Events, and the web console at /. Like
 // the gRPC and Kafka front-ends it only translates: every request is one or
 // a few calls on the core (package broker) through the Core interface, and
-// every core error becomes an HTTP status in one place (errors.go).
+// every core error becomes an HTTP status in one place (errors.go). A node
+// serves it over broker.AnyNode: in a cluster any node answers any
+// request, the core passing on to the node that leads what it needs.
 //
 // # Endpoints (docs/http.md has examples)
 //
 //	GET  /v1/topics                       topics with their partitions
 //	GET  /v1/topics/{topic}               one topic
 //	POST /v1/topics/{topic}/records       produce; Idempotency-Key makes retries safe
-//	GET  /v1/topics/{topic}/records       ?partition=P&offset=O&max=N, bounded
+//	GET  /v1/topics/{topic}/records       ?partition=P&offset=O (or time=T)&max=N, bounded
 //	GET  /v1/topics/{topic}/events        live tail (text/event-stream)
 //	GET  /v1/groups                       consumer groups
 //	GET  /v1/groups/{group}               members, assignment, committed offsets, lag
@@ -69,9 +71,13 @@
 //
 // # Bounded memory
 //
-// A stream holds at most one fetch response (maxStreamBytes) at a time; it
-// fetches the next only after the previous one is written to the
-// connection. A write that waits longer than Config.SendTimeout (the client
+// A stream reads each partition on a goroutine of its own (in a cluster,
+// each waits on its partition's leader) and holds at most one read per
+// partition (maxStreamBytes shared between them, at least 16 KiB each); a
+// partition is read again only after its previous read is written to the
+// connection. A partition whose reads fail with an error that passes (no
+// leader, a node that does not answer) is retried, up to streamRetryFor,
+// while the others go on. A write that waits longer than Config.SendTimeout (the client
 // reads nothing) ends the stream and closes the connection: a slow reader
 // falls behind in the log, never in server memory. A comment line every
 // Config.Heartbeat keeps proxies from closing an idle stream.

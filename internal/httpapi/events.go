@@ -9,10 +9,12 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/offsets"
 )
 
@@ -194,52 +196,175 @@ func cmp(a, b string) string {
 // resolve turns from= into an offset of one partition (an explicit offset
 // is clamped to the partition's range, as `logd consume --from` does).
 func (s *stream) resolve(ctx context.Context, spec offsets.ResetSpec, pi broker.PartitionInfo) (int64, error) {
+	// The bounds are the leader's (ListOffset): in a cluster this node's
+	// replica may lag, or the node may have none.
+	var failed error
+	bound := func(which int64) int64 {
+		off, _, err := s.h.core.ListOffset(ctx, s.p, s.topic, pi.ID, which)
+		if err != nil && failed == nil {
+			failed = err
+		}
+		return off
+	}
 	l := offsets.LogFuncs{
-		Start: func() int64 { return pi.LogStart },
-		HW:    func() int64 { return pi.HighWatermark },
+		Start: func() int64 { return bound(broker.Earliest) },
+		HW:    func() int64 { return bound(broker.Latest) },
 		ForTime: func(ts int64) (int64, error) {
 			off, _, err := s.h.core.ListOffset(ctx, s.p, s.topic, pi.ID, ts)
 			if err == nil && off < 0 { // no record that late
-				off = pi.HighWatermark
+				off = bound(broker.Latest)
 			}
 			return off, err
 		},
 	}
 	res, err := spec.Resolve(time.Now(), l)
+	if err == nil {
+		err = failed
+	}
 	return res.Offset, err
 }
 
-// run sends records until the client goes away or an error ends the
-// stream. It holds one fetch response at a time.
+// run sends records until the client goes away, the handler closes or
+// an error ends the stream. Each partition is read by a goroutine of its
+// own (readPartition), so that in a cluster each waits for records on the
+// node that leads it; the writer takes their reads one at a time, and a
+// partition is read again only once its last read was written: the
+// stream holds at most one read per partition.
 func (s *stream) run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	reads := make(chan partitionRead)
+	next := make([]chan int64, len(s.pos.parts))
+	share := max(maxStreamBytes/len(s.pos.parts), 16<<10)
+	for i := range s.pos.parts {
+		next[i] = make(chan int64, 1)
+		next[i] <- s.pos.next[i]
+		wg.Go(func() { s.readPartition(ctx, i, share, next[i], reads) })
+	}
 	s.lastWrite = time.Now()
-	fps := make([]broker.FetchPartition, len(s.pos.parts))
-	share := max(maxStreamBytes/len(fps), 16<<10)
-	for ctx.Err() == nil {
-		if idle := time.Since(s.lastWrite); idle >= s.h.cfg.Heartbeat {
-			if err := s.write(": heartbeat " + strconv.FormatInt(time.Now().Unix(), 10) + "\n\n"); err != nil {
+	beat := time.NewTimer(s.h.cfg.Heartbeat)
+	defer beat.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.h.done:
+			return errClosing
+		case <-beat.C:
+			if idle := time.Since(s.lastWrite); idle >= s.h.cfg.Heartbeat {
+				if err := s.write(": heartbeat " + strconv.FormatInt(time.Now().Unix(), 10) + "\n\n"); err != nil {
+					return err
+				}
+			}
+			beat.Reset(max(s.h.cfg.Heartbeat-time.Since(s.lastWrite), time.Millisecond))
+		case r := <-reads:
+			err := r.err
+			if err == nil {
+				err = s.send(r.res)
+				release(r.res)
+			}
+			if err == nil {
+				err = s.commit(ctx)
+			}
+			if err != nil {
 				return err
 			}
-		}
-		for i := range fps {
-			fps[i] = broker.FetchPartition{Topic: s.topic, Partition: s.pos.parts[i], Offset: s.pos.next[i], MaxBytes: share}
-		}
-		wait := s.h.cfg.Heartbeat - time.Since(s.lastWrite)
-		res, err := s.h.core.Fetch(ctx, broker.FetchRequest{Principal: s.p, Partitions: fps,
-			MinBytes: 1, MaxBytes: maxStreamBytes, MaxWait: max(wait, time.Millisecond), Decode: true})
-		if err != nil {
-			return err
-		}
-		err = s.send(res)
-		release(res)
-		if err == nil {
-			err = s.commit(ctx)
-		}
-		if err != nil {
-			return err
+			next[r.i] <- s.pos.next[r.i]
 		}
 	}
-	return nil
+}
+
+// errClosing ends the streams of a handler being closed.
+var errClosing = kind.Errorf(kind.ErrShuttingDown, "the node is shutting down: reconnect to another node with the last event id")
+
+// partitionRead is one partition's read, for the stream's writer.
+type partitionRead struct {
+	i   int // the partition's index in the stream's position
+	res broker.FetchResult
+	err error
+}
+
+// streamRetryFor bounds how long a partition's reads may fail with errors
+// that pass (an election, a leader that stopped, a node that does not
+// answer) before the stream ends with the error: meanwhile it retries,
+// after streamRetryMin, then twice as long each time up to
+// streamRetryMax.
+const (
+	streamRetryFor = 30 * time.Second
+	streamRetryMin = 50 * time.Millisecond
+	streamRetryMax = time.Second
+)
+
+// readPartition reads the stream's partition i from each offset next
+// gives until ctx ends, and hands each read that has records, or fails
+// for good, to reads.
+func (s *stream) readPartition(ctx context.Context, i, share int, next <-chan int64, reads chan<- partitionRead) {
+	for {
+		var off int64
+		select {
+		case off = <-next:
+		case <-ctx.Done():
+			return
+		}
+		r := partitionRead{i: i}
+		r.res, r.err = s.readAt(ctx, i, off, share)
+		if ctx.Err() != nil {
+			release(r.res)
+			return
+		}
+		select {
+		case reads <- r:
+		case <-ctx.Done():
+			release(r.res)
+			return
+		}
+	}
+}
+
+// readAt reads partition i at off until there are records or an error
+// that does not pass (retrying those that do, up to streamRetryFor).
+func (s *stream) readAt(ctx context.Context, i int, off int64, share int) (broker.FetchResult, error) {
+	wait := streamRetryMin
+	var failing time.Time
+	for {
+		res, err := s.h.core.Fetch(ctx, broker.FetchRequest{Principal: s.p, MinBytes: 1, MaxBytes: share, MaxWait: s.h.cfg.Heartbeat, Decode: true,
+			Partitions: []broker.FetchPartition{{Topic: s.topic, Partition: s.pos.parts[i], Offset: off, MaxBytes: share}}})
+		if err == nil && len(res.Partitions) == 1 && res.Partitions[0].Err != nil {
+			err = res.Partitions[0].Err
+			release(res)
+		}
+		switch {
+		case err == nil && len(res.Partitions) == 1 && len(res.Partitions[0].Batches) == 0:
+			release(res) // nothing yet: wait again
+			failing, wait = time.Time{}, streamRetryMin
+			continue
+		case err == nil || ctx.Err() != nil || !passes(err):
+			return res, err
+		case failing.IsZero():
+			failing = time.Now()
+		case time.Since(failing) > streamRetryFor:
+			return broker.FetchResult{}, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return broker.FetchResult{}, ctx.Err()
+		}
+		wait = min(2*wait, streamRetryMax)
+	}
+}
+
+// passes reports whether a read's error is one that passes: the partition
+// has no leader now, the node asked does not lead it, or a node did not
+// answer or is stopping (in a cluster, another takes over).
+func passes(err error) bool {
+	var nl *broker.NotLeaderError
+	return errors.As(err, &nl) || errors.Is(err, kind.ErrUnavailable) || errors.Is(err, kind.ErrNoLeader) ||
+		errors.Is(err, kind.ErrShuttingDown)
 }
 
 // send writes a fetch response's records as events, each with the

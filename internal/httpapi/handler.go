@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,7 +35,13 @@ type Core interface {
 	ListMemberGroups(ctx context.Context, p broker.Principal) ([]broker.GroupListing, error)
 }
 
-var _ Core = (*broker.Broker)(nil)
+// A node serves the HTTP API over its broker's AnyNode: in a cluster any
+// node answers any request, passing on to the nodes that lead what it
+// needs (broker.Forwarder). A broker alone serves it too.
+var (
+	_ Core = broker.AnyNode{}
+	_ Core = (*broker.Broker)(nil)
+)
 
 // Config configures the handler. The zero value is usable.
 type Config struct {
@@ -65,6 +72,9 @@ type Handler struct {
 	mux  *http.ServeMux
 	// streams counts open live tails (for tests and shutdown checks).
 	streams atomic.Int64
+	// done is closed by Close: the live tails end.
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
 // New returns the handler over core.
@@ -78,7 +88,7 @@ func New(core Core, cfg Config) *Handler {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = defaultHeartbeat
 	}
-	h := &Handler{core: core, cfg: cfg, mux: http.NewServeMux()}
+	h := &Handler{core: core, cfg: cfg, mux: http.NewServeMux(), done: make(chan struct{})}
 	h.routes()
 	return h
 }
@@ -120,6 +130,14 @@ func (h *Handler) noEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeError(w, http.StatusNotFound, "no such endpoint %s %s: see docs/http.md for the /v1/ API", r.Method, r.URL.Path)
+}
+
+// Close ends the live tails being served (each with an error event that
+// says to reconnect), as the node stops: an HTTP server's shutdown waits
+// for its requests, and a live tail never ends by itself. Other requests
+// are served as before.
+func (h *Handler) Close() {
+	h.closeOnce.Do(func() { close(h.done) })
 }
 
 // OpenStreams is the number of live tails being served.

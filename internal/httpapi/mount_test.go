@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"os/exec"
@@ -87,74 +86,6 @@ func TestMountedOnHTTPAddr(t *testing.T) {
 	if strings.Join(ids, " ") != "0:0 0:1 0:2 0:3" || strings.Join(values, "") != "abc" {
 		t.Fatalf("curl -N saw ids %v and values %v, want 0:0 0:1 0:2 0:3 and a b c", ids, values)
 	}
-}
-
-// TestClusterNotLeaderNamesLeader: in a 3-node cluster, a produce sent to
-// a node that does not lead the partition answers 421 naming the leader's
-// HTTP address, and the leader takes it.
-func TestClusterNotLeaderNamesLeader(t *testing.T) {
-	c := nodetest.NewCluster(t, 3, func(cfg *node.Config) { cfg.HTTPAddr = "127.0.0.1:0" })
-	cfg := broker.DefaultConfig("spread")
-	cfg.Partitions, cfg.Replicas = 1, 3
-	waitFor(t, 60*time.Second, "the topic to be created", func() bool {
-		for _, n := range c.Nodes() {
-			if _, err := n.Server().Broker().CreateTopic(context.Background(), "", cfg); err == nil || errors.Is(err, broker.ErrTopicExists) {
-				return true
-			}
-		}
-		return false
-	})
-	body := `{"records": [{"value": "x", "partition": 0}]}`
-	var leaderAddr string
-	waitFor(t, 60*time.Second, "a follower to answer 421 with the leader's HTTP address", func() bool {
-		for _, n := range c.Nodes() {
-			resp, err := http.Post("http://"+n.Server().HTTPAddr()+"/v1/topics/spread/records", "application/json", strings.NewReader(body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var eb struct {
-				Error  string
-				Leader *struct {
-					ID       string `json:"id"`
-					HTTPAddr string `json:"http_addr"`
-				}
-			}
-			json.NewDecoder(resp.Body).Decode(&eb)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusMisdirectedRequest && eb.Leader != nil && eb.Leader.HTTPAddr != "" {
-				leaderAddr = eb.Leader.HTTPAddr
-				return true
-			}
-		}
-		return false
-	})
-	// The leader named takes it (once it has proved its term: 503 until
-	// then; a leader that moved meanwhile is followed).
-	waitFor(t, 60*time.Second, "the named leader to take the produce", func() bool {
-		resp, err := http.Post("http://"+leaderAddr+"/v1/topics/spread/records", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var eb struct {
-			Leader *struct {
-				HTTPAddr string `json:"http_addr"`
-			}
-		}
-		b, _ := io.ReadAll(resp.Body)
-		json.Unmarshal(b, &eb)
-		switch {
-		case resp.StatusCode == http.StatusOK:
-			return true
-		case resp.StatusCode == http.StatusMisdirectedRequest && eb.Leader != nil:
-			if eb.Leader.HTTPAddr != "" { // else not known there yet: retry
-				leaderAddr = eb.Leader.HTTPAddr
-			}
-		case resp.StatusCode != http.StatusServiceUnavailable:
-			t.Fatalf("the named leader %s answered %d %s", leaderAddr, resp.StatusCode, b)
-		}
-		return false
-	})
 }
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {

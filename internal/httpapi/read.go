@@ -27,9 +27,10 @@ type readAnswer struct {
 	HighWatermark int64        `json:"high_watermark"`
 }
 
-// readRecords answers GET /v1/topics/{topic}/records?partition=P&offset=O&max=N[&wait=DUR]:
-// at most max records of one partition from offset (default: the log
-// start), waiting up to wait for the first when there is none yet.
+// readRecords answers GET /v1/topics/{topic}/records?partition=P&offset=O&max=N[&wait=DUR]
+// (or time=T instead of offset=O): at most max records of one partition
+// from offset (default: the log start), waiting up to wait for the first
+// when there is none yet.
 func (h *Handler) readRecords(w http.ResponseWriter, r *http.Request) {
 	topic, q := r.PathValue("topic"), r.URL.Query()
 	part, err := intParam(q.Get("partition"), 0, "partition", 0, 1<<31-1)
@@ -48,16 +49,15 @@ func (h *Handler) readRecords(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := h.principal(r)
-	offset, err := intParam(q.Get("offset"), -1, "offset", 0, 1<<63-1)
+	offset, err := h.readStart(r, p, topic, int32(part))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "%v", err)
-		return
-	}
-	if offset < 0 {
-		if offset, _, err = h.core.ListOffset(r.Context(), p, topic, int32(part), broker.Earliest); err != nil {
-			writeCoreError(w, err)
+		var bad badRequest
+		if errors.As(err, &bad) {
+			writeError(w, http.StatusBadRequest, "%v", err)
 			return
 		}
+		writeCoreError(w, err)
+		return
 	}
 	res, err := h.core.Fetch(r.Context(), broker.FetchRequest{Principal: p, MaxBytes: readMaxBytes, MaxWait: wait, MinBytes: 1, Decode: true,
 		Partitions: []broker.FetchPartition{{Topic: topic, Partition: int32(part), Offset: offset, MaxBytes: readMaxBytes}}})
@@ -84,6 +84,47 @@ func (h *Handler) readRecords(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, readAnswer{Records: recs, NextOffset: next, LogStart: fp.LogStart, HighWatermark: fp.HighWatermark})
+}
+
+// readStart is where a read starts: offset=, else the first record at or
+// after time= (the high watermark when there is none that late), else the
+// log start.
+func (h *Handler) readStart(r *http.Request, p broker.Principal, topic string, part int32) (int64, error) {
+	q := r.URL.Query()
+	offset, err := intParam(q.Get("offset"), -1, "offset", 0, 1<<63-1)
+	if err != nil {
+		return 0, badRequest{err}
+	}
+	ts := q.Get("time")
+	switch {
+	case offset >= 0 && ts != "":
+		return 0, badRequest{fmt.Errorf("offset= and time= both given: give one")}
+	case offset >= 0:
+		return offset, nil
+	case ts == "":
+		offset, _, err = h.core.ListOffset(r.Context(), p, topic, part, broker.Earliest)
+		return offset, err
+	}
+	ms, err := parseTime(ts)
+	if err != nil {
+		return 0, badRequest{err}
+	}
+	if offset, _, err = h.core.ListOffset(r.Context(), p, topic, part, ms); err == nil && offset < 0 {
+		offset, _, err = h.core.ListOffset(r.Context(), p, topic, part, broker.Latest)
+	}
+	return offset, err
+}
+
+// parseTime reads time=: RFC 3339 (2026-12-01T13:02:11Z) or milliseconds
+// since the Unix epoch.
+func parseTime(s string) (int64, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t.UnixMilli(), nil
+	}
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil && ms >= 0 {
+		return ms, nil
+	}
+	return 0, fmt.Errorf("time=%q: want an RFC 3339 time (2026-12-01T13:02:11Z) or milliseconds since the Unix epoch", s)
 }
 
 func release(res broker.FetchResult) {

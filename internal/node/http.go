@@ -78,14 +78,20 @@ func (h *httpFrontEnd) Start(b *broker.Broker) error {
 	gate := b.Gate()
 	h.b.Store(b)
 	h.gate.Store(&gate)
-	h.api.Store(httpapi.New(b, httpapi.Config{Principal: httpPrincipal}))
+	// Any node answers any request: what another node leads is passed on
+	// to it over the peer service.
+	h.api.Store(httpapi.New(b.AnyNode(), httpapi.Config{Principal: httpPrincipal}))
 	return nil
 }
 
 func (h *httpFrontEnd) Addr() string { return h.lis.Addr().String() }
 
-// Close shuts the port down, giving requests in flight a second.
+// Close shuts the port down, ending the live tails and giving other
+// requests in flight a second.
 func (h *httpFrontEnd) Close() error {
+	if api := h.api.Load(); api != nil {
+		api.Close() // the live tails end: Shutdown waits for its requests
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	err := h.srv.Shutdown(ctx)
 	cancel()

@@ -54,16 +54,74 @@ function show(title, ...content) {
 
 function say(msg) { statusLine.textContent = msg; }
 
+// The charts: the node's own metrics (/metrics, Prometheus text), sampled
+// every sampleMs while the console is open, kept for the last maxSamples.
+// Produce and consume rates per topic are the per-second change of
+// logd_produce_records_total and logd_fetch_records_total: what this node
+// appended (in a cluster, to the partitions it leads) and served. A
+// group's lag is the group page's own, sampled as it refreshes.
+const sampleMs = 5000, maxSamples = 60;
+const samples = []; // {t, produced: {topic: n}, fetched: {topic: n}}
+const lagHistory = {}; // group -> [lag]
+
+async function sample() {
+  try {
+    const r = await fetch("/metrics");
+    if (!r.ok) return;
+    const s = { t: Date.now(), produced: {}, fetched: {} };
+    for (const line of (await r.text()).split("\n")) {
+      const m = /^logd_(produce|fetch)_records_total\{topic="((?:[^"\\]|\\.)*)"\} ([0-9.e+]+)$/.exec(line);
+      if (m) s[m[1] === "produce" ? "produced" : "fetched"][m[2]] = Number(m[3]);
+    }
+    samples.push(s);
+    if (samples.length > maxSamples + 1) samples.shift();
+  } catch (err) { /* no metrics here: no charts */ }
+}
+
+// rates is a topic's per-second rates of kind ("produced" or "fetched")
+// between consecutive samples.
+function rates(topic, kind) {
+  const out = [];
+  for (let i = 1; i < samples.length; i++) {
+    const a = samples[i - 1], b = samples[i];
+    out.push(Math.max(0, ((b[kind][topic] || 0) - (a[kind][topic] || 0)) / ((b.t - a.t) / 1000)));
+  }
+  return out;
+}
+
+// spark is a small line chart of values (the last one's value beside it).
+function spark(values, label, id) {
+  const ns = "http://www.w3.org/2000/svg", w = 120, h = 24;
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
+  svg.setAttribute("class", "spark");
+  svg.setAttribute("role", "img");
+  svg.setAttribute("aria-label", label);
+  const top = Math.max(1, ...values);
+  const pts = values.map((v, i) => `${values.length > 1 ? (i * w / (values.length - 1)).toFixed(1) : 0},${(h - 2 - v * (h - 4) / top).toFixed(1)}`);
+  const line = document.createElementNS(ns, "polyline");
+  line.setAttribute("points", pts.join(" "));
+  svg.append(line);
+  const last = values.length ? values[values.length - 1] : null;
+  return el("span", id ? { class: "chart", id } : { class: "chart" }, svg, " ",
+    last === null ? "…" : (last < 10 ? last.toFixed(1) : Math.round(last)) + (label.includes("lag") ? "" : "/s"));
+}
+
 async function topicsPage() {
   const { topics } = await api("/v1/topics");
-  const rows = topics.map(t => {
+  const rows = () => topics.map(t => {
     const hw = t.partition_info.reduce((s, p) => s + p.high_watermark - p.log_start, 0);
     const size = t.partition_info.reduce((s, p) => s + p.size_bytes, 0);
     return [el("a", { href: "#/topics/" + encodeURIComponent(t.name), class: "topic-link" }, t.name),
-      t.partitions, t.replicas, hw, bytes(size), duration(t.retention_ms)];
+      t.partitions, t.replicas, hw, bytes(size), duration(t.retention_ms),
+      spark(rates(t.name, "produced"), "produce rate of " + t.name), spark(rates(t.name, "fetched"), "consume rate of " + t.name)];
   });
-  show("Topics", topics.length ? table(["Topic", "Partitions", "Replicas", "Records", "Size", "Retention"], rows, "topics")
-    : el("p", { id: "topics" }, "No topics yet: create one with logd topic create NAME."));
+  const headers = ["Topic", "Partitions", "Replicas", "Records", "Size", "Retention", "Produce (this node)", "Consume (this node)"];
+  let list = table(headers, rows(), "topics");
+  show("Topics", topics.length ? list : el("p", { id: "topics" }, "No topics yet: create one with logd topic create NAME."));
+  if (topics.length) {
+    refresh = setInterval(() => { const fresh = table(headers, rows(), "topics"); list.replaceWith(fresh); list = fresh; }, sampleMs);
+  }
 }
 
 async function topicPage(name) {
@@ -81,14 +139,30 @@ async function topicPage(name) {
   }, 5000);
   const log = el("ol", { id: "tail", class: "tail", "aria-label": "live tail" });
   const filter = el("input", { id: "key-filter", type: "search", placeholder: "only keys containing…", "aria-label": "key filter" });
+  const pretty = el("input", { id: "pretty-json", type: "checkbox" });
   const pause = el("button", { type: "button", id: "pause" }, "Pause");
   let paused = false, held = [];
+  // The filter hides what does not match and drops nothing: every record
+  // stays in the list (the newest 500), so clearing the filter shows
+  // what arrived meanwhile.
+  const matches = li => !filter.value || li.dataset.key.includes(filter.value);
+  filter.addEventListener("input", () => { for (const li of log.children) li.hidden = !matches(li); });
+  pretty.addEventListener("change", () => { for (const li of log.children) li.querySelector(".value").replaceWith(valueView(li.rec, pretty.checked)); });
+  // Newest first, in time order: the history replayed from several
+  // partitions arrives a partition at a time, so each record is put
+  // where its timestamp goes (above those of the same time: it came
+  // later in its partition).
   const add = rec => {
-    const f = filter.value;
-    if (f && !(rec.key || "").includes(f)) return;
-    log.prepend(el("li", {}, el("span", { class: "pos" }, rec.partition + ":" + rec.offset), " ",
-      el("span", { class: "key" }, rec.key === null ? "∅" : rec.key), " ", el("span", { class: "value" }, rec.value ?? "null"),
-      " ", el("time", {}, rec.timestamp)));
+    const li = el("li", {}, el("span", { class: "pos" }, rec.partition + ":" + rec.offset), " ",
+      el("span", { class: "key" }, rec.key === null ? "∅" : rec.key), " ", valueView(rec, pretty.checked),
+      " ", el("time", {}, rec.timestamp));
+    li.rec = rec;
+    li.dataset.key = rec.key || "";
+    li.dataset.ts = rec.timestamp;
+    li.hidden = !matches(li);
+    let at = log.firstChild;
+    while (at && at.dataset.ts > rec.timestamp) at = at.nextSibling;
+    log.insertBefore(li, at);
     while (log.children.length > 500) log.lastChild.remove();
   };
   pause.addEventListener("click", () => {
@@ -107,7 +181,53 @@ async function topicPage(name) {
     el("p", {}, "Retention ", duration(t.retention_ms), ", ", t.retention_bytes < 0 ? "no size limit" : bytes(t.retention_bytes) + " per partition", "."),
     parts,
     produceForm(t.name),
-    el("h2", {}, "Live tail (last hour, then live)"), el("div", { class: "controls" }, filter, pause), log);
+    el("h2", {}, "Live tail (last hour, then live)"),
+    el("div", { class: "controls" }, filter, el("label", {}, pretty, " Pretty JSON"), pause), log,
+    recordBrowser(t));
+}
+
+// valueView is a record's value: as sent, or, pretty and when it is a
+// JSON object or array, indented.
+function valueView(rec, pretty) {
+  const v = rec.value ?? "null";
+  if (pretty && rec.value_encoding !== "base64" && /^\s*[[{]/.test(v)) {
+    try { return el("pre", { class: "value json" }, JSON.stringify(JSON.parse(v), null, 2)); } catch (e) { /* not JSON: as sent */ }
+  }
+  return el("span", { class: "value" }, v);
+}
+
+// recordBrowser reads a partition's records from an offset or a time
+// (GET records with offset= or time=), 50 at a time.
+function recordBrowser(t) {
+  const part = el("select", { id: "browse-partition", "aria-label": "partition" },
+    t.partition_info.map(p => el("option", { value: p.partition }, "partition " + p.partition)));
+  const from = el("input", { id: "browse-from", placeholder: "offset, or a time: 2026-12-01T13:02:11Z", "aria-label": "from offset or time" });
+  const out = el("div", { id: "browse" });
+  const more = el("button", { type: "button", id: "browse-next", hidden: "" }, "Next");
+  let next = 0;
+  const read = async q => {
+    try {
+      const r = await api("/v1/topics/" + encodeURIComponent(t.name) + "/records?max=50&partition=" + part.value + q);
+      out.replaceChildren(
+        r.records.length ? table(["Offset", "Key", "Value", "Timestamp"], r.records.map(rec =>
+          [rec.offset, rec.key === null ? "∅" : rec.key, valueView(rec, true), rec.timestamp]), "browse-records")
+          : el("p", { id: "browse-records" }, "No records there yet."),
+        el("p", {}, "Log start ", r.log_start, ", high watermark ", r.high_watermark, "."));
+      next = r.next_offset;
+      more.hidden = r.records.length === 0;
+    } catch (err) { out.replaceChildren(el("p", { class: "error" }, err.message)); }
+  };
+  const form = el("form", { class: "browse" }, el("label", {}, "Partition ", part), el("label", {}, "From ", from),
+    el("button", { type: "submit" }, "Read"), more);
+  form.addEventListener("submit", e => {
+    e.preventDefault();
+    const v = from.value.trim();
+    const when = new Date(v);
+    read(v === "" ? "" : /^\d+$/.test(v) ? "&offset=" + v
+      : "&time=" + encodeURIComponent(isNaN(when) ? v : when.toISOString()));
+  });
+  more.addEventListener("click", () => read("&offset=" + next));
+  return el("section", {}, el("h2", {}, "Browse records"), form, out);
 }
 
 function produceForm(topic) {
@@ -141,8 +261,21 @@ async function groupsPage() {
 
 async function groupPage(name) {
   const g = await api("/v1/groups/" + encodeURIComponent(name));
+  const lags = lagHistory[name] = lagHistory[name] || [];
+  const note = lag => { lags.push(lag); if (lags.length > maxSamples) lags.shift(); };
+  note(g.lag);
+  let chart = spark(lags, "lag of " + name, "lag-chart");
+  refresh = setInterval(async () => {
+    try {
+      note((await api("/v1/groups/" + encodeURIComponent(name))).lag);
+      const fresh = spark(lags, "lag of " + name, "lag-chart");
+      chart.replaceWith(fresh);
+      chart = fresh;
+    } catch (err) { say(err.message); }
+  }, sampleMs);
   show("Group " + g.group,
     el("p", {}, g.state, ", generation ", g.generation, ", total lag ", g.lag),
+    el("p", {}, "Lag over time: ", chart),
     el("h2", {}, "Members"), table(["Member", "Client", "Host", "Assignment"], g.members.map(m =>
       [m.member_id, m.client_id, m.client_host, m.assignment.map(a => a.topic + ":" + a.partition).join(" ")])),
     el("h2", {}, "Committed offsets and lag"), table(["Topic", "Partition", "Committed", "High watermark", "Lag"],
@@ -182,4 +315,8 @@ async function route() {
 }
 
 window.addEventListener("hashchange", route);
+// For tests: take a sample now.
+window.logdCharts = { sample };
+sample();
+setInterval(sample, sampleMs);
 route();
