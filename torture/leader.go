@@ -75,6 +75,7 @@ func pickNode(ctx context.Context, c Cluster, cfg NemesisConfig, rng *rand.Rand)
 			cfg.Logf("nemesis: no metadata leader to strike (%v): node %d", err, node)
 			return node
 		}
+		cfg.Logf("nemesis: striking the metadata leader (the group coordinator), node %d", l)
 		return l
 	}
 	random := cfg.LeaderShare > 0 && rng.Float64() >= cfg.LeaderShare
