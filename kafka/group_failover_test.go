@@ -184,10 +184,24 @@ func TestClusterGroupSurvivesCoordinatorMove(t *testing.T) {
 		t.Fatal("the stopped node coordinates")
 	}
 
-	// A new member: everyone joins the next generation, above the old one.
+	// A new member: once the members see the rebalance, everyone joins
+	// the next generation, above the old one.
 	var next [3]kafkaMember
 	ids := []string{ms[0].id, ms[1].id, ""}
-	for i := range next {
+	wg.Add(1)
+	go func() { defer wg.Done(); next[2], _ = joinGF(t, cl, "") }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := heartbeatGF(t, cl, ms[0])
+		if errors.Is(err, kerr.RebalanceInProgress) {
+			break
+		}
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("heartbeat while a new member joins: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for i := range 2 {
 		wg.Add(1)
 		go func() { defer wg.Done(); next[i], _ = joinGF(t, cl, ids[i]) }()
 	}
