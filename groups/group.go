@@ -46,6 +46,9 @@ type group struct {
 	storing bool
 	saving  bool
 	unsaved *GroupState
+	// recorded: the last state given to the store had members (so a
+	// removal must follow when the group empties).
+	recorded bool
 
 	// counts are the partition counts of the subscribed topics when the
 	// current generation was formed (nil: not the consumer protocol);

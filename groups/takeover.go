@@ -22,6 +22,10 @@ func (c *Coordinator) recordState(g *group) (done bool) {
 	if !done && len(EncodeGroupState(st)) > MaxStateBytes {
 		st.Members, done = nil, true
 	}
+	if len(st.Members) == 0 && !g.recorded {
+		return true // nothing to remove
+	}
+	g.recorded = len(st.Members) > 0
 	if _, ok := c.states.(inlineStore); ok {
 		_ = c.states.Save(c.ctx, st) // MemoryStates never fails
 		return true
@@ -109,7 +113,7 @@ func (c *Coordinator) Restore(st GroupState, recorded int32) error {
 	if st.Group == "" || len(st.Members) == 0 || c.groups[st.Group] != nil {
 		return nil
 	}
-	g := &group{name: st.Group, state: Stable, generation: st.Generation, protocolType: st.ProtocolType,
+	g := &group{name: st.Group, state: Stable, recorded: true, generation: st.Generation, protocolType: st.ProtocolType,
 		protocol: st.Protocol, leader: st.Leader, members: make(map[string]*member, len(st.Members)),
 		counts: maps.Clone(st.Counts)}
 	for _, ms := range st.Members {

@@ -143,6 +143,31 @@ func TestEmptyGroupRecordIsRemoved(t *testing.T) {
 	}
 }
 
+// A group that empties without ever having been recorded (a first join
+// abandoned) writes nothing.
+func TestUnrecordedGroupWritesNoRemoval(t *testing.T) {
+	states := &blockingStates{calls: make(chan GroupState, 4), errs: make(chan error)}
+	h := newHarnessWith(t, func(c *Config) { c.States, c.InitialRebalanceDelay = states, time.Second })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.c.JoinGroup(ctx, kafkaJoin("g", "", "range"))
+		done <- err
+	}()
+	h.waitJoined("g", 1)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("abandoned join: %v", err)
+	}
+	h.wantState("g", Empty)
+	h.c.Close() // waits for any Save started
+	select {
+	case st := <-states.calls:
+		t.Fatalf("recorded %+v", st)
+	default:
+	}
+}
+
 // blockingStates is a StateStore whose Save waits for the test's answer.
 type blockingStates struct {
 	mu    sync.Mutex
