@@ -3,11 +3,13 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/offsets"
@@ -15,10 +17,11 @@ import (
 
 // coordinator holds the node's group coordinator (docs/groups.md, "Wiring
 // in the core"): on a node that runs alone, always; in a cluster on the
-// metadata leader only, made when first asked for there and closed when
-// the node is found no longer leading (asked, or by watch within a
-// second; its members then re-join at the new leader). watch also has it
-// rebalance groups whose topics changed their partition count.
+// metadata leader only, made when first asked for there (taking over the
+// groups recorded in the metadata) and closed when the node is found no
+// longer leading (asked, or by watch within a second; its members then
+// carry on at the new leader). watch also has it rebalance groups whose
+// topics changed their partition count.
 type coordinator struct {
 	b      *Broker
 	mu     sync.Mutex
@@ -48,13 +51,94 @@ func (k *coordinator) get() (*groups.Coordinator, error) {
 		return nil, &NotCoordinatorError{Leader: leader}
 	}
 	if k.c == nil {
-		k.c = groups.New(groups.Config{
-			Partitions:            k.b.partitionCount,
-			InitialRebalanceDelay: 3 * time.Second,
-			Generations:           generations{k.b},
-		})
+		c, err := k.newCoordinator()
+		if err != nil {
+			return nil, err
+		}
+		k.c = c
 	}
 	return k.c, nil
+}
+
+// restoreTimeout bounds the read barrier a new coordinator of a cluster
+// waits for before it takes the groups over.
+const restoreTimeout = 5 * time.Second
+
+// newCoordinator makes the node's coordinator. In a cluster it records
+// each completed generation in the metadata (groupStates) and takes over
+// every group recorded there, once the metadata this node applied is
+// current (a barrier: a new leader may still be applying its
+// predecessor's log), so the members of the previous coordinator carry on
+// with their ids, generation and assignments. A node that runs alone
+// keeps membership in memory: it has no other coordinator to hand over
+// to.
+func (k *coordinator) newCoordinator() (*groups.Coordinator, error) {
+	cfg := groups.Config{
+		Partitions:            k.b.partitionCount,
+		InitialRebalanceDelay: 3 * time.Second,
+		Generations:           generations{k.b},
+	}
+	cl := k.b.plane.cluster()
+	if cl == nil {
+		return groups.New(cfg), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
+	defer cancel()
+	if err := cl.MetaLinearizable(ctx); err != nil {
+		var nl *NotLeaderError
+		if errors.As(err, &nl) {
+			return nil, &NotCoordinatorError{Leader: nl.Leader}
+		}
+		return nil, err
+	}
+	cfg.States = groupStates{b: k.b, cl: cl}
+	c := groups.New(cfg)
+	for name, rec := range cl.GroupStates() {
+		if err := k.restore(c, name, rec.Value); err != nil {
+			k.b.logger.Warn("a consumer group's recorded membership is not taken over: its members join it again",
+				"group", name, "err", err)
+		}
+	}
+	return c, nil
+}
+
+// restore has c take over group as its record enc says, with the
+// generation recorded for it.
+func (k *coordinator) restore(c *groups.Coordinator, group string, enc []byte) error {
+	st, err := groups.DecodeGroupState(enc)
+	if err != nil {
+		return err
+	}
+	if st.Group != group {
+		return fmt.Errorf("the record of group %q names group %q", group, st.Group)
+	}
+	recorded, err := k.b.offsets.Generation(group)
+	if err != nil {
+		return err
+	}
+	return c.Restore(st, recorded)
+}
+
+// groupStates is a cluster's groups.StateStore: each group's completed
+// generation goes to the metadata (meta.OpGroupState), where the next
+// metadata leader's coordinator finds it.
+type groupStates struct {
+	b  *Broker
+	cl *cluster.Cluster
+}
+
+// Save records st (its removal when it has no member).
+func (s groupStates) Save(ctx context.Context, st groups.GroupState) error {
+	var enc []byte
+	if len(st.Members) > 0 {
+		enc = groups.EncodeGroupState(st)
+	}
+	err := s.cl.RecordGroupState(ctx, st.Group, st.Generation, enc)
+	if err != nil {
+		s.b.logger.Warn("could not record a consumer group's generation; its members learn their assignments once it is",
+			"group", st.Group, "generation", st.Generation, "err", err)
+	}
+	return err
 }
 
 // generations is the node's groups.GenerationStore: a group's generations

@@ -5,6 +5,7 @@ import (
 
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/groups"
+	"github.com/logd/logd/internal/kind"
 )
 
 // The consumer groups as the front-ends reach them: each call takes the
@@ -46,13 +47,38 @@ type groupMember struct {
 	group string
 }
 
+// What one member brings to a group is bounded: the coordinator holds it
+// in memory, and in a cluster records it in the metadata with each
+// generation (groups.StateStore). MaxMemberMetadataBytes bounds a join's
+// protocols (names and metadata together: a Kafka consumer's subscription
+// of some ten thousand topics), MaxMemberAssignmentBytes the assignment a
+// leader's SyncGroup gives each member.
+const (
+	MaxMemberMetadataBytes   = 1 << 20
+	MaxMemberAssignmentBytes = 1 << 20
+)
+
 func (m groupMember) Join(ctx context.Context, req groups.JoinRequest) (groups.JoinResult, error) {
 	req.Group = m.group
+	n := 0
+	for _, p := range req.Protocols {
+		n += len(p.Name) + len(p.Metadata)
+	}
+	if n > MaxMemberMetadataBytes {
+		return groups.JoinResult{}, kind.Errorf(kind.ErrInvalidArgument,
+			"group %q: the join's protocols and their metadata have %d bytes, at most %d are allowed", m.group, n, MaxMemberMetadataBytes)
+	}
 	return m.c.JoinGroup(ctx, req)
 }
 
 func (m groupMember) Sync(ctx context.Context, req groups.SyncRequest) (groups.SyncResult, error) {
 	req.Group = m.group
+	for id, a := range req.Assignments {
+		if len(a) > MaxMemberAssignmentBytes {
+			return groups.SyncResult{}, kind.Errorf(kind.ErrInvalidArgument,
+				"group %q: the assignment of member %q has %d bytes, at most %d are allowed", m.group, id, len(a), MaxMemberAssignmentBytes)
+		}
+	}
 	return m.c.SyncGroup(ctx, req)
 }
 

@@ -19,7 +19,9 @@ type Coordinator struct {
 	cfg   Config
 	clock Clock
 	gens  GenerationStore
-	done  chan struct{} // closed by Close; wakes every blocked call
+	// states records each generation's membership (nil: none is).
+	states StateStore
+	done   chan struct{} // closed by Close; wakes every blocked call
 
 	// ctx ends at Close: it bounds the store calls in flight (wg), which
 	// Close waits for.
@@ -38,7 +40,7 @@ type Coordinator struct {
 func New(cfg Config) *Coordinator {
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Coordinator{cfg: cfg, clock: cfg.Clock, gens: cfg.Generations, done: make(chan struct{}),
+	return &Coordinator{cfg: cfg, clock: cfg.Clock, gens: cfg.Generations, states: cfg.States, done: make(chan struct{}),
 		ctx: ctx, cancel: cancel, groups: make(map[string]*group)}
 }
 

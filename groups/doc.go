@@ -23,8 +23,9 @@
 //
 // It does not store offsets: committed offsets stay in package offsets (and in
 // a cluster, the metadata group). The core calls ValidateCommit and then
-// stores the commit itself. Membership is soft state held in memory; the
-// only durable group state it writes is each group's last generation,
+// stores the commit itself. Membership is held in memory and, with
+// Config.States, recorded at each completed generation (so the next
+// coordinator takes it over); each group's last generation is recorded
 // through Config.Generations.
 //
 // # Invariants
@@ -173,24 +174,33 @@
 //
 // # Coordinator failover
 //
-// Membership is soft state. In a cluster one node runs the coordinator (the
-// metadata leader); when it changes, the new coordinator knows no group:
-// members' heartbeats and commits get ErrUnknownMember, and they re-join as
-// new members.
+// In a cluster one node runs the coordinator (the metadata leader). With
+// Config.States it records each generation's membership once the
+// assignment is known (setAssignments), and the members' SyncGroup answers
+// wait for that record: no member learns an assignment the next
+// coordinator would not know. A group whose last member left has its
+// record removed. The records of one group are saved one at a time, in
+// order; a failed save is tried again every second while the generation
+// lasts.
 //
-//   - logd's clients keep reading their partitions meanwhile and re-join
-//     claiming them (Subscription.Owned, with the generation they came
-//     from). Cooperative-sticky gives each member the same partitions again
-//     where the membership is unchanged, without revoking any, and the new
-//     generation continues above the recorded ones, so an owner's claim
-//     keeps outranking an older zombie's. Consumption does not stop; commits are
-//     refused from the failover until the member's next sync: about one
-//     heartbeat interval (session timeout / 3) plus the initial rebalance
-//     delay, which lets all members land in one generation.
-//   - Kafka clients treat UNKNOWN_MEMBER_ID as losing their partitions: they
-//     stop reading, re-join owning nothing and get an assignment in the new
-//     generation. Their consumption pauses for the same time.
-//   - A member that lost contact with the cluster entirely is removed after
-//     its session timeout (at the latest the rebalance timeout, if the others
-//     already re-joined); its partitions move then.
+// When the metadata leader changes, the core makes a new coordinator and
+// calls Restore for every recorded group, with the generation recorded
+// for it in the GenerationStore:
+//
+//   - the members are back in their generation with their assignments,
+//     Stable, their sessions starting at the takeover: a member that keeps
+//     heartbeating, and committing in its generation, notices nothing;
+//     one that stopped is removed at the end of its session;
+//   - a group whose recorded generation is above its record's (a
+//     rebalance had started, or a generation formed whose assignment no
+//     member learned) starts a rebalance at once: members learn of it at
+//     their next heartbeat, as from the previous coordinator, and the next
+//     generation continues above every recorded one;
+//   - without Config.States (a single node, whose coordinator never
+//     moves), or for a group whose record was too large (MaxStateBytes),
+//     the new coordinator knows no member: heartbeats and commits get
+//     ErrUnknownMember and the members join again as new members (logd's
+//     clients claiming the partitions they hold, Subscription.Owned;
+//     Kafka clients treating them as lost). A member that lost contact
+//     with the cluster entirely is removed after its session timeout.
 package groups

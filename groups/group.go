@@ -39,6 +39,17 @@ type group struct {
 	// a recorded generation alone.
 	awaitingGen bool
 
+	// storing: the generation's assignment is set and waits for its
+	// record (Config.States) before any member learns it; the group is
+	// CompletingRebalance until then. saving: a Save is under way for the
+	// group; unsaved is the newest state to save after it (takeover.go).
+	storing bool
+	saving  bool
+	unsaved *GroupState
+	// recorded: the last state given to the store had members (so a
+	// removal must follow when the group empties).
+	recorded bool
+
 	// counts are the partition counts of the subscribed topics when the
 	// current generation was formed (nil: not the consumer protocol);
 	// CheckPartitions compares them with the topics'.

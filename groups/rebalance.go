@@ -22,7 +22,7 @@ func (c *Coordinator) prepareRebalance(g *group) {
 		g.notBefore = now
 		c.delayJoin(g)
 	}
-	g.state = PreparingRebalance
+	g.state, g.storing = PreparingRebalance, false
 	g.rebalances++
 	c.armJoinTimer(g)
 	c.reserve(g) // in parallel with the members' joins
@@ -80,6 +80,7 @@ func (c *Coordinator) completeJoin(g *group) {
 		g.generation++ // no member learns it: nothing to record
 		g.state, g.protocol, g.leader = Empty, "", ""
 		g.awaitingGen = false
+		c.recordState(g) // the group's record goes: it has no member
 		return
 	}
 	if c.reserve(g); g.granted <= g.generation {
@@ -107,12 +108,27 @@ func (c *Coordinator) completeJoin(g *group) {
 	}
 }
 
-// setAssignments installs the generation's assignment and answers every
-// blocked SyncGroup. Members without an entry get an empty assignment.
+// setAssignments installs the generation's assignment (members without
+// an entry get an empty one) and records it (Config.States). Once it is
+// recorded the group is Stable and every blocked SyncGroup is answered:
+// at once without a store or with an inline one, else when the Save
+// ends (storing meanwhile), so no member learns an assignment the next
+// coordinator would not know.
 func (c *Coordinator) setAssignments(g *group, assignments map[string][]byte) {
-	g.state = Stable
 	for id, m := range g.members {
 		m.assignment = assignments[id]
+	}
+	if c.recordState(g) {
+		c.stabilize(g)
+		return
+	}
+	g.storing = true
+}
+
+// stabilize makes g Stable and answers every blocked SyncGroup.
+func (c *Coordinator) stabilize(g *group) {
+	g.state, g.storing = Stable, false
+	for _, m := range g.members {
 		if m.sync != nil {
 			c.answerSync(m, g.syncResult(m), nil)
 			c.synced(g, m)

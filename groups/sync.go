@@ -52,14 +52,16 @@ func (c *Coordinator) sync(req SyncRequest) (*member, *syncWaiter, SyncResult, e
 	c.touch(m)
 	switch g.state {
 	case CompletingRebalance:
-		if m.id == g.leader && !m.serverAssign {
+		if m.id == g.leader && !m.serverAssign && !g.storing {
 			c.setAssignments(g, req.Assignments)
-			c.synced(g, m)
-			return m, nil, g.syncResult(m), nil
 		}
 		// Having asked is what the sync window waits for (Kafka's pending
 		// sync set): a follower blocked on a slow leader is not removed.
 		c.synced(g, m)
+		if g.state == Stable { // the assignment is set and recorded
+			return m, nil, g.syncResult(m), nil
+		}
+		// Waits for the leader's assignment, or for its record.
 		c.answerSync(m, SyncResult{}, rebalancing(g.name)) // a repeated sync replaces the first
 		w := &syncWaiter{ch: make(chan syncOutcome, 1)}
 		m.sync = w

@@ -176,6 +176,11 @@ type Config struct {
 	// (GenerationStore); the core passes the node's durable, in a cluster
 	// replicated, store. Default: a MemoryGenerations of this Coordinator.
 	Generations GenerationStore
+	// States records each generation's membership and assignment before
+	// any member learns it (StateStore), so that the next coordinator
+	// takes the groups over (Restore); the core passes the cluster's
+	// metadata. Default: none, membership is held in memory only.
+	States StateStore
 }
 
 func (c Config) withDefaults() Config {

@@ -21,6 +21,9 @@ type genPartition struct {
 //
 //   - one owner: no two members report holding a partition in the same
 //     generation;
+//   - generations go forward: the generations one member process reports
+//     never go back, also across coordinator moves (the metadata leader
+//     is a nemesis target: NemesisConfig.MetaLeaderShare);
 //   - never backwards within a generation: an observed committed offset is
 //     not lower than an acknowledged commit or an observation of the same
 //     generation that completed before it began, and an acknowledged commit
@@ -30,27 +33,25 @@ type genPartition struct {
 //     that began before the commit or the observation completed. Records
 //     retention removed before the final read are exempt.
 //
-// Counts: assignments, generations, delivered (distinct records read by
-// members), commits (acknowledged), refused
+// Counts: assignments, generations, generation_backwards, delivered
+// (distinct records read by members), commits (acknowledged), refused
 // (commits the group refused), observations, double_owner, backwards,
 // skipped (acknowledged records), trimmed.
 func CheckGroupMembers(ops []Op) *Verdict {
 	v := newVerdict("group-members")
-	for _, k := range []string{"assignments", "generations", "commits", "observations", "double_owner", "backwards", "skipped"} {
+	for _, k := range []string{"assignments", "generations", "generation_backwards", "commits", "observations", "double_owner", "backwards", "skipped"} {
 		v.Counts[k] = 0
 	}
 	checkOwners(v, ops)
+	checkGenerationsForward(v, ops)
 	checkMonotonic(v, ops)
 	checkNotSkipped(v, ops)
 	return v
 }
 
 // checkOwners: at most one member per partition per generation. A
-// member holds what it reported from its report to its next one.
-// Generations are numbered by the coordinator, whose membership is soft
-// state: a new coordinator (a failover, a restart) may number a group's
-// generations from 1 again when its first members claim none, so two
-// holdings of one number conflict only when they overlap in time.
+// member holds what it reported from its report to its next one; two
+// holdings of one generation conflict when they overlap in time.
 func checkOwners(v *Verdict, ops []Op) {
 	type holding struct {
 		op  Op
@@ -232,5 +233,29 @@ func checkNotSkipped(v *Verdict, ops []Op) {
 	}
 	if trimmed > 0 {
 		v.Counts["trimmed"] = trimmed
+	}
+}
+
+// checkGenerationsForward: the generations one member process reports,
+// in the order it reports them, never go back. A group's generations only
+// grow, across coordinator moves too (each is recorded before members
+// learn it, and a new coordinator takes the members over in theirs).
+func checkGenerationsForward(v *Verdict, ops []Op) {
+	type key struct {
+		group   string
+		process int
+	}
+	last := map[key]Op{}
+	for _, op := range ops {
+		if op.Kind != OpAssign {
+			continue
+		}
+		k := key{op.Group, op.Process}
+		if prev, ok := last[k]; ok && op.Generation < prev.Generation {
+			v.Counts["generation_backwards"]++
+			v.fail([]Op{prev, op}, "group %s: member process %d reported generation %d (member %s, op #%d) after generation %d (member %s, op #%d)",
+				op.Group, op.Process, op.Generation, op.Member, op.ID, prev.Generation, prev.Member, prev.ID)
+		}
+		last[k] = op
 	}
 }

@@ -93,14 +93,19 @@ func TestGroupMembersCatchesBadHistories(t *testing.T) {
 	}
 }
 
-// A new coordinator may number generations from 1 again: members that
-// held a partition in generation 1 one after the other are not two owners.
-func TestGroupMembersGenerationsRestart(t *testing.T) {
+// A member process whose generation goes back (a coordinator that
+// numbered the group's generations afresh) is caught; another process in
+// an older generation than the first's latest is not.
+func TestGroupMembersGenerationsGoForward(t *testing.T) {
 	h := memberHist()
-	h.add(Op{Kind: OpAssign, Group: "m", Member: "m2", Generation: 2, Invoke: 40, Complete: 40}) // forgotten
-	h.add(Op{Kind: OpAssign, Group: "m", Member: "m4", Generation: 1, Partitions: []int32{0}, Invoke: 41, Complete: 41})
+	h.add(Op{Kind: OpAssign, Group: "m", Process: 1, Member: "m5", Generation: 1, Invoke: 40, Complete: 40})
 	if v := CheckGroupMembers(h.ops); !v.OK() {
 		t.Fatalf("%s", v)
+	}
+	h.add(Op{Kind: OpAssign, Group: "m", Member: "m4", Generation: 1, Partitions: []int32{1}, Invoke: 41, Complete: 41})
+	v := CheckGroupMembers(h.ops)
+	if v.Result != Invalid || v.Counts["generation_backwards"] != 1 {
+		t.Fatalf("not caught: %s", v)
 	}
 }
 

@@ -87,7 +87,7 @@ func tortureInProcess(t *testing.T, d time.Duration, seed int64, nodes int, dir 
 		ReportDir: dir,
 		Workload:  WorkloadConfig{Followers: 2, Groups: 2, GroupMembers: groupMembersFromEnv(t), Quiet: quietFromEnv(t)},
 		Nemesis: NemesisConfig{Kinds: inProcessKinds(nodes), Combine: true, TargetLeader: true, LeaderShare: 0.5,
-			Interval: 1500 * time.Millisecond},
+			MetaLeaderShare: 0.25, Interval: 1500 * time.Millisecond},
 		Logf: t.Logf,
 	})
 	if err != nil {

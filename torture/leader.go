@@ -67,6 +67,17 @@ func LeaderOf(ctx context.Context, c Cluster, topic string, partition int32) (in
 // node when no leader is known), for cfg.LeaderShare of the faults.
 func pickNode(ctx context.Context, c Cluster, cfg NemesisConfig, rng *rand.Rand) int {
 	node := rng.IntN(c.Size())
+	if cfg.MetaLeaderShare > 0 && cfg.Group != "" && rng.Float64() < cfg.MetaLeaderShare {
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		l, err := MetaLeaderOf(lctx, c, cfg.Group)
+		if err != nil {
+			cfg.Logf("nemesis: no metadata leader to strike (%v): node %d", err, node)
+			return node
+		}
+		cfg.Logf("nemesis: striking the metadata leader (the group coordinator), node %d", l)
+		return l
+	}
 	random := cfg.LeaderShare > 0 && rng.Float64() >= cfg.LeaderShare
 	if !cfg.TargetLeader || random || cfg.Topic == "" || cfg.Partitions <= 0 {
 		return node
@@ -117,4 +128,36 @@ func WaitClusterReady(ctx context.Context, c Cluster, timeout time.Duration) err
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// MetaLeaderOf returns the node that leads the cluster metadata, where the
+// consumer groups' coordinator runs: the coordinator group's description
+// names (group must have members, or have had some since the coordinator
+// started).
+func MetaLeaderOf(ctx context.Context, c Cluster, group string) (int, error) {
+	var lastErr error
+	for i := range c.Size() {
+		cl, err := client.Dial(c.Addr(i), client.WithCallTimeout(2*time.Second))
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		d, err := cl.Admin().DescribeGroup(ctx, group)
+		cl.Close()
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		for j := range c.Size() {
+			own := c.Addr(j)
+			if na, ok := c.(NodeAddresser); ok {
+				own = na.NodeAddr(j)
+			}
+			if own == d.Coordinator {
+				return j, nil
+			}
+		}
+		return 0, fmt.Errorf("torture: group %s's coordinator %s is not a node of this cluster", group, d.Coordinator)
+	}
+	return 0, fmt.Errorf("torture: no node described group %s: %w", group, lastErr)
 }

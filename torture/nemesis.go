@@ -84,6 +84,13 @@ type NemesisConfig struct {
 	LeaderShare float64
 	Topic       string
 	Partitions  int32
+	// MetaLeaderShare is the share of faults that strike the metadata
+	// leader, where the coordinator of Group runs (found through the
+	// group's description; the others are chosen as above), so that the
+	// group's members live through coordinator moves. Run sets Group to
+	// MemberGroup when the workload runs group members.
+	MetaLeaderShare float64
+	Group           string
 	// ClientNet is the workload's per-client network, for NemesisClientCut.
 	ClientNet *ClientNet
 	// Combine, when set, makes about half of the faults two at once: a

@@ -115,6 +115,9 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	if cfg.Nemesis.Topic == "" {
 		cfg.Nemesis.Topic, cfg.Nemesis.Partitions = w.Config().Topic, w.Config().Partitions
 	}
+	if cfg.Nemesis.Group == "" && w.Config().GroupMembers > 0 {
+		cfg.Nemesis.Group = MemberGroup
+	}
 	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	err := w.Setup(setupCtx)
 	cancel()

@@ -1,7 +1,9 @@
 // Package meta is logd's cluster metadata: the nodes, the topics with their
 // configs and partition placement, the consumer groups' committed
-// offsets and generations (OpGroupGeneration: the group coordinator
-// records a generation here before any member learns it), and the users
+// offsets, generations (OpGroupGeneration: the group coordinator
+// records a generation here before any member learns it) and membership
+// (OpGroupState: each completed generation's members and assignments,
+// which the next leader's coordinator takes over), and the users
 // and ACLs (auth.go: package auth's encodings, kept opaque), replicated by
 // one Raft group (replication.MetaGroup) on every node of the cluster.
 //

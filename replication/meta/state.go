@@ -177,9 +177,11 @@ type Command struct {
 	// the incarnation Topic.Config.CreatedMs).
 	Group   string              `json:"group,omitempty"`
 	Offsets []offsets.Committed `json:"offsets,omitempty"`
-	// group_generation: the generation recorded for Group.
+	// group_generation: the generation recorded for Group; group_state:
+	// the generation Value (its encoded membership) is of.
 	Generation int32 `json:"generation,omitempty"`
-	// put_user: the user's encoded credentials (Name is the user).
+	// put_user: the user's encoded credentials (Name is the user);
+	// group_state: the group's encoded membership (groupstate.go).
 	Value []byte `json:"value,omitempty"`
 	// add_acls, remove_acls: encoded ACLs.
 	ACLs [][]byte `json:"acls,omitempty"`
@@ -193,8 +195,9 @@ type FSM struct {
 	nowMs   int64         // the applying command's time, for the offsets store
 	db      *pebble.DB    // in memory: the committed offsets
 	offs    *offsets.Store
-	auth    AuthState // users and ACLs (auth.go)
-	authGen uint64    // counts changes of auth
+	auth    AuthState             // users and ACLs (auth.go)
+	authGen uint64                // counts changes of auth
+	groups  map[string]GroupState // consumer groups' membership (groupstate.go)
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -363,9 +366,12 @@ func (f *FSM) apply(c Command) error {
 		// The group's generation stays recorded (offsets.DeleteGroup
 		// leaves it): a group used again continues above it.
 		f.nowMs = c.TimeMs
+		delete(f.groups, c.Group)
 		return f.offs.DeleteGroup(c.Group)
 	case OpGroupGeneration:
 		return f.offs.RecordGeneration(c.Group, c.Generation)
+	case OpGroupState:
+		return f.applyGroupState(c)
 	case OpSetClusterID:
 		return setClusterID(st, c.Name)
 	default:
@@ -414,6 +420,9 @@ type snapshot struct {
 	// Generations is each group's recorded generation
 	// (OpGroupGeneration); absent in snapshots of versions before it.
 	Generations map[string]int32 `json:"generations,omitempty"`
+	// Groups is each group's recorded membership (OpGroupState); absent
+	// in snapshots of versions before it.
+	Groups map[string]GroupState `json:"group_states,omitempty"`
 }
 
 // Snapshot captures the state.
@@ -431,6 +440,9 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	}
 	if len(gens) > 0 {
 		s.Generations = gens
+	}
+	if len(f.groups) > 0 {
+		s.Groups = maps.Clone(f.groups)
 	}
 	groups, err := f.offs.Groups()
 	if err != nil {
@@ -491,6 +503,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	f.state = s.State
+	f.groups = s.Groups
 	f.auth = AuthState{}
 	if s.Auth != nil {
 		f.auth = *s.Auth
