@@ -116,8 +116,12 @@ func (l *link) writeLoop() {
 			return
 		}
 		spare = out[:0]
-		if cap(spare) > keepBuffer {
-			spare = nil // grown by a large append: not kept while idle
+		if cap(spare) > keepBuffer && (len(out) <= keepBuffer || cap(spare) > keepWriteBuffer) {
+			// Grown by large appends that are over: not kept while idle.
+			// While they go on, the buffers are kept: allocating (and
+			// zeroing) a new one per write cost a leader more than the
+			// copy into it.
+			spare = nil
 		}
 	}
 }
