@@ -221,3 +221,28 @@ func appendMsgpackRequest(id uint64, group string, r *raft.AppendEntriesRequest)
 	}
 	return finishFrame(dst, 0)
 }
+
+// A link keeps a write buffer grown by large appends while they go on,
+// even when a frame is a little under the size that grew it, and drops it
+// after a run of small writes or when it grew too large.
+func TestLinkKeepsWriteBufferWhileLargeAppendsGoOn(t *testing.T) {
+	big := make([]byte, keepBuffer-100, 2*keepBuffer)
+	buf, small := keepWritten(big, 0)
+	if cap(buf) != cap(big) || len(buf) != 0 || small != 0 {
+		t.Fatalf("a large append's buffer: cap %d len %d small %d, want it kept empty", cap(buf), len(buf), small)
+	}
+	for i := 1; i < keepSmallWrites; i++ {
+		if buf, small = keepWritten(buf[:100], small); buf == nil {
+			t.Fatalf("dropped after %d small writes, want %d", i, keepSmallWrites)
+		}
+	}
+	if buf, _ = keepWritten(buf[:100], small); buf != nil {
+		t.Fatalf("kept after %d small writes in a row", keepSmallWrites)
+	}
+	if buf, _ = keepWritten(make([]byte, keepWriteBuffer, keepWriteBuffer+1), 0); buf != nil {
+		t.Fatal("a buffer over keepWriteBuffer was kept")
+	}
+	if buf, _ = keepWritten(make([]byte, 10, 4096), keepSmallWrites); cap(buf) != 4096 {
+		t.Fatal("a small buffer was dropped")
+	}
+}
