@@ -14,7 +14,7 @@ RACE_PKGS  := ./log/... ./partition/... ./routing/... ./offsets/... ./retention/
 PLAIN_PKGS := ./cmd/... ./test/... ./torture/... ./proto/... ./logdtest/... ./bench/...
 FUZZTIME  ?= 5s
 
-.PHONY: check-pkgs check-disk verify-deploy all build run test test-race test-fuzz fuzz lint proto tools bench bench-compare bench-cluster bench-partitions bench-before-after clean
+.PHONY: check-pkgs check-disk verify-deploy all build run test test-race test-fuzz fuzz lint proto tools bench bench-replication bench-compare bench-cluster bench-partitions bench-before-after clean
 
 all: build
 
@@ -124,10 +124,20 @@ proto: $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc
 	protoc -I proto --go_out=paths=source_relative:proto --go-grpc_out=paths=source_relative:proto proto/logd/v1/logd.proto
 
 # bench: the storage engine's Go benchmarks, then logd end to end
-# (bench/standard.sh: a temporary node on 127.0.0.1, `logd bench` runs).
+# (bench/standard.sh: a temporary node on 127.0.0.1, `logd bench` runs),
+# then what replication costs (bench-replication).
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./log/
 	bench/standard.sh
+	bench/replication.sh
+
+# bench-replication: durable 1 KiB produce on one node, on 3 nodes (RF 3,
+# acks=all) with one partition and with 3, in one run: throughput, its
+# ratio to the single node, and server CPU s/GB of leaders and followers
+# (bench/replication.sh; PROFILE=dir also saves the leader's and a
+# follower's CPU and allocation profiles).
+bench-replication:
+	bench/replication.sh
 
 # bench-cluster: one node vs a 3-node cluster (acks=all) in one run: the
 # throughput ratio and the disk bytes written per produced byte per replica.

@@ -8,6 +8,11 @@ import (
 	"github.com/logd/logd/internal/batch"
 )
 
+// directWrite: AppendEntries writes a batch at least this large from the
+// caller's bytes, with a write of its own, instead of copying it into one
+// buffer with the other entries (a large copy costs more than a write).
+const directWrite = 64 << 10
+
 // errTruncated is returned to an appender whose bytes a concurrent
 // truncation may have removed before they were durable.
 var errTruncated = errors.New("log: truncated while the append waited for fsync")
@@ -58,7 +63,7 @@ func (l *Log) AppendStart(c batch.Checked) (batch.Info, Written, error) {
 	batch.SetBaseOffset(b, info.BaseOffset)
 	batch.SetLeaderEpoch(b, 0)
 	e := entryInfo{typ: entryBatch, size: len(b), baseOffset: info.BaseOffset, nextOffset: info.NextOffset(), maxTS: info.MaxTimestamp}
-	seq, err := l.writeLocked(b, []entryInfo{e})
+	seq, err := l.writeLocked([]entryInfo{e}, b)
 	if err != nil {
 		return info, Written{}, err
 	}
@@ -103,7 +108,9 @@ func checkSize(b []byte) error {
 // batch entry's bytes are its Batch (checked by the caller, and not
 // again; its Data is not read): they get the next offsets and the term as
 // leader epoch (it must fit in 31 bits), rewritten in place, so that the
-// caller's copy carries the offsets the log assigned, and are copied.
+// caller's copy carries the offsets the log assigned. Batches of at least
+// directWrite bytes are written from the caller's bytes, each with its own
+// write; smaller entries are copied together into one.
 //
 // The log is the one layer that assigns offsets and checks that indexes
 // follow on: it holds the next offset and the next index under the lock
@@ -113,7 +120,7 @@ func (l *Log) AppendEntries(es []Entry) error {
 	if len(es) == 0 {
 		return nil
 	}
-	size := 0
+	size, copied := 0, 0
 	for i, e := range es {
 		if i > 0 && e.Index != es[i-1].Index+1 {
 			return fmt.Errorf("log: append entries: index %d follows %d", e.Index, es[i-1].Index)
@@ -126,11 +133,15 @@ func (l *Log) AppendEntries(es []Entry) error {
 				return fmt.Errorf("log: append entry %d: term %d does not fit a batch's leader epoch", e.Index, e.Term)
 			}
 			size += len(e.Batch.Bytes())
+			if len(e.Batch.Bytes()) < directWrite {
+				copied += len(e.Batch.Bytes())
+			}
 		} else {
 			if raftHeaderSize+len(e.Data) > maxEntrySize {
 				return fmt.Errorf("log: append entry %d: %d bytes, more than the %d a log entry may hold", e.Index, len(e.Data), maxEntrySize)
 			}
 			size += raftHeaderSize + len(e.Data)
+			copied += raftHeaderSize + len(e.Data)
 		}
 	}
 	if size > maxEntrySize*4 {
@@ -141,26 +152,41 @@ func (l *Log) AppendEntries(es []Entry) error {
 	if err := l.prepareLocked(es[0].Index); err != nil {
 		return err
 	}
-	buf := make([]byte, 0, size)
+	// parts are written in order: the small entries copied together, the
+	// large batches as they are. buf is the copies' memory, once.
+	var parts [][]byte
+	var buf []byte
+	if copied > 0 {
+		buf = make([]byte, 0, copied)
+	}
 	meta := make([]entryInfo, len(es))
 	next := l.active.next
 	for i, e := range es {
-		start := len(buf)
 		if e.Kind == KindBatch {
 			b, info := e.Batch.Bytes(), e.Batch.Info()
 			batch.SetBaseOffset(b, next)
 			batch.SetLeaderEpoch(b, int32(e.Term))
-			buf = append(buf, b...)
 			info.BaseOffset = next
-			meta[i] = entryInfo{typ: entryBatch, baseOffset: next, nextOffset: info.NextOffset(), maxTS: info.MaxTimestamp}
+			if len(b) >= directWrite {
+				if len(buf) > 0 {
+					parts, buf = append(parts, buf), buf[len(buf):]
+				}
+				parts = append(parts, b)
+			} else {
+				buf = append(buf, b...)
+			}
+			meta[i] = entryInfo{typ: entryBatch, size: len(b), baseOffset: next, nextOffset: info.NextOffset(), maxTS: info.MaxTimestamp}
 		} else {
+			start := len(buf)
 			buf = appendRaftEntry(buf, next, e.Kind, e.Term, e.Data)
-			meta[i] = entryInfo{typ: entryRaft, baseOffset: next, nextOffset: next}
+			meta[i] = entryInfo{typ: entryRaft, size: len(buf) - start, baseOffset: next, nextOffset: next}
 		}
-		meta[i].size = len(buf) - start
 		next = meta[i].nextOffset
 	}
-	seq, err := l.writeLocked(buf, meta)
+	if len(buf) > 0 {
+		parts = append(parts, buf)
+	}
+	seq, err := l.writeLocked(meta, parts...)
 	if err != nil {
 		return err
 	}
@@ -238,14 +264,18 @@ func (l *Log) restartIndexLocked(index uint64) error {
 // end of the active segment and returns the write sequence number that
 // makes them durable. On a failed write nothing changes: the partial bytes
 // are cut (or will be, before the next write).
-func (l *Log) writeLocked(buf []byte, meta []entryInfo) (uint64, error) {
+func (l *Log) writeLocked(meta []entryInfo, bufs ...[]byte) (uint64, error) {
 	s := l.active
 	pos := s.size
-	if _, err := s.h.f.WriteAt(buf, pos); err != nil {
-		if terr := s.h.f.Truncate(pos); terr != nil {
-			l.repairAt = pos
+	n := 0
+	for _, b := range bufs {
+		if _, err := s.h.f.WriteAt(b, pos+int64(n)); err != nil {
+			if terr := s.h.f.Truncate(pos); terr != nil {
+				l.repairAt = pos
+			}
+			return 0, fmt.Errorf("log: append to %s at position %d: %w", s.path(), pos+int64(n), err)
 		}
-		return 0, fmt.Errorf("log: append to %s at position %d: %w", s.path(), pos, err)
+		n += len(b)
 	}
 	for i := range meta {
 		e := &meta[i]
@@ -258,8 +288,8 @@ func (l *Log) writeLocked(buf []byte, meta []entryInfo) (uint64, error) {
 		pos += int64(e.size)
 	}
 	s.size = pos
-	l.written = position{seq: l.written.seq + uint64(len(buf)), next: s.next, nextIndex: s.nextIndex()}
-	l.countWritten(len(buf))
+	l.written = position{seq: l.written.seq + uint64(n), next: s.next, nextIndex: s.nextIndex()}
+	l.countWritten(n)
 	return l.written.seq, nil
 }
 

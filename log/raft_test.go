@@ -284,3 +284,47 @@ func TestHeaderRewriteFailsThenOldFirstIndex(t *testing.T) {
 	}
 	checkEntries(t, l, want)
 }
+
+// Large batches are written from their own bytes, the other entries
+// copied together; in any mix the entries read back in order, and a write
+// that fails part of the way leaves the log as it was.
+func TestAppendEntriesLargeAndSmallMixed(t *testing.T) {
+	fs := newFaultFS()
+	l := mustOpen(t, fs, Options{SegmentBytes: 64 << 20})
+	big := func(idx uint64) Entry {
+		return Entry{Index: idx, Term: 3, Kind: KindBatch, Data: testBatch(3, int64(idx), directWrite/2)}
+	}
+	small := raftEntries(1, 6, 3)
+	mixed := []Entry{small[0], small[1], big(3), big(4), small[3], small[4], big(7)}
+	mixed[4].Index, mixed[5].Index = 5, 6
+	mixed[4].Data, mixed[5].Data = testBatch(2, 5, 20), []byte("config x")
+	mixed[5].Kind = 7
+	if err := l.AppendEntries(frames(mixed)); err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, l, mixed)
+	size := l.Segments()[len(l.Segments())-1].Size
+
+	// The disk fills in the middle of the second large batch.
+	next := []Entry{{Index: 8, Term: 3, Kind: 7, Data: []byte("config y")}, big(9), big(10), {Index: 11, Term: 3, Kind: 7, Data: []byte("z")}}
+	fs.setSpace(int64(directWrite * 2))
+	if err := l.AppendEntries(frames(next)); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("append on a filling disk: %v", err)
+	}
+	fs.setSpace(-1)
+	if got := l.Segments()[len(l.Segments())-1].Size; got != size || l.LastIndex() != 7 {
+		t.Fatalf("after the failed append: segment size %d (was %d), last index %d", got, size, l.LastIndex())
+	}
+	if err := l.AppendEntries(frames(next)); err != nil {
+		t.Fatal(err)
+	}
+	want := append(mixed, next...)
+	checkEntries(t, l, want)
+	l.Close()
+	l = mustOpen(t, fs, Options{SegmentBytes: 64 << 20})
+	defer l.Close()
+	if rep := l.Recovery(); rep.TruncatedBytes != 0 {
+		t.Fatalf("recovery cut %d bytes", rep.TruncatedBytes)
+	}
+	checkEntries(t, l, want)
+}

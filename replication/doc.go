@@ -112,6 +112,12 @@
 // also requires a restored snapshot whose high watermark is the log's next
 // offset.
 //
+// Raft reads each entry back soon after storing it (a leader once per
+// follower it sends the entry to, a follower to apply it): the entries the
+// node's logs stored last are kept in memory for those reads, under one
+// byte budget per node (entrycache.go), so they are not read from the
+// segment file and CRC-checked again.
+//
 // Retention and Raft: on restart Raft restores its latest snapshot and
 // replays every entry after it, and panics on a missing one. Retention of a
 // replicated partition must therefore trim only below Replica.TrimLimit

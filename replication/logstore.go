@@ -61,6 +61,9 @@ type LogStore struct {
 	// batch.
 	startedMu sync.Mutex
 	started   map[*byte]*startedEntry
+
+	// cache holds the entries stored last (entrycache.go); nil: none.
+	cache *storeCache
 }
 
 // startedEntry is a batch started on this leader (Replica.Start), checked
@@ -111,8 +114,18 @@ func (s *LogStore) FirstIndex() (uint64, error) { return s.log.FirstIndex(), nil
 // LastIndex is the last stored Raft index, 0 when empty.
 func (s *LogStore) LastIndex() (uint64, error) { return s.log.LastIndex(), nil }
 
-// GetLog reads the entry at index into out, or returns raft.ErrLogNotFound.
+// useCache makes the store keep the entries it stores last in c, for
+// GetLog. Call it before the store is used.
+func (s *LogStore) useCache(c *entryCache) { s.cache = c.store() }
+
+// GetLog reads the entry at index into out, or returns raft.ErrLogNotFound:
+// from the cache when it holds the entry and the log still does (retention
+// may have trimmed it), else from the log.
 func (s *LogStore) GetLog(index uint64, out *raft.Log) error {
+	if l, ok := s.cache.get(index); ok && index >= s.log.FirstIndex() {
+		*out = l
+		return nil
+	}
 	e, err := s.log.Entry(index)
 	if errors.Is(err, log.ErrNotFound) {
 		return raft.ErrLogNotFound
@@ -145,6 +158,7 @@ func (s *LogStore) StoreLogs(ls []*raft.Log) error {
 	err := s.storeLogs(ls)
 	s.afterStore(err)
 	if err == nil {
+		s.cache.put(ls)
 		s.lastStore.Store(time.Now().UnixNano())
 	}
 	if last := ls[len(ls)-1]; err == nil && s.onMarker != nil && last.Type == raft.LogCommand && isSleep(last.Data) {
@@ -381,6 +395,8 @@ func (s *LogStore) afterStore(err error) {
 }
 
 func (s *LogStore) truncate(from uint64) error {
+	// Forgotten first: a failed truncation may have removed some entries.
+	s.cache.truncateFrom(from)
 	if err := s.log.TruncateIndexFrom(from); err != nil {
 		return fmt.Errorf("replication: truncate log from index %d: %w", from, err)
 	}
@@ -409,6 +425,8 @@ func (s *LogStore) fits(hw int64, index uint64) bool {
 // snapshotRestored is called by the state machine when Raft restores it
 // from a snapshot whose high watermark is hw and Raft index index.
 func (s *LogStore) snapshotRestored(hw int64, index uint64) {
+	// A segment copy may have replaced the log's entries.
+	s.cache.drop()
 	s.snapshotHW.Store(hw)
 	s.snapshotIndex.Store(index)
 	s.restored.Store(true)

@@ -78,6 +78,7 @@ type Node struct {
 	opening map[string]bool
 	opens   sync.WaitGroup
 	counts  SleepCounts // of every replica opened here
+	cache   *entryCache // every replica's entries stored last
 
 	// spreadMu guards failedMoves: the groups whose last leadership
 	// transfer failed, skipped by SpreadLeaders until their time.
@@ -125,7 +126,8 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		mux.Close()
 		return nil, err
 	}
-	return &Node{cfg: cfg, mux: mux, rpc: hub, log: cfg.Logger, parts: map[string]*Replica{}, opening: map[string]bool{}}, nil
+	return &Node{cfg: cfg, mux: mux, rpc: hub, log: cfg.Logger, parts: map[string]*Replica{}, opening: map[string]bool{},
+		cache: newEntryCache(DefaultEntryCacheBytes)}, nil
 }
 
 // Awake is how many of the node's open replicas run their Raft instance
@@ -201,6 +203,7 @@ func (n *Node) OpenReplica(group string, l *log.Log, opts ReplicaOptions) (*Repl
 		OnApply:     opts.OnApply,
 		OnRestore:   opts.OnRestore,
 		Counts:      &n.counts,
+		cache:       n.cache,
 	})
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -90,6 +90,9 @@ type ReplicaConfig struct {
 	// Counts, when set, counts this replica's sleeps and wakes too (the
 	// node's totals, for its metrics).
 	Counts *SleepCounts
+	// cache is the node's entry cache (entrycache.go); nil: one of the
+	// replica's own.
+	cache *entryCache
 }
 
 // Replica is this node's replica of a partition's Raft group.
@@ -225,6 +228,11 @@ func OpenReplica(cfg ReplicaConfig) (*Replica, error) {
 	}
 	p.copyCtx, p.copyCancel = context.WithCancel(context.Background())
 	p.store = NewLogStore(cfg.Log)
+	cache := cfg.cache
+	if cache == nil {
+		cache = newEntryCache(DefaultEntryCacheBytes)
+	}
+	p.store.useCache(cache)
 	p.fsm = NewPartitionFSM(cfg.Log, p.store)
 	p.fsm.onApply = cfg.OnApply
 	p.fsm.onRestore = cfg.OnRestore
@@ -558,6 +566,7 @@ func (p *Replica) Close() error {
 		err = cerr
 	}
 	p.stream.wait()
+	p.store.cache.drop()
 	return err
 }
 

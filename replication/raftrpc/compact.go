@@ -3,6 +3,7 @@ package raftrpc
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -20,10 +21,23 @@ import (
 //
 // msgpack (reflection over the struct) cost more CPU than everything
 // else an idle link does.
+//
+// An AppendEntries with entries, request type rpcAppend, is the empty
+// append's fields followed by the entry count and each entry: Index Term
+// Type Data Extensions AppendedAt (Unix nanoseconds as a signed varint, 0:
+// the zero time). Its decoded entries' Data and Extensions are the frame's
+// own bytes, not copies: the frame reader hands its buffer over with them
+// (frameReader.decodeRequest). msgpack copied every entry out of the frame,
+// a copy per replicated byte on every follower.
 const (
 	rpcEmptyAppend byte = 5
+	rpcAppend      byte = 6
 	statusAppendOK byte = 0x82
 )
+
+// minEntrySize is the fewest bytes an entry of an rpcAppend takes: it
+// bounds the entry count a frame may claim.
+const minEntrySize = 6
 
 func appendBytes(dst, b []byte) []byte {
 	if b == nil {
@@ -54,6 +68,24 @@ func appendEmptyAppend(dst []byte, r *raft.AppendEntriesRequest) []byte {
 	dst = binary.AppendUvarint(dst, r.PrevLogEntry)
 	dst = binary.AppendUvarint(dst, r.PrevLogTerm)
 	return binary.AppendUvarint(dst, r.LeaderCommitIndex)
+}
+
+func appendAppend(dst []byte, r *raft.AppendEntriesRequest) []byte {
+	dst = appendEmptyAppend(dst, r)
+	dst = binary.AppendUvarint(dst, uint64(len(r.Entries)))
+	for _, e := range r.Entries {
+		dst = binary.AppendUvarint(dst, e.Index)
+		dst = binary.AppendUvarint(dst, e.Term)
+		dst = binary.AppendUvarint(dst, uint64(e.Type))
+		dst = appendBytes(dst, e.Data)
+		dst = appendBytes(dst, e.Extensions)
+		var at int64
+		if !e.AppendedAt.IsZero() {
+			at = e.AppendedAt.UnixNano()
+		}
+		dst = binary.AppendVarint(dst, at)
+	}
+	return dst
 }
 
 func appendAppendAnswer(dst []byte, r *raft.AppendEntriesResponse) []byte {
@@ -99,6 +131,35 @@ func (r *compactReader) bytes() []byte {
 	return b
 }
 
+func (r *compactReader) varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.err = fmt.Errorf("%w: bad varint", ErrBadFrame)
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+// view is bytes without the copy: the result is r's own bytes.
+func (r *compactReader) view() []byte {
+	n := r.uvarint()
+	if r.err != nil || n == 0 {
+		return nil
+	}
+	n--
+	if n > uint64(len(r.b)) {
+		r.err = fmt.Errorf("%w: %d bytes past the end", ErrBadFrame, n)
+		return nil
+	}
+	b := r.b[:n:n]
+	r.b = r.b[n:]
+	return b
+}
+
 func (r *compactReader) bool() bool {
 	if r.err != nil {
 		return false
@@ -124,6 +185,16 @@ func (r *compactReader) end() error {
 }
 
 func decodeEmptyAppend(b []byte) (*raft.AppendEntriesRequest, error) {
+	req, rest, err := decodeAppendFields(b)
+	if err == nil && len(rest) != 0 {
+		err = fmt.Errorf("%w: %d bytes after the fields", ErrBadFrame, len(rest))
+	}
+	return req, err
+}
+
+// decodeAppendFields decodes the fields every append starts with and
+// returns the bytes after them.
+func decodeAppendFields(b []byte) (*raft.AppendEntriesRequest, []byte, error) {
 	r := compactReader{b: b}
 	req := &raft.AppendEntriesRequest{RPCHeader: r.header(), Term: r.uvarint()}
 	//lint:ignore SA1019 every field is carried, as msgpack does
@@ -131,6 +202,39 @@ func decodeEmptyAppend(b []byte) (*raft.AppendEntriesRequest, error) {
 	req.PrevLogEntry = r.uvarint()
 	req.PrevLogTerm = r.uvarint()
 	req.LeaderCommitIndex = r.uvarint()
+	return req, r.b, r.err
+}
+
+// decodeAppend decodes an rpcAppend payload; its entries' bytes are b's.
+func decodeAppend(b []byte) (*raft.AppendEntriesRequest, error) {
+	req, rest, err := decodeAppendFields(b)
+	if err != nil {
+		return nil, err
+	}
+	r := compactReader{b: rest}
+	n := r.uvarint()
+	if r.err == nil && (n == 0 || n > uint64(len(r.b)/minEntrySize)) {
+		return nil, fmt.Errorf("%w: %d entries in %d bytes", ErrBadFrame, n, len(r.b))
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	logs := make([]raft.Log, n)
+	req.Entries = make([]*raft.Log, n)
+	for i := range logs {
+		l := &logs[i]
+		l.Index, l.Term = r.uvarint(), r.uvarint()
+		typ := r.uvarint()
+		if typ > 0xff && r.err == nil {
+			r.err = fmt.Errorf("%w: entry type %d", ErrBadFrame, typ)
+		}
+		l.Type = raft.LogType(typ)
+		l.Data, l.Extensions = r.view(), r.view()
+		if at := r.varint(); at != 0 {
+			l.AppendedAt = time.Unix(0, at)
+		}
+		req.Entries[i] = l
+	}
 	return req, r.end()
 }
 

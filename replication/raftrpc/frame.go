@@ -42,6 +42,9 @@ const (
 	// appends is dropped once they are through (a few per node: one per
 	// link, not per group).
 	keepBuffer = 1 << 20
+	// keepWriteBuffer: a link's write buffer up to this size is kept
+	// while the writes that grew it past keepBuffer go on (link.writeLoop).
+	keepWriteBuffer = 16 << 20
 )
 
 // ErrBadFrame: the peer sent a frame this version cannot read; the link
@@ -112,7 +115,9 @@ func appendRequest(dst []byte, typ byte, id uint64, group string, args any) ([]b
 		return finishFrame(appendEmptyAppend(dst, ae), start)
 	}
 	if ae != nil {
+		dst[start+4] = rpcAppend
 		dst = slices.Grow(dst, appendSize(ae))
+		return finishFrame(appendAppend(dst, ae), start)
 	}
 	dst, err := appendMsgpack(dst, args)
 	if err != nil {
@@ -248,6 +253,14 @@ func (f *frameReader) decodeRequest(b []byte) (request, error) {
 		var err error
 		req.typ = rpcAppendEntries
 		req.cmd, err = decodeEmptyAppend(payload)
+		return req, err
+	case rpcAppend:
+		var err error
+		req.typ = rpcAppendEntries
+		req.cmd, err = decodeAppend(payload)
+		// The entries are the buffer's bytes: the next frame is read
+		// into a new one.
+		f.buf = nil
 		return req, err
 	case rpcAppendEntries:
 		req.cmd = &raft.AppendEntriesRequest{}

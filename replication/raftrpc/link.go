@@ -83,6 +83,7 @@ func (l *link) queue(lazy bool, add func([]byte) ([]byte, error)) error {
 // writeLoop writes the queued frames until the link fails.
 func (l *link) writeLoop() {
 	var spare []byte
+	small := 0 // writes in a row that used little of a large buffer
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
 	for {
@@ -115,12 +116,33 @@ func (l *link) writeLoop() {
 			l.fail(fmt.Errorf("raftrpc: write to %s: %w", l.c.RemoteAddr(), err))
 			return
 		}
-		spare = out[:0]
-		if cap(spare) > keepBuffer {
-			spare = nil // grown by a large append: not kept while idle
-		}
+		spare, small = keepWritten(out, small)
 	}
 }
+
+// keepWritten returns the buffer out, just written, emptied for reuse, or
+// nil. A buffer grown past keepBuffer by large appends is kept while they
+// go on (up to keepWriteBuffer): allocating and zeroing a new one per
+// write cost a leader more than the copy into it. Once small writes are
+// all it has held for a while (small counts them in a row), it is
+// dropped, so an idle link holds no large buffer.
+func keepWritten(out []byte, small int) ([]byte, int) {
+	switch {
+	case cap(out) <= keepBuffer:
+		return out[:0], 0
+	case cap(out) > keepWriteBuffer:
+		return nil, 0
+	case len(out) >= cap(out)/4:
+		return out[:0], 0
+	case small+1 >= keepSmallWrites:
+		return nil, 0
+	}
+	return out[:0], small + 1
+}
+
+// keepSmallWrites: the small writes in a row after which a link drops a
+// large write buffer.
+const keepSmallWrites = 16
 
 // fail closes the link with err (the first error wins).
 func (l *link) fail(err error) {
