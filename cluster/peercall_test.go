@@ -261,3 +261,29 @@ func TestPeerCallAbandonedIsNotSent(t *testing.T) {
 		t.Fatalf("the handler ran %d times, want only the live call's", n)
 	}
 }
+
+// A caller that hangs up ends its handler's context: a handler waiting
+// (for records, say) stops instead of waiting out the call's timeout.
+func TestPeerCallHangUpEndsHandler(t *testing.T) {
+	n1, n2 := peerNode(t, "n1", "c1"), peerNode(t, "n2", "c1")
+	started, ended := make(chan struct{}), make(chan struct{})
+	n1.Handle("wait", func(ctx context.Context, _ PeerCall) (any, error) {
+		close(started)
+		<-ctx.Done()
+		close(ended)
+		return nil, ctx.Err()
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- n2.Call(ctx, n1.RaftAddr(), "wait", "", nil, nil) }()
+	<-started
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the call answered %v", err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(20 * time.Second): // the call's own timeout is 40 s
+		t.Fatal("the handler still waits after its caller hung up")
+	}
+}

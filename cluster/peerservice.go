@@ -145,6 +145,16 @@ func (c *Cluster) servePeer(ctx context.Context, conn net.Conn, self meta.Node) 
 	}
 	ctx, cancel := context.WithTimeout(WithForwarded(ctx), timeout)
 	defer cancel()
+	// The caller sends nothing after its request: a read that returns
+	// means it hung up (or broke the protocol), and the call is abandoned.
+	// Its handler's context ends, so a read waiting for records stops and
+	// a write not yet proposed is not proposed. The read ends when the
+	// deferred Close does.
+	go func() {
+		var b [1]byte
+		conn.Read(b[:])
+		cancel()
+	}()
 	body, err := c.answer(ctx, req, conn.RemoteAddr().String(), self)
 	a := answerOf(err)
 	if err == nil && body != nil {
