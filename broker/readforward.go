@@ -65,8 +65,9 @@ func (b *Broker) peerFetch(ctx context.Context, pr Principal, r fetchReq) (any, 
 // fetch. The read looks first without waiting; when nothing is there and
 // the request waits, it waits here for the partitions led here and on
 // each leader for its partition, and answers at the first that has
-// records (a leader asked to wait goes on waiting, up to MaxWait, for a
-// call ended early). A live tail that reads each partition with a fetch
+// records (the calls still waiting are ended, and their leaders stop
+// waiting: the peer service ends a handler whose caller hung up). A live
+// tail that reads each partition with a fetch
 // of its own waits on one node at a time.
 //
 // What a leader answers counts against this node's read budget as a
