@@ -236,8 +236,12 @@ func (b *Broker) retentionTargets() ([]retention.Target, error) {
 		if !ok {
 			return // no replica here
 		}
-		ts = append(ts, retention.Target{Topic: c.Name, Partition: p.ID, Log: l,
-			Policy: retention.PolicyFromLimits(c.RetentionMs, c.RetentionBytes, c.RetentionRecords)})
+		// A compact-only topic keeps its segments: the cleaner thins them.
+		var policy retention.Policy
+		if c.Cleanups().Deletes() {
+			policy = retention.PolicyFromLimits(c.RetentionMs, c.RetentionBytes, c.RetentionRecords)
+		}
+		ts = append(ts, retention.Target{Topic: c.Name, Partition: p.ID, Log: l, Policy: policy})
 	})
 	return ts, nil
 }
