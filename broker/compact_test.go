@@ -58,3 +58,33 @@ func TestCompactedTopicRefusesKeylessRecords(t *testing.T) {
 		t.Fatalf("keyless record on a delete topic: %v", err)
 	}
 }
+
+// The cleaner compacts a compacted topic's closed segments: CleanNow
+// rewrites them, a delete topic's are left alone.
+func TestCleanNowCompactsCompactedTopics(t *testing.T) {
+	b := open(t)
+	ctx := context.Background()
+	createCompacted(t, b, "kv", 4096)
+	c := partition.DefaultConfig("plain")
+	c.SegmentBytes = 4096
+	if _, err := b.CreateTopic(ctx, "", c); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		for _, topic := range []string{"kv", "plain"} {
+			if _, err := b.Produce(ctx, broker.ProduceRequest{Topic: topic, Batch: keyed("k"+string(rune('a'+i%5)), "v")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := b.CleanNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The same batches went to both topics (the background cleaner
+	// may have compacted some before CleanNow).
+	info, _ := b.Topic(ctx, "", "kv")
+	plain, _ := b.Topic(ctx, "", "plain")
+	if kv, pl := info.Partitions[0].SizeBytes, plain.Partitions[0].SizeBytes; kv*2 > pl {
+		t.Fatalf("compacted topic %d bytes, delete topic %d bytes: want the compacted one at most half", kv, pl)
+	}
+}
