@@ -247,3 +247,20 @@ func TestCompactCrashAtEachStep(t *testing.T) {
 		})
 	}
 }
+
+// EpochEnd (Kafka's OffsetForLeaderEpoch) answers on a compacted log: a
+// probe that lands in a gap moves on.
+func TestCompactEpochEndOverGaps(t *testing.T) {
+	l := mustOpen(t, newFaultFS(), Options{SegmentBytes: 1024})
+	defer l.Close()
+	fillKeys(t, l, 150, 3, 0)
+	if _, err := l.Compact(CompactOptions{Below: l.HighWatermark()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []int32{0, 5} {
+		found, end, err := l.EpochEnd(e)
+		if err != nil || end != l.HighWatermark() || found > e {
+			t.Fatalf("EpochEnd(%d) = %d, %d, %v; want the high watermark %d", e, found, end, err, l.HighWatermark())
+		}
+	}
+}
