@@ -1,7 +1,10 @@
 package broker
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"sync"
@@ -109,23 +112,28 @@ func (b *Broker) clean(ctx context.Context, all bool) (int, error) {
 		}
 	})
 	n := 0
+	var first error
 	for _, t := range ts {
 		if ctx.Err() != nil {
 			return n, ctx.Err()
 		}
-		did, err := b.cleanPartition(t.c, t.p, all)
-		if err != nil {
-			return n, err
-		}
-		if did {
+		did, err := b.cleanPartition(ctx, t.c, t.p, all)
+		switch {
+		case errors.Is(err, log.ErrClosed):
+			// The topic was deleted meanwhile.
+		case err != nil:
+			// One partition's failure (a corrupt segment: reads report
+			// it too) does not stop the others'.
+			first = cmp.Or(first, fmt.Errorf("compact %s: %w", t.p.Name(), err))
+		case did:
 			n++
 		}
 	}
-	return n, nil
+	return n, first
 }
 
 // cleanPartition compacts one partition if it is due (or all).
-func (b *Broker) cleanPartition(c partition.TopicConfig, p *partition.Partition, all bool) (bool, error) {
+func (b *Broker) cleanPartition(ctx context.Context, c partition.TopicConfig, p *partition.Partition, all bool) (bool, error) {
 	below, ok, err := b.compactBound(c, p)
 	if err != nil || !ok {
 		return false, err
@@ -137,6 +145,7 @@ func (b *Broker) cleanPartition(c partition.TopicConfig, p *partition.Partition,
 		DeleteRetention: msDuration(cl.DeleteRetentionMs),
 		MapEntries:      b.cfg.CleanerMapEntries,
 		BytesPerSecond:  b.cfg.CleanerBytesPerSecond,
+		Context:         ctx,
 	}
 	labels := []string{c.Name, strconv.Itoa(int(p.ID))}
 	d := p.Log.Dirty(opts)

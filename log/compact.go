@@ -77,6 +77,7 @@ package log
 //   - A segment only shrinks; its index files are rebuilt from its bytes.
 
 import (
+	"context"
 	"errors"
 	"time"
 )
@@ -95,6 +96,9 @@ type CompactOptions struct {
 	BytesPerSecond int64
 	// Now is the time tombstones and lags are measured from (default now).
 	Now time.Time
+	// Context, when set, stops the compaction when done (between
+	// entries; a segment not yet swapped in stays as it was).
+	Context context.Context
 	// Step, when set, is called after each step of a segment's swap
 	// ("written", "renamed", "dirsynced"); an error stops the compaction
 	// there, as a crash would (tests).

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"context"
 	"errors"
 	"hash/maphash"
 	"io"
@@ -37,7 +38,10 @@ func (l *Log) Compact(opts CompactOptions) (CompactResult, error) {
 	}
 	l.cleaner.running = true
 	l.mu.Unlock()
-	c := &compaction{l: l, opts: opts, th: throttle{rate: opts.BytesPerSecond, start: time.Now()}}
+	if opts.Context == nil {
+		opts.Context = context.Background()
+	}
+	c := &compaction{l: l, opts: opts, th: throttle{rate: opts.BytesPerSecond, start: time.Now(), done: opts.Context.Done()}}
 	defer func() {
 		l.mu.Lock()
 		l.cleaner.running = false
@@ -138,6 +142,10 @@ func (c *compaction) mapKeys(segs []*segment, from int64, keys *keyMap) (int64, 
 func (c *compaction) eachEntry(s *segment, fn func(raw []byte, e *entryInfo) bool) error {
 	l := c.l
 	l.mu.Lock()
+	if err := l.checkOpenLocked(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
 	if s.deleted {
 		l.mu.Unlock()
 		return nil
@@ -160,6 +168,9 @@ func (c *compaction) eachEntry(s *segment, fn func(raw []byte, e *entryInfo) boo
 		}
 		c.res.Read += int64(len(raw))
 		c.th.wait(len(raw))
+		if err := c.opts.Context.Err(); err != nil {
+			return err
+		}
 		if !fn(raw, &e) {
 			return nil
 		}
@@ -222,6 +233,7 @@ type throttle struct {
 	rate  int64
 	start time.Time
 	n     int64
+	done  <-chan struct{} // ends a wait early
 }
 
 func (t *throttle) wait(n int) {
@@ -231,6 +243,11 @@ func (t *throttle) wait(n int) {
 	t.n += int64(n)
 	due := time.Duration(float64(t.n) / float64(t.rate) * float64(time.Second))
 	if d := due - time.Since(t.start); d > 0 {
-		time.Sleep(d)
+		tm := time.NewTimer(d)
+		select {
+		case <-tm.C:
+		case <-t.done:
+			tm.Stop()
+		}
 	}
 }
