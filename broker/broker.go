@@ -53,6 +53,12 @@ type Config struct {
 	// Auth is --auth, --authz and --super-users (auth.go); the zero value
 	// admits everyone as anonymous and authorizes everything.
 	Auth AuthConfig
+	// CleanerBytesPerSecond bounds the compaction cleaner's disk I/O on
+	// this node (default DefaultCleanerBytesPerSecond; < 0: no bound).
+	CleanerBytesPerSecond int64
+	// CleanerMapEntries bounds the cleaner's key map (default
+	// DefaultCleanerMapEntries): more keys take more passes.
+	CleanerMapEntries int
 }
 
 // Broker is one node's core.
@@ -64,6 +70,7 @@ type Broker struct {
 	offsets *offsets.Store
 	lag     *offsets.LagCollector
 	trimmer *retention.Trimmer
+	cleaner *cleaner
 	plane   controlPlane       // local or Raft, chosen in openStorage
 	stopBG  context.CancelFunc // stops background work (the trimmer)
 	bg      sync.WaitGroup
@@ -101,6 +108,12 @@ func Open(cfg Config) (*Broker, error) {
 	if cfg.MaxBatchBytes <= 0 {
 		cfg.MaxBatchBytes = DefaultMaxBatchBytes
 	}
+	if cfg.CleanerBytesPerSecond == 0 {
+		cfg.CleanerBytesPerSecond = DefaultCleanerBytesPerSecond
+	}
+	if cfg.CleanerMapEntries <= 0 {
+		cfg.CleanerMapEntries = DefaultCleanerMapEntries
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -129,6 +142,8 @@ func Open(cfg Config) (*Broker, error) {
 	b.bg.Add(1)
 	go func() { defer b.bg.Done(); b.trimmer.Run(bgCtx) }()
 	b.bg.Add(1)
+	go func() { defer b.bg.Done(); b.runCleaner(bgCtx) }()
+	b.bg.Add(1)
 	go func() { defer b.bg.Done(); b.coord.watch(bgCtx) }()
 	return b, nil
 }
@@ -143,6 +158,7 @@ func (b *Broker) openStorage() error {
 		Logger:   b.logger,
 	})
 	b.m.reg.MustRegister(b.trimmer)
+	b.cleaner = newCleaner(b.m.reg)
 	db, err := pebble.Open(filepath.Join(b.cfg.DataDir, "meta"), &pebble.Options{Logger: quietPebble{}})
 	if err != nil {
 		return openMetaError(b.cfg.DataDir, err)
@@ -222,7 +238,7 @@ func (b *Broker) logOptions(c partition.TopicConfig) log.Options {
 		Hooks: log.Hooks{
 			Fsync:   func(d time.Duration) { b.m.fsyncLatency.Observe(d.Seconds()) },
 			Written: func(n int) { b.m.diskWrittenBytes.Add(float64(n)) },
-			Rolled:  func(log.SegmentInfo) { b.trimmer.Kick() },
+			Rolled:  func(log.SegmentInfo) { b.trimmer.Kick(); b.kickCleaner() },
 		},
 	}
 }
@@ -236,8 +252,12 @@ func (b *Broker) retentionTargets() ([]retention.Target, error) {
 		if !ok {
 			return // no replica here
 		}
-		ts = append(ts, retention.Target{Topic: c.Name, Partition: p.ID, Log: l,
-			Policy: retention.PolicyFromLimits(c.RetentionMs, c.RetentionBytes, c.RetentionRecords)})
+		// A compact-only topic keeps its segments: the cleaner thins them.
+		var policy retention.Policy
+		if c.Cleanups().Deletes() {
+			policy = retention.PolicyFromLimits(c.RetentionMs, c.RetentionBytes, c.RetentionRecords)
+		}
+		ts = append(ts, retention.Target{Topic: c.Name, Partition: p.ID, Log: l, Policy: policy})
 	})
 	return ts, nil
 }

@@ -134,10 +134,10 @@ func (b *Broker) startProduce(ctx context.Context, r ProduceRequest) (ProduceFut
 	if err := b.enter(); err != nil {
 		return nil, err
 	}
-	p, err := b.producePartition(ctx, r)
+	p, cfg, err := b.producePartitionOf(ctx, r)
 	var f *produceFuture
 	if err == nil {
-		f, err = b.startAppend(ctx, p, r.Batch, r.Acks)
+		f, err = b.startAppend(ctx, p, cfg.Cleanups().Compacted(), r.Batch, r.Acks)
 	}
 	if err != nil {
 		b.leave()
@@ -190,22 +190,28 @@ func (f *produceFuture) wait() {
 // producePartition finds the partition a produce goes to, and refuses it
 // when the disk is full.
 func (b *Broker) producePartition(ctx context.Context, r ProduceRequest) (*partition.Partition, error) {
+	p, _, err := b.producePartitionOf(ctx, r)
+	return p, err
+}
+
+// producePartitionOf is producePartition, with the topic's config.
+func (b *Broker) producePartitionOf(ctx context.Context, r ProduceRequest) (*partition.Partition, partition.TopicConfig, error) {
 	// A request its client already gave up on is not applied (a cancelled
 	// request that is already being appended still may be).
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, partition.TopicConfig{}, err
 	}
 	cfg, parts, err := b.topics.Partitions(r.Topic)
 	if err != nil {
-		return nil, b.topicLookup(ctx, r.Topic, err)
+		return nil, cfg, b.topicLookup(ctx, r.Topic, err)
 	}
 	if err := b.disk.checkAppend(); err != nil {
-		return nil, err
+		return nil, cfg, err
 	}
 	if r.Partition < 0 || int(r.Partition) >= len(parts) {
-		return nil, partitionRange(r.Topic, cfg.Partitions, r.Partition)
+		return nil, cfg, partitionRange(r.Topic, cfg.Partitions, r.Partition)
 	}
-	return parts[r.Partition], nil
+	return parts[r.Partition], cfg, nil
 }
 
 // partitionRange is the error of a partition id a topic does not have.
@@ -245,13 +251,32 @@ func (b *Broker) CheckBatch(data []byte) (batch.Checked, error) {
 	return c, nil
 }
 
+// checkKeyed refuses a batch holding a record without a key: a compacted
+// topic keeps records by key (Kafka answers INVALID_RECORD too).
+func checkKeyed(c batch.Checked, topic string) error {
+	_, recs, err := batch.Decode(c.Bytes(), 0)
+	if err != nil {
+		return kind.Errorf(ErrInvalidBatch, "produce: %v", err)
+	}
+	for i, r := range recs {
+		if r.Key == nil {
+			return kind.Errorf(ErrInvalidBatch, "produce: record %d of %d has no key: topic %q is compacted (cleanup.policy=compact), it keeps the newest record of each key: give every record a key", i, len(recs), topic)
+		}
+	}
+	return nil
+}
+
 // MaxBatchBytes is the largest batch a produce accepts.
 func (b *Broker) MaxBatchBytes() int { return b.cfg.MaxBatchBytes }
 
-// startAppend checks a batch and starts its append: to the log on a
-// single node, through the partition's Raft group in a cluster.
-func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, data []byte, acks Acks) (*produceFuture, error) {
+// startAppend checks a batch (every record keyed, for a compacted topic)
+// and starts its append: to the log on a single node, through the
+// partition's Raft group in a cluster.
+func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, compacted bool, data []byte, acks Acks) (*produceFuture, error) {
 	c, err := b.CheckBatch(data)
+	if err == nil && compacted {
+		err = checkKeyed(c, p.Topic)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,22 @@ type TopicConfig = partition.TopicConfig
 // changed, the others kept.
 type ConfigChange = partition.ConfigChange
 
+// CleanupConfig is a topic's cleanup policy and compaction settings.
+type CleanupConfig = partition.CleanupConfig
+
+// Cleanup policies (Kafka's cleanup.policy).
+const (
+	CleanupDelete        = partition.CleanupDelete
+	CleanupCompact       = partition.CleanupCompact
+	CleanupCompactDelete = partition.CleanupCompactDelete
+)
+
+// DefaultCleanup is the cleanup settings a topic has until one is set.
+func DefaultCleanup() CleanupConfig { return partition.DefaultCleanup() }
+
+// ParseCleanupPolicy reads Kafka's spellings of cleanup.policy.
+func ParseCleanupPolicy(s string) (string, error) { return partition.ParseCleanupPolicy(s) }
+
 // MaxPartitions is the most partitions a topic may have.
 const MaxPartitions = partition.MaxPartitions
 

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"google.golang.org/grpc"
@@ -26,6 +27,14 @@ type TopicConfig struct {
 	RetentionRecords int64         // per partition; default unlimited
 	SegmentBytes     int64         // roll the active segment at this size; default 128 MiB
 	SegmentAge       time.Duration // roll the active segment at this age; default 7 days
+
+	// Compaction (docs/compaction.md). Zero values are unset: the
+	// default at create, the current value at alter.
+	CleanupPolicy          string        // "delete" (default), "compact" or "compact,delete"
+	MinCompactionLag       time.Duration // records younger are never compacted; default 0
+	MaxCompactionLag       time.Duration // segments older are cleaned whatever the dirty ratio; default unlimited
+	DeleteRetention        time.Duration // how long a tombstone stays readable; default 1 day
+	MinCleanableDirtyRatio float64       // clean once this share of the log is dirty; default 0.5
 }
 
 // TopicInfo describes a topic.
@@ -391,13 +400,20 @@ func topicInfo(t *logdv1.TopicInfo) TopicInfo {
 		RetentionRecords: c.GetRetentionRecords(),
 		SegmentBytes:     c.GetSegmentBytes(),
 		SegmentAge:       msDuration(c.GetSegmentMs()),
+
+		CleanupPolicy:          c.GetCleanupPolicy(),
+		MinCompactionLag:       msDuration(c.GetMinCompactionLagMs()),
+		MaxCompactionLag:       msDuration(c.GetMaxCompactionLagMs()),
+		DeleteRetention:        msDuration(c.GetDeleteRetentionMs()),
+		MinCleanableDirtyRatio: c.GetMinCleanableDirtyRatio(),
 	}
 	return ti
 }
 
-// msDuration keeps Unlimited (-1) as -1.
+// msDuration keeps Unlimited (-1) as -1; a time too long for a Duration
+// (Kafka's 2^63-1 ms for "never") is Unlimited too.
 func msDuration(ms int64) time.Duration {
-	if ms < 0 {
+	if ms < 0 || ms > math.MaxInt64/int64(time.Millisecond) {
 		return Unlimited
 	}
 	return time.Duration(ms) * time.Millisecond
@@ -426,5 +442,18 @@ func (c TopicConfig) proto() *logdv1.TopicConfig {
 	p.RetentionRecords = set(c.RetentionRecords)
 	p.SegmentBytes = set(c.SegmentBytes)
 	p.SegmentMs = set(durationMs(c.SegmentAge))
+	if c.CleanupPolicy != "" {
+		p.CleanupPolicy = proto.String(c.CleanupPolicy)
+	}
+	p.MinCompactionLagMs = set(durationMs(c.MinCompactionLag))
+	if c.MaxCompactionLag < 0 {
+		p.MaxCompactionLagMs = proto.Int64(math.MaxInt64) // Kafka's "never"
+	} else {
+		p.MaxCompactionLagMs = set(durationMs(c.MaxCompactionLag))
+	}
+	p.DeleteRetentionMs = set(durationMs(c.DeleteRetention))
+	if c.MinCleanableDirtyRatio != 0 {
+		p.MinCleanableDirtyRatio = proto.Float64(c.MinCleanableDirtyRatio)
+	}
 	return p
 }

@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -11,43 +10,21 @@ import (
 	"github.com/logd/logd/routing"
 )
 
-// topicConfigs are the topic configs the Kafka API reads and writes, by
-// Kafka name, with the field of broker.TopicConfig each one is.
-// retention.records is logd's record-count retention (no Kafka
-// equivalent).
-var topicConfigs = []struct {
-	name  string
-	field func(*broker.ConfigChange) **int64
-	value func(broker.TopicConfig) int64
-}{
-	{"retention.ms", func(c *broker.ConfigChange) **int64 { return &c.RetentionMs }, func(c broker.TopicConfig) int64 { return c.RetentionMs }},
-	{"retention.bytes", func(c *broker.ConfigChange) **int64 { return &c.RetentionBytes }, func(c broker.TopicConfig) int64 { return c.RetentionBytes }},
-	{"retention.records", func(c *broker.ConfigChange) **int64 { return &c.RetentionRecords }, func(c broker.TopicConfig) int64 { return c.RetentionRecords }},
-	{"segment.bytes", func(c *broker.ConfigChange) **int64 { return &c.SegmentBytes }, func(c broker.TopicConfig) int64 { return c.SegmentBytes }},
-	{"segment.ms", func(c *broker.ConfigChange) **int64 { return &c.SegmentMs }, func(c broker.TopicConfig) int64 { return c.SegmentMs }},
-}
-
 // configChange parses Kafka config entries; a name logd does not have, or
-// a value that is not an integer, is an error naming it.
+// a value that does not parse, is an error naming it. A nil value keeps
+// the default.
 func configChange(entries []kmsg.CreateTopicsRequestTopicConfig) (broker.ConfigChange, error) {
 	var ch broker.ConfigChange
-next:
 	for _, e := range entries {
-		for _, tc := range topicConfigs {
-			if tc.name != e.Name {
-				continue
+		if e.Value == nil {
+			if err := setConfig(&broker.ConfigChange{}, e.Name, nil); err != nil {
+				return ch, err
 			}
-			if e.Value == nil {
-				continue next
-			}
-			v, err := strconv.ParseInt(*e.Value, 10, 64)
-			if err != nil {
-				return ch, fmt.Errorf("config %s: %q is not an integer", e.Name, *e.Value)
-			}
-			*tc.field(&ch) = &v
-			continue next
+			continue
 		}
-		return ch, fmt.Errorf("config %s is not supported by logd (supported: retention.ms, retention.bytes, retention.records, segment.bytes, segment.ms)", e.Name)
+		if err := setConfig(&ch, e.Name, e.Value); err != nil {
+			return ch, err
+		}
 	}
 	return ch, nil
 }
@@ -116,9 +93,9 @@ func (s *Server) createTopic(r *request, req *kmsg.CreateTopicsRequest, rt kmsg.
 	t.NumPartitions, t.ReplicationFactor = cfg.Partitions, int16(cfg.Replicas)
 	for _, tc := range topicConfigs {
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
-		c.Name, c.Value = tc.name, kmsg.StringPtr(strconv.FormatInt(tc.value(cfg), 10))
+		c.Name, c.Value = tc.name, kmsg.StringPtr(tc.value(cfg))
 		c.Source = 5 // DEFAULT_CONFIG
-		if *tc.field(&ch) != nil {
+		if tc.isSet(ch) {
 			c.Source = 1 // DYNAMIC_TOPIC_CONFIG
 		}
 		t.Configs = append(t.Configs, c)

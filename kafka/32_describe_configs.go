@@ -127,10 +127,10 @@ func wanted(names []string, name string) bool {
 	return names == nil || contains(names, name)
 }
 
-func configEntry(req *kmsg.DescribeConfigsRequest, name string, value int64, source kmsg.ConfigSource, readOnly bool) kmsg.DescribeConfigsResponseResourceConfig {
+func configEntry(req *kmsg.DescribeConfigsRequest, name, value string, typ kmsg.ConfigType, source kmsg.ConfigSource, readOnly bool) kmsg.DescribeConfigsResponseResourceConfig {
 	c := kmsg.NewDescribeConfigsResponseResourceConfig()
-	c.Name, c.Value = name, kmsg.StringPtr(strconv.FormatInt(value, 10))
-	c.ReadOnly, c.Source, c.ConfigType = readOnly, source, kmsg.ConfigTypeLong
+	c.Name, c.Value = name, kmsg.StringPtr(value)
+	c.ReadOnly, c.Source, c.ConfigType = readOnly, source, typ
 	c.IsDefault = source == sourceDefault
 	if req.IncludeSynonyms && source != sourceDefault {
 		syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
@@ -151,7 +151,7 @@ func describeTopic(cfg broker.TopicConfig, names []string, req *kmsg.DescribeCon
 		if v == tc.value(def) {
 			source = sourceDefault
 		}
-		out = append(out, configEntry(req, tc.name, v, source, false))
+		out = append(out, configEntry(req, tc.name, v, tc.typ, source, false))
 	}
 	return out
 }
@@ -161,7 +161,7 @@ func describeBroker(names []string, req *kmsg.DescribeConfigsRequest) []kmsg.Des
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for _, bc := range brokerConfigs {
 		if wanted(names, bc.name) {
-			out = append(out, configEntry(req, bc.name, bc.value(def), sourceDefault, true))
+			out = append(out, configEntry(req, bc.name, strconv.FormatInt(bc.value(def), 10), kmsg.ConfigTypeLong, sourceDefault, true))
 		}
 	}
 	return out

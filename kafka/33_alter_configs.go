@@ -3,7 +3,6 @@ package kafka
 import (
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -13,29 +12,6 @@ import (
 
 // errConfig is a config entry logd cannot apply (INVALID_CONFIG).
 var errConfig = errors.New("invalid config")
-
-// setConfig sets one topic config by its Kafka name in ch; a nil value is
-// the config's default. An unknown name, or a value that is not an
-// integer, is an errConfig naming it.
-func setConfig(ch *broker.ConfigChange, name string, value *string) error {
-	for _, tc := range topicConfigs {
-		if tc.name != name {
-			continue
-		}
-		v := tc.value(broker.DefaultConfig(""))
-		if value != nil {
-			var err error
-			if v, err = strconv.ParseInt(*value, 10, 64); err != nil {
-				return fmt.Errorf("%w: %s: %q is not an integer", errConfig, name, *value)
-			}
-		}
-		*tc.field(ch) = &v
-		return nil
-	}
-	return fmt.Errorf("%w: config %s is not supported by logd (supported: %s)", errConfig, name, supportedConfigs)
-}
-
-const supportedConfigs = "retention.ms, retention.bytes, retention.records, segment.bytes, segment.ms"
 
 // alterTopic applies ch to a topic through the core (validateOnly: checks
 // it against the topic's current config only) and returns the error code

@@ -36,6 +36,7 @@ type batchReader struct {
 	fpos     int64
 	end      int64 // the segment's committed size
 	maxBytes int
+	gap      bool // offset lies in an entry the cleaner compacted away
 }
 
 // readBatches returns what Read defines for offset, reading segment seg's
@@ -51,6 +52,9 @@ func readBatches(seg *segment, f File, buf []byte, pos, end, offset, hw int64, m
 			return r.out(), nil // no batch is this small: the next cannot fit
 		}
 		if r.fpos >= r.end {
+			if kept == 0 && r.gap {
+				return nil, errCompactedGap // the batches after it are in the next segment
+			}
 			if kept == 0 {
 				// Below the high watermark there is always a batch; a
 				// concurrent truncation can take it away.
@@ -82,6 +86,7 @@ func readBatches(seg *segment, f File, buf []byte, pos, end, offset, hw int64, m
 		}
 		switch {
 		case e.typ != entryBatch || e.nextOffset <= offset:
+			r.gap = r.gap || e.typ == entryCompacted && e.nextOffset > offset
 			r.p += n
 			r.fpos += int64(n)
 			if kept == 0 {

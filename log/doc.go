@@ -50,7 +50,7 @@
 //
 //	     0   17 prefix        (magic 100)
 //	    17    4 CRC-32C       (Castagnoli) of bytes 21..end
-//	    21    1 type          1: segment header, 2: Raft entry
+//	    21    1 type          1: segment header, 2: Raft entry, 3: compacted
 //	    22    … payload
 //
 //	segment header payload (always the first entry of a segment):
@@ -62,6 +62,15 @@
 //	    22    1 kind
 //	    23    8 term          (full 64 bits)
 //	    31    … data          opaque
+//
+//	compacted payload (a batch the cleaner removed; compact.go):
+//	    22    8 next offset   the offsets base offset .. next offset - 1
+//	                          are the removed batch's, and hold no record
+//
+// A compacted entry is the one logd entry that owns offsets: readers step
+// over it (a compacted partition has gaps in its offsets), and a read
+// whose offset lies in a segment's trailing gap continues in the next
+// segment.
 //
 // # Raft indexes
 //

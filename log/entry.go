@@ -24,9 +24,11 @@ const (
 
 	typeSegmentHeader = 1
 	typeRaft          = 2
+	typeCompacted     = 3 // compact.go
 
 	segmentHeaderSize = ownHeaderSize + 24
 	raftHeaderSize    = ownHeaderSize + 9
+	compactedSize     = ownHeaderSize + 8
 
 	// maxEntrySize bounds the size an entry may claim, so a garbage length
 	// cannot make a reader allocate gigabytes.
@@ -46,6 +48,7 @@ const (
 	entryBatch entryType = iota
 	entrySegmentHeader
 	entryRaft
+	entryCompacted // a batch the cleaner removed: owns its offsets, holds no record
 )
 
 // entryInfo is a decoded entry.
@@ -159,6 +162,15 @@ func decodeEntry(b []byte) (entryInfo, error) {
 		e.data = p[9:]
 		if e.kind == KindBatch {
 			return entryInfo{}, fmt.Errorf("%w: raft entry of kind batch", ErrCorrupt)
+		}
+	case typeCompacted:
+		if n != compactedSize {
+			return entryInfo{}, fmt.Errorf("%w: compacted entry of %d bytes", ErrCorrupt, n)
+		}
+		e.typ = entryCompacted
+		e.nextOffset = int64(binary.BigEndian.Uint64(b[ownHeaderSize:]))
+		if e.nextOffset <= e.baseOffset {
+			return entryInfo{}, fmt.Errorf("%w: compacted entry owns offsets %d to %d", ErrCorrupt, e.baseOffset, e.nextOffset)
 		}
 	default:
 		return entryInfo{}, fmt.Errorf("%w: logd entry type %d", ErrCorrupt, b[ownTypeAt])

@@ -42,7 +42,9 @@ func (l *Log) epochEnd(epoch int32) (int32, int64, error) {
 			return 0, 0, err
 		}
 		if info.LeaderEpoch > epoch {
-			hi = max(info.BaseOffset, start)
+			// A batch after a compacted gap: no record lies between the
+			// probe and it.
+			hi = max(min(info.BaseOffset, lo+(hi-lo)/2), start)
 		} else {
 			lo = info.NextOffset()
 		}
@@ -55,10 +57,16 @@ func (l *Log) epochEnd(epoch int32) (int32, int64, error) {
 	if err != nil {
 		return 0, 0, err
 	}
+	if info.BaseOffset > hi-1 {
+		// hi-1 lies in a compacted gap: the batch that held the largest
+		// epoch at or below epoch is gone; its epoch was at most epoch.
+		return epoch, hi, nil
+	}
 	return info.LeaderEpoch, hi, nil
 }
 
-// batchAt is the header of the committed batch holding offset.
+// batchAt is the header of the committed batch holding offset, or of the
+// next one when offset lies in a compacted gap.
 func (l *Log) batchAt(offset int64) (batch.Info, error) {
 	b, err := l.Read(offset, 1)
 	if err != nil {
@@ -68,7 +76,7 @@ func (l *Log) batchAt(offset int64) (batch.Info, error) {
 	if err != nil {
 		return batch.Info{}, fmt.Errorf("log: batch at offset %d: %w", offset, err)
 	}
-	if offset < info.BaseOffset || offset > info.LastOffset() {
+	if offset > info.LastOffset() {
 		return batch.Info{}, fmt.Errorf("%w: the batch read at offset %d holds %d to %d", ErrCorrupt, offset, info.BaseOffset, info.LastOffset())
 	}
 	return info, nil

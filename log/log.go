@@ -71,6 +71,8 @@ type Log struct {
 
 	tick   uint64
 	report RecoveryReport
+	// cleaner is what the cleaner knows of this log (compact.go).
+	cleaner cleanerState
 }
 
 // Open opens or creates the log in dir, recovering the tail.

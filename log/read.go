@@ -28,6 +28,20 @@ func (l *Log) Read(offset int64, maxBytes int) ([]byte, error) {
 // capacity of maxBytes + ReadBufferSlack reads most requests with one
 // pread. dst must not be used elsewhere until the result is no longer.
 func (l *Log) ReadInto(dst []byte, offset int64, maxBytes int) ([]byte, error) {
+	for {
+		b, next, err := l.readInto(dst, offset, maxBytes)
+		if err != errCompactedGap {
+			return b, err
+		}
+		// The rest of the segment was compacted away: its offsets are a
+		// gap, and the next batch is in a later segment.
+		offset = next
+	}
+}
+
+// readInto is ReadInto within one segment; at errCompactedGap, next is
+// the segment's end.
+func (l *Log) readInto(dst []byte, offset int64, maxBytes int) (_ []byte, next int64, _ error) {
 	var hw int64
 	loc, err := l.locate(func() (*segment, seek, error) {
 		hw = l.hw
@@ -38,13 +52,15 @@ func (l *Log) ReadInto(dst []byte, offset int64, maxBytes int) ([]byte, error) {
 			return nil, seek{}, nil
 		}
 		s := l.segmentForOffset(offset)
+		next = s.next
 		return s, seek{by: byOffset, key: offset - s.base}, nil
 	})
 	if loc.s == nil {
-		return nil, err
+		return nil, next, err
 	}
 	defer l.release(loc.s)
-	return readBatches(loc.s, loc.h.f, dst, loc.pos, loc.end, offset, hw, maxBytes)
+	b, err := readBatches(loc.s, loc.h.f, dst, loc.pos, loc.end, offset, hw, maxBytes)
+	return b, next, err
 }
 
 // Entry returns the entry at a Raft index, or ErrNotFound.
@@ -74,6 +90,11 @@ func (l *Log) Entry(index uint64) (Entry, error) {
 		}
 		if n < ord {
 			continue
+		}
+		if e.typ == entryCompacted {
+			// Only entries below the latest Raft snapshot are compacted:
+			// Raft sends the snapshot instead.
+			return Entry{}, fmt.Errorf("%w: index %d: its batch was compacted away", ErrNotFound, index)
 		}
 		out := Entry{Index: index, Kind: e.kind, Term: e.term}
 		if e.typ == entryBatch {

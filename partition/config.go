@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/logd/logd/routing"
@@ -45,6 +46,82 @@ type TopicConfig struct {
 	SegmentBytes     int64  `json:"segment_bytes"`
 	SegmentMs        int64  `json:"segment_ms"`
 	CreatedMs        int64  `json:"created_ms"`
+	// Cleanup is how old records go (Kafka's cleanup.policy and the
+	// compaction settings). Its zero value, what metadata written before
+	// compaction existed holds, means DefaultCleanup: use Cleanups.
+	Cleanup CleanupConfig `json:"cleanup,omitzero"`
+}
+
+// Cleanup policies: Kafka's cleanup.policy values.
+const (
+	CleanupDelete        = "delete"         // retention deletes whole old segments
+	CleanupCompact       = "compact"        // the cleaner keeps the newest record of each key
+	CleanupCompactDelete = "compact,delete" // both
+)
+
+// CleanupConfig is a topic's cleanup policy and compaction settings, in
+// Kafka's terms (docs/compaction.md).
+type CleanupConfig struct {
+	Policy string `json:"policy"`
+	// MinCompactionLagMs: a record younger than this is never compacted.
+	MinCompactionLagMs int64 `json:"min_compaction_lag_ms"`
+	// MaxCompactionLagMs: a segment older than this is cleaned whatever
+	// the dirty ratio.
+	MaxCompactionLagMs int64 `json:"max_compaction_lag_ms"`
+	// DeleteRetentionMs: how long a tombstone (a null value) stays
+	// readable after its timestamp.
+	DeleteRetentionMs int64 `json:"delete_retention_ms"`
+	// MinCleanableDirtyRatio: the share of the log not yet cleaned above
+	// which the cleaner runs.
+	MinCleanableDirtyRatio float64 `json:"min_cleanable_dirty_ratio"`
+}
+
+// DefaultCleanup is Kafka's defaults: delete, no minimum lag, no maximum
+// lag, tombstones kept a day, clean at half dirty.
+func DefaultCleanup() CleanupConfig {
+	return CleanupConfig{Policy: CleanupDelete, MaxCompactionLagMs: math.MaxInt64,
+		DeleteRetentionMs: (24 * time.Hour).Milliseconds(), MinCleanableDirtyRatio: 0.5}
+}
+
+// Cleanups is the topic's cleanup settings, the defaults when never set.
+func (c TopicConfig) Cleanups() CleanupConfig {
+	if c.Cleanup == (CleanupConfig{}) {
+		return DefaultCleanup()
+	}
+	return c.Cleanup
+}
+
+// Compacted reports whether the cleaner compacts the topic's partitions.
+func (c CleanupConfig) Compacted() bool {
+	return c.Policy == CleanupCompact || c.Policy == CleanupCompactDelete
+}
+
+// Deletes reports whether retention deletes the topic's old segments.
+func (c CleanupConfig) Deletes() bool {
+	return c.Policy == CleanupDelete || c.Policy == CleanupCompactDelete
+}
+
+// ParseCleanupPolicy accepts Kafka's spellings of cleanup.policy: a list of
+// delete and compact in any order, with spaces.
+func ParseCleanupPolicy(s string) (string, error) {
+	var del, comp bool
+	for _, p := range strings.Split(s, ",") {
+		switch strings.TrimSpace(p) {
+		case CleanupDelete:
+			del = true
+		case CleanupCompact:
+			comp = true
+		default:
+			return "", fmt.Errorf("%w: cleanup policy %q: want delete, compact or compact,delete", ErrInvalidConfig, s)
+		}
+	}
+	switch {
+	case del && comp:
+		return CleanupCompactDelete, nil
+	case comp:
+		return CleanupCompact, nil
+	}
+	return CleanupDelete, nil
 }
 
 // DefaultConfig returns the config a new topic gets for fields left unset.
@@ -69,6 +146,20 @@ type ConfigChange struct {
 	RetentionRecords *int64
 	SegmentBytes     *int64
 	SegmentMs        *int64
+	// Cleanup replaces the cleanup settings whole (a replica taking the
+	// metadata's config); the fields below then change single settings.
+	Cleanup                *CleanupConfig
+	CleanupPolicy          *string
+	MinCompactionLagMs     *int64
+	MaxCompactionLagMs     *int64
+	DeleteRetentionMs      *int64
+	MinCleanableDirtyRatio *float64
+}
+
+// setsCleanup reports whether the change sets a single cleanup setting.
+func (ch ConfigChange) setsCleanup() bool {
+	return ch.CleanupPolicy != nil || ch.MinCompactionLagMs != nil || ch.MaxCompactionLagMs != nil ||
+		ch.DeleteRetentionMs != nil || ch.MinCleanableDirtyRatio != nil
 }
 
 // Apply returns c with the change's set fields applied.
@@ -83,6 +174,26 @@ func (c TopicConfig) Apply(ch ConfigChange) TopicConfig {
 	set(&c.RetentionRecords, ch.RetentionRecords)
 	set(&c.SegmentBytes, ch.SegmentBytes)
 	set(&c.SegmentMs, ch.SegmentMs)
+	if ch.Cleanup != nil {
+		c.Cleanup = *ch.Cleanup
+	}
+	if ch.setsCleanup() {
+		c.Cleanup = c.Cleanups()
+		if ch.CleanupPolicy != nil {
+			// Kafka's spellings ("delete,compact", spaces) are one policy;
+			// one that does not parse stays for Validate to name.
+			c.Cleanup.Policy = *ch.CleanupPolicy
+			if p, err := ParseCleanupPolicy(*ch.CleanupPolicy); err == nil {
+				c.Cleanup.Policy = p
+			}
+		}
+		set(&c.Cleanup.MinCompactionLagMs, ch.MinCompactionLagMs)
+		set(&c.Cleanup.MaxCompactionLagMs, ch.MaxCompactionLagMs)
+		set(&c.Cleanup.DeleteRetentionMs, ch.DeleteRetentionMs)
+		if ch.MinCleanableDirtyRatio != nil {
+			c.Cleanup.MinCleanableDirtyRatio = *ch.MinCleanableDirtyRatio
+		}
+	}
 	return c
 }
 
@@ -114,6 +225,26 @@ func (c TopicConfig) Validate() error {
 	}
 	if c.SegmentMs < 1000 || c.SegmentMs > MaxDurationMs {
 		return fmt.Errorf("%w: segment age must be between 1s and %dms (about 292 years), got %dms", ErrInvalidConfig, MaxDurationMs, c.SegmentMs)
+	}
+	return c.Cleanups().Validate()
+}
+
+// Validate checks cleanup settings; errors wrap ErrInvalidConfig.
+func (c CleanupConfig) Validate() error {
+	if p, err := ParseCleanupPolicy(c.Policy); err != nil || p != c.Policy {
+		return fmt.Errorf("%w: cleanup policy %q: want delete, compact or compact,delete", ErrInvalidConfig, c.Policy)
+	}
+	if c.MinCompactionLagMs < 0 || c.MinCompactionLagMs > MaxDurationMs {
+		return fmt.Errorf("%w: min compaction lag must be between 0 and %dms, got %dms", ErrInvalidConfig, MaxDurationMs, c.MinCompactionLagMs)
+	}
+	if c.MaxCompactionLagMs < 1 {
+		return fmt.Errorf("%w: max compaction lag must be at least 1ms, got %dms", ErrInvalidConfig, c.MaxCompactionLagMs)
+	}
+	if c.DeleteRetentionMs < 0 || c.DeleteRetentionMs > MaxDurationMs {
+		return fmt.Errorf("%w: delete retention must be between 0 and %dms, got %dms", ErrInvalidConfig, MaxDurationMs, c.DeleteRetentionMs)
+	}
+	if !(c.MinCleanableDirtyRatio >= 0 && c.MinCleanableDirtyRatio <= 1) {
+		return fmt.Errorf("%w: min cleanable dirty ratio must be between 0 and 1, got %v", ErrInvalidConfig, c.MinCleanableDirtyRatio)
 	}
 	return nil
 }

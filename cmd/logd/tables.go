@@ -22,12 +22,14 @@ type topicJSON struct {
 	RetentionRecords int64  `json:"retention_records"`
 	SegmentBytes     int64  `json:"segment_bytes"`
 	SegmentMs        int64  `json:"segment_ms"`
+	CleanupPolicy    string `json:"cleanup_policy,omitempty"`
 }
 
 func toTopicJSON(t client.TopicInfo) topicJSON {
 	j := topicJSON{Name: t.Name, Partitions: t.Partitions, Replicas: t.Replicas,
 		RetentionMs: ms(t.Config.RetentionTime), RetentionBytes: t.Config.RetentionBytes,
-		RetentionRecords: t.Config.RetentionRecords, SegmentBytes: t.Config.SegmentBytes, SegmentMs: ms(t.Config.SegmentAge)}
+		RetentionRecords: t.Config.RetentionRecords, SegmentBytes: t.Config.SegmentBytes, SegmentMs: ms(t.Config.SegmentAge),
+		CleanupPolicy: t.Config.CleanupPolicy}
 	if !t.Created.IsZero() {
 		j.Created = t.Created.UTC().Format(time.RFC3339)
 	}

@@ -100,11 +100,12 @@ func newTopicCreateCmd(srv *serverFlag) *cobra.Command {
 	var (
 		partitions, replicas int32
 		ret                  retentionFlags
+		cmp                  compactionFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a topic",
-		Long:  "Create a topic.\n\n" + retentionRule,
+		Long:  "Create a topic.\n\n" + retentionRule + "\n\n" + compactionRule,
 		Args:  exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, err := topicArg(args)
@@ -119,6 +120,9 @@ func newTopicCreateCmd(srv *serverFlag) *cobra.Command {
 			}
 			cfg, _, err := ret.config()
 			if err != nil {
+				return err
+			}
+			if _, err := cmp.apply(&cfg); err != nil {
 				return err
 			}
 			return srv.run(func(c *client.Client) error {
@@ -137,13 +141,14 @@ func newTopicCreateCmd(srv *serverFlag) *cobra.Command {
 	cmd.Flags().Int32Var(&partitions, "partitions", 1, "number of partitions")
 	cmd.Flags().Int32Var(&replicas, "replicas", 0, "copies of each partition (default: 1 on a single node, 3 in a cluster)")
 	ret.register(cmd)
+	cmp.register(cmd)
 	return cmd
 }
 
 // policy is a topic's retention in one line.
 func policy(c client.TopicConfig) string {
 	return fmt.Sprintf("retention time %s, bytes %s, records %s; segments of %s",
-		formatDuration(c.RetentionTime), formatSize(c.RetentionBytes), formatCount(c.RetentionRecords), formatSize(c.SegmentBytes))
+		formatDuration(c.RetentionTime), formatSize(c.RetentionBytes), formatCount(c.RetentionRecords), formatSize(c.SegmentBytes)) + cleanupLine(c)
 }
 
 func newTopicListCmd(srv *serverFlag) *cobra.Command {
@@ -256,13 +261,14 @@ const keysMove = `Adding partitions changes which partition a key goes to: recor
 func newTopicAlterCmd(srv *serverFlag) *cobra.Command {
 	var (
 		ret        retentionFlags
+		cmp        compactionFlags
 		partitions int32
 		yes        bool
 	)
 	cmd := &cobra.Command{
 		Use:   "alter NAME",
 		Short: "Change a topic's retention, or add partitions",
-		Long: "Change a topic's retention; it applies at the next retention pass, without a restart.\n\n" + retentionRule +
+		Long: "Change a topic's retention or cleanup policy; it applies at the next retention or cleaner pass, without a restart.\n\n" + retentionRule + "\n\n" + compactionRule +
 			"\n\n--partitions N grows the topic to N partitions (more than it has) and returns once they take writes. " + keysMove + " It asks for --yes.",
 		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -274,10 +280,15 @@ func newTopicAlterCmd(srv *serverFlag) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			cset, err := cmp.apply(&cfg)
+			if err != nil {
+				return err
+			}
+			set = set || cset
 			grow := cmd.Flags().Changed("partitions")
 			switch {
 			case !set && !grow:
-				return fmt.Errorf("nothing to change: give --partitions, --retention-time, --retention-bytes, --retention-records, --segment-bytes or --segment-age")
+				return fmt.Errorf("nothing to change: give --partitions, --retention-time, --retention-bytes, --retention-records, --segment-bytes, --segment-age or a compaction flag (--cleanup-policy ...)")
 			case grow && partitions < 1:
 				return fmt.Errorf("--partitions is the new total count (more than the topic has), not %d", partitions)
 			case grow && !yes:
@@ -305,6 +316,7 @@ func newTopicAlterCmd(srv *serverFlag) *cobra.Command {
 		},
 	}
 	ret.register(cmd)
+	cmp.register(cmd)
 	cmd.Flags().Int32Var(&partitions, "partitions", 0, "grow the topic to this many partitions (only more than it has)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm --partitions, knowing that keys may move to other partitions")
 	return cmd

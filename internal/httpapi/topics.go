@@ -39,15 +39,21 @@ type partitionJSON struct {
 }
 
 type topicJSON struct {
-	Name             string          `json:"name"`
-	Partitions       int32           `json:"partitions"`
-	Replicas         int32           `json:"replicas"`
-	RetentionMs      int64           `json:"retention_ms"`
-	RetentionBytes   int64           `json:"retention_bytes"`
-	RetentionRecords int64           `json:"retention_records"`
-	SegmentBytes     int64           `json:"segment_bytes"`
-	SegmentMs        int64           `json:"segment_ms"`
-	PartitionInfo    []partitionJSON `json:"partition_info"`
+	Name             string `json:"name"`
+	Partitions       int32  `json:"partitions"`
+	Replicas         int32  `json:"replicas"`
+	RetentionMs      int64  `json:"retention_ms"`
+	RetentionBytes   int64  `json:"retention_bytes"`
+	RetentionRecords int64  `json:"retention_records"`
+	SegmentBytes     int64  `json:"segment_bytes"`
+	SegmentMs        int64  `json:"segment_ms"`
+	// Kafka's cleanup.policy and compaction settings.
+	CleanupPolicy          string          `json:"cleanup_policy"`
+	MinCompactionLagMs     int64           `json:"min_compaction_lag_ms"`
+	MaxCompactionLagMs     int64           `json:"max_compaction_lag_ms"`
+	DeleteRetentionMs      int64           `json:"delete_retention_ms"`
+	MinCleanableDirtyRatio float64         `json:"min_cleanable_dirty_ratio"`
+	PartitionInfo          []partitionJSON `json:"partition_info"`
 }
 
 func toTopicJSON(t broker.TopicInfo) topicJSON {
@@ -55,6 +61,9 @@ func toTopicJSON(t broker.TopicInfo) topicJSON {
 	j := topicJSON{Name: c.Name, Partitions: c.Partitions, Replicas: c.Replicas, RetentionMs: c.RetentionMs,
 		RetentionBytes: c.RetentionBytes, RetentionRecords: c.RetentionRecords, SegmentBytes: c.SegmentBytes,
 		SegmentMs: c.SegmentMs, PartitionInfo: make([]partitionJSON, 0, len(t.Partitions))}
+	cl := c.Cleanups()
+	j.CleanupPolicy, j.MinCompactionLagMs, j.MaxCompactionLagMs = cl.Policy, cl.MinCompactionLagMs, cl.MaxCompactionLagMs
+	j.DeleteRetentionMs, j.MinCleanableDirtyRatio = cl.DeleteRetentionMs, cl.MinCleanableDirtyRatio
 	for _, p := range t.Partitions {
 		j.PartitionInfo = append(j.PartitionInfo, partitionJSON{Partition: p.ID, LogStart: p.LogStart,
 			HighWatermark: p.HighWatermark, SizeBytes: p.SizeBytes, Leader: p.Leader,

@@ -139,10 +139,17 @@ func configChange(c *pb.TopicConfig) broker.ConfigChange {
 		RetentionRecords: c.RetentionRecords,
 		SegmentBytes:     c.SegmentBytes,
 		SegmentMs:        c.SegmentMs,
+
+		CleanupPolicy:          c.CleanupPolicy,
+		MinCompactionLagMs:     c.MinCompactionLagMs,
+		MaxCompactionLagMs:     c.MaxCompactionLagMs,
+		DeleteRetentionMs:      c.DeleteRetentionMs,
+		MinCleanableDirtyRatio: c.MinCleanableDirtyRatio,
 	}
 }
 
 func topicInfo(c broker.TopicConfig) *pb.TopicInfo {
+	cl := c.Cleanups()
 	return &pb.TopicInfo{
 		Name:       c.Name,
 		Partitions: c.Partitions,
@@ -154,6 +161,12 @@ func topicInfo(c broker.TopicConfig) *pb.TopicInfo {
 			RetentionRecords: &c.RetentionRecords,
 			SegmentBytes:     &c.SegmentBytes,
 			SegmentMs:        &c.SegmentMs,
+
+			CleanupPolicy:          &cl.Policy,
+			MinCompactionLagMs:     &cl.MinCompactionLagMs,
+			MaxCompactionLagMs:     &cl.MaxCompactionLagMs,
+			DeleteRetentionMs:      &cl.DeleteRetentionMs,
+			MinCleanableDirtyRatio: &cl.MinCleanableDirtyRatio,
 		},
 	}
 }

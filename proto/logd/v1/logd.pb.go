@@ -964,8 +964,14 @@ type TopicConfig struct {
 	RetentionRecords *int64                 `protobuf:"varint,3,opt,name=retention_records,json=retentionRecords,proto3,oneof" json:"retention_records,omitempty"` // per partition; default unlimited
 	SegmentBytes     *int64                 `protobuf:"varint,4,opt,name=segment_bytes,json=segmentBytes,proto3,oneof" json:"segment_bytes,omitempty"`             // default 128 MiB
 	SegmentMs        *int64                 `protobuf:"varint,5,opt,name=segment_ms,json=segmentMs,proto3,oneof" json:"segment_ms,omitempty"`                      // roll by age; default 7 days
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Kafka's cleanup.policy: "delete" (default), "compact" or "compact,delete".
+	CleanupPolicy          *string  `protobuf:"bytes,6,opt,name=cleanup_policy,json=cleanupPolicy,proto3,oneof" json:"cleanup_policy,omitempty"`
+	MinCompactionLagMs     *int64   `protobuf:"varint,7,opt,name=min_compaction_lag_ms,json=minCompactionLagMs,proto3,oneof" json:"min_compaction_lag_ms,omitempty"`               // default 0
+	MaxCompactionLagMs     *int64   `protobuf:"varint,8,opt,name=max_compaction_lag_ms,json=maxCompactionLagMs,proto3,oneof" json:"max_compaction_lag_ms,omitempty"`               // default unlimited (2^63-1)
+	DeleteRetentionMs      *int64   `protobuf:"varint,9,opt,name=delete_retention_ms,json=deleteRetentionMs,proto3,oneof" json:"delete_retention_ms,omitempty"`                    // how long a tombstone stays; default 1 day
+	MinCleanableDirtyRatio *float64 `protobuf:"fixed64,10,opt,name=min_cleanable_dirty_ratio,json=minCleanableDirtyRatio,proto3,oneof" json:"min_cleanable_dirty_ratio,omitempty"` // default 0.5
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *TopicConfig) Reset() {
@@ -1029,6 +1035,41 @@ func (x *TopicConfig) GetSegmentBytes() int64 {
 func (x *TopicConfig) GetSegmentMs() int64 {
 	if x != nil && x.SegmentMs != nil {
 		return *x.SegmentMs
+	}
+	return 0
+}
+
+func (x *TopicConfig) GetCleanupPolicy() string {
+	if x != nil && x.CleanupPolicy != nil {
+		return *x.CleanupPolicy
+	}
+	return ""
+}
+
+func (x *TopicConfig) GetMinCompactionLagMs() int64 {
+	if x != nil && x.MinCompactionLagMs != nil {
+		return *x.MinCompactionLagMs
+	}
+	return 0
+}
+
+func (x *TopicConfig) GetMaxCompactionLagMs() int64 {
+	if x != nil && x.MaxCompactionLagMs != nil {
+		return *x.MaxCompactionLagMs
+	}
+	return 0
+}
+
+func (x *TopicConfig) GetDeleteRetentionMs() int64 {
+	if x != nil && x.DeleteRetentionMs != nil {
+		return *x.DeleteRetentionMs
+	}
+	return 0
+}
+
+func (x *TopicConfig) GetMinCleanableDirtyRatio() float64 {
+	if x != nil && x.MinCleanableDirtyRatio != nil {
+		return *x.MinCleanableDirtyRatio
 	}
 	return 0
 }
@@ -4396,19 +4437,30 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x128\n" +
 	"\n" +
 	"partitions\x18\x02 \x03(\v2\x18.logd.v1.PartitionOffsetR\n" +
-	"partitions\"\xbf\x02\n" +
+	"partitions\"\xcd\x05\n" +
 	"\vTopicConfig\x12&\n" +
 	"\fretention_ms\x18\x01 \x01(\x03H\x00R\vretentionMs\x88\x01\x01\x12,\n" +
 	"\x0fretention_bytes\x18\x02 \x01(\x03H\x01R\x0eretentionBytes\x88\x01\x01\x120\n" +
 	"\x11retention_records\x18\x03 \x01(\x03H\x02R\x10retentionRecords\x88\x01\x01\x12(\n" +
 	"\rsegment_bytes\x18\x04 \x01(\x03H\x03R\fsegmentBytes\x88\x01\x01\x12\"\n" +
 	"\n" +
-	"segment_ms\x18\x05 \x01(\x03H\x04R\tsegmentMs\x88\x01\x01B\x0f\n" +
+	"segment_ms\x18\x05 \x01(\x03H\x04R\tsegmentMs\x88\x01\x01\x12*\n" +
+	"\x0ecleanup_policy\x18\x06 \x01(\tH\x05R\rcleanupPolicy\x88\x01\x01\x126\n" +
+	"\x15min_compaction_lag_ms\x18\a \x01(\x03H\x06R\x12minCompactionLagMs\x88\x01\x01\x126\n" +
+	"\x15max_compaction_lag_ms\x18\b \x01(\x03H\aR\x12maxCompactionLagMs\x88\x01\x01\x123\n" +
+	"\x13delete_retention_ms\x18\t \x01(\x03H\bR\x11deleteRetentionMs\x88\x01\x01\x12>\n" +
+	"\x19min_cleanable_dirty_ratio\x18\n" +
+	" \x01(\x01H\tR\x16minCleanableDirtyRatio\x88\x01\x01B\x0f\n" +
 	"\r_retention_msB\x12\n" +
 	"\x10_retention_bytesB\x14\n" +
 	"\x12_retention_recordsB\x10\n" +
 	"\x0e_segment_bytesB\r\n" +
-	"\v_segment_ms\"\x92\x01\n" +
+	"\v_segment_msB\x11\n" +
+	"\x0f_cleanup_policyB\x18\n" +
+	"\x16_min_compaction_lag_msB\x18\n" +
+	"\x16_max_compaction_lag_msB\x16\n" +
+	"\x14_delete_retention_msB\x1c\n" +
+	"\x1a_min_cleanable_dirty_ratio\"\x92\x01\n" +
 	"\x12CreateTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
 	"\n" +

@@ -1,0 +1,191 @@
+package log
+
+// Compaction: the cleaner of a log whose topic has cleanup.policy compact.
+//
+// # What it owns
+//
+// Compact rewrites closed segments so that, of the records it has seen,
+// only the newest of each key remains (Kafka's log compaction). It owns the
+// rewrite of a segment and its swap into the log; the decision when to run
+// (dirty ratio, max lag) and the Raft bound belong to the caller, which
+// passes them in CompactOptions.
+//
+// # What is kept
+//
+// The cleaner works batch by batch, never splitting one: each entry of a
+// segment stays one entry, so the segment's Raft indexes (its ordinals)
+// and its offsets do not move:
+//
+//   - a batch holding at least one record to keep is kept whole, byte for
+//     byte (older records of other keys in it stay too, as Kafka allows:
+//     compaction guarantees the newest record of a key, not the removal of
+//     every older one);
+//   - a batch holding no record to keep becomes a compacted entry (magic
+//     100, type 3, 30 bytes): it owns the batch's offsets and holds no
+//     record, so offsets stay permanent and readers step over the gap;
+//   - control batches, batches that do not decode, Raft entries and
+//     compacted entries are kept as they are.
+//
+// A record is removed when a newer record of its key was seen (in the
+// key map), when it has no key (a compacted topic refuses those; older
+// ones are dropped as Kafka's cleaner does), or when it is a tombstone (a
+// null value) whose timestamp is more than DeleteRetention ago.
+//
+//	compacted entry
+//	     0   17 prefix        base offset of the removed batch, magic 100
+//	    17    4 CRC-32C       of bytes 21..end
+//	    21    1 type          3
+//	    22    8 next offset   the offset after the removed batch
+//
+// # Which segments
+//
+// Only closed segments, never the active one, and only a prefix of them:
+// each must end at or below Below (the caller's bound: the high watermark,
+// and in a replicated partition Replica.TrimLimit, the same bound retention
+// deletes below, so only entries covered by the latest Raft snapshot are
+// rewritten; Entry returns ErrNotFound for a compacted entry, and Raft
+// sends its snapshot to a follower that would need one) and its newest
+// record must be older than MinLag.
+//
+// # Passes and the key map
+//
+// A pass reads the dirty segments (from the first offset not yet cleaned)
+// into the key map, a hash of each key (128 bits) to its newest offset,
+// until the map holds MapEntries keys; it then rewrites every segment from
+// the first up to the last one the map covers. Records at or after the
+// map's end are kept untouched. When the dirty segments hold more keys
+// than the map, more passes follow, each from where the last one stopped.
+//
+// # Crash safety
+//
+// A segment is rewritten beside the original (NNN.log.clean.tmp), fsynced,
+// then renamed over NNN.log (under the log's lock, after checking the
+// segment is still the one that was read: not deleted by retention, cut by
+// a truncation or replaced by an install), then the directory is fsynced.
+// A crash before the rename leaves a *.tmp that Open removes (the old
+// segment); after it, the new segment, whose stale index files no longer
+// match its size and are rebuilt by Open, as for any index in doubt. So a
+// kill -9 at any step leaves the old or the new segment, never a mix.
+// Readers that hold the old segment's file keep reading it.
+//
+// # Invariants
+//
+//   - Offsets never move and are never reused; a segment's base offset,
+//     next offset, first Raft index and entry count are unchanged.
+//   - Every batch left is byte for byte a batch that was appended, so its
+//     CRC, timestamps and producer fields are the producer's.
+//   - A segment only shrinks; its index files are rebuilt from its bytes.
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// CompactOptions are the caller's bounds of a Compact.
+type CompactOptions struct {
+	// Below: only segments whose records all lie below it are rewritten.
+	Below int64
+	// MinLag: a segment whose newest record is younger is not touched.
+	MinLag time.Duration
+	// DeleteRetention: a tombstone older than this is removed.
+	DeleteRetention time.Duration
+	// MapEntries bounds the key map (default 1<<20 keys, about 48 MiB).
+	MapEntries int
+	// BytesPerSecond bounds the cleaner's reads and writes (0: no bound).
+	BytesPerSecond int64
+	// Now is the time tombstones and lags are measured from (default now).
+	Now time.Time
+	// Context, when set, stops the compaction when done (between
+	// entries; a segment not yet swapped in stays as it was).
+	Context context.Context
+	// Step, when set, is called after each step of a segment's swap
+	// ("written", "renamed", "dirsynced"); an error stops the compaction
+	// there, as a crash would (tests).
+	Step func(step string) error
+}
+
+// CompactResult is what a Compact did.
+type CompactResult struct {
+	Passes    int
+	Segments  int   // segments rewritten
+	Read      int64 // bytes read (key map and rewrite)
+	Reclaimed int64 // bytes the segments shrank by
+	Removed   int64 // batches turned into compacted entries
+	// CleanedTo: every record below it has been cleaned against the
+	// newer ones up to it.
+	CleanedTo int64
+}
+
+// cleanerState is what the log keeps for its cleaner, under Log.mu: the
+// offset below which it is clean. It starts at the log start when the log
+// is opened (a restart cleans everything once more).
+type cleanerState struct {
+	cleanedTo int64
+	running   bool
+}
+
+// errCompactionRunning is returned by Compact while another runs.
+var errCompactionRunning = errors.New("log: a compaction of this log is already running")
+
+// DirtyStats is what the cleaner's scheduling needs of a log.
+type DirtyStats struct {
+	CleanableBytes int64 // closed segments below the bound and older than the lag
+	DirtyBytes     int64 // of those, the bytes not yet cleaned
+	// OldestDirty is the newest-record time of the oldest dirty segment
+	// (zero when none): its age is the cleaner's lag.
+	OldestDirty time.Time
+	CleanedTo   int64
+}
+
+// Ratio is the dirty share of the cleanable bytes (0 when none).
+func (d DirtyStats) Ratio() float64 {
+	if d.CleanableBytes == 0 {
+		return 0
+	}
+	return float64(d.DirtyBytes) / float64(d.CleanableBytes)
+}
+
+// Dirty measures the segments a Compact with these options would consider.
+func (l *Log) Dirty(opts CompactOptions) DirtyStats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	segs := l.cleanableLocked(opts)
+	d := DirtyStats{CleanedTo: max(l.cleaner.cleanedTo, l.start)}
+	for _, s := range segs {
+		d.CleanableBytes += s.size
+		if s.next > d.CleanedTo {
+			d.DirtyBytes += s.size
+			if d.OldestDirty.IsZero() {
+				d.OldestDirty = segmentTime(s)
+			}
+		}
+	}
+	return d
+}
+
+// segmentTime is when a segment's newest record was written (its
+// creation when it holds none).
+func segmentTime(s *segment) time.Time {
+	if s.maxTS >= 0 {
+		return time.UnixMilli(s.maxTS)
+	}
+	return s.created
+}
+
+// cleanableLocked is the prefix of closed segments opts allows to touch.
+func (l *Log) cleanableLocked(opts CompactOptions) []*segment {
+	now := opts.Now
+	if now.IsZero() {
+		now = l.opts.Now()
+	}
+	below := min(opts.Below, l.hw)
+	n := 0
+	for _, s := range l.segs[:len(l.segs)-1] {
+		if s.active || s.next > below || now.Sub(segmentTime(s)) < opts.MinLag {
+			break
+		}
+		n++
+	}
+	return l.segs[:n]
+}

@@ -1,0 +1,164 @@
+package log
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+)
+
+// cleanSuffix names a segment being rewritten by the cleaner; it ends in
+// tmpSuffix, so Open removes one a crash left.
+const cleanSuffix = ".clean" + tmpSuffix
+
+// rewriteFlush is how many bytes the rewrite buffers between writes.
+const rewriteFlush = 1 << 20
+
+// rewrite cleans one closed segment against keys (records below end) and
+// swaps the result in (compact.go, Crash safety). A segment that would not
+// change, or that changed meanwhile (deleted, truncated, replaced), is
+// left alone.
+func (c *compaction) rewrite(s *segment, keys *keyMap, end int64) error {
+	l := c.l
+	l.mu.Lock()
+	size, next, entries := s.size, s.next, s.entries
+	hdr := segmentHeader{baseOffset: s.base, firstIndex: s.firstIndex, created: s.created}
+	l.mu.Unlock()
+	tmp := segmentPath(l.dir, s.base, logSuffix+cleanSuffix)
+	f, err := l.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("log: compact %s: %w", s.path(), err)
+	}
+	removed, err := c.writeCleaned(s, hdr, f, keys, end)
+	if err == nil && removed > 0 {
+		err = f.Sync()
+	}
+	if err != nil || removed == 0 {
+		f.Close()
+		_ = l.fs.Remove(tmp)
+		if err != nil {
+			return fmt.Errorf("log: compact %s: %w", s.path(), err)
+		}
+		return nil
+	}
+	if err := c.step("written"); err != nil {
+		return err
+	}
+	r, err := scanSegment(f, s.base, l.opts.IndexIntervalBytes)
+	if err == nil && (r.err != nil || r.next != next || r.entries != entries || r.size >= size) {
+		err = fmt.Errorf("%w: rewritten segment does not check out (scan: %v)", ErrCorrupt, r.err)
+	}
+	if err != nil {
+		f.Close()
+		_ = l.fs.Remove(tmp)
+		return fmt.Errorf("log: compact %s: %w", s.path(), err)
+	}
+	return c.swap(s, hdr, f, tmp, r, size, removed)
+}
+
+// writeCleaned writes s cleaned into f: the header and every entry as it
+// is, but each batch below end that holds no record to keep, which
+// becomes a compacted entry. It returns how many it replaced.
+func (c *compaction) writeCleaned(s *segment, hdr segmentHeader, f File, keys *keyMap, end int64) (removed int64, err error) {
+	buf := appendSegmentHeader(nil, hdr)
+	var pos int64
+	flush := func() error {
+		if len(buf) == 0 {
+			return nil
+		}
+		_, err := f.WriteAt(buf, pos)
+		c.l.countWritten(len(buf))
+		c.th.wait(len(buf))
+		pos += int64(len(buf))
+		buf = buf[:0]
+		return err
+	}
+	var werr error
+	err = c.eachEntry(s, func(raw []byte, e *entryInfo) bool {
+		if e.typ == entryBatch && e.nextOffset <= end && !c.keepBatch(raw, keys) {
+			buf = appendCompacted(buf, e.baseOffset, e.epoch, e.nextOffset)
+			removed++
+		} else {
+			buf = append(buf, raw...)
+		}
+		if len(buf) >= rewriteFlush {
+			werr = flush()
+		}
+		return werr == nil
+	})
+	if err == nil {
+		err = werr
+	}
+	if err == nil {
+		err = flush()
+	}
+	return removed, err
+}
+
+// appendCompacted appends the compacted entry standing for a removed
+// batch: it owns the offsets base..next-1 and keeps the batch's epoch.
+func appendCompacted(dst []byte, base int64, epoch int32, next int64) []byte {
+	var p [8]byte
+	binary.BigEndian.PutUint64(p[:], uint64(next))
+	return appendOwnEntry(dst, base, epoch, typeCompacted, p[:])
+}
+
+// swap renames the rewritten segment (open in f at tmp, scanned as r) over
+// s, if s is still the segment of size bytes that was read, and makes it
+// the log's; then syncs the directory and writes its index files.
+func (c *compaction) swap(s *segment, hdr segmentHeader, f File, tmp string, r scanResult, size, removed int64) error {
+	l := c.l
+	ns := &segment{dir: l.dir, base: s.base, next: r.next, firstIndex: hdr.firstIndex, entries: r.entries,
+		size: r.size, maxTS: r.maxTS, created: hdr.created, mem: &r.ib.idx, h: &handle{f: f}}
+	l.mu.Lock()
+	i := l.indexOf(s)
+	if i < 0 || s.deleted || s.size != size || l.installing || l.closing || l.closed {
+		l.mu.Unlock()
+		f.Close()
+		_ = l.fs.Remove(tmp)
+		return nil
+	}
+	if err := l.fs.Rename(tmp, s.path()); err != nil {
+		l.mu.Unlock()
+		f.Close()
+		_ = l.fs.Remove(tmp)
+		return fmt.Errorf("log: compact %s: %w", s.path(), err)
+	}
+	l.segs[i] = ns
+	s.deleted = true // its readers keep the old file; the last closes it
+	if s.refs == 0 {
+		s.closeHandle()
+	}
+	l.tick++
+	ns.lruTick = l.tick
+	l.evictLocked()
+	l.mu.Unlock()
+	c.res.Segments++
+	c.res.Removed += removed
+	c.res.Reclaimed += size - r.size
+	if err := c.step("renamed"); err != nil {
+		return err
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("log: compact %s: sync directory: %w", s.path(), err)
+	}
+	if err := c.step("dirsynced"); err != nil {
+		return err
+	}
+	werr := l.writeIndexFiles(ns, ns.mem)
+	l.mu.Lock()
+	if werr != nil {
+		ns.fallback = ns.mem // the next Open rebuilds the files
+	}
+	ns.idxChecked = true
+	ns.mem = nil
+	l.mu.Unlock()
+	return nil
+}
+
+// step calls the test hook after a step of a swap.
+func (c *compaction) step(name string) error {
+	if c.opts.Step == nil {
+		return nil
+	}
+	return c.opts.Step(name)
+}
