@@ -117,18 +117,10 @@ func (r *compactReader) uvarint() uint64 {
 }
 
 func (r *compactReader) bytes() []byte {
-	n := r.uvarint()
-	if r.err != nil || n == 0 {
-		return nil
+	if v := r.view(); v != nil {
+		return append([]byte{}, v...) // the read buffer is reused
 	}
-	n--
-	if n > uint64(len(r.b)) {
-		r.err = fmt.Errorf("%w: %d bytes past the end", ErrBadFrame, n)
-		return nil
-	}
-	b := append([]byte{}, r.b[:n]...) // the read buffer is reused
-	r.b = r.b[n:]
-	return b
+	return nil
 }
 
 func (r *compactReader) varint() int64 {
