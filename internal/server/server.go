@@ -106,6 +106,18 @@ func (s *Server) Addr() string {
 	return s.lis.Addr().String()
 }
 
+// each converts every element of in with f (nil for none).
+func each[T, U any](in []T, f func(T) U) []U {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]U, len(in))
+	for i, v := range in {
+		out[i] = f(v)
+	}
+	return out
+}
+
 // Close stops serving: the health service says NOT_SERVING, calls in
 // flight finish (for at most shutdownGrace; the broker's Shutdown, called
 // before, wakes long polls and subscriptions), then the listener closes.
