@@ -69,7 +69,7 @@ func (s *Server) Serve(b *broker.Broker, lis net.Listener) {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.TLS)))
 	}
 	s.grpc = grpc.NewServer(append(opts,
-		grpc.MaxRecvMsgSize(s.cfg.MaxBatchBytes+64<<10),
+		grpc.MaxRecvMsgSize(b.MaxBatchBytes()+64<<10),
 		// Calls without credentials under --auth required are refused
 		// before their message is read (auth.go).
 		grpc.InTapHandle(s.authTap),
