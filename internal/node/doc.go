@@ -15,7 +15,7 @@
 //  2. listens on the HTTP port, so /healthz answers while a large log is
 //     recovered (/readyz says when it is done; / answers 503 until then);
 //  3. opens the broker, with the node's Prometheus registry (and, in a
-//     cluster, server.JoinLookup for the --join node's Raft address);
+//     cluster, joinLookup for the --join node's Raft address);
 //  4. starts each front-end on the broker (frontEnd.Start): the gRPC API,
 //     the Kafka listener, the HTTP port's JSON API;
 //  5. calls broker.Ready with the addresses they serve, and is ready.
@@ -38,6 +38,7 @@
 //	httpauth.go    the HTTP port's authentication and probe reserve; the warning on an open node
 //	conns.go       the connection caps
 //	listenaddr.go  address checks and listen errors
+//	joinlookup.go  the --join node's Raft address, through its public Status
 //	tls.go         the front-ends' certificates
 //	rafttls.go     mutual TLS on the Raft port
 //	testing.go     hooks for tests

@@ -21,7 +21,7 @@ type apiFrontEnd struct {
 }
 
 func newAPIFrontEnd(n *Node) *apiFrontEnd {
-	cfg := server.Config{MaxBatchBytes: n.cfg.MaxBatchBytes, SendTimeout: n.cfg.SendTimeout,
+	cfg := server.Config{SendTimeout: n.cfg.SendTimeout,
 		Registry: n.reg, Logger: n.logger}
 	if n.tls != nil {
 		cfg.TLS = n.tls.TLSConfig("h2")

@@ -10,7 +10,6 @@ import (
 
 	"github.com/logd/logd/auth/tlsconfig"
 	"github.com/logd/logd/broker"
-	"github.com/logd/logd/internal/server"
 )
 
 // frontEnd is one way clients reach the broker: the gRPC API, the Kafka
@@ -88,7 +87,7 @@ func Start(cfg Config) (*Node, error) {
 	bc.Registry = n.reg
 	if bc.Cluster != nil {
 		cc := *bc.Cluster
-		cc.JoinLookup = server.JoinLookup(n.cfg.PeerTLS)
+		cc.JoinLookup = joinLookup(n.cfg.PeerTLS)
 		bc.Cluster = &cc
 	}
 	b, err := broker.Open(bc)

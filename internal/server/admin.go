@@ -51,10 +51,7 @@ func (s *Server) ListTopics(ctx context.Context, req *pb.ListTopicsRequest) (*pb
 	if i < len(all) && all[i].Name == req.PageToken {
 		i++
 	}
-	resp := &pb.ListTopicsResponse{}
-	for _, c := range all[i:min(i+size, len(all))] {
-		resp.Topics = append(resp.Topics, topicInfo(c))
-	}
+	resp := &pb.ListTopicsResponse{Topics: each(all[i:min(i+size, len(all))], topicInfo)}
 	if i+size < len(all) {
 		resp.NextPageToken = all[i+size-1].Name
 	}
@@ -74,17 +71,15 @@ func (s *Server) DescribeTopic(ctx context.Context, req *pb.DescribeTopicRequest
 	if err != nil {
 		return nil, err
 	}
-	resp := &pb.DescribeTopicResponse{Topic: topicInfo(t.Config)}
 	cluster := s.b.Members() != nil
-	for _, p := range t.Partitions {
+	return &pb.DescribeTopicResponse{Topic: topicInfo(t.Config), Partitions: each(t.Partitions, func(p broker.PartitionInfo) *pb.PartitionInfo {
 		pi := &pb.PartitionInfo{Partition: p.ID, LogStartOffset: p.LogStart,
 			HighWatermark: p.HighWatermark, SizeBytes: p.SizeBytes, Segments: p.Segments}
 		if cluster { // empty on a single node (the API's promise)
 			pi.Leader, pi.Replicas = p.Leader, p.Replicas
 		}
-		resp.Partitions = append(resp.Partitions, pi)
-	}
-	return resp, nil
+		return pi
+	})}, nil
 }
 
 // AlterTopic changes a topic's retention and segment settings at runtime

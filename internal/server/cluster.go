@@ -19,17 +19,16 @@ func (s *Server) Status(ctx context.Context, req *pb.ClusterStatusRequest) (*pb.
 }
 
 func statusResponse(st cluster.Status) *pb.ClusterStatusResponse {
-	resp := &pb.ClusterStatusResponse{Self: st.Self}
-	for _, n := range st.Nodes {
-		resp.Nodes = append(resp.Nodes, &pb.NodeStatus{Id: n.ID, ApiAddr: n.APIAddr, RaftAddr: n.RaftAddr, Alive: n.Alive,
-			KafkaAddr: n.KafkaAddr, HttpAddr: n.HTTPAddr, KafkaId: n.KafkaID})
-	}
-	for _, p := range st.Partitions {
-		resp.Partitions = append(resp.Partitions, &pb.PartitionStatus{Topic: p.Topic, Partition: p.Partition,
-			Leader: p.Leader, Replicas: p.Replicas, CommitIndex: p.CommitIndex, Term: p.Term, RaftState: p.RaftState,
-			AppliedIndex: p.AppliedIndex, LastIndex: p.LastIndex})
-	}
-	return resp
+	return &pb.ClusterStatusResponse{Self: st.Self,
+		Nodes: each(st.Nodes, func(n cluster.NodeStatus) *pb.NodeStatus {
+			return &pb.NodeStatus{Id: n.ID, ApiAddr: n.APIAddr, RaftAddr: n.RaftAddr, Alive: n.Alive,
+				KafkaAddr: n.KafkaAddr, HttpAddr: n.HTTPAddr, KafkaId: n.KafkaID}
+		}),
+		Partitions: each(st.Partitions, func(p cluster.ReplicaStatus) *pb.PartitionStatus {
+			return &pb.PartitionStatus{Topic: p.Topic, Partition: p.Partition,
+				Leader: p.Leader, Replicas: p.Replicas, CommitIndex: p.CommitIndex, Term: p.Term, RaftState: p.RaftState,
+				AppliedIndex: p.AppliedIndex, LastIndex: p.LastIndex}
+		})}
 }
 
 // Join is refused: joining is a node-to-node operation. A node joins by

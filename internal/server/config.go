@@ -6,16 +6,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/logd/logd/broker"
 )
 
 // Config configures the gRPC front-end. Zero values take the documented
-// defaults.
+// defaults. The largest message a client may send is a little more than
+// the broker's largest batch (broker.Config.MaxBatchBytes).
 type Config struct {
-	// MaxBatchBytes is the broker's largest batch; the largest message a
-	// client may send is a little more. 0: broker.DefaultMaxBatchBytes.
-	MaxBatchBytes int
 	// SendTimeout ends a Subscribe stream whose client has read nothing
 	// for this long while a message waited for it. 0: DefaultSendTimeout.
 	SendTimeout time.Duration
@@ -30,9 +26,6 @@ type Config struct {
 
 // withDefaults fills in the defaults.
 func (cfg Config) withDefaults() Config {
-	if cfg.MaxBatchBytes <= 0 {
-		cfg.MaxBatchBytes = broker.DefaultMaxBatchBytes
-	}
 	if cfg.SendTimeout <= 0 {
 		cfg.SendTimeout = DefaultSendTimeout
 	}

@@ -28,7 +28,6 @@
 //	cluster.go        Cluster.Status, Join, RemoveNode
 //	groups.go         the Groups service: JoinGroup, Heartbeat, LeaveGroup, DescribeGroup
 //	security.go       the Security service: users and ACLs
-//	forward.go        JoinLookup: the --join node's Raft address, through its public Status
 //	errors.go         the error -> status mapping
 //	codec.go          the request codec (bad protobuf is INVALID_ARGUMENT)
 //	metrics.go        the front-end's own collectors

@@ -39,6 +39,7 @@ func toStatus(err error) error {
 	var oor *broker.OutOfRangeError
 	var nl *broker.NotLeaderError
 	var nc *broker.NotCoordinatorError
+	var ge *groups.GenerationError
 	switch {
 	case errors.As(err, &oor):
 		return outOfRange(oor.Offset, oor.StartOffset, oor.HighWatermark)
@@ -46,9 +47,17 @@ func toStatus(err error) error {
 		return unavailableLeader(nl.What, nl.Leader.APIAddr)
 	case errors.As(err, &nc):
 		return unavailableLeader("the consumer groups", nc.Leader.APIAddr)
+	case errors.As(err, &ge):
+		return withInfo(status.New(codes.FailedPrecondition, err.Error()), "ILLEGAL_GENERATION",
+			map[string]string{"generation": strconv.Itoa(int(ge.Current))})
 	}
-	if st := groupsStatus(err); st != nil { // groups.go
-		return st
+	for _, g := range groupErrors {
+		if errors.Is(err, g.err) {
+			return withInfo(status.New(g.code, err.Error()), g.reason, nil)
+		}
+	}
+	if errors.Is(err, groups.ErrCoordinatorClosed) {
+		return status.Error(codes.Unavailable, "the group coordinator closed (the node is shutting down or no longer leads the cluster metadata): join the group again")
 	}
 	if c, ok := codeOf(err); ok {
 		return status.Error(c, messageOf(c, err))
@@ -104,6 +113,23 @@ var errorCodes = []struct {
 	{codes.DataLoss, []error{broker.ErrLogCorrupt, offsets.ErrCorrupt}},
 }
 
+// groupErrors maps the group coordinator's errors (docs/groups.md) to
+// codes, with the ErrorInfo reason the client acts on where there is one.
+var groupErrors = []struct {
+	err    error
+	code   codes.Code
+	reason string
+}{
+	{groups.ErrUnknownMember, codes.FailedPrecondition, "UNKNOWN_MEMBER"},
+	{groups.ErrRebalanceInProgress, codes.Aborted, "REBALANCE_IN_PROGRESS"},
+	{groups.ErrInconsistentProtocol, codes.FailedPrecondition, "INCONSISTENT_GROUP_PROTOCOL"},
+	{groups.ErrGroupNotEmpty, codes.FailedPrecondition, "NON_EMPTY_GROUP"},
+	{groups.ErrInvalidSessionTimeout, codes.InvalidArgument, ""},
+	{groups.ErrInvalidGroup, codes.InvalidArgument, ""},
+	{groups.ErrUnknownAssignor, codes.InvalidArgument, ""},
+	{groups.ErrGroupNotFound, codes.NotFound, ""},
+}
+
 // messageOf is the status message of err: its own, but for the kinds
 // whose cause the client cannot act on as written.
 func messageOf(c codes.Code, err error) string {
@@ -138,8 +164,12 @@ func outOfRange(offset, start, hw int64) error {
 	})
 }
 
-// withInfo is st with an ErrorInfo of reason and metadata.
+// withInfo is st with an ErrorInfo of reason and metadata (none for an
+// empty reason).
 func withInfo(st *status.Status, reason string, md map[string]string) error {
+	if reason == "" {
+		return st.Err()
+	}
 	st2, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: errorDomain, Metadata: md})
 	if err != nil {
 		return st.Err()

@@ -50,10 +50,7 @@ func (s *Server) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	resp := &pb.ListOffsetsResponse{Topic: req.Topic}
-	for _, po := range pos {
-		resp.Partitions = append(resp.Partitions, &pb.PartitionOffset{Partition: po.Partition, Offset: po.Offset,
-			LogStartOffset: po.LogStart, HighWatermark: po.HighWatermark})
-	}
-	return resp, nil
+	return &pb.ListOffsetsResponse{Topic: req.Topic, Partitions: each(pos, func(po broker.PartitionOffset) *pb.PartitionOffset {
+		return &pb.PartitionOffset{Partition: po.Partition, Offset: po.Offset, LogStartOffset: po.LogStart, HighWatermark: po.HighWatermark}
+	})}, nil
 }

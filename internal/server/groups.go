@@ -2,15 +2,11 @@ package server
 
 import (
 	"context"
-	"errors"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/peer"
-	"google.golang.org/grpc/status"
 
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/groups"
@@ -79,11 +75,11 @@ func (g *groupsServer) DescribeGroup(ctx context.Context, req *pb.DescribeGroupR
 		return nil, err
 	}
 	resp := &pb.DescribeGroupResponse{Group: d.Group, State: d.State.String(), ProtocolType: d.ProtocolType,
-		Assignor: d.Protocol, Generation: d.Generation, Leader: d.Leader, Rebalances: d.Rebalances, Coordinator: g.s.Addr()}
-	for _, m := range d.Members {
-		resp.Members = append(resp.Members, &pb.GroupMember{MemberId: m.MemberID, ClientId: m.ClientID, ClientHost: m.ClientHost,
-			SessionTimeoutMs: int32(m.SessionTimeout.Milliseconds()), Assignment: topicPartitionsPB(m.Partitions)})
-	}
+		Assignor: d.Protocol, Generation: d.Generation, Leader: d.Leader, Rebalances: d.Rebalances, Coordinator: g.s.Addr(),
+		Members: each(d.Members, func(m groups.MemberDescription) *pb.GroupMember {
+			return &pb.GroupMember{MemberId: m.MemberID, ClientId: m.ClientID, ClientHost: m.ClientHost,
+				SessionTimeoutMs: int32(m.SessionTimeout.Milliseconds()), Assignment: topicPartitionsPB(m.Partitions)}
+		})}
 	return resp, nil
 }
 
@@ -94,47 +90,11 @@ func (g *groupsServer) ListMemberGroups(ctx context.Context, req *pb.ListGroupsR
 	if err != nil {
 		return nil, err
 	}
-	resp := &pb.ListMemberGroupsResponse{Groups: make([]*pb.GroupListing, 0, len(list))}
-	for _, l := range list {
-		resp.Groups = append(resp.Groups, &pb.GroupListing{Group: l.Group, State: l.State.String()})
-	}
+	resp := &pb.ListMemberGroupsResponse{Groups: each(list, func(l broker.GroupListing) *pb.GroupListing {
+		return &pb.GroupListing{Group: l.Group, State: l.State.String()}
+	})}
 	slices.SortFunc(resp.Groups, func(a, b *pb.GroupListing) int { return strings.Compare(a.Group, b.Group) })
 	return resp, nil
-}
-
-// groupsStatus is the status of an error of the group coordinator
-// (docs/groups.md), with an ErrorInfo reason the client acts on, or nil for
-// other errors. toStatus calls it.
-func groupsStatus(err error) error {
-	reason, code := "", codes.Unknown
-	meta := map[string]string{}
-	var ge *groups.GenerationError
-	switch {
-	case errors.As(err, &ge):
-		reason, code = "ILLEGAL_GENERATION", codes.FailedPrecondition
-		meta["generation"] = strconv.Itoa(int(ge.Current))
-	case errors.Is(err, groups.ErrUnknownMember):
-		reason, code = "UNKNOWN_MEMBER", codes.FailedPrecondition
-	case errors.Is(err, groups.ErrRebalanceInProgress):
-		reason, code = "REBALANCE_IN_PROGRESS", codes.Aborted
-	case errors.Is(err, groups.ErrInconsistentProtocol):
-		reason, code = "INCONSISTENT_GROUP_PROTOCOL", codes.FailedPrecondition
-	case errors.Is(err, groups.ErrGroupNotEmpty):
-		reason, code = "NON_EMPTY_GROUP", codes.FailedPrecondition
-	case errors.Is(err, groups.ErrInvalidSessionTimeout), errors.Is(err, groups.ErrInvalidGroup), errors.Is(err, groups.ErrUnknownAssignor):
-		code = codes.InvalidArgument
-	case errors.Is(err, groups.ErrGroupNotFound):
-		code = codes.NotFound
-	case errors.Is(err, groups.ErrCoordinatorClosed):
-		return status.Error(codes.Unavailable, "the group coordinator closed (the node is shutting down or no longer leads the cluster metadata): join the group again")
-	default:
-		return nil
-	}
-	st := status.New(code, err.Error())
-	if reason == "" {
-		return st.Err()
-	}
-	return withInfo(st, reason, meta)
 }
 
 func topicPartitionsPB(tps []groups.TopicPartition) []*pb.TopicPartitions {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/offsets"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
@@ -12,10 +13,9 @@ import (
 // broker checks them; in a cluster a node that does not lead the metadata
 // forwards the request to the one that does).
 func (s *Server) CommitOffsets(ctx context.Context, req *pb.CommitOffsetsRequest) (*pb.CommitOffsetsResponse, error) {
-	cs := make([]offsets.Committed, 0, len(req.Offsets))
-	for _, o := range req.Offsets {
-		cs = append(cs, offsets.Committed{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, Metadata: o.Metadata})
-	}
+	cs := each(req.Offsets, func(o *pb.CommittedOffset) offsets.Committed {
+		return offsets.Committed{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, Metadata: o.Metadata}
+	})
 	gen := int32(-1) // from outside the group (manual assignment, a reset)
 	if req.Generation != nil {
 		gen = *req.Generation
@@ -36,20 +36,15 @@ func (s *Server) FetchOffsets(ctx context.Context, req *pb.FetchOffsetsRequest) 
 	if err != nil {
 		return nil, err
 	}
-	resp := &pb.FetchOffsetsResponse{Group: req.Group}
-	for _, g := range s.b.Lag(ctx, req.Group, cs) {
-		co := committedOffset(g.Committed)
+	return &pb.FetchOffsetsResponse{Group: req.Group, Offsets: each(s.b.Lag(ctx, req.Group, cs), func(g broker.GroupOffset) *pb.CommittedOffset {
+		c := g.Committed
+		co := &pb.CommittedOffset{Topic: c.Topic, Partition: c.Partition, Offset: c.Offset,
+			Metadata: c.Metadata, CommitTimeMs: c.CommitTime.UnixMilli()}
 		if g.Known {
 			co.LogStartOffset, co.HighWatermark, co.Lag, co.Trimmed = g.LogStart, g.HighWatermark, g.Lag, g.Trimmed
 		}
-		resp.Offsets = append(resp.Offsets, co)
-	}
-	return resp, nil
-}
-
-func committedOffset(c offsets.Committed) *pb.CommittedOffset {
-	return &pb.CommittedOffset{Topic: c.Topic, Partition: c.Partition, Offset: c.Offset,
-		Metadata: c.Metadata, CommitTimeMs: c.CommitTime.UnixMilli()}
+		return co
+	})}, nil
 }
 
 // ListGroups lists groups that have committed offsets.
@@ -84,9 +79,7 @@ func (s *Server) ResetOffsets(ctx context.Context, req *pb.ResetOffsetsRequest) 
 	if err != nil {
 		return nil, err
 	}
-	resp := &pb.ResetOffsetsResponse{}
-	for _, c := range cs {
-		resp.Offsets = append(resp.Offsets, &pb.CommittedOffset{Topic: c.Topic, Partition: c.Partition, Offset: c.Offset})
-	}
-	return resp, nil
+	return &pb.ResetOffsetsResponse{Offsets: each(cs, func(c offsets.Committed) *pb.CommittedOffset {
+		return &pb.CommittedOffset{Topic: c.Topic, Partition: c.Partition, Offset: c.Offset}
+	})}, nil
 }

@@ -118,12 +118,7 @@ func (s *Server) toRecords(req *pb.ProduceRequest, n int32) ([]broker.Record, er
 		if len(r.Key) == 0 {
 			out[i].Key = nil
 		}
-		if len(r.Headers) > 0 {
-			out[i].Headers = make([]batch.Header, len(r.Headers))
-			for j, h := range r.Headers {
-				out[i].Headers[j] = batch.Header{Key: h.Key, Value: h.Value}
-			}
-		}
+		out[i].Headers = each(r.Headers, func(h *pb.Header) batch.Header { return batch.Header{Key: h.Key, Value: h.Value} })
 	}
 	return out, nil
 }

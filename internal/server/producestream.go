@@ -58,7 +58,7 @@ func (s *Server) dispatchStream(ctx context.Context, ls *broker.Lanes, out chan<
 			if err := ls.Admit(ctx); err != nil {
 				return err
 			}
-			ls.Dispatch(laneKey(req), s.produceJob(ctx, req, out))
+			ls.Dispatch(laneKey(req), &produceJob{s: s, ctx: ctx, req: req, out: out})
 		case <-s.b.Done():
 			return kind.ErrShuttingDown
 		case err := <-sendErr:
@@ -89,10 +89,6 @@ type produceJob struct {
 	f    broker.ProduceFuture
 	resp *pb.ProduceResponse
 	err  error
-}
-
-func (s *Server) produceJob(ctx context.Context, req *pb.ProduceRequest, out chan<- *pb.ProduceResponse) *produceJob {
-	return &produceJob{s: s, ctx: ctx, req: req, out: out}
 }
 
 func (j *produceJob) Start() {

@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"errors"
 
 	"github.com/logd/logd/auth"
 	pb "github.com/logd/logd/proto/logd/v1"
@@ -47,7 +48,7 @@ func (x *securityServer) RemoveACLs(ctx context.Context, req *pb.RemoveACLsReque
 		return nil, invalidArg("ACL filter: %v", err)
 	}
 	removed, err := x.s.b.Forward().RemoveACLs(ctx, principal(ctx), f)
-	return reply(&pb.RemoveACLsResponse{Removed: aclsPB(removed)}, err)
+	return reply(&pb.RemoveACLsResponse{Removed: each(removed, aclPB)}, err)
 }
 
 func (x *securityServer) ListACLs(ctx context.Context, req *pb.ListACLsRequest) (*pb.ListACLsResponse, error) {
@@ -56,7 +57,7 @@ func (x *securityServer) ListACLs(ctx context.Context, req *pb.ListACLsRequest) 
 		return nil, invalidArg("ACL filter: %v", err)
 	}
 	acls, err := x.s.b.ListACLs(ctx, principal(ctx), f)
-	return reply(&pb.ListACLsResponse{Acls: aclsPB(acls)}, err)
+	return reply(&pb.ListACLsResponse{Acls: each(acls, aclPB)}, err)
 }
 
 // aclFromPB reads a whole ACL (every field set).
@@ -72,11 +73,7 @@ func aclFromPB(a *pb.ACL) (auth.ACL, error) {
 	return acl, acl.Validate()
 }
 
-type aclError string
-
-func (e aclError) Error() string { return string(e) }
-
-const errMissingACL = aclError("no ACL given")
+var errMissingACL = errors.New("no ACL given")
 
 // filterFromPB reads an ACL filter: unset fields match anything. The
 // error is the first field's that does not parse.
@@ -104,11 +101,7 @@ func parseSet[T any](s string, parse func(string) (T, error), dst *T) error {
 	return err
 }
 
-func aclsPB(acls []auth.ACL) []*pb.ACL {
-	out := make([]*pb.ACL, len(acls))
-	for i, a := range acls {
-		out[i] = &pb.ACL{Principal: a.Principal.String(), Permission: a.Permission.String(), Operation: a.Operation.String(),
-			ResourceType: a.ResourceType.String(), Pattern: a.PatternType.String(), Name: a.Name}
-	}
-	return out
+func aclPB(a auth.ACL) *pb.ACL {
+	return &pb.ACL{Principal: a.Principal.String(), Permission: a.Permission.String(), Operation: a.Operation.String(),
+		ResourceType: a.ResourceType.String(), Pattern: a.PatternType.String(), Name: a.Name}
 }

@@ -69,7 +69,7 @@ func (s *Server) Serve(b *broker.Broker, lis net.Listener) {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.TLS)))
 	}
 	s.grpc = grpc.NewServer(append(opts,
-		grpc.MaxRecvMsgSize(s.cfg.MaxBatchBytes+64<<10),
+		grpc.MaxRecvMsgSize(b.MaxBatchBytes()+64<<10),
 		// Calls without credentials under --auth required are refused
 		// before their message is read (auth.go).
 		grpc.InTapHandle(s.authTap),
@@ -104,6 +104,18 @@ func (s *Server) Addr() string {
 		return ""
 	}
 	return s.lis.Addr().String()
+}
+
+// each converts every element of in with f (nil for none).
+func each[T, U any](in []T, f func(T) U) []U {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]U, len(in))
+	for i, v := range in {
+		out[i] = f(v)
+	}
+	return out
 }
 
 // Close stops serving: the health service says NOT_SERVING, calls in

@@ -1,4 +1,4 @@
-package server
+package node
 
 import (
 	"context"
@@ -12,12 +12,12 @@ import (
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
-// JoinLookup is cluster.Config.JoinLookup: a node started with --join
+// joinLookup is cluster.Config.JoinLookup: a node started with --join
 // asks the node at that API address for its Raft address, with the public
 // Status call any client may make (with tc, the node's TLS: nil,
 // plaintext). Every other call one node makes of another goes over the
 // peer service on the Raft port (package cluster), never this API.
-func JoinLookup(tc *tls.Config) func(ctx context.Context, apiAddr string) (string, error) {
+func joinLookup(tc *tls.Config) func(ctx context.Context, apiAddr string) (string, error) {
 	creds := insecure.NewCredentials()
 	if tc != nil {
 		creds = credentials.NewTLS(tc)
