@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -19,6 +20,15 @@ import (
 // their own addresses, and the metadata group has no voter ghost.
 func checkMembership(t *testing.T, c *nodetest.Cluster) {
 	t.Helper()
+	// A node's view lags the metadata leader's by a replication round.
+	waitUntil(t, 30*time.Second, "every node lists n1 and n2 as members", func() bool {
+		for _, n := range c.Nodes() {
+			if !slices.Equal(n.Server().ClusterMembers(), []string{"n1", "n2"}) {
+				return false
+			}
+		}
+		return true
+	})
 	for _, n := range c.Nodes() {
 		cl := n.Server().Broker().Cluster()
 		if got := n.Server().ClusterMembers(); !slices.Equal(got, []string{"n1", "n2"}) {
