@@ -86,27 +86,8 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	if cfg.Duration <= 0 {
 		cfg.Duration = 30 * time.Second
 	}
-	if cfg.ReportDir == "" {
-		return nil, fmt.Errorf("torture: RunConfig.ReportDir is required")
-	}
-	if err := cfg.Workload.Quiet.validate(); err != nil {
-		return nil, fmt.Errorf("torture: WorkloadConfig.Quiet: %w", err)
-	}
-	if cfg.Logf == nil {
-		cfg.Logf = func(string, ...any) {}
-	}
-	if err := os.MkdirAll(cfg.ReportDir, 0o755); err != nil {
-		return nil, fmt.Errorf("torture: report dir: %w", err)
-	}
-	cfg.Workload.Seed, cfg.Nemesis.Seed = cfg.Seed, cfg.Seed
-	if cfg.Workload.Logf == nil {
-		cfg.Workload.Logf = cfg.Logf
-	}
-	if cfg.Nemesis.Logf == nil {
-		cfg.Nemesis.Logf = cfg.Logf
-	}
-	if cfg.Linearizable.VisualizeDir == "" {
-		cfg.Linearizable.VisualizeDir = cfg.ReportDir
+	if err := cfg.fill(); err != nil {
+		return nil, err
 	}
 	rep := newReport(c, cfg)
 
@@ -162,6 +143,33 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 		return rep, err
 	}
 	return rep, nil
+}
+
+// fill checks cfg and fills in what a run derives from the rest.
+func (cfg *RunConfig) fill() error {
+	if cfg.ReportDir == "" {
+		return fmt.Errorf("torture: RunConfig.ReportDir is required")
+	}
+	if err := cfg.Workload.Quiet.validate(); err != nil {
+		return fmt.Errorf("torture: WorkloadConfig.Quiet: %w", err)
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	if err := os.MkdirAll(cfg.ReportDir, 0o755); err != nil {
+		return fmt.Errorf("torture: report dir: %w", err)
+	}
+	cfg.Workload.Seed, cfg.Nemesis.Seed = cfg.Seed, cfg.Seed
+	if cfg.Workload.Logf == nil {
+		cfg.Workload.Logf = cfg.Logf
+	}
+	if cfg.Nemesis.Logf == nil {
+		cfg.Nemesis.Logf = cfg.Logf
+	}
+	if cfg.Linearizable.VisualizeDir == "" {
+		cfg.Linearizable.VisualizeDir = cfg.ReportDir
+	}
+	return nil
 }
 
 // scrapeInterval is how often a run reads the nodes' counters (see

@@ -303,23 +303,8 @@ func (f *FSM) Apply(l *raft.Log) any {
 func (f *FSM) apply(c Command) error {
 	st := &f.state
 	switch c.Op {
-	case OpAddNode, OpRejoinNode:
-		if c.Node == nil || c.Node.ID == "" {
-			return fmt.Errorf("meta: add node: no node")
-		}
-		if c.Op == OpRejoinNode && st.Removed[c.Node.ID] {
-			return fmt.Errorf("%w: %q", ErrNodeRemoved, c.Node.ID)
-		}
-		delete(st.Removed, c.Node.ID)
-		n := *c.Node
-		assignKafkaID(st.Nodes, &n)
-		st.Nodes[n.ID] = n
-	case OpRemoveNode:
-		delete(st.Nodes, c.Name)
-		if st.Removed == nil {
-			st.Removed = map[string]bool{}
-		}
-		st.Removed[c.Name] = true
+	case OpAddNode, OpRejoinNode, OpRemoveNode:
+		return applyNode(st, c)
 	case OpCreateTopic:
 		if c.Topic == nil {
 			return fmt.Errorf("meta: create topic: no topic")
@@ -380,6 +365,30 @@ func (f *FSM) apply(c Command) error {
 		}
 		return fmt.Errorf("meta: unknown command %q", c.Op)
 	}
+	return nil
+}
+
+// applyNode adds a node, updates a member's addresses (rejoin: refused
+// for a node removed since) or removes one.
+func applyNode(st *State, c Command) error {
+	if c.Op == OpRemoveNode {
+		delete(st.Nodes, c.Name)
+		if st.Removed == nil {
+			st.Removed = map[string]bool{}
+		}
+		st.Removed[c.Name] = true
+		return nil
+	}
+	if c.Node == nil || c.Node.ID == "" {
+		return fmt.Errorf("meta: add node: no node")
+	}
+	if c.Op == OpRejoinNode && st.Removed[c.Node.ID] {
+		return fmt.Errorf("%w: %q", ErrNodeRemoved, c.Node.ID)
+	}
+	delete(st.Removed, c.Node.ID)
+	n := *c.Node
+	assignKafkaID(st.Nodes, &n)
+	st.Nodes[n.ID] = n
 	return nil
 }
 
