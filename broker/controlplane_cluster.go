@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/logd/logd/cluster"
+	"github.com/logd/logd/groups"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
@@ -31,6 +32,17 @@ func (r *raftPlane) close() error                { return r.cl.Close() }
 func (r *raftPlane) alone() bool                 { return false }
 func (r *raftPlane) run(self Node)               { r.cl.Run(self) }
 func (r *raftPlane) onMetaLeader() error         { return r.cl.OnMetaLeader() }
+
+func (r *raftPlane) groupHandover(ctx context.Context, b *Broker) (groups.StateStore, map[string][]byte, error) {
+	if err := r.cl.MetaLinearizable(ctx); err != nil {
+		return nil, nil, err
+	}
+	recorded := map[string][]byte{}
+	for name, rec := range r.cl.GroupStates() {
+		recorded[name] = rec.Value
+	}
+	return groupStates{b: b, cl: r.cl}, recorded, nil
+}
 
 func (r *raftPlane) identify(self Node) Node {
 	self.ID, self.KafkaID, self.RaftAddr = r.cl.Self(), meta.KafkaIDOf(r.cl.Self()), r.cl.RaftAddr()

@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/logd/logd/cluster"
+	"github.com/logd/logd/groups"
 	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
@@ -79,7 +80,10 @@ func prefixEnd(pre string) []byte {
 	return b
 }
 
-func (l *localPlane) cluster() *cluster.Cluster         { return nil }
+func (l *localPlane) cluster() *cluster.Cluster { return nil }
+func (l *localPlane) groupHandover(context.Context, *Broker) (groups.StateStore, map[string][]byte, error) {
+	return nil, nil, nil
+}
 func (l *localPlane) offsetStore() *offsets.Store       { return l.offsets }
 func (l *localPlane) identify(self Node) Node           { self.ID, self.KafkaID = SelfID, 1; return self }
 func (l *localPlane) run(Node)                          {}

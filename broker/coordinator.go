@@ -78,23 +78,20 @@ func (k *coordinator) newCoordinator() (*groups.Coordinator, error) {
 		InitialRebalanceDelay: 3 * time.Second,
 		Generations:           generations{k.b},
 	}
-	cl := k.b.plane.cluster()
-	if cl == nil {
-		return groups.New(cfg), nil
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
 	defer cancel()
-	if err := cl.MetaLinearizable(ctx); err != nil {
+	store, recorded, err := k.b.plane.groupHandover(ctx, k.b)
+	if err != nil {
 		var nl *NotLeaderError
 		if errors.As(err, &nl) {
 			return nil, &NotCoordinatorError{Leader: nl.Leader}
 		}
 		return nil, err
 	}
-	cfg.States = groupStates{b: k.b, cl: cl}
+	cfg.States = store
 	c := groups.New(cfg)
-	for name, rec := range cl.GroupStates() {
-		if err := k.restore(c, name, rec.Value); err != nil {
+	for name, rec := range recorded {
+		if err := k.restore(c, name, rec); err != nil {
 			k.b.logger.Warn("a consumer group's recorded membership is not taken over: its members join it again",
 				"group", name, "err", err)
 		}
