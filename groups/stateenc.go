@@ -108,24 +108,15 @@ type stateDecoder struct {
 
 var errShort = errors.New("cut short")
 
-func (d *stateDecoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = errShort
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *stateDecoder) uvarint() uint64 { return readVarint(d, binary.Uvarint) }
+func (d *stateDecoder) varint() int64   { return readVarint(d, binary.Varint) }
 
-func (d *stateDecoder) varint() int64 {
+// readVarint reads one varint with read (binary.Uvarint or Varint).
+func readVarint[T uint64 | int64](d *stateDecoder, read func([]byte) (T, int)) T {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(d.b)
+	v, n := read(d.b)
 	if n <= 0 {
 		d.err = errShort
 		return 0
