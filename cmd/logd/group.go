@@ -84,11 +84,9 @@ them first.`,
 				ctx := callContext(cmd)
 				err := c.Admin().DeleteGroup(ctx, group)
 				if errors.Is(err, client.ErrGroupNotEmpty) {
-					members := "active members"
-					if d, derr := c.Admin().DescribeGroup(ctx, group); derr == nil {
-						members = fmt.Sprintf("%d active members", len(d.Members))
+					if ierr := groupInactive(ctx, c.Admin(), group, "a group can be deleted"); ierr != nil {
+						return ierr
 					}
-					return fmt.Errorf("group %q has %s: stop its consumers first (logd group describe %s lists them)", group, members, group)
 				}
 				if errors.Is(err, client.ErrGroupNotFound) {
 					return fmt.Errorf("group %q not found: it has no members and no committed offsets (logd group list shows the groups)", group)

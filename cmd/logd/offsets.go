@@ -206,13 +206,13 @@ func writeOffsetsJSON(w io.Writer, group string, rows []offsetRow) error {
 // back with the partitions' bounds, each saying whether (and why) the
 // server clamped the offset asked for.
 func resetOffsets(ctx context.Context, admin *client.Admin, group, topic string, p int32, pos client.Position) ([]offsetRow, error) {
-	if err := groupInactive(ctx, admin, group); err != nil {
+	if err := groupInactive(ctx, admin, group, "offsets can be reset"); err != nil {
 		return nil, err
 	}
 	reset, err := admin.ResetOffsets(ctx, group, topic, p, pos)
 	if errors.Is(err, client.ErrUnknownMember) || errors.Is(err, client.ErrRebalanceInProgress) {
 		// A member joined between the check and the reset.
-		if ierr := groupInactive(ctx, admin, group); ierr != nil {
+		if ierr := groupInactive(ctx, admin, group, "offsets can be reset"); ierr != nil {
 			return nil, ierr
 		}
 	}
@@ -246,9 +246,10 @@ func resetOffsets(ctx context.Context, admin *client.Admin, group, topic string,
 }
 
 // groupInactive fails, as Kafka's kafka-consumer-groups does, when group
-// has members: the coordinator refuses offsets from outside a group that
+// has members, saying what (such as "offsets can be reset") waits for
+// them to stop: the coordinator refuses offsets from outside a group that
 // has them, and its members would overwrite them with their next commit.
-func groupInactive(ctx context.Context, admin *client.Admin, group string) error {
+func groupInactive(ctx context.Context, admin *client.Admin, group, what string) error {
 	d, err := admin.DescribeGroup(ctx, group)
 	switch {
 	case errors.Is(err, client.ErrGroupNotFound):
@@ -256,7 +257,7 @@ func groupInactive(ctx context.Context, admin *client.Admin, group string) error
 	case err != nil:
 		return err
 	case len(d.Members) > 0:
-		return fmt.Errorf("offsets can be reset only while group %q is inactive, but it has %d active member%s (state %s): stop its consumers first", group, len(d.Members), plural(len(d.Members)), d.State)
+		return fmt.Errorf("%s only while group %q is inactive, but it has %d active member%s (state %s): stop its consumers first", what, group, len(d.Members), plural(len(d.Members)), d.State)
 	}
 	return nil
 }

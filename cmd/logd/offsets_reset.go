@@ -122,7 +122,7 @@ func runReset(ctx context.Context, cmd *cobra.Command, admin *client.Admin, fl r
 		}
 		slices.Sort(topics)
 	}
-	if err := groupInactive(ctx, admin, fl.group); err != nil {
+	if err := groupInactive(ctx, admin, fl.group, "offsets can be reset"); err != nil {
 		return err
 	}
 	var rows []offsetRow

@@ -21,18 +21,8 @@ func TestCLIOffsetsResetLiveGroup(t *testing.T) {
 	c := startCLI(t)
 	c.ok("", "topic", "create", "t", "--partitions", "2")
 	c.ok("a\nb\n", "produce", "t")
-	cl, err := client.Dial(c.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	g, err := cl.NewGroupConsumer(ctx, client.GroupConsumerOptions{Group: "g", Topic: "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = c.run("", "offsets", "reset", "--execute", "--group", "g", "t", "--to", "earliest")
+	_, g := liveMember(t, c.addr, "g", "t")
+	_, _, err := c.run("", "offsets", "reset", "--execute", "--group", "g", "t", "--to", "earliest")
 	if err == nil || !strings.Contains(err.Error(), "1 active member") || !strings.Contains(err.Error(), "stop its consumers first") {
 		t.Fatalf("reset of a live group: %v; want its active members named", err)
 	}
@@ -40,6 +30,24 @@ func TestCLIOffsetsResetLiveGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.ok("", "offsets", "reset", "--execute", "--group", "g", "t", "--to", "earliest")
+}
+
+// liveMember dials addr and joins group on topic as its one member; the
+// client closes with the test.
+func liveMember(t *testing.T, addr, group, topic string) (*client.Client, *client.GroupConsumer) {
+	t.Helper()
+	cl, err := client.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g, err := cl.NewGroupConsumer(ctx, client.GroupConsumerOptions{Group: group, Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl, g
 }
 
 // group describe of a group that does not exist fails, as HTTP's 404 does.
@@ -257,18 +265,8 @@ func TestCLIGroupDelete(t *testing.T) {
 	c.ok("", "topic", "create", "t", "--partitions", "2")
 	c.ok("a\nb\n", "produce", "t")
 	c.ok("", "offsets", "reset", "--execute", "--group", "g", "t", "--to", "latest")
-	cl, err := client.Dial(c.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	g, err := cl.NewGroupConsumer(ctx, client.GroupConsumerOptions{Group: "g", Topic: "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = c.run("", "group", "delete", "g")
+	cl, g := liveMember(t, c.addr, "g", "t")
+	_, _, err := c.run("", "group", "delete", "g")
 	if err == nil || !strings.Contains(err.Error(), "1 active member") || !strings.Contains(err.Error(), "stop its consumers first") {
 		t.Fatalf("delete of a live group: %v; want its active members named", err)
 	}
@@ -278,7 +276,7 @@ func TestCLIGroupDelete(t *testing.T) {
 	if out := c.ok("", "group", "delete", "g"); !strings.Contains(out, "deleted group g") {
 		t.Fatalf("delete: %q", out)
 	}
-	if offs, err := cl.Admin().FetchOffsets(ctx, "g", ""); err != nil || len(offs) != 0 {
+	if offs, err := cl.Admin().FetchOffsets(context.Background(), "g", ""); err != nil || len(offs) != 0 {
 		t.Fatalf("offsets after delete: %v, %v", offs, err)
 	}
 	_, _, err = c.run("", "group", "delete", "g")
