@@ -18,15 +18,7 @@ ROUNDS=${ROUNDS:-3}
 SCALE=${SCALE:-1}
 BASE=${PORT:-17500}
 WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+. "$ROOT/bench/lib.sh"
 
 build() { # build REV NAME: logd of REV at $WORK/NAME/logd
   mkdir -p "$WORK/$2/src"
@@ -38,14 +30,6 @@ echo "building $OLD and $NEW" >&2
 build "$OLD" old
 build "$NEW" new
 
-waitport() { for _ in $(seq 1 200); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.05; done; echo "port $1 never opened" >&2; exit 1; }
-ticks=$(getconf CLK_TCK)
-cpu() { awk -v t="$ticks" '{printf "%.3f", ($14 + $15) / t}' "/proc/$1/stat"; } # seconds of user + system
-stopall() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  PIDS=()
-}
 records() { python3 -c "print(max(2000, int($1 * $SCALE)))"; }
 # The rows: name, record size, producers, records.
 ROWS=("100B x1:100:1:$(records 300000)" "100B x4:100:4:$(records 600000)"

@@ -21,24 +21,8 @@ PROFILE_SECONDS=${PROFILE_SECONDS:-5}
 WORK=$(mktemp -d)
 BIN=${BIN:-$WORK/logd}
 [ -x "$BIN" ] || (cd "$ROOT" && go build -o "$BIN" ./cmd/logd)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+. "$ROOT/bench/lib.sh"
 
-waitport() { for _ in $(seq 1 200); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.05; done; echo "port $1 never opened" >&2; exit 1; }
-ticks=$(getconf CLK_TCK)
-cpu() { awk -v t="$ticks" '{printf "%.3f", ($14 + $15) / t}' "/proc/$1/stat"; } # seconds of user + system
-stopall() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  PIDS=()
-}
 field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 gb=$(python3 -c "print($RECORDS * $SIZE / 1e9)")
 perGB() { python3 -c "print('%.2f' % (($2 - $1) / $gb))"; }
