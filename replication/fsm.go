@@ -169,7 +169,15 @@ func (f *PartitionFSM) Restore(rc io.ReadCloser) error {
 		}
 	}
 	f.store.snapshotRestored(s.HighWatermark, index)
-	f.log.SetHighWatermark(s.HighWatermark)
+	// The high watermark never moves back: what it passed was committed.
+	// A replica whose Raft starts again on a log it kept serving
+	// (Node.restartStale) restores a snapshot older than what it applied;
+	// lowering the mark to it until the entries are applied again would
+	// answer readers of offsets they were given (a live tail) with
+	// out-of-range.
+	if s.HighWatermark > f.log.HighWatermark() {
+		f.log.SetHighWatermark(s.HighWatermark)
+	}
 	// The log start moved by DeleteRecords (a no-op when the log starts
 	// there already, or later).
 	if _, err := f.log.AdvanceStart(min(s.LogStartOffset, f.log.HighWatermark())); err != nil {

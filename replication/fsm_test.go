@@ -115,3 +115,40 @@ func TestPartitionSnapshotRoundTrip(t *testing.T) {
 		t.Fatal("restore of an unknown version succeeded")
 	}
 }
+
+// A replica's Raft started again on the log it kept serving restores its
+// last snapshot, older than what it applied: readers must not see the
+// high watermark move back to it.
+func TestPartitionFSMRestoreNeverLowersHighWatermark(t *testing.T) {
+	l := openLog(t, t.TempDir())
+	defer l.Close()
+	s := NewLogStore(l)
+	f := NewPartitionFSM(l, s)
+	es := entries(1, 4, raft.LogCommand, raft.LogCommand)
+	if err := s.StoreLogs(es); err != nil {
+		t.Fatal(err)
+	}
+	f.Apply(es[0])
+	old, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Apply(es[1])
+	if hw := l.HighWatermark(); hw != 4 {
+		t.Fatalf("high watermark %d, want 4", hw)
+	}
+	// The Raft of the same log starts again: a new store and state
+	// machine, and the snapshot taken after the first entry.
+	f2 := NewPartitionFSM(l, NewLogStore(l))
+	if err := restoreFrom(f2, old.(*fsmSnapshot).s); err != nil {
+		t.Fatal(err)
+	}
+	if hw := l.HighWatermark(); hw != 4 {
+		t.Fatalf("high watermark %d after restoring an older snapshot on a live log, want 4", hw)
+	}
+	// Entries applied again change nothing.
+	f2.Apply(es[1])
+	if hw := l.HighWatermark(); hw != 4 {
+		t.Fatalf("high watermark %d after re-apply, want 4", hw)
+	}
+}
