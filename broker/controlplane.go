@@ -33,10 +33,10 @@ type controlPlane interface {
 	offsetStore() *offsets.Store
 	// groupHandover is where a new group coordinator records each
 	// completed generation, and the groups recorded there for it to take
-	// over (encoded groups.GroupState by group): none on a node that runs
-	// alone, which keeps membership in memory; in a cluster the
-	// metadata's, once what this node applied is current (a read barrier;
-	// *NotLeaderError on a node that does not lead the metadata).
+	// over (encoded groups.GroupState by group): on a node that runs
+	// alone its DB's; in a cluster the metadata's, once what this node
+	// applied is current (a read barrier; *NotLeaderError on a node that
+	// does not lead the metadata).
 	groupHandover(ctx context.Context, b *Broker) (groups.StateStore, map[string][]byte, error)
 	// identify fills in self's id, Kafka id and Raft address; run starts
 	// the background work once the front-ends listen; close stops it (the

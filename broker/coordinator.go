@@ -70,8 +70,7 @@ const restoreTimeout = 5 * time.Second
 // current (a barrier: a new leader may still be applying its
 // predecessor's log), so the members of the previous coordinator carry on
 // with their ids, generation and assignments. A node that runs alone
-// keeps membership in memory: it has no other coordinator to hand over
-// to.
+// records them in its DB, and takes them over when it restarts.
 func (k *coordinator) newCoordinator() (*groups.Coordinator, error) {
 	cfg := groups.Config{
 		Partitions:            k.b.partitionCount,

@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -78,5 +79,60 @@ func TestGenerationsContinueAfterRestart(t *testing.T) {
 	}
 	if res = kafkaMember(t, b, ""); res.Generation <= after {
 		t.Fatalf("generation %d after DeleteGroup, had %d", res.Generation, after)
+	}
+}
+
+// A single node records each completed generation in its DB: after a
+// restart its coordinator knows the group's members, so a member that
+// keeps heartbeating and committing in its generation notices nothing.
+func TestSingleNodeKeepsMembersAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	b := openDir(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, err := b.GroupMember(ctx, "", "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := m.Join(ctx, groups.JoinRequest{SessionTimeout: 30 * time.Second, ProtocolType: groups.ConsumerProtocolType,
+		Protocols: []groups.Protocol{{Name: "range", Metadata: []byte("m")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Sync(ctx, groups.SyncRequest{MemberID: j.MemberID, Generation: j.Generation,
+		Assignments: map[string][]byte{j.MemberID: []byte("all")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	b = openDir(t, dir)
+	defer b.Close()
+	c, err := b.Coordinator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Heartbeat("g", j.MemberID, j.Generation); err != nil {
+		t.Fatalf("heartbeat of the member of generation %d after the restart: %v", j.Generation, err)
+	}
+	if err := c.ValidateCommit("g", j.MemberID, j.Generation); err != nil {
+		t.Fatalf("commit of the member of generation %d after the restart: %v", j.Generation, err)
+	}
+	d, err := c.Describe("g")
+	if err != nil || len(d.Members) != 1 || d.Members[0].MemberID != j.MemberID || string(d.Members[0].Assignment) != "all" {
+		t.Fatalf("group after the restart: %+v, %v", d, err)
+	}
+	// The member leaves: the record goes, and the next restart knows none.
+	if err := c.LeaveGroup("g", j.MemberID); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = openDir(t, dir)
+	c, _ = b.Coordinator()
+	if err := c.Heartbeat("g", j.MemberID, j.Generation); !errors.Is(err, groups.ErrUnknownMember) {
+		t.Fatalf("heartbeat of a member that left, after a restart: %v, want ErrUnknownMember", err)
 	}
 }

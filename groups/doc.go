@@ -174,8 +174,10 @@
 //
 // # Coordinator failover
 //
-// In a cluster one node runs the coordinator (the metadata leader). With
-// Config.States it records each generation's membership once the
+// In a cluster one node runs the coordinator (the metadata leader); a
+// node that runs alone hands its groups over to itself when it restarts
+// (the core's StateStore is then the node's DB). With Config.States it
+// records each generation's membership once the
 // assignment is known (setAssignments), and the members' SyncGroup answers
 // wait for that record: no member learns an assignment the next
 // coordinator would not know. A group whose last member left has its
@@ -196,8 +198,8 @@
 //     member learned) starts a rebalance at once: members learn of it at
 //     their next heartbeat, as from the previous coordinator, and the next
 //     generation continues above every recorded one;
-//   - without Config.States (a single node, whose coordinator never
-//     moves), or for a group whose record was too large (MaxStateBytes),
+//   - without Config.States, or for a group whose record was too large
+//     (MaxStateBytes),
 //     the new coordinator knows no member: heartbeats and commits get
 //     ErrUnknownMember and the members join again as new members (logd's
 //     clients claiming the partitions they hold, Subscription.Owned;

@@ -7,7 +7,7 @@
 // record it wants to read, with an optional metadata string. The Store keeps
 // these in the node's shared Pebble DB under the key prefix "offsets/"; no
 // other package writes keys with that prefix, and this package writes no
-// other key, except the groups' generations below.
+// other key, except the groups' generations and states below.
 //
 // # Group generations
 //
@@ -22,6 +22,19 @@
 // is refused with ErrGenerationTaken and changes nothing). DeleteGroup and
 // DeleteTopic leave it: a group deleted and used again continues above its
 // old generations (docs/groups.md).
+//
+// # Group states
+//
+// On a node that runs alone the Store also keeps each group's last
+// completed generation's membership (members, their sessions, metadata and
+// assignments: groups.EncodeGroupState, opaque here), so a restarted node's
+// coordinator takes the group over and its members carry on (in a cluster
+// the metadata group keeps these records instead):
+//
+//	key    = "groupstate/" enc(group)
+//	value  = the encoded state
+//
+// SaveGroupState writes it synced; a group without members has none.
 //
 // # Key layout
 //

@@ -47,8 +47,8 @@ type Options struct {
 }
 
 // Store reads and writes committed offsets in a Pebble DB it shares with the
-// rest of the node. It owns the keys under "offsets/" and "groupgen/"
-// (generation.go) and does not close the
+// rest of the node. It owns the keys under "offsets/", "groupgen/"
+// (generation.go) and "groupstate/" (groupstate.go) and does not close the
 // DB. It is safe for concurrent use.
 type Store struct {
 	db    *pebble.DB
