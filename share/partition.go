@@ -221,3 +221,12 @@ func (p *Partition) AdvanceStart(logStart int64) bool {
 	p.advance()
 	return true
 }
+
+// Clone returns an independent copy (locks included): the broker applies
+// an operation to a clone, makes the clone's state durable, and only then
+// puts it in place, so a failed write changes nothing.
+func (p *Partition) Clone() *Partition {
+	q := *p
+	q.recs = append([]record(nil), p.recs...)
+	return &q
+}

@@ -262,3 +262,18 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestCloneIsIndependent(t *testing.T) {
+	p := New(0, cfg(5, 100))
+	p.Acquire("a", 0, 2, 2)
+	q := p.Clone()
+	if _, err := q.Acknowledge("a", 0, []Ack{{0, 1, []AckType{Accept}}}); err != nil {
+		t.Fatal(err)
+	}
+	if p.Start() != 0 || q.Start() != 2 {
+		t.Fatalf("starts %d and %d, want 0 and 2", p.Start(), q.Start())
+	}
+	if s, _ := p.Record(0); s != Acquired {
+		t.Fatalf("the original changed: %v", s)
+	}
+}
