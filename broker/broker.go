@@ -80,7 +80,8 @@ type Broker struct {
 	serving atomic.Bool
 	self    atomic.Pointer[Node] // the advertised addresses, from Ready
 	coord   coordinator
-	wakes   wakeQueue // produces waiting for a sleeping partition's wake (wake.go)
+	wakes   wakeQueue  // produces waiting for a sleeping partition's wake (wake.go)
+	share   shareState // the share groups (share.go)
 
 	authStore *authStore          // users and ACLs (authstore.go)
 	authn     *auth.Authenticator // the Gate's

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/broker"
 )
 
 // clusterID is what Metadata and DescribeCluster report.
@@ -87,6 +88,7 @@ func metadataTopic(r *request, cv clusterView, name string, info TopicInfo, err 
 		t.ErrorCode = metadataTopicCode(r, err)
 		return t
 	}
+	t.TopicID = broker.TopicID(info.Config)
 	for _, p := range info.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.ID

@@ -56,6 +56,10 @@ func init() {
 		42: {0, 2, handleDeleteGroups},
 		44: {0, 1, handleIncrementalAlterConfigs},
 		60: {0, 2, handleDescribeCluster},
+		76: {1, 1, handleShareGroupHeartbeat},
+		77: {1, 1, handleShareGroupDescribe},
+		78: {1, 2, handleShareFetch},
+		79: {1, 2, handleShareAcknowledge},
 	}
 	for key, a := range apis {
 		// Never advertise past what kmsg can encode.

@@ -1,0 +1,217 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/logd/logd/auth"
+	"github.com/logd/logd/share"
+)
+
+// shareSession is a member's share session on this node (KIP-932): the
+// partitions it fetches and the epoch its next request names.
+type shareSessionKey struct{ group, member string }
+
+type shareSession struct {
+	next  int32
+	parts []SharePartition // in the order added
+}
+
+func (s *shareSession) add(ref SharePartition) {
+	for _, p := range s.parts {
+		if p == ref {
+			return
+		}
+	}
+	s.parts = append(s.parts, ref)
+}
+
+func (s *shareSession) forget(ref SharePartition) {
+	for i, p := range s.parts {
+		if p == ref {
+			s.parts = append(s.parts[:i], s.parts[i+1:]...)
+			return
+		}
+	}
+}
+
+// sessionStep checks a request's session epoch and moves the session on:
+// 0 opens a new session, -1 closes it (final), any other must be the
+// epoch the session expects. It returns the session's partitions after
+// the request's are added and its forgotten ones removed.
+func (b *Broker) sessionStep(g *shareGroup, member string, epoch int32, add, forget []SharePartition) ([]SharePartition, ShareCode, string) {
+	b.share.mu.Lock()
+	defer b.share.mu.Unlock()
+	key := shareSessionKey{g.name, member}
+	s := b.share.sessions[key]
+	switch {
+	case epoch == 0:
+		s = &shareSession{}
+		b.share.sessions[key] = s
+	case s == nil:
+		return nil, ShareSessionNotFound, "no share session for this member on this node: open one with epoch 0"
+	case epoch == -1:
+		delete(b.share.sessions, key)
+	case epoch != s.next:
+		return nil, ShareInvalidSessionEpoch, "share session epoch out of order: open a new session with epoch 0"
+	}
+	for _, ref := range add {
+		s.add(ref)
+	}
+	for _, ref := range forget {
+		s.forget(ref)
+	}
+	if s.next == math.MaxInt32 {
+		s.next = 1
+	} else {
+		s.next++
+	}
+	return append([]SharePartition(nil), s.parts...), ShareOK, ""
+}
+
+// sharePartition returns the share partition of group for ref, loading its
+// stored state or starting it at the group's share.auto.offset.reset
+// (made durable at once, so a restart does not move a "latest" start).
+func (b *Broker) sharePartition(g *shareGroup, ref SharePartition) (*sharePart, error) {
+	c, err := b.topics.Config(ref.Topic)
+	if err != nil {
+		return nil, err
+	}
+	part, err := b.topics.Partition(ref.Topic, ref.Partition)
+	if err != nil {
+		return nil, err
+	}
+	b.share.mu.Lock()
+	sp := g.parts[ref]
+	if sp != nil && sp.created == c.CreatedMs {
+		b.share.mu.Unlock()
+		return sp, nil
+	}
+	sp = &sharePart{ref: ref, created: c.CreatedMs, changed: make(chan struct{})}
+	g.parts[ref] = sp
+	sp.mu.Lock() // nobody else has it yet
+	cfg := g.cfg
+	b.share.mu.Unlock()
+	defer sp.mu.Unlock()
+	p, err := b.loadSharePartition(g.name, ref, c.CreatedMs, cfg.partitionConfig())
+	if err == nil && p == nil {
+		start := part.Log.HighWatermark()
+		if cfg.AutoOffsetReset == "earliest" {
+			start = part.Log.StartOffset()
+		}
+		p = share.New(start, cfg.partitionConfig())
+		err = b.storeSharePartition(g.name, sp, p)
+	}
+	if err != nil {
+		// Callers that found sp while it loaded see loadErr; the next
+		// use loads again.
+		sp.loadErr = err
+		sp.mu.Unlock()
+		b.share.mu.Lock()
+		if g.parts[ref] == sp {
+			delete(g.parts, ref)
+		}
+		b.share.mu.Unlock()
+		sp.mu.Lock()
+		return nil, err
+	}
+	sp.p = p
+	return sp, nil
+}
+
+// acknowledge applies one partition's acknowledgements, durable before it
+// returns; the state in memory changes only once the write succeeded.
+func (b *Broker) shareAcknowledge(g *shareGroup, member string, sp *sharePart, acks []ShareAck) (ShareCode, error) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.p == nil {
+		return ShareOK, sp.loadErr
+	}
+	q := sp.p.Clone()
+	changed, err := q.Acknowledge(member, time.Now().UnixMilli(), acks)
+	switch {
+	case errors.Is(err, share.ErrInvalidRecordState):
+		return ShareInvalidRecordState, err
+	case errors.Is(err, share.ErrInvalidAck):
+		return ShareInvalidRequest, err
+	case err != nil:
+		return ShareOK, err
+	}
+	if changed {
+		if err := b.storeSharePartition(g.name, sp, q); err != nil {
+			return ShareOK, err
+		}
+	}
+	sp.p = q
+	sp.signal()
+	return ShareOK, nil
+}
+
+// shareAcquire acquires up to max records of sp for member and reads
+// them: the whole batches from the first acquired offset. The
+// acquisition is durable before it returns (the delivery counts).
+func (b *Broker) shareAcquire(g *shareGroup, member string, sp *sharePart, max, maxBytes int) ([]byte, []ShareRange, error) {
+	part, err := b.topics.Partition(sp.ref.Topic, sp.ref.Partition)
+	if err != nil {
+		return nil, nil, err
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.p == nil {
+		return nil, nil, sp.loadErr
+	}
+	now := time.Now().UnixMilli()
+	q := sp.p.Clone()
+	q.AdvanceStart(part.Log.StartOffset())
+	from, ok := q.Acquirable(now)
+	if !ok {
+		return nil, nil, nil
+	}
+	fp, err := b.readAt(part, from, maxBytes, nil)
+	var oor *OutOfRangeError
+	if errors.As(err, &oor) {
+		// Trimmed meanwhile: start at the log's start next time.
+		q.AdvanceStart(oor.StartOffset)
+		sp.p = q
+		return nil, nil, nil
+	}
+	if err != nil || len(fp.Batches) == 0 {
+		return nil, nil, err
+	}
+	ranges := q.Acquire(member, now, max, fp.NextOffset)
+	if len(ranges) == 0 {
+		return nil, nil, nil
+	}
+	if err := b.storeSharePartition(g.name, sp, q); err != nil {
+		return nil, nil, err
+	}
+	sp.p = q
+	return fp.Batches, ranges, nil
+}
+
+// nextDeadline is the earliest lock deadline among parts, zero if none.
+func nextDeadline(parts []*sharePart) time.Time {
+	var min int64
+	for _, sp := range parts {
+		sp.mu.Lock()
+		if sp.p == nil {
+			sp.mu.Unlock()
+			continue
+		}
+		if d := sp.p.NextDeadline(); d != 0 && (min == 0 || d < min) {
+			min = d
+		}
+		sp.mu.Unlock()
+	}
+	if min == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(min)
+}
+
+// authorizeShare checks read on the group.
+func (b *Broker) authorizeShare(ctx context.Context, p Principal, group string) error {
+	return b.Authorize(ctx, p, auth.OpRead, auth.Group(group))
+}

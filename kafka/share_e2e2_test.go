@@ -1,0 +1,153 @@
+package kafka
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logd/logd/auth"
+	"github.com/logd/logd/broker"
+)
+
+// share.delivery.attempt.limit: a record released at every delivery is
+// delivered twice with a limit of 2, then archived: the share partition's
+// start passes it and a later record arrives without it.
+func TestShareDeliveryLimit(t *testing.T) {
+	n := shareSetup(t, "q", "g", 2, "2")
+	ctx := testCtx(t)
+	cl := shareClient(t, n.addr, "q", "g")
+	deliveries := 0
+	accepted := false
+	for (deliveries < 2 || !accepted) && ctx.Err() == nil {
+		for _, r := range pollShare(t, cl) {
+			switch r.Offset {
+			case 0:
+				deliveries++
+				if int(r.DeliveryCount()) != deliveries || deliveries > 2 {
+					t.Fatalf("delivery %d of offset 0 has count %d (limit 2)", deliveries, r.DeliveryCount())
+				}
+				r.Ack(kgo.AckRelease)
+			default:
+				r.Ack(kgo.AckAccept)
+				accepted = true
+			}
+		}
+	}
+	if err := cl.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d, err := n.b.DescribeShareGroup(ctx, "", "g")
+	if err != nil || len(d.Partitions) != 1 || d.Partitions[0].Start != 2 {
+		t.Fatalf("after the limit: %+v, %v (want start 2)", d.Partitions, err)
+	}
+	produceValues(t, n.addr, "q", 2, 3)
+	for got := false; !got && ctx.Err() == nil; {
+		for _, r := range pollShare(t, cl) {
+			if r.Offset == 0 {
+				t.Fatalf("offset 0 delivered past its limit (count %d)", r.DeliveryCount())
+			}
+			got = got || r.Offset == 2
+			r.Ack(kgo.AckAccept)
+		}
+	}
+}
+
+// A share partition's state survives the node's restart: records
+// accepted before it are never delivered after it, records released
+// before it come back with their delivery counts.
+func TestShareStateSurvivesRestart(t *testing.T) {
+	const count = 10
+	n := shareSetup(t, "q", "g", count, "")
+	ctx := testCtx(t)
+	cl := shareClient(t, n.addr, "q", "g")
+	seen := map[int64]bool{}
+	for len(seen) < count && ctx.Err() == nil {
+		for _, r := range pollShare(t, cl) {
+			seen[r.Offset] = true
+			if r.Offset < count/2 {
+				r.Ack(kgo.AckAccept)
+			} else {
+				r.Ack(kgo.AckRelease)
+			}
+		}
+	}
+	if err := cl.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	n.stop()
+
+	n = startShareNode(t, n.dir, broker.Config{})
+	cl = shareClient(t, n.addr, "q", "g")
+	again := map[int64]int32{}
+	for len(again) < count/2 && ctx.Err() == nil {
+		for _, r := range pollShare(t, cl) {
+			if r.Offset < count/2 {
+				t.Fatalf("offset %d delivered after it was accepted and the node restarted", r.Offset)
+			}
+			again[r.Offset] = r.DeliveryCount()
+			r.Ack(kgo.AckAccept)
+		}
+	}
+	for o, c := range again {
+		if c < 2 {
+			t.Errorf("offset %d: delivery count %d after a release and a restart, want at least 2", o, c)
+		}
+	}
+}
+
+// The share APIs need read on the group: a principal with read on the
+// topic only is refused GROUP_AUTHORIZATION_FAILED by the heartbeat and
+// the fetch; one with read on both reads.
+func TestShareGroupACLs(t *testing.T) {
+	n := startShareNode(t, t.TempDir(), broker.Config{Auth: broker.AuthConfig{
+		Mode: auth.AuthRequired, Authz: auth.AuthzOn, SuperUsers: []auth.Principal{auth.User("admin")},
+	}})
+	ctx := testCtx(t)
+	for user, pw := range map[string]string{"admin": "admin-pw", "eve": "eve-pw", "mallory": "mallory-pw"} {
+		if err := n.b.CreateUser(ctx, "User:admin", user, pw, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := n.b.CreateTopic(ctx, "User:admin", topicConfig("q", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.b.SetShareGroupConfig(ctx, "User:admin", "g", map[string]string{"share.auto.offset.reset": "earliest"}); err != nil {
+		t.Fatal(err)
+	}
+	allow := func(who string, rt auth.ResourceType, name string) auth.ACL {
+		return auth.ACL{Principal: auth.User(who), Permission: auth.Allow, Operation: auth.OpRead, ResourceType: rt, PatternType: auth.PatternLiteral, Name: name}
+	}
+	if err := n.b.AddACLs(ctx, "User:admin", allow("eve", auth.ResourceTopic, "q"), allow("eve", auth.ResourceGroup, "g"),
+		allow("mallory", auth.ResourceTopic, "q")); err != nil {
+		t.Fatal(err)
+	}
+	produceValues(t, n.addr, "q", 0, 5, kgo.SASL(scramAuth(auth.ScramSHA256, "admin", "admin-pw")))
+
+	mallory := newClient(t, n.addr, kgo.SASL(scramAuth(auth.ScramSHA256, "mallory", "mallory-pw")))
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = "g", "m1", []string{"q"}
+	hresp, err := hb.RequestWith(ctx, mallory)
+	if err != nil || hresp.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("mallory's heartbeat: code %v, %v; want GROUP_AUTHORIZATION_FAILED", hresp, err)
+	}
+	sf := kmsg.NewPtrShareFetchRequest()
+	sf.GroupID, sf.MemberID = kmsg.StringPtr("g"), kmsg.StringPtr("m1")
+	fresp, err := sf.RequestWith(ctx, mallory)
+	if err != nil || fresp.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("mallory's share fetch: %v, %v; want GROUP_AUTHORIZATION_FAILED", fresp, err)
+	}
+
+	eve := shareClient(t, n.addr, "q", "g", kgo.SASL(scramAuth(auth.ScramSHA256, "eve", "eve-pw")))
+	seen := map[int64]bool{}
+	for len(seen) < 5 && ctx.Err() == nil {
+		for _, r := range pollShare(t, eve) {
+			seen[r.Offset] = true
+		}
+	}
+	if len(seen) != 5 {
+		t.Fatalf("eve read %d of 5 records", len(seen))
+	}
+}

@@ -1,0 +1,95 @@
+package share
+
+// Range is a run of offsets acquired with one delivery count, as
+// ShareFetch's AcquiredRecords reports them.
+type Range struct {
+	First, Last   int64
+	DeliveryCount int16
+}
+
+// Acquirable is the lowest offset an Acquire at now could hand out: the
+// first available record in the window, else End when the window has
+// room. ok is false when nothing can be acquired until a record is done
+// or a lock expires. The caller reads its log from there and passes the
+// end of what it read to Acquire.
+func (p *Partition) Acquirable(now int64) (offset int64, ok bool) {
+	p.Expire(now)
+	for i := range p.recs {
+		if p.recs[i].state == Available {
+			return p.start + int64(i), true
+		}
+	}
+	if end := p.End(); end < p.start+p.cfg.MaxInFlight {
+		return end, true
+	}
+	return 0, false
+}
+
+// Acquire locks up to max available records below upTo for member until
+// now + LockDurationMs, lowest offsets first, adding one to each one's
+// delivery count, and returns them as ranges. upTo is the end of the log
+// the caller has read (never past its high watermark): offsets from End
+// to upTo enter the window, never one at or past Start+MaxInFlight.
+func (p *Partition) Acquire(member string, now int64, max int, upTo int64) []Range {
+	p.Expire(now)
+	if lim := p.start + p.cfg.MaxInFlight; upTo > lim {
+		upTo = lim
+	}
+	var out []Range
+	deadline := now + p.cfg.LockDurationMs
+	defer p.advance()
+	for o := p.start; o < upTo && max > 0; o++ {
+		if o == p.End() {
+			p.recs = append(p.recs, record{})
+		}
+		r := &p.recs[o-p.start]
+		if r.state != Available {
+			continue
+		}
+		if r.count >= p.cfg.DeliveryLimit { // the limit was lowered
+			r.state = Archived
+			continue
+		}
+		r.state, r.owner, r.deadline = Acquired, member, deadline
+		r.count++
+		max--
+		if n := len(out); n > 0 && out[n-1].Last == o-1 && out[n-1].DeliveryCount == r.count {
+			out[n-1].Last = o
+			continue
+		}
+		out = append(out, Range{First: o, Last: o, DeliveryCount: r.count})
+	}
+	return out
+}
+
+// ReleaseMember releases every record member holds (it left, or its
+// session closed) and reports whether it held any.
+func (p *Partition) ReleaseMember(member string) bool {
+	changed := false
+	for i := range p.recs {
+		r := &p.recs[i]
+		if r.state == Acquired && r.owner == member {
+			p.release(r)
+			changed = true
+		}
+	}
+	if changed {
+		p.advance()
+	}
+	return changed
+}
+
+// Counts are the window's records by state: available (in the window),
+// acquired, and in flight (the window's length, done records above Start
+// included).
+func (p *Partition) Counts() (available, acquired, inFlight int) {
+	for i := range p.recs {
+		switch p.recs[i].state {
+		case Available:
+			available++
+		case Acquired:
+			acquired++
+		}
+	}
+	return available, acquired, len(p.recs)
+}

@@ -1,0 +1,232 @@
+package share
+
+import (
+	"errors"
+	"fmt"
+)
+
+// State is a record's state in a share partition.
+type State uint8
+
+// The states of a record in the window.
+const (
+	Available    State = iota // may be acquired
+	Acquired                  // locked by one member until its deadline
+	Acknowledged              // accepted: done
+	Archived                  // rejected, a gap, or out of deliveries: done
+	numStates
+)
+
+func (s State) String() string {
+	switch s {
+	case Available:
+		return "available"
+	case Acquired:
+		return "acquired"
+	case Acknowledged:
+		return "acknowledged"
+	case Archived:
+		return "archived"
+	}
+	return fmt.Sprintf("state(%d)", uint8(s))
+}
+
+func (s State) done() bool { return s == Acknowledged || s == Archived }
+
+// AckType is a member's answer for an acquired record, numbered as
+// KIP-932's AcknowledgeTypes.
+type AckType int8
+
+// The acknowledgement types.
+const (
+	Gap     AckType = 0 // no record at this offset (a compaction hole): archived
+	Accept  AckType = 1 // processed: acknowledged
+	Release AckType = 2 // give it to a member again (archived at the limit)
+	Reject  AckType = 3 // never deliver again: archived
+	Renew   AckType = 4 // keep the lock for another lock duration
+)
+
+// Defaults of Config.
+const (
+	DefaultLockDurationMs = 30_000
+	DefaultDeliveryLimit  = 5
+	DefaultMaxInFlight    = 2000
+)
+
+// Config is a share partition's settings (the group's configs).
+type Config struct {
+	LockDurationMs int64 // share.record.lock.duration.ms; default 30 s
+	DeliveryLimit  int16 // share.delivery.attempt.limit; default 5
+	MaxInFlight    int64 // the window's bound; default 2000
+}
+
+func (c Config) withDefaults() Config {
+	if c.LockDurationMs <= 0 {
+		c.LockDurationMs = DefaultLockDurationMs
+	}
+	if c.DeliveryLimit <= 0 {
+		c.DeliveryLimit = DefaultDeliveryLimit
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	return c
+}
+
+// Errors of Acknowledge and Decode.
+var (
+	// ErrInvalidRecordState: an acknowledgement names a record the member
+	// does not hold (not acquired, acquired by another member, or its lock
+	// expired). Kafka's INVALID_RECORD_STATE.
+	ErrInvalidRecordState = errors.New("share: record not acquired by this member")
+	// ErrInvalidAck: an acknowledgement batch is malformed (first past
+	// last, overlapping batches, a type list of the wrong length, an
+	// unknown type). Kafka's INVALID_REQUEST.
+	ErrInvalidAck = errors.New("share: invalid acknowledgement")
+	// ErrCorrupt: encoded state that does not describe a window.
+	ErrCorrupt = errors.New("share: corrupt share partition state")
+)
+
+type record struct {
+	state    State
+	count    int16
+	owner    string // while Acquired
+	deadline int64  // while Acquired: Unix ms
+}
+
+// Partition is one share partition's window. Not safe for concurrent use.
+type Partition struct {
+	cfg   Config
+	start int64
+	recs  []record // recs[i] is offset start+i; len(recs) == End-Start
+}
+
+// New returns an empty window starting at start (the log offset the group
+// starts from: the high watermark for share.auto.offset.reset=latest, the
+// log start for earliest).
+func New(start int64, cfg Config) *Partition {
+	if start < 0 {
+		start = 0
+	}
+	return &Partition{cfg: cfg.withDefaults(), start: start}
+}
+
+// Config returns the settings in force.
+func (p *Partition) Config() Config { return p.cfg }
+
+// SetConfig changes the settings; records in flight keep their locks and
+// counts (a lowered limit archives each at its next release).
+func (p *Partition) SetConfig(cfg Config) { p.cfg = cfg.withDefaults() }
+
+// Start is the share-partition start offset: every offset below is done.
+func (p *Partition) Start() int64 { return p.start }
+
+// End is the first offset never acquired.
+func (p *Partition) End() int64 { return p.start + int64(len(p.recs)) }
+
+// Record returns the state and delivery count of offset o: below Start
+// Acknowledged (done), at or past End Available with count 0.
+func (p *Partition) Record(o int64) (State, int16) {
+	switch {
+	case o < p.start:
+		return Acknowledged, 0
+	case o >= p.End():
+		return Available, 0
+	}
+	r := p.recs[o-p.start]
+	return r.state, r.count
+}
+
+// Owner is the member holding offset o's lock and its deadline, "" when
+// o is not acquired.
+func (p *Partition) Owner(o int64) (member string, deadline int64) {
+	if o < p.start || o >= p.End() || p.recs[o-p.start].state != Acquired {
+		return "", 0
+	}
+	r := p.recs[o-p.start]
+	return r.owner, r.deadline
+}
+
+// release makes an acquired record available, or archives it at the
+// delivery limit.
+func (p *Partition) release(r *record) {
+	r.owner, r.deadline = "", 0
+	if r.count >= p.cfg.DeliveryLimit {
+		r.state = Archived
+		return
+	}
+	r.state = Available
+}
+
+// Expire releases every lock whose deadline is at or before now and
+// reports whether any was.
+func (p *Partition) Expire(now int64) bool {
+	changed := false
+	for i := range p.recs {
+		r := &p.recs[i]
+		if r.state == Acquired && r.deadline <= now {
+			p.release(r)
+			changed = true
+		}
+	}
+	if changed {
+		p.advance()
+	}
+	return changed
+}
+
+// NextDeadline is the earliest lock deadline in the window, 0 when no
+// record is acquired.
+func (p *Partition) NextDeadline() int64 {
+	var min int64
+	for i := range p.recs {
+		r := &p.recs[i]
+		if r.state == Acquired && (min == 0 || r.deadline < min) {
+			min = r.deadline
+		}
+	}
+	return min
+}
+
+// advance moves Start past the done records at the bottom of the window.
+func (p *Partition) advance() {
+	n := 0
+	for n < len(p.recs) && p.recs[n].state.done() {
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	p.start += int64(n)
+	p.recs = p.recs[n:]
+	if len(p.recs) == 0 || cap(p.recs) > 2*len(p.recs)+64 {
+		// Let the dropped prefix be collected.
+		p.recs = append([]record(nil), p.recs...)
+	}
+}
+
+// AdvanceStart moves the window's start to logStart when the log's start
+// passed it (retention or DeleteRecords): offsets below it are gone and
+// done; it reports whether the window changed.
+func (p *Partition) AdvanceStart(logStart int64) bool {
+	if logStart <= p.start {
+		return false
+	}
+	if logStart >= p.End() {
+		p.start, p.recs = logStart, nil
+		return true
+	}
+	p.recs = append([]record(nil), p.recs[logStart-p.start:]...)
+	p.start = logStart
+	p.advance()
+	return true
+}
+
+// Clone returns an independent copy (locks included): the broker applies
+// an operation to a clone, makes the clone's state durable, and only then
+// puts it in place, so a failed write changes nothing.
+func (p *Partition) Clone() *Partition {
+	q := *p
+	q.recs = append([]record(nil), p.recs...)
+	return &q
+}
