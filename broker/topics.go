@@ -434,10 +434,18 @@ func (b *Broker) ListOffset(ctx context.Context, pr Principal, topic string, par
 	return pos[0].Offset, -1, nil
 }
 
+// The answer of ClusterStatus: package cluster's types, named here so
+// that a front-end imports the core alone.
+type (
+	Status        = cluster.Status
+	NodeStatus    = cluster.NodeStatus
+	ReplicaStatus = cluster.ReplicaStatus
+)
+
 // ClusterStatus reports the nodes and every partition's leader, replicas
 // and Raft state (local: this node's replicas only). A node that runs
 // alone leads every partition.
-func (b *Broker) ClusterStatus(ctx context.Context, pr Principal, local bool) (cluster.Status, error) {
+func (b *Broker) ClusterStatus(ctx context.Context, pr Principal, local bool) (Status, error) {
 	if err := b.Authorize(ctx, pr, auth.OpDescribe, auth.Cluster()); err != nil {
 		return cluster.Status{}, err
 	}
