@@ -51,6 +51,46 @@ func (f ACLFilter) Matches(a ACL) bool {
 		(f.Name == "" || f.Name == a.Name)
 }
 
+// ACLText is an ACL or a filter in its text form (the gRPC API's and the
+// CLI's): the names ParsePrincipal, ParsePermission, ParseOperation,
+// ParseResourceType and ParsePatternType read. An empty field is unset.
+type ACLText struct {
+	Principal, Permission, Operation, ResourceType, PatternType, Name string
+}
+
+// Filter reads t as a filter: unset fields match anything. The error is
+// the first field's that does not parse.
+func (t ACLText) Filter() (ACLFilter, error) {
+	f := ACLFilter{Name: t.Name}
+	return f, cmp.Or(
+		parseSet(t.Principal, ParsePrincipal, &f.Principal),
+		parseSet(t.Permission, ParsePermission, &f.Permission),
+		parseSet(t.Operation, ParseOperation, &f.Operation),
+		parseSet(t.ResourceType, ParseResourceType, &f.ResourceType),
+		parseSet(t.PatternType, ParsePatternType, &f.PatternType))
+}
+
+// ACL reads t as a whole ACL: every field must parse, and the ACL be
+// valid (ACL.Validate).
+func (t ACLText) ACL() (ACL, error) {
+	f, err := t.Filter()
+	if err != nil {
+		return ACL{}, err
+	}
+	a := ACL(f)
+	return a, a.Validate()
+}
+
+// parseSet sets *dst to s parsed, unless s is empty (unset).
+func parseSet[T any](s string, parse func(string) (T, error), dst *T) error {
+	if s == "" {
+		return nil
+	}
+	v, err := parse(s)
+	*dst = v
+	return err
+}
+
 // ExactFilter is the filter that matches a and nothing else (`logd acl
 // remove` builds one from its flags).
 func ExactFilter(a ACL) ACLFilter { return ACLFilter(a) }

@@ -118,3 +118,30 @@ func TestNonLoopback(t *testing.T) {
 		t.Errorf("NonLoopback = %v, want %v", got, want)
 	}
 }
+
+// An ACL's text form reads as a filter, unset fields matching anything,
+// and as a whole ACL, which every field must set; the error names the
+// first field that does not parse.
+func TestACLText(t *testing.T) {
+	text := ACLText{Principal: "User:alice", Permission: "allow", Operation: "READ", ResourceType: "topic",
+		PatternType: "prefixed", Name: "logs."}
+	want := ACL{Principal: alice, Permission: Allow, Operation: OpRead, ResourceType: ResourceTopic,
+		PatternType: PatternPrefixed, Name: "logs."}
+	if a, err := text.ACL(); err != nil || a != want {
+		t.Fatalf("ACL: %v, %v; want %v", a, err, want)
+	}
+	if f, err := text.Filter(); err != nil || f != ExactFilter(want) {
+		t.Fatalf("Filter: %+v, %v; want the exact filter of %v", f, err, want)
+	}
+	if f, err := (ACLText{Operation: "write"}).Filter(); err != nil || f != (ACLFilter{Operation: OpWrite}) {
+		t.Fatalf("a filter of one field: %+v, %v", f, err)
+	}
+	if _, err := (ACLText{Operation: "write"}).ACL(); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("an ACL of one field: %v, want ErrInvalid", err)
+	}
+	bad := text
+	bad.Permission, bad.Operation = "maybe", "peek"
+	if _, err := bad.Filter(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `permission "maybe"`) {
+		t.Fatalf("two bad fields: %v, want the permission's error", err)
+	}
+}

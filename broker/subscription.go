@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/logd/logd/internal/kind"
 )
 
 // A subscriber that does not read costs only its own stream:
@@ -108,6 +110,33 @@ func (sub *Subscription) Next(ctx context.Context, off int64) (FetchedPartition,
 		}
 		b.Release(charge)
 		want = len(fp.Batches)
+	}
+}
+
+// Wait is Next, waiting for records while there are none at off: it
+// returns a message with batches, or the error that ends the stream (its
+// context's; the topic deleted since the reader opened; kind.ErrShuttingDown
+// when the broker shuts down). While it waits the stream holds no budget
+// (Idle).
+func (sub *Subscription) Wait(ctx context.Context, off int64) (FetchedPartition, error) {
+	r := sub.r
+	for {
+		changed := r.Changed()
+		fp, err := sub.Next(ctx, off)
+		if err != nil || len(fp.Batches) > 0 {
+			return fp, err
+		}
+		sub.Idle()
+		select {
+		case <-changed:
+			if err := r.StillServed(); err != nil {
+				return FetchedPartition{}, err
+			}
+		case <-ctx.Done():
+			return FetchedPartition{}, ctx.Err()
+		case <-r.b.Done():
+			return FetchedPartition{}, kind.ErrShuttingDown
+		}
 	}
 }
 

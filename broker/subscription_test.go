@@ -57,6 +57,54 @@ func TestSubscriptionsHoldTheChargeOfAMessage(t *testing.T) {
 	first.Close()
 }
 
+// Wait waits at the high watermark until a record is committed there,
+// then returns it; waiting again, it ends with the broker's shutdown, and
+// with its context.
+func TestSubscriptionWaitsForRecords(t *testing.T) {
+	b := open(t)
+	createTopic(t, b, "t", 1)
+	ctx := context.Background()
+	r, err := b.OpenReader(ctx, "", "t", 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	sub := broker.NewSubscriptions(1<<20, byteCost{}).Subscribe(r, false, 1<<20)
+	defer sub.Close()
+	type read struct {
+		fp  broker.FetchedPartition
+		err error
+	}
+	wait := func(ctx context.Context, off int64) <-chan read {
+		c := make(chan read, 1)
+		go func() {
+			fp, err := sub.Wait(ctx, off)
+			c <- read{fp, err}
+		}()
+		return c
+	}
+	got := wait(ctx, 0)
+	if _, err := b.Produce(ctx, broker.ProduceRequest{Topic: "t", Batch: records("a")}); err != nil {
+		t.Fatal(err)
+	}
+	first := <-got
+	if first.err != nil || len(first.fp.Batches) == 0 || first.fp.NextOffset != 1 {
+		t.Fatalf("wait at 0, then a record produced: %d bytes to %d, %v; want the record", len(first.fp.Batches), first.fp.NextOffset, first.err)
+	}
+	sub.Sent()
+	cctx, cancel := context.WithCancel(ctx)
+	got = wait(cctx, 1)
+	cancel()
+	if r := <-got; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("wait at the end, its context canceled: %d bytes, %v; want context.Canceled", len(r.fp.Batches), r.err)
+	}
+	got = wait(ctx, 1)
+	b.Shutdown()
+	if r := <-got; !errors.Is(r.err, kind.ErrShuttingDown) {
+		t.Fatalf("wait at the end, the broker shut down: %d bytes, %v; want kind.ErrShuttingDown", len(r.fp.Batches), r.err)
+	}
+}
+
 // JoinAssigned checks the request before it joins, and a lone member gets
 // every partition of its topic.
 func TestJoinAssigned(t *testing.T) {

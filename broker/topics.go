@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/logd/logd/auth"
@@ -44,6 +46,42 @@ func (b *Broker) TopicConfigs(ctx context.Context, p Principal) ([]partition.Top
 		}
 	}
 	return out, nil
+}
+
+// MaxTopicPage is the most topics one page of TopicPage holds, and its
+// default size: a page of the longest names is about 0.3 MiB, well within
+// a gRPC message's default 4 MiB.
+const MaxTopicPage = 1000
+
+// TopicPage is one page of TopicConfigs: at most size topics (0, or more
+// than MaxTopicPage: MaxTopicPage) in name order, starting after the
+// topic named after ("": the first page), so that topics created or
+// deleted between pages shift nothing. next names the page's last topic
+// when more follow (the next page's after), else it is "". A negative
+// size, or an after that is no topic name, is an invalid argument.
+func (b *Broker) TopicPage(ctx context.Context, p Principal, after string, size int) (page []TopicConfig, next string, err error) {
+	switch {
+	case size < 0:
+		return nil, "", kind.Errorf(kind.ErrInvalidArgument, "list topics: page_size must be >= 0 (0: %d), got %d", MaxTopicPage, size)
+	case size == 0 || size > MaxTopicPage:
+		size = MaxTopicPage
+	}
+	if after != "" && routing.ValidateTopicName(after) != nil {
+		return nil, "", kind.Errorf(kind.ErrInvalidArgument, "list topics: page_token %q is not one this server gave: send the previous answer's next_page_token, or none for the first page", after)
+	}
+	all, err := b.TopicConfigs(ctx, p)
+	if err != nil {
+		return nil, "", err
+	}
+	i, _ := slices.BinarySearchFunc(all, after, func(c TopicConfig, name string) int { return strings.Compare(c.Name, name) })
+	if i < len(all) && all[i].Name == after {
+		i++
+	}
+	page = all[i:min(i+size, len(all))]
+	if i+size < len(all) {
+		next = all[i+size-1].Name
+	}
+	return page, next, nil
 }
 
 // Topics lists the topics p may describe with their partitions' state
@@ -396,10 +434,18 @@ func (b *Broker) ListOffset(ctx context.Context, pr Principal, topic string, par
 	return pos[0].Offset, -1, nil
 }
 
+// The answer of ClusterStatus: package cluster's types, named here so
+// that a front-end imports the core alone.
+type (
+	Status        = cluster.Status
+	NodeStatus    = cluster.NodeStatus
+	ReplicaStatus = cluster.ReplicaStatus
+)
+
 // ClusterStatus reports the nodes and every partition's leader, replicas
 // and Raft state (local: this node's replicas only). A node that runs
 // alone leads every partition.
-func (b *Broker) ClusterStatus(ctx context.Context, pr Principal, local bool) (cluster.Status, error) {
+func (b *Broker) ClusterStatus(ctx context.Context, pr Principal, local bool) (Status, error) {
 	if err := b.Authorize(ctx, pr, auth.OpDescribe, auth.Cluster()); err != nil {
 		return cluster.Status{}, err
 	}

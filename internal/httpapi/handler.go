@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/logd/logd/broker"
-	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/offsets"
 )
@@ -18,7 +17,7 @@ import (
 // *broker.Broker it calls (broker/doc.go).
 type Core interface {
 	LocalNode() broker.Node
-	ClusterStatus(ctx context.Context, p broker.Principal, local bool) (cluster.Status, error)
+	ClusterStatus(ctx context.Context, p broker.Principal, local bool) (broker.Status, error)
 	Topics(ctx context.Context, p broker.Principal) ([]broker.TopicInfo, error)
 	Topic(ctx context.Context, p broker.Principal, name string) (broker.TopicInfo, error)
 	// TopicLayout is for a partition count or list: no Raft round per

@@ -2,12 +2,9 @@ package server
 
 import (
 	"context"
-	"slices"
-	"strings"
 
 	"github.com/logd/logd/broker"
 	pb "github.com/logd/logd/proto/logd/v1"
-	"github.com/logd/logd/routing"
 )
 
 // CreateTopic creates a topic.
@@ -22,40 +19,12 @@ func (s *Server) CreateTopic(ctx context.Context, req *pb.CreateTopicRequest) (*
 	return reply(&pb.CreateTopicResponse{Topic: topicInfo(c)}, err)
 }
 
-// MaxListTopicsPage is the most topics one ListTopics answer holds (and
-// its default page size): a page of the longest names is about 0.3 MiB,
-// well within grpc's default 4 MiB message.
-const MaxListTopicsPage = 1000
-
-// ListTopics lists topics in name order, one page at a time: a page
-// starts after the topic named by page_token (the last of the previous
-// page), so topics created or deleted between pages shift nothing.
+// ListTopics lists topics in name order, one page at a time
+// (broker.TopicPage): a page starts after the topic named by page_token,
+// the last of the previous page.
 func (s *Server) ListTopics(ctx context.Context, req *pb.ListTopicsRequest) (*pb.ListTopicsResponse, error) {
-	size := int(req.PageSize)
-	switch {
-	case size < 0:
-		return nil, invalidArg("list topics: page_size must be >= 0 (0: %d), got %d", MaxListTopicsPage, size)
-	case size == 0 || size > MaxListTopicsPage:
-		size = MaxListTopicsPage
-	}
-	if req.PageToken != "" {
-		if err := routing.ValidateTopicName(req.PageToken); err != nil {
-			return nil, invalidArg("list topics: page_token %q is not one this server gave: send the previous answer's next_page_token, or none for the first page", req.PageToken)
-		}
-	}
-	all, err := s.b.TopicConfigs(ctx, principal(ctx))
-	if err != nil {
-		return nil, err
-	}
-	i, _ := slices.BinarySearchFunc(all, req.PageToken, func(c broker.TopicConfig, name string) int { return strings.Compare(c.Name, name) })
-	if i < len(all) && all[i].Name == req.PageToken {
-		i++
-	}
-	resp := &pb.ListTopicsResponse{Topics: each(all[i:min(i+size, len(all))], topicInfo)}
-	if i+size < len(all) {
-		resp.NextPageToken = all[i+size-1].Name
-	}
-	return resp, nil
+	page, next, err := s.b.TopicPage(ctx, principal(ctx), req.PageToken, int(req.PageSize))
+	return reply(&pb.ListTopicsResponse{Topics: each(page, topicInfo), NextPageToken: next}, err)
 }
 
 // DescribeTopic returns a topic's config and its partitions' state.

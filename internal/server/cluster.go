@@ -6,7 +6,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/logd/logd/cluster"
+	"github.com/logd/logd/broker"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -18,13 +18,13 @@ func (s *Server) Status(ctx context.Context, req *pb.ClusterStatusRequest) (*pb.
 	return reply(statusResponse(st), err)
 }
 
-func statusResponse(st cluster.Status) *pb.ClusterStatusResponse {
+func statusResponse(st broker.Status) *pb.ClusterStatusResponse {
 	return &pb.ClusterStatusResponse{Self: st.Self,
-		Nodes: each(st.Nodes, func(n cluster.NodeStatus) *pb.NodeStatus {
+		Nodes: each(st.Nodes, func(n broker.NodeStatus) *pb.NodeStatus {
 			return &pb.NodeStatus{Id: n.ID, ApiAddr: n.APIAddr, RaftAddr: n.RaftAddr, Alive: n.Alive,
 				KafkaAddr: n.KafkaAddr, HttpAddr: n.HTTPAddr, KafkaId: n.KafkaID}
 		}),
-		Partitions: each(st.Partitions, func(p cluster.ReplicaStatus) *pb.PartitionStatus {
+		Partitions: each(st.Partitions, func(p broker.ReplicaStatus) *pb.PartitionStatus {
 			return &pb.PartitionStatus{Topic: p.Topic, Partition: p.Partition,
 				Leader: p.Leader, Replicas: p.Replicas, CommitIndex: p.CommitIndex, Term: p.Term, RaftState: p.RaftState,
 				AppliedIndex: p.AppliedIndex, LastIndex: p.LastIndex}

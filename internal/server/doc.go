@@ -7,7 +7,9 @@
 // answer. It holds no fetch, dedup, group or cluster logic of its own:
 // what it keeps is what is gRPC's — request framing, ProduceStream's
 // receive and send around the broker's Lanes, Subscribe's message cost and
-// send timeout around the broker's Subscriptions.
+// send timeout around the broker's Subscriptions (whose Wait paces and
+// waits for records). Paging the topic list (broker.TopicPage) and
+// reading ACLs from text (auth.ACLText) are the core's too.
 //
 // The broker answers typed errors; they become gRPC statuses in one place,
 // errors.go (every status this package makes is made there), applied to
@@ -22,7 +24,7 @@
 //	producestream.go  ProduceStream: receive, dispatch on broker.Lanes, send
 //	fetch.go          Fetch and ListOffsets
 //	decode.go         a read as a FetchResponse, records decoded on request
-//	subscribe.go      Subscribe: a broker.Reader paced by broker.Subscriptions, the send timeout
+//	subscribe.go      Subscribe: a broker.Reader paced by broker.Subscription.Wait, the send timeout
 //	offsets.go        CommitOffsets, FetchOffsets, ListGroups, DeleteGroup, ResetOffsets
 //	admin.go          topic create, list, describe, alter, delete
 //	cluster.go        Cluster.Status, Join, RemoveNode

@@ -9,8 +9,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/node/nodetest"
-	"github.com/logd/logd/internal/server"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -61,7 +61,7 @@ func TestListTopicsPages(t *testing.T) {
 func TestListTopicsPageFitsTheDefaultMessageSize(t *testing.T) {
 	resp := &pb.ListTopicsResponse{NextPageToken: strings.Repeat("z", 249)}
 	v := int64(math.MinInt64)
-	for range server.MaxListTopicsPage {
+	for range broker.MaxTopicPage {
 		resp.Topics = append(resp.Topics, &pb.TopicInfo{Name: strings.Repeat("z", 249), Partitions: math.MinInt32, Replicas: math.MinInt32,
 			Config: &pb.TopicConfig{RetentionMs: &v, RetentionBytes: &v, RetentionRecords: &v, SegmentBytes: &v, SegmentMs: &v}, CreatedMs: v})
 	}

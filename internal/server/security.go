@@ -1,7 +1,6 @@
 package server
 
 import (
-	"cmp"
 	"context"
 	"errors"
 
@@ -65,40 +64,23 @@ func aclFromPB(a *pb.ACL) (auth.ACL, error) {
 	if a == nil {
 		return auth.ACL{}, errMissingACL
 	}
-	f, err := filterFromPB(a)
-	if err != nil {
-		return auth.ACL{}, err
-	}
-	acl := auth.ACL(f)
-	return acl, acl.Validate()
+	return aclText(a).ACL()
 }
 
 var errMissingACL = errors.New("no ACL given")
 
-// filterFromPB reads an ACL filter: unset fields match anything. The
-// error is the first field's that does not parse.
+// filterFromPB reads an ACL filter (auth.ACLText.Filter): unset fields,
+// or no filter, match anything.
 func filterFromPB(a *pb.ACL) (auth.ACLFilter, error) {
-	var f auth.ACLFilter
 	if a == nil {
-		return f, nil
+		return auth.ACLFilter{}, nil
 	}
-	f.Name = a.Name
-	return f, cmp.Or(
-		parseSet(a.Principal, auth.ParsePrincipal, &f.Principal),
-		parseSet(a.Permission, auth.ParsePermission, &f.Permission),
-		parseSet(a.Operation, auth.ParseOperation, &f.Operation),
-		parseSet(a.ResourceType, auth.ParseResourceType, &f.ResourceType),
-		parseSet(a.Pattern, auth.ParsePatternType, &f.PatternType))
+	return aclText(a).Filter()
 }
 
-// parseSet sets *dst to s parsed, unless s is empty (unset).
-func parseSet[T any](s string, parse func(string) (T, error), dst *T) error {
-	if s == "" {
-		return nil
-	}
-	v, err := parse(s)
-	*dst = v
-	return err
+func aclText(a *pb.ACL) auth.ACLText {
+	return auth.ACLText{Principal: a.Principal, Permission: a.Permission, Operation: a.Operation,
+		ResourceType: a.ResourceType, PatternType: a.Pattern, Name: a.Name}
 }
 
 func aclPB(a auth.ACL) *pb.ACL {

@@ -8,7 +8,6 @@ import (
 	"google.golang.org/grpc/mem"
 
 	"github.com/logd/logd/broker"
-	"github.com/logd/logd/internal/kind"
 	pb "github.com/logd/logd/proto/logd/v1"
 )
 
@@ -71,11 +70,12 @@ type subscription struct {
 	decode bool
 }
 
+// run sends the stream's messages as the broker's pace reads them
+// (broker.Subscription.Wait: it waits for records and ends with the
+// stream's context, the topic's deletion or the broker's shutdown).
 func (sub *subscription) run(ctx context.Context) error {
-	s := sub.s
 	for {
-		changed := sub.r.Changed()
-		fp, err := sub.pace.Next(ctx, sub.off)
+		fp, err := sub.pace.Wait(ctx, sub.off)
 		if err != nil {
 			return err
 		}
@@ -83,26 +83,12 @@ func (sub *subscription) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if len(resp.Batches) > 0 {
-			err := sub.send(resp)
-			sub.pace.Sent()
-			if err != nil {
-				return err
-			}
-			sub.off = resp.NextOffset
-			continue
+		err = sub.send(resp)
+		sub.pace.Sent()
+		if err != nil {
+			return err
 		}
-		sub.pace.Idle()
-		select {
-		case <-changed:
-			if err := sub.r.StillServed(); err != nil {
-				return err
-			}
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.b.Done():
-			return kind.ErrShuttingDown
-		}
+		sub.off = resp.NextOffset
 	}
 }
 
