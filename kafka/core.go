@@ -26,6 +26,9 @@ type Core interface {
 	AlterTopic(ctx context.Context, p Principal, name string, ch broker.ConfigChange) (broker.TopicConfig, error)
 	AddPartitions(ctx context.Context, p Principal, topic string, count int32) (broker.TopicConfig, error)
 	StartProduce(ctx context.Context, r ProduceRequest) (ProduceFuture, error)
+	// MaxBatchBytes is the node's bound on a produced batch, what a
+	// topic's max.message.bytes is when not set.
+	MaxBatchBytes() int
 	NewProducerID(ctx context.Context) (id int64, epoch int16, err error)
 	Fetch(ctx context.Context, r FetchRequest) (FetchResult, error)
 	ListOffset(ctx context.Context, p Principal, topic string, partition int32, spec int64) (offset, timestampMs int64, err error)
