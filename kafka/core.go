@@ -55,6 +55,13 @@ type Core interface {
 	AddACLs(ctx context.Context, p Principal, acls ...auth.ACL) error
 	RemoveACLs(ctx context.Context, p Principal, f auth.ACLFilter) ([]auth.ACL, error)
 	ListACLs(ctx context.Context, p Principal, f auth.ACLFilter) ([]auth.ACL, error)
+	// The users' SCRAM credentials (DescribeUserScramCredentials,
+	// AlterUserScramCredentials): describe on the cluster to list them,
+	// alter to change them.
+	Users(ctx context.Context, p Principal) ([]string, error)
+	UserMechanisms(ctx context.Context, p Principal, name string) ([]auth.ScramCredential, error)
+	SetUserCredential(ctx context.Context, p Principal, name string, sc auth.ScramCredential) error
+	DeleteUserCredential(ctx context.Context, p Principal, name string, m auth.Mechanism) error
 }
 
 var _ Core = (*broker.Broker)(nil)

@@ -40,7 +40,7 @@ func init() {
 		15: {0, 5, handleDescribeGroups},
 		16: {0, 4, handleListGroups},
 		17: {0, 1, handleSaslHandshake},
-		18: {0, 3, handleAPIVersions},
+		18: {0, 4, handleAPIVersions},
 		19: {0, 7, handleCreateTopics},
 		20: {0, 5, handleDeleteTopics},
 		21: {0, 2, handleDeleteRecords},
@@ -55,7 +55,10 @@ func init() {
 		37: {0, 3, handleCreatePartitions},
 		42: {0, 2, handleDeleteGroups},
 		44: {0, 1, handleIncrementalAlterConfigs},
+		50: {0, 0, handleDescribeUserScramCredentials},
+		51: {0, 0, handleAlterUserScramCredentials},
 		60: {0, 2, handleDescribeCluster},
+		75: {0, 0, handleDescribeTopicPartitions},
 	}
 	for key, a := range apis {
 		// Never advertise past what kmsg can encode.
