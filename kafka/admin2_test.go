@@ -154,3 +154,52 @@ func TestAPIVersionsV4(t *testing.T) {
 		t.Fatalf("v4: error %d, version %d, %d keys", resp.ErrorCode, resp.Version, len(resp.ApiKeys))
 	}
 }
+
+// DescribeLogDirs lists this node's replicas with their bytes on disk,
+// to a principal that may describe the cluster; eve may not.
+func TestDescribeLogDirs(t *testing.T) {
+	b, _, admin, eve := secureNode(t)
+	ctx := testCtx(t)
+	for name, n := range map[string]int32{"a": 2, "b": 1} {
+		if _, err := b.CreateTopic(ctx, "User:admin", topicConfig(name, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := admin.ProduceSync(ctx, &kgo.Record{Topic: "a", Value: []byte("0123456789")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kadm.NewClient(eve).DescribeBrokerLogDirs(ctx, b.LocalNode().KafkaID, nil); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("eve describes log dirs: %v, want CLUSTER_AUTHORIZATION_FAILED", err)
+	}
+	dirs, err := kadm.NewClient(admin).DescribeBrokerLogDirs(ctx, b.LocalNode().KafkaID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) != 1 {
+		t.Fatalf("%d dirs", len(dirs))
+	}
+	sizes := map[string]int64{}
+	for _, d := range dirs {
+		if d.Err != nil || d.TotalBytes <= 0 || d.UsableBytes <= 0 {
+			t.Fatalf("dir %+v", d)
+		}
+		for _, ps := range d.Topics {
+			for _, p := range ps {
+				sizes[p.Topic+"/"+string(rune('0'+p.Partition))] = p.Size
+			}
+		}
+	}
+	// b/0 is empty; the partition of a holding the record is larger.
+	if len(sizes) != 3 || max(sizes["a/0"], sizes["a/1"]) <= sizes["b/0"] {
+		t.Fatalf("partition sizes %v, want a/0, a/1 (one holding the record) and b/0", sizes)
+	}
+	only, err := kadm.NewClient(admin).DescribeBrokerLogDirs(ctx, b.LocalNode().KafkaID, kadm.TopicsSet{"b": {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range only {
+		if len(d.Topics) != 1 || len(d.Topics["b"]) != 1 {
+			t.Fatalf("asked b/0, got %+v", d.Topics)
+		}
+	}
+}

@@ -62,6 +62,9 @@ type Core interface {
 	UserMechanisms(ctx context.Context, p Principal, name string) ([]auth.ScramCredential, error)
 	SetUserCredential(ctx context.Context, p Principal, name string, sc auth.ScramCredential) error
 	DeleteUserCredential(ctx context.Context, p Principal, name string, m auth.Mechanism) error
+	// LogDir is this node's data directory and the replicas in it
+	// (DescribeLogDirs): describe on the cluster.
+	LogDir(ctx context.Context, p Principal) (broker.LogDir, error)
 }
 
 var _ Core = (*broker.Broker)(nil)

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/broker"
 )
 
 // The fake core's answers for the APIs of topic configs and the admin
@@ -28,4 +29,9 @@ func (f *fakeCore) SetUserCredential(context.Context, Principal, string, auth.Sc
 
 func (f *fakeCore) DeleteUserCredential(context.Context, Principal, string, auth.Mechanism) error {
 	return auth.ErrUnknownUser
+}
+
+// The fake core's one directory holds no replica.
+func (f *fakeCore) LogDir(context.Context, Principal) (broker.LogDir, error) {
+	return broker.LogDir{Path: "/fake", TotalBytes: -1, UsableBytes: -1}, nil
 }

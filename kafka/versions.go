@@ -49,6 +49,7 @@ func init() {
 		29: {0, 3, handleDescribeAcls},
 		30: {0, 3, handleCreateAcls},
 		31: {0, 3, handleDeleteAcls},
+		35: {0, 4, handleDescribeLogDirs},
 		36: {0, 2, handleSaslAuthenticate},
 		32: {0, 4, handleDescribeConfigs},
 		33: {0, 2, handleAlterConfigs},
