@@ -2,10 +2,12 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/logd/logd/auth"
 
 	"github.com/logd/logd/cluster"
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/log"
 	"github.com/logd/logd/partition"
 	"github.com/logd/logd/replication/meta"
@@ -37,6 +39,10 @@ var (
 	ErrInvalidBatch = errors.New("invalid record batch")
 	// ErrBatchTooLarge: a produced batch is over Config.MaxBatchBytes.
 	ErrBatchTooLarge = errors.New("batch too large")
+	// ErrNotEnoughReplicas: an acks=all produce to a topic whose
+	// min.insync.replicas is above its replicas in sync now. It is of the
+	// kind kind.ErrUnavailable: retry once the replicas are back.
+	ErrNotEnoughReplicas = fmt.Errorf("not enough in-sync replicas: %w", kind.ErrUnavailable)
 	// ErrDiskFull: the data directory's file system is (nearly) full.
 	ErrDiskFull = errors.New("disk full")
 	// ErrDenied: the principal may not do this. Every denial is a

@@ -137,7 +137,7 @@ func (b *Broker) startProduce(ctx context.Context, r ProduceRequest) (ProduceFut
 	p, cfg, err := b.producePartitionOf(ctx, r)
 	var f *produceFuture
 	if err == nil {
-		f, err = b.startAppend(ctx, p, cfg.Cleanups().Compacted(), r.Batch, r.Acks)
+		f, err = b.startAppend(ctx, p, cfg, r.Batch, r.Acks)
 	}
 	if err != nil {
 		b.leave()
@@ -155,6 +155,8 @@ type produceFuture struct {
 	info  batch.Info
 	size  int
 	start time.Time
+	// appendMs is the LogAppendTime stamped in the batch; -1: none.
+	appendMs int64
 	// a is the append under way, nil when it could not start (err).
 	a   *partition.Appending
 	err error
@@ -182,6 +184,9 @@ func (f *produceFuture) wait() {
 		}
 	}
 	f.res, f.err = f.b.appended(f.p, f.size, f.info, res, err)
+	if f.err == nil && !f.res.Duplicate {
+		f.res.AppendTimeMs = f.appendMs
+	}
 	if f.err == nil {
 		f.b.m.produceLatency.Observe(time.Since(f.start).Seconds())
 	}
@@ -269,20 +274,60 @@ func checkKeyed(c batch.Checked, topic string) error {
 // MaxBatchBytes is the largest batch a produce accepts.
 func (b *Broker) MaxBatchBytes() int { return b.cfg.MaxBatchBytes }
 
-// startAppend checks a batch (every record keyed, for a compacted topic)
-// and starts its append: to the log on a single node, through the
-// partition's Raft group in a cluster.
-func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, compacted bool, data []byte, acks Acks) (*produceFuture, error) {
-	c, err := b.CheckBatch(data)
-	if err == nil && compacted {
-		err = checkKeyed(c, p.Topic)
+// checkTopicBatch checks a batch against its topic's config: every record
+// keyed for a compacted topic, the size under max.message.bytes; for a
+// LogAppendTime topic it stamps the node's clock in the batch (appendMs,
+// -1 when the producer's CreateTime stands).
+func checkTopicBatch(c batch.Checked, topic string, cfg partition.TopicConfig) (_ batch.Checked, appendMs int64, err error) {
+	pc := cfg.Produces()
+	if pc.MaxMessageBytes > 0 && int64(len(c.Bytes())) > pc.MaxMessageBytes {
+		return c, -1, kind.Errorf(ErrBatchTooLarge,
+			"produce: batch of %d bytes is over topic %q's max.message.bytes of %d: send smaller batches", len(c.Bytes()), topic, pc.MaxMessageBytes)
 	}
+	if cfg.Cleanups().Compacted() {
+		if err := checkKeyed(c, topic); err != nil {
+			return c, -1, err
+		}
+	}
+	if !pc.LogAppendTime() {
+		return c, -1, nil
+	}
+	now := time.Now().UnixMilli()
+	return batch.StampLogAppendTime(c, now), now, nil
+}
+
+// checkInSync refuses an acks=all produce while fewer of the partition's
+// replicas than its topic's min.insync.replicas are in sync.
+func checkInSync(p *partition.Partition, cfg partition.TopicConfig, acks Acks, inSync func() int) error {
+	want := cfg.Produces().MinInsyncReplicas
+	if acks != AcksAll || want <= 1 {
+		return nil
+	}
+	if n := inSync(); n < int(want) {
+		return kind.Errorf(ErrNotEnoughReplicas, "produce: %d of partition %s/%d's replicas are in sync, topic's min.insync.replicas is %d: retry once replicas are back, or produce with acks=1",
+			n, p.Topic, p.ID, want)
+	}
+	return nil
+}
+
+// startAppend checks a batch (CheckBatch, then against its topic's
+// config) and starts its append: to the log on a single node, through the
+// partition's Raft group in a cluster.
+func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, cfg partition.TopicConfig, data []byte, acks Acks) (*produceFuture, error) {
+	c, err := b.CheckBatch(data)
 	if err != nil {
 		return nil, err
 	}
-	f := &produceFuture{b: b, ctx: ctx, p: p, info: c.Info(), size: len(data)}
+	c, appendMs, err := checkTopicBatch(c, p.Topic, cfg)
+	if err != nil {
+		return nil, err
+	}
+	f := &produceFuture{b: b, ctx: ctx, p: p, info: c.Info(), size: len(data), appendMs: appendMs}
 	rp, clustered := b.plane.(*raftPlane)
 	if !clustered {
+		if err := checkInSync(p, cfg, acks, func() int { return 1 }); err != nil {
+			return nil, err
+		}
 		// Written in order now; the wait joins the fsync, which the
 		// producer's next batches, started meanwhile, share.
 		f.a, f.err = p.StartAppend(c)
@@ -297,6 +342,9 @@ func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, compac
 	lead, err := r.Leading(ctx)
 	if err != nil {
 		return nil, rp.cl.RaftError(err)
+	}
+	if err := checkInSync(p, cfg, acks, func() int { return rp.cl.InSyncReplicas(p) }); err != nil {
+		return nil, err
 	}
 	f.a, err = p.StartAppendVia(c, lead, func(c batch.Checked, after partition.Write) (partition.Write, error) {
 		prev, _ := after.(*replication.Write)

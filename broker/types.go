@@ -34,6 +34,9 @@ func DefaultCleanup() CleanupConfig { return partition.DefaultCleanup() }
 // ParseCleanupPolicy reads Kafka's spellings of cleanup.policy.
 func ParseCleanupPolicy(s string) (string, error) { return partition.ParseCleanupPolicy(s) }
 
+// ParseTimestampType reads Kafka's message.timestamp.type values.
+func ParseTimestampType(s string) (string, error) { return partition.ParseTimestampType(s) }
+
 // MaxPartitions is the most partitions a topic may have.
 const MaxPartitions = partition.MaxPartitions
 

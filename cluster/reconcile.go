@@ -167,7 +167,7 @@ func (c *Cluster) dropSuperseded(st meta.State) []error {
 
 func changeTo(c partition.TopicConfig) partition.ConfigChange {
 	return partition.ConfigChange{RetentionMs: &c.RetentionMs, RetentionBytes: &c.RetentionBytes,
-		RetentionRecords: &c.RetentionRecords, SegmentBytes: &c.SegmentBytes, SegmentMs: &c.SegmentMs, Cleanup: &c.Cleanup}
+		RetentionRecords: &c.RetentionRecords, SegmentBytes: &c.SegmentBytes, SegmentMs: &c.SegmentMs, Cleanup: &c.Cleanup, Produce: &c.Produce}
 }
 
 // reconcileReplica opens or closes this node's replica of ref's

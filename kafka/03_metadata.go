@@ -21,46 +21,51 @@ func handleMetadata(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	return func() kmsg.Response {
-		ctx := r.ctx
-		cv, err := s.clusterView(ctx)
-		if err != nil {
-			s.log.Warn("kafka metadata: listing nodes failed", "err", err)
-		}
-		resp.Brokers = cv.brokers
-		resp.ClusterID = kmsg.StringPtr(clusterID)
-		resp.ControllerID = s.controllerID(cv)
-		all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
-		if all {
-			infos, err := s.core.TopicLayouts(ctx, r.c.principal)
-			if err != nil {
-				s.log.Warn("kafka metadata: listing topics failed", "err", err)
-			}
-			created := false
-			for _, info := range infos {
-				created = created || info.Config.Name == offsetsTopic
-				resp.Topics = append(resp.Topics, metadataTopic(r, cv, info.Config.Name, info, nil))
-			}
-			if !created && s.core.Allowed(r.c.principal, auth.OpDescribe, auth.Topic(offsetsTopic)) {
-				resp.Topics = append(resp.Topics, offsetsTopicMetadata())
-			}
-			return resp
-		}
-		for _, rt := range req.Topics {
-			if rt.Topic == nil {
-				t := kmsg.NewMetadataResponseTopic()
-				t.TopicID = rt.TopicID
-				t.ErrorCode = kerr.UnknownTopicID.Code
-				resp.Topics = append(resp.Topics, t)
-				continue
-			}
-			info, err := s.core.TopicLayout(ctx, r.c.principal, *rt.Topic)
-			if _, denied := authorizationCode(err, auth.ResourceTopic); err != nil && !denied && *rt.Topic == offsetsTopic {
-				resp.Topics = append(resp.Topics, offsetsTopicMetadata())
-				continue
-			}
-			resp.Topics = append(resp.Topics, metadataTopic(r, cv, *rt.Topic, info, err))
-		}
+		s.metadata(r, req, resp)
 		return resp
+	}
+}
+
+// metadata answers req into resp (Metadata, DescribeTopicPartitions).
+func (s *Server) metadata(r *request, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
+	ctx := r.ctx
+	cv, err := s.clusterView(ctx)
+	if err != nil {
+		s.log.Warn("kafka metadata: listing nodes failed", "err", err)
+	}
+	resp.Brokers = cv.brokers
+	resp.ClusterID = kmsg.StringPtr(clusterID)
+	resp.ControllerID = s.controllerID(cv)
+	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	if all {
+		infos, err := s.core.TopicLayouts(ctx, r.c.principal)
+		if err != nil {
+			s.log.Warn("kafka metadata: listing topics failed", "err", err)
+		}
+		created := false
+		for _, info := range infos {
+			created = created || info.Config.Name == offsetsTopic
+			resp.Topics = append(resp.Topics, metadataTopic(r, cv, info.Config.Name, info, nil))
+		}
+		if !created && s.core.Allowed(r.c.principal, auth.OpDescribe, auth.Topic(offsetsTopic)) {
+			resp.Topics = append(resp.Topics, offsetsTopicMetadata())
+		}
+		return
+	}
+	for _, rt := range req.Topics {
+		if rt.Topic == nil {
+			t := kmsg.NewMetadataResponseTopic()
+			t.TopicID = rt.TopicID
+			t.ErrorCode = kerr.UnknownTopicID.Code
+			resp.Topics = append(resp.Topics, t)
+			continue
+		}
+		info, err := s.core.TopicLayout(ctx, r.c.principal, *rt.Topic)
+		if _, denied := authorizationCode(err, auth.ResourceTopic); err != nil && !denied && *rt.Topic == offsetsTopic {
+			resp.Topics = append(resp.Topics, offsetsTopicMetadata())
+			continue
+		}
+		resp.Topics = append(resp.Topics, metadataTopic(r, cv, *rt.Topic, info, err))
 	}
 }
 

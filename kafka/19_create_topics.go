@@ -91,6 +91,7 @@ func (s *Server) createTopic(r *request, req *kmsg.CreateTopicsRequest, rt kmsg.
 		cfg = created
 	}
 	t.NumPartitions, t.ReplicationFactor = cfg.Partitions, int16(cfg.Replicas)
+	cfg = s.withNodeLimits(cfg)
 	for _, tc := range topicConfigs {
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
 		c.Name, c.Value = tc.name, kmsg.StringPtr(tc.value(cfg))

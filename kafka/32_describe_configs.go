@@ -64,7 +64,7 @@ func handleDescribeConfigs(s *Server, r *request) func() kmsg.Response {
 					fail(s.missingTopicConfig(r.c.principal, rr.ResourceName))
 					break
 				}
-				res.Configs = describeTopic(cfg, rr.ConfigNames, req)
+				res.Configs = describeTopic(s.withNodeLimits(cfg), rr.ConfigNames, req, s.withNodeLimits(broker.DefaultConfig(cfg.Name)))
 			case kmsg.ConfigResourceTypeBroker:
 				if err := s.checkBrokerResource(rr.ResourceName); err != nil {
 					fail(kerr.InvalidRequest.Code, err)
@@ -140,8 +140,16 @@ func configEntry(req *kmsg.DescribeConfigsRequest, name, value string, typ kmsg.
 	return c
 }
 
-func describeTopic(cfg broker.TopicConfig, names []string, req *kmsg.DescribeConfigsRequest) []kmsg.DescribeConfigsResponseResourceConfig {
-	def := broker.DefaultConfig(cfg.Name)
+// withNodeLimits is cfg as described: a max.message.bytes not set is the
+// node's own bound on a batch.
+func (s *Server) withNodeLimits(cfg broker.TopicConfig) broker.TopicConfig {
+	if cfg.Produce.MaxMessageBytes == 0 {
+		cfg.Produce.MaxMessageBytes = int64(s.core.MaxBatchBytes())
+	}
+	return cfg
+}
+
+func describeTopic(cfg broker.TopicConfig, names []string, req *kmsg.DescribeConfigsRequest, def broker.TopicConfig) []kmsg.DescribeConfigsResponseResourceConfig {
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for _, tc := range topicConfigs {
 		if !wanted(names, tc.name) {

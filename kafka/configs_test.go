@@ -117,8 +117,8 @@ func TestConfigErrorsAndBrokerConfigs(t *testing.T) {
 	n.createTopic(t, "cfg", 1)
 	ctx := testCtx(t)
 	adm := kadm.NewClient(newClient(t, n.addr))
-	rs, _ := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "message.timestamp.type", Value: kmsg.StringPtr("LogAppendTime")}}, "cfg")
-	if !errors.Is(rs[0].Err, kerr.InvalidConfig) || !strings.Contains(rs[0].ErrMessage, "message.timestamp.type is not supported") {
+	rs, _ := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "unclean.leader.election.enable", Value: kmsg.StringPtr("true")}}, "cfg")
+	if !errors.Is(rs[0].Err, kerr.InvalidConfig) || !strings.Contains(rs[0].ErrMessage, "unclean.leader.election.enable is not supported") {
 		t.Fatalf("unknown config: %+v", rs)
 	}
 	rs, _ = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.AppendConfig, Name: "retention.ms", Value: kmsg.StringPtr("1")}}, "cfg")

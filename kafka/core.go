@@ -26,6 +26,9 @@ type Core interface {
 	AlterTopic(ctx context.Context, p Principal, name string, ch broker.ConfigChange) (broker.TopicConfig, error)
 	AddPartitions(ctx context.Context, p Principal, topic string, count int32) (broker.TopicConfig, error)
 	StartProduce(ctx context.Context, r ProduceRequest) (ProduceFuture, error)
+	// MaxBatchBytes is the node's bound on a produced batch, what a
+	// topic's max.message.bytes is when not set.
+	MaxBatchBytes() int
 	NewProducerID(ctx context.Context) (id int64, epoch int16, err error)
 	Fetch(ctx context.Context, r FetchRequest) (FetchResult, error)
 	ListOffset(ctx context.Context, p Principal, topic string, partition int32, spec int64) (offset, timestampMs int64, err error)
@@ -52,6 +55,16 @@ type Core interface {
 	AddACLs(ctx context.Context, p Principal, acls ...auth.ACL) error
 	RemoveACLs(ctx context.Context, p Principal, f auth.ACLFilter) ([]auth.ACL, error)
 	ListACLs(ctx context.Context, p Principal, f auth.ACLFilter) ([]auth.ACL, error)
+	// The users' SCRAM credentials (DescribeUserScramCredentials,
+	// AlterUserScramCredentials): describe on the cluster to list them,
+	// alter to change them.
+	Users(ctx context.Context, p Principal) ([]string, error)
+	UserMechanisms(ctx context.Context, p Principal, name string) ([]auth.ScramCredential, error)
+	SetUserCredential(ctx context.Context, p Principal, name string, sc auth.ScramCredential) error
+	DeleteUserCredential(ctx context.Context, p Principal, name string, m auth.Mechanism) error
+	// LogDir is this node's data directory and the replicas in it
+	// (DescribeLogDirs): describe on the cluster.
+	LogDir(ctx context.Context, p Principal) (broker.LogDir, error)
 }
 
 var _ Core = (*broker.Broker)(nil)

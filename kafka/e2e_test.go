@@ -110,7 +110,7 @@ func TestAdminTopicsAndOffsets(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 1, -1, nil, "adm"); !errors.Is(err, kerr.TopicAlreadyExists) {
 		t.Fatalf("second create: %v, want TOPIC_ALREADY_EXISTS", err)
 	}
-	if _, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"message.timestamp.type": kmsg.StringPtr("LogAppendTime")}, "bad"); !errors.Is(err, kerr.InvalidConfig) {
+	if _, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"unclean.leader.election.enable": kmsg.StringPtr("true")}, "bad"); !errors.Is(err, kerr.InvalidConfig) {
 		t.Fatalf("create with an unsupported config: %v, want INVALID_CONFIG", err)
 	}
 	info, err := n.core.Topic(ctx, "", "adm")

@@ -40,6 +40,8 @@ func errorCode(err error) int16 {
 		return kerr.NotCoordinator.Code
 	case errors.As(err, &outOfRange), errors.Is(err, broker.ErrOffsetOutOfRange):
 		return kerr.OffsetOutOfRange.Code
+	case errors.Is(err, broker.ErrNotEnoughReplicas):
+		return kerr.NotEnoughReplicas.Code
 	}
 	if c, ok := kindCodes[kind.Of(err)]; ok {
 		return c.Code

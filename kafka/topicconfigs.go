@@ -58,6 +58,45 @@ var topicConfigs = []topicSetting{
 			return strconv.FormatFloat(c.Cleanups().MinCleanableDirtyRatio, 'g', -1, 64)
 		},
 	},
+	longConfig("max.message.bytes", func(c *broker.ConfigChange) **int64 { return &c.MaxMessageBytes }, func(c broker.TopicConfig) int64 { return c.Produces().MaxMessageBytes }),
+	{
+		name: "message.timestamp.type", typ: kmsg.ConfigTypeString,
+		parse: func(ch *broker.ConfigChange, v string) error {
+			t, err := broker.ParseTimestampType(v)
+			ch.TimestampType = &t
+			return err
+		},
+		isSet: func(ch broker.ConfigChange) bool { return ch.TimestampType != nil },
+		value: func(c broker.TopicConfig) string { return c.Produces().TimestampType },
+	},
+	{
+		name: "min.insync.replicas", typ: kmsg.ConfigTypeInt,
+		parse: func(ch *broker.ConfigChange, v string) error {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+			if err != nil {
+				return fmt.Errorf("%w: min.insync.replicas: %q is not an integer", errConfig, v)
+			}
+			m := int32(n)
+			ch.MinInsyncReplicas = &m
+			return nil
+		},
+		isSet: func(ch broker.ConfigChange) bool { return ch.MinInsyncReplicas != nil },
+		value: func(c broker.TopicConfig) string { return strconv.Itoa(int(c.Produces().MinInsyncReplicas)) },
+	},
+	// compression.type: logd stores batches as the producer compressed
+	// them (Kafka's "producer"); recompressing to a topic's codec is not
+	// done, so any other value is refused.
+	{
+		name: "compression.type", typ: kmsg.ConfigTypeString,
+		parse: func(ch *broker.ConfigChange, v string) error {
+			if strings.TrimSpace(v) != "producer" {
+				return fmt.Errorf("%w: compression.type %q: logd stores batches as the producer compressed them and supports only compression.type=producer (set the codec on the producer)", errConfig, v)
+			}
+			return nil
+		},
+		isSet: func(ch broker.ConfigChange) bool { return false },
+		value: func(c broker.TopicConfig) string { return "producer" },
+	},
 }
 
 // longConfig is a topic config that is an integer field.

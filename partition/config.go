@@ -50,6 +50,70 @@ type TopicConfig struct {
 	// compaction settings). Its zero value, what metadata written before
 	// compaction existed holds, means DefaultCleanup: use Cleanups.
 	Cleanup CleanupConfig `json:"cleanup,omitzero"`
+	// Produce is what a produce to the topic must meet (Kafka's
+	// max.message.bytes, message.timestamp.type, min.insync.replicas).
+	// Its zero value, what metadata written before it existed holds,
+	// means the defaults: use Produces.
+	Produce ProduceConfig `json:"produce,omitzero"`
+}
+
+// Timestamp types: Kafka's message.timestamp.type values.
+const (
+	TimestampCreateTime    = "CreateTime"    // the producer's timestamps stand
+	TimestampLogAppendTime = "LogAppendTime" // the leader stamps its clock in each batch
+)
+
+// ProduceConfig is what a produce to a topic must meet, in Kafka's terms.
+type ProduceConfig struct {
+	// MaxMessageBytes bounds one record batch as sent (Kafka's
+	// max.message.bytes); the node's own limit (--max-batch-bytes) still
+	// applies. 0: only the node's limit.
+	MaxMessageBytes int64 `json:"max_message_bytes,omitempty"`
+	// TimestampType is CreateTime or LogAppendTime ("": CreateTime).
+	TimestampType string `json:"timestamp_type,omitempty"`
+	// MinInsyncReplicas: an acks=all produce is refused while fewer
+	// replicas than this are in sync with the leader. 0: 1.
+	MinInsyncReplicas int32 `json:"min_insync_replicas,omitempty"`
+}
+
+// Produces is the topic's produce settings, the defaults filled in.
+func (c TopicConfig) Produces() ProduceConfig {
+	p := c.Produce
+	if p.TimestampType == "" {
+		p.TimestampType = TimestampCreateTime
+	}
+	if p.MinInsyncReplicas == 0 {
+		p.MinInsyncReplicas = 1
+	}
+	return p
+}
+
+// LogAppendTime reports whether the leader stamps its clock in each batch.
+func (p ProduceConfig) LogAppendTime() bool { return p.TimestampType == TimestampLogAppendTime }
+
+// ParseTimestampType accepts Kafka's message.timestamp.type values.
+func ParseTimestampType(s string) (string, error) {
+	switch t := strings.TrimSpace(s); t {
+	case TimestampCreateTime, TimestampLogAppendTime:
+		return t, nil
+	}
+	return "", fmt.Errorf("%w: timestamp type %q: want CreateTime or LogAppendTime", ErrInvalidConfig, s)
+}
+
+// Validate checks produce settings; errors wrap ErrInvalidConfig.
+func (p ProduceConfig) Validate() error {
+	if p.MaxMessageBytes < 0 || p.MaxMessageBytes > math.MaxInt32 {
+		return fmt.Errorf("%w: max message bytes must be between 0 (the node's limit) and %d, got %d", ErrInvalidConfig, math.MaxInt32, p.MaxMessageBytes)
+	}
+	if _, err := ParseTimestampType(p.TimestampType); err != nil {
+		return err
+	}
+	// As in Kafka, more than the topic's replicas is allowed: every
+	// acks=all produce is then refused until the topic has more.
+	if p.MinInsyncReplicas < 1 {
+		return fmt.Errorf("%w: min insync replicas must be at least 1, got %d", ErrInvalidConfig, p.MinInsyncReplicas)
+	}
+	return nil
 }
 
 // Cleanup policies: Kafka's cleanup.policy values.
@@ -154,6 +218,12 @@ type ConfigChange struct {
 	MaxCompactionLagMs     *int64
 	DeleteRetentionMs      *int64
 	MinCleanableDirtyRatio *float64
+	// The produce settings (ProduceConfig): Produce replaces them whole,
+	// the fields below change single ones.
+	Produce           *ProduceConfig
+	MaxMessageBytes   *int64
+	TimestampType     *string
+	MinInsyncReplicas *int32
 }
 
 // setsCleanup reports whether the change sets a single cleanup setting.
@@ -194,6 +264,27 @@ func (c TopicConfig) Apply(ch ConfigChange) TopicConfig {
 			c.Cleanup.MinCleanableDirtyRatio = *ch.MinCleanableDirtyRatio
 		}
 	}
+	return c.applyProduce(ch)
+}
+
+// applyProduce applies the change's produce settings.
+func (c TopicConfig) applyProduce(ch ConfigChange) TopicConfig {
+	if ch.Produce != nil {
+		c.Produce = *ch.Produce
+	}
+	if ch.MaxMessageBytes != nil {
+		c.Produce.MaxMessageBytes = *ch.MaxMessageBytes
+	}
+	if ch.TimestampType != nil {
+		// One that does not parse stays for Validate to name.
+		c.Produce.TimestampType = *ch.TimestampType
+		if t, err := ParseTimestampType(*ch.TimestampType); err == nil {
+			c.Produce.TimestampType = t
+		}
+	}
+	if ch.MinInsyncReplicas != nil {
+		c.Produce.MinInsyncReplicas = *ch.MinInsyncReplicas
+	}
 	return c
 }
 
@@ -225,6 +316,9 @@ func (c TopicConfig) Validate() error {
 	}
 	if c.SegmentMs < 1000 || c.SegmentMs > MaxDurationMs {
 		return fmt.Errorf("%w: segment age must be between 1s and %dms (about 292 years), got %dms", ErrInvalidConfig, MaxDurationMs, c.SegmentMs)
+	}
+	if err := c.Produces().Validate(); err != nil {
+		return err
 	}
 	return c.Cleanups().Validate()
 }

@@ -146,6 +146,9 @@ func Decode(b []byte, from int64) (Info, []Record, error) {
 			ts = int64(kr.TimestampDelta)
 		}
 		r := Record{Offset: off, Timestamp: info.FirstTimestamp + ts, Key: kr.Key, Value: kr.Value}
+		if info.LogAppendTime() {
+			r.Timestamp = info.MaxTimestamp // the broker's stamp, as Kafka's clients read it
+		}
 		for _, h := range kr.Headers {
 			r.Headers = append(r.Headers, Header{Key: h.Key, Value: h.Value})
 		}

@@ -106,6 +106,7 @@ func accessKinds() []Kind {
 		{Pkg: "broker", Name: "ErrTopicExists", Err: broker.ErrTopicExists},
 		{Pkg: "broker", Name: "ErrInvalidBatch", Err: broker.ErrInvalidBatch},
 		{Pkg: "broker", Name: "ErrBatchTooLarge", Err: broker.ErrBatchTooLarge},
+		{Pkg: "broker", Name: "ErrNotEnoughReplicas", Err: broker.ErrNotEnoughReplicas},
 		{Pkg: "broker", Name: "ErrDiskFull", Err: broker.ErrDiskFull},
 		{Pkg: "broker", Name: "ErrDenied", Err: broker.ErrDenied},
 		{Pkg: "broker", Name: "ErrUserExists", Err: broker.ErrUserExists},
