@@ -155,7 +155,7 @@ func (b *Broker) cleanPartition(ctx context.Context, c partition.TopicConfig, p 
 		lag = time.Since(d.OldestDirty).Seconds()
 	}
 	b.cleaner.lag.WithLabelValues(labels...).Set(lag)
-	due := d.DirtyBytes > 0 && (all || d.Ratio() >= cl.MinCleanableDirtyRatio ||
+	due := d.TombstonesDue || d.DirtyBytes > 0 && (all || d.Ratio() >= cl.MinCleanableDirtyRatio ||
 		time.Duration(lag*float64(time.Second)) > msDuration(cl.MaxCompactionLagMs))
 	if !due {
 		return false, nil

@@ -49,31 +49,6 @@ func Encode(dst []byte, baseOffset int64, p Producer, recs []Record) []byte {
 	return encode(dst, rb, recs, false)
 }
 
-// Rewrite appends the batch info describes, holding only recs, a subset
-// of its records in offset order (each with its own Offset), as Kafka's
-// cleaner leaves a compacted batch: uncompressed, with the base offset,
-// last offset delta (so the next batch's offset still follows), leader
-// epoch, producer id, epoch and first sequence (so an idempotent
-// producer's state read from it is the same) and the other attributes of
-// the original; each record keeps its offset delta and its timestamp; the
-// first and max timestamps are the kept records' (the original's max for
-// a batch left empty, which still owns its offsets); the CRC is computed.
-func Rewrite(dst []byte, info Info, recs []Record) []byte {
-	rb := kmsg.RecordBatch{
-		FirstOffset:          info.BaseOffset,
-		PartitionLeaderEpoch: info.LeaderEpoch,
-		Magic:                Magic,
-		Attributes:           info.Attributes &^ AttrCompressionMask,
-		LastOffsetDelta:      info.LastOffsetDelta,
-		FirstTimestamp:       info.MaxTimestamp,
-		MaxTimestamp:         info.MaxTimestamp,
-		ProducerID:           info.ProducerID,
-		ProducerEpoch:        info.ProducerEpoch,
-		FirstSequence:        info.FirstSequence,
-	}
-	return encode(dst, rb, recs, true)
-}
-
 // encode appends the batch of header rb (its timestamps set from recs
 // when there are any) and recs, whose offset deltas are their positions,
 // or, kept, their offsets less the base offset.

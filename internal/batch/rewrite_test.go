@@ -5,6 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Rewrite keeps what a compacted batch must keep: its base offset, last
@@ -18,7 +21,10 @@ func TestRewriteKeepsOffsetsAndProducer(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept := []Record{recs[0], recs[2]}
-	b := Rewrite(nil, info, kept)
+	b, err := Rewrite(nil, info, kept)
+	if err != nil {
+		t.Fatal(err)
+	}
 	got, out, err := Decode(b, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +61,10 @@ func TestRewriteEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := Rewrite(nil, info, nil)
+	b, err := Rewrite(nil, info, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	got, recs, err := Decode(b, 0)
 	if err != nil || len(recs) != 0 || len(b) != HeaderSize {
 		t.Fatalf("empty rewrite: %d records, %d bytes, %v", len(recs), len(b), err)
@@ -75,7 +84,7 @@ func TestDecodeRefusesBadOffsetDeltas(t *testing.T) {
 	for name, offs := range map[string][]int64{"repeated": {1, 1}, "decreasing": {2, 1}, "past the last": {1, 3}} {
 		kept := []Record{recs[0], recs[1]}
 		kept[0].Offset, kept[1].Offset = offs[0], offs[1]
-		b := Rewrite(nil, info, kept)
+		b, _ := Rewrite(nil, info, kept)
 		if _, _, err := Decode(b, 0); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s offsets %v: %v, want ErrCorrupt", name, offs, err)
 		}
@@ -86,5 +95,48 @@ func TestDecodeRefusesBadOffsetDeltas(t *testing.T) {
 	binary.BigEndian.PutUint32(b[crcOffset:], Checksum(b))
 	if _, err := ParseHeader(b); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("3 records in 2 offsets: %v, want ErrCorrupt", err)
+	}
+}
+
+// A compressed batch is rewritten with its codec: Decode and franz-go's
+// decompressor read the kept records, and the batch shrinks.
+func TestRewriteKeepsCodec(t *testing.T) {
+	var recs []Record
+	for i := range 50 {
+		recs = append(recs, Record{Timestamp: int64(1000 + i), Key: []byte{byte('a' + i%5)}, Value: bytes.Repeat([]byte{byte(i)}, 100)})
+	}
+	plain := Encode(nil, 10, Producer{ID: 3, Epoch: 1, Sequence: 7}, recs)
+	for _, c := range kgoCodecs {
+		orig := compressBatch(t, plain, c.codec, kgoCompress(t, c.kgo, c.codec))
+		info, all, err := Decode(orig, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := all[45:]
+		b, err := Rewrite(nil, info, kept)
+		if err != nil {
+			t.Fatalf("%s: %v", codecName(c.codec), err)
+		}
+		got, out, err := Decode(b, 0)
+		if err != nil || len(out) != 5 || got.Attributes&AttrCompressionMask != c.codec || got.NextOffset() != 60 {
+			t.Fatalf("%s: %d records, attributes %#x, next %d, %v", codecName(c.codec), len(out), got.Attributes, got.NextOffset(), err)
+		}
+		for i, r := range out {
+			if r.Offset != kept[i].Offset || !bytes.Equal(r.Value, kept[i].Value) {
+				t.Fatalf("%s: record %d = offset %d", codecName(c.codec), i, r.Offset)
+			}
+		}
+		if len(b) >= len(orig) {
+			t.Errorf("%s: rewrite of 5 of 50 records is %d bytes, the original %d", codecName(c.codec), len(b), len(orig))
+		}
+		var rb kmsg.RecordBatch
+		if err := rb.ReadFrom(b); err != nil {
+			t.Fatal(err)
+		}
+		d := kgo.DefaultDecompressor()
+		raw, err := d.Decompress(rb.Records, kgo.CompressionCodecType(c.codec))
+		if err != nil || len(raw) == 0 {
+			t.Fatalf("%s: franz-go decompress: %v", codecName(c.codec), err)
+		}
 	}
 }
