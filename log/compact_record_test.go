@@ -299,4 +299,3 @@ func segmentFiles(f *faultFS) map[string][]byte {
 	}
 	return out
 }
-
