@@ -20,8 +20,11 @@ import (
 // compact (docs/compaction.md; the log's compact.go owns what is kept).
 // It runs every retention interval and after a segment roll, one
 // partition at a time, and compacts a partition whose dirty ratio has
-// reached the topic's min.cleanable.dirty.ratio, or whose oldest dirty
-// segment is older than max.compaction.lag.ms. It touches only closed
+// reached the topic's min.cleanable.dirty.ratio, whose oldest dirty
+// segment is older than max.compaction.lag.ms, or which holds a tombstone
+// past its delete horizon (delete.retention.ms after its segment was first
+// cleaned; the log keeps that time, and its clean point, across restarts,
+// so a restart does not clean a partition again). It touches only closed
 // segments older than min.compaction.lag.ms, and in a replicated partition
 // only below the bound retention deletes below (Replica.TrimLimit: what
 // the latest Raft snapshot covers), so Raft never needs an entry it
