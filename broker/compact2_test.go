@@ -108,4 +108,3 @@ func TestCleanerRemovesTombstonesPastTheirHorizon(t *testing.T) {
 		t.Fatalf("past the delete horizon: gone=%q (%v) kept=%q, want gone removed, v0 kept", v, ok, got["kept"])
 	}
 }
-
