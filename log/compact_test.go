@@ -237,7 +237,7 @@ func TestCompactPassesWhenKeysExceedTheMap(t *testing.T) {
 // reopened log reads is what it read before the compaction or after it,
 // segment by segment, and a second compaction finishes the job.
 func TestCompactCrashAtEachStep(t *testing.T) {
-	for _, step := range []string{"written", "renamed", "dirsynced"} {
+	for _, step := range []string{"written", "renamed", "dirsynced", "stamped"} {
 		t.Run(step, func(t *testing.T) {
 			fs := newFaultFS()
 			l := mustOpen(t, fs, Options{SegmentBytes: 1024})
@@ -247,7 +247,7 @@ func TestCompactCrashAtEachStep(t *testing.T) {
 			n := 0
 			_, err := l.Compact(CompactOptions{Below: l.HighWatermark(), Step: func(s string) error {
 				if s == step {
-					if n++; n == 2 { // the second segment's swap
+					if n++; n == 2 || s == "stamped" { // the second segment's swap, the pass's end
 						return errCrash
 					}
 				}
