@@ -108,6 +108,9 @@ func (c *compaction) pass() (done bool, err error) {
 		if s.base >= end {
 			break
 		}
+		if first < 0 && !c.tombstonesDue(s) {
+			continue // nothing to remove there
+		}
 		if err := c.rewrite(s, keys, end); err != nil {
 			return false, err
 		}
@@ -117,6 +120,13 @@ func (c *compaction) pass() (done bool, err error) {
 	}
 	c.res.Passes++
 	return len(segs) == 0 || end >= segs[len(segs)-1].next, nil
+}
+
+// tombstonesDue reports whether s holds a tombstone past its horizon.
+func (c *compaction) tombstonesDue(s *segment) bool {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	return c.l.tombstonesDueLocked([]*segment{s}, c.opts.Now, c.opts.DeleteRetention)
 }
 
 // stampPass records that the log is clean below end, and stamps the
