@@ -179,3 +179,22 @@ func (l *Log) loadCleaner() error {
 	l.cleaner.stamps = stamps
 	return nil
 }
+
+// forgetCleanedLocked drops the cleaner's state, durably, when the log is
+// cut below its clean point (below the high watermark, which compaction
+// never passes, only a replica's reset does that): records written again
+// at those offsets are not clean. l.mu is held.
+func (l *Log) forgetCleanedLocked(end int64) error {
+	if l.cleaner.cleanedTo <= end {
+		return nil
+	}
+	l.cleaner.cleanedTo, l.cleaner.stamps = 0, nil
+	l.cleaner.gen++
+	if err := l.fs.Remove(filepath.Join(l.dir, cleanerFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("log: truncate: %w", err)
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("log: truncate: sync directory: %w", err)
+	}
+	return nil
+}
