@@ -39,9 +39,10 @@ package log
 // ones are dropped as Kafka's cleaner does), or when it is a tombstone (a
 // null value) in a segment first cleaned more than DeleteRetention ago
 // (Kafka's delete horizon: the time a segment was first cleaned is
-// stamped in the cleaner file, compact_state.go). Every record older than
-// a tombstone is in a segment rewritten earlier in the same pass, against
-// the same key map, so none of them outlives it.
+// stamped in the cleaner file, compact_state.go). A segment is stamped
+// only at the end of the pass that mapped its records, which rewrote every
+// segment before it against that key map: every record older than one of
+// its tombstones was removed then, so none of them outlives it.
 //
 // Entry (Raft) answers ErrNotFound for a rewritten batch as for a
 // compacted entry: only entries the latest Raft snapshot covers are
@@ -78,14 +79,18 @@ package log
 // # Crash safety
 //
 // A segment is rewritten beside the original (NNN.log.clean.tmp), fsynced,
-// then renamed over NNN.log (under the log's lock, after checking the
-// segment is still the one that was read: not deleted by retention, cut by
-// a truncation or replaced by an install), then the directory is fsynced.
+// then, under the log's lock, after checking the segment is still the one
+// that was read (not deleted by retention, cut by a truncation or replaced
+// by an install), its index files are removed and it is renamed over
+// NNN.log; then the directory is fsynced and the new index files written.
 // A crash before the rename leaves a *.tmp that Open removes (the old
-// segment); after it, the new segment, whose stale index files no longer
-// match its size and are rebuilt by Open, as for any index in doubt. So a
-// kill -9 at any step leaves the old or the new segment, never a mix.
-// Readers that hold the old segment's file keep reading it.
+// segment); after it, the new segment; either one's missing index files
+// are rebuilt by Open, as for any index in doubt. So a kill -9 at any step
+// leaves the old or the new segment, never a mix, and never an index of
+// the other. Readers that hold the old segment's file keep reading it.
+// The cleaner file is written after the pass's segments (temp, fsync,
+// rename, directory fsync): a crash before its rename leaves the last
+// pass's clean point and stamps.
 //
 // # Invariants
 //
@@ -94,8 +99,9 @@ package log
 //   - Every record left is byte for byte (key, value, headers) a record
 //     that was appended, at its offset, with its timestamp; every batch
 //     keeps its producer fields.
-//   - A segment's index files are rebuilt from its bytes. It shrinks,
-//     but for a compressed batch whose codec does worse on fewer records.
+//   - A segment's index files are rebuilt from its bytes. It does not
+//     grow, but for a compressed batch whose codec does worse on fewer
+//     records.
 
 import (
 	"context"

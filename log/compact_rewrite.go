@@ -3,7 +3,9 @@ package log
 import (
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"github.com/logd/logd/internal/batch"
@@ -181,7 +183,14 @@ func (c *compaction) swap(s *segment, hdr segmentHeader, f File, tmp string, r s
 		_ = l.fs.Remove(tmp)
 		return nil
 	}
-	if err := l.fs.Rename(tmp, s.path()); err != nil {
+	// The old index files go first: the new segment may have the old one's
+	// size, and its footers must never pass for the new segment's. A
+	// missing index is rebuilt (readers holding the old files keep them).
+	err := l.removeIndexFiles(s.base)
+	if err == nil {
+		err = l.fs.Rename(tmp, s.path())
+	}
+	if err != nil {
 		l.mu.Unlock()
 		f.Close()
 		_ = l.fs.Remove(tmp)
@@ -215,6 +224,16 @@ func (c *compaction) swap(s *segment, hdr segmentHeader, f File, tmp string, r s
 	ns.idxChecked = true
 	ns.mem = nil
 	l.mu.Unlock()
+	return nil
+}
+
+// removeIndexFiles removes the index files of the segment at base.
+func (l *Log) removeIndexFiles(base int64) error {
+	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+		if err := l.fs.Remove(segmentPath(l.dir, base, suf)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
 	return nil
 }
 
