@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,6 +48,16 @@ type cleaner struct {
 	reclaimed *prometheus.CounterVec
 	dirty     *prometheus.GaugeVec
 	lag       *prometheus.GaugeVec
+	// now, when set, is the cleaner's clock (tests); else time.Now.
+	now atomic.Pointer[func() time.Time]
+}
+
+// clock is the time the cleaner measures lags and horizons from.
+func (c *cleaner) clock() time.Time {
+	if f := c.now.Load(); f != nil {
+		return (*f)()
+	}
+	return time.Now()
 }
 
 func newCleaner(reg *prometheus.Registry) *cleaner {
@@ -148,6 +159,7 @@ func (b *Broker) cleanPartition(ctx context.Context, c partition.TopicConfig, p 
 		DeleteRetention: msDuration(cl.DeleteRetentionMs),
 		MapEntries:      b.cfg.CleanerMapEntries,
 		BytesPerSecond:  b.cfg.CleanerBytesPerSecond,
+		Now:             b.cleaner.clock(),
 		Context:         ctx,
 	}
 	labels := []string{c.Name, strconv.Itoa(int(p.ID))}
@@ -155,7 +167,7 @@ func (b *Broker) cleanPartition(ctx context.Context, c partition.TopicConfig, p 
 	b.cleaner.dirty.WithLabelValues(labels...).Set(d.Ratio())
 	lag := 0.0
 	if !d.OldestDirty.IsZero() {
-		lag = time.Since(d.OldestDirty).Seconds()
+		lag = opts.Now.Sub(d.OldestDirty).Seconds()
 	}
 	b.cleaner.lag.WithLabelValues(labels...).Set(lag)
 	due := d.TombstonesDue || d.DirtyBytes > 0 && (all || d.Ratio() >= cl.MinCleanableDirtyRatio ||

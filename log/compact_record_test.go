@@ -95,8 +95,8 @@ func TestCompactPerRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.RecordsRemoved == 0 {
-		t.Fatalf("result %+v: no record removed", res)
+	if res.RecordsRemoved == 0 || res.CleanedTo != activeBase(l) {
+		t.Fatalf("result %+v: want records removed, clean up to the active segment at %d", res, activeBase(l))
 	}
 	infos, recs := readInfos(t, l)
 	checkCompacted(t, recs, activeBase(l), l.HighWatermark())

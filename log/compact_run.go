@@ -22,7 +22,7 @@ const defaultMapEntries = 1 << 20
 // Compact cleans the log's cleanable segments (compact.go says which, and
 // what is kept) in as many passes as its key map needs, and returns what
 // it did. One Compact runs at a time per log.
-func (l *Log) Compact(opts CompactOptions) (CompactResult, error) {
+func (l *Log) Compact(opts CompactOptions) (_ CompactResult, err error) {
 	if opts.MapEntries <= 0 {
 		opts.MapEntries = defaultMapEntries
 	}
@@ -44,18 +44,17 @@ func (l *Log) Compact(opts CompactOptions) (CompactResult, error) {
 		opts.Context = context.Background()
 	}
 	c := &compaction{l: l, opts: opts, th: throttle{rate: opts.BytesPerSecond, start: time.Now(), done: opts.Context.Done()}}
-	defer func() {
-		l.mu.Lock()
-		l.cleaner.running = false
-		c.res.CleanedTo = max(l.cleaner.cleanedTo, l.start)
-		l.mu.Unlock()
-	}()
 	for {
-		done, err := c.pass()
-		if err != nil || done {
-			return c.res, err
+		var done bool
+		if done, err = c.pass(); err != nil || done {
+			break
 		}
 	}
+	l.mu.Lock()
+	l.cleaner.running = false
+	c.res.CleanedTo = max(l.cleaner.cleanedTo, l.start)
+	l.mu.Unlock()
+	return c.res, err
 }
 
 // compaction is one Compact under way.
