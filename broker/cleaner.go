@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,8 +21,11 @@ import (
 // compact (docs/compaction.md; the log's compact.go owns what is kept).
 // It runs every retention interval and after a segment roll, one
 // partition at a time, and compacts a partition whose dirty ratio has
-// reached the topic's min.cleanable.dirty.ratio, or whose oldest dirty
-// segment is older than max.compaction.lag.ms. It touches only closed
+// reached the topic's min.cleanable.dirty.ratio, whose oldest dirty
+// segment is older than max.compaction.lag.ms, or which holds a tombstone
+// past its delete horizon (delete.retention.ms after its segment was first
+// cleaned; the log keeps that time, and its clean point, across restarts,
+// so a restart does not clean a partition again). It touches only closed
 // segments older than min.compaction.lag.ms, and in a replicated partition
 // only below the bound retention deletes below (Replica.TrimLimit: what
 // the latest Raft snapshot covers), so Raft never needs an entry it
@@ -44,6 +48,16 @@ type cleaner struct {
 	reclaimed *prometheus.CounterVec
 	dirty     *prometheus.GaugeVec
 	lag       *prometheus.GaugeVec
+	// now, when set, is the cleaner's clock (tests); else time.Now.
+	now atomic.Pointer[func() time.Time]
+}
+
+// clock is the time the cleaner measures lags and horizons from.
+func (c *cleaner) clock() time.Time {
+	if f := c.now.Load(); f != nil {
+		return (*f)()
+	}
+	return time.Now()
 }
 
 func newCleaner(reg *prometheus.Registry) *cleaner {
@@ -145,6 +159,7 @@ func (b *Broker) cleanPartition(ctx context.Context, c partition.TopicConfig, p 
 		DeleteRetention: msDuration(cl.DeleteRetentionMs),
 		MapEntries:      b.cfg.CleanerMapEntries,
 		BytesPerSecond:  b.cfg.CleanerBytesPerSecond,
+		Now:             b.cleaner.clock(),
 		Context:         ctx,
 	}
 	labels := []string{c.Name, strconv.Itoa(int(p.ID))}
@@ -152,10 +167,10 @@ func (b *Broker) cleanPartition(ctx context.Context, c partition.TopicConfig, p 
 	b.cleaner.dirty.WithLabelValues(labels...).Set(d.Ratio())
 	lag := 0.0
 	if !d.OldestDirty.IsZero() {
-		lag = time.Since(d.OldestDirty).Seconds()
+		lag = opts.Now.Sub(d.OldestDirty).Seconds()
 	}
 	b.cleaner.lag.WithLabelValues(labels...).Set(lag)
-	due := d.DirtyBytes > 0 && (all || d.Ratio() >= cl.MinCleanableDirtyRatio ||
+	due := d.TombstonesDue || d.DirtyBytes > 0 && (all || d.Ratio() >= cl.MinCleanableDirtyRatio ||
 		time.Duration(lag*float64(time.Second)) > msDuration(cl.MaxCompactionLagMs))
 	if !due {
 		return false, nil

@@ -12,24 +12,41 @@ package log
 //
 // # What is kept
 //
-// The cleaner works batch by batch, never splitting one: each entry of a
-// segment stays one entry, so the segment's Raft indexes (its ordinals)
-// and its offsets do not move:
+// The cleaner works record by record, but never merges or splits an
+// entry: each entry of a segment stays one entry, so the segment's Raft
+// indexes (its ordinals) and its offsets do not move:
 //
-//   - a batch holding at least one record to keep is kept whole, byte for
-//     byte (older records of other keys in it stay too, as Kafka allows:
-//     compaction guarantees the newest record of a key, not the removal of
-//     every older one);
-//   - a batch holding no record to keep becomes a compacted entry (magic
-//     100, type 3, 30 bytes): it owns the batch's offsets and holds no
-//     record, so offsets stay permanent and readers step over the gap;
+//   - a batch all of whose records are kept stays byte for byte;
+//   - a batch some of whose records go is rewritten with the others
+//     (batch.Rewrite, as Kafka's cleaner does): the same base offset and
+//     last offset delta (so it still owns all its offsets, and the next
+//     batch's offset follows), leader epoch and producer id, epoch and
+//     first sequence; each record keeps its offset and timestamp; the CRC
+//     is the new bytes'; a compressed batch is compressed again with its
+//     codec;
+//   - a batch none of whose records is kept becomes, when it is an
+//     idempotent producer's, an empty batch (Kafka's too), which keeps its
+//     offsets and producer fields: the producer's dedup state, rebuilt
+//     from the log's batches on open, is the same as before the clean;
+//     any other such batch becomes a compacted entry (magic 100, type 3,
+//     30 bytes) owning its offsets and holding no record; readers step
+//     over both;
 //   - control batches, batches that do not decode, Raft entries and
 //     compacted entries are kept as they are.
 //
 // A record is removed when a newer record of its key was seen (in the
 // key map), when it has no key (a compacted topic refuses those; older
 // ones are dropped as Kafka's cleaner does), or when it is a tombstone (a
-// null value) whose timestamp is more than DeleteRetention ago.
+// null value) in a segment first cleaned more than DeleteRetention ago
+// (Kafka's delete horizon: the time a segment was first cleaned is
+// stamped in the cleaner file, compact_state.go). A segment is stamped
+// only at the end of the pass that mapped its records, which rewrote every
+// segment before it against that key map: every record older than one of
+// its tombstones was removed then, so none of them outlives it.
+//
+// Entry (Raft) answers ErrNotFound for a rewritten batch as for a
+// compacted entry: only entries the latest Raft snapshot covers are
+// rewritten, and Raft sends the snapshot instead.
 //
 //	compacted entry
 //	     0   17 prefix        base offset of the removed batch, magic 100
@@ -47,34 +64,44 @@ package log
 // sends its snapshot to a follower that would need one) and its newest
 // record must be older than MinLag.
 //
-// # Passes and the key map
+// # Passes, the key map and the clean point
 //
-// A pass reads the dirty segments (from the first offset not yet cleaned)
-// into the key map, a hash of each key (128 bits) to its newest offset,
-// until the map holds MapEntries keys; it then rewrites every segment from
-// the first up to the last one the map covers. Records at or after the
-// map's end are kept untouched. When the dirty segments hold more keys
-// than the map, more passes follow, each from where the last one stopped.
+// A pass reads the dirty segments (from the clean point, the first offset
+// not yet cleaned) into the key map, a hash of each key (128 bits) to its
+// newest offset, until the map holds MapEntries keys; it then rewrites
+// every segment from the first up to the last one the map covers. Records
+// at or after the map's end are kept untouched. When the dirty segments
+// hold more keys than the map, more passes follow, each from where the
+// last one stopped. After each pass the clean point and the stamps of the
+// segments it cleaned for the first time are written to the cleaner file,
+// so a restart neither cleans again what is clean nor forgets a horizon.
 //
 // # Crash safety
 //
 // A segment is rewritten beside the original (NNN.log.clean.tmp), fsynced,
-// then renamed over NNN.log (under the log's lock, after checking the
-// segment is still the one that was read: not deleted by retention, cut by
-// a truncation or replaced by an install), then the directory is fsynced.
+// then, under the log's lock, after checking the segment is still the one
+// that was read (not deleted by retention, cut by a truncation or replaced
+// by an install), its index files are removed and it is renamed over
+// NNN.log; then the directory is fsynced and the new index files written.
 // A crash before the rename leaves a *.tmp that Open removes (the old
-// segment); after it, the new segment, whose stale index files no longer
-// match its size and are rebuilt by Open, as for any index in doubt. So a
-// kill -9 at any step leaves the old or the new segment, never a mix.
-// Readers that hold the old segment's file keep reading it.
+// segment); after it, the new segment; either one's missing index files
+// are rebuilt by Open, as for any index in doubt. So a kill -9 at any step
+// leaves the old or the new segment, never a mix, and never an index of
+// the other. Readers that hold the old segment's file keep reading it.
+// The cleaner file is written after the pass's segments (temp, fsync,
+// rename, directory fsync): a crash before its rename leaves the last
+// pass's clean point and stamps.
 //
 // # Invariants
 //
 //   - Offsets never move and are never reused; a segment's base offset,
 //     next offset, first Raft index and entry count are unchanged.
-//   - Every batch left is byte for byte a batch that was appended, so its
-//     CRC, timestamps and producer fields are the producer's.
-//   - A segment only shrinks; its index files are rebuilt from its bytes.
+//   - Every record left is byte for byte (key, value, headers) a record
+//     that was appended, at its offset, with its timestamp; every batch
+//     keeps its producer fields.
+//   - A segment's index files are rebuilt from its bytes. It does not
+//     grow, but for a compressed batch whose codec does worse on fewer
+//     records.
 
 import (
 	"context"
@@ -100,8 +127,9 @@ type CompactOptions struct {
 	// entries; a segment not yet swapped in stays as it was).
 	Context context.Context
 	// Step, when set, is called after each step of a segment's swap
-	// ("written", "renamed", "dirsynced"); an error stops the compaction
-	// there, as a crash would (tests).
+	// ("written", "renamed", "dirsynced") and after a pass's cleaner file
+	// is written ("stamped"); an error stops the compaction there, as a
+	// crash would (tests).
 	Step func(step string) error
 }
 
@@ -112,16 +140,21 @@ type CompactResult struct {
 	Read      int64 // bytes read (key map and rewrite)
 	Reclaimed int64 // bytes the segments shrank by
 	Removed   int64 // batches turned into compacted entries
+	// RecordsRemoved counts the records the rewritten segments lost.
+	RecordsRemoved int64
 	// CleanedTo: every record below it has been cleaned against the
 	// newer ones up to it.
 	CleanedTo int64
 }
 
 // cleanerState is what the log keeps for its cleaner, under Log.mu: the
-// offset below which it is clean. It starts at the log start when the log
-// is opened (a restart cleans everything once more).
+// offset below which it is clean and when each cleaned segment was first
+// cleaned, as in the cleaner file (compact_state.go), read when the log is
+// opened.
 type cleanerState struct {
 	cleanedTo int64
+	stamps    []stamp // by base offset (compact_state.go)
+	gen       uint64  // counts the loads of the state (open, install)
 	running   bool
 }
 
@@ -136,6 +169,9 @@ type DirtyStats struct {
 	// (zero when none): its age is the cleaner's lag.
 	OldestDirty time.Time
 	CleanedTo   int64
+	// TombstonesDue: a cleaned segment holds a tombstone past its delete
+	// horizon, which a Compact would remove though nothing is dirty.
+	TombstonesDue bool
 }
 
 // Ratio is the dirty share of the cleanable bytes (0 when none).
@@ -151,7 +187,11 @@ func (l *Log) Dirty(opts CompactOptions) DirtyStats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	segs := l.cleanableLocked(opts)
-	d := DirtyStats{CleanedTo: max(l.cleaner.cleanedTo, l.start)}
+	now := opts.Now
+	if now.IsZero() {
+		now = l.opts.Now()
+	}
+	d := DirtyStats{CleanedTo: max(l.cleaner.cleanedTo, l.start), TombstonesDue: l.tombstonesDueLocked(segs, now, opts.DeleteRetention)}
 	for _, s := range segs {
 		d.CleanableBytes += s.size
 		if s.next > d.CleanedTo {

@@ -1,9 +1,14 @@
 package log
 
 import (
+	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+
+	"github.com/logd/logd/internal/batch"
 )
 
 // cleanSuffix names a segment being rewritten by the cleaner; it ends in
@@ -22,17 +27,26 @@ func (c *compaction) rewrite(s *segment, keys *keyMap, end int64) error {
 	l.mu.Lock()
 	size, next, entries := s.size, s.next, s.entries
 	hdr := segmentHeader{baseOffset: s.base, firstIndex: s.firstIndex, created: s.created}
+	st, stamped := l.stampOfLocked(s)
 	l.mu.Unlock()
+	// Tombstones go once the segment's delete horizon has passed.
+	c.tombstonesGo = stamped && c.opts.Now.UnixMilli()-st.at >= c.opts.DeleteRetention.Milliseconds()
+	c.tombstones = 0
+	defer func() {
+		if s.next <= end {
+			c.tombs[s.base] = c.tombstones > 0
+		}
+	}()
 	tmp := segmentPath(l.dir, s.base, logSuffix+cleanSuffix)
 	f, err := l.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("log: compact %s: %w", s.path(), err)
 	}
-	removed, err := c.writeCleaned(s, hdr, f, keys, end)
-	if err == nil && removed > 0 {
+	changed, err := c.writeCleaned(s, hdr, f, keys, end)
+	if err == nil && changed > 0 {
 		err = f.Sync()
 	}
-	if err != nil || removed == 0 {
+	if err != nil || changed == 0 {
 		f.Close()
 		_ = l.fs.Remove(tmp)
 		if err != nil {
@@ -44,7 +58,7 @@ func (c *compaction) rewrite(s *segment, keys *keyMap, end int64) error {
 		return err
 	}
 	r, err := scanSegment(f, s.base, l.opts.IndexIntervalBytes)
-	if err == nil && (r.err != nil || r.next != next || r.entries != entries || r.size >= size) {
+	if err == nil && (r.err != nil || r.next != next || r.entries != entries || r.size > maxSegmentBytes) {
 		err = fmt.Errorf("%w: rewritten segment does not check out (scan: %v)", ErrCorrupt, r.err)
 	}
 	if err != nil {
@@ -52,13 +66,14 @@ func (c *compaction) rewrite(s *segment, keys *keyMap, end int64) error {
 		_ = l.fs.Remove(tmp)
 		return fmt.Errorf("log: compact %s: %w", s.path(), err)
 	}
-	return c.swap(s, hdr, f, tmp, r, size, removed)
+	return c.swap(s, hdr, f, tmp, r, size)
 }
 
 // writeCleaned writes s cleaned into f: the header and every entry as it
-// is, but each batch below end that holds no record to keep, which
-// becomes a compacted entry. It returns how many it replaced.
-func (c *compaction) writeCleaned(s *segment, hdr segmentHeader, f File, keys *keyMap, end int64) (removed int64, err error) {
+// is, but each batch below end that holds records to remove, which is
+// rewritten without them (cleanBatch). It returns how many batches it
+// changed.
+func (c *compaction) writeCleaned(s *segment, hdr segmentHeader, f File, keys *keyMap, end int64) (changed int64, err error) {
 	buf := appendSegmentHeader(nil, hdr)
 	var pos int64
 	flush := func() error {
@@ -74,9 +89,14 @@ func (c *compaction) writeCleaned(s *segment, hdr segmentHeader, f File, keys *k
 	}
 	var werr error
 	err = c.eachEntry(s, func(raw []byte, e *entryInfo) bool {
-		if e.typ == entryBatch && e.nextOffset <= end && !c.keepBatch(raw, keys) {
-			buf = appendCompacted(buf, e.baseOffset, e.epoch, e.nextOffset)
-			removed++
+		if e.typ == entryBatch && e.nextOffset <= end {
+			var ok bool
+			if buf, ok = c.cleanBatch(buf, raw, e, keys); ok {
+				changed++
+			}
+			if c.err != nil {
+				return false
+			}
 		} else {
 			buf = append(buf, raw...)
 		}
@@ -85,13 +105,59 @@ func (c *compaction) writeCleaned(s *segment, hdr segmentHeader, f File, keys *k
 		}
 		return werr == nil
 	})
-	if err == nil {
-		err = werr
-	}
+	err = cmp.Or(err, werr, c.err)
 	if err == nil {
 		err = flush()
 	}
-	return removed, err
+	return changed, err
+}
+
+// cleanBatch appends the batch raw (entry e, below the pass's end) as the
+// clean leaves it (compact.go, What is kept): whole, rewritten with the
+// records kept, empty, or a compacted entry. changed: not whole.
+func (c *compaction) cleanBatch(dst, raw []byte, e *entryInfo, keys *keyMap) (_ []byte, changed bool) {
+	info, recs, err := batch.Decode(raw, 0)
+	if err != nil || info.Attributes&batch.AttrControl != 0 {
+		return append(dst, raw...), false
+	}
+	kept := recs[:0:0]
+	for _, r := range recs {
+		if c.keep(r, keys) {
+			kept = append(kept, r)
+		}
+	}
+	switch {
+	case len(kept) == len(recs):
+		return append(dst, raw...), false
+	case len(kept) == 0 && info.ProducerID < 0:
+		c.res.Removed++
+		c.res.RecordsRemoved += int64(len(recs))
+		return appendCompacted(dst, e.baseOffset, e.epoch, e.nextOffset), true
+	}
+	dst, err = batch.Rewrite(dst, info, kept)
+	if err != nil {
+		c.err = fmt.Errorf("offset %d: %w", e.baseOffset, err)
+		return dst, false
+	}
+	c.res.RecordsRemoved += int64(len(recs) - len(kept))
+	return dst, true
+}
+
+// keep reports whether record r of a batch below the pass's end stays.
+func (c *compaction) keep(r batch.Record, keys *keyMap) bool {
+	if r.Key == nil {
+		return false // refused on a compacted topic; dropped as Kafka does
+	}
+	if newest, ok := keys.get(r.Key); ok && newest > r.Offset {
+		return false // a newer record of the key follows
+	}
+	if r.Value == nil {
+		if c.tombstonesGo {
+			return false // past its segment's delete horizon
+		}
+		c.tombstones++
+	}
+	return true
 }
 
 // appendCompacted appends the compacted entry standing for a removed
@@ -105,7 +171,7 @@ func appendCompacted(dst []byte, base int64, epoch int32, next int64) []byte {
 // swap renames the rewritten segment (open in f at tmp, scanned as r) over
 // s, if s is still the segment of size bytes that was read, and makes it
 // the log's; then syncs the directory and writes its index files.
-func (c *compaction) swap(s *segment, hdr segmentHeader, f File, tmp string, r scanResult, size, removed int64) error {
+func (c *compaction) swap(s *segment, hdr segmentHeader, f File, tmp string, r scanResult, size int64) error {
 	l := c.l
 	ns := &segment{dir: l.dir, base: s.base, next: r.next, firstIndex: hdr.firstIndex, entries: r.entries,
 		size: r.size, maxTS: r.maxTS, created: hdr.created, mem: &r.ib.idx, h: &handle{f: f}}
@@ -117,7 +183,14 @@ func (c *compaction) swap(s *segment, hdr segmentHeader, f File, tmp string, r s
 		_ = l.fs.Remove(tmp)
 		return nil
 	}
-	if err := l.fs.Rename(tmp, s.path()); err != nil {
+	// The old index files go first: the new segment may have the old one's
+	// size, and its footers must never pass for the new segment's. A
+	// missing index is rebuilt (readers holding the old files keep them).
+	err := l.removeIndexFiles(s.base)
+	if err == nil {
+		err = l.fs.Rename(tmp, s.path())
+	}
+	if err != nil {
 		l.mu.Unlock()
 		f.Close()
 		_ = l.fs.Remove(tmp)
@@ -133,7 +206,6 @@ func (c *compaction) swap(s *segment, hdr segmentHeader, f File, tmp string, r s
 	l.evictLocked()
 	l.mu.Unlock()
 	c.res.Segments++
-	c.res.Removed += removed
 	c.res.Reclaimed += size - r.size
 	if err := c.step("renamed"); err != nil {
 		return err
@@ -152,6 +224,16 @@ func (c *compaction) swap(s *segment, hdr segmentHeader, f File, tmp string, r s
 	ns.idxChecked = true
 	ns.mem = nil
 	l.mu.Unlock()
+	return nil
+}
+
+// removeIndexFiles removes the index files of the segment at base.
+func (l *Log) removeIndexFiles(base int64) error {
+	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+		if err := l.fs.Remove(segmentPath(l.dir, base, suf)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
 	return nil
 }
 

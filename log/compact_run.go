@@ -3,8 +3,10 @@ package log
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"io"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -20,7 +22,7 @@ const defaultMapEntries = 1 << 20
 // Compact cleans the log's cleanable segments (compact.go says which, and
 // what is kept) in as many passes as its key map needs, and returns what
 // it did. One Compact runs at a time per log.
-func (l *Log) Compact(opts CompactOptions) (CompactResult, error) {
+func (l *Log) Compact(opts CompactOptions) (_ CompactResult, err error) {
 	if opts.MapEntries <= 0 {
 		opts.MapEntries = defaultMapEntries
 	}
@@ -42,18 +44,17 @@ func (l *Log) Compact(opts CompactOptions) (CompactResult, error) {
 		opts.Context = context.Background()
 	}
 	c := &compaction{l: l, opts: opts, th: throttle{rate: opts.BytesPerSecond, start: time.Now(), done: opts.Context.Done()}}
-	defer func() {
-		l.mu.Lock()
-		l.cleaner.running = false
-		c.res.CleanedTo = max(l.cleaner.cleanedTo, l.start)
-		l.mu.Unlock()
-	}()
 	for {
-		done, err := c.pass()
-		if err != nil || done {
-			return c.res, err
+		var done bool
+		if done, err = c.pass(); err != nil || done {
+			break
 		}
 	}
+	l.mu.Lock()
+	l.cleaner.running = false
+	c.res.CleanedTo = max(l.cleaner.cleanedTo, l.start)
+	l.mu.Unlock()
+	return c.res, err
 }
 
 // compaction is one Compact under way.
@@ -62,6 +63,17 @@ type compaction struct {
 	opts CompactOptions
 	th   throttle
 	res  CompactResult
+	// err is a batch's rewrite's failure: the segment is left as it is
+	// and the pass stops.
+	err error
+	// tombstonesGo: the segment being rewritten is past its delete
+	// horizon.
+	tombstonesGo bool
+	// tombstones counts those the segment being rewritten keeps; tombs
+	// has, for each segment the pass cleaned whole, whether it kept any.
+	tombstones int
+	tombs      map[int64]bool
+	gen        uint64 // the cleaner state's generation as the pass began
 }
 
 // pass maps the keys of the dirty segments (as many as the map holds) and
@@ -72,29 +84,89 @@ func (c *compaction) pass() (done bool, err error) {
 	l.mu.Lock()
 	segs := slices.Clone(l.cleanableLocked(c.opts))
 	from := max(l.cleaner.cleanedTo, l.start)
+	c.gen = l.cleaner.gen
 	l.mu.Unlock()
 	first := slices.IndexFunc(segs, func(s *segment) bool { return s.next > from })
-	if first < 0 {
-		return true, nil
-	}
 	keys := newKeyMap(c.opts.MapEntries)
-	end, err := c.mapKeys(segs[first:], from, keys)
-	if err != nil {
+	end := from
+	if first < 0 {
+		// Nothing dirty: a pass with no key map only removes tombstones
+		// past their horizon (every older record of their keys is gone),
+		// if a segment holds one.
+		l.mu.Lock()
+		due := c.res.Passes == 0 && l.tombstonesDueLocked(segs, c.opts.Now, c.opts.DeleteRetention)
+		l.mu.Unlock()
+		if !due {
+			return true, nil
+		}
+	} else if end, err = c.mapKeys(segs[first:], from, keys); err != nil {
 		return false, err
 	}
+	c.tombs = map[int64]bool{}
 	for _, s := range segs {
 		if s.base >= end {
 			break
+		}
+		if first < 0 && !c.tombstonesDue(s) {
+			continue // nothing to remove there
 		}
 		if err := c.rewrite(s, keys, end); err != nil {
 			return false, err
 		}
 	}
-	l.mu.Lock()
-	l.cleaner.cleanedTo = max(l.cleaner.cleanedTo, end)
-	l.mu.Unlock()
+	if err := c.stampPass(segs, end); err != nil {
+		return false, err
+	}
 	c.res.Passes++
-	return end >= segs[len(segs)-1].next, nil
+	return len(segs) == 0 || end >= segs[len(segs)-1].next, nil
+}
+
+// tombstonesDue reports whether s holds a tombstone past its horizon.
+func (c *compaction) tombstonesDue(s *segment) bool {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	return c.l.tombstonesDueLocked([]*segment{s}, c.opts.Now, c.opts.DeleteRetention)
+}
+
+// stampPass records that the log is clean below end, and stamps the
+// segments of segs cleaned for the first time: in the cleaner file first,
+// then in memory. A crash before the file is renamed leaves the last
+// pass's clean point, and those segments unstamped: they are cleaned and
+// stamped again, which only keeps their tombstones longer.
+func (c *compaction) stampPass(segs []*segment, end int64) error {
+	l := c.l
+	l.mu.Lock()
+	if l.cleaner.gen != c.gen {
+		// An install replaced the segments the pass cleaned.
+		l.mu.Unlock()
+		return nil
+	}
+	// segs are the log's segments as the pass began; those rewritten
+	// since are new values with the same offsets.
+	cur := make([]*segment, 0, len(segs))
+	for _, s := range l.segs {
+		if slices.ContainsFunc(segs, func(o *segment) bool { return o.base == s.base && o.next == s.next }) {
+			cur = append(cur, s)
+		}
+	}
+	cleanedTo := max(l.cleaner.cleanedTo, end)
+	cur = slices.DeleteFunc(cur, func(s *segment) bool { return s.next > cleanedTo })
+	stamps := l.withStampsLocked(cur, c.tombs, c.opts.Now.UnixMilli())
+	l.mu.Unlock()
+	if err := l.writeCleaner(cleanedTo, stamps); err != nil {
+		return fmt.Errorf("log: compact: %w", err)
+	}
+	l.mu.Lock()
+	if l.cleaner.gen != c.gen {
+		// An install came between: the file was of the old segments.
+		err := l.fs.Remove(filepath.Join(l.dir, cleanerFile))
+		l.mu.Unlock()
+		return err
+	}
+	l.cleaner.cleanedTo = max(l.cleaner.cleanedTo, cleanedTo)
+	l.cleaner.stamps = stamps
+	l.mu.Unlock()
+	return c.step("stamped")
 }
 
 // mapKeys reads the batches of segs from offset from into keys until the
@@ -175,28 +247,6 @@ func (c *compaction) eachEntry(s *segment, fn func(raw []byte, e *entryInfo) boo
 			return nil
 		}
 	}
-}
-
-// keepBatch reports whether a batch below end holds a record to keep.
-func (c *compaction) keepBatch(raw []byte, keys *keyMap) bool {
-	info, recs, err := batch.Decode(raw, 0)
-	if err != nil || info.Attributes&batch.AttrControl != 0 {
-		return true
-	}
-	horizon := c.opts.Now.Add(-c.opts.DeleteRetention).UnixMilli()
-	for _, r := range recs {
-		if r.Key == nil {
-			continue // refused on a compacted topic; dropped as Kafka does
-		}
-		if newest, ok := keys.get(r.Key); ok && newest > r.Offset {
-			continue // a newer record of the key follows
-		}
-		if r.Value == nil && r.Timestamp < horizon {
-			continue // a tombstone past its delete retention
-		}
-		return true
-	}
-	return false
 }
 
 // keyMap maps a 128-bit hash of each key to the newest offset seen, up

@@ -159,10 +159,14 @@ func sameRecord(a, b batch.Record) bool {
 }
 
 // A tombstone stays, as the key's newest record, until DeleteRetention
-// after its timestamp; then it goes with the key. Keyless records go.
+// after its segment was first cleaned (Kafka's delete horizon, whatever
+// the tombstone's own timestamp); then it goes with the key. The horizon
+// is stamped durably: a crash and reopen between the cleans does not move
+// it. Keyless records go at the first clean.
 func TestCompactTombstones(t *testing.T) {
-	l := mustOpen(t, newFaultFS(), Options{SegmentBytes: 256})
-	defer l.Close()
+	fs := newFaultFS()
+	opts := Options{SegmentBytes: 256}
+	l := mustOpen(t, fs, opts)
 	mustAppend(t, l, kvBatch([]byte("old"), []byte("v0"), 1000))
 	mustAppend(t, l, kvBatch([]byte("old"), nil, 2000)) // tombstone at 2s
 	mustAppend(t, l, kvBatch([]byte("new"), []byte("v2"), 3000))
@@ -170,19 +174,39 @@ func TestCompactTombstones(t *testing.T) {
 	mustAppend(t, l, kvBatch(nil, []byte("keyless"), 61_000))
 	mustAppend(t, l, kvBatch([]byte("live"), []byte("v5"), 62_000))
 	fillKeys(t, l, 20, 1, 70_000) // later segments, the last active
-	opts := CompactOptions{Below: 6, Now: time.UnixMilli(100_000), DeleteRetention: 50 * time.Second}
-	if _, err := l.Compact(opts); err != nil {
-		t.Fatal(err)
+	kept := func(l *Log) []string {
+		var got []string
+		for _, r := range readKept(t, l) {
+			if r.Offset < 6 {
+				got = append(got, fmt.Sprintf("%d:%s=%s", r.Offset, r.Key, r.Value))
+			}
+		}
+		return got
 	}
-	var got []string
-	for _, r := range readKept(t, l) {
-		if r.Offset < 6 {
-			got = append(got, fmt.Sprintf("%d:%s=%s", r.Offset, r.Key, r.Value))
+	compact := func(l *Log, now int64) {
+		t.Helper()
+		if _, err := l.Compact(CompactOptions{Below: 6, Now: time.UnixMilli(now), DeleteRetention: 50 * time.Second}); err != nil {
+			t.Fatal(err)
 		}
 	}
-	want := []string{"3:new=", "5:live=v5"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("kept %q, want %q (old's tombstone is past its retention, new's is not)", got, want)
+	// The first clean stamps the segments at 100s: both tombstones stay,
+	// though old's is 98s old.
+	compact(l, 100_000)
+	want := []string{"1:old=", "3:new=", "5:live=v5"}
+	if got := kept(l); !slices.Equal(got, want) {
+		t.Fatalf("after the first clean: kept %q, want %q", got, want)
+	}
+	l.Close()
+	l = mustOpen(t, fs.crash(), opts)
+	defer l.Close()
+	compact(l, 149_999)
+	if got := kept(l); !slices.Equal(got, want) {
+		t.Fatalf("before the horizon (after a reopen): kept %q, want %q", got, want)
+	}
+	compact(l, 150_000)
+	want = []string{"5:live=v5"}
+	if got := kept(l); !slices.Equal(got, want) {
+		t.Fatalf("at the horizon: kept %q, want %q", got, want)
 	}
 }
 
@@ -213,7 +237,7 @@ func TestCompactPassesWhenKeysExceedTheMap(t *testing.T) {
 // reopened log reads is what it read before the compaction or after it,
 // segment by segment, and a second compaction finishes the job.
 func TestCompactCrashAtEachStep(t *testing.T) {
-	for _, step := range []string{"written", "renamed", "dirsynced"} {
+	for _, step := range []string{"written", "renamed", "dirsynced", "stamped"} {
 		t.Run(step, func(t *testing.T) {
 			fs := newFaultFS()
 			l := mustOpen(t, fs, Options{SegmentBytes: 1024})
@@ -223,7 +247,7 @@ func TestCompactCrashAtEachStep(t *testing.T) {
 			n := 0
 			_, err := l.Compact(CompactOptions{Below: l.HighWatermark(), Step: func(s string) error {
 				if s == step {
-					if n++; n == 2 { // the second segment's swap
+					if n++; n == 2 || s == "stamped" { // the second segment's swap, the pass's end
 						return errCrash
 					}
 				}

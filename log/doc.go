@@ -26,6 +26,7 @@
 // deletes their segment whole; reads never return them.
 //
 //	logstart                        the log start inside the oldest segment, if moved there
+//	cleaner                         the cleaner's clean point and stamps (compact_state.go)
 //
 // # Entries
 //

@@ -59,6 +59,7 @@ type entryInfo struct {
 	nextOffset int64 // after the batch's last record; baseOffset for logd entries
 	epoch      int32
 	maxTS      int64 // batches: max timestamp
+	rewritten  bool  // batches: the cleaner removed records from it
 	// Raft entries.
 	kind EntryKind
 	term uint64
@@ -127,10 +128,12 @@ func decodeEntry(b []byte) (entryInfo, error) {
 			// below the fixed header) means corrupt here.
 			return entryInfo{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
-		if info.NumRecords == 0 {
-			return entryInfo{}, fmt.Errorf("%w: batch holds no record", ErrCorrupt)
+		if info.LastOffsetDelta < 0 {
+			return entryInfo{}, fmt.Errorf("%w: batch owns no offset", ErrCorrupt)
 		}
 		e.typ = entryBatch
+		// Fewer records than offsets (or none): the cleaner rewrote it.
+		e.rewritten = info.NumRecords <= info.LastOffsetDelta
 		e.nextOffset = info.NextOffset()
 		e.maxTS = info.MaxTimestamp
 		return e, nil

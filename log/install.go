@@ -440,6 +440,10 @@ func (l *Log) finishInstall(bases []int64) error {
 			return err
 		}
 	}
+	// The cleaner's clean point and stamps were of the old segments.
+	if err := l.fs.Remove(filepath.Join(l.dir, cleanerFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
 	names, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return err

@@ -153,6 +153,9 @@ func (l *Log) load() error {
 	if err := l.loadFloor(); err != nil {
 		return err
 	}
+	if err := l.loadCleaner(); err != nil {
+		return err
+	}
 	l.report.Segments = len(l.segs)
 	return nil
 }

@@ -91,7 +91,7 @@ func (l *Log) Entry(index uint64) (Entry, error) {
 		if n < ord {
 			continue
 		}
-		if e.typ == entryCompacted {
+		if e.typ == entryCompacted || e.rewritten {
 			// Only entries below the latest Raft snapshot are compacted:
 			// Raft sends the snapshot instead.
 			return Entry{}, fmt.Errorf("%w: index %d: its batch was compacted away", ErrNotFound, index)

@@ -94,6 +94,9 @@ func (l *Log) cutActiveLocked(cp indexEntry, stop func(n uint64, e *entryInfo) b
 	if err := timedSync(s.h.f, l.opts.Hooks.Fsync); err != nil {
 		return fmt.Errorf("log: fsync %s: %w", s.path(), err)
 	}
+	if err := l.forgetCleanedLocked(r.next); err != nil {
+		return err
+	}
 	l.applyCutLocked(s, r)
 	return nil
 }
@@ -196,6 +199,9 @@ func (l *Log) truncateLocked(k int, pos int64) (err error) {
 		if err := f.Truncate(r.good); err != nil {
 			return err
 		}
+	}
+	if err := l.forgetCleanedLocked(r.next); err != nil {
+		return err
 	}
 	l.applyCutLocked(s, r)
 	return nil

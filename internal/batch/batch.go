@@ -123,7 +123,9 @@ func ParseHeader(b []byte) (Info, error) {
 	if info.NumRecords < 0 || info.LastOffsetDelta < -1 {
 		return info, fmt.Errorf("%w: record count %d, last offset delta %d", ErrCorrupt, info.NumRecords, info.LastOffsetDelta)
 	}
-	if info.NumRecords > 0 && info.LastOffsetDelta != info.NumRecords-1 {
+	if int64(info.NumRecords) > int64(info.LastOffsetDelta)+1 {
+		// Fewer records than offsets is a compacted batch (Rewrite); more
+		// cannot be.
 		return info, fmt.Errorf("%w: %d records but last offset delta %d", ErrCorrupt, info.NumRecords, info.LastOffsetDelta)
 	}
 	return info, nil

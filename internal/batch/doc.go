@@ -20,7 +20,8 @@
 //	    17    4 CRC-32C of bytes 21..end
 //	    21    2 attributes             (bits 0-2 compression, 3 timestamp type,
 //	                                    4 transactional, 5 control)
-//	    23    4 last offset delta      (record count - 1)
+//	    23    4 last offset delta      (record count - 1; more in a batch
+//	                                    the cleaner rewrote: Rewrite)
 //	    27    8 first timestamp        (ms since the Unix epoch)
 //	    35    8 max timestamp
 //	    43    8 producer id            (-1: not idempotent)
@@ -38,7 +39,8 @@
 // with the codecs franz-go uses (klauspost/compress, pierrec/lz4), refusing
 // a payload that expands past MaxExpansion times its size (at least 4 MiB,
 // at most MaxDecompressedBytes) so a zip bomb cannot take memory. Encode
-// writes uncompressed batches only.
+// writes uncompressed batches only, as does Rewrite, which re-encodes the
+// records a compacted batch keeps (offset deltas increasing, with gaps).
 //
 // Encoding and decoding of the header and of records use
 // github.com/twmb/franz-go/pkg/kmsg; this package adds the checks (length,

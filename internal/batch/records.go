@@ -37,6 +37,22 @@ var NoProducer = Producer{ID: -1, Epoch: -1, Sequence: -1}
 // Record offsets are assigned from baseOffset in order (the log rewrites the
 // base offset on append); record timestamps are kept as given.
 func Encode(dst []byte, baseOffset int64, p Producer, recs []Record) []byte {
+	rb := kmsg.RecordBatch{
+		FirstOffset:          baseOffset,
+		PartitionLeaderEpoch: -1,
+		Magic:                Magic,
+		LastOffsetDelta:      int32(len(recs) - 1),
+		ProducerID:           p.ID,
+		ProducerEpoch:        p.Epoch,
+		FirstSequence:        p.Sequence,
+	}
+	return encode(dst, rb, recs, false)
+}
+
+// encode appends the batch of header rb (its timestamps set from recs
+// when there are any) and recs, whose offset deltas are their positions,
+// or, kept, their offsets less the base offset.
+func encode(dst []byte, rb kmsg.RecordBatch, recs []Record, kept bool) []byte {
 	// Grow once to (at least) the encoded size: appending a MiB-sized batch
 	// record by record would copy it again at every doubling.
 	need := HeaderSize
@@ -48,34 +64,26 @@ func Encode(dst []byte, baseOffset int64, p Producer, recs []Record) []byte {
 	}
 	dst = slices.Grow(dst, need)
 	start := len(dst)
-	var first, maxTS int64
 	if len(recs) > 0 {
-		first, maxTS = recs[0].Timestamp, recs[0].Timestamp
+		rb.FirstTimestamp, rb.MaxTimestamp = recs[0].Timestamp, recs[0].Timestamp
 		for _, r := range recs[1:] {
-			first = min(first, r.Timestamp)
-			maxTS = max(maxTS, r.Timestamp)
+			rb.FirstTimestamp = min(rb.FirstTimestamp, r.Timestamp)
+			rb.MaxTimestamp = max(rb.MaxTimestamp, r.Timestamp)
 		}
 	}
-	rb := kmsg.RecordBatch{
-		FirstOffset:          baseOffset,
-		PartitionLeaderEpoch: -1,
-		Magic:                Magic,
-		LastOffsetDelta:      int32(len(recs) - 1),
-		FirstTimestamp:       first,
-		MaxTimestamp:         maxTS,
-		ProducerID:           p.ID,
-		ProducerEpoch:        p.Epoch,
-		FirstSequence:        p.Sequence,
-		NumRecords:           int32(len(recs)),
-	}
+	rb.NumRecords = int32(len(recs))
 	dst = rb.AppendTo(dst)
 	var kr kmsg.Record
 	var scratch []byte
 	for i := range recs {
 		r := &recs[i]
+		delta := int32(i)
+		if kept {
+			delta = int32(r.Offset - rb.FirstOffset)
+		}
 		kr = kmsg.Record{
-			TimestampDelta64: r.Timestamp - first,
-			OffsetDelta:      int32(i),
+			TimestampDelta64: r.Timestamp - rb.FirstTimestamp,
+			OffsetDelta:      delta,
 			Key:              r.Key,
 			Value:            r.Value,
 		}
@@ -124,6 +132,7 @@ func Decode(b []byte, from int64) (Info, []Record, error) {
 		return info, nil, err
 	}
 	recs := make([]Record, 0, min(int(info.NumRecords), len(rest)/minRecordSize))
+	prev := int32(-1)
 	for i := int32(0); i < info.NumRecords; i++ {
 		n, k := binary.Varint(rest)
 		if k <= 0 || n < 0 || int64(len(rest)-k) < n {
@@ -134,9 +143,12 @@ func Decode(b []byte, from int64) (Info, []Record, error) {
 			return info, nil, fmt.Errorf("%w: record %d of %d: %v", ErrCorrupt, i, info.NumRecords, err)
 		}
 		rest = rest[k+int(n):]
-		if kr.OffsetDelta != i {
+		// Offset deltas are the records' positions, or, in a batch the
+		// cleaner rewrote, increasing with gaps up to the last delta.
+		if kr.OffsetDelta < i || kr.OffsetDelta <= prev || kr.OffsetDelta > info.LastOffsetDelta {
 			return info, nil, fmt.Errorf("%w: record %d of %d has offset delta %d", ErrCorrupt, i, info.NumRecords, kr.OffsetDelta)
 		}
+		prev = kr.OffsetDelta
 		off := info.BaseOffset + int64(kr.OffsetDelta)
 		if off < from {
 			continue

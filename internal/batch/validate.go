@@ -61,6 +61,11 @@ func CheckFrame(b []byte) (Checked, error) {
 	if info.NumRecords == 0 {
 		return Checked{}, fmt.Errorf("%w: no record: a batch needs at least one", ErrCorrupt)
 	}
+	if info.LastOffsetDelta != info.NumRecords-1 {
+		// Only the cleaner leaves gaps in a batch (Rewrite); a batch
+		// stored through produce or replication owns one offset a record.
+		return Checked{}, fmt.Errorf("%w: %d records but last offset delta %d", ErrCorrupt, info.NumRecords, info.LastOffsetDelta)
+	}
 	return Checked{b: b, info: info}, nil
 }
 
