@@ -14,7 +14,7 @@ RACE_PKGS  := ./log/... ./partition/... ./routing/... ./offsets/... ./retention/
 PLAIN_PKGS := ./cmd/... ./test/... ./torture/... ./proto/... ./logdtest/... ./bench/...
 FUZZTIME  ?= 5s
 
-.PHONY: check-pkgs check-disk verify-deploy all build run test test-race test-fuzz fuzz lint proto tools bench bench-replication bench-compare bench-cluster bench-partitions bench-before-after clean
+.PHONY: check-pkgs check-disk verify-deploy all build run test test-race test-fuzz fuzz lint proto tools bench bench-compaction bench-replication bench-compare bench-cluster bench-partitions bench-before-after clean
 
 all: build
 
@@ -130,6 +130,15 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./log/
 	bench/standard.sh
 	bench/replication.sh
+
+# bench-compaction: the cleaner's Go benchmarks (log/compact_bench_test.go;
+# make bench runs them too, on 256 MiB) on a partition of COMPACT_MB MiB
+# (default 1024) of 1 KiB values over 10,000 keys: compaction MB/s and the
+# bytes it reclaims, and durable append p50/p99 with and without a
+# compaction of another partition running at the cleaner's default I/O bound.
+COMPACT_MB ?= 1024
+bench-compaction:
+	LOGD_BENCH_COMPACT_MB=$(COMPACT_MB) $(GO) test -run '^$$' -bench 'Compact' -benchtime 1x ./log/
 
 # bench-replication: durable 1 KiB produce on one node, on 3 nodes (RF 3,
 # acks=all) with one partition and with 3, in one run: throughput, its
