@@ -105,9 +105,10 @@
 // With RunConfig.Compacted (on in TestTortureCluster, TestTortureSingleNode
 // and TestTortureInProcess unless TORTURE_COMPACTED=0), a second workload
 // (compacted.go, compacted_run.go) runs beside the first on a topic of its
-// own whose cleanup.policy is compact: 16 KiB segments (each roll kicks
-// the cleaner), min.compaction.lag 10s (above the producers' delivery
-// timeout), delete.retention 5s, dirty ratio 0.1. Two producers write
+// own (one partition) whose cleanup.policy is compact: 16 KiB segments
+// (each roll kicks the cleaner), min.compaction.lag 10s (above the
+// producers' delivery timeout), delete.retention 5s, dirty ratio 0.1.
+// Two producers write
 // values and tombstones (one write in eight) of 200 keys, each key's
 // writes numbered by its producer (in the value "key/seq", or for a
 // tombstone in the header seq); a scanner reads the whole topic from its
