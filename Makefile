@@ -197,7 +197,9 @@ clean:
 # report counts replica sleeps / wakes (logd_raft_sleeps_total and
 # logd_raft_wakes_total on every node's /metrics), and a run with
 # SERVE_ARGS="--partition-hibernate-after D" (D > 0) in which no replica
-# slept is INVALID.
+# slept is INVALID. A compacted topic's workload and checker run beside the
+# others (torture/doc.go, "Compacted topics"); TORTURE_COMPACTED=0 in the
+# environment leaves them out.
 .PHONY: torture
 DURATION ?= 10m
 SEED ?= 1
