@@ -260,7 +260,9 @@ func checkFinalScans(v *Verdict, x *kvWrites, finals []KVOp, retention time.Dura
 		}
 		if resurrected == len(finals) {
 			v.Counts["resurrected"]++
-			v.fail(nil, "key %s holds seq %d in every final scan, older than its acknowledged tombstone, which expired: %s", key, lasts[0][key].Seq, w)
+			l := lasts[0][key]
+			v.fail(nil, "key %s holds seq %d (at %d/%d) in every final scan, older than its acknowledged tombstone, which expired: %s",
+				key, l.Seq, l.Partition, l.Offset, w)
 		}
 		if _, held := lasts[0][key]; w.Kind == KVDelete && !held {
 			v.Counts["deleted"]++

@@ -84,7 +84,7 @@ func TestCheckCompactedInvalid(t *testing.T) {
 		{"older value than the newest acknowledged", "key a holds a value at 0/0 (seq 1), older than", func(ops []KVOp) []KVOp {
 			return finals(ops, func(op *KVOp) { op.Records = []KVRecord{kvr(0, "a", 1), kvr(4, "c", 1), kvt(6, "c", 2)} })
 		}},
-		{"value back after its tombstone expired", "key b holds seq 1 in every final scan", func(ops []KVOp) []KVOp {
+		{"value back after its tombstone expired", "key b holds seq 1 (at 0/1) in every final scan", func(ops []KVOp) []KVOp {
 			return finals(ops, func(op *KVOp) { op.Records = append([]KVRecord{kvr(0, "a", 1), kvr(1, "b", 1)}, op.Records[1:]...) })
 		}},
 		{"tombstone removed before its retention", "key c is gone before", func(ops []KVOp) []KVOp {
