@@ -14,7 +14,7 @@ RACE_PKGS  := ./log/... ./partition/... ./routing/... ./offsets/... ./retention/
 PLAIN_PKGS := ./cmd/... ./test/... ./torture/... ./proto/... ./logdtest/... ./bench/...
 FUZZTIME  ?= 5s
 
-.PHONY: check-pkgs check-disk verify-deploy all build run test test-race test-fuzz fuzz lint proto tools bench bench-replication bench-compare bench-cluster bench-partitions bench-before-after clean
+.PHONY: check-pkgs check-disk verify-deploy all build run test test-race test-fuzz fuzz lint proto tools bench bench-compaction bench-replication bench-compare bench-cluster bench-partitions bench-before-after clean
 
 all: build
 
@@ -131,6 +131,15 @@ bench:
 	bench/standard.sh
 	bench/replication.sh
 
+# bench-compaction: the cleaner's Go benchmarks (log/compact_bench_test.go;
+# make bench runs them too, on 256 MiB) on a partition of COMPACT_MB MiB
+# (default 1024) of 1 KiB values over 10,000 keys: compaction MB/s and the
+# bytes it reclaims, and durable append p50/p99 with and without a
+# compaction of another partition running at the cleaner's default I/O bound.
+COMPACT_MB ?= 1024
+bench-compaction:
+	LOGD_BENCH_COMPACT_MB=$(COMPACT_MB) $(GO) test -run '^$$' -bench 'Compact' -benchtime 1x ./log/
+
 # bench-replication: durable 1 KiB produce on one node, on 3 nodes (RF 3,
 # acks=all) with one partition and with 3, in one run: throughput, its
 # ratio to the single node, and server CPU s/GB of leaders and followers
@@ -188,7 +197,9 @@ clean:
 # report counts replica sleeps / wakes (logd_raft_sleeps_total and
 # logd_raft_wakes_total on every node's /metrics), and a run with
 # SERVE_ARGS="--partition-hibernate-after D" (D > 0) in which no replica
-# slept is INVALID.
+# slept is INVALID. A compacted topic's workload and checker run beside the
+# others (torture/doc.go, "Compacted topics"); TORTURE_COMPACTED=0 in the
+# environment leaves them out.
 .PHONY: torture
 DURATION ?= 10m
 SEED ?= 1

@@ -100,6 +100,44 @@
 // linearizability check starts past the last trimmed offset whose produce
 // had no known outcome (its value was never read, so its place is unknown).
 //
+// # Compacted topics
+//
+// With RunConfig.Compacted (on in TestTortureCluster, TestTortureSingleNode
+// and TestTortureInProcess unless TORTURE_COMPACTED=0), a second workload
+// (compacted.go, compacted_run.go) runs beside the first on a topic of its
+// own (one partition) whose cleanup.policy is compact: 16 KiB segments
+// (each roll kicks the cleaner), min.compaction.lag 10s (above the
+// producers' delivery timeout), delete.retention 5s, dirty ratio 0.1.
+// Two producers write
+// values and tombstones (one write in eight) of 200 keys, each key's
+// writes numbered by its producer (in the value "key/seq", or for a
+// tombstone in the header seq); a scanner reads the whole topic from its
+// start every 2 s; after the run two final scans read it again. Its
+// operations go into a KVHistory of their own, written as
+// compacted-history.json.gz, so the checkers above never see them, and
+// CheckCompacted (check_compacted.go) judges them: in the final scans
+// every key holds its newest acknowledged write or a newer one, never an
+// older one, nothing only when that write is a tombstone that may have
+// expired, and a value older than an expired tombstone (a deleted key come
+// back) is a violation when both final scans show it; a scan during the
+// run holds what was acknowledged before it began unless a newer write
+// raced it; offsets only grow and never hold two writes, a key's records
+// never go back in sequence, and no failed or unwritten write is read.
+// Its counts say how much compaction the run saw: acknowledged writes the
+// final scan no longer holds (removed), offsets it stepped over (gaps),
+// keys whose tombstone expired (deleted); on a ProcessCluster the report
+// adds the cleaners' bytes read and reclaimed (their metrics).
+//
+// A replica compacts only what its latest Raft snapshot covers, and a
+// partition's Raft group snapshots once it is 8,192 entries past its last
+// snapshot, looked at every 2 to 4 minutes of a Raft instance's life (a
+// restart starts the wait again): on three processes under the nemeses a
+// replica compacts only after minutes without a restart, so runs of a few
+// minutes rarely compact (the verdict's removed and gaps counts are 0).
+// The in-process cluster snapshots every 512 entries instead
+// (compactedRaft), so its runs compact every few seconds; one node
+// compacts at every roll.
+//
 // # The harness tests itself
 //
 // TestTortureDetectsLostWrites cuts the tail of every partition's newest

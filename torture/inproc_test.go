@@ -75,8 +75,14 @@ func TestTortureInProcess(t *testing.T) {
 }
 
 func tortureInProcess(t *testing.T, d time.Duration, seed int64, nodes int, dir string) {
+	compacted := compactedFromEnv(t)
 	c, err := StartInProcessCluster(InProcessConfig{Nodes: nodes, Dir: dir, LoseUnsynced: true,
-		Server: func(_ int, cfg *node.Config) { cfg.RetentionInterval = time.Second }})
+		Server: func(_ int, cfg *node.Config) {
+			cfg.RetentionInterval = time.Second
+			if compacted != nil {
+				compactedRaft(cfg)
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +92,7 @@ func tortureInProcess(t *testing.T, d time.Duration, seed int64, nodes int, dir 
 		Seed:      seed,
 		ReportDir: dir,
 		Workload:  WorkloadConfig{Followers: 2, Groups: 2, GroupMembers: groupMembersFromEnv(t), Quiet: quietFromEnv(t)},
+		Compacted: compacted,
 		Nemesis: NemesisConfig{Kinds: inProcessKinds(nodes), Combine: true, TargetLeader: true, LeaderShare: 0.5,
 			MetaLeaderShare: 0.25, Interval: 1500 * time.Millisecond},
 		Logf: t.Logf,

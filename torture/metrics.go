@@ -21,6 +21,10 @@ import (
 const (
 	metricRaftSleeps = "logd_raft_sleeps_total"
 	metricRaftWakes  = "logd_raft_wakes_total"
+	// The cleaner's bytes read and removed compacting, summed over the
+	// compacted topics.
+	metricCleanerCleaned   = "logd_cleaner_cleaned_bytes_total"
+	metricCleanerReclaimed = "logd_cleaner_reclaimed_bytes_total"
 )
 
 // metricsScrapeTimeout bounds one scrape of one node: a paused node

@@ -28,7 +28,10 @@ type RunConfig struct {
 	// NoNemesis runs the workload without faults (a control run).
 	NoNemesis    bool
 	Linearizable LinearizableOptions
-	Logf         func(format string, args ...any)
+	// Compacted, when set, runs the compacted-topic workload beside
+	// Workload (CompactedWorkload) and adds CheckCompacted's verdict.
+	Compacted *CompactedConfig
+	Logf      func(format string, args ...any)
 }
 
 // Report is the outcome of a Run.
@@ -69,6 +72,12 @@ type Report struct {
 	// (CheckHibernation).
 	ReplicaSleeps *int64 `json:"replica_sleeps,omitempty"`
 	ReplicaWakes  *int64 `json:"replica_wakes,omitempty"`
+	// CleanerCleaned and CleanerReclaimed are the bytes the nodes'
+	// cleaners read and removed compacting (logd_cleaner_cleaned_bytes_total
+	// and logd_cleaner_reclaimed_bytes_total, counted as the sleeps are);
+	// nil when no node exported them.
+	CleanerCleaned   *int64 `json:"cleaner_cleaned_bytes,omitempty"`
+	CleanerReclaimed *int64 `json:"cleaner_reclaimed_bytes,omitempty"`
 	// Cluster is the final cluster status (leaders, terms, commit
 	// indexes) as the first node to answer saw it, after the final read.
 	Cluster *client.ClusterStatus `json:"cluster,omitempty"`
@@ -101,15 +110,20 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	}
 	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	err := w.Setup(setupCtx)
+	var cr *compactedRun
+	if err == nil {
+		cr, err = setupCompacted(setupCtx, w, h, cfg.Compacted)
+	}
 	cancel()
 	if err != nil {
 		return nil, err
 	}
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
-	scraper := StartCounterScraper(ctx, c, []string{metricRaftSleeps, metricRaftWakes}, scrapeInterval)
+	scraper := StartCounterScraper(ctx, c, []string{metricRaftSleeps, metricRaftWakes, metricCleanerCleaned, metricCleanerReclaimed}, scrapeInterval)
 	defer scraper.Stop()
 	w.Run(runCtx)
+	cr.run(runCtx)
 	nemErr := make(chan error, 1)
 	if cfg.NoNemesis {
 		nemErr <- nil
@@ -122,6 +136,7 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	}
 	cfg.Logf("run over after %s: healed; waiting for the clients", cfg.Duration)
 	w.Wait()
+	cr.wait()
 	if err := w.CheckAvailable(ctx, 30*time.Second); err != nil {
 		rep.Errors = append(rep.Errors, "availability: "+err.Error())
 	}
@@ -131,6 +146,7 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	if err != nil {
 		rep.Errors = append(rep.Errors, err.Error())
 	}
+	cr.finalRead(ctx, rep)
 
 	rep.countSleeps(scraper.Stop(), cfg.Logf)
 	rep.Cluster = finalStatus(ctx, c)
@@ -139,6 +155,9 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	rep.countKafka(ops, w.Config())
 	cfg.Logf("checking %d operations", len(ops))
 	rep.check(ops, cfg.Linearizable)
+	if err := cr.judge(rep, cfg.ReportDir); err != nil {
+		return rep, err
+	}
 	if err := rep.write(cfg.ReportDir, h); err != nil {
 		return rep, err
 	}
@@ -199,6 +218,12 @@ func (r *Report) countSleeps(t CounterTotals, logf func(string, ...any)) {
 	}
 	if n, ok := t.Totals[metricRaftWakes]; ok {
 		r.ReplicaWakes = &n
+	}
+	if n, ok := t.Totals[metricCleanerCleaned]; ok {
+		r.CleanerCleaned = &n
+	}
+	if n, ok := t.Totals[metricCleanerReclaimed]; ok {
+		r.CleanerReclaimed = &n
 	}
 	if t.Answered+t.Missed > 0 {
 		logf("metrics: %d scrapes of a node answered, %d missed (down, paused or restarting); counters seen: %v", t.Answered, t.Missed, t.Totals)
@@ -297,6 +322,9 @@ func (r *Report) Text() string {
 	}
 	if r.ReplicaSleeps != nil || r.ReplicaWakes != nil {
 		fmt.Fprintf(&b, "replica sleeps / wakes: %s / %s\n", countOrDash(r.ReplicaSleeps), countOrDash(r.ReplicaWakes))
+	}
+	if r.CleanerCleaned != nil || r.CleanerReclaimed != nil {
+		fmt.Fprintf(&b, "cleaner bytes read / reclaimed: %s / %s\n", countOrDash(r.CleanerCleaned), countOrDash(r.CleanerReclaimed))
 	}
 	b.WriteString("\n")
 	b.WriteString("operations:\n")

@@ -90,8 +90,9 @@ func TestTortureSingleNode(t *testing.T) {
 		ReportDir: dir,
 		Workload: WorkloadConfig{KafkaProducers: kafkaProducersFromEnv(t), Partitions: partitionsFromEnv(t),
 			Quiet: quietFromEnv(t)},
-		Nemesis: NemesisConfig{Kinds: kinds, Combine: true, TargetLeader: true},
-		Logf:    t.Logf,
+		Compacted: compactedFromEnv(t),
+		Nemesis:   NemesisConfig{Kinds: kinds, Combine: true, TargetLeader: true},
+		Logf:      t.Logf,
 	})
 	if err != nil {
 		t.Fatal(err)
