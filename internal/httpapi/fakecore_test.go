@@ -60,6 +60,9 @@ func (f *fakeCore) addTopic(name string, n int) {
 }
 
 func (f *fakeCore) LocalNode() broker.Node { return broker.Node{ID: "n1", HTTPAddr: "127.0.0.1:1"} }
+func (f *fakeCore) Nodes(context.Context) ([]broker.Node, error) {
+	return []broker.Node{f.LocalNode(), {ID: "n2", HTTPAddr: "127.0.0.1:2"}, {ID: "n3", HTTPAddr: "0.0.0.0:3"}}, nil
+}
 func (f *fakeCore) ClusterStatus(context.Context, broker.Principal, bool) (cluster.Status, error) {
 	return cluster.Status{Self: "n1", Nodes: []cluster.NodeStatus{{Node: f.LocalNode(), Alive: true}}}, nil
 }

@@ -18,6 +18,9 @@ import (
 // *broker.Broker it calls (broker/doc.go).
 type Core interface {
 	LocalNode() broker.Node
+	// Nodes are the cluster's members with their advertised addresses, as
+	// this node knows them (no call to another node).
+	Nodes(ctx context.Context) ([]broker.Node, error)
 	ClusterStatus(ctx context.Context, p broker.Principal, local bool) (cluster.Status, error)
 	Topics(ctx context.Context, p broker.Principal) ([]broker.TopicInfo, error)
 	Topic(ctx context.Context, p broker.Principal, name string) (broker.TopicInfo, error)
@@ -104,7 +107,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /v1/groups", h.listGroups)
 	m.HandleFunc("GET /v1/groups/{group}", h.describeGroup)
 	m.HandleFunc("/v1/", h.noEndpoint)
-	m.Handle("/", consoleHandler())
+	m.Handle("/", h.consoleHandler())
 }
 
 // ServeHTTP serves the request. Every answer the mux could give itself
