@@ -16,6 +16,7 @@
 //	GET  /v1/groups                       consumer groups
 //	GET  /v1/groups/{group}               members, assignment, committed offsets, lag
 //	GET  /v1/cluster                      nodes and this node
+//	GET  /v1/cluster/record-counts        each node's records appended and served, by topic
 //	GET  /                                the console (files embedded with go:embed)
 //
 // A record in JSON is the object `logd consume --json` prints: topic,

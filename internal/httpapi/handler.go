@@ -22,6 +22,9 @@ type Core interface {
 	// this node knows them (no call to another node).
 	Nodes(ctx context.Context) ([]broker.Node, error)
 	ClusterStatus(ctx context.Context, p broker.Principal, local bool) (cluster.Status, error)
+	// ClusterRecordCounts are each member's record counters (the
+	// console's charts).
+	ClusterRecordCounts(ctx context.Context, p broker.Principal) ([]broker.NodeRecordCounts, error)
 	Topics(ctx context.Context, p broker.Principal) ([]broker.TopicInfo, error)
 	Topic(ctx context.Context, p broker.Principal, name string) (broker.TopicInfo, error)
 	// TopicLayout is for a partition count or list: no Raft round per
@@ -99,6 +102,7 @@ func New(core Core, cfg Config) *Handler {
 func (h *Handler) routes() {
 	m := h.mux
 	m.HandleFunc("GET /v1/cluster", h.cluster)
+	m.HandleFunc("GET /v1/cluster/record-counts", h.recordCounts)
 	m.HandleFunc("GET /v1/topics", h.listTopics)
 	m.HandleFunc("GET /v1/topics/{topic}", h.describeTopic)
 	m.HandleFunc("POST /v1/topics/{topic}/records", h.produce)

@@ -54,37 +54,42 @@ function show(title, ...content) {
 
 function say(msg) { statusLine.textContent = msg; }
 
-// The charts: the node's own metrics (/metrics, Prometheus text), sampled
-// every sampleMs while the console is open, kept for the last maxSamples.
-// Produce and consume rates per topic are the per-second change of
-// logd_produce_records_total and logd_fetch_records_total: what this node
-// appended (in a cluster, to the partitions it leads) and served. A
-// group's lag is the group page's own, sampled as it refreshes.
+// The charts: the cluster's record counters (/v1/cluster/record-counts:
+// each node's records appended as leader and served to readers, by
+// topic), sampled every sampleMs while the console is open, kept for the
+// last maxSamples. A topic's produce or consume rate is, between two
+// samples, each node's change per second summed over the nodes that
+// answered both times (a counter that went down is a node that
+// restarted: it counts from zero). A group's lag is the group page's own,
+// which the group's partitions' leaders give, sampled as it refreshes.
 const sampleMs = 5000, maxSamples = 60;
-const samples = []; // {t, produced: {topic: n}, fetched: {topic: n}}
+const samples = []; // {t, nodes: {node: {topic: {produced, fetched}}}}
 const lagHistory = {}; // group -> [lag]
 
 async function sample() {
   try {
-    const r = await fetch("/metrics");
+    const r = await fetch("/v1/cluster/record-counts");
     if (!r.ok) return;
-    const s = { t: Date.now(), produced: {}, fetched: {} };
-    for (const line of (await r.text()).split("\n")) {
-      const m = /^logd_(produce|fetch)_records_total\{topic="((?:[^"\\]|\\.)*)"\} ([0-9.e+]+)$/.exec(line);
-      if (m) s[m[1] === "produce" ? "produced" : "fetched"][m[2]] = Number(m[3]);
-    }
+    const s = { t: Date.now(), nodes: {} };
+    for (const n of (await r.json()).nodes) if (n.answered) s.nodes[n.node] = n.topics;
     samples.push(s);
     if (samples.length > maxSamples + 1) samples.shift();
-  } catch (err) { /* no metrics here: no charts */ }
+  } catch (err) { /* no counts here: no charts */ }
 }
 
 // rates is a topic's per-second rates of kind ("produced" or "fetched")
-// between consecutive samples.
+// between consecutive samples, summed over the nodes.
 function rates(topic, kind) {
   const out = [];
   for (let i = 1; i < samples.length; i++) {
     const a = samples[i - 1], b = samples[i];
-    out.push(Math.max(0, ((b[kind][topic] || 0) - (a[kind][topic] || 0)) / ((b.t - a.t) / 1000)));
+    let sum = 0;
+    for (const [node, topics] of Object.entries(b.nodes)) {
+      if (!(node in a.nodes)) continue;
+      const now = (topics[topic] || {})[kind] || 0, before = (a.nodes[node][topic] || {})[kind] || 0;
+      sum += now >= before ? now - before : now;
+    }
+    out.push(sum / ((b.t - a.t) / 1000));
   }
   return out;
 }
@@ -116,7 +121,7 @@ async function topicsPage() {
       t.partitions, t.replicas, hw, bytes(size), duration(t.retention_ms),
       spark(rates(t.name, "produced"), "produce rate of " + t.name), spark(rates(t.name, "fetched"), "consume rate of " + t.name)];
   });
-  const headers = ["Topic", "Partitions", "Replicas", "Records", "Size", "Retention", "Produce (this node)", "Consume (this node)"];
+  const headers = ["Topic", "Partitions", "Replicas", "Records", "Size", "Retention", "Produce (cluster)", "Consume (cluster)"];
   let list = table(headers, rows(), "topics");
   show("Topics", topics.length ? list : el("p", { id: "topics" }, "No topics yet: create one with logd topic create NAME."));
   if (topics.length) {
@@ -382,7 +387,7 @@ async function route() {
 
 window.addEventListener("hashchange", route);
 // For tests: take a sample now.
-window.logdCharts = { sample };
+window.logdCharts = { sample, rates, samples };
 sample();
 setInterval(sample, sampleMs);
 route();
