@@ -14,6 +14,8 @@ import (
 // own (several nodes can run in one test process).
 type metrics struct {
 	reg *prometheus.Registry
+	// counts holds the record counters alone, for recordCounts.
+	counts *prometheus.Registry
 
 	produceRecords   *prometheus.CounterVec
 	produceBytes     *prometheus.CounterVec
@@ -54,6 +56,8 @@ func newMetrics(reg *prometheus.Registry, topics func() *partition.Topics) *metr
 		m.fetchRecords, m.fetchBytes, m.fsyncLatency, m.diskWrittenBytes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&partitionCollector{topics: topics}, buildInfoGauge())
+	m.counts = prometheus.NewRegistry()
+	m.counts.MustRegister(m.produceRecords, m.fetchRecords)
 	return m
 }
 

@@ -50,6 +50,7 @@ const (
 	opFetch            = "records.fetch"
 	opDescribeGroup    = "groups.describe"
 	opListMemberGroups = "groups.list_members"
+	opRecordCounts     = "metrics.record_counts" // recordcounts.go
 )
 
 // The requests and answers of the operations.
@@ -133,6 +134,7 @@ func (b *Broker) handlePeers() {
 		return b.Produce(ctx, ProduceRequest{Principal: pr, Topic: r.Topic, Partition: r.Partition, Batch: r.Batch, Acks: r.Acks})
 	})
 	handle(b, opFetch, b.peerFetch)
+	handle(b, opRecordCounts, b.peerRecordCounts)
 	handle(b, opDescribeGroup, func(ctx context.Context, pr Principal, r groupReq) (any, error) {
 		d, err := b.DescribeGroup(ctx, pr, r.Group)
 		return d, coordinatorAnswer(err)

@@ -15,7 +15,7 @@ import (
 var consoleFiles embed.FS
 
 // consoleHandler serves the console's files at /.
-func consoleHandler() http.Handler {
+func (h *Handler) consoleHandler() http.Handler {
 	sub, err := fs.Sub(consoleFiles, "console")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
@@ -35,8 +35,11 @@ func consoleHandler() http.Handler {
 		}
 		// No other page may frame the console (clickjacking its produce
 		// form): frame-ancestors for current browsers, X-Frame-Options for
-		// older ones.
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; frame-ancestors 'none'")
+		// older ones. The console connects to its own node and, for its
+		// live tail when that node stops, to the cluster's other nodes
+		// (console_nodes.go).
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; connect-src "+
+			h.consoleConnectSrc(r)+"; frame-ancestors 'none'")
 		w.Header().Set("X-Frame-Options", "DENY")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-cache")

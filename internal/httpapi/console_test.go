@@ -2,14 +2,13 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/logd/logd/broker"
 	"github.com/logd/logd/offsets"
 )
 
@@ -143,33 +142,41 @@ func TestConsoleBrowseSeeks(t *testing.T) {
 }
 
 // TestConsoleCharts, in chromium: the topics page charts each topic's
-// produce and consume rates from the node's /metrics, and a group's page
-// its lag over time.
+// produce and consume rates from the cluster's record counters, summed
+// over the nodes, and a group's page its lag over time.
 func TestConsoleCharts(t *testing.T) {
 	f := newFakeCore()
 	f.addTopic("t", 1)
-	var mu sync.Mutex
-	produced, fetched := 0, 0
-	mux := http.NewServeMux()
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(w, "# TYPE logd_produce_records_total counter\nlogd_produce_records_total{topic=\"t\"} %d\nlogd_fetch_records_total{topic=\"t\"} %d\n", produced, fetched)
-	})
-	mux.Handle("/", New(f, Config{}))
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
+	counts := func(n1, n2 float64) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.counts = []broker.NodeRecordCounts{
+			{Node: "n1", Topics: map[string]broker.RecordCounts{"t": {Produced: n1, Fetched: n1}}},
+			{Node: "n2", Topics: map[string]broker.RecordCounts{"t": {Produced: n2}}},
+			{Node: "n3", Err: errors.New("did not answer")},
+		}
+	}
+	counts(0, 0)
+	srv, _ := serve(t, f, Config{})
 	f.CommitOffsets(context.Background(), "", "g", "", -1, []offsets.Committed{{Topic: "t", Offset: 0}})
 	p := openPage(t, srv.URL+"/")
 	p.waitText(t, "#topics", "t", 10*time.Second)
 	p.eval(t, `window.done = false; logdCharts.sample().then(() => window.done = true)`)
 	eventually(t, 5*time.Second, "a sample", func() bool { return p.eval(t, "window.done") == "true" })
-	mu.Lock()
-	produced, fetched = 1000, 500
-	mu.Unlock()
 	time.Sleep(100 * time.Millisecond)
+	counts(0, 1000) // only another node appended and served
 	p.eval(t, `window.done = false; logdCharts.sample().then(() => window.done = true)`)
 	eventually(t, 5*time.Second, "a sample", func() bool { return p.eval(t, "window.done") == "true" })
+	time.Sleep(100 * time.Millisecond)
+	counts(500, 1000)
+	p.eval(t, `window.done = false; logdCharts.sample().then(() => window.done = true)`)
+	eventually(t, 5*time.Second, "a sample", func() bool { return p.eval(t, "window.done") == "true" })
+	// Per node, summed: n2's 1000 then n1's 500 appended; n1's 500 served
+	// (whatever samples the page took itself meanwhile).
+	total := `kind => Math.round(logdCharts.rates("t", kind).reduce((sum, r, i) => sum + r * (logdCharts.samples[i + 1].t - logdCharts.samples[i].t) / 1000, 0))`
+	if got := p.eval(t, `(`+total+`)("produced") + " " + (`+total+`)("fetched")`); got != "1500 500" {
+		t.Fatalf("the rates add up to %s records appended and served, want 1500 500", got)
+	}
 	p.eval(t, `location.hash = "#/groups"; location.hash = "#/topics"`)
 	p.waitText(t, "#topics", "/s", 5*time.Second)
 	charts := `[...document.querySelectorAll("#topics .chart")].map(c => c.getAttribute("class") + ":" + c.querySelector("svg").getAttribute("aria-label") + ":" + (Number(c.textContent.replace("/s", "")) > 0)).join(" ")`

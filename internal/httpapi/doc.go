@@ -16,6 +16,7 @@
 //	GET  /v1/groups                       consumer groups
 //	GET  /v1/groups/{group}               members, assignment, committed offsets, lag
 //	GET  /v1/cluster                      nodes and this node
+//	GET  /v1/cluster/record-counts        each node's records appended and served, by topic
 //	GET  /                                the console (files embedded with go:embed)
 //
 // A record in JSON is the object `logd consume --json` prints: topic,
@@ -40,6 +41,10 @@
 // loopback port (DNS rebinding), and forbids framing. A produce body must
 // be declared application/json (415 otherwise: the types a page may send
 // without a CORS preflight are all refused) and be UTF-8 (400 otherwise).
+// The live tail also answers, with credentials, the origins of the
+// cluster's own nodes' HTTP addresses, and the console's CSP lets it
+// connect to those only: the console resumes its tail on another node
+// when its own stops (console_nodes.go).
 //
 // # Idempotency
 //

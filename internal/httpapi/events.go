@@ -42,6 +42,7 @@ type stream struct {
 
 // events serves GET /v1/topics/{topic}/events (see the package comment).
 func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
+	h.allowConsoleOrigin(w, r)
 	s := &stream{h: h, w: w, rc: http.NewResponseController(w), topic: r.PathValue("topic"), p: h.principal(r)}
 	if err := s.start(r); err != nil {
 		var bad badRequest

@@ -35,6 +35,8 @@ type fakeCore struct {
 	// outstanding is the bytes of fetch responses not yet released;
 	// maxOutstanding the most seen at once.
 	outstanding, maxOutstanding int
+	// counts answers ClusterRecordCounts.
+	counts []broker.NodeRecordCounts
 }
 
 type fakePartition struct {
@@ -60,6 +62,14 @@ func (f *fakeCore) addTopic(name string, n int) {
 }
 
 func (f *fakeCore) LocalNode() broker.Node { return broker.Node{ID: "n1", HTTPAddr: "127.0.0.1:1"} }
+func (f *fakeCore) Nodes(context.Context) ([]broker.Node, error) {
+	return []broker.Node{f.LocalNode(), {ID: "n2", HTTPAddr: "127.0.0.1:2"}, {ID: "n3", HTTPAddr: "0.0.0.0:3"}}, nil
+}
+func (f *fakeCore) ClusterRecordCounts(context.Context, broker.Principal) ([]broker.NodeRecordCounts, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.counts), nil
+}
 func (f *fakeCore) ClusterStatus(context.Context, broker.Principal, bool) (cluster.Status, error) {
 	return cluster.Status{Self: "n1", Nodes: []cluster.NodeStatus{{Node: f.LocalNode(), Alive: true}}}, nil
 }

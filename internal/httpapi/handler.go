@@ -17,7 +17,13 @@ import (
 // *broker.Broker it calls (broker/doc.go).
 type Core interface {
 	LocalNode() broker.Node
+	// Nodes are the cluster's members with their advertised addresses, as
+	// this node knows them (no call to another node).
+	Nodes(ctx context.Context) ([]broker.Node, error)
 	ClusterStatus(ctx context.Context, p broker.Principal, local bool) (broker.Status, error)
+	// ClusterRecordCounts are each member's record counters (the
+	// console's charts).
+	ClusterRecordCounts(ctx context.Context, p broker.Principal) ([]broker.NodeRecordCounts, error)
 	Topics(ctx context.Context, p broker.Principal) ([]broker.TopicInfo, error)
 	Topic(ctx context.Context, p broker.Principal, name string) (broker.TopicInfo, error)
 	// TopicLayout is for a partition count or list: no Raft round per
@@ -95,6 +101,7 @@ func New(core Core, cfg Config) *Handler {
 func (h *Handler) routes() {
 	m := h.mux
 	m.HandleFunc("GET /v1/cluster", h.cluster)
+	m.HandleFunc("GET /v1/cluster/record-counts", h.recordCounts)
 	m.HandleFunc("GET /v1/topics", h.listTopics)
 	m.HandleFunc("GET /v1/topics/{topic}", h.describeTopic)
 	m.HandleFunc("POST /v1/topics/{topic}/records", h.produce)
@@ -103,7 +110,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /v1/groups", h.listGroups)
 	m.HandleFunc("GET /v1/groups/{group}", h.describeGroup)
 	m.HandleFunc("/v1/", h.noEndpoint)
-	m.Handle("/", consoleHandler())
+	m.Handle("/", h.consoleHandler())
 }
 
 // ServeHTTP serves the request. Every answer the mux could give itself

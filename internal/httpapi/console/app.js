@@ -54,37 +54,42 @@ function show(title, ...content) {
 
 function say(msg) { statusLine.textContent = msg; }
 
-// The charts: the node's own metrics (/metrics, Prometheus text), sampled
-// every sampleMs while the console is open, kept for the last maxSamples.
-// Produce and consume rates per topic are the per-second change of
-// logd_produce_records_total and logd_fetch_records_total: what this node
-// appended (in a cluster, to the partitions it leads) and served. A
-// group's lag is the group page's own, sampled as it refreshes.
+// The charts: the cluster's record counters (/v1/cluster/record-counts:
+// each node's records appended as leader and served to readers, by
+// topic), sampled every sampleMs while the console is open, kept for the
+// last maxSamples. A topic's produce or consume rate is, between two
+// samples, each node's change per second summed over the nodes that
+// answered both times (a counter that went down is a node that
+// restarted: it counts from zero). A group's lag is the group page's own,
+// which the group's partitions' leaders give, sampled as it refreshes.
 const sampleMs = 5000, maxSamples = 60;
-const samples = []; // {t, produced: {topic: n}, fetched: {topic: n}}
+const samples = []; // {t, nodes: {node: {topic: {produced, fetched}}}}
 const lagHistory = {}; // group -> [lag]
 
 async function sample() {
   try {
-    const r = await fetch("/metrics");
+    const r = await fetch("/v1/cluster/record-counts");
     if (!r.ok) return;
-    const s = { t: Date.now(), produced: {}, fetched: {} };
-    for (const line of (await r.text()).split("\n")) {
-      const m = /^logd_(produce|fetch)_records_total\{topic="((?:[^"\\]|\\.)*)"\} ([0-9.e+]+)$/.exec(line);
-      if (m) s[m[1] === "produce" ? "produced" : "fetched"][m[2]] = Number(m[3]);
-    }
+    const s = { t: Date.now(), nodes: {} };
+    for (const n of (await r.json()).nodes) if (n.answered) s.nodes[n.node] = n.topics;
     samples.push(s);
     if (samples.length > maxSamples + 1) samples.shift();
-  } catch (err) { /* no metrics here: no charts */ }
+  } catch (err) { /* no counts here: no charts */ }
 }
 
 // rates is a topic's per-second rates of kind ("produced" or "fetched")
-// between consecutive samples.
+// between consecutive samples, summed over the nodes.
 function rates(topic, kind) {
   const out = [];
   for (let i = 1; i < samples.length; i++) {
     const a = samples[i - 1], b = samples[i];
-    out.push(Math.max(0, ((b[kind][topic] || 0) - (a[kind][topic] || 0)) / ((b.t - a.t) / 1000)));
+    let sum = 0;
+    for (const [node, topics] of Object.entries(b.nodes)) {
+      if (!(node in a.nodes)) continue;
+      const now = (topics[topic] || {})[kind] || 0, before = (a.nodes[node][topic] || {})[kind] || 0;
+      sum += now >= before ? now - before : now;
+    }
+    out.push(sum / ((b.t - a.t) / 1000));
   }
   return out;
 }
@@ -116,7 +121,7 @@ async function topicsPage() {
       t.partitions, t.replicas, hw, bytes(size), duration(t.retention_ms),
       spark(rates(t.name, "produced"), "produce rate of " + t.name), spark(rates(t.name, "fetched"), "consume rate of " + t.name)];
   });
-  const headers = ["Topic", "Partitions", "Replicas", "Records", "Size", "Retention", "Produce (this node)", "Consume (this node)"];
+  const headers = ["Topic", "Partitions", "Replicas", "Records", "Size", "Retention", "Produce (cluster)", "Consume (cluster)"];
   let list = table(headers, rows(), "topics");
   show("Topics", topics.length ? list : el("p", { id: "topics" }, "No topics yet: create one with logd topic create NAME."));
   if (topics.length) {
@@ -130,12 +135,14 @@ async function topicPage(name) {
     p.leader || "?", p.replicas.join(" "), p.isr.join(" ")]);
   const headers = ["Partition", "Log start", "High watermark", "Size", "Leader", "Replicas", "In sync"];
   let parts = table(headers, partitionRows(t), "partitions");
+  const partsNote = el("p", { id: "partitions-note", class: "error" });
   refresh = setInterval(async () => {
     try {
       const fresh = table(headers, partitionRows(await api("/v1/topics/" + encodeURIComponent(name))), "partitions");
       parts.replaceWith(fresh);
       parts = fresh;
-    } catch (err) { say(err.message); }
+      partsNote.textContent = "";
+    } catch (err) { partsNote.textContent = "partitions not refreshed: " + err.message; }
   }, 5000);
   const log = el("ol", { id: "tail", class: "tail", "aria-label": "live tail" });
   const filter = el("input", { id: "key-filter", type: "search", placeholder: "only keys containing…", "aria-label": "key filter" });
@@ -170,20 +177,84 @@ async function topicPage(name) {
     pause.textContent = paused ? "Resume" : "Pause";
     if (!paused) { held.forEach(add); held = []; }
   });
-  tail = new EventSource("/v1/topics/" + encodeURIComponent(name) + "/events?from=-1h");
-  tail.addEventListener("record", e => {
-    const rec = JSON.parse(e.data);
+  tail = liveTail(name, rec => {
     if (paused) { if (held.length < 1000) held.push(rec); } else add(rec);
   });
-  tail.addEventListener("error", e => say(e.data ? JSON.parse(e.data).error : "live tail: reconnecting…"));
-  tail.addEventListener("open", () => say("live tail connected"));
   show("Topic " + t.name,
     el("p", {}, "Retention ", duration(t.retention_ms), ", ", t.retention_bytes < 0 ? "no size limit" : bytes(t.retention_bytes) + " per partition", "."),
-    parts,
+    parts, partsNote,
     produceForm(t.name),
     el("h2", {}, "Live tail (last hour, then live)"),
     el("div", { class: "controls" }, filter, el("label", {}, pretty, " Pretty JSON"), pause), log,
     recordBrowser(t));
+}
+
+// liveTail follows a topic's live tail (GET .../events?from=-1h) and hands
+// each record to onRecord once, in each partition's order. When the stream
+// breaks (its node stops, dies, or ends it with a 5xx error event) it
+// resumes on the next node of the cluster with the id of the last record
+// handed on (last_event_id), so losing any node, the page's own included,
+// loses and repeats nothing. The nodes are the cluster page's
+// (/v1/cluster, refreshed while the page is open); another node is read
+// cross-origin, which the nodes allow for their own consoles only
+// (docs/http.md, "Console"). An error event of another status (416: the
+// records were removed; 403, 404) ends the tail with its message.
+function liveTail(topic, onRecord) {
+  const path = "/v1/topics/" + encodeURIComponent(topic) + "/events?from=-1h";
+  let bases = [""]; // "": this page's node; then the others' origins
+  let at = 0, es = null, lastId = "", wait = 250, timer = null, ended = false;
+  const learnNodes = async () => {
+    try {
+      const c = await api("/v1/cluster");
+      const others = c.nodes.filter(n => n.id !== c.self.id).map(n => nodeOrigin(n.http_addr)).filter(o => o);
+      const current = bases[at];
+      bases = ["", ...others];
+      at = Math.max(0, bases.indexOf(current));
+    } catch (err) { /* keep the nodes known */ }
+  };
+  const next = () => {
+    es.close();
+    if (ended || timer) return;
+    at = (at + 1) % bases.length;
+    say("live tail: reconnecting…");
+    timer = setTimeout(open, wait);
+    wait = Math.min(2 * wait, 5000);
+  };
+  const open = () => {
+    timer = null;
+    const base = bases[at];
+    es = new EventSource(base + path + (lastId ? "&last_event_id=" + encodeURIComponent(lastId) : ""),
+      base ? { withCredentials: true } : {});
+    es.addEventListener("record", e => { lastId = e.lastEventId; onRecord(JSON.parse(e.data)); });
+    es.addEventListener("open", () => {
+      wait = 250;
+      say("live tail connected" + (base ? " via " + base.replace(/^[a-z]+:\/\//, "") : ""));
+    });
+    es.addEventListener("error", e => {
+      const body = e.data ? JSON.parse(e.data) : {};
+      if (body.status && body.status < 500) {
+        ended = true;
+        es.close();
+        say("live tail ended: " + body.error);
+        return;
+      }
+      next();
+    });
+  };
+  learnNodes();
+  const nodes = setInterval(learnNodes, 30000);
+  // For tests: the other nodes' origins the tail would move to.
+  window.logdTail = { origins: () => bases.slice(1) };
+  open();
+  return { close() { ended = true; es.close(); clearTimeout(timer); clearInterval(nodes); } };
+}
+
+// nodeOrigin is the origin of a node's advertised HTTP address, in this
+// page's scheme, or null for an address a browser cannot reach it by
+// (0.0.0.0, an IPv6 literal: the nodes' CSP and CORS leave those out too).
+function nodeOrigin(addr) {
+  const m = /^([A-Za-z0-9.-]+):(\d+)$/.exec(addr || "");
+  return m && m[1] !== "0.0.0.0" ? location.protocol + "//" + m[1] + ":" + m[2] : null;
 }
 
 // valueView is a record's value: as sent, or, pretty and when it is a
@@ -316,7 +387,7 @@ async function route() {
 
 window.addEventListener("hashchange", route);
 // For tests: take a sample now.
-window.logdCharts = { sample };
+window.logdCharts = { sample, rates, samples };
 sample();
 setInterval(sample, sampleMs);
 route();
