@@ -288,3 +288,30 @@ func TestCompactEpochEndOverGaps(t *testing.T) {
 		}
 	}
 }
+
+// A deleted key does not come back: an older value of b that shares a
+// batch with a's newest value is removed by its tombstone, so when the
+// tombstone expires b is gone, not back at its older value (a clean that
+// kept whole batches did bring it back).
+func TestCompactDeletedKeyStaysDeleted(t *testing.T) {
+	fs := newFaultFS()
+	opts := Options{SegmentBytes: 256}
+	l := mustOpen(t, fs, opts)
+	defer l.Close()
+	mustAppend(t, l, batch.Encode(nil, 0, batch.NoProducer, []batch.Record{
+		{Timestamp: 1000, Key: []byte("a"), Value: []byte("1")},
+		{Timestamp: 1000, Key: []byte("b"), Value: []byte("1")},
+	}))
+	mustAppend(t, l, kvBatch([]byte("b"), nil, 2000))
+	fillKeys(t, l, 20, 1, 3000) // later segments, the last active
+	for _, now := range []int64{100_000, 200_000} {
+		if _, err := l.Compact(CompactOptions{Below: 22, Now: time.UnixMilli(now), DeleteRetention: 50 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range readKept(t, l) {
+		if string(r.Key) == "b" {
+			t.Fatalf("key b is back at offset %d (value %q) after its tombstone expired", r.Offset, r.Value)
+		}
+	}
+}
