@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"time"
 
@@ -161,7 +160,7 @@ for a conditional put).`,
 			}
 			value := []byte(args[2])
 			if args[2] == "-" {
-				if value, err = io.ReadAll(os.Stdin); err != nil {
+				if value, err = io.ReadAll(cmd.InOrStdin()); err != nil {
 					return err
 				}
 			}
