@@ -115,20 +115,20 @@ func kvOffsetText(o int64) string {
 type kvView struct {
 	index *kv.Store
 	mu    sync.Mutex
-	locks map[*partition.Partition]*sync.RWMutex
+	locks map[string]*sync.RWMutex // by partition name: a deleted topic's partition is not kept
 }
 
 func newKVView(db *pebble.DB) *kvView {
-	return &kvView{index: kv.New(db), locks: map[*partition.Partition]*sync.RWMutex{}}
+	return &kvView{index: kv.New(db), locks: map[string]*sync.RWMutex{}}
 }
 
 func (v *kvView) lock(p *partition.Partition) *sync.RWMutex {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	l, ok := v.locks[p]
+	l, ok := v.locks[p.Name()]
 	if !ok {
 		l = &sync.RWMutex{}
-		v.locks[p] = l
+		v.locks[p.Name()] = l
 	}
 	return l
 }
