@@ -71,6 +71,7 @@ type Broker struct {
 	lag     *offsets.LagCollector
 	trimmer *retention.Trimmer
 	cleaner *cleaner
+	kv      *kvView            // the key-value view of compacted topics (kv.go)
 	plane   controlPlane       // local or Raft, chosen in openStorage
 	stopBG  context.CancelFunc // stops background work (the trimmer)
 	bg      sync.WaitGroup
@@ -165,6 +166,7 @@ func (b *Broker) openStorage() error {
 		return openMetaError(b.cfg.DataDir, err)
 	}
 	b.db = db
+	b.kv = newKVView(db)
 	topics, err := partition.Open(partition.Options{
 		DataDir:    b.cfg.DataDir,
 		DB:         db,

@@ -115,6 +115,7 @@ func accessKinds() []Kind {
 		{Pkg: "broker", Name: "NotCoordinatorError", Err: &broker.NotCoordinatorError{}},
 		{Pkg: "broker", Name: "NotLeaderError", Err: &broker.NotLeaderError{What: "the cluster metadata"}},
 		{Pkg: "broker", Name: "OutOfRangeError", Err: &broker.OutOfRangeError{Offset: -1, StartOffset: 3, HighWatermark: 5}},
+		{Pkg: "broker", Name: "KeyConflictError", Err: &broker.KeyConflictError{Topic: "t", Key: []byte("k"), Latest: 7, Expected: 3}},
 		// Re-exports of partition's and log's errors (broker/types.go), so that
 		// the front-ends import the broker only.
 		{Pkg: "broker", Name: "ErrInvalidConfig", Err: broker.ErrInvalidConfig},

@@ -68,7 +68,10 @@ func errorStatus(err error) (int, errorBody) {
 	var notLeader *broker.NotLeaderError
 	var notCoord *broker.NotCoordinatorError
 	var oor *broker.OutOfRangeError
+	var conflict *broker.KeyConflictError
 	switch {
+	case errors.As(err, &conflict):
+		return http.StatusPreconditionFailed, body
 	case errors.As(err, &notLeader):
 		if notLeader.Leader.ID == "" {
 			body.Error = fmt.Sprintf("%s has no leader right now (an election is under way, or too few replicas are up): retry shortly", notLeader.What)

@@ -4360,6 +4360,594 @@ func (x *ListACLsResponse) GetAcls() []*ACL {
 	return nil
 }
 
+type KVEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	Partition     int32                  `protobuf:"varint,3,opt,name=partition,proto3" json:"partition,omitempty"`
+	Offset        int64                  `protobuf:"varint,4,opt,name=offset,proto3" json:"offset,omitempty"`
+	TimestampMs   int64                  `protobuf:"varint,5,opt,name=timestamp_ms,json=timestampMs,proto3" json:"timestamp_ms,omitempty"`
+	Headers       []*Header              `protobuf:"bytes,6,rep,name=headers,proto3" json:"headers,omitempty"`
+	Deleted       bool                   `protobuf:"varint,7,opt,name=deleted,proto3" json:"deleted,omitempty"` // Watch: the key was deleted (value is empty)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KVEntry) Reset() {
+	*x = KVEntry{}
+	mi := &file_logd_v1_logd_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KVEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KVEntry) ProtoMessage() {}
+
+func (x *KVEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KVEntry.ProtoReflect.Descriptor instead.
+func (*KVEntry) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *KVEntry) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *KVEntry) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *KVEntry) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *KVEntry) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *KVEntry) GetTimestampMs() int64 {
+	if x != nil {
+		return x.TimestampMs
+	}
+	return 0
+}
+
+func (x *KVEntry) GetHeaders() []*Header {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+func (x *KVEntry) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
+type KVGetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	Stale         bool                   `protobuf:"varint,3,opt,name=stale,proto3" json:"stale,omitempty"` // read a local replica without proving it current
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KVGetRequest) Reset() {
+	*x = KVGetRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KVGetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KVGetRequest) ProtoMessage() {}
+
+func (x *KVGetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KVGetRequest.ProtoReflect.Descriptor instead.
+func (*KVGetRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *KVGetRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *KVGetRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *KVGetRequest) GetStale() bool {
+	if x != nil {
+		return x.Stale
+	}
+	return false
+}
+
+type KVGetResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Found         bool                   `protobuf:"varint,1,opt,name=found,proto3" json:"found,omitempty"`
+	Entry         *KVEntry               `protobuf:"bytes,2,opt,name=entry,proto3" json:"entry,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KVGetResponse) Reset() {
+	*x = KVGetResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KVGetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KVGetResponse) ProtoMessage() {}
+
+func (x *KVGetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KVGetResponse.ProtoReflect.Descriptor instead.
+func (*KVGetResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *KVGetResponse) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
+func (x *KVGetResponse) GetEntry() *KVEntry {
+	if x != nil {
+		return x.Entry
+	}
+	return nil
+}
+
+type KVPutRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Topic          string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Key            []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	Value          []byte                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	Headers        []*Header              `protobuf:"bytes,4,rep,name=headers,proto3" json:"headers,omitempty"`
+	ExpectedOffset *int64                 `protobuf:"varint,5,opt,name=expected_offset,json=expectedOffset,proto3,oneof" json:"expected_offset,omitempty"` // -1: the key must have no value
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *KVPutRequest) Reset() {
+	*x = KVPutRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KVPutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KVPutRequest) ProtoMessage() {}
+
+func (x *KVPutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KVPutRequest.ProtoReflect.Descriptor instead.
+func (*KVPutRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *KVPutRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *KVPutRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *KVPutRequest) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *KVPutRequest) GetHeaders() []*Header {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+func (x *KVPutRequest) GetExpectedOffset() int64 {
+	if x != nil && x.ExpectedOffset != nil {
+		return *x.ExpectedOffset
+	}
+	return 0
+}
+
+type KVPutResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Partition     int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	Offset        int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	TimestampMs   int64                  `protobuf:"varint,3,opt,name=timestamp_ms,json=timestampMs,proto3" json:"timestamp_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KVPutResponse) Reset() {
+	*x = KVPutResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KVPutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KVPutResponse) ProtoMessage() {}
+
+func (x *KVPutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KVPutResponse.ProtoReflect.Descriptor instead.
+func (*KVPutResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *KVPutResponse) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *KVPutResponse) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *KVPutResponse) GetTimestampMs() int64 {
+	if x != nil {
+		return x.TimestampMs
+	}
+	return 0
+}
+
+type KVDeleteRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Topic          string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Key            []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	ExpectedOffset *int64                 `protobuf:"varint,3,opt,name=expected_offset,json=expectedOffset,proto3,oneof" json:"expected_offset,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *KVDeleteRequest) Reset() {
+	*x = KVDeleteRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KVDeleteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KVDeleteRequest) ProtoMessage() {}
+
+func (x *KVDeleteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KVDeleteRequest.ProtoReflect.Descriptor instead.
+func (*KVDeleteRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *KVDeleteRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *KVDeleteRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *KVDeleteRequest) GetExpectedOffset() int64 {
+	if x != nil && x.ExpectedOffset != nil {
+		return *x.ExpectedOffset
+	}
+	return 0
+}
+
+type KVListRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Prefix        []byte                 `protobuf:"bytes,2,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	After         []byte                 `protobuf:"bytes,3,opt,name=after,proto3" json:"after,omitempty"`  // only keys after this one: the previous page's last
+	Limit         int32                  `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"` // 0: 100; at most 1000
+	Stale         bool                   `protobuf:"varint,5,opt,name=stale,proto3" json:"stale,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KVListRequest) Reset() {
+	*x = KVListRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KVListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KVListRequest) ProtoMessage() {}
+
+func (x *KVListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KVListRequest.ProtoReflect.Descriptor instead.
+func (*KVListRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *KVListRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *KVListRequest) GetPrefix() []byte {
+	if x != nil {
+		return x.Prefix
+	}
+	return nil
+}
+
+func (x *KVListRequest) GetAfter() []byte {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *KVListRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *KVListRequest) GetStale() bool {
+	if x != nil {
+		return x.Stale
+	}
+	return false
+}
+
+type KVListResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*KVEntry             `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	More          bool                   `protobuf:"varint,2,opt,name=more,proto3" json:"more,omitempty"`
+	Last          []byte                 `protobuf:"bytes,3,opt,name=last,proto3" json:"last,omitempty"` // the last key the page covers: the next page's after
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KVListResponse) Reset() {
+	*x = KVListResponse{}
+	mi := &file_logd_v1_logd_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KVListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KVListResponse) ProtoMessage() {}
+
+func (x *KVListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KVListResponse.ProtoReflect.Descriptor instead.
+func (*KVListResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *KVListResponse) GetEntries() []*KVEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *KVListResponse) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
+}
+
+func (x *KVListResponse) GetLast() []byte {
+	if x != nil {
+		return x.Last
+	}
+	return nil
+}
+
+type KVWatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Prefix        []byte                 `protobuf:"bytes,2,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KVWatchRequest) Reset() {
+	*x = KVWatchRequest{}
+	mi := &file_logd_v1_logd_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KVWatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KVWatchRequest) ProtoMessage() {}
+
+func (x *KVWatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KVWatchRequest.ProtoReflect.Descriptor instead.
+func (*KVWatchRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *KVWatchRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *KVWatchRequest) GetPrefix() []byte {
+	if x != nil {
+		return x.Prefix
+	}
+	return nil
+}
+
 var File_logd_v1_logd_proto protoreflect.FileDescriptor
 
 const file_logd_v1_logd_proto_rawDesc = "" +
@@ -4704,7 +5292,51 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x0fListACLsRequest\x12$\n" +
 	"\x06filter\x18\x01 \x01(\v2\f.logd.v1.ACLR\x06filter\"4\n" +
 	"\x10ListACLsResponse\x12 \n" +
-	"\x04acls\x18\x01 \x03(\v2\f.logd.v1.ACLR\x04acls*7\n" +
+	"\x04acls\x18\x01 \x03(\v2\f.logd.v1.ACLR\x04acls\"\xcf\x01\n" +
+	"\aKVEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\x12\x1c\n" +
+	"\tpartition\x18\x03 \x01(\x05R\tpartition\x12\x16\n" +
+	"\x06offset\x18\x04 \x01(\x03R\x06offset\x12!\n" +
+	"\ftimestamp_ms\x18\x05 \x01(\x03R\vtimestampMs\x12)\n" +
+	"\aheaders\x18\x06 \x03(\v2\x0f.logd.v1.HeaderR\aheaders\x12\x18\n" +
+	"\adeleted\x18\a \x01(\bR\adeleted\"L\n" +
+	"\fKVGetRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\x12\x14\n" +
+	"\x05stale\x18\x03 \x01(\bR\x05stale\"M\n" +
+	"\rKVGetResponse\x12\x14\n" +
+	"\x05found\x18\x01 \x01(\bR\x05found\x12&\n" +
+	"\x05entry\x18\x02 \x01(\v2\x10.logd.v1.KVEntryR\x05entry\"\xb9\x01\n" +
+	"\fKVPutRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\x12)\n" +
+	"\aheaders\x18\x04 \x03(\v2\x0f.logd.v1.HeaderR\aheaders\x12,\n" +
+	"\x0fexpected_offset\x18\x05 \x01(\x03H\x00R\x0eexpectedOffset\x88\x01\x01B\x12\n" +
+	"\x10_expected_offset\"h\n" +
+	"\rKVPutResponse\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12!\n" +
+	"\ftimestamp_ms\x18\x03 \x01(\x03R\vtimestampMs\"{\n" +
+	"\x0fKVDeleteRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\x12,\n" +
+	"\x0fexpected_offset\x18\x03 \x01(\x03H\x00R\x0eexpectedOffset\x88\x01\x01B\x12\n" +
+	"\x10_expected_offset\"\x7f\n" +
+	"\rKVListRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x16\n" +
+	"\x06prefix\x18\x02 \x01(\fR\x06prefix\x12\x14\n" +
+	"\x05after\x18\x03 \x01(\fR\x05after\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\x05R\x05limit\x12\x14\n" +
+	"\x05stale\x18\x05 \x01(\bR\x05stale\"d\n" +
+	"\x0eKVListResponse\x12*\n" +
+	"\aentries\x18\x01 \x03(\v2\x10.logd.v1.KVEntryR\aentries\x12\x12\n" +
+	"\x04more\x18\x02 \x01(\bR\x04more\x12\x12\n" +
+	"\x04last\x18\x03 \x01(\fR\x04last\">\n" +
+	"\x0eKVWatchRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x16\n" +
+	"\x06prefix\x18\x02 \x01(\fR\x06prefix*7\n" +
 	"\x04Acks\x12\x10\n" +
 	"\fACKS_DEFAULT\x10\x00\x12\x0f\n" +
 	"\vACKS_LEADER\x10\x01\x12\f\n" +
@@ -4757,7 +5389,13 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\aAddACLs\x12\x17.logd.v1.AddACLsRequest\x1a\x18.logd.v1.AddACLsResponse\x12E\n" +
 	"\n" +
 	"RemoveACLs\x12\x1a.logd.v1.RemoveACLsRequest\x1a\x1b.logd.v1.RemoveACLsResponse\x12?\n" +
-	"\bListACLs\x12\x18.logd.v1.ListACLsRequest\x1a\x19.logd.v1.ListACLsResponseB+Z)github.com/logd/logd/proto/logd/v1;logdv1b\x06proto3"
+	"\bListACLs\x12\x18.logd.v1.ListACLsRequest\x1a\x19.logd.v1.ListACLsResponse2\x9b\x02\n" +
+	"\x02KV\x124\n" +
+	"\x03Get\x12\x15.logd.v1.KVGetRequest\x1a\x16.logd.v1.KVGetResponse\x124\n" +
+	"\x03Put\x12\x15.logd.v1.KVPutRequest\x1a\x16.logd.v1.KVPutResponse\x12:\n" +
+	"\x06Delete\x12\x18.logd.v1.KVDeleteRequest\x1a\x16.logd.v1.KVPutResponse\x127\n" +
+	"\x04List\x12\x16.logd.v1.KVListRequest\x1a\x17.logd.v1.KVListResponse\x124\n" +
+	"\x05Watch\x12\x17.logd.v1.KVWatchRequest\x1a\x10.logd.v1.KVEntry0\x01B+Z)github.com/logd/logd/proto/logd/v1;logdv1b\x06proto3"
 
 var (
 	file_logd_v1_logd_proto_rawDescOnce sync.Once
@@ -4772,7 +5410,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Acks)(0),                        // 0: logd.v1.Acks
 	(OffsetSpec)(0),                  // 1: logd.v1.OffsetSpec
@@ -4846,6 +5484,15 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*RemoveACLsResponse)(nil),       // 69: logd.v1.RemoveACLsResponse
 	(*ListACLsRequest)(nil),          // 70: logd.v1.ListACLsRequest
 	(*ListACLsResponse)(nil),         // 71: logd.v1.ListACLsResponse
+	(*KVEntry)(nil),                  // 72: logd.v1.KVEntry
+	(*KVGetRequest)(nil),             // 73: logd.v1.KVGetRequest
+	(*KVGetResponse)(nil),            // 74: logd.v1.KVGetResponse
+	(*KVPutRequest)(nil),             // 75: logd.v1.KVPutRequest
+	(*KVPutResponse)(nil),            // 76: logd.v1.KVPutResponse
+	(*KVDeleteRequest)(nil),          // 77: logd.v1.KVDeleteRequest
+	(*KVListRequest)(nil),            // 78: logd.v1.KVListRequest
+	(*KVListResponse)(nil),           // 79: logd.v1.KVListResponse
+	(*KVWatchRequest)(nil),           // 80: logd.v1.KVWatchRequest
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	2,  // 0: logd.v1.Record.headers:type_name -> logd.v1.Header
@@ -4879,71 +5526,85 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	65, // 28: logd.v1.RemoveACLsResponse.removed:type_name -> logd.v1.ACL
 	65, // 29: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACL
 	65, // 30: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
-	4,  // 31: logd.v1.Log.Produce:input_type -> logd.v1.ProduceRequest
-	4,  // 32: logd.v1.Log.ProduceStream:input_type -> logd.v1.ProduceRequest
-	7,  // 33: logd.v1.Log.Fetch:input_type -> logd.v1.FetchRequest
-	9,  // 34: logd.v1.Log.Subscribe:input_type -> logd.v1.SubscribeRequest
-	10, // 35: logd.v1.Log.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
-	14, // 36: logd.v1.Admin.CreateTopic:input_type -> logd.v1.CreateTopicRequest
-	16, // 37: logd.v1.Admin.ListTopics:input_type -> logd.v1.ListTopicsRequest
-	19, // 38: logd.v1.Admin.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
-	22, // 39: logd.v1.Admin.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	24, // 40: logd.v1.Admin.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	26, // 41: logd.v1.Admin.DeleteRecords:input_type -> logd.v1.DeleteRecordsRequest
-	29, // 42: logd.v1.Offsets.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	31, // 43: logd.v1.Offsets.FetchOffsets:input_type -> logd.v1.FetchOffsetsRequest
-	33, // 44: logd.v1.Offsets.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	37, // 45: logd.v1.Offsets.ResetOffsets:input_type -> logd.v1.ResetOffsetsRequest
-	34, // 46: logd.v1.Offsets.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
-	40, // 47: logd.v1.Groups.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	42, // 48: logd.v1.Groups.Heartbeat:input_type -> logd.v1.HeartbeatRequest
-	44, // 49: logd.v1.Groups.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	46, // 50: logd.v1.Groups.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	33, // 51: logd.v1.Groups.ListMemberGroups:input_type -> logd.v1.ListGroupsRequest
-	51, // 52: logd.v1.Cluster.Status:input_type -> logd.v1.ClusterStatusRequest
-	52, // 53: logd.v1.Cluster.Join:input_type -> logd.v1.JoinRequest
-	54, // 54: logd.v1.Cluster.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	59, // 55: logd.v1.Security.CreateUser:input_type -> logd.v1.CreateUserRequest
-	61, // 56: logd.v1.Security.DeleteUser:input_type -> logd.v1.DeleteUserRequest
-	63, // 57: logd.v1.Security.ListUsers:input_type -> logd.v1.ListUsersRequest
-	66, // 58: logd.v1.Security.AddACLs:input_type -> logd.v1.AddACLsRequest
-	68, // 59: logd.v1.Security.RemoveACLs:input_type -> logd.v1.RemoveACLsRequest
-	70, // 60: logd.v1.Security.ListACLs:input_type -> logd.v1.ListACLsRequest
-	5,  // 61: logd.v1.Log.Produce:output_type -> logd.v1.ProduceResponse
-	5,  // 62: logd.v1.Log.ProduceStream:output_type -> logd.v1.ProduceResponse
-	8,  // 63: logd.v1.Log.Fetch:output_type -> logd.v1.FetchResponse
-	8,  // 64: logd.v1.Log.Subscribe:output_type -> logd.v1.FetchResponse
-	12, // 65: logd.v1.Log.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	15, // 66: logd.v1.Admin.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	17, // 67: logd.v1.Admin.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	21, // 68: logd.v1.Admin.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	23, // 69: logd.v1.Admin.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	25, // 70: logd.v1.Admin.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	27, // 71: logd.v1.Admin.DeleteRecords:output_type -> logd.v1.DeleteRecordsResponse
-	30, // 72: logd.v1.Offsets.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	32, // 73: logd.v1.Offsets.FetchOffsets:output_type -> logd.v1.FetchOffsetsResponse
-	36, // 74: logd.v1.Offsets.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	38, // 75: logd.v1.Offsets.ResetOffsets:output_type -> logd.v1.ResetOffsetsResponse
-	35, // 76: logd.v1.Offsets.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
-	41, // 77: logd.v1.Groups.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	43, // 78: logd.v1.Groups.Heartbeat:output_type -> logd.v1.HeartbeatResponse
-	45, // 79: logd.v1.Groups.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	48, // 80: logd.v1.Groups.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	50, // 81: logd.v1.Groups.ListMemberGroups:output_type -> logd.v1.ListMemberGroupsResponse
-	58, // 82: logd.v1.Cluster.Status:output_type -> logd.v1.ClusterStatusResponse
-	53, // 83: logd.v1.Cluster.Join:output_type -> logd.v1.JoinResponse
-	55, // 84: logd.v1.Cluster.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	60, // 85: logd.v1.Security.CreateUser:output_type -> logd.v1.CreateUserResponse
-	62, // 86: logd.v1.Security.DeleteUser:output_type -> logd.v1.DeleteUserResponse
-	64, // 87: logd.v1.Security.ListUsers:output_type -> logd.v1.ListUsersResponse
-	67, // 88: logd.v1.Security.AddACLs:output_type -> logd.v1.AddACLsResponse
-	69, // 89: logd.v1.Security.RemoveACLs:output_type -> logd.v1.RemoveACLsResponse
-	71, // 90: logd.v1.Security.ListACLs:output_type -> logd.v1.ListACLsResponse
-	61, // [61:91] is the sub-list for method output_type
-	31, // [31:61] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	2,  // 31: logd.v1.KVEntry.headers:type_name -> logd.v1.Header
+	72, // 32: logd.v1.KVGetResponse.entry:type_name -> logd.v1.KVEntry
+	2,  // 33: logd.v1.KVPutRequest.headers:type_name -> logd.v1.Header
+	72, // 34: logd.v1.KVListResponse.entries:type_name -> logd.v1.KVEntry
+	4,  // 35: logd.v1.Log.Produce:input_type -> logd.v1.ProduceRequest
+	4,  // 36: logd.v1.Log.ProduceStream:input_type -> logd.v1.ProduceRequest
+	7,  // 37: logd.v1.Log.Fetch:input_type -> logd.v1.FetchRequest
+	9,  // 38: logd.v1.Log.Subscribe:input_type -> logd.v1.SubscribeRequest
+	10, // 39: logd.v1.Log.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	14, // 40: logd.v1.Admin.CreateTopic:input_type -> logd.v1.CreateTopicRequest
+	16, // 41: logd.v1.Admin.ListTopics:input_type -> logd.v1.ListTopicsRequest
+	19, // 42: logd.v1.Admin.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
+	22, // 43: logd.v1.Admin.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	24, // 44: logd.v1.Admin.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
+	26, // 45: logd.v1.Admin.DeleteRecords:input_type -> logd.v1.DeleteRecordsRequest
+	29, // 46: logd.v1.Offsets.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	31, // 47: logd.v1.Offsets.FetchOffsets:input_type -> logd.v1.FetchOffsetsRequest
+	33, // 48: logd.v1.Offsets.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	37, // 49: logd.v1.Offsets.ResetOffsets:input_type -> logd.v1.ResetOffsetsRequest
+	34, // 50: logd.v1.Offsets.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
+	40, // 51: logd.v1.Groups.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	42, // 52: logd.v1.Groups.Heartbeat:input_type -> logd.v1.HeartbeatRequest
+	44, // 53: logd.v1.Groups.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	46, // 54: logd.v1.Groups.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	33, // 55: logd.v1.Groups.ListMemberGroups:input_type -> logd.v1.ListGroupsRequest
+	51, // 56: logd.v1.Cluster.Status:input_type -> logd.v1.ClusterStatusRequest
+	52, // 57: logd.v1.Cluster.Join:input_type -> logd.v1.JoinRequest
+	54, // 58: logd.v1.Cluster.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	59, // 59: logd.v1.Security.CreateUser:input_type -> logd.v1.CreateUserRequest
+	61, // 60: logd.v1.Security.DeleteUser:input_type -> logd.v1.DeleteUserRequest
+	63, // 61: logd.v1.Security.ListUsers:input_type -> logd.v1.ListUsersRequest
+	66, // 62: logd.v1.Security.AddACLs:input_type -> logd.v1.AddACLsRequest
+	68, // 63: logd.v1.Security.RemoveACLs:input_type -> logd.v1.RemoveACLsRequest
+	70, // 64: logd.v1.Security.ListACLs:input_type -> logd.v1.ListACLsRequest
+	73, // 65: logd.v1.KV.Get:input_type -> logd.v1.KVGetRequest
+	75, // 66: logd.v1.KV.Put:input_type -> logd.v1.KVPutRequest
+	77, // 67: logd.v1.KV.Delete:input_type -> logd.v1.KVDeleteRequest
+	78, // 68: logd.v1.KV.List:input_type -> logd.v1.KVListRequest
+	80, // 69: logd.v1.KV.Watch:input_type -> logd.v1.KVWatchRequest
+	5,  // 70: logd.v1.Log.Produce:output_type -> logd.v1.ProduceResponse
+	5,  // 71: logd.v1.Log.ProduceStream:output_type -> logd.v1.ProduceResponse
+	8,  // 72: logd.v1.Log.Fetch:output_type -> logd.v1.FetchResponse
+	8,  // 73: logd.v1.Log.Subscribe:output_type -> logd.v1.FetchResponse
+	12, // 74: logd.v1.Log.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	15, // 75: logd.v1.Admin.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	17, // 76: logd.v1.Admin.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	21, // 77: logd.v1.Admin.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	23, // 78: logd.v1.Admin.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	25, // 79: logd.v1.Admin.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	27, // 80: logd.v1.Admin.DeleteRecords:output_type -> logd.v1.DeleteRecordsResponse
+	30, // 81: logd.v1.Offsets.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	32, // 82: logd.v1.Offsets.FetchOffsets:output_type -> logd.v1.FetchOffsetsResponse
+	36, // 83: logd.v1.Offsets.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	38, // 84: logd.v1.Offsets.ResetOffsets:output_type -> logd.v1.ResetOffsetsResponse
+	35, // 85: logd.v1.Offsets.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	41, // 86: logd.v1.Groups.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	43, // 87: logd.v1.Groups.Heartbeat:output_type -> logd.v1.HeartbeatResponse
+	45, // 88: logd.v1.Groups.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	48, // 89: logd.v1.Groups.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	50, // 90: logd.v1.Groups.ListMemberGroups:output_type -> logd.v1.ListMemberGroupsResponse
+	58, // 91: logd.v1.Cluster.Status:output_type -> logd.v1.ClusterStatusResponse
+	53, // 92: logd.v1.Cluster.Join:output_type -> logd.v1.JoinResponse
+	55, // 93: logd.v1.Cluster.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	60, // 94: logd.v1.Security.CreateUser:output_type -> logd.v1.CreateUserResponse
+	62, // 95: logd.v1.Security.DeleteUser:output_type -> logd.v1.DeleteUserResponse
+	64, // 96: logd.v1.Security.ListUsers:output_type -> logd.v1.ListUsersResponse
+	67, // 97: logd.v1.Security.AddACLs:output_type -> logd.v1.AddACLsResponse
+	69, // 98: logd.v1.Security.RemoveACLs:output_type -> logd.v1.RemoveACLsResponse
+	71, // 99: logd.v1.Security.ListACLs:output_type -> logd.v1.ListACLsResponse
+	74, // 100: logd.v1.KV.Get:output_type -> logd.v1.KVGetResponse
+	76, // 101: logd.v1.KV.Put:output_type -> logd.v1.KVPutResponse
+	76, // 102: logd.v1.KV.Delete:output_type -> logd.v1.KVPutResponse
+	79, // 103: logd.v1.KV.List:output_type -> logd.v1.KVListResponse
+	72, // 104: logd.v1.KV.Watch:output_type -> logd.v1.KVEntry
+	70, // [70:105] is the sub-list for method output_type
+	35, // [35:70] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_logd_proto_init() }
@@ -4955,15 +5616,17 @@ func file_logd_v1_logd_proto_init() {
 	file_logd_v1_logd_proto_msgTypes[11].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[27].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[35].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[73].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[75].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   70,
+			NumMessages:   79,
 			NumExtensions: 0,
-			NumServices:   6,
+			NumServices:   7,
 		},
 		GoTypes:           file_logd_v1_logd_proto_goTypes,
 		DependencyIndexes: file_logd_v1_logd_proto_depIdxs,

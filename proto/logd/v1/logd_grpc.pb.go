@@ -1692,3 +1692,289 @@ var Security_ServiceDesc = grpc.ServiceDesc{
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "logd/v1/logd.proto",
 }
+
+const (
+	KV_Get_FullMethodName    = "/logd.v1.KV/Get"
+	KV_Put_FullMethodName    = "/logd.v1.KV/Put"
+	KV_Delete_FullMethodName = "/logd.v1.KV/Delete"
+	KV_List_FullMethodName   = "/logd.v1.KV/List"
+	KV_Watch_FullMethodName  = "/logd.v1.KV/Watch"
+)
+
+// KVClient is the client API for KV service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// The key-value view of a compacted topic (cleanup.policy compact or
+// compact,delete; others are refused with FAILED_PRECONDITION): the newest
+// record of each key, read by key (docs/kv.md). A key lives in the
+// partition its key routes to. Any node serves every call (a call is
+// carried to the partition's leader). A Get is linearizable unless stale.
+type KVClient interface {
+	Get(ctx context.Context, in *KVGetRequest, opts ...grpc.CallOption) (*KVGetResponse, error)
+	// Put produces one record (acks all). With expected_offset it is a
+	// compare-and-set: refused with FAILED_PRECONDITION ("the key's latest
+	// offset is X, not N") unless the key's newest record is at that offset
+	// (-1: the key has no value).
+	Put(ctx context.Context, in *KVPutRequest, opts ...grpc.CallOption) (*KVPutResponse, error)
+	// Delete produces a tombstone (a null value), conditional as Put.
+	Delete(ctx context.Context, in *KVDeleteRequest, opts ...grpc.CallOption) (*KVPutResponse, error)
+	// List pages through the keys in key order, with their newest records.
+	List(ctx context.Context, in *KVListRequest, opts ...grpc.CallOption) (*KVListResponse, error)
+	// Watch streams the puts and deletes made after it began of the keys
+	// with a prefix.
+	Watch(ctx context.Context, in *KVWatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[KVEntry], error)
+}
+
+type kVClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewKVClient(cc grpc.ClientConnInterface) KVClient {
+	return &kVClient{cc}
+}
+
+func (c *kVClient) Get(ctx context.Context, in *KVGetRequest, opts ...grpc.CallOption) (*KVGetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(KVGetResponse)
+	err := c.cc.Invoke(ctx, KV_Get_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *kVClient) Put(ctx context.Context, in *KVPutRequest, opts ...grpc.CallOption) (*KVPutResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(KVPutResponse)
+	err := c.cc.Invoke(ctx, KV_Put_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *kVClient) Delete(ctx context.Context, in *KVDeleteRequest, opts ...grpc.CallOption) (*KVPutResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(KVPutResponse)
+	err := c.cc.Invoke(ctx, KV_Delete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *kVClient) List(ctx context.Context, in *KVListRequest, opts ...grpc.CallOption) (*KVListResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(KVListResponse)
+	err := c.cc.Invoke(ctx, KV_List_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *kVClient) Watch(ctx context.Context, in *KVWatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[KVEntry], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &KV_ServiceDesc.Streams[0], KV_Watch_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[KVWatchRequest, KVEntry]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type KV_WatchClient = grpc.ServerStreamingClient[KVEntry]
+
+// KVServer is the server API for KV service.
+// All implementations must embed UnimplementedKVServer
+// for forward compatibility.
+//
+// The key-value view of a compacted topic (cleanup.policy compact or
+// compact,delete; others are refused with FAILED_PRECONDITION): the newest
+// record of each key, read by key (docs/kv.md). A key lives in the
+// partition its key routes to. Any node serves every call (a call is
+// carried to the partition's leader). A Get is linearizable unless stale.
+type KVServer interface {
+	Get(context.Context, *KVGetRequest) (*KVGetResponse, error)
+	// Put produces one record (acks all). With expected_offset it is a
+	// compare-and-set: refused with FAILED_PRECONDITION ("the key's latest
+	// offset is X, not N") unless the key's newest record is at that offset
+	// (-1: the key has no value).
+	Put(context.Context, *KVPutRequest) (*KVPutResponse, error)
+	// Delete produces a tombstone (a null value), conditional as Put.
+	Delete(context.Context, *KVDeleteRequest) (*KVPutResponse, error)
+	// List pages through the keys in key order, with their newest records.
+	List(context.Context, *KVListRequest) (*KVListResponse, error)
+	// Watch streams the puts and deletes made after it began of the keys
+	// with a prefix.
+	Watch(*KVWatchRequest, grpc.ServerStreamingServer[KVEntry]) error
+	mustEmbedUnimplementedKVServer()
+}
+
+// UnimplementedKVServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedKVServer struct{}
+
+func (UnimplementedKVServer) Get(context.Context, *KVGetRequest) (*KVGetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Get not implemented")
+}
+func (UnimplementedKVServer) Put(context.Context, *KVPutRequest) (*KVPutResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Put not implemented")
+}
+func (UnimplementedKVServer) Delete(context.Context, *KVDeleteRequest) (*KVPutResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Delete not implemented")
+}
+func (UnimplementedKVServer) List(context.Context, *KVListRequest) (*KVListResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method List not implemented")
+}
+func (UnimplementedKVServer) Watch(*KVWatchRequest, grpc.ServerStreamingServer[KVEntry]) error {
+	return status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedKVServer) mustEmbedUnimplementedKVServer() {}
+func (UnimplementedKVServer) testEmbeddedByValue()            {}
+
+// UnsafeKVServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to KVServer will
+// result in compilation errors.
+type UnsafeKVServer interface {
+	mustEmbedUnimplementedKVServer()
+}
+
+func RegisterKVServer(s grpc.ServiceRegistrar, srv KVServer) {
+	// If the following call panics, it indicates UnimplementedKVServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&KV_ServiceDesc, srv)
+}
+
+func _KV_Get_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(KVGetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KVServer).Get(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: KV_Get_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KVServer).Get(ctx, req.(*KVGetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _KV_Put_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(KVPutRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KVServer).Put(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: KV_Put_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KVServer).Put(ctx, req.(*KVPutRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _KV_Delete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(KVDeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KVServer).Delete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: KV_Delete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KVServer).Delete(ctx, req.(*KVDeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _KV_List_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(KVListRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KVServer).List(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: KV_List_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KVServer).List(ctx, req.(*KVListRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _KV_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(KVWatchRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(KVServer).Watch(m, &grpc.GenericServerStream[KVWatchRequest, KVEntry]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type KV_WatchServer = grpc.ServerStreamingServer[KVEntry]
+
+// KV_ServiceDesc is the grpc.ServiceDesc for KV service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var KV_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "logd.v1.KV",
+	HandlerType: (*KVServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Get",
+			Handler:    _KV_Get_Handler,
+		},
+		{
+			MethodName: "Put",
+			Handler:    _KV_Put_Handler,
+		},
+		{
+			MethodName: "Delete",
+			Handler:    _KV_Delete_Handler,
+		},
+		{
+			MethodName: "List",
+			Handler:    _KV_List_Handler,
+		},
+	},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Watch",
+			Handler:       _KV_Watch_Handler,
+			ServerStreams: true,
+		},
+	},
+	Metadata: "logd/v1/logd.proto",
+}
