@@ -143,6 +143,8 @@ func authorizationCode(err error, fallback auth.ResourceType) (code int16, ok bo
 		return kerr.TopicAuthorizationFailed.Code, true
 	case auth.ResourceGroup:
 		return kerr.GroupAuthorizationFailed.Code, true
+	case auth.ResourceTransactionalID:
+		return kerr.TransactionalIDAuthorizationFailed.Code, true
 	}
 	return kerr.ClusterAuthorizationFailed.Code, true
 }
