@@ -133,6 +133,7 @@ func (b *Broker) handlePeers() {
 		return b.Produce(ctx, ProduceRequest{Principal: pr, Topic: r.Topic, Partition: r.Partition, Batch: r.Batch, Acks: r.Acks})
 	})
 	handle(b, opFetch, b.peerFetch)
+	b.handleTxnPeers()
 	handle(b, opDescribeGroup, func(ctx context.Context, pr Principal, r groupReq) (any, error) {
 		d, err := b.DescribeGroup(ctx, pr, r.Group)
 		return d, coordinatorAnswer(err)

@@ -280,7 +280,13 @@ func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, compac
 	if err != nil {
 		return nil, err
 	}
-	f := &produceFuture{b: b, ctx: ctx, p: p, info: c.Info(), size: len(data)}
+	return b.startChecked(ctx, p, c, acks)
+}
+
+// startChecked starts the append of a checked batch (startAppend's, or a
+// transaction marker the broker made: txn_markers.go).
+func (b *Broker) startChecked(ctx context.Context, p *partition.Partition, c batch.Checked, acks Acks) (*produceFuture, error) {
+	f := &produceFuture{b: b, ctx: ctx, p: p, info: c.Info(), size: len(c.Bytes())}
 	rp, clustered := b.plane.(*raftPlane)
 	if !clustered {
 		// Written in order now; the wait joins the fsync, which the

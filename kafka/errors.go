@@ -31,7 +31,10 @@ func errorCode(err error) int16 {
 	var notLeader *NotLeaderError
 	var notCoord *NotCoordinatorError
 	var outOfRange *broker.OutOfRangeError
+	var txnErr *broker.TxnError
 	switch {
+	case errors.As(err, &txnErr):
+		return txnCode(txnErr, false)
 	case errors.As(err, &notLeader) && notLeader.Leader.ID == "":
 		return kerr.LeaderNotAvailable.Code
 	case errors.As(err, &notLeader):
