@@ -73,15 +73,38 @@ func (w txnWriter) CommitOffsets(ctx context.Context, group string, offs []txn.O
 // the peer service on the node this one names. A deleted topic's
 // partition needs none.
 func (b *Broker) writeMarker(ctx context.Context, r markerReq) error {
-	err := b.appendMarker(ctx, r)
-	if addr, ok := passOn(ctx, err); ok {
-		err = b.peerCall(ctx, addr, opTxnMarker, "", r, nil)
+	wait := markerRetry
+	deadline := time.Now().Add(markerRetryFor)
+	for {
+		err := b.appendMarker(ctx, r)
+		if addr, ok := passOn(ctx, err); ok {
+			err = b.peerCall(ctx, addr, opTxnMarker, "", r, nil)
+		}
+		if err == nil || errors.Is(err, ErrUnknownTopic) || errors.Is(err, ErrUnknownPartition) {
+			return nil
+		}
+		// A partition asleep, electing, or whose leader moved: again,
+		// until markerRetryFor (then the coordinator's next tick).
+		if time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
 	}
-	if errors.Is(err, ErrUnknownTopic) || errors.Is(err, ErrUnknownPartition) {
-		return nil
-	}
-	return err
 }
+
+// A marker write that fails is tried again after markerRetry, then twice
+// as long each time, for markerRetryFor.
+const (
+	markerRetry    = 20 * time.Millisecond
+	markerRetryFor = 5 * time.Second
+)
 
 // appendMarker makes the marker's control batch and appends it through
 // the produce path (acks all): replicated like any batch. It authorizes
@@ -97,7 +120,7 @@ func (b *Broker) appendMarker(ctx context.Context, r markerReq) error {
 		return err
 	}
 	enc := batch.EncodeControl(nil, batch.Producer{ID: r.Producer, Epoch: r.Epoch}, r.Commit, 0, time.Now().UnixMilli())
-	c, err := batch.CheckFrame(enc)
+	c, err := batch.CheckControl(enc)
 	var f *produceFuture
 	if err == nil {
 		f, err = b.startChecked(ctx, p, c, AcksAll)

@@ -315,7 +315,8 @@ func (c *Coordinator) finish(ctx context.Context, e *entry) error {
 	commit := r.State == PrepareCommit
 	if len(r.Partitions) > 0 {
 		if err := c.cfg.Writer.WriteMarkers(ctx, r.ProducerID, r.Epoch, commit, r.Partitions); err != nil {
-			return err
+			// The decision stands: a retry (or Tick) writes them again.
+			return errorf(CodeConcurrent, "transactional id %q: writing the %s markers: %v", r.ID, verb(commit), err)
 		}
 	}
 	if commit {

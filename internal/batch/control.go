@@ -57,3 +57,21 @@ func ControlCommit(b []byte) (bool, error) {
 		return false, fmt.Errorf("%w: control record type %d is not a transaction marker", ErrCorrupt, t)
 	}
 }
+
+// CheckControl is Validate for a transaction marker the broker made
+// (EncodeControl): its frame, and its one record a marker. Validate
+// refuses control batches, which only a broker may write.
+func CheckControl(b []byte) (Checked, error) {
+	c, err := CheckFrame(b)
+	if err != nil {
+		return Checked{}, err
+	}
+	if !c.info.IsTransactional() || c.info.ProducerID < 0 {
+		return Checked{}, fmt.Errorf("%w: a marker needs the transactional bit and a producer id", ErrCorrupt)
+	}
+	if _, err := ControlCommit(b); err != nil {
+		return Checked{}, err
+	}
+	c.valid = true
+	return c, nil
+}

@@ -194,6 +194,9 @@ func TestControlBatch(t *testing.T) {
 		if !info.IsControl() || !info.IsTransactional() || info.ProducerID != 7 || info.ProducerEpoch != 3 || info.FirstSequence != -1 {
 			t.Fatalf("marker header %+v", info)
 		}
+		if c, err := CheckControl(b); err != nil || !c.Validated() {
+			t.Fatalf("CheckControl: %v", err)
+		}
 		got, err := ControlCommit(b)
 		if err != nil || got != commit {
 			t.Fatalf("ControlCommit = %v, %v, want %v", got, err, commit)
@@ -207,6 +210,9 @@ func TestControlBatch(t *testing.T) {
 	binary.BigEndian.PutUint32(tx[crcOffset:], Checksum(tx))
 	if c, err := Validate(tx); err != nil || !c.Info().IsTransactional() {
 		t.Fatalf("transactional batch: %v", err)
+	}
+	if _, err := CheckControl(tx); err == nil {
+		t.Fatal("a data batch checked as a marker")
 	}
 	if _, err := ControlCommit(tx); err == nil {
 		t.Fatal("a data batch read as a marker")
