@@ -91,4 +91,3 @@ func TestGroupTransactSession(t *testing.T) {
 	n := startNode(t)
 	TransactSessionForTest(t, []string{n.addr}, 300)
 }
-
