@@ -1,7 +1,10 @@
 package kafka
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"os/exec"
 	"slices"
 	"testing"
 	"time"
@@ -179,5 +182,52 @@ func TestTransactionalIDFencing(t *testing.T) {
 	}
 	if got := readAll(t, n.addr, "txn", kgo.ReadCommitted(), 1); !slices.Equal(got, []string{"fresh"}) {
 		t.Fatalf("read_committed read %v, want [fresh]", got)
+	}
+}
+
+const pythonTransactions = `
+import json, sys
+from confluent_kafka import Producer, KafkaException
+
+p = Producer({"bootstrap.servers": sys.argv[1], "transactional.id": "logd-py-txn"})
+try:
+    p.init_transactions(20)
+    for commit in (False, True):
+        p.begin_transaction()
+        p.produce("pytxn", value=b"committed" if commit else b"aborted", partition=0)
+        if commit:
+            p.commit_transaction(20)
+        else:
+            p.abort_transaction(20)
+    print(json.dumps({"name": "no error"}))
+except KafkaException as e:
+    err = e.args[0]
+    print(json.dumps({"name": err.name(), "fatal": err.fatal()}))
+`
+
+// librdkafka's transactions (through confluent-kafka-python): one
+// transaction aborted, one committed; a read_committed reader finds the
+// committed record only.
+func TestConfluentKafkaPythonTransactions(t *testing.T) {
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import confluent_kafka").Run(); err != nil {
+		t.Fatalf("confluent_kafka is not importable by %s: run `make tools` (Debian package python3-confluent-kafka): %v", py, err)
+	}
+	n := startNode(t)
+	n.createTopic(t, "pytxn", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out := run(t, ctx, "", py, "-c", pythonTransactions, n.addr)
+	var res struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("python printed %q: %v", out, err)
+	}
+	if res.Name != "no error" {
+		t.Fatalf("python transactions: %s", out)
+	}
+	if got := readAll(t, n.addr, "pytxn", kgo.ReadCommitted(), 1); !slices.Equal(got, []string{"committed"}) {
+		t.Fatalf("read_committed read %v, want [committed]", got)
 	}
 }
