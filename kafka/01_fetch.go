@@ -30,6 +30,9 @@ func handleFetch(s *Server, r *request) func() kmsg.Response {
 		}
 	}
 	freq := fetchRequest(r.c.principal, req)
+	// A core without transactions (a test's fake) holds none open: every
+	// record is committed.
+	freq.ReadCommitted = freq.ReadCommitted && s.txnCore() != nil
 	held := fetchEstimate(freq)
 	budget := r.c.fetches
 	if err := budget.reserve(r.ctx, held); err != nil {
