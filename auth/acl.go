@@ -15,6 +15,10 @@ const (
 	ResourceTopic ResourceType = 1 + iota
 	ResourceGroup
 	ResourceCluster
+	// ResourceTransactionalID is a Kafka transactional id: Write lets a
+	// producer use it (InitProducerId, AddPartitionsToTxn, EndTxn, ...),
+	// Describe find its coordinator.
+	ResourceTransactionalID
 )
 
 // Operation is what a request does to a resource.
@@ -61,8 +65,9 @@ const (
 )
 
 var (
-	resourceTypeNames = []string{ResourceTopic: "topic", ResourceGroup: "group", ResourceCluster: "cluster"}
-	operationNames    = []string{OpRead: "read", OpWrite: "write", OpCreate: "create", OpDelete: "delete",
+	resourceTypeNames = []string{ResourceTopic: "topic", ResourceGroup: "group", ResourceCluster: "cluster",
+		ResourceTransactionalID: "transactional-id"}
+	operationNames = []string{OpRead: "read", OpWrite: "write", OpCreate: "create", OpDelete: "delete",
 		OpAlter: "alter", OpDescribe: "describe", OpAll: "all"}
 	patternTypeNames = []string{PatternLiteral: "literal", PatternPrefixed: "prefixed"}
 	permissionNames  = []string{Allow: "allow", Deny: "deny"}
@@ -99,7 +104,7 @@ func (o Operation) String() string    { return enumName(operationNames, uint8(o)
 func (p PatternType) String() string  { return enumName(patternTypeNames, uint8(p), "PatternType") }
 func (p Permission) String() string   { return enumName(permissionNames, uint8(p), "Permission") }
 
-// ParseResourceType reads topic|group|cluster (any case).
+// ParseResourceType reads topic|group|cluster|transactional-id (any case).
 func ParseResourceType(s string) (ResourceType, error) {
 	v, err := parseEnum(resourceTypeNames, s, "resource type")
 	return ResourceType(v), err
@@ -128,9 +133,10 @@ func ParsePermission(s string) (Permission, error) {
 // *_CONFIGS, CLUSTER_ACTION and IDEMPOTENT_WRITE operations logd does not
 // have): an ACL granting another is refused as a mistake.
 var supportedOperations = map[ResourceType][]Operation{
-	ResourceTopic:   {OpRead, OpWrite, OpCreate, OpDelete, OpAlter, OpDescribe, OpAll},
-	ResourceGroup:   {OpRead, OpDelete, OpDescribe, OpAll},
-	ResourceCluster: {OpCreate, OpAlter, OpDescribe, OpAll},
+	ResourceTopic:           {OpRead, OpWrite, OpCreate, OpDelete, OpAlter, OpDescribe, OpAll},
+	ResourceGroup:           {OpRead, OpDelete, OpDescribe, OpAll},
+	ResourceCluster:         {OpCreate, OpAlter, OpDescribe, OpAll},
+	ResourceTransactionalID: {OpWrite, OpDescribe, OpAll},
 }
 
 // Resource is one thing a request touches.
@@ -143,6 +149,9 @@ type Resource struct {
 func Topic(name string) Resource { return Resource{Type: ResourceTopic, Name: name} }
 func Group(name string) Resource { return Resource{Type: ResourceGroup, Name: name} }
 func Cluster() Resource          { return Resource{Type: ResourceCluster, Name: ClusterName} }
+
+// TransactionalID is a Kafka transactional id as a resource.
+func TransactionalID(id string) Resource { return Resource{Type: ResourceTransactionalID, Name: id} }
 
 func (r Resource) String() string {
 	if r.Type == ResourceCluster {

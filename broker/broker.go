@@ -81,6 +81,7 @@ type Broker struct {
 	serving atomic.Bool
 	self    atomic.Pointer[Node] // the advertised addresses, from Ready
 	coord   coordinator
+	txns    txnHolder  // the transaction coordinator (txn.go)
 	wakes   wakeQueue  // produces waiting for a sleeping partition's wake (wake.go)
 	share   shareState // the share groups (share.go)
 
@@ -122,6 +123,7 @@ func Open(cfg Config) (*Broker, error) {
 	b := &Broker{cfg: cfg, logger: cfg.Logger, budget: NewMemBudget(readBudgetBytes),
 		shutdown: make(chan struct{})}
 	b.coord.b = b
+	b.txns.b = b
 	b.self.Store(&Node{ID: SelfID, KafkaID: 1})
 	b.m = newMetrics(cfg.Registry, func() *partition.Topics { return b.topics })
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
@@ -147,6 +149,8 @@ func Open(cfg Config) (*Broker, error) {
 	go func() { defer b.bg.Done(); b.runCleaner(bgCtx) }()
 	b.bg.Add(1)
 	go func() { defer b.bg.Done(); b.coord.watch(bgCtx) }()
+	b.bg.Add(1)
+	go func() { defer b.bg.Done(); b.txns.watch(bgCtx) }()
 	return b, nil
 }
 
@@ -305,6 +309,7 @@ func (b *Broker) Close() error {
 		b.stopBG()
 		b.bg.Wait()
 		b.coord.close()
+		b.txns.close()
 		b.closeErr = b.closeStorage()
 	})
 	return b.closeErr

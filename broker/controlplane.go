@@ -96,6 +96,11 @@ type controlPlane interface {
 	commitOffsets(ctx context.Context, group string, cs []offsets.Committed) error
 	recordGeneration(ctx context.Context, group string, gen int32) error
 	deleteGroupOffsets(ctx context.Context, group string) error
+	// The transaction coordinator's records (txn_plane.go): putTxn
+	// stores one durably (on the metadata leader in a cluster),
+	// txnRecords reads them all, current.
+	putTxn(ctx context.Context, id string, enc []byte) error
+	txnRecords(ctx context.Context) (map[string][]byte, error)
 
 	// Users and ACLs, encoded (authstore.go): reads are local, writes
 	// durable. putUser refuses an existing user unless replace

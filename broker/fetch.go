@@ -57,6 +57,10 @@ type FetchRequest struct {
 	// Decode says the caller decodes the records, copying them: the read
 	// budget charges as much again.
 	Decode bool
+	// ReadCommitted stops each partition's read at its last stable offset
+	// and lists the aborted transactions of what it returns (Kafka's
+	// isolation level read_committed; docs/transactions.md).
+	ReadCommitted bool
 }
 
 // FetchedPartition is one partition's answer. Batches are whole stored
@@ -72,6 +76,10 @@ type FetchedPartition struct {
 	NextOffset              int64
 	Records                 int
 	HighWatermark, LogStart int64
+	// LastStable and Aborted: with ReadCommitted only, the partition's
+	// last stable offset and the aborted transactions Batches may hold.
+	LastStable int64
+	Aborted    []AbortedTxn
 }
 
 // FetchResult is a fetch's answer; Release returns its memory to the read
@@ -235,6 +243,9 @@ func (b *Broker) readAll(ctx context.Context, r FetchRequest, targets []*fetchTa
 			break
 		}
 		fp, err := b.readAt(t.p, t.offset, min(t.maxBytes, max(left, 1)), nil)
+		if err == nil && r.ReadCommitted {
+			err = readCommitted(t.p, t.offset, &fp)
+		}
 		if err != nil {
 			// Final: the partition is not read again.
 			targets[i], res[i].Err = nil, err

@@ -322,7 +322,15 @@ func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, cfg pa
 	if err != nil {
 		return nil, err
 	}
-	f := &produceFuture{b: b, ctx: ctx, p: p, info: c.Info(), size: len(data), appendMs: appendMs}
+	return b.startChecked(ctx, p, cfg, c, acks, appendMs)
+}
+
+// startChecked starts the append of a checked batch (startAppend's, or a
+// transaction marker the broker made: txn_markers.go) to partition p of a
+// topic configured cfg; appendMs is the LogAppendTime stamped in it (-1:
+// none).
+func (b *Broker) startChecked(ctx context.Context, p *partition.Partition, cfg partition.TopicConfig, c batch.Checked, acks Acks, appendMs int64) (*produceFuture, error) {
+	f := &produceFuture{b: b, ctx: ctx, p: p, info: c.Info(), size: len(c.Bytes()), appendMs: appendMs}
 	rp, clustered := b.plane.(*raftPlane)
 	if !clustered {
 		if err := checkInSync(p, cfg, acks, func() int { return 1 }); err != nil {

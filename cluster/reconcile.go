@@ -254,7 +254,7 @@ func (c *Cluster) leaveGroup(st meta.State, set []string, group string, r *repli
 func (c *Cluster) openReplica(st meta.State, ref replicaRef) (*replication.Replica, error) {
 	t, id, p, group := ref.t, ref.id, ref.p, ref.group
 	r, err := c.rn.OpenReplica(group, p.Log, replication.ReplicaOptions{
-		OnApply: p.Observe,
+		OnApply: p.Applied,
 		OnRestore: func() {
 			if err := p.RebuildProducers(); err != nil {
 				c.logger.Error("rebuilding producer state after a snapshot restore", "partition", p.Name(), "err", err)

@@ -19,8 +19,8 @@ func handleProduce(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	acks, ackErr := produceAcks(req.Acks)
-	if req.TransactionID != nil {
-		ackErr = kerr.TransactionalIDAuthorizationFailed
+	if e := s.produceTxnCheck(r, req.TransactionID); e != nil {
+		ackErr = e
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, requestTimeout(req.TimeoutMillis))
 	type started struct {

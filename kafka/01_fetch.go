@@ -30,6 +30,9 @@ func handleFetch(s *Server, r *request) func() kmsg.Response {
 		}
 	}
 	freq := fetchRequest(r.c.principal, req)
+	// A core without transactions (a test's fake) holds none open: every
+	// record is committed.
+	freq.ReadCommitted = freq.ReadCommitted && s.txnCore() != nil
 	held := fetchEstimate(freq)
 	budget := r.c.fetches
 	if err := budget.reserve(r.ctx, held); err != nil {
@@ -49,7 +52,7 @@ func handleFetch(s *Server, r *request) func() kmsg.Response {
 		if res.Release != nil {
 			res.Release()
 		}
-		fetchAnswer(r, resp, res)
+		fetchAnswer(r, resp, res, freq.ReadCommitted)
 		return resp
 	}
 }
@@ -61,6 +64,8 @@ func fetchRequest(p Principal, req *kmsg.FetchRequest) FetchRequest {
 		MinBytes:  int(max(req.MinBytes, 0)),
 		MaxBytes:  int(max(req.MaxBytes, 0)),
 		MaxWait:   min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxFetchWait),
+		// read_committed: stop at the last stable offset.
+		ReadCommitted: req.IsolationLevel == 1,
 	}
 	if req.Version < 3 || freq.MaxBytes == 0 {
 		freq.MaxBytes = 0 // the core's default
@@ -77,7 +82,7 @@ func fetchRequest(p Principal, req *kmsg.FetchRequest) FetchRequest {
 }
 
 // fetchAnswer fills resp with the core's answer, grouped by topic.
-func fetchAnswer(r *request, resp *kmsg.FetchResponse, res FetchResult) {
+func fetchAnswer(r *request, resp *kmsg.FetchResponse, res FetchResult, readCommitted bool) {
 	byTopic := map[string]int{}
 	for _, fp := range res.Partitions {
 		i, ok := byTopic[fp.Topic]
@@ -92,6 +97,9 @@ func fetchAnswer(r *request, resp *kmsg.FetchResponse, res FetchResult) {
 		p.Partition = fp.Partition
 		p.ErrorCode = r.topicCode(fp.Err)
 		p.HighWatermark, p.LastStableOffset, p.LogStartOffset = fp.HighWatermark, fp.HighWatermark, fp.LogStart
+		if readCommitted && fp.Err == nil {
+			p.LastStableOffset, p.AbortedTransactions = fp.LastStable, abortedTxns(fp)
+		}
 		if fp.Err != nil {
 			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
 		}

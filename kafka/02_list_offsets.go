@@ -6,7 +6,8 @@ import (
 
 // handleListOffsets answers each partition's earliest (-2), latest (-1, the
 // high watermark) or first offset at or after a timestamp (ms), through the
-// core's ListOffset. The leader epoch is not reported (-1), so clients do
+// core's ListOffset (latest under read_committed: the last stable
+// offset). The leader epoch is not reported (-1), so clients do
 // not validate it with OffsetForLeaderEpoch.
 func handleListOffsets(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.ListOffsetsRequest)
@@ -19,6 +20,10 @@ func handleListOffsets(s *Server, r *request) func() kmsg.Response {
 				p := kmsg.NewListOffsetsResponseTopicPartition()
 				p.Partition = rp.Partition
 				off, ts, err := s.core.ListOffset(r.ctx, r.c.principal, rt.Topic, rp.Partition, rp.Timestamp)
+				if req.IsolationLevel == 1 && rp.Timestamp == Latest {
+					off, ts = -1, -1
+					off, err = s.listStable(r, rt.Topic, rp.Partition)
+				}
 				if err != nil {
 					p.ErrorCode = r.topicCode(err)
 					p.Offset, p.Timestamp = -1, -1

@@ -5,28 +5,30 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/logd/logd/auth"
 )
 
-// handleFindCoordinator points every group at the node running the group
-// coordinator (this one on a single node, the metadata leader in a
-// cluster). Only group coordinators exist, and a client asking for another
-// kind must fail at once rather than retry a coordinator that will never
-// come: a transactional id (key type 1) gets
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as InitProducerId does, the one
-// answer on which both franz-go and librdkafka stop (librdkafka retries
-// every other code of a transaction coordinator lookup forever, franz-go
-// every retriable one); any other key type INVALID_REQUEST.
+// handleFindCoordinator points every group and transactional id (key type
+// 1) at the node running the group and transaction coordinators (this
+// one on a single node, the metadata leader in a cluster). A client
+// asking for another kind must fail at once rather than retry a
+// coordinator that will never come: INVALID_REQUEST. A transactional id
+// the principal may not describe, or any on a core without transactions,
+// gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the one answer on which both
+// franz-go and librdkafka stop.
 func handleFindCoordinator(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	return func() kmsg.Response {
-		c := s.findCoordinator(r, req.CoordinatorType)
 		if req.Version < 4 {
+			c := s.findCoordinator(r, req.CoordinatorType, req.CoordinatorKey)
 			resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
 			resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
 			return resp
 		}
 		for _, key := range req.CoordinatorKeys {
+			c := s.findCoordinator(r, req.CoordinatorType, key)
 			c.Key = key
 			resp.Coordinators = append(resp.Coordinators, c)
 		}
@@ -34,21 +36,30 @@ func handleFindCoordinator(s *Server, r *request) func() kmsg.Response {
 	}
 }
 
-func (s *Server) findCoordinator(r *request, keyType int8) kmsg.FindCoordinatorResponseCoordinator {
+func (s *Server) findCoordinator(r *request, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.NodeID, c.Port = -1, -1
 	fail := func(e *kerr.Error, msg string) kmsg.FindCoordinatorResponseCoordinator {
 		c.ErrorCode, c.ErrorMessage = e.Code, kmsg.StringPtr(msg)
 		return c
 	}
+	var err error
 	switch keyType {
 	case 0:
+		err = s.core.CoordinatesGroups()
 	case 1:
-		return fail(kerr.TransactionalIDAuthorizationFailed, "logd does not support transactions")
+		tc := s.txnCore()
+		if tc == nil {
+			return fail(errNoTxns, "this node does not serve transactions")
+		}
+		if err = tc.CoordinatesTxn(r.ctx, r.c.principal, key); err != nil {
+			if code, ok := authorizationCode(err, auth.ResourceTransactionalID); ok {
+				return fail(kerr.ErrorForCode(code).(*kerr.Error), err.Error())
+			}
+		}
 	default:
-		return fail(kerr.InvalidRequest, "logd coordinates consumer groups only (key type 0)")
+		return fail(kerr.InvalidRequest, "logd coordinates consumer groups (key type 0) and transactions (key type 1) only")
 	}
-	err := s.core.CoordinatesGroups()
 	if err == nil {
 		c.NodeID, c.Host, c.Port = s.core.LocalNode().KafkaID, s.host, s.port
 		return c

@@ -25,9 +25,10 @@ func aclErrorf(format string, args ...any) error {
 }
 
 var aclResourceTypes = map[kmsg.ACLResourceType]auth.ResourceType{
-	kmsg.ACLResourceTypeTopic:   auth.ResourceTopic,
-	kmsg.ACLResourceTypeGroup:   auth.ResourceGroup,
-	kmsg.ACLResourceTypeCluster: auth.ResourceCluster,
+	kmsg.ACLResourceTypeTopic:           auth.ResourceTopic,
+	kmsg.ACLResourceTypeGroup:           auth.ResourceGroup,
+	kmsg.ACLResourceTypeCluster:         auth.ResourceCluster,
+	kmsg.ACLResourceTypeTransactionalId: auth.ResourceTransactionalID,
 }
 
 var aclOperations = map[kmsg.ACLOperation]auth.Operation{

@@ -157,11 +157,10 @@ func TestACLsRefuseWhatLogdLacks(t *testing.T) {
 	cl := newClient(t, s.Addr().String())
 	adm := kadm.NewClient(cl)
 	for name, b := range map[string]*kadm.ACLBuilder{
-		"host":             kadm.NewACLs().Topics("t").Allow("User:a").AllowHosts("10.0.0.1").Operations(kadm.OpRead),
-		"operation":        kadm.NewACLs().Topics("t").Allow("User:a").Operations(kadm.OpIdempotentWrite),
-		"transactional id": kadm.NewACLs().TransactionalIDs("x").Allow("User:a").Operations(kadm.OpWrite),
-		"principal type":   kadm.NewACLs().Topics("t").Allow("Group:a").Operations(kadm.OpRead),
-		"cluster name":     kadm.NewACLs().Clusters().ResourcePatternType(kadm.ACLPatternPrefixed).Allow("User:a").Operations(kadm.OpAlter),
+		"host":           kadm.NewACLs().Topics("t").Allow("User:a").AllowHosts("10.0.0.1").Operations(kadm.OpRead),
+		"operation":      kadm.NewACLs().Topics("t").Allow("User:a").Operations(kadm.OpIdempotentWrite),
+		"principal type": kadm.NewACLs().Topics("t").Allow("Group:a").Operations(kadm.OpRead),
+		"cluster name":   kadm.NewACLs().Clusters().ResourcePatternType(kadm.ACLPatternPrefixed).Allow("User:a").Operations(kadm.OpAlter),
 	} {
 		err := createACLs(t, adm, b)
 		if !errors.Is(err, kerr.InvalidRequest) {

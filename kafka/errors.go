@@ -31,7 +31,10 @@ func errorCode(err error) int16 {
 	var notLeader *NotLeaderError
 	var notCoord *NotCoordinatorError
 	var outOfRange *broker.OutOfRangeError
+	var txnErr *broker.TxnError
 	switch {
+	case errors.As(err, &txnErr):
+		return txnCode(txnErr, false)
 	case errors.As(err, &notLeader) && notLeader.Leader.ID == "":
 		return kerr.LeaderNotAvailable.Code
 	case errors.As(err, &notLeader):
@@ -145,6 +148,8 @@ func authorizationCode(err error, fallback auth.ResourceType) (code int16, ok bo
 		return kerr.TopicAuthorizationFailed.Code, true
 	case auth.ResourceGroup:
 		return kerr.GroupAuthorizationFailed.Code, true
+	case auth.ResourceTransactionalID:
+		return kerr.TransactionalIDAuthorizationFailed.Code, true
 	}
 	return kerr.ClusterAuthorizationFailed.Code, true
 }

@@ -29,6 +29,7 @@ type Partition struct {
 
 	mu        sync.Mutex // guards producers
 	producers map[int64]*producerState
+	txn       txnState // open and aborted transactions (txn.go)
 }
 
 type producerState struct {
@@ -128,6 +129,8 @@ func (p *Partition) startLocal(c batch.Checked, after Write) (Write, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Before the high watermark can move past it (the fsync).
+	p.trackTxn(got, c.Bytes())
 	w := &localWrite{p: p, info: got, written: written, done: make(chan struct{})}
 	if a, ok := after.(*localWrite); ok {
 		w.prev = a
@@ -254,7 +257,8 @@ func (a *Appending) Wait(ctx context.Context) (AppendResult, error) {
 // context ended) stays pending until it is Done.
 func (p *Partition) StartAppendVia(c batch.Checked, lead uint64, start func(c batch.Checked, after Write) (Write, error)) (*Appending, error) {
 	info := c.Info()
-	if info.ProducerID < 0 {
+	if info.ProducerID < 0 || info.IsControl() {
+		// A marker (sequence -1) is no part of its producer's sequence.
 		w, err := start(c, nil)
 		if err != nil {
 			return nil, err
@@ -421,7 +425,7 @@ func (st *producerState) truncatePending(i int) {
 // already holds is ignored. Pending batches it covers are appended for
 // good.
 func (p *Partition) Observe(info batch.Info) {
-	if info.ProducerID < 0 {
+	if info.ProducerID < 0 || info.IsControl() {
 		return
 	}
 	st := p.producer(info.ProducerID)
@@ -516,6 +520,7 @@ func (p *Partition) RebuildProducers() error { return p.recoverProducers() }
 // recoverProducers rebuilds the producers' state from the batches of the
 // recent segments (see producerMemory). Reads are bounded (1 MiB at a time).
 func (p *Partition) recoverProducers() error {
+	p.txn.reset()
 	segs := p.Log.Segments()
 	if len(segs) == 0 {
 		return nil
@@ -545,8 +550,9 @@ func (p *Partition) recoverProducers() error {
 		if len(b) == 0 {
 			return nil
 		}
-		err = batch.Split(b, func(_ []byte, info batch.Info) error {
+		err = batch.Split(b, func(one []byte, info batch.Info) error {
 			off = info.NextOffset()
+			p.trackTxn(info, one)
 			p.Observe(info)
 			return nil
 		})

@@ -25,9 +25,11 @@ type ApplyResult = log.Span
 type PartitionFSM struct {
 	log   *log.Log
 	store *LogStore
-	// onApply, when set, sees every applied batch's header, in log order
-	// (the server keeps its producers' dedup state with it on every replica).
-	onApply func(batch.Info)
+	// onApply, when set, sees every applied batch (its header and bytes),
+	// in log order, before the high watermark moves past it (the server
+	// keeps its producers' dedup state and its open transactions with it
+	// on every replica: a read must never find a batch the state lacks).
+	onApply func(batch.Info, []byte)
 	// onRestore, when set, is called after a snapshot was restored (at
 	// start or installed by the leader, segments copied or not): the
 	// batches up to it were never applied here, so state kept with
@@ -67,11 +69,11 @@ func (f *PartitionFSM) Apply(e *raft.Log) any {
 	if err != nil {
 		return fmt.Errorf("%w: index %d: %v", ErrNotBatch, e.Index, err)
 	}
+	if f.onApply != nil {
+		f.onApply(info, e.Data)
+	}
 	if f.log.HighWatermark() < info.NextOffset() {
 		f.log.SetHighWatermark(info.NextOffset())
-	}
-	if f.onApply != nil {
-		f.onApply(info)
 	}
 	f.mu.Lock()
 	f.lastIndex, f.lastTerm = e.Index, e.Term

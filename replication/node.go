@@ -159,7 +159,7 @@ func (n *Node) Addr() raft.ServerAddress { return raft.ServerAddress(n.mux.Addr(
 // ReplicaOptions are the per-replica options of OpenReplica.
 type ReplicaOptions struct {
 	// OnApply: see ReplicaConfig.OnApply.
-	OnApply func(batch.Info)
+	OnApply func(batch.Info, []byte)
 	// OnRestore: see ReplicaConfig.OnRestore.
 	OnRestore func()
 }

@@ -80,10 +80,11 @@ type ReplicaConfig struct {
 	Raft *raft.Config
 	// Logger; nil: hclog's default.
 	Logger hclog.Logger
-	// OnApply, when set, is called with the header of every applied batch,
-	// in log order, on every replica (also when Raft replays entries after
-	// a restart).
-	OnApply func(batch.Info)
+	// OnApply, when set, is called with the header and bytes of every
+	// applied batch, in log order, on every replica (also when Raft
+	// replays entries after a restart), before the high watermark moves
+	// past it.
+	OnApply func(batch.Info, []byte)
 	// OnRestore, when set, is called after a snapshot is restored (see
 	// PartitionFSM): the batches it covers were never applied here.
 	OnRestore func()

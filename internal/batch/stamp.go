@@ -2,11 +2,9 @@ package batch
 
 import "encoding/binary"
 
-// Offsets of the header fields a log-append-time stamp rewrites.
-const (
-	attrOffset         = 21
-	maxTimestampOffset = 35
-)
+// maxTimestampOffset is where the header's max timestamp is (a
+// log-append-time stamp rewrites it and the attributes, attrOffset).
+const maxTimestampOffset = 35
 
 // LogAppendTime reports whether the batch's timestamps are the broker's
 // (attribute bit 3): every record's timestamp is then MaxTimestamp.

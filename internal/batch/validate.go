@@ -77,7 +77,7 @@ func CheckFrame(b []byte) (Checked, error) {
 // A batch it accepts decodes (Decode returns its NumRecords records), so a
 // reader never meets a bad record that came in through produce. It fails
 // with ErrUnsupported for a well-formed batch logd does not store (unknown
-// codec, transactional, control, log-append-time) and ErrCorrupt for
+// codec, control (only a broker writes markers), log-append-time) and ErrCorrupt for
 // anything malformed, naming the record and the field. It allocates nothing
 // for an uncompressed batch. It computes the CRC once (CheckFrame).
 func Validate(b []byte) (Checked, error) {
@@ -97,6 +97,9 @@ func Validate(b []byte) (Checked, error) {
 func validateRecords(b []byte, info Info) error {
 	if err := checkAttributes(info.Attributes); err != nil {
 		return err
+	}
+	if info.IsTransactional() && info.ProducerID < 0 {
+		return fmt.Errorf("%w: transactional batch without a producer id", ErrCorrupt)
 	}
 	if info.ProducerID >= 0 && (info.ProducerEpoch < 0 || info.FirstSequence < 0) {
 		return fmt.Errorf("%w: producer id %d with epoch %d and first sequence %d: an idempotent batch needs both >= 0",
@@ -127,8 +130,6 @@ func checkAttributes(attrs int16) error {
 	case attrs&AttrCompressionMask > CodecZstd:
 		return fmt.Errorf("%w: compression codec %d: Kafka defines 1 (gzip) to 4 (zstd)",
 			ErrUnsupported, attrs&AttrCompressionMask)
-	case attrs&attrTransactional != 0:
-		return fmt.Errorf("%w: transactional batch: logd has no transactions: produce without a transactional id", ErrUnsupported)
 	case attrs&AttrControl != 0:
 		return fmt.Errorf("%w: control batch: only a broker writes transaction markers", ErrUnsupported)
 	case attrs&attrLogAppendTime != 0:

@@ -119,7 +119,7 @@ func TestValidateRefusesMalformedBatches(t *testing.T) {
 			binary.BigEndian.PutUint32(b[23:], 0)
 		}, good.body(), good.body()), ErrCorrupt, "after the last of 1"},
 		{"record length 0", rawBatch(nil, []byte{}), ErrCorrupt, "length"},
-		{"transactional", rawBatch(attrs(attrTransactional), good.body()), ErrUnsupported, "transactional"},
+		{"transactional without a producer id", rawBatch(attrs(attrTransactional), good.body()), ErrCorrupt, "transactional batch without a producer id"},
 		{"control", rawBatch(attrs(AttrControl), good.body()), ErrUnsupported, "control"},
 		{"gzip attribute, records not gzip", rawBatch(attrs(CodecGzip), good.body()), ErrCorrupt, "gzip"},
 		{"zstd attribute, records not zstd", rawBatch(attrs(CodecZstd), good.body()), ErrCorrupt, "zstd"},
@@ -178,4 +178,43 @@ func FuzzValidate(f *testing.F) {
 			t.Fatalf("Validate accepts %d records that decode to %d, %v", n, len(recs), err)
 		}
 	})
+}
+
+// A transaction marker encodes as Kafka's control batch and reads back;
+// producers may send transactional batches (with a producer id), never
+// markers.
+func TestControlBatch(t *testing.T) {
+	for _, commit := range []bool{true, false} {
+		b := EncodeControl(nil, Producer{ID: 7, Epoch: 3}, commit, 0, 1000)
+		c, err := CheckFrame(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := c.Info()
+		if !info.IsControl() || !info.IsTransactional() || info.ProducerID != 7 || info.ProducerEpoch != 3 || info.FirstSequence != -1 {
+			t.Fatalf("marker header %+v", info)
+		}
+		if c, err := CheckControl(b); err != nil || !c.Validated() {
+			t.Fatalf("CheckControl: %v", err)
+		}
+		got, err := ControlCommit(b)
+		if err != nil || got != commit {
+			t.Fatalf("ControlCommit = %v, %v, want %v", got, err, commit)
+		}
+		if _, err := Validate(b); !errors.Is(err, ErrUnsupported) {
+			t.Fatalf("a produced marker: %v, want ErrUnsupported", err)
+		}
+	}
+	tx := Encode(nil, 0, Producer{ID: 7, Epoch: 3, Sequence: 0}, []Record{{Value: []byte("v")}})
+	binary.BigEndian.PutUint16(tx[attrOffset:], AttrTransactional)
+	binary.BigEndian.PutUint32(tx[crcOffset:], Checksum(tx))
+	if c, err := Validate(tx); err != nil || !c.Info().IsTransactional() {
+		t.Fatalf("transactional batch: %v", err)
+	}
+	if _, err := CheckControl(tx); err == nil {
+		t.Fatal("a data batch checked as a marker")
+	}
+	if _, err := ControlCommit(tx); err == nil {
+		t.Fatal("a data batch read as a marker")
+	}
 }

@@ -42,13 +42,14 @@ import (
 	"github.com/logd/logd/replication/raftrpc"
 	"github.com/logd/logd/replication/transport"
 	"github.com/logd/logd/routing"
+	"github.com/logd/logd/txn"
 )
 
 // Roots are the core's package trees (relative to the module root), walked
 // with their sub-packages: whatever a front-end can receive comes from
 // them.
 var Roots = []string{"auth", "broker", "cluster", "groups", "internal/batch", "internal/kind", "log", "offsets",
-	"partition", "replication", "retention", "routing"}
+	"partition", "replication", "retention", "routing", "txn"}
 
 // skipped are directories under Roots that are no part of a running node.
 var skipped = map[string]string{
@@ -182,6 +183,9 @@ func dataKinds() []Kind {
 		{Pkg: "partition", Name: "ErrClosed", Err: partition.ErrClosed},
 
 		{Pkg: "routing", Name: "ErrInvalidTopicName", Err: routing.ErrInvalidTopicName},
+
+		{Pkg: "txn", Name: "Error", Err: &txn.Error{Code: txn.CodeProducerFenced, Msg: "fenced"}},
+		{Pkg: "broker", Name: "TxnError", Err: &broker.TxnError{Code: txn.CodeConcurrent, Msg: "ending"}},
 	}
 }
 

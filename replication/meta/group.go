@@ -135,11 +135,11 @@ func (g *Group) publishLoop() {
 // actedOnByFollowers reports whether a follower acts on what a command of
 // op changes (the replicas it runs, the users it authenticates, the
 // topics it serves), so that the leader publishes it at once. The
-// consumer groups' state is read only on the leader, after a read barrier
+// consumer groups' and transactions' state is read only on the leader, after a read barrier
 // (broker.currentMeta).
 func (op Op) actedOnByFollowers() bool {
 	switch op {
-	case OpCommitOffsets, OpDeleteGroup, OpGroupGeneration, OpGroupState:
+	case OpCommitOffsets, OpDeleteGroup, OpGroupGeneration, OpGroupState, OpTxnState:
 		return false
 	}
 	return true

@@ -198,6 +198,7 @@ type FSM struct {
 	auth    AuthState             // users and ACLs (auth.go)
 	authGen uint64                // counts changes of auth
 	groups  map[string]GroupState // consumer groups' membership (groupstate.go)
+	txns    map[string][]byte     // transactional ids' states (txn.go)
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -357,6 +358,8 @@ func (f *FSM) apply(c Command) error {
 		return f.offs.RecordGeneration(c.Group, c.Generation)
 	case OpGroupState:
 		return f.applyGroupState(c)
+	case OpTxnState:
+		f.applyTxnState(c)
 	case OpSetClusterID:
 		return setClusterID(st, c.Name)
 	default:
@@ -432,6 +435,9 @@ type snapshot struct {
 	// Groups is each group's recorded membership (OpGroupState); absent
 	// in snapshots of versions before it.
 	Groups map[string]GroupState `json:"group_states,omitempty"`
+	// Txns is each transactional id's recorded state (OpTxnState);
+	// absent in snapshots of versions before it.
+	Txns map[string][]byte `json:"txn_states,omitempty"`
 }
 
 // Snapshot captures the state.
@@ -452,6 +458,9 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	}
 	if len(f.groups) > 0 {
 		s.Groups = maps.Clone(f.groups)
+	}
+	if len(f.txns) > 0 {
+		s.Txns = maps.Clone(f.txns)
 	}
 	groups, err := f.offs.Groups()
 	if err != nil {
@@ -513,6 +522,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.state = s.State
 	f.groups = s.Groups
+	f.txns = s.Txns
 	f.auth = AuthState{}
 	if s.Auth != nil {
 		f.auth = *s.Auth

@@ -1,0 +1,21 @@
+package cluster
+
+import (
+	"context"
+
+	"github.com/logd/logd/replication/meta"
+)
+
+// RecordTxnState records a transactional id's state (enc: package txn's
+// encoding) through the metadata group (meta.OpTxnState), on the
+// metadata leader.
+func (c *Cluster) RecordTxnState(ctx context.Context, id string, enc []byte) error {
+	if err := c.OnMetaLeader(); err != nil {
+		return err
+	}
+	return c.RaftError(c.meta.Apply(ctx, meta.Command{Op: meta.OpTxnState, Name: id, Value: enc}))
+}
+
+// TxnStates is every transactional id's recorded state as this node
+// applied it; on the metadata leader, current after MetaLinearizable.
+func (c *Cluster) TxnStates() map[string][]byte { return c.meta.FSM.TxnStates() }

@@ -1,0 +1,103 @@
+package partition
+
+import (
+	"encoding/binary"
+	"reflect"
+	"testing"
+
+	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/log"
+)
+
+// txnBatch is n records of producer pid in a transaction.
+func txnBatch(t *testing.T, pid int64, seq int32, n int) batch.Checked {
+	t.Helper()
+	recs := make([]batch.Record, n)
+	for i := range recs {
+		recs[i] = batch.Record{Timestamp: 1, Value: []byte("v")}
+	}
+	b := batch.Encode(nil, 0, batch.Producer{ID: pid, Epoch: 0, Sequence: seq}, recs)
+	binary.BigEndian.PutUint16(b[21:], batch.AttrTransactional)
+	binary.BigEndian.PutUint32(b[17:], batch.Checksum(b))
+	c, err := batch.Validate(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func marker(t *testing.T, pid int64, commit bool) batch.Checked {
+	t.Helper()
+	c, err := batch.CheckFrame(batch.EncodeControl(nil, batch.Producer{ID: pid}, commit, 0, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// The last stable offset stays at an open transaction's first offset
+// until its marker; an aborted transaction is listed for the offsets it
+// spans; the state is rebuilt from the log at open; markers take no part
+// in their producer's sequences.
+func TestTransactionsLastStableAndAborted(t *testing.T) {
+	dir := t.TempDir()
+	l0, err := log.Open(dir, log.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPartition("t", 0, l0)
+	appendAll := func(cs ...batch.Checked) {
+		for _, c := range cs {
+			if _, err := p.Append(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	appendAll(txnBatch(t, 7, 0, 3)) // 0-2
+	if got := p.LastStable(); got != 0 {
+		t.Fatalf("LSO with a transaction open at 0: %d", got)
+	}
+	appendAll(marker(t, 7, true), txnBatch(t, 7, 3, 2)) // 3, 4-5
+	if got := p.LastStable(); got != 4 {
+		t.Fatalf("LSO after a commit and a new transaction at 4: %d", got)
+	}
+	appendAll(txnBatch(t, 8, 0, 1), marker(t, 7, false)) // 6, 7
+	if got := p.LastStable(); got != 6 {
+		t.Fatalf("LSO with producer 8 open at 6: %d", got)
+	}
+	want := []AbortedTxn{{ProducerID: 7, FirstOffset: 4, LastOffset: 7}}
+	if got := p.Aborted(0, 8); !reflect.DeepEqual(got, want) {
+		t.Fatalf("aborted %v, want %v", got, want)
+	}
+	if got := p.Aborted(8, 9); len(got) != 0 {
+		t.Fatalf("aborted after the marker: %v", got)
+	}
+	if got := p.Aborted(0, 4); len(got) != 0 {
+		t.Fatalf("aborted before its first offset: %v", got)
+	}
+	// Producer 7's sequence continues across its markers.
+	appendAll(txnBatch(t, 7, 5, 1)) // 8
+
+	l0.Close()
+	l, err := log.Open(dir, log.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	q := newPartition("t", 0, l)
+	if err := q.recoverProducers(); err != nil {
+		t.Fatal(err)
+	}
+	if got := q.LastStable(); got != 6 {
+		t.Fatalf("LSO after reopening: %d, want 6", got)
+	}
+	if got := q.Aborted(0, 9); !reflect.DeepEqual(got, want) {
+		t.Fatalf("aborted after reopening %v, want %v", got, want)
+	}
+	if _, err := q.Append(marker(t, 8, true)); err != nil {
+		t.Fatal(err)
+	}
+	if got := q.LastStable(); got != 8 {
+		t.Fatalf("LSO after 8 commits: %d, want 8 (7's transaction at 8)", got)
+	}
+}

@@ -1,0 +1,233 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+type memStore struct {
+	mu   sync.Mutex
+	recs map[string]Record
+	fail error
+}
+
+func (s *memStore) Put(_ context.Context, r Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return s.fail
+	}
+	s.recs[r.ID] = DecodeMust(r.Encode())
+	return nil
+}
+
+func DecodeMust(b []byte) Record {
+	r, err := DecodeRecord(b)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+type marker struct {
+	pid    int64
+	epoch  int16
+	commit bool
+	parts  []TopicPartition
+}
+
+type memWriter struct {
+	mu      sync.Mutex
+	markers []marker
+	offsets map[string][]Offset
+	fail    error
+}
+
+func (w *memWriter) WriteMarkers(_ context.Context, pid int64, epoch int16, commit bool, parts []TopicPartition) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fail != nil {
+		return w.fail
+	}
+	w.markers = append(w.markers, marker{pid, epoch, commit, parts})
+	return nil
+}
+
+func (w *memWriter) CommitOffsets(_ context.Context, group string, offs []Offset) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.offsets[group] = append(w.offsets[group], offs...)
+	return nil
+}
+
+type fixture struct {
+	c     *Coordinator
+	store *memStore
+	w     *memWriter
+	now   time.Time
+}
+
+func newFixture(recs ...Record) *fixture {
+	f := &fixture{store: &memStore{recs: map[string]Record{}}, w: &memWriter{offsets: map[string][]Offset{}}, now: time.UnixMilli(1_000_000)}
+	next := int64(100)
+	f.c = New(Config{Store: f.store, Writer: f.w, Records: recs, Now: func() time.Time { return f.now },
+		NewProducerID: func() (int64, error) { next++; return next, nil }})
+	return f
+}
+
+func code(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return 0
+}
+
+var ctx = context.Background()
+
+func TestCommitWritesMarkersThenOffsets(t *testing.T) {
+	f := newFixture()
+	pid, epoch, err := f.c.InitProducerID(ctx, "t", time.Minute, -1, -1)
+	if err != nil || epoch != 0 {
+		t.Fatalf("init: %d %d %v", pid, epoch, err)
+	}
+	tp := []TopicPartition{{"a", 0}, {"b", 1}}
+	if err := f.c.AddPartitions(ctx, "t", pid, epoch, tp); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.AddOffsets(ctx, "t", pid, epoch, "g"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.CommitOffsets(ctx, "t", pid, epoch, "g", []Offset{{Topic: "in", Offset: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.w.offsets) != 0 {
+		t.Fatalf("offsets committed before the transaction: %v", f.w.offsets)
+	}
+	if err := f.c.End(ctx, "t", pid, epoch, true); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.w.markers) != 1 || !f.w.markers[0].commit || len(f.w.markers[0].parts) != 2 {
+		t.Fatalf("markers %+v", f.w.markers)
+	}
+	if o := f.w.offsets["g"]; len(o) != 1 || o[0].Offset != 7 {
+		t.Fatalf("offsets %v", f.w.offsets)
+	}
+	if r := f.store.recs["t"]; r.State != CompleteCommit || len(r.Partitions) != 0 {
+		t.Fatalf("stored %+v", r)
+	}
+	// A retried commit is answered; an abort of it is refused.
+	if err := f.c.End(ctx, "t", pid, epoch, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.End(ctx, "t", pid, epoch, false); code(err) != CodeInvalidState {
+		t.Fatalf("abort after commit: %v", err)
+	}
+}
+
+func TestAbortDropsOffsets(t *testing.T) {
+	f := newFixture()
+	pid, epoch, _ := f.c.InitProducerID(ctx, "t", time.Minute, -1, -1)
+	_ = f.c.AddPartitions(ctx, "t", pid, epoch, []TopicPartition{{"a", 0}})
+	_ = f.c.AddOffsets(ctx, "t", pid, epoch, "g")
+	_ = f.c.CommitOffsets(ctx, "t", pid, epoch, "g", []Offset{{Topic: "in", Offset: 7}})
+	if err := f.c.End(ctx, "t", pid, epoch, false); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.w.offsets) != 0 || len(f.w.markers) != 1 || f.w.markers[0].commit {
+		t.Fatalf("offsets %v markers %+v", f.w.offsets, f.w.markers)
+	}
+}
+
+func TestInitFencesAndAbortsPrevious(t *testing.T) {
+	f := newFixture()
+	pid, e0, _ := f.c.InitProducerID(ctx, "t", time.Minute, -1, -1)
+	_ = f.c.AddPartitions(ctx, "t", pid, e0, []TopicPartition{{"a", 0}})
+	pid2, e1, err := f.c.InitProducerID(ctx, "t", time.Minute, -1, -1)
+	if err != nil || pid2 != pid || e1 <= e0 {
+		t.Fatalf("second init: %d %d %v", pid2, e1, err)
+	}
+	if len(f.w.markers) != 1 || f.w.markers[0].commit || f.w.markers[0].epoch <= e0 {
+		t.Fatalf("the open transaction was not aborted under a new epoch: %+v", f.w.markers)
+	}
+	for _, err := range []error{
+		f.c.AddPartitions(ctx, "t", pid, e0, []TopicPartition{{"a", 1}}),
+		f.c.AddOffsets(ctx, "t", pid, e0, "g"),
+		f.c.End(ctx, "t", pid, e0, true),
+	} {
+		if code(err) != CodeProducerFenced {
+			t.Fatalf("old epoch: %v, want fenced", err)
+		}
+	}
+	if _, _, err := f.c.InitProducerID(ctx, "t", time.Minute, pid, e0); code(err) != CodeProducerFenced {
+		t.Fatalf("init with the old epoch: %v", err)
+	}
+	if err := f.c.End(ctx, "t", pid, e1, true); code(err) != CodeInvalidState {
+		t.Fatalf("end with no transaction: %v", err)
+	}
+}
+
+func TestTickAbortsExpiredAndFinishesPrepared(t *testing.T) {
+	f := newFixture(Record{ID: "p", ProducerID: 9, Epoch: 3, State: PrepareCommit, TimeoutMs: 1000,
+		Partitions: []TopicPartition{{"x", 0}}, Groups: []string{"g"}, Offsets: map[string][]Offset{"g": {{Topic: "in", Offset: 5}}}})
+	pid, epoch, _ := f.c.InitProducerID(ctx, "t", time.Second, -1, -1)
+	_ = f.c.AddPartitions(ctx, "t", pid, epoch, []TopicPartition{{"a", 0}})
+	if err := f.c.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := f.c.Get("p"); r.State != CompleteCommit || f.w.offsets["g"][0].Offset != 5 {
+		t.Fatalf("prepared record not finished: %+v %v", r, f.w.offsets)
+	}
+	if r, _ := f.c.Get("t"); r.State != Ongoing {
+		t.Fatalf("aborted before its timeout: %+v", r)
+	}
+	f.now = f.now.Add(2 * time.Second)
+	if err := f.c.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := f.c.Get("t")
+	if r.State != CompleteAbort || r.Epoch <= epoch {
+		t.Fatalf("expired transaction: %+v", r)
+	}
+	if err := f.c.End(ctx, "t", pid, epoch, true); code(err) != CodeProducerFenced {
+		t.Fatalf("commit after the timeout: %v, want fenced", err)
+	}
+}
+
+func TestFailedStoreChangesNothing(t *testing.T) {
+	f := newFixture()
+	pid, epoch, _ := f.c.InitProducerID(ctx, "t", time.Minute, -1, -1)
+	f.store.fail = errors.New("no quorum")
+	if err := f.c.AddPartitions(ctx, "t", pid, epoch, []TopicPartition{{"a", 0}}); err == nil {
+		t.Fatal("add partitions stored nowhere succeeded")
+	}
+	if r, _ := f.c.Get("t"); r.State != Empty {
+		t.Fatalf("memory changed without the store: %+v", r)
+	}
+	f.store.fail = nil
+	_ = f.c.AddPartitions(ctx, "t", pid, epoch, []TopicPartition{{"a", 0}})
+	f.w.fail = errors.New("partition unavailable")
+	if err := f.c.End(ctx, "t", pid, epoch, true); err == nil {
+		t.Fatal("commit without markers succeeded")
+	}
+	if r := f.store.recs["t"]; r.State != PrepareCommit {
+		t.Fatalf("decision not kept: %+v", r)
+	}
+	if err := f.c.AddPartitions(ctx, "t", pid, epoch, nil); code(err) != CodeConcurrent {
+		t.Fatalf("add while ending: %v", err)
+	}
+	f.w.fail = nil
+	if err := f.c.End(ctx, "t", pid, epoch, true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestInvalidTimeout(t *testing.T) {
+	f := newFixture()
+	if _, _, err := f.c.InitProducerID(ctx, "t", 16*time.Minute, -1, -1); code(err) != CodeInvalidTimeout {
+		t.Fatal(err)
+	}
+}
