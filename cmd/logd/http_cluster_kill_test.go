@@ -19,22 +19,8 @@ import (
 // produced before and after the kill arrives once, in each partition's
 // order.
 func TestBinHTTPTailSurvivesKill9(t *testing.T) {
-	raft := func() string {
-		a, err := freeport.Addr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
-	common := []string{"--addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--kafka-addr", ""}
-	n1 := startBin(t, nil, append(common, "--data-dir", t.TempDir(), "--node-id", "n1", "--raft-addr", raft(), "--bootstrap")...)
-	nodes := map[string]*binNode{"n1": n1}
-	for _, id := range []string{"n2", "n3"} {
-		nodes[id] = startBin(t, nil, append(common, "--data-dir", t.TempDir(), "--node-id", id, "--raft-addr", raft(), "--join", n1.addr)...)
-	}
-	all := []string{"--server", n1.addr + "," + nodes["n2"].addr + "," + nodes["n3"].addr, "--timeout", "60s"}
-	okBin(t, nil, "", append([]string{"cluster", "wait", "--nodes", "3"}, all...)...)
-	okBin(t, nil, "", append([]string{"topic", "create", "ev", "--partitions", "3", "--replicas", "3"}, all...)...)
+	nodes, all := startBinCluster3(t)
+	n1 := nodes["n1"]
 
 	tail := startTail(t, "http://"+n1.http+"/v1/topics/ev/events?from=earliest")
 	produce := func(from, to int) {
@@ -160,4 +146,29 @@ func (s *sseTail) check(t *testing.T, n int) {
 	if len(s.recs) != n {
 		t.Fatalf("%d records shown, want %d", len(s.recs), n)
 	}
+}
+
+// startBinCluster3 starts a cluster of three `logd serve` processes, n1
+// to n3 (HTTP on, Kafka off), waits until all three are members and makes
+// topic ev with 3 partitions of 3 replicas; all are the CLI's --server and
+// --timeout flags for the three.
+func startBinCluster3(t *testing.T) (map[string]*binNode, []string) {
+	t.Helper()
+	raft := func() string {
+		a, err := freeport.Addr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	common := []string{"--addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--kafka-addr", ""}
+	n1 := startBin(t, nil, append(common, "--data-dir", t.TempDir(), "--node-id", "n1", "--raft-addr", raft(), "--bootstrap")...)
+	nodes := map[string]*binNode{"n1": n1}
+	for _, id := range []string{"n2", "n3"} {
+		nodes[id] = startBin(t, nil, append(common, "--data-dir", t.TempDir(), "--node-id", id, "--raft-addr", raft(), "--join", n1.addr)...)
+	}
+	all := []string{"--server", n1.addr + "," + nodes["n2"].addr + "," + nodes["n3"].addr, "--timeout", "60s"}
+	okBin(t, nil, "", append([]string{"cluster", "wait", "--nodes", "3"}, all...)...)
+	okBin(t, nil, "", append([]string{"topic", "create", "ev", "--partitions", "3", "--replicas", "3"}, all...)...)
+	return nodes, all
 }

@@ -9,8 +9,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/logd/logd/internal/freeport"
 )
 
 // A live tail whose own node is killed (kill -9) resumes on another node
@@ -18,20 +16,8 @@ import (
 // record produced before and after the kill is read once, in each
 // partition's order.
 func TestBinHTTPTailResumesAfterKill9OfItsNode(t *testing.T) {
-	raft := func() string {
-		a, err := freeport.Addr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
-	common := []string{"--addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--kafka-addr", ""}
-	n1 := startBin(t, nil, append(common, "--data-dir", t.TempDir(), "--node-id", "n1", "--raft-addr", raft(), "--bootstrap")...)
-	n2 := startBin(t, nil, append(common, "--data-dir", t.TempDir(), "--node-id", "n2", "--raft-addr", raft(), "--join", n1.addr)...)
-	n3 := startBin(t, nil, append(common, "--data-dir", t.TempDir(), "--node-id", "n3", "--raft-addr", raft(), "--join", n1.addr)...)
-	all := []string{"--server", n1.addr + "," + n2.addr + "," + n3.addr, "--timeout", "60s"}
-	okBin(t, nil, "", append([]string{"cluster", "wait", "--nodes", "3"}, all...)...)
-	okBin(t, nil, "", append([]string{"topic", "create", "ev", "--partitions", "3", "--replicas", "3"}, all...)...)
+	nodes, _ := startBinCluster3(t)
+	n1, n2, n3 := nodes["n1"], nodes["n2"], nodes["n3"]
 	produce := func(from, to int) {
 		var in strings.Builder
 		for i := from; i < to; i++ {
