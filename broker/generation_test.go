@@ -88,21 +88,7 @@ func TestGenerationsContinueAfterRestart(t *testing.T) {
 func TestSingleNodeKeepsMembersAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
 	b := openDir(t, dir)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	m, err := b.GroupMember(ctx, "", "g")
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := m.Join(ctx, groups.JoinRequest{SessionTimeout: 30 * time.Second, ProtocolType: groups.ConsumerProtocolType,
-		Protocols: []groups.Protocol{{Name: "range", Metadata: []byte("m")}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Sync(ctx, groups.SyncRequest{MemberID: j.MemberID, Generation: j.Generation,
-		Assignments: map[string][]byte{j.MemberID: []byte("all")}}); err != nil {
-		t.Fatal(err)
-	}
+	_, j := joinSynced(t, b)
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -42,21 +42,7 @@ func TestGroupMemberBounds(t *testing.T) {
 // all left has no record.
 func TestClusterRecordsGroupState(t *testing.T) {
 	b := openOneNodeCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	m, err := b.GroupMember(ctx, "", "g")
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := m.Join(ctx, groups.JoinRequest{SessionTimeout: 30 * time.Second, ProtocolType: groups.ConsumerProtocolType,
-		Protocols: []groups.Protocol{{Name: "range", Metadata: []byte("m")}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Sync(ctx, groups.SyncRequest{MemberID: j.MemberID, Generation: j.Generation,
-		Assignments: map[string][]byte{j.MemberID: []byte("all")}}); err != nil {
-		t.Fatal(err)
-	}
+	m, j := joinSynced(t, b)
 	rec, ok := b.Cluster().GroupStates()["g"]
 	if !ok {
 		t.Fatal("no record of g once its member synced")
@@ -79,4 +65,26 @@ func TestClusterRecordsGroupState(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// joinSynced has one member join group g of b and sync its assignment
+// "all": a completed generation.
+func joinSynced(t *testing.T, b *broker.Broker) (broker.GroupMember, groups.JoinResult) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, err := b.GroupMember(ctx, "", "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := m.Join(ctx, groups.JoinRequest{SessionTimeout: 30 * time.Second, ProtocolType: groups.ConsumerProtocolType,
+		Protocols: []groups.Protocol{{Name: "range", Metadata: []byte("m")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Sync(ctx, groups.SyncRequest{MemberID: j.MemberID, Generation: j.Generation,
+		Assignments: map[string][]byte{j.MemberID: []byte("all")}}); err != nil {
+		t.Fatal(err)
+	}
+	return m, j
 }
