@@ -161,6 +161,12 @@ func TestCheckCompactedExcused(t *testing.T) {
 		{"a scan racing a newer write", func(ops []KVOp) []KVOp {
 			return append(ops, kvScan(0, 7, 8, kvr(0, "a", 1), kvt(3, "b", 2)))
 		}},
+		// Two writes outstanding at once, both given up on (unknown),
+		// stored in the other order.
+		{"two unknown writes stored out of order", func(ops []KVOp) []KVOp {
+			ops = append(ops, kvw(KVPut, "d", 1, OutcomeUnknown, 0, 9), kvw(KVPut, "d", 2, OutcomeUnknown, 0, 9))
+			return append(ops, kvScan(0, 12, 13, kvr(2, "a", 2), kvr(4, "c", 1), kvr(7, "d", 2), kvr(8, "d", 1)))
+		}},
 		// A scan during the run misses b's tombstone, which expired.
 		{"a scan after a tombstone expired", func(ops []KVOp) []KVOp {
 			return append(ops, kvScan(0, 12, 13, kvr(2, "a", 2), kvr(4, "c", 1)))
