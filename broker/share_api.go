@@ -92,15 +92,25 @@ func (b *Broker) ShareAcknowledge(ctx context.Context, r ShareFetchRequest) (Sha
 		return ShareFetchResult{}, err
 	}
 	defer b.leave()
-	c, err := b.shareBegin(ctx, r, false)
+	c, _, err := b.shareAckPhase(ctx, r, false)
+	return resultOf(c), err
+}
+
+// shareAckPhase is what ShareAcknowledge and ShareFetch both do first:
+// check the member's session, apply its acknowledgements and, for epoch
+// -1, close the session releasing what the member holds. more reports
+// whether a fetch goes on to acquire records.
+func (b *Broker) shareAckPhase(ctx context.Context, r ShareFetchRequest, fetch bool) (c *shareCall, more bool, err error) {
+	c, err = b.shareBegin(ctx, r, fetch)
 	if err != nil || c.res.Code != ShareOK {
-		return resultOf(c), err
+		return c, false, err
 	}
 	b.applyAcks(ctx, c, r)
 	if r.SessionEpoch == -1 {
 		b.releaseMembers(c.g, []string{r.Member})
+		return c, false, nil
 	}
-	return c.res, nil
+	return c, true, nil
 }
 
 func resultOf(c *shareCall) ShareFetchResult {
@@ -126,14 +136,9 @@ func (b *Broker) ShareFetch(ctx context.Context, r ShareFetchRequest) (ShareFetc
 		return ShareFetchResult{}, err
 	}
 	defer b.leave()
-	c, err := b.shareBegin(ctx, r, true)
-	if err != nil || c.res.Code != ShareOK {
+	c, more, err := b.shareAckPhase(ctx, r, true)
+	if !more {
 		return resultOf(c), err
-	}
-	b.applyAcks(ctx, c, r)
-	if r.SessionEpoch == -1 {
-		b.releaseMembers(c.g, []string{r.Member})
-		return c.res, nil
 	}
 	targets := b.shareTargets(ctx, c, r)
 	wait := min(r.MaxWait, MaxWait)
