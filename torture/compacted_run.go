@@ -36,25 +36,7 @@ func (cw *CompactedWorkload) Config() CompactedConfig { return cw.cfg }
 // Setup creates the compacted topic, retrying until a node answers (or
 // ctx ends); a replica on every node, up to 3, as Workload.Setup.
 func (cw *CompactedWorkload) Setup(ctx context.Context) error {
-	c, err := client.Dial(cw.w.cluster.Addr(0), client.WithCallTimeout(3*time.Second))
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	opts := client.TopicOptions{Partitions: cw.cfg.Partitions, Config: cw.cfg.topicConfig()}
-	if n := cw.w.cluster.Size(); n > 1 {
-		opts.Replicas = int32(min(3, n))
-	}
-	for {
-		_, err := c.Admin().CreateTopic(ctx, cw.cfg.Topic, opts)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("torture: create compacted topic %q: %w", cw.cfg.Topic, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return cw.w.createTopic(ctx, cw.cfg.Topic, client.TopicOptions{Partitions: cw.cfg.Partitions, Config: cw.cfg.topicConfig()})
 }
 
 // Run starts the producers and scanners and returns at once; Wait waits

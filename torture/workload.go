@@ -151,34 +151,38 @@ func (w *Workload) dial(rng *rand.Rand) (*client.Client, error) {
 
 // Setup creates the topic, retrying until a node answers (or ctx ends).
 func (w *Workload) Setup(ctx context.Context) error {
+	tc := client.TopicConfig{
+		RetentionTime: client.Unlimited, RetentionBytes: client.Unlimited, RetentionRecords: client.Unlimited,
+		SegmentBytes: 64 << 10, // many segments: rolls, indexes and producer state under fire
+	}
+	if w.cfg.TopicConfig != nil {
+		tc = *w.cfg.TopicConfig
+	}
+	return w.createTopic(ctx, w.cfg.Topic, client.TopicOptions{Partitions: w.cfg.Partitions, Config: tc})
+}
+
+// createTopic creates topic with opts, retrying until a node answers (or
+// ctx ends). Every node holds a replica (up to 3), asked for explicitly:
+// the server's default counts the nodes registered when the request
+// lands, and a node that had not joined yet once left an in-process run
+// with single-replica partitions (a much weaker test). A create before
+// every node joined is refused and retried.
+func (w *Workload) createTopic(ctx context.Context, topic string, opts client.TopicOptions) error {
 	c, err := client.Dial(w.cluster.Addr(0), client.WithCallTimeout(3*time.Second))
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	if n := w.cluster.Size(); n > 1 {
+		opts.Replicas = int32(min(3, n))
+	}
 	for {
-		tc := client.TopicConfig{
-			RetentionTime: client.Unlimited, RetentionBytes: client.Unlimited, RetentionRecords: client.Unlimited,
-			SegmentBytes: 64 << 10, // many segments: rolls, indexes and producer state under fire
-		}
-		if w.cfg.TopicConfig != nil {
-			tc = *w.cfg.TopicConfig
-		}
-		// Every node holds a replica (up to 3), asked for explicitly: the
-		// server's default counts the nodes registered when the request
-		// lands, and a node that had not joined yet once left an in-process
-		// run with single-replica partitions (a much weaker test). A create
-		// before every node joined is refused and retried.
-		opts := client.TopicOptions{Partitions: w.cfg.Partitions, Config: tc}
-		if n := w.cluster.Size(); n > 1 {
-			opts.Replicas = int32(min(3, n))
-		}
-		_, err := c.Admin().CreateTopic(ctx, w.cfg.Topic, opts)
+		_, err := c.Admin().CreateTopic(ctx, topic, opts)
 		if err == nil {
 			return nil
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("torture: create topic %q: %w", w.cfg.Topic, err)
+			return fmt.Errorf("torture: create topic %q: %w", topic, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
