@@ -7,6 +7,8 @@ import (
 	"hash/fnv"
 	"io"
 	"net"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -44,8 +46,41 @@ func sessionConfig(cfg Config, log hclog.Logger) *yamux.Config {
 	y.StreamCloseTimeout = 30 * time.Second
 	y.MaxStreamWindowSize = StreamWindow
 	y.LogOutput = nil
-	y.Logger = log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
+	y.Logger = yamuxLogger{log}
 	return y
+}
+
+// yamuxLogger gives yamux's printf lines to hclog at the level their
+// "[ERR]"/"[WARN]" prefix names, except a write or read that failed
+// because the connection was closed or reset: that is a peer restarting
+// or a session being replaced, which the keep-alive and the redial
+// handle, so it is logged at debug like the transport's own notes on it.
+type yamuxLogger struct{ log hclog.Logger }
+
+func (l yamuxLogger) Print(v ...any)            { l.line(fmt.Sprint(v...), v) }
+func (l yamuxLogger) Println(v ...any)          { l.line(fmt.Sprint(v...), v) }
+func (l yamuxLogger) Printf(f string, v ...any) { l.line(fmt.Sprintf(f, v...), v) }
+
+func (l yamuxLogger) line(msg string, args []any) {
+	level, text := hclog.Info, msg
+	switch {
+	case strings.HasPrefix(msg, "[ERR] "):
+		level, text = hclog.Error, msg[len("[ERR] "):]
+	case strings.HasPrefix(msg, "[WARN] "):
+		level, text = hclog.Warn, msg[len("[WARN] "):]
+	}
+	for _, a := range args {
+		if err, ok := a.(error); ok && peerGone(err) {
+			level = hclog.Debug
+		}
+	}
+	l.log.Log(level, text)
+}
+
+// peerGone reports an error that only says the connection is over.
+func peerGone(err error) bool {
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // peerKey names one of the outgoing sessions to an address.

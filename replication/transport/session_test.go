@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -197,6 +198,26 @@ func TestSilentPeer(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); m.openSessions() > 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the session to a silent peer is still open")
+		}
+	}
+}
+
+// yamux's complaint about writing to a connection that closed under it (a
+// peer restarting) is a debug line; its other errors stay errors.
+func TestYamuxLoggerDemotesClosedConnection(t *testing.T) {
+	var out bytes.Buffer
+	l := yamuxLogger{hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Trace})}
+	closed := &net.OpError{Op: "write", Net: "tcp", Err: net.ErrClosed}
+	l.Printf("[ERR] yamux: Failed to write body: %v", closed)
+	l.Printf("[ERR] yamux: Invalid protocol version: %d", 7)
+	l.Printf("[WARN] yamux: failed to send go away: %v", io.ErrClosedPipe)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("logged %d lines, want 3:\n%s", len(lines), out.String())
+	}
+	for i, want := range []string{"[DEBUG] yamux: Failed to write body", "[ERROR] yamux: Invalid protocol version: 7", "[WARN]  yamux: failed to send go away"} {
+		if !strings.Contains(lines[i], want) {
+			t.Errorf("line %d = %q, want it to contain %q", i, lines[i], want)
 		}
 	}
 }
