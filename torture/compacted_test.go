@@ -23,6 +23,20 @@ func compactedFromEnv(t *testing.T) *CompactedConfig {
 	}
 }
 
+// kvViewFromEnv is the key-value view workload of the torture tests: on
+// with its defaults unless TORTURE_KV=0.
+func kvViewFromEnv(t *testing.T) *KVViewConfig {
+	switch s := os.Getenv("TORTURE_KV"); s {
+	case "", "1":
+		return &KVViewConfig{}
+	case "0":
+		return nil
+	default:
+		t.Fatalf("TORTURE_KV=%q: want 0 or 1", s)
+		return nil
+	}
+}
+
 // compactedRaft makes a cluster node's Raft groups snapshot every 512
 // entries, looked at every 3 s, instead of every 8,192 entries every 2 to 4
 // minutes: a replica compacts only what its latest snapshot covers

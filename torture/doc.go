@@ -138,6 +138,27 @@
 // (compactedRaft), so its runs compact every few seconds; one node
 // compacts at every roll.
 //
+// # The key-value view
+//
+// With RunConfig.KVView (on in TestTortureCluster and TestTortureSingleNode
+// unless TORTURE_KV=0), a third workload (kvview.go, kvview_run.go) uses
+// the key-value view of a compacted topic of its own (two partitions, the
+// compacted workload's topic settings): four clients, each connected to a
+// random node, run one operation at a time on 16 shared keys, 20 a
+// second: linearizable gets (35%), stale gets (10%), puts (20%),
+// compare-and-sets expecting the offset the client last saw of the key
+// (23%) and deletes, half of them conditional (12%). A write that failed
+// other than by a refused condition has an unknown outcome. Its
+// operations go into a ViewHistory, written as kv-history.json.gz, and
+// CheckKVView (kvview_check.go) judges them with porcupine, key by key,
+// against a register: a get returns the newest value and offset, a write
+// lands at a higher offset than the key's last, a compare-and-set
+// succeeds exactly when the key's latest offset is the one it expects
+// (-1: no value) and a refusal names that offset (or, for a retried
+// compare-and-set that was stored, its own); a write of unknown outcome
+// may take effect at any moment after it began. A stale get may only
+// return a value some put of its key wrote, at its offset.
+//
 // # The harness tests itself
 //
 // TestTortureDetectsLostWrites cuts the tail of every partition's newest

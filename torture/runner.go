@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -31,7 +32,10 @@ type RunConfig struct {
 	// Compacted, when set, runs the compacted-topic workload beside
 	// Workload (CompactedWorkload) and adds CheckCompacted's verdict.
 	Compacted *CompactedConfig
-	Logf      func(format string, args ...any)
+	// KVView, when set, runs the key-value view workload beside Workload
+	// (KVViewWorkload) and adds CheckKVView's verdict.
+	KVView *KVViewConfig
+	Logf   func(format string, args ...any)
 }
 
 // Report is the outcome of a Run.
@@ -50,6 +54,9 @@ type Report struct {
 	// KafkaProduce counts the produces of the Kafka producers (also in
 	// Ops) by outcome: the checkers judge them with the others.
 	KafkaProduce map[Outcome]int `json:"kafka_produce,omitempty"`
+	// KVView counts the key-value view workload's operations by kind,
+	// then outcome (nil: a run without it).
+	KVView map[ViewOpKind]map[Outcome]int `json:"kv_view,omitempty"`
 	// OpErrors counts the errors of failed and unknown operations, by kind
 	// and message (numbers replaced by N, the first 300 bytes; the 10 most
 	// frequent).
@@ -114,6 +121,10 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	if err == nil {
 		cr, err = setupCompacted(setupCtx, w, h, cfg.Compacted)
 	}
+	var vr *kvViewRun
+	if err == nil {
+		vr, err = setupKVView(setupCtx, w, h, cfg.KVView, cfg.Linearizable)
+	}
 	cancel()
 	if err != nil {
 		return nil, err
@@ -124,6 +135,7 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	defer scraper.Stop()
 	w.Run(runCtx)
 	cr.run(runCtx)
+	vr.run(runCtx)
 	nemErr := make(chan error, 1)
 	if cfg.NoNemesis {
 		nemErr <- nil
@@ -137,6 +149,7 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	cfg.Logf("run over after %s: healed; waiting for the clients", cfg.Duration)
 	w.Wait()
 	cr.wait()
+	vr.wait()
 	if err := w.CheckAvailable(ctx, 30*time.Second); err != nil {
 		rep.Errors = append(rep.Errors, "availability: "+err.Error())
 	}
@@ -155,7 +168,7 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	rep.countKafka(ops, w.Config())
 	cfg.Logf("checking %d operations", len(ops))
 	rep.check(ops, cfg.Linearizable)
-	if err := cr.judge(rep, cfg.ReportDir); err != nil {
+	if err := errors.Join(cr.judge(rep, cfg.ReportDir), vr.judge(rep, cfg.ReportDir)); err != nil {
 		return rep, err
 	}
 	if err := rep.write(cfg.ReportDir, h); err != nil {
@@ -339,6 +352,13 @@ func (r *Report) Text() string {
 		b.WriteString("  of which Kafka produce")
 		for _, o := range slices.Sorted(maps.Keys(r.KafkaProduce)) {
 			fmt.Fprintf(&b, " %s=%d", o, r.KafkaProduce[o])
+		}
+		b.WriteString("\n")
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.KVView)) {
+		fmt.Fprintf(&b, "  kv %-9s", k)
+		for _, o := range slices.Sorted(maps.Keys(r.KVView[k])) {
+			fmt.Fprintf(&b, " %s=%d", o, r.KVView[k][o])
 		}
 		b.WriteString("\n")
 	}
