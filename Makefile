@@ -14,7 +14,7 @@ RACE_PKGS  := ./log/... ./partition/... ./routing/... ./offsets/... ./kv/... ./s
 PLAIN_PKGS := ./cmd/... ./test/... ./torture/... ./proto/... ./logdtest/... ./bench/...
 FUZZTIME  ?= 5s
 
-.PHONY: check-pkgs check-disk verify-deploy all build run test test-race test-fuzz fuzz lint proto tools bench bench-compaction bench-replication bench-compare bench-cluster bench-partitions bench-before-after clean
+.PHONY: check-pkgs check-disk verify-deploy all build run test test-race test-fuzz fuzz lint proto tools bench bench-compaction bench-kv bench-replication bench-compare bench-cluster bench-partitions bench-before-after clean
 
 all: build
 
@@ -125,7 +125,9 @@ proto: $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc
 
 # bench: the storage engine's Go benchmarks, then logd end to end
 # (bench/standard.sh: a temporary node on 127.0.0.1, `logd bench` runs),
-# then what replication costs (bench-replication).
+# then what replication costs (bench-replication). The key-value view
+# against NATS JetStream KV and the cleaner's cost to produce latency are
+# make bench-kv; the cleaner's speed, make bench-compaction.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./log/
 	bench/standard.sh
@@ -139,6 +141,14 @@ bench:
 COMPACT_MB ?= 1024
 bench-compaction:
 	LOGD_BENCH_COMPACT_MB=$(COMPACT_MB) $(GO) test -run '^$$' -bench 'Compact' -benchtime 1x ./log/
+
+# bench-kv: logd's key-value view beside NATS JetStream KV in one run (put
+# rate, get p50/p99 consistent and local, ratios; installs nats-server as
+# bench-compare does), then durable append p50/p99 with and without a
+# compaction running on a COMPACT_MB MiB partition, medians of ROUNDS
+# (bench/kv.sh; SCALE=0.1 COMPACT_MB=128 for a quick look).
+bench-kv:
+	COMPACT_MB=$(COMPACT_MB) bench/kv.sh
 
 # bench-replication: durable 1 KiB produce on one node, on 3 nodes (RF 3,
 # acks=all) with one partition and with 3, in one run: throughput, its
