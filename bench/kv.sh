@@ -93,7 +93,7 @@ PY
 
 echo
 echo "durable append latency with and without a compaction running, $COMPACT_MB MiB partition, $ROUNDS rounds" >&2
-out=$(cd "$ROOT" && LOGD_BENCH_COMPACT_MB=$COMPACT_MB go test -run '^$' -bench 'AppendWhileCompacting' -benchtime 1x -count "$ROUNDS" ./log/ | tee /dev/stderr)
+out=$(cd "$ROOT" && LOGD_BENCH_COMPACT_MB=$COMPACT_MB go test -run '^$' -bench 'AppendWhileCompacting' -benchtime 1x -count "$ROUNDS" ./log/ | tee -a /dev/stderr)
 load2=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "durable append (fsync always, 1 KiB, 500/s) beside a $COMPACT_MB MiB partition, medians of $ROUNDS rounds; load average $load2 after"
 echo "$out" | python3 -c '

@@ -57,14 +57,14 @@ func CheckKVView(ops []ViewOp, timeout time.Duration, visualizeDir string) *Verd
 }
 
 // viewOffsets maps each written value to the offset it was stored at, as
-// its put was answered or a get returned it.
+// its put was answered or a linearizable get returned it.
 func viewOffsets(ops []ViewOp) map[string]int64 {
 	at := map[string]int64{}
 	for _, op := range ops {
 		if op.Outcome != OutcomeOK || op.Value == "" || op.Offset < 0 {
 			continue
 		}
-		if op.Kind == ViewPut || op.Kind == ViewCAS || op.Kind == ViewGet || op.Kind == ViewStaleGet && op.Found {
+		if op.Kind == ViewPut || op.Kind == ViewCAS || op.Kind == ViewGet && op.Found {
 			if _, ok := at[op.Value]; !ok {
 				at[op.Value] = op.Offset
 			}
@@ -81,13 +81,20 @@ func viewKeys(ops []ViewOp) map[string]bool {
 	return keys
 }
 
-// checkStaleGets fails v for a stale get that returned a value nobody
-// put, or a value at another offset than it was stored at.
+// checkStaleGets fails v for a stale get that returned a value no put of
+// its key wrote, or a value at another offset than it was stored at. A
+// compare-and-set refused with an offset may have been stored there (a
+// retry of one that was stored is refused naming its own offset).
 func checkStaleGets(v *Verdict, ops []ViewOp, at map[string]int64) {
-	written := map[string]string{} // value -> key
+	type write struct {
+		key     string
+		refused bool
+		latest  int64
+	}
+	written := map[string]write{} // value -> its put
 	for _, op := range ops {
-		if (op.Kind == ViewPut || op.Kind == ViewCAS) && op.Outcome != OutcomeFail {
-			written[op.Value] = op.Key
+		if op.Kind == ViewPut || op.Kind == ViewCAS {
+			written[op.Value] = write{op.Key, op.Refused, op.Latest}
 		}
 	}
 	for _, op := range ops {
@@ -98,10 +105,15 @@ func checkStaleGets(v *Verdict, ops []ViewOp, at map[string]int64) {
 		if !op.Found {
 			continue
 		}
-		if k, ok := written[op.Value]; !ok || k != op.Key {
+		w, ok := written[op.Value]
+		off, known := at[op.Value]
+		switch {
+		case !ok || w.key != op.Key:
 			v.fail(nil, "stale get %s: no put of %s wrote that value", op, op.Key)
-		} else if at[op.Value] != op.Offset {
-			v.fail(nil, "stale get %s: the value was stored at offset %d", op, at[op.Value])
+		case w.refused && w.latest != op.Offset:
+			v.fail(nil, "stale get %s: the value's compare-and-set was refused naming offset %d, not its own", op, w.latest)
+		case known && off != op.Offset:
+			v.fail(nil, "stale get %s: the value was stored at offset %d", op, off)
 		}
 	}
 }

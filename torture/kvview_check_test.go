@@ -39,6 +39,12 @@ func vunknown(op ViewOp) ViewOp {
 	return op
 }
 
+func vstale(proc int, inv, comp int64, value string, off int64) ViewOp {
+	op := vget(proc, inv, comp, value, off)
+	op.Kind = ViewStaleGet
+	return op
+}
+
 func vdel(proc int, inv, comp int64, off int64) ViewOp {
 	return ViewOp{Process: proc, Kind: ViewDelete, Invoke: inv, Complete: comp, Outcome: OutcomeOK, Offset: off, Expected: -1, Latest: -1}
 }
@@ -79,6 +85,7 @@ func TestCheckKVViewAcceptsLinearizable(t *testing.T) {
 		"retried-cas": viewOps(
 			vput(1, 0, 1, "a", 0),
 			vrefused(vcas(2, 2, 3, "b", 0, -1), 1),
+			vstale(4, 3, 4, "b", 1),
 			vget(3, 4, 5, "b", 1),
 		),
 		// A refusal that names the offset of a write nobody saw.
@@ -139,6 +146,19 @@ func TestCheckKVViewRejectsViolations(t *testing.T) {
 			vput(1, 0, 1, "a", 5),
 			vput(1, 2, 3, "b", 4),
 		), "not linearizable"},
+		// A stale get of a value whose compare-and-set was refused
+		// naming another offset: it was not stored.
+		"stale-get-refused": {viewOps(
+			vput(1, 0, 1, "a", 0),
+			vput(1, 2, 3, "c", 1),
+			vrefused(vcas(2, 2, 3, "b", 0, -1), 1),
+			vstale(3, 4, 5, "b", 2),
+		), "refused naming offset 1"},
+		// A stale get of a value at another offset than it was stored at.
+		"stale-get-moved": {viewOps(
+			vput(1, 0, 1, "a", 0),
+			vstale(2, 2, 3, "a", 3),
+		), "stored at offset 0"},
 		// A stale get of a value nobody wrote.
 		"stale-get-invented": {viewOps(
 			vput(1, 0, 1, "a", 0),
