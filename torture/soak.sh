@@ -13,8 +13,9 @@
 #               (TORTURE_SERVE_ARGS; default none)
 #   QUIET       FOR/EVERY: the clients start nothing in the last FOR of
 #               every EVERY (TORTURE_QUIET; default none)
-#   TORTURE_KV=0, TORTURE_COMPACTED=0 (inherited) leave out the key-value
-#               view and the compacted-topic workloads (default: both run)
+#   TORTURE_KV=1 (inherited) adds the key-value view workload (default
+#               off); TORTURE_COMPACTED=0 leaves out the compacted topic's
+#               workload
 #   SOAK_DIR    where reports go (default $TMPDIR/logd-soak), a directory
 #               per seed; a valid seed's node data is removed
 # It exits non-zero when any seed is not valid.
