@@ -96,6 +96,9 @@ type controlPlane interface {
 	commitOffsets(ctx context.Context, group string, cs []offsets.Committed) error
 	recordGeneration(ctx context.Context, group string, gen int32) error
 	deleteGroupOffsets(ctx context.Context, group string) error
+	// deleteOffsets deletes a group's committed offsets of the partitions
+	// named (offsetdelete.go).
+	deleteOffsets(ctx context.Context, group string, cs []offsets.Committed) error
 	// The transaction coordinator's records (txn_plane.go): putTxn
 	// stores one durably (on the metadata leader in a cluster),
 	// txnRecords reads them all, current.

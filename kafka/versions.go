@@ -60,6 +60,7 @@ func init() {
 		37: {0, 3, handleCreatePartitions},
 		42: {0, 2, handleDeleteGroups},
 		44: {0, 1, handleIncrementalAlterConfigs},
+		47: {0, 0, handleOffsetDelete},
 		50: {0, 0, handleDescribeUserScramCredentials},
 		51: {0, 0, handleAlterUserScramCredentials},
 		60: {0, 2, handleDescribeCluster},

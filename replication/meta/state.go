@@ -150,6 +150,9 @@ const (
 	OpAddPartitions Op = "add_partitions"
 	OpCommitOffsets Op = "commit_offsets"
 	OpDeleteGroup   Op = "delete_group" // every committed offset of Group
+	// OpDeleteOffsets deletes Group's committed offsets of the partitions
+	// Offsets names (their offsets ignored).
+	OpDeleteOffsets Op = "delete_offsets"
 	// OpGroupGeneration records Generation as Group's newest generation,
 	// before its coordinator tells any member of it (package groups). It
 	// only raises: a generation not above the recorded one changes nothing
@@ -354,6 +357,9 @@ func (f *FSM) apply(c Command) error {
 		f.nowMs = c.TimeMs
 		delete(f.groups, c.Group)
 		return f.offs.DeleteGroup(c.Group)
+	case OpDeleteOffsets:
+		f.nowMs = c.TimeMs
+		return f.offs.Delete(c.Group, c.Offsets)
 	case OpGroupGeneration:
 		return f.offs.RecordGeneration(c.Group, c.Generation)
 	case OpGroupState:
