@@ -9,6 +9,7 @@ import (
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
+	"github.com/logd/logd/replication/meta"
 	"github.com/logd/logd/retention"
 )
 
@@ -119,6 +120,11 @@ type controlPlane interface {
 	aclGen() uint64
 	addACLs(ctx context.Context, enc [][]byte) error
 	removeACLs(ctx context.Context, match func(all [][]byte) [][]byte) error
+
+	// The client quotas by entity key (quota.go): read locally (with the
+	// generation aclGen counts), written durably.
+	quotas() (gen uint64, qs map[string]map[string]float64)
+	alterQuota(ctx context.Context, key string, alt meta.QuotaAlteration) error
 }
 
 var (

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"time"
 
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/offsets"
@@ -15,6 +16,12 @@ type AdminCore interface {
 	// DeleteOffsets deletes a group's committed offsets of the partitions
 	// named, one error per partition (OffsetDelete).
 	DeleteOffsets(ctx context.Context, p Principal, group string, parts []offsets.Committed) ([]error, error)
+	// The client quotas (DescribeClientQuotas, AlterClientQuotas) and
+	// their enforcement: QuotaThrottle counts a produce's or a fetch's
+	// bytes and answers the client's throttle time.
+	ClientQuotas(ctx context.Context, p Principal, filters []broker.QuotaFilter, strict bool) ([]broker.ClientQuota, error)
+	AlterClientQuota(ctx context.Context, p Principal, e broker.QuotaEntity, set map[string]float64, remove []string, validateOnly bool) error
+	QuotaThrottle(p Principal, clientID string, produce bool, n int) time.Duration
 }
 
 var _ AdminCore = (*broker.Broker)(nil)

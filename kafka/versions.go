@@ -61,6 +61,8 @@ func init() {
 		42: {0, 2, handleDeleteGroups},
 		44: {0, 1, handleIncrementalAlterConfigs},
 		47: {0, 0, handleOffsetDelete},
+		48: {0, 1, handleDescribeClientQuotas},
+		49: {0, 1, handleAlterClientQuotas},
 		50: {0, 0, handleDescribeUserScramCredentials},
 		51: {0, 0, handleAlterUserScramCredentials},
 		60: {0, 2, handleDescribeCluster},

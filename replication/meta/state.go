@@ -369,7 +369,7 @@ func (f *FSM) apply(c Command) error {
 	case OpSetClusterID:
 		return setClusterID(st, c.Name)
 	default:
-		if f.applyAuth(c) {
+		if f.applyAuth(c) || f.applyQuota(c) {
 			return nil
 		}
 		return fmt.Errorf("meta: unknown command %q", c.Op)
@@ -451,7 +451,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	s := snapshot{Version: 1, State: f.state.clone(), Offsets: map[string][]offsets.Committed{}}
-	if len(f.auth.Users) > 0 || len(f.auth.ACLs) > 0 {
+	if len(f.auth.Users) > 0 || len(f.auth.ACLs) > 0 || len(f.auth.Quotas) > 0 {
 		a := f.auth.clone()
 		s.Auth = &a
 	}
