@@ -125,6 +125,10 @@ type controlPlane interface {
 	// generation aclGen counts), written durably.
 	quotas() (gen uint64, qs map[string]map[string]float64)
 	alterQuota(ctx context.Context, key string, alt meta.QuotaAlteration) error
+
+	// preferLeader moves p's leadership to its preferred replica now
+	// (elect.go): notNeeded when that replica leads it already.
+	preferLeader(ctx context.Context, p *partition.Partition) (notNeeded bool, err error)
 }
 
 var (

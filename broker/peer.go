@@ -137,6 +137,7 @@ func (b *Broker) handlePeers() {
 	handle(b, opRecordCounts, b.peerRecordCounts)
 	b.handleKVPeers() // kv_forward.go
 	b.handleTxnPeers()
+	b.handleElectPeers() // elect.go
 	handle(b, opDescribeGroup, func(ctx context.Context, pr Principal, r groupReq) (any, error) {
 		d, err := b.DescribeGroup(ctx, pr, r.Group)
 		return d, coordinatorAnswer(err)

@@ -22,6 +22,9 @@ type AdminCore interface {
 	ClientQuotas(ctx context.Context, p Principal, filters []broker.QuotaFilter, strict bool) ([]broker.ClientQuota, error)
 	AlterClientQuota(ctx context.Context, p Principal, e broker.QuotaEntity, set map[string]float64, remove []string, validateOnly bool) error
 	QuotaThrottle(p Principal, clientID string, produce bool, n int) time.Duration
+	// ElectLeaders elects the partitions' leaders (preferred, or Kafka's
+	// unclean election), one error per partition.
+	ElectLeaders(ctx context.Context, p Principal, preferred bool, parts []broker.ElectionPartition) ([]error, error)
 }
 
 var _ AdminCore = (*broker.Broker)(nil)

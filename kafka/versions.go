@@ -59,6 +59,7 @@ func init() {
 		33: {0, 2, handleAlterConfigs},
 		37: {0, 3, handleCreatePartitions},
 		42: {0, 2, handleDeleteGroups},
+		43: {0, 2, handleElectLeaders},
 		44: {0, 1, handleIncrementalAlterConfigs},
 		47: {0, 0, handleOffsetDelete},
 		48: {0, 1, handleDescribeClientQuotas},
