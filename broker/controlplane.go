@@ -129,6 +129,10 @@ type controlPlane interface {
 	// preferLeader moves p's leadership to its preferred replica now
 	// (elect.go): notNeeded when that replica leads it already.
 	preferLeader(ctx context.Context, p *partition.Partition) (notNeeded bool, err error)
+	// movePartition sets a partition's replicas (on the metadata leader);
+	// moves lists the partitions being moved (reassign.go).
+	movePartition(ctx context.Context, m PartitionMove) error
+	moves() []PartitionMove
 }
 
 var (

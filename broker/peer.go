@@ -138,6 +138,7 @@ func (b *Broker) handlePeers() {
 	b.handleKVPeers() // kv_forward.go
 	b.handleTxnPeers()
 	b.handleElectPeers() // elect.go
+	b.handleMovePeers()  // reassign.go
 	handle(b, opDescribeGroup, func(ctx context.Context, pr Principal, r groupReq) (any, error) {
 		d, err := b.DescribeGroup(ctx, pr, r.Group)
 		return d, coordinatorAnswer(err)

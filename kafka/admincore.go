@@ -25,6 +25,9 @@ type AdminCore interface {
 	// ElectLeaders elects the partitions' leaders (preferred, or Kafka's
 	// unclean election), one error per partition.
 	ElectLeaders(ctx context.Context, p Principal, preferred bool, parts []broker.ElectionPartition) ([]error, error)
+	// MovePartitions and PartitionMoves: the partition reassignments.
+	MovePartitions(ctx context.Context, p Principal, moves []broker.PartitionMove) ([]error, error)
+	PartitionMoves(ctx context.Context, p Principal) ([]broker.PartitionMove, error)
 }
 
 var _ AdminCore = (*broker.Broker)(nil)

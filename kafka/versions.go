@@ -61,6 +61,8 @@ func init() {
 		42: {0, 2, handleDeleteGroups},
 		43: {0, 2, handleElectLeaders},
 		44: {0, 1, handleIncrementalAlterConfigs},
+		45: {0, 0, handleAlterPartitionReassignments},
+		46: {0, 0, handleListPartitionReassignments},
 		47: {0, 0, handleOffsetDelete},
 		48: {0, 1, handleDescribeClientQuotas},
 		49: {0, 1, handleAlterClientQuotas},
