@@ -3,10 +3,13 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/replication/meta"
 )
 
@@ -57,4 +60,64 @@ func TestPreferLeader(t *testing.T) {
 			t.Fatalf("%s once the preferred replica leads: %v %v, want notNeeded", nd.id, notNeeded, err)
 		}
 	}
+}
+
+// MovePartition moves a partition to another node with Raft's own
+// machinery: the new replica catches up with every record, the voters
+// become the new set, and Moves lists no move once they are.
+func TestMovePartition(t *testing.T) {
+	h := newHarness(t, 3, nil)
+	cfg := h.createTopic(topicConfig("mv", 1, 2))
+	h.waitLocal(cfg)
+	set := h.metaLeader().cl().State().Topics["mv"].Replicas[0]
+	h.partitionLeader("mv", 0)
+	h.appendTo("mv", 0, 3)
+	var outside string
+	for _, nd := range h.all() {
+		if !slices.Contains(set, nd.id) {
+			outside = nd.id
+		}
+	}
+	target := []string{set[0], outside}
+	if err := h.onMetaLeader(func(c *Cluster) error {
+		if err := c.MovePartition(context.Background(), "mv", 0, []string{set[0]}); !errors.Is(err, kind.ErrInvalidArgument) {
+			t.Errorf("a set of the wrong size: %v", err)
+		}
+		if err := c.MovePartition(context.Background(), "mv", 0, []string{set[0], "nobody"}); !errors.Is(err, kind.ErrInvalidArgument) {
+			t.Errorf("a node that is not a member: %v", err)
+		}
+		return c.MovePartition(context.Background(), "mv", 0, target)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the partition on its new replicas, caught up", func() (bool, string) {
+		for _, nd := range h.all() {
+			if moves := nd.cl().Moves(); len(moves) != 0 {
+				return false, fmt.Sprintf("%s: moves %+v", nd.id, moves)
+			}
+		}
+		for _, nd := range h.all() {
+			if nd.id != outside {
+				continue
+			}
+			p := localPartition(nd, "mv", 0)
+			if p == nil || p.Log.HighWatermark() != 3 {
+				return false, "the new replica has not caught up"
+			}
+			r := nd.cl().LocalReplica(meta.GroupOf(cfg, 0))
+			if r == nil {
+				return false, "no replica on the new node"
+			}
+			servers, err := r.Servers()
+			if err != nil || len(servers) != 2 {
+				return false, fmt.Sprintf("voters %v %v", servers, err)
+			}
+			for _, s := range servers {
+				if !slices.Contains(target, string(s.ID)) {
+					return false, fmt.Sprintf("voter %s not in %v", s.ID, target)
+				}
+			}
+		}
+		return true, ""
+	})
 }
