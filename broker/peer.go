@@ -139,6 +139,7 @@ func (b *Broker) handlePeers() {
 	b.handleTxnPeers()
 	b.handleElectPeers() // elect.go
 	b.handleMovePeers()  // reassign.go
+	b.handleQuotaPeers() // quota.go
 	handle(b, opDescribeGroup, func(ctx context.Context, pr Principal, r groupReq) (any, error) {
 		d, err := b.DescribeGroup(ctx, pr, r.Group)
 		return d, coordinatorAnswer(err)

@@ -177,7 +177,28 @@ func (b *Broker) AlterClientQuota(ctx context.Context, pr Principal, e QuotaEnti
 	if err := b.disk.checkRemedy(); err != nil {
 		return err
 	}
-	return b.plane.alterQuota(ctx, key, meta.QuotaAlteration{Set: set, Remove: remove})
+	err = b.plane.alterQuota(ctx, key, meta.QuotaAlteration{Set: set, Remove: remove})
+	if addr, ok := passOn(ctx, err); ok {
+		err = b.peerCall(ctx, addr, opAlterQuota, pr, quotaReq{Entity: e, Set: set, Remove: remove}, nil)
+	}
+	return err
+}
+
+// opAlterQuota is AlterClientQuota made of the metadata leader (peer.go).
+const opAlterQuota = "quota.alter"
+
+type quotaReq struct {
+	Entity QuotaEntity        `json:"entity"`
+	Set    map[string]float64 `json:"set,omitempty"`
+	Remove []string           `json:"remove,omitempty"`
+}
+
+// handleQuotaPeers serves the quota changes other nodes pass on, for the
+// principal they name.
+func (b *Broker) handleQuotaPeers() {
+	handle(b, opAlterQuota, func(ctx context.Context, pr Principal, r quotaReq) (any, error) {
+		return none{}, b.AlterClientQuota(ctx, pr, r.Entity, r.Set, r.Remove, false)
+	})
 }
 
 func checkQuotaName(name string) error {
