@@ -86,6 +86,7 @@ type Broker struct {
 	share   shareState // the share groups (share.go)
 
 	authStore *authStore          // users and ACLs (authstore.go)
+	quotas    quotaState          // the client quotas' enforcement (quotaenforce.go)
 	authn     *auth.Authenticator // the Gate's
 	authz     *auth.Authorizer    // the one authorization point
 

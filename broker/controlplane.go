@@ -9,6 +9,7 @@ import (
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
+	"github.com/logd/logd/replication/meta"
 	"github.com/logd/logd/retention"
 )
 
@@ -96,6 +97,9 @@ type controlPlane interface {
 	commitOffsets(ctx context.Context, group string, cs []offsets.Committed) error
 	recordGeneration(ctx context.Context, group string, gen int32) error
 	deleteGroupOffsets(ctx context.Context, group string) error
+	// deleteOffsets deletes a group's committed offsets of the partitions
+	// named (offsetdelete.go).
+	deleteOffsets(ctx context.Context, group string, cs []offsets.Committed) error
 	// The transaction coordinator's records (txn_plane.go): putTxn
 	// stores one durably (on the metadata leader in a cluster),
 	// txnRecords reads them all, current.
@@ -116,6 +120,19 @@ type controlPlane interface {
 	aclGen() uint64
 	addACLs(ctx context.Context, enc [][]byte) error
 	removeACLs(ctx context.Context, match func(all [][]byte) [][]byte) error
+
+	// The client quotas by entity key (quota.go): read locally (with the
+	// generation aclGen counts), written durably.
+	quotas() (gen uint64, qs map[string]map[string]float64)
+	alterQuota(ctx context.Context, key string, alt meta.QuotaAlteration) error
+
+	// preferLeader moves p's leadership to its preferred replica now
+	// (elect.go): notNeeded when that replica leads it already.
+	preferLeader(ctx context.Context, p *partition.Partition) (notNeeded bool, err error)
+	// movePartition sets a partition's replicas (on the metadata leader);
+	// moves lists the partitions being moved (reassign.go).
+	movePartition(ctx context.Context, m PartitionMove) error
+	moves() []PartitionMove
 }
 
 var (

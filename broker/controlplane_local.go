@@ -34,7 +34,8 @@ type localPlane struct {
 	mu     sync.Mutex        // serializes user and ACL writes
 	creds  map[string][]byte // user -> encoded credentials
 	aclSet [][]byte          // encoded ACLs: sorted, unique
-	gen    atomic.Uint64     // counts changes of users and ACLs
+	gen    atomic.Uint64     // counts changes of users, ACLs and quotas
+	q      localQuotas       // the client quotas (quota_local.go)
 }
 
 const (

@@ -64,6 +64,7 @@ func handleProduce(s *Server, r *request) func() kmsg.Response {
 			}
 			w.p.BaseOffset, w.p.LogAppendTime, w.p.LogStartOffset = res.BaseOffset, res.AppendTimeMs, res.LogStart
 		}
+		resp.ThrottleMillis = s.throttle(r, true, producedBytes(req))
 		if req.Acks != 0 {
 			return resp
 		}
@@ -113,4 +114,16 @@ func requestTimeout(ms int32) time.Duration {
 // contextWithTimeout is the request's context bounded by its timeout.
 func contextWithTimeout(r *request, ms int32) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.ctx, requestTimeout(ms))
+}
+
+// producedBytes is the size of a produce's batches, what the producer
+// byte rate quota counts.
+func producedBytes(req *kmsg.ProduceRequest) int {
+	n := 0
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			n += len(rp.Records)
+		}
+	}
+	return n
 }

@@ -53,6 +53,7 @@ func handleFetch(s *Server, r *request) func() kmsg.Response {
 			res.Release()
 		}
 		fetchAnswer(r, resp, res, freq.ReadCommitted)
+		resp.ThrottleMillis = s.throttle(r, false, fetchedLen(res))
 		return resp
 	}
 }

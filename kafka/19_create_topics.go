@@ -1,12 +1,14 @@
 package kafka
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd/logd/broker"
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/routing"
 )
 
@@ -81,11 +83,17 @@ func (s *Server) createTopic(r *request, req *kmsg.CreateTopicsRequest, rt kmsg.
 		if err := check.Validate(); err != nil {
 			return fail(kerr.InvalidConfig.Code, err)
 		}
+		if err := s.replicationFactorFits(r, check.Replicas); err != nil {
+			return fail(kerr.InvalidReplicationFactor.Code, err)
+		}
 	} else {
 		ctx, cancel := contextWithTimeout(r, req.TimeoutMillis)
 		created, err := s.core.CreateTopic(ctx, r.c.principal, cfg)
 		cancel()
 		if err != nil {
+			if errors.Is(err, kind.ErrInvalidArgument) && s.replicationFactorFits(r, cfg.Replicas) != nil {
+				return fail(kerr.InvalidReplicationFactor.Code, err)
+			}
 			return fail(r.adminCode(err), err)
 		}
 		cfg = created
@@ -102,4 +110,16 @@ func (s *Server) createTopic(r *request, req *kmsg.CreateTopicsRequest, rt kmsg.
 		t.Configs = append(t.Configs, c)
 	}
 	return t
+}
+
+// replicationFactorFits is nil when replicas is at most the node count; a
+// request the core refuses for more replicas than nodes is
+// INVALID_REPLICATION_FACTOR, as Kafka answers for more than its brokers.
+// It is asked after the core refused (authorization first, as in Kafka).
+func (s *Server) replicationFactorFits(r *request, replicas int32) error {
+	nodes, err := s.core.Nodes(r.ctx)
+	if err != nil || int(replicas) <= len(nodes) {
+		return nil
+	}
+	return fmt.Errorf("replication factor %d is larger than the %d nodes of the cluster", replicas, len(nodes))
 }

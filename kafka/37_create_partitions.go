@@ -65,6 +65,9 @@ func (s *Server) createPartitions(r *request, req *kmsg.CreatePartitionsRequest,
 		return 0, nil
 	}
 	if _, err := s.core.AddPartitions(ctx, r.c.principal, rt.Topic, rt.Count); err != nil {
+		if errors.Is(err, kind.ErrFailedPrecondition) && s.replicationFactorFits(r, cfg.Replicas) != nil {
+			return kerr.InvalidReplicationFactor.Code, err
+		}
 		if errors.Is(err, kind.ErrInvalidArgument) || errors.Is(err, broker.ErrInvalidConfig) {
 			return kerr.InvalidPartitions.Code, err
 		}

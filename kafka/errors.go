@@ -45,6 +45,8 @@ func errorCode(err error) int16 {
 		return kerr.OffsetOutOfRange.Code
 	case errors.Is(err, broker.ErrNotEnoughReplicas):
 		return kerr.NotEnoughReplicas.Code
+	case errors.Is(err, broker.ErrGroupSubscribed):
+		return kerr.GroupSubscribedToTopic.Code
 	}
 	if c, ok := kindCodes[kind.Of(err)]; ok {
 		return c.Code

@@ -26,10 +26,15 @@ const (
 type AuthState struct {
 	Users map[string][]byte `json:"users,omitempty"`
 	ACLs  [][]byte          `json:"acls,omitempty"` // sorted, unique
+	// Quotas are the client quotas by entity (quota.go).
+	Quotas map[string]map[string]float64 `json:"quotas,omitempty"`
 }
 
 func (a AuthState) clone() AuthState {
 	out := AuthState{Users: maps.Clone(a.Users), ACLs: make([][]byte, len(a.ACLs))}
+	if len(a.Quotas) > 0 {
+		out.Quotas = cloneQuotas(a.Quotas)
+	}
 	for i, b := range a.ACLs {
 		out.ACLs[i] = slices.Clone(b)
 	}

@@ -139,7 +139,7 @@ func (g *Group) publishLoop() {
 // (broker.currentMeta).
 func (op Op) actedOnByFollowers() bool {
 	switch op {
-	case OpCommitOffsets, OpDeleteGroup, OpGroupGeneration, OpGroupState, OpTxnState:
+	case OpCommitOffsets, OpDeleteGroup, OpDeleteOffsets, OpGroupGeneration, OpGroupState, OpTxnState:
 		return false
 	}
 	return true

@@ -150,6 +150,9 @@ const (
 	OpAddPartitions Op = "add_partitions"
 	OpCommitOffsets Op = "commit_offsets"
 	OpDeleteGroup   Op = "delete_group" // every committed offset of Group
+	// OpDeleteOffsets deletes Group's committed offsets of the partitions
+	// Offsets names (their offsets ignored).
+	OpDeleteOffsets Op = "delete_offsets"
 	// OpGroupGeneration records Generation as Group's newest generation,
 	// before its coordinator tells any member of it (package groups). It
 	// only raises: a generation not above the recorded one changes nothing
@@ -354,6 +357,9 @@ func (f *FSM) apply(c Command) error {
 		f.nowMs = c.TimeMs
 		delete(f.groups, c.Group)
 		return f.offs.DeleteGroup(c.Group)
+	case OpDeleteOffsets:
+		f.nowMs = c.TimeMs
+		return f.offs.Delete(c.Group, c.Offsets)
 	case OpGroupGeneration:
 		return f.offs.RecordGeneration(c.Group, c.Generation)
 	case OpGroupState:
@@ -363,7 +369,7 @@ func (f *FSM) apply(c Command) error {
 	case OpSetClusterID:
 		return setClusterID(st, c.Name)
 	default:
-		if f.applyAuth(c) {
+		if f.applyAuth(c) || f.applyQuota(c) {
 			return nil
 		}
 		return fmt.Errorf("meta: unknown command %q", c.Op)
@@ -445,7 +451,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	s := snapshot{Version: 1, State: f.state.clone(), Offsets: map[string][]offsets.Committed{}}
-	if len(f.auth.Users) > 0 || len(f.auth.ACLs) > 0 {
+	if len(f.auth.Users) > 0 || len(f.auth.ACLs) > 0 || len(f.auth.Quotas) > 0 {
 		a := f.auth.clone()
 		s.Auth = &a
 	}
