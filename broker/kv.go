@@ -39,6 +39,15 @@ import (
 // by other means (a Kafka or gRPC produce) do not take the lock: one of
 // the same key may land between the check and the write, and the
 // conditional put then overwrites it.
+//
+// A put may name its writer (KVPut.Writer): a producer id and an epoch
+// its client uses for this put alone, with sequence 0. A retry of a put
+// that was stored but not answered (its connection dropped) then finds
+// the stored batch in the partition's idempotence state and is answered
+// with the first attempt's offset instead of storing the value again
+// after puts that came in between. The client takes a writer from a pool
+// for the whole put, retries included, and moves to the next epoch for
+// its next put, so one writer's puts reach each partition in order.
 
 // KVAbsent as KVPut.Expected makes a put conditional on the key having
 // no value (never written, or deleted).
@@ -78,6 +87,24 @@ type KVPut struct {
 	// *KeyConflictError unless the key's newest record is at this offset
 	// (KVAbsent: the key has no value).
 	Expected *int64
+	// Writer, when its ID is positive, makes the put idempotent (see the
+	// file's comment): the record is stored as the batch of sequence 0
+	// of producer ID at Epoch.
+	Writer KVWriter
+}
+
+// KVWriter names the idempotent writer of one put.
+type KVWriter struct {
+	ID    int64
+	Epoch int16
+}
+
+// producer is the batch header of a put by w.
+func (w KVWriter) producer() batch.Producer {
+	if w.ID <= 0 {
+		return batch.NoProducer
+	}
+	return batch.Producer{ID: w.ID, Epoch: w.Epoch, Sequence: 0}
 }
 
 // KVPutResult is where a put's record was stored.
@@ -249,13 +276,18 @@ func (b *Broker) KVPut(ctx context.Context, pr Principal, topic string, put KVPu
 	}
 	now := time.Now().UnixMilli()
 	rec := batch.Record{Timestamp: now, Key: put.Key, Value: put.Value, Headers: put.Headers}
-	data := batch.Encode(nil, 0, batch.NoProducer, []batch.Record{rec})
+	data := batch.Encode(nil, 0, put.Writer.producer(), []batch.Record{rec})
 	if len(data) > b.cfg.MaxBatchBytes {
 		return KVPutResult{}, kind.Errorf(ErrBatchTooLarge, "key-value put: the record encodes to %d bytes, over the %d-byte batch limit", len(data), b.cfg.MaxBatchBytes)
 	}
 	res, err := b.Produce(ctx, ProduceRequest{Principal: pr, Topic: topic, Partition: p.ID, Batch: data, Acks: AcksAll})
 	if err != nil {
 		return KVPutResult{}, err
+	}
+	if res.BaseOffset < 0 {
+		// A retry of a put stored so long ago that the partition no
+		// longer remembers where: stored once, offset unknown.
+		return KVPutResult{}, fmt.Errorf("key-value put: stored by an earlier attempt of writer %d epoch %d, at an offset the partition no longer remembers: get the key to read it", put.Writer.ID, put.Writer.Epoch)
 	}
 	ts := now
 	if res.AppendTimeMs >= 0 {

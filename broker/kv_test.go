@@ -318,3 +318,35 @@ func TestKVWatch(t *testing.T) {
 		t.Fatalf("watch ended with %v, want context.Canceled", err)
 	}
 }
+
+// A put retried by its writer (the same producer id and epoch) after it
+// was stored is answered with the first attempt's offset and stores
+// nothing: a put in between stays the key's newest. The writer's next
+// epoch is a new put.
+func TestKVPutRetryByItsWriterIsStoredOnce(t *testing.T) {
+	b := open(t)
+	ctx := context.Background()
+	createKV(t, b, "", "cfg", 1, 0)
+	w := broker.KVWriter{ID: 77, Epoch: 0}
+	put := broker.KVPut{Key: []byte("k"), Value: []byte("first"), Writer: w}
+	first, err := b.KVPut(ctx, "", "cfg", put)
+	if err != nil {
+		t.Fatal(err)
+	}
+	between := kvPut(t, b, "cfg", "k", "between")
+	retry, err := b.KVPut(ctx, "", "cfg", put)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if retry.Offset != first.Offset {
+		t.Fatalf("the retry answered offset %d, the first attempt stored %d", retry.Offset, first.Offset)
+	}
+	if rec := kvWant(t, b, "cfg", "k", "between"); rec.Offset != between.Offset {
+		t.Fatalf("k at %d, the put in between stored it at %d", rec.Offset, between.Offset)
+	}
+	// A delete by the same writer at its next epoch is a new write.
+	if _, err := b.KVPut(ctx, "", "cfg", broker.KVPut{Key: []byte("k"), Writer: broker.KVWriter{ID: 77, Epoch: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	kvWantAbsent(t, b, "cfg", "k")
+}

@@ -41,6 +41,7 @@ type Client struct {
 	answered atomic.Bool
 
 	topics topicCache
+	kvw    kvWriters // KV puts' idempotent writers
 }
 
 // Option configures Dial.

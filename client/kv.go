@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -131,20 +133,77 @@ func (kv *KV) Get(ctx context.Context, key []byte, opts ...KVOption) (e KVEntry,
 	return e, ok, err
 }
 
+// kvWriters lends each Put and Delete a writer of its own for the whole
+// call, retries included: a producer id and the next epoch of it (sequence
+// 0), so the partition's idempotence state answers a retry of a put that
+// was stored but not answered with the first attempt's offset rather than
+// storing it again. A writer is used by one call at a time, so its epochs
+// reach every partition in order; past the largest epoch it takes a new id.
+type kvWriters struct {
+	mu   sync.Mutex
+	idle []kvWriter
+}
+
+type kvWriter struct {
+	id    int64
+	epoch int32
+}
+
+// maxIdleKVWriters bounds the writers kept between calls (one per
+// concurrent put is what a client needs).
+const maxIdleKVWriters = 64
+
+func (ws *kvWriters) take() kvWriter {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w := kvWriter{id: newProducerID(), epoch: -1}
+	if n := len(ws.idle); n > 0 {
+		w, ws.idle = ws.idle[n-1], ws.idle[:n-1]
+	}
+	w.epoch++
+	if w.epoch > math.MaxInt16 {
+		w = kvWriter{id: newProducerID()}
+	}
+	return w
+}
+
+func (ws *kvWriters) give(w kvWriter) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if len(ws.idle) < maxIdleKVWriters {
+		ws.idle = append(ws.idle, w)
+	}
+}
+
+// write runs one put or delete with a writer of its own, retried as any
+// call: the writer goes with every attempt.
+func (kv *KV) write(ctx context.Context, call func(ctx context.Context, c logdv1.KVClient, w *logdv1.KVWriter) (*logdv1.KVPutResponse, error)) (*logdv1.KVPutResponse, error) {
+	w := kv.c.kvw.take()
+	defer kv.c.kvw.give(w)
+	pw := &logdv1.KVWriter{Id: w.id, Epoch: w.epoch}
+	var resp *logdv1.KVPutResponse
+	err := kv.c.unary(ctx, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+		resp, err = call(ctx, logdv1.NewKVClient(cc), pw)
+		return err
+	})
+	return resp, err
+}
+
 // Put stores value as key's newest and returns where it was stored
 // (Offset, Partition, Timestamp). A Put that fails for the node's
-// unavailability is retried; a conditional one that was stored but not
-// answered may then be refused with its own offset as Latest.
+// unavailability is retried, and stored once: a retry of a put that was
+// stored but not answered is answered with its offset. A conditional one
+// that was stored but not answered may be refused on its retry with its
+// own offset as Latest.
 func (kv *KV) Put(ctx context.Context, key, value []byte, opts ...KVOption) (KVEntry, error) {
 	o := kvOpts(opts)
 	req := &logdv1.KVPutRequest{Topic: kv.topic, Key: key, Value: value, ExpectedOffset: o.expected}
 	for _, h := range o.headers {
 		req.Headers = append(req.Headers, &logdv1.Header{Key: h.Key, Value: h.Value})
 	}
-	var resp *logdv1.KVPutResponse
-	err := kv.c.unary(ctx, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
-		resp, err = logdv1.NewKVClient(cc).Put(ctx, req)
-		return err
+	resp, err := kv.write(ctx, func(ctx context.Context, c logdv1.KVClient, w *logdv1.KVWriter) (*logdv1.KVPutResponse, error) {
+		req.Writer = w
+		return c.Put(ctx, req)
 	})
 	if err != nil {
 		return KVEntry{}, kvError(err)
@@ -154,13 +213,11 @@ func (kv *KV) Put(ctx context.Context, key, value []byte, opts ...KVOption) (KVE
 }
 
 // Delete removes key (a tombstone) and returns the tombstone's offset;
-// IfOffset makes it conditional.
+// IfOffset makes it conditional. It is retried and stored once as Put is.
 func (kv *KV) Delete(ctx context.Context, key []byte, opts ...KVOption) (int64, error) {
 	o := kvOpts(opts)
-	var resp *logdv1.KVPutResponse
-	err := kv.c.unary(ctx, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
-		resp, err = logdv1.NewKVClient(cc).Delete(ctx, &logdv1.KVDeleteRequest{Topic: kv.topic, Key: key, ExpectedOffset: o.expected})
-		return err
+	resp, err := kv.write(ctx, func(ctx context.Context, c logdv1.KVClient, w *logdv1.KVWriter) (*logdv1.KVPutResponse, error) {
+		return c.Delete(ctx, &logdv1.KVDeleteRequest{Topic: kv.topic, Key: key, ExpectedOffset: o.expected, Writer: w})
 	})
 	if err != nil {
 		return 0, kvError(err)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math"
 
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/batch"
@@ -39,8 +40,12 @@ func (k *kvServer) Put(ctx context.Context, req *pb.KVPutRequest) (*pb.KVPutResp
 	for i, h := range req.Headers {
 		hs[i] = batch.Header{Key: h.Key, Value: h.Value}
 	}
+	w, err := kvWriter(req.Writer)
+	if err != nil {
+		return nil, err
+	}
 	res, err := k.s.b.Forward().KVPut(ctx, principal(ctx), req.Topic, broker.KVPut{Key: req.Key, Value: value, Headers: hs,
-		Expected: req.ExpectedOffset})
+		Expected: req.ExpectedOffset, Writer: w})
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +54,11 @@ func (k *kvServer) Put(ctx context.Context, req *pb.KVPutRequest) (*pb.KVPutResp
 
 // Delete stores a tombstone of the key.
 func (k *kvServer) Delete(ctx context.Context, req *pb.KVDeleteRequest) (*pb.KVPutResponse, error) {
-	res, err := k.s.b.Forward().KVDelete(ctx, principal(ctx), req.Topic, req.Key, req.ExpectedOffset)
+	w, err := kvWriter(req.Writer)
+	if err != nil {
+		return nil, err
+	}
+	res, err := k.s.b.Forward().KVPut(ctx, principal(ctx), req.Topic, broker.KVPut{Key: req.Key, Expected: req.ExpectedOffset, Writer: w})
 	if err != nil {
 		return nil, err
 	}
@@ -85,6 +94,18 @@ func kvEntryPB(r broker.KVRecord) *pb.KVEntry {
 		e.Headers = append(e.Headers, &pb.Header{Key: h.Key, Value: h.Value})
 	}
 	return e
+}
+
+// kvWriter checks a put's writer: none, or an id > 0 with an epoch an
+// int16 holds.
+func kvWriter(w *pb.KVWriter) (broker.KVWriter, error) {
+	if w == nil {
+		return broker.KVWriter{}, nil
+	}
+	if w.Id <= 0 || w.Epoch < 0 || w.Epoch > math.MaxInt16 {
+		return broker.KVWriter{}, invalidArg("key-value put: writer id %d epoch %d: want an id > 0 and an epoch from 0 to %d", w.Id, w.Epoch, math.MaxInt16)
+	}
+	return broker.KVWriter{ID: w.Id, Epoch: int16(w.Epoch)}, nil
 }
 
 func kvPutPB(r broker.KVPutResult) *pb.KVPutResponse {

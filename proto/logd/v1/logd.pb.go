@@ -4571,6 +4571,7 @@ type KVPutRequest struct {
 	Value          []byte                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
 	Headers        []*Header              `protobuf:"bytes,4,rep,name=headers,proto3" json:"headers,omitempty"`
 	ExpectedOffset *int64                 `protobuf:"varint,5,opt,name=expected_offset,json=expectedOffset,proto3,oneof" json:"expected_offset,omitempty"` // -1: the key must have no value
+	Writer         *KVWriter              `protobuf:"bytes,6,opt,name=writer,proto3" json:"writer,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -4640,6 +4641,69 @@ func (x *KVPutRequest) GetExpectedOffset() int64 {
 	return 0
 }
 
+func (x *KVPutRequest) GetWriter() *KVWriter {
+	if x != nil {
+		return x.Writer
+	}
+	return nil
+}
+
+// KVWriter makes a put idempotent: the record is stored as batch sequence
+// 0 of producer id at epoch, so a retry of a put that was stored but not
+// answered gets the first attempt's offset instead of a second record.
+// A client uses each (id, epoch) for one put only (docs/kv.md).
+type KVWriter struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`       // > 0
+	Epoch         int32                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"` // 0 to 32767
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KVWriter) Reset() {
+	*x = KVWriter{}
+	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KVWriter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KVWriter) ProtoMessage() {}
+
+func (x *KVWriter) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KVWriter.ProtoReflect.Descriptor instead.
+func (*KVWriter) Descriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *KVWriter) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *KVWriter) GetEpoch() int32 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 type KVPutResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Partition     int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
@@ -4651,7 +4715,7 @@ type KVPutResponse struct {
 
 func (x *KVPutResponse) Reset() {
 	*x = KVPutResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	mi := &file_logd_v1_logd_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4663,7 +4727,7 @@ func (x *KVPutResponse) String() string {
 func (*KVPutResponse) ProtoMessage() {}
 
 func (x *KVPutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[74]
+	mi := &file_logd_v1_logd_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4676,7 +4740,7 @@ func (x *KVPutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KVPutResponse.ProtoReflect.Descriptor instead.
 func (*KVPutResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{74}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *KVPutResponse) GetPartition() int32 {
@@ -4705,13 +4769,14 @@ type KVDeleteRequest struct {
 	Topic          string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
 	Key            []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
 	ExpectedOffset *int64                 `protobuf:"varint,3,opt,name=expected_offset,json=expectedOffset,proto3,oneof" json:"expected_offset,omitempty"`
+	Writer         *KVWriter              `protobuf:"bytes,4,opt,name=writer,proto3" json:"writer,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
 
 func (x *KVDeleteRequest) Reset() {
 	*x = KVDeleteRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[75]
+	mi := &file_logd_v1_logd_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4723,7 +4788,7 @@ func (x *KVDeleteRequest) String() string {
 func (*KVDeleteRequest) ProtoMessage() {}
 
 func (x *KVDeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[75]
+	mi := &file_logd_v1_logd_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4736,7 +4801,7 @@ func (x *KVDeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KVDeleteRequest.ProtoReflect.Descriptor instead.
 func (*KVDeleteRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{75}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *KVDeleteRequest) GetTopic() string {
@@ -4760,6 +4825,13 @@ func (x *KVDeleteRequest) GetExpectedOffset() int64 {
 	return 0
 }
 
+func (x *KVDeleteRequest) GetWriter() *KVWriter {
+	if x != nil {
+		return x.Writer
+	}
+	return nil
+}
+
 type KVListRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
@@ -4773,7 +4845,7 @@ type KVListRequest struct {
 
 func (x *KVListRequest) Reset() {
 	*x = KVListRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[76]
+	mi := &file_logd_v1_logd_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4785,7 +4857,7 @@ func (x *KVListRequest) String() string {
 func (*KVListRequest) ProtoMessage() {}
 
 func (x *KVListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[76]
+	mi := &file_logd_v1_logd_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4798,7 +4870,7 @@ func (x *KVListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KVListRequest.ProtoReflect.Descriptor instead.
 func (*KVListRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{76}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *KVListRequest) GetTopic() string {
@@ -4847,7 +4919,7 @@ type KVListResponse struct {
 
 func (x *KVListResponse) Reset() {
 	*x = KVListResponse{}
-	mi := &file_logd_v1_logd_proto_msgTypes[77]
+	mi := &file_logd_v1_logd_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4859,7 +4931,7 @@ func (x *KVListResponse) String() string {
 func (*KVListResponse) ProtoMessage() {}
 
 func (x *KVListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[77]
+	mi := &file_logd_v1_logd_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4872,7 +4944,7 @@ func (x *KVListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KVListResponse.ProtoReflect.Descriptor instead.
 func (*KVListResponse) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{77}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *KVListResponse) GetEntries() []*KVEntry {
@@ -4906,7 +4978,7 @@ type KVWatchRequest struct {
 
 func (x *KVWatchRequest) Reset() {
 	*x = KVWatchRequest{}
-	mi := &file_logd_v1_logd_proto_msgTypes[78]
+	mi := &file_logd_v1_logd_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4918,7 +4990,7 @@ func (x *KVWatchRequest) String() string {
 func (*KVWatchRequest) ProtoMessage() {}
 
 func (x *KVWatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_logd_v1_logd_proto_msgTypes[78]
+	mi := &file_logd_v1_logd_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4931,7 +5003,7 @@ func (x *KVWatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KVWatchRequest.ProtoReflect.Descriptor instead.
 func (*KVWatchRequest) Descriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{78}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *KVWatchRequest) GetTopic() string {
@@ -5307,22 +5379,27 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x05stale\x18\x03 \x01(\bR\x05stale\"M\n" +
 	"\rKVGetResponse\x12\x14\n" +
 	"\x05found\x18\x01 \x01(\bR\x05found\x12&\n" +
-	"\x05entry\x18\x02 \x01(\v2\x10.logd.v1.KVEntryR\x05entry\"\xb9\x01\n" +
+	"\x05entry\x18\x02 \x01(\v2\x10.logd.v1.KVEntryR\x05entry\"\xe4\x01\n" +
 	"\fKVPutRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x03 \x01(\fR\x05value\x12)\n" +
 	"\aheaders\x18\x04 \x03(\v2\x0f.logd.v1.HeaderR\aheaders\x12,\n" +
-	"\x0fexpected_offset\x18\x05 \x01(\x03H\x00R\x0eexpectedOffset\x88\x01\x01B\x12\n" +
-	"\x10_expected_offset\"h\n" +
+	"\x0fexpected_offset\x18\x05 \x01(\x03H\x00R\x0eexpectedOffset\x88\x01\x01\x12)\n" +
+	"\x06writer\x18\x06 \x01(\v2\x11.logd.v1.KVWriterR\x06writerB\x12\n" +
+	"\x10_expected_offset\"0\n" +
+	"\bKVWriter\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x05R\x05epoch\"h\n" +
 	"\rKVPutResponse\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12!\n" +
-	"\ftimestamp_ms\x18\x03 \x01(\x03R\vtimestampMs\"{\n" +
+	"\ftimestamp_ms\x18\x03 \x01(\x03R\vtimestampMs\"\xa6\x01\n" +
 	"\x0fKVDeleteRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x12,\n" +
-	"\x0fexpected_offset\x18\x03 \x01(\x03H\x00R\x0eexpectedOffset\x88\x01\x01B\x12\n" +
+	"\x0fexpected_offset\x18\x03 \x01(\x03H\x00R\x0eexpectedOffset\x88\x01\x01\x12)\n" +
+	"\x06writer\x18\x04 \x01(\v2\x11.logd.v1.KVWriterR\x06writerB\x12\n" +
 	"\x10_expected_offset\"\x7f\n" +
 	"\rKVListRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x16\n" +
@@ -5410,7 +5487,7 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
+var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Acks)(0),                        // 0: logd.v1.Acks
 	(OffsetSpec)(0),                  // 1: logd.v1.OffsetSpec
@@ -5488,11 +5565,12 @@ var file_logd_v1_logd_proto_goTypes = []any{
 	(*KVGetRequest)(nil),             // 73: logd.v1.KVGetRequest
 	(*KVGetResponse)(nil),            // 74: logd.v1.KVGetResponse
 	(*KVPutRequest)(nil),             // 75: logd.v1.KVPutRequest
-	(*KVPutResponse)(nil),            // 76: logd.v1.KVPutResponse
-	(*KVDeleteRequest)(nil),          // 77: logd.v1.KVDeleteRequest
-	(*KVListRequest)(nil),            // 78: logd.v1.KVListRequest
-	(*KVListResponse)(nil),           // 79: logd.v1.KVListResponse
-	(*KVWatchRequest)(nil),           // 80: logd.v1.KVWatchRequest
+	(*KVWriter)(nil),                 // 76: logd.v1.KVWriter
+	(*KVPutResponse)(nil),            // 77: logd.v1.KVPutResponse
+	(*KVDeleteRequest)(nil),          // 78: logd.v1.KVDeleteRequest
+	(*KVListRequest)(nil),            // 79: logd.v1.KVListRequest
+	(*KVListResponse)(nil),           // 80: logd.v1.KVListResponse
+	(*KVWatchRequest)(nil),           // 81: logd.v1.KVWatchRequest
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
 	2,  // 0: logd.v1.Record.headers:type_name -> logd.v1.Header
@@ -5529,82 +5607,84 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	2,  // 31: logd.v1.KVEntry.headers:type_name -> logd.v1.Header
 	72, // 32: logd.v1.KVGetResponse.entry:type_name -> logd.v1.KVEntry
 	2,  // 33: logd.v1.KVPutRequest.headers:type_name -> logd.v1.Header
-	72, // 34: logd.v1.KVListResponse.entries:type_name -> logd.v1.KVEntry
-	4,  // 35: logd.v1.Log.Produce:input_type -> logd.v1.ProduceRequest
-	4,  // 36: logd.v1.Log.ProduceStream:input_type -> logd.v1.ProduceRequest
-	7,  // 37: logd.v1.Log.Fetch:input_type -> logd.v1.FetchRequest
-	9,  // 38: logd.v1.Log.Subscribe:input_type -> logd.v1.SubscribeRequest
-	10, // 39: logd.v1.Log.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
-	14, // 40: logd.v1.Admin.CreateTopic:input_type -> logd.v1.CreateTopicRequest
-	16, // 41: logd.v1.Admin.ListTopics:input_type -> logd.v1.ListTopicsRequest
-	19, // 42: logd.v1.Admin.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
-	22, // 43: logd.v1.Admin.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	24, // 44: logd.v1.Admin.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	26, // 45: logd.v1.Admin.DeleteRecords:input_type -> logd.v1.DeleteRecordsRequest
-	29, // 46: logd.v1.Offsets.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	31, // 47: logd.v1.Offsets.FetchOffsets:input_type -> logd.v1.FetchOffsetsRequest
-	33, // 48: logd.v1.Offsets.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	37, // 49: logd.v1.Offsets.ResetOffsets:input_type -> logd.v1.ResetOffsetsRequest
-	34, // 50: logd.v1.Offsets.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
-	40, // 51: logd.v1.Groups.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	42, // 52: logd.v1.Groups.Heartbeat:input_type -> logd.v1.HeartbeatRequest
-	44, // 53: logd.v1.Groups.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	46, // 54: logd.v1.Groups.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	33, // 55: logd.v1.Groups.ListMemberGroups:input_type -> logd.v1.ListGroupsRequest
-	51, // 56: logd.v1.Cluster.Status:input_type -> logd.v1.ClusterStatusRequest
-	52, // 57: logd.v1.Cluster.Join:input_type -> logd.v1.JoinRequest
-	54, // 58: logd.v1.Cluster.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	59, // 59: logd.v1.Security.CreateUser:input_type -> logd.v1.CreateUserRequest
-	61, // 60: logd.v1.Security.DeleteUser:input_type -> logd.v1.DeleteUserRequest
-	63, // 61: logd.v1.Security.ListUsers:input_type -> logd.v1.ListUsersRequest
-	66, // 62: logd.v1.Security.AddACLs:input_type -> logd.v1.AddACLsRequest
-	68, // 63: logd.v1.Security.RemoveACLs:input_type -> logd.v1.RemoveACLsRequest
-	70, // 64: logd.v1.Security.ListACLs:input_type -> logd.v1.ListACLsRequest
-	73, // 65: logd.v1.KV.Get:input_type -> logd.v1.KVGetRequest
-	75, // 66: logd.v1.KV.Put:input_type -> logd.v1.KVPutRequest
-	77, // 67: logd.v1.KV.Delete:input_type -> logd.v1.KVDeleteRequest
-	78, // 68: logd.v1.KV.List:input_type -> logd.v1.KVListRequest
-	80, // 69: logd.v1.KV.Watch:input_type -> logd.v1.KVWatchRequest
-	5,  // 70: logd.v1.Log.Produce:output_type -> logd.v1.ProduceResponse
-	5,  // 71: logd.v1.Log.ProduceStream:output_type -> logd.v1.ProduceResponse
-	8,  // 72: logd.v1.Log.Fetch:output_type -> logd.v1.FetchResponse
-	8,  // 73: logd.v1.Log.Subscribe:output_type -> logd.v1.FetchResponse
-	12, // 74: logd.v1.Log.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	15, // 75: logd.v1.Admin.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	17, // 76: logd.v1.Admin.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	21, // 77: logd.v1.Admin.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	23, // 78: logd.v1.Admin.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	25, // 79: logd.v1.Admin.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	27, // 80: logd.v1.Admin.DeleteRecords:output_type -> logd.v1.DeleteRecordsResponse
-	30, // 81: logd.v1.Offsets.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	32, // 82: logd.v1.Offsets.FetchOffsets:output_type -> logd.v1.FetchOffsetsResponse
-	36, // 83: logd.v1.Offsets.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	38, // 84: logd.v1.Offsets.ResetOffsets:output_type -> logd.v1.ResetOffsetsResponse
-	35, // 85: logd.v1.Offsets.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
-	41, // 86: logd.v1.Groups.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	43, // 87: logd.v1.Groups.Heartbeat:output_type -> logd.v1.HeartbeatResponse
-	45, // 88: logd.v1.Groups.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	48, // 89: logd.v1.Groups.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	50, // 90: logd.v1.Groups.ListMemberGroups:output_type -> logd.v1.ListMemberGroupsResponse
-	58, // 91: logd.v1.Cluster.Status:output_type -> logd.v1.ClusterStatusResponse
-	53, // 92: logd.v1.Cluster.Join:output_type -> logd.v1.JoinResponse
-	55, // 93: logd.v1.Cluster.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	60, // 94: logd.v1.Security.CreateUser:output_type -> logd.v1.CreateUserResponse
-	62, // 95: logd.v1.Security.DeleteUser:output_type -> logd.v1.DeleteUserResponse
-	64, // 96: logd.v1.Security.ListUsers:output_type -> logd.v1.ListUsersResponse
-	67, // 97: logd.v1.Security.AddACLs:output_type -> logd.v1.AddACLsResponse
-	69, // 98: logd.v1.Security.RemoveACLs:output_type -> logd.v1.RemoveACLsResponse
-	71, // 99: logd.v1.Security.ListACLs:output_type -> logd.v1.ListACLsResponse
-	74, // 100: logd.v1.KV.Get:output_type -> logd.v1.KVGetResponse
-	76, // 101: logd.v1.KV.Put:output_type -> logd.v1.KVPutResponse
-	76, // 102: logd.v1.KV.Delete:output_type -> logd.v1.KVPutResponse
-	79, // 103: logd.v1.KV.List:output_type -> logd.v1.KVListResponse
-	72, // 104: logd.v1.KV.Watch:output_type -> logd.v1.KVEntry
-	70, // [70:105] is the sub-list for method output_type
-	35, // [35:70] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	76, // 34: logd.v1.KVPutRequest.writer:type_name -> logd.v1.KVWriter
+	76, // 35: logd.v1.KVDeleteRequest.writer:type_name -> logd.v1.KVWriter
+	72, // 36: logd.v1.KVListResponse.entries:type_name -> logd.v1.KVEntry
+	4,  // 37: logd.v1.Log.Produce:input_type -> logd.v1.ProduceRequest
+	4,  // 38: logd.v1.Log.ProduceStream:input_type -> logd.v1.ProduceRequest
+	7,  // 39: logd.v1.Log.Fetch:input_type -> logd.v1.FetchRequest
+	9,  // 40: logd.v1.Log.Subscribe:input_type -> logd.v1.SubscribeRequest
+	10, // 41: logd.v1.Log.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	14, // 42: logd.v1.Admin.CreateTopic:input_type -> logd.v1.CreateTopicRequest
+	16, // 43: logd.v1.Admin.ListTopics:input_type -> logd.v1.ListTopicsRequest
+	19, // 44: logd.v1.Admin.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
+	22, // 45: logd.v1.Admin.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	24, // 46: logd.v1.Admin.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
+	26, // 47: logd.v1.Admin.DeleteRecords:input_type -> logd.v1.DeleteRecordsRequest
+	29, // 48: logd.v1.Offsets.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	31, // 49: logd.v1.Offsets.FetchOffsets:input_type -> logd.v1.FetchOffsetsRequest
+	33, // 50: logd.v1.Offsets.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	37, // 51: logd.v1.Offsets.ResetOffsets:input_type -> logd.v1.ResetOffsetsRequest
+	34, // 52: logd.v1.Offsets.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
+	40, // 53: logd.v1.Groups.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	42, // 54: logd.v1.Groups.Heartbeat:input_type -> logd.v1.HeartbeatRequest
+	44, // 55: logd.v1.Groups.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	46, // 56: logd.v1.Groups.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	33, // 57: logd.v1.Groups.ListMemberGroups:input_type -> logd.v1.ListGroupsRequest
+	51, // 58: logd.v1.Cluster.Status:input_type -> logd.v1.ClusterStatusRequest
+	52, // 59: logd.v1.Cluster.Join:input_type -> logd.v1.JoinRequest
+	54, // 60: logd.v1.Cluster.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	59, // 61: logd.v1.Security.CreateUser:input_type -> logd.v1.CreateUserRequest
+	61, // 62: logd.v1.Security.DeleteUser:input_type -> logd.v1.DeleteUserRequest
+	63, // 63: logd.v1.Security.ListUsers:input_type -> logd.v1.ListUsersRequest
+	66, // 64: logd.v1.Security.AddACLs:input_type -> logd.v1.AddACLsRequest
+	68, // 65: logd.v1.Security.RemoveACLs:input_type -> logd.v1.RemoveACLsRequest
+	70, // 66: logd.v1.Security.ListACLs:input_type -> logd.v1.ListACLsRequest
+	73, // 67: logd.v1.KV.Get:input_type -> logd.v1.KVGetRequest
+	75, // 68: logd.v1.KV.Put:input_type -> logd.v1.KVPutRequest
+	78, // 69: logd.v1.KV.Delete:input_type -> logd.v1.KVDeleteRequest
+	79, // 70: logd.v1.KV.List:input_type -> logd.v1.KVListRequest
+	81, // 71: logd.v1.KV.Watch:input_type -> logd.v1.KVWatchRequest
+	5,  // 72: logd.v1.Log.Produce:output_type -> logd.v1.ProduceResponse
+	5,  // 73: logd.v1.Log.ProduceStream:output_type -> logd.v1.ProduceResponse
+	8,  // 74: logd.v1.Log.Fetch:output_type -> logd.v1.FetchResponse
+	8,  // 75: logd.v1.Log.Subscribe:output_type -> logd.v1.FetchResponse
+	12, // 76: logd.v1.Log.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	15, // 77: logd.v1.Admin.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	17, // 78: logd.v1.Admin.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	21, // 79: logd.v1.Admin.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	23, // 80: logd.v1.Admin.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	25, // 81: logd.v1.Admin.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	27, // 82: logd.v1.Admin.DeleteRecords:output_type -> logd.v1.DeleteRecordsResponse
+	30, // 83: logd.v1.Offsets.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	32, // 84: logd.v1.Offsets.FetchOffsets:output_type -> logd.v1.FetchOffsetsResponse
+	36, // 85: logd.v1.Offsets.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	38, // 86: logd.v1.Offsets.ResetOffsets:output_type -> logd.v1.ResetOffsetsResponse
+	35, // 87: logd.v1.Offsets.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	41, // 88: logd.v1.Groups.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	43, // 89: logd.v1.Groups.Heartbeat:output_type -> logd.v1.HeartbeatResponse
+	45, // 90: logd.v1.Groups.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	48, // 91: logd.v1.Groups.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	50, // 92: logd.v1.Groups.ListMemberGroups:output_type -> logd.v1.ListMemberGroupsResponse
+	58, // 93: logd.v1.Cluster.Status:output_type -> logd.v1.ClusterStatusResponse
+	53, // 94: logd.v1.Cluster.Join:output_type -> logd.v1.JoinResponse
+	55, // 95: logd.v1.Cluster.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	60, // 96: logd.v1.Security.CreateUser:output_type -> logd.v1.CreateUserResponse
+	62, // 97: logd.v1.Security.DeleteUser:output_type -> logd.v1.DeleteUserResponse
+	64, // 98: logd.v1.Security.ListUsers:output_type -> logd.v1.ListUsersResponse
+	67, // 99: logd.v1.Security.AddACLs:output_type -> logd.v1.AddACLsResponse
+	69, // 100: logd.v1.Security.RemoveACLs:output_type -> logd.v1.RemoveACLsResponse
+	71, // 101: logd.v1.Security.ListACLs:output_type -> logd.v1.ListACLsResponse
+	74, // 102: logd.v1.KV.Get:output_type -> logd.v1.KVGetResponse
+	77, // 103: logd.v1.KV.Put:output_type -> logd.v1.KVPutResponse
+	77, // 104: logd.v1.KV.Delete:output_type -> logd.v1.KVPutResponse
+	80, // 105: logd.v1.KV.List:output_type -> logd.v1.KVListResponse
+	72, // 106: logd.v1.KV.Watch:output_type -> logd.v1.KVEntry
+	72, // [72:107] is the sub-list for method output_type
+	37, // [37:72] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_logd_proto_init() }
@@ -5617,14 +5697,14 @@ func file_logd_v1_logd_proto_init() {
 	file_logd_v1_logd_proto_msgTypes[27].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[35].OneofWrappers = []any{}
 	file_logd_v1_logd_proto_msgTypes[73].OneofWrappers = []any{}
-	file_logd_v1_logd_proto_msgTypes[75].OneofWrappers = []any{}
+	file_logd_v1_logd_proto_msgTypes[76].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   79,
+			NumMessages:   80,
 			NumExtensions: 0,
 			NumServices:   7,
 		},
