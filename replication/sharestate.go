@@ -28,7 +28,7 @@ import (
 // topic created again under its name starts with no share state.
 const (
 	commandShareState byte = 3
-	shareHeaderSize        = 20
+	shareHeaderSize   int  = 20
 )
 
 // ShareState is a share group's state of a partition as a replica
