@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/share"
 )
 
@@ -257,17 +258,41 @@ func (b *Broker) shareAwait(ctx context.Context, chans []<-chan struct{}, deadli
 // share.delivery.attempt.limit); it needs alter on the group. The new
 // settings apply to share partitions from their next use on this node.
 func (b *Broker) SetShareGroupConfig(ctx context.Context, p Principal, group string, set map[string]string) error {
+	ch := make(map[string]*string, len(set))
+	for k, v := range set {
+		ch[k] = &v
+	}
+	return b.AlterShareGroupConfig(ctx, p, group, ch, false)
+}
+
+// AlterShareGroupConfig changes share group configs by their Kafka names
+// (as Kafka's IncrementalAlterConfigs of resource type GROUP): a nil value
+// returns the config to its default. With validateOnly it checks the
+// change and stores nothing. It needs alter on the group.
+func (b *Broker) AlterShareGroupConfig(ctx context.Context, p Principal, group string, change map[string]*string, validateOnly bool) error {
 	if err := b.Authorize(ctx, p, auth.OpAlter, auth.Group(group)); err != nil {
 		return err
+	}
+	if group == "" {
+		return kind.Errorf(kind.ErrInvalidArgument, "share group config: name the group")
 	}
 	b.share.mu.Lock()
 	defer b.share.mu.Unlock()
 	g := b.shareGroupLocked(group)
 	cfg := g.cfg
-	for k, v := range set {
-		if err := cfg.Set(k, v); err != nil {
+	for k, v := range change {
+		var err error
+		if v == nil {
+			err = cfg.Unset(k)
+		} else {
+			err = cfg.Set(k, *v)
+		}
+		if err != nil {
 			return err
 		}
+	}
+	if validateOnly {
+		return nil
 	}
 	if err := b.storeShareConfig(group, cfg); err != nil {
 		return err
@@ -281,4 +306,12 @@ func (b *Broker) SetShareGroupConfig(ctx context.Context, p Principal, group str
 		sp.mu.Unlock()
 	}
 	return nil
+}
+
+// ShareGroupConfigOf is the share group's configuration on this node (the
+// zero value: every config at its default).
+func (b *Broker) ShareGroupConfigOf(group string) ShareGroupConfig {
+	b.share.mu.Lock()
+	defer b.share.mu.Unlock()
+	return b.shareGroupLocked(group).cfg
 }

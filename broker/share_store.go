@@ -83,6 +83,21 @@ func (c *ShareGroupConfig) Set(name, value string) error {
 	return kind.Errorf(kind.ErrInvalidArgument, "unknown share group config %q", name)
 }
 
+// Unset returns one Kafka group config, by name, to its default.
+func (c *ShareGroupConfig) Unset(name string) error {
+	switch name {
+	case "share.auto.offset.reset":
+		c.AutoOffsetReset = ""
+	case "share.record.lock.duration.ms":
+		c.LockDurationMs = 0
+	case "share.delivery.attempt.limit":
+		c.DeliveryLimit = 0
+	default:
+		return kind.Errorf(kind.ErrInvalidArgument, "unknown share group config %q", name)
+	}
+	return nil
+}
+
 func (b *Broker) loadShareConfig(group string) ShareGroupConfig {
 	var c ShareGroupConfig
 	v, closer, err := b.db.Get([]byte(shareConfigPrefix + group))
