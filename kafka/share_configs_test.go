@@ -106,4 +106,5 @@ func TestShareGroupConfigsByAlterConfigs(t *testing.T) {
 	if err != nil || len(d.Partitions) != 1 || d.Partitions[0].Start != 3 {
 		t.Fatalf("describe: %+v %v", d, err)
 	}
+	checkShareOffsets(t, admin, mallory)
 }
