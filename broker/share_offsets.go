@@ -2,10 +2,13 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/groups"
 	"github.com/logd/logd/share"
 )
 
@@ -107,4 +110,69 @@ func (b *Broker) shareStart(ctx context.Context, g *shareGroup, sp *sharePart) (
 		return -1, err
 	}
 	return p.Start(), nil
+}
+
+// AlterShareGroupOffsets sets each named share partition's start offset
+// (Kafka's AlterShareGroupOffsets): its state starts again there, every
+// record from it on available with no delivery counted. The group must
+// have no members (groups.ErrGroupNotEmpty); it needs read on the group,
+// and a partition read on its topic; it is served on the group
+// coordinator. An offset above the high watermark is an
+// *OutOfRangeError; one below the log start moves to the log start. In a
+// cluster a partition led by another node answers a *NotLeaderError.
+func (b *Broker) AlterShareGroupOffsets(ctx context.Context, p Principal, group string, offs []ShareOffset) ([]ShareOffset, error) {
+	if err := b.authorizeShare(ctx, p, group); err != nil {
+		return nil, err
+	}
+	if err := b.CoordinatesGroups(); err != nil {
+		return nil, err
+	}
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
+	b.share.mu.Lock()
+	g := b.shareGroupLocked(group)
+	gone := b.expireMembersLocked(g, time.Now())
+	members := len(g.members)
+	b.share.mu.Unlock()
+	b.releaseMembers(g, gone)
+	if members > 0 {
+		return nil, fmt.Errorf("share group %q has %d members: %w", group, members, groups.ErrGroupNotEmpty)
+	}
+	denied := map[string]error{}
+	out := make([]ShareOffset, 0, len(offs))
+	for _, o := range offs {
+		if o.Err = b.authorizeRead(ctx, p, o.Topic, denied); o.Err == nil {
+			if sp, err := b.sharePartition(g, o.SharePartition); err != nil {
+				o.Err = b.topicLookup(ctx, o.Topic, err)
+			} else {
+				o.Err = b.shareReset(ctx, g, sp, o.Start)
+			}
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// shareReset makes sp's state a new one starting at offset, durably.
+func (b *Broker) shareReset(ctx context.Context, g *shareGroup, sp *sharePart, offset int64) error {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if _, err := b.plane.shares(b).version(ctx, sp.part, g.name); err != nil {
+		return err
+	}
+	l := sp.part.Log
+	if start, hw := l.StartOffset(), l.HighWatermark(); offset < 0 || offset > hw {
+		return &OutOfRangeError{Offset: offset, StartOffset: start, HighWatermark: hw}
+	}
+	b.share.mu.Lock()
+	cfg := g.cfg
+	b.share.mu.Unlock()
+	q := share.New(max(offset, l.StartOffset()), cfg.partitionConfig())
+	if err := b.storeShare(ctx, g, sp, q); err != nil {
+		return err
+	}
+	sp.signal()
+	return nil
 }

@@ -107,4 +107,5 @@ func TestShareGroupConfigsByAlterConfigs(t *testing.T) {
 		t.Fatalf("describe: %+v %v", d, err)
 	}
 	checkShareOffsets(t, admin, mallory)
+	checkAlterShareOffsets(t, n.addr, admin, mallory, cl, kgo.SASL(scramAuth(auth.ScramSHA256, "admin", "admin-pw")))
 }
