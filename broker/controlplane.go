@@ -86,6 +86,8 @@ type controlPlane interface {
 	partitionLog(ctx context.Context, p *partition.Partition) (offsets.PartitionLog, error)
 	leaderOffset(ctx context.Context, p *partition.Partition, spec int64) (*cluster.PartitionOffset, error)
 	deleteRecords(ctx context.Context, p *partition.Partition, offset int64) (int64, error)
+	// shares is where share partitions' states are kept (share_store.go).
+	shares(b *Broker) shareStore
 	retentionLog(c partition.TopicConfig, p *partition.Partition) (retention.Log, bool)
 
 	// The metadata leader: whether this node leads (and who does),

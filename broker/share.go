@@ -7,16 +7,17 @@ import (
 	"time"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/partition"
 	"github.com/logd/logd/share"
 )
 
-// The share groups of a node that runs alone (docs/share-groups.md):
-// membership in memory, each share partition's state in package share,
-// made durable in the node's Pebble store before any answer depends on it
-// (share_store.go), the sessions of ShareFetch (share_fetch.go). In a
-// cluster the share APIs answer ShareUnsupported: a share partition's
-// state is to be replicated through its partition's Raft log, which is
-// not built yet.
+// The share groups (docs/share-groups.md): membership in memory on the
+// group coordinator (the node that coordinates consumer groups), each
+// share partition's state in package share, served by its partition's
+// leader and made durable before any answer depends on it, in the store
+// the control plane chooses (share_store.go: Pebble on a node that runs
+// alone, the partition's Raft log in a cluster), the sessions of
+// ShareFetch (share_fetch.go).
 
 // Share-group timing.
 const (
@@ -54,23 +55,16 @@ type shareMember struct {
 type sharePart struct {
 	mu      sync.Mutex
 	ref     SharePartition
-	created int64            // the topic's CreatedMs when the state was made
-	p       *share.Partition // nil until loaded; then never nil
-	loadErr error            // why loading failed, when p is nil
+	created int64 // the topic's CreatedMs when the state was made
+	part    *partition.Partition
+	p       *share.Partition // nil until loaded (shareCurrent)
+	ver     uint64           // the stored version p is (shareStore)
 	changed chan struct{}    // closed and replaced at every change
 }
 
 func (sp *sharePart) signal() {
 	close(sp.changed)
 	sp.changed = make(chan struct{})
-}
-
-// shareUnsupported answers every share API in a cluster.
-func (b *Broker) shareUnsupported() (ShareCode, string, bool) {
-	if b.plane.alone() {
-		return ShareOK, "", false
-	}
-	return ShareUnsupported, "logd serves share groups on a node that runs alone only (docs/share-groups.md)", true
 }
 
 // shareGroupLocked returns group, made (with its stored configuration)
@@ -101,8 +95,8 @@ func (b *Broker) ShareHeartbeat(ctx context.Context, r ShareHeartbeatRequest) (S
 	if err := b.Authorize(ctx, r.Principal, auth.OpRead, auth.Group(r.Group)); err != nil {
 		return ShareHeartbeatResult{}, err
 	}
-	if code, msg, no := b.shareUnsupported(); no {
-		return ShareHeartbeatResult{Code: code, Message: msg}, nil
+	if err := b.CoordinatesGroups(); err != nil {
+		return ShareHeartbeatResult{}, err
 	}
 	if r.Group == "" || r.Member == "" {
 		return ShareHeartbeatResult{Code: ShareInvalidRequest, Message: "a share group heartbeat names its group and member id"}, nil
@@ -236,6 +230,9 @@ func (b *Broker) releaseMembers(g *shareGroup, members []string) {
 // share partitions. It needs describe on the group.
 func (b *Broker) DescribeShareGroup(ctx context.Context, p Principal, group string) (ShareGroupDescription, error) {
 	if err := b.Authorize(ctx, p, auth.OpDescribe, auth.Group(group)); err != nil {
+		return ShareGroupDescription{}, err
+	}
+	if err := b.CoordinatesGroups(); err != nil {
 		return ShareGroupDescription{}, err
 	}
 	d := ShareGroupDescription{Group: group, State: "Dead"}

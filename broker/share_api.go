@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/share"
 )
 
@@ -35,10 +36,6 @@ func (b *Broker) shareBegin(ctx context.Context, r ShareFetchRequest, fetch bool
 		return nil, err
 	}
 	c := &shareCall{index: map[SharePartition]int{}, denied: map[string]error{}}
-	if code, msg, no := b.shareUnsupported(); no {
-		c.res.Code, c.res.Message = code, msg
-		return c, nil
-	}
 	if r.Group == "" || r.Member == "" {
 		c.res.Code, c.res.Message = ShareInvalidRequest, "a share request names its group and member id"
 		return c, nil
@@ -80,7 +77,7 @@ func (b *Broker) applyAcks(ctx context.Context, c *shareCall, r ShareFetchReques
 			e.AckErr = b.topicLookup(ctx, fp.Topic, err)
 			continue
 		}
-		e.AckCode, e.AckErr = b.shareAcknowledge(c.g, r.Member, sp, fp.Acks)
+		e.AckCode, e.AckErr = b.shareAcknowledge(ctx, c.g, r.Member, sp, fp.Acks)
 	}
 }
 
@@ -151,7 +148,7 @@ func (b *Broker) ShareFetch(ctx context.Context, r ShareFetchRequest) (ShareFetc
 			t.sp.mu.Unlock()
 			chans = append(chans, t.ch)
 		}
-		if b.acquireAll(c, r, targets) > 0 || !time.Now().Before(deadline) || len(targets) == 0 {
+		if b.acquireAll(ctx, c, r, targets) > 0 || !time.Now().Before(deadline) || allDone(targets) {
 			break
 		}
 		if !b.shareAwait(ctx, chans, deadline, targets) {
@@ -175,19 +172,14 @@ func (b *Broker) shareTargets(ctx context.Context, c *shareCall, r ShareFetchReq
 			c.entry(ref).Err = b.topicLookup(ctx, ref.Topic, err)
 			continue
 		}
-		part, err := b.topics.Partition(ref.Topic, ref.Partition)
-		if err != nil {
-			c.entry(ref).Err = err
-			continue
-		}
-		out = append(out, &shareTarget{sp: sp, ch: part.Log.Changed()})
+		out = append(out, &shareTarget{sp: sp, ch: sp.part.Log.Changed()})
 	}
 	return out
 }
 
 // acquireAll acquires from each target in turn within the request's
 // bounds and returns the records acquired.
-func (b *Broker) acquireAll(c *shareCall, r ShareFetchRequest, targets []*shareTarget) int {
+func (b *Broker) acquireAll(ctx context.Context, c *shareCall, r ShareFetchRequest, targets []*shareTarget) int {
 	left := r.MaxRecords
 	if left <= 0 {
 		left = 500
@@ -201,7 +193,7 @@ func (b *Broker) acquireAll(c *shareCall, r ShareFetchRequest, targets []*shareT
 		if t.done || left <= 0 || bytes <= 0 {
 			continue
 		}
-		batches, ranges, err := b.shareAcquire(c.g, r.Member, t.sp, left, bytes)
+		batches, ranges, err := b.shareAcquire(ctx, c.g, r.Member, t.sp, left, bytes)
 		if err != nil {
 			c.entry(t.sp.ref).Err, t.done = err, true
 			continue
@@ -220,6 +212,16 @@ func (b *Broker) acquireAll(c *shareCall, r ShareFetchRequest, targets []*shareT
 		bytes -= len(batches)
 	}
 	return n
+}
+
+// allDone: no target is left to acquire from (each answered or failed).
+func allDone(targets []*shareTarget) bool {
+	for _, t := range targets {
+		if !t.done {
+			return false
+		}
+	}
+	return true
 }
 
 // shareAwait waits for a change of a target (a commit, an
@@ -256,17 +258,41 @@ func (b *Broker) shareAwait(ctx context.Context, chans []<-chan struct{}, deadli
 // share.delivery.attempt.limit); it needs alter on the group. The new
 // settings apply to share partitions from their next use on this node.
 func (b *Broker) SetShareGroupConfig(ctx context.Context, p Principal, group string, set map[string]string) error {
+	ch := make(map[string]*string, len(set))
+	for k, v := range set {
+		ch[k] = &v
+	}
+	return b.AlterShareGroupConfig(ctx, p, group, ch, false)
+}
+
+// AlterShareGroupConfig changes share group configs by their Kafka names
+// (as Kafka's IncrementalAlterConfigs of resource type GROUP): a nil value
+// returns the config to its default. With validateOnly it checks the
+// change and stores nothing. It needs alter on the group.
+func (b *Broker) AlterShareGroupConfig(ctx context.Context, p Principal, group string, change map[string]*string, validateOnly bool) error {
 	if err := b.Authorize(ctx, p, auth.OpAlter, auth.Group(group)); err != nil {
 		return err
+	}
+	if group == "" {
+		return kind.Errorf(kind.ErrInvalidArgument, "share group config: name the group")
 	}
 	b.share.mu.Lock()
 	defer b.share.mu.Unlock()
 	g := b.shareGroupLocked(group)
 	cfg := g.cfg
-	for k, v := range set {
-		if err := cfg.Set(k, v); err != nil {
+	for k, v := range change {
+		var err error
+		if v == nil {
+			err = cfg.Unset(k)
+		} else {
+			err = cfg.Set(k, *v)
+		}
+		if err != nil {
 			return err
 		}
+	}
+	if validateOnly {
+		return nil
 	}
 	if err := b.storeShareConfig(group, cfg); err != nil {
 		return err
@@ -280,4 +306,12 @@ func (b *Broker) SetShareGroupConfig(ctx context.Context, p Principal, group str
 		sp.mu.Unlock()
 	}
 	return nil
+}
+
+// ShareGroupConfigOf is the share group's configuration on this node (the
+// zero value: every config at its default).
+func (b *Broker) ShareGroupConfigOf(group string) ShareGroupConfig {
+	b.share.mu.Lock()
+	defer b.share.mu.Unlock()
+	return b.shareGroupLocked(group).cfg
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"time"
 
@@ -71,9 +72,8 @@ func (b *Broker) sessionStep(g *shareGroup, member string, epoch int32, add, for
 	return append([]SharePartition(nil), s.parts...), ShareOK, ""
 }
 
-// sharePartition returns the share partition of group for ref, loading its
-// stored state or starting it at the group's share.auto.offset.reset
-// (made durable at once, so a restart does not move a "latest" start).
+// sharePartition returns the share partition of group for ref (its
+// state is loaded by shareCurrent, under its lock).
 func (b *Broker) sharePartition(g *shareGroup, ref SharePartition) (*sharePart, error) {
 	c, err := b.topics.Config(ref.Topic)
 	if err != nil {
@@ -84,50 +84,74 @@ func (b *Broker) sharePartition(g *shareGroup, ref SharePartition) (*sharePart, 
 		return nil, err
 	}
 	b.share.mu.Lock()
+	defer b.share.mu.Unlock()
 	sp := g.parts[ref]
-	if sp != nil && sp.created == c.CreatedMs {
-		b.share.mu.Unlock()
-		return sp, nil
+	if sp == nil || sp.created != c.CreatedMs {
+		sp = &sharePart{ref: ref, created: c.CreatedMs, part: part, changed: make(chan struct{})}
+		g.parts[ref] = sp
 	}
-	sp = &sharePart{ref: ref, created: c.CreatedMs, changed: make(chan struct{})}
-	g.parts[ref] = sp
-	sp.mu.Lock() // nobody else has it yet
-	cfg := g.cfg
-	b.share.mu.Unlock()
-	defer sp.mu.Unlock()
-	p, err := b.loadSharePartition(g.name, ref, c.CreatedMs, cfg.partitionConfig())
-	if err == nil && p == nil {
-		start := part.Log.HighWatermark()
-		if cfg.AutoOffsetReset == "earliest" {
-			start = part.Log.StartOffset()
-		}
-		p = share.New(start, cfg.partitionConfig())
-		err = b.storeSharePartition(g.name, sp, p)
-	}
-	if err != nil {
-		// Callers that found sp while it loaded see loadErr; the next
-		// use loads again.
-		sp.loadErr = err
-		sp.mu.Unlock()
-		b.share.mu.Lock()
-		if g.parts[ref] == sp {
-			delete(g.parts, ref)
-		}
-		b.share.mu.Unlock()
-		sp.mu.Lock()
-		return nil, err
-	}
-	sp.p = p
 	return sp, nil
 }
 
-// acknowledge applies one partition's acknowledgements, durable before it
-// returns; the state in memory changes only once the write succeeded.
-func (b *Broker) shareAcknowledge(g *shareGroup, member string, sp *sharePart, acks []ShareAck) (ShareCode, error) {
+// shareCurrent makes sp's state the stored one when it was never loaded
+// or another node wrote it since (a leader elsewhere meanwhile: the locks
+// held here are gone with it), starting a share partition never used at
+// the group's share.auto.offset.reset (stored at once, so a restart or a
+// failover does not move a "latest" start). It fails on a node that may
+// not serve sp (in a cluster, not its partition's leader). sp.mu is held.
+func (b *Broker) shareCurrent(ctx context.Context, g *shareGroup, sp *sharePart) error {
+	st := b.plane.shares(b)
+	ver, err := st.version(ctx, sp.part, g.name)
+	if err != nil || (sp.p != nil && sp.ver == ver) {
+		return err
+	}
+	b.share.mu.Lock()
+	cfg := g.cfg
+	b.share.mu.Unlock()
+	enc, ver, ok, err := st.load(ctx, sp.part, g.name, sp.created)
+	if err != nil {
+		return err
+	}
+	var p *share.Partition
+	if ok {
+		if p, err = share.Decode(enc, cfg.partitionConfig()); err != nil {
+			return fmt.Errorf("share group %q, %s/%d: %w", g.name, sp.ref.Topic, sp.ref.Partition, err)
+		}
+	} else {
+		start := sp.part.Log.HighWatermark()
+		if cfg.AutoOffsetReset == "earliest" {
+			start = sp.part.Log.StartOffset()
+		}
+		p = share.New(start, cfg.partitionConfig())
+		if ver, err = st.store(ctx, sp.part, g.name, sp.created, p.Encode()); err != nil {
+			return err
+		}
+	}
+	if sp.p != nil {
+		sp.signal()
+	}
+	sp.p, sp.ver = p, ver
+	return nil
+}
+
+// storeShare makes q durable as sp's state and then sp's. sp.mu is held.
+func (b *Broker) storeShare(ctx context.Context, g *shareGroup, sp *sharePart, q *share.Partition) error {
+	ver, err := b.plane.shares(b).store(ctx, sp.part, g.name, sp.created, q.Encode())
+	if err != nil {
+		return err
+	}
+	sp.p, sp.ver = q, ver
+	return nil
+}
+
+// shareAcknowledge applies one partition's acknowledgements, durable
+// before it returns; the state in memory changes only once the write
+// succeeded.
+func (b *Broker) shareAcknowledge(ctx context.Context, g *shareGroup, member string, sp *sharePart, acks []ShareAck) (ShareCode, error) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	if sp.p == nil {
-		return ShareOK, sp.loadErr
+	if err := b.shareCurrent(ctx, g, sp); err != nil {
+		return ShareOK, err
 	}
 	q := sp.p.Clone()
 	changed, err := q.Acknowledge(member, time.Now().UnixMilli(), acks)
@@ -140,7 +164,7 @@ func (b *Broker) shareAcknowledge(g *shareGroup, member string, sp *sharePart, a
 		return ShareOK, err
 	}
 	if changed {
-		if err := b.storeSharePartition(g.name, sp, q); err != nil {
+		if err := b.storeShare(ctx, g, sp, q); err != nil {
 			return ShareOK, err
 		}
 	}
@@ -152,16 +176,13 @@ func (b *Broker) shareAcknowledge(g *shareGroup, member string, sp *sharePart, a
 // shareAcquire acquires up to max records of sp for member and reads
 // them: the whole batches from the first acquired offset. The
 // acquisition is durable before it returns (the delivery counts).
-func (b *Broker) shareAcquire(g *shareGroup, member string, sp *sharePart, max, maxBytes int) ([]byte, []ShareRange, error) {
-	part, err := b.topics.Partition(sp.ref.Topic, sp.ref.Partition)
-	if err != nil {
-		return nil, nil, err
-	}
+func (b *Broker) shareAcquire(ctx context.Context, g *shareGroup, member string, sp *sharePart, max, maxBytes int) ([]byte, []ShareRange, error) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	if sp.p == nil {
-		return nil, nil, sp.loadErr
+	if err := b.shareCurrent(ctx, g, sp); err != nil {
+		return nil, nil, err
 	}
+	part := sp.part
 	now := time.Now().UnixMilli()
 	q := sp.p.Clone()
 	q.AdvanceStart(part.Log.StartOffset())
@@ -184,10 +205,9 @@ func (b *Broker) shareAcquire(g *shareGroup, member string, sp *sharePart, max, 
 	if len(ranges) == 0 {
 		return nil, nil, nil
 	}
-	if err := b.storeSharePartition(g.name, sp, q); err != nil {
+	if err := b.storeShare(ctx, g, sp, q); err != nil {
 		return nil, nil, err
 	}
-	sp.p = q
 	return fp.Batches, ranges, nil
 }
 

@@ -1,19 +1,23 @@
 package broker
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/logd/logd/cluster"
 	"github.com/logd/logd/internal/kind"
+	"github.com/logd/logd/partition"
+	"github.com/logd/logd/replication"
 	"github.com/logd/logd/share"
 )
 
-// A share partition's state is one Pebble key on a node that runs alone,
+// A share partition's state is one Pebble key on a node that runs alone
+// (in a cluster an entry of the partition's Raft log: raftShares below),
 // written with pebble.Sync before any answer depends on it:
 //
 //	key   = "share/" uint16 len(group) group topic 0x00 partition (uint32 big-endian)
@@ -79,6 +83,21 @@ func (c *ShareGroupConfig) Set(name, value string) error {
 	return kind.Errorf(kind.ErrInvalidArgument, "unknown share group config %q", name)
 }
 
+// Unset returns one Kafka group config, by name, to its default.
+func (c *ShareGroupConfig) Unset(name string) error {
+	switch name {
+	case "share.auto.offset.reset":
+		c.AutoOffsetReset = ""
+	case "share.record.lock.duration.ms":
+		c.LockDurationMs = 0
+	case "share.delivery.attempt.limit":
+		c.DeliveryLimit = 0
+	default:
+		return kind.Errorf(kind.ErrInvalidArgument, "unknown share group config %q", name)
+	}
+	return nil
+}
+
 func (b *Broker) loadShareConfig(group string) ShareGroupConfig {
 	var c ShareGroupConfig
 	v, closer, err := b.db.Get([]byte(shareConfigPrefix + group))
@@ -104,35 +123,105 @@ func (b *Broker) storeShareConfig(group string, c ShareGroupConfig) error {
 	return b.db.Set([]byte(shareConfigPrefix+group), v, pebble.Sync)
 }
 
-// loadSharePartition reads a share partition's stored state: nil when
-// none was stored for this incarnation of the topic.
-func (b *Broker) loadSharePartition(group string, ref SharePartition, created int64, cfg share.Config) (*share.Partition, error) {
-	v, closer, err := b.db.Get(shareKey(group, ref))
+// shareStore is where share partitions' states are kept, durable before
+// any answer depends on them; the control plane chooses it (sharesOf):
+// Pebble on a node that runs alone, the partition's Raft log in a
+// cluster. A state's version tells a leader whether another node wrote
+// it since it last did (a leader elsewhere meanwhile): it then loads the
+// stored state again.
+type shareStore interface {
+	// version is the version of group's stored state of p: nil error
+	// only on a node that may serve p's share partitions now (in a
+	// cluster p's leader, with every committed change applied; else a
+	// *NotLeaderError).
+	version(ctx context.Context, p *partition.Partition, group string) (uint64, error)
+	// load is the state stored for the topic's incarnation created
+	// (ok false: none), and its version.
+	load(ctx context.Context, p *partition.Partition, group string, created int64) (enc []byte, ver uint64, ok bool, err error)
+	// store makes a state durable and returns its version.
+	store(ctx context.Context, p *partition.Partition, group string, created int64, enc []byte) (uint64, error)
+}
+
+func (l *localPlane) shares(b *Broker) shareStore { return pebbleShares{b} }
+func (r *raftPlane) shares(*Broker) shareStore    { return raftShares{r.cl} }
+
+// pebbleShares keeps the states in the node's Pebble store; the node is
+// their only writer, so every version is 0.
+type pebbleShares struct{ b *Broker }
+
+func (s pebbleShares) version(context.Context, *partition.Partition, string) (uint64, error) {
+	return 0, nil
+}
+
+func (s pebbleShares) load(_ context.Context, p *partition.Partition, group string, created int64) ([]byte, uint64, bool, error) {
+	v, closer, err := s.b.db.Get(shareKey(group, SharePartition{Topic: p.Topic, Partition: p.ID}))
 	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, nil
+		return nil, 0, false, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, false, err
 	}
 	defer closer.Close()
 	if len(v) < 8 || int64(binary.BigEndian.Uint64(v)) != created {
-		return nil, nil
+		return nil, 0, false, nil
 	}
-	p, err := share.Decode(v[8:], cfg)
-	if err != nil {
-		return nil, fmt.Errorf("share group %q, %s/%d: %w", group, ref.Topic, ref.Partition, err)
-	}
-	return p, nil
+	return append([]byte(nil), v[8:]...), 0, true, nil
 }
 
-// storeSharePartition makes p's state durable.
-func (b *Broker) storeSharePartition(group string, sp *sharePart, p *share.Partition) error {
-	enc := p.Encode()
+func (s pebbleShares) store(_ context.Context, p *partition.Partition, group string, created int64, enc []byte) (uint64, error) {
 	v := make([]byte, 8, 8+len(enc))
-	binary.BigEndian.PutUint64(v, uint64(sp.created))
+	binary.BigEndian.PutUint64(v, uint64(created))
 	v = append(v, enc...)
-	if err := b.disk.checkMetadata(); err != nil {
-		return err
+	if err := s.b.disk.checkMetadata(); err != nil {
+		return 0, err
 	}
-	return b.db.Set(shareKey(group, sp.ref), v, pebble.Sync)
+	return 0, s.b.db.Set(shareKey(group, SharePartition{Topic: p.Topic, Partition: p.ID}), v, pebble.Sync)
+}
+
+// raftShares keeps the states in the partitions' Raft logs
+// (replication.Replica.PutShareState), served by each partition's leader
+// once its term's barrier is applied; a version is the Raft index of the
+// entry that wrote the state. The Raft group is one incarnation of the
+// topic, so created is implied.
+type raftShares struct{ cl *cluster.Cluster }
+
+func (s raftShares) leading(ctx context.Context, p *partition.Partition) (*replication.Replica, error) {
+	rep, err := s.cl.Replica(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := rep.Leading(ctx); err != nil {
+		return nil, s.cl.RaftError(err)
+	}
+	return rep, nil
+}
+
+func (s raftShares) version(ctx context.Context, p *partition.Partition, group string) (uint64, error) {
+	rep, err := s.leading(ctx, p)
+	if err != nil {
+		return 0, err
+	}
+	st, _ := rep.ShareState(group)
+	return st.Index, nil
+}
+
+func (s raftShares) load(ctx context.Context, p *partition.Partition, group string, _ int64) ([]byte, uint64, bool, error) {
+	rep, err := s.leading(ctx, p)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	st, ok := rep.ShareState(group)
+	return st.State, st.Index, ok, nil
+}
+
+func (s raftShares) store(ctx context.Context, p *partition.Partition, group string, _ int64, enc []byte) (uint64, error) {
+	rep, err := s.cl.Replica(ctx, p)
+	if err != nil {
+		return 0, err
+	}
+	ver, err := rep.PutShareState(ctx, group, enc)
+	if err != nil {
+		return 0, s.cl.RaftError(err)
+	}
+	return ver, nil
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/logd/logd/broker"
+	"github.com/logd/logd/replication/meta"
+	"github.com/logd/logd/share"
 )
 
 func shareBroker(t *testing.T) *broker.Broker {
@@ -113,13 +115,44 @@ func TestShareHeartbeat(t *testing.T) {
 	}
 }
 
-// In a cluster the share APIs are not served (their state is not yet
-// replicated): they say so instead of keeping unreplicated state.
-func TestShareUnsupportedInCluster(t *testing.T) {
+// In a cluster a share partition's state is served by the partition's
+// leader and kept in the partition's Raft log: on a one-node cluster a
+// member acquires, releases and accepts, and the replica's state machine
+// holds the state the answers depended on.
+func TestShareInOneNodeCluster(t *testing.T) {
 	b := openOneNodeCluster(t)
-	res, err := b.ShareHeartbeat(context.Background(), broker.ShareHeartbeatRequest{Group: "g", Member: "m", Topics: []string{"q"}})
-	if err != nil || res.Code != broker.ShareUnsupported {
-		t.Fatalf("heartbeat in a cluster: %+v, %v", res, err)
+	ctx := context.Background()
+	createTopic(t, b, "q", 1)
+	produceTo(t, b, "q", 0, "a", "b", "c")
+	if err := b.SetShareGroupConfig(ctx, "", "g", map[string]string{"share.auto.offset.reset": "earliest"}); err != nil {
+		t.Fatal(err)
+	}
+	hb, err := b.ShareHeartbeat(ctx, broker.ShareHeartbeatRequest{Group: "g", Member: "m", Topics: []string{"q"}})
+	if err != nil || hb.Code != broker.ShareOK || len(hb.Assignment) != 1 {
+		t.Fatalf("heartbeat in a cluster: %+v, %v", hb, err)
+	}
+	if got := acquired(shareFetch(t, b, "m", 0)); len(got) != 1 || got[0] != (broker.ShareRange{First: 0, Last: 2, DeliveryCount: 1}) {
+		t.Fatalf("first fetch: %+v", got)
+	}
+	res := shareFetch(t, b, "m", 1, broker.ShareAck{First: 0, Last: 1, Types: []broker.ShareAckType{1, 2}})
+	if res.Partitions[0].AckCode != broker.ShareOK || res.Partitions[0].AckErr != nil {
+		t.Fatalf("acknowledge: %+v", res)
+	}
+	if got := acquired(res); len(got) != 1 || got[0] != (broker.ShareRange{First: 1, Last: 1, DeliveryCount: 2}) {
+		t.Fatalf("after release: %+v", got)
+	}
+	cfgs, err := b.TopicConfigs(ctx, "")
+	if err != nil || len(cfgs) != 1 {
+		t.Fatalf("topics: %v %v", cfgs, err)
+	}
+	rep := b.Cluster().LocalReplica(meta.GroupOf(cfgs[0], 0))
+	st, ok := rep.ShareState("g")
+	if !ok {
+		t.Fatal("no share state in the partition's state machine")
+	}
+	p, err := share.Decode(st.State, share.Config{})
+	if err != nil || p.Start() != 1 || p.End() != 3 {
+		t.Fatalf("replicated state: %+v, %v", p, err)
 	}
 }
 

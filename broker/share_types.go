@@ -32,7 +32,7 @@ const (
 	ShareInvalidRequest                // a malformed request (its message says how)
 	ShareSessionNotFound               // open a new session (epoch 0)
 	ShareInvalidSessionEpoch           // open a new session (epoch 0)
-	ShareUnsupported                   // share groups are not served here (a node of a cluster)
+	ShareUnsupported                   // share groups are not served here (this core serves them everywhere; front-ends still map it)
 )
 
 // SharePartition names one partition of a topic a share group reads.

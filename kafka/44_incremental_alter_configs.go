@@ -10,7 +10,8 @@ import (
 
 // handleIncrementalAlterConfigs changes the topic configs a request names
 // and leaves the others: SET sets a value, DELETE returns the config to
-// its default. APPEND and SUBTRACT (list configs) are INVALID_CONFIG: logd
+// its default. A GROUP resource is a share group's configs
+// (share_configs.go). APPEND and SUBTRACT (list configs) are INVALID_CONFIG: logd
 // has no list configs.
 func handleIncrementalAlterConfigs(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.IncrementalAlterConfigsRequest)
@@ -19,6 +20,11 @@ func handleIncrementalAlterConfigs(s *Server, r *request) func() kmsg.Response {
 		for _, rr := range req.Resources {
 			res := kmsg.NewIncrementalAlterConfigsResponseResource()
 			res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+			if rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig {
+				res.ErrorCode, res.ErrorMessage = s.alterGroupConfigs(r, rr.ResourceName, rr.Configs, req.ValidateOnly)
+				resp.Resources = append(resp.Resources, res)
+				continue
+			}
 			res.ErrorCode, res.ErrorMessage = s.alterResource(r, rr.ResourceType, rr.ResourceName,
 				func() (broker.ConfigChange, error) { return incrementalChange(rr.Configs) }, req.ValidateOnly)
 			resp.Resources = append(resp.Resources, res)

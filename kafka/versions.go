@@ -74,6 +74,8 @@ func init() {
 		77: {1, 1, handleShareGroupDescribe},
 		78: {1, 2, handleShareFetch},
 		79: {1, 2, handleShareAcknowledge},
+		90: {0, 1, handleDescribeShareGroupOffsets},
+		91: {0, 0, handleAlterShareGroupOffsets},
 	}
 	for key, a := range apis {
 		// Never advertise past what kmsg can encode.

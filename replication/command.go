@@ -28,6 +28,8 @@ import (
 //	    16    1 magic      101
 //	    17    1 type       2
 //
+//	share state: a share group's state of the partition (sharestate.go)
+//
 // The log stores each as an entry of kind kindCommand (a logd Raft entry:
 // it owns no offset) and gives it back to Raft as a LogCommand.
 const (

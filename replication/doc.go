@@ -73,7 +73,10 @@
 //	any other raft LogType -> log.Entry{Kind: 1 + LogType}: opaque, owns no offset
 //
 // A sleep marker (Replica.Hibernate, sleep.go) is a logd command that
-// applies as nothing. The other logd command is DeleteRecords
+// applies as nothing. A share state (Replica.PutShareState,
+// sharestate.go) is a logd command that replaces a share group's state of
+// the partition in the state machine and its snapshots. The other logd
+// command is DeleteRecords
 // (Replica.DeleteRecords): the
 // leader checks the offset against its high watermark and replicates the
 // command; applying it on every replica moves the log's start

@@ -46,6 +46,7 @@ type PartitionFSM struct {
 	mu        sync.Mutex
 	lastIndex uint64 // of the last applied batch entry
 	lastTerm  uint64
+	shares    map[string]ShareState // by share group (sharestate.go)
 }
 
 var _ raft.FSM = (*PartitionFSM)(nil)
@@ -95,6 +96,9 @@ func (f *PartitionFSM) applyCommand(e *raft.Log) any {
 	if isSleep(e.Data) {
 		return nil
 	}
+	if isShareState(e.Data) {
+		return f.applyShareState(e)
+	}
 	off, err := decodeDeleteRecords(e.Data)
 	if err != nil {
 		return fmt.Errorf("index %d: %w", e.Index, err)
@@ -119,22 +123,32 @@ type PartitionSnapshot struct {
 	// Producer dedup state goes here (follow-up).
 }
 
+// snapshotFile is a partition snapshot as stored: the metadata and the
+// share groups' states of the partition (sharestate.go), absent from a
+// snapshot of a partition no share group used.
+type snapshotFile struct {
+	PartitionSnapshot
+	Shares map[string]ShareState `json:"shares,omitempty"`
+}
+
 const partitionSnapshotVersion = 1
 
 // Snapshot captures the metadata at the applied index.
 func (f *PartitionFSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return &fsmSnapshot{PartitionSnapshot{
+	return &fsmSnapshot{snapshotFile{PartitionSnapshot{
 		Version:        partitionSnapshotVersion,
 		LogStartOffset: f.log.StartOffset(),
 		HighWatermark:  f.log.HighWatermark(),
 		LastIndex:      f.lastIndex,
 		LastTerm:       f.lastTerm,
-	}}, nil
+	}, f.shareStates()}}, nil
 }
 
-// Restore loads a snapshot's metadata. The records it covers are either
+// Restore loads a snapshot's metadata and share states (which replace
+// the ones applied: the entries after the snapshot are applied again
+// next). The records it covers are either
 // already in the log (restart), or, when the leader installed it, Raft
 // removes the log next and this replica's records restart from there. When
 // the removed log would not restart at the snapshot's high watermark (this
@@ -145,10 +159,11 @@ func (f *PartitionFSM) Snapshot() (raft.FSMSnapshot, error) {
 // install is refused (ErrOffsetGap) and the leader retries it later.
 func (f *PartitionFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	var s PartitionSnapshot
-	if err := json.NewDecoder(rc).Decode(&s); err != nil {
+	var file snapshotFile
+	if err := json.NewDecoder(rc).Decode(&file); err != nil {
 		return fmt.Errorf("replication: restore partition snapshot: %w", err)
 	}
+	s := file.PartitionSnapshot
 	if s.Version != partitionSnapshotVersion {
 		return fmt.Errorf("replication: restore partition snapshot: version %d, want %d", s.Version, partitionSnapshotVersion)
 	}
@@ -187,6 +202,7 @@ func (f *PartitionFSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.lastIndex, f.lastTerm = s.LastIndex, s.LastTerm
+	f.shares = file.Shares
 	f.mu.Unlock()
 	if f.onRestore != nil {
 		f.onRestore()
@@ -194,7 +210,7 @@ func (f *PartitionFSM) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-type fsmSnapshot struct{ s PartitionSnapshot }
+type fsmSnapshot struct{ s snapshotFile }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	b, err := json.Marshal(s.s)

@@ -140,7 +140,7 @@ func TestPartitionFSMRestoreNeverLowersHighWatermark(t *testing.T) {
 	// The Raft of the same log starts again: a new store and state
 	// machine, and the snapshot taken after the first entry.
 	f2 := NewPartitionFSM(l, NewLogStore(l))
-	if err := restoreFrom(f2, old.(*fsmSnapshot).s); err != nil {
+	if err := restoreFrom(f2, old.(*fsmSnapshot).s.PartitionSnapshot); err != nil {
 		t.Fatal(err)
 	}
 	if hw := l.HighWatermark(); hw != 4 {

@@ -645,24 +645,9 @@ func (p *Replica) DeleteRecords(ctx context.Context, offset int64) (int64, error
 	if offset <= start {
 		return start, nil
 	}
-	in := p.inst()
-	f := in.Apply(encodeDeleteRecords(offset), 0)
-	done := make(chan struct{})
-	var res any
-	var err error
-	in.watch(f, func(e error) {
-		if err = e; err == nil {
-			res = f.Response()
-		}
-		close(done)
-	})
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return 0, fmt.Errorf("%w: %s: %w", ErrOutcomeUnknown, p.group, ctx.Err())
-	}
+	res, err := p.replicate(ctx, encodeDeleteRecords(offset))
 	if err != nil {
-		return 0, p.applyError(err)
+		return 0, err
 	}
 	switch r := res.(type) {
 	case int64:

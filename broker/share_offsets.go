@@ -1,0 +1,178 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/logd/logd/auth"
+	"github.com/logd/logd/groups"
+	"github.com/logd/logd/share"
+)
+
+// ShareOffset is a share partition's start offset (Kafka's SPSO) as
+// DescribeShareGroupOffsets answers it: -1 when the group never used the
+// partition, or Err for a partition that cannot be answered (unknown,
+// denied, in a cluster led by another node).
+type ShareOffset struct {
+	SharePartition
+	Start int64
+	Err   error
+}
+
+// DescribeShareGroupOffsets answers each named partition's share-partition
+// start offset (nil parts: every partition of the topics the group's
+// members subscribe to or it used on this node). It needs describe on the
+// group, and a partition describe on its topic; it is served on the group
+// coordinator. In a cluster a partition's state is read on its leader: a
+// partition led by another node answers a *NotLeaderError.
+func (b *Broker) DescribeShareGroupOffsets(ctx context.Context, p Principal, group string, parts []SharePartition) ([]ShareOffset, error) {
+	if err := b.Authorize(ctx, p, auth.OpDescribe, auth.Group(group)); err != nil {
+		return nil, err
+	}
+	if err := b.CoordinatesGroups(); err != nil {
+		return nil, err
+	}
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
+	b.share.mu.Lock()
+	g := b.shareGroupLocked(group)
+	if parts == nil {
+		parts = b.shareGroupPartitionsLocked(g)
+	}
+	b.share.mu.Unlock()
+	denied := map[string]error{}
+	out := make([]ShareOffset, 0, len(parts))
+	for _, ref := range parts {
+		o := ShareOffset{SharePartition: ref, Start: -1}
+		if err, ok := denied[ref.Topic]; ok {
+			o.Err = err
+		} else if o.Err = b.Authorize(ctx, p, auth.OpDescribe, auth.Topic(ref.Topic)); o.Err != nil {
+			denied[ref.Topic] = o.Err
+		} else if sp, err := b.sharePartition(g, ref); err != nil {
+			o.Err = b.topicLookup(ctx, ref.Topic, err)
+		} else {
+			o.Start, o.Err = b.shareStart(ctx, g, sp)
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// shareGroupPartitionsLocked is every partition of the topics g's members
+// subscribe to or g used here, in order. b.share.mu is held.
+func (b *Broker) shareGroupPartitionsLocked(g *shareGroup) []SharePartition {
+	topics := map[string]bool{}
+	for _, m := range g.members {
+		for _, t := range m.topics {
+			topics[t] = true
+		}
+	}
+	for ref := range g.parts {
+		topics[ref.Topic] = true
+	}
+	var out []SharePartition
+	for _, t := range slices.Sorted(maps.Keys(topics)) {
+		c, err := b.topics.Config(t)
+		if err != nil {
+			continue
+		}
+		for i := int32(0); i < c.Partitions; i++ {
+			out = append(out, SharePartition{Topic: t, Partition: i})
+		}
+	}
+	return out
+}
+
+// shareStart is sp's stored start offset, -1 when none was stored; it
+// stores nothing.
+func (b *Broker) shareStart(ctx context.Context, g *shareGroup, sp *sharePart) (int64, error) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	st := b.plane.shares(b)
+	ver, err := st.version(ctx, sp.part, g.name)
+	if err != nil {
+		return -1, err
+	}
+	if sp.p != nil && sp.ver == ver {
+		return sp.p.Start(), nil
+	}
+	enc, _, ok, err := st.load(ctx, sp.part, g.name, sp.created)
+	if err != nil || !ok {
+		return -1, err
+	}
+	p, err := share.Decode(enc, share.Config{})
+	if err != nil {
+		return -1, err
+	}
+	return p.Start(), nil
+}
+
+// AlterShareGroupOffsets sets each named share partition's start offset
+// (Kafka's AlterShareGroupOffsets): its state starts again there, every
+// record from it on available with no delivery counted. The group must
+// have no members (groups.ErrGroupNotEmpty); it needs read on the group,
+// and a partition read on its topic; it is served on the group
+// coordinator. An offset above the high watermark is an
+// *OutOfRangeError; one below the log start moves to the log start. In a
+// cluster a partition led by another node answers a *NotLeaderError.
+func (b *Broker) AlterShareGroupOffsets(ctx context.Context, p Principal, group string, offs []ShareOffset) ([]ShareOffset, error) {
+	if err := b.authorizeShare(ctx, p, group); err != nil {
+		return nil, err
+	}
+	if err := b.CoordinatesGroups(); err != nil {
+		return nil, err
+	}
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
+	b.share.mu.Lock()
+	g := b.shareGroupLocked(group)
+	gone := b.expireMembersLocked(g, time.Now())
+	members := len(g.members)
+	b.share.mu.Unlock()
+	b.releaseMembers(g, gone)
+	if members > 0 {
+		return nil, fmt.Errorf("share group %q has %d members: %w", group, members, groups.ErrGroupNotEmpty)
+	}
+	denied := map[string]error{}
+	out := make([]ShareOffset, 0, len(offs))
+	for _, o := range offs {
+		if o.Err = b.authorizeRead(ctx, p, o.Topic, denied); o.Err == nil {
+			if sp, err := b.sharePartition(g, o.SharePartition); err != nil {
+				o.Err = b.topicLookup(ctx, o.Topic, err)
+			} else {
+				o.Err = b.shareReset(ctx, g, sp, o.Start)
+			}
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// shareReset makes sp's state a new one starting at offset, durably.
+func (b *Broker) shareReset(ctx context.Context, g *shareGroup, sp *sharePart, offset int64) error {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if _, err := b.plane.shares(b).version(ctx, sp.part, g.name); err != nil {
+		return err
+	}
+	l := sp.part.Log
+	if start, hw := l.StartOffset(), l.HighWatermark(); offset < 0 || offset > hw {
+		return &OutOfRangeError{Offset: offset, StartOffset: start, HighWatermark: hw}
+	}
+	b.share.mu.Lock()
+	cfg := g.cfg
+	b.share.mu.Unlock()
+	q := share.New(max(offset, l.StartOffset()), cfg.partitionConfig())
+	if err := b.storeShare(ctx, g, sp, q); err != nil {
+		return err
+	}
+	sp.signal()
+	return nil
+}
