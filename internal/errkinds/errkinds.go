@@ -113,6 +113,7 @@ func accessKinds() []Kind {
 		{Pkg: "broker", Name: "ErrUserExists", Err: broker.ErrUserExists},
 		{Pkg: "broker", Name: "ErrUnknownUser", Err: broker.ErrUnknownUser},
 		{Pkg: "broker", Name: "ErrUnknownNode", Err: broker.ErrUnknownNode},
+		{Pkg: "broker", Name: "ErrStaleMemberEpoch", Err: broker.ErrStaleMemberEpoch},
 		{Pkg: "broker", Name: "NotCoordinatorError", Err: &broker.NotCoordinatorError{}},
 		{Pkg: "broker", Name: "NotLeaderError", Err: &broker.NotLeaderError{What: "the cluster metadata"}},
 		{Pkg: "broker", Name: "OutOfRangeError", Err: &broker.OutOfRangeError{Offset: -1, StartOffset: 3, HighWatermark: 5}},
