@@ -52,19 +52,17 @@ func (b *Broker) DescribeConsumerGroup(ctx context.Context, p Principal, group s
 // false leaves the commit to the classic groups. A member commits with its
 // member epoch (or the one before it, whose partitions it may still be
 // committing); a commit naming no member (an admin's, or a consumer that
-// assigns itself partitions) is refused while the group has members.
+// assigns itself partitions) is refused while the group has members; an
+// empty group leaves its commits to the classic groups.
 func (s *consumerGroups) validateCommit(group, member string, epoch int32) (handled bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.groups[group]
-	if g == nil {
-		return false, nil
+	if g == nil || len(g.members) == 0 {
+		return false, nil // an empty group's id may be used by a classic group
 	}
 	if member == "" && epoch < 0 {
-		if len(g.members) > 0 {
-			return true, fmt.Errorf("%w %q in consumer group %q; join the group again", groups.ErrUnknownMember, member, group)
-		}
-		return true, nil
+		return true, fmt.Errorf("%w %q in consumer group %q; join the group again", groups.ErrUnknownMember, member, group)
 	}
 	m := g.members[member]
 	if m == nil {
