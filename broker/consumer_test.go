@@ -96,3 +96,34 @@ func TestConsumerGroupCommitFencing(t *testing.T) {
 		t.Fatalf("a commit naming no member once the group is empty: %v", err)
 	}
 }
+
+// The range assignor gives each member a contiguous range; a static
+// member that left with -2 is taken over by a new member id with its
+// instance id, keeping its partitions and epoch, while an active
+// instance id is refused.
+func TestConsumerGroupRangeAndStatic(t *testing.T) {
+	b := open(t)
+	createTopic(t, b, "q", 4)
+	rng, inst := "range", "i1"
+	a := beat(t, b, broker.ConsumerHeartbeatRequest{Member: "a", Topics: []string{"q"}, Assignor: &rng, InstanceID: &inst})
+	all := []broker.ConsumerTopicPartitions{{TopicID: a.Assignment[0].TopicID, Partitions: partitionsOf(a.Assignment)}}
+	bb := beat(t, b, broker.ConsumerHeartbeatRequest{Member: "b", Topics: []string{"q"}, Assignor: &rng})
+	a2 := beat(t, b, broker.ConsumerHeartbeatRequest{Member: "a", MemberEpoch: a.MemberEpoch, Owned: all})
+	if got := partitionsOf(a2.Assignment); !slices.Equal(got, []int32{0, 1}) {
+		t.Fatalf("range: a keeps %v, want [0 1]", got)
+	}
+	kept := []broker.ConsumerTopicPartitions{{TopicID: all[0].TopicID, Partitions: []int32{0, 1}}}
+	a3 := beat(t, b, broker.ConsumerHeartbeatRequest{Member: "a", MemberEpoch: a2.MemberEpoch, Owned: kept})
+	if b3 := beat(t, b, broker.ConsumerHeartbeatRequest{Member: "b", MemberEpoch: bb.MemberEpoch, Owned: []broker.ConsumerTopicPartitions{}}); !slices.Equal(partitionsOf(b3.Assignment), []int32{2, 3}) {
+		t.Fatalf("range: b gets %v, want [2 3]", b3.Assignment)
+	}
+	res, err := b.ConsumerHeartbeat(context.Background(), broker.ConsumerHeartbeatRequest{Group: "cg", Member: "c", Topics: []string{"q"}, InstanceID: &inst})
+	if err != nil || res.Code != broker.ConsumerUnreleasedInstance {
+		t.Fatalf("a join with an active instance id: code %d, %v; want ConsumerUnreleasedInstance", res.Code, err)
+	}
+	beat(t, b, broker.ConsumerHeartbeatRequest{Member: "a", MemberEpoch: -2})
+	c := beat(t, b, broker.ConsumerHeartbeatRequest{Member: "c", Topics: []string{"q"}, InstanceID: &inst, Owned: []broker.ConsumerTopicPartitions{}})
+	if !slices.Equal(partitionsOf(c.Assignment), []int32{0, 1}) || c.MemberEpoch != a3.MemberEpoch {
+		t.Fatalf("the instance's new member got %v at epoch %d, want [0 1] at epoch %d", c.Assignment, c.MemberEpoch, a3.MemberEpoch)
+	}
+}
