@@ -63,27 +63,28 @@ type Config struct {
 
 // Broker is one node's core.
 type Broker struct {
-	cfg     Config
-	logger  *slog.Logger
-	db      *pebble.DB
-	topics  *partition.Topics
-	offsets *offsets.Store
-	lag     *offsets.LagCollector
-	trimmer *retention.Trimmer
-	cleaner *cleaner
-	kv      *kvView            // the key-value view of compacted topics (kv.go)
-	plane   controlPlane       // local or Raft, chosen in openStorage
-	stopBG  context.CancelFunc // stops background work (the trimmer)
-	bg      sync.WaitGroup
-	m       *metrics
-	disk    *diskGuard
-	budget  *MemBudget // Fetch's
-	serving atomic.Bool
-	self    atomic.Pointer[Node] // the advertised addresses, from Ready
-	coord   coordinator
-	txns    txnHolder  // the transaction coordinator (txn.go)
-	wakes   wakeQueue  // produces waiting for a sleeping partition's wake (wake.go)
-	share   shareState // the share groups (share.go)
+	cfg       Config
+	logger    *slog.Logger
+	db        *pebble.DB
+	topics    *partition.Topics
+	offsets   *offsets.Store
+	lag       *offsets.LagCollector
+	trimmer   *retention.Trimmer
+	cleaner   *cleaner
+	kv        *kvView            // the key-value view of compacted topics (kv.go)
+	plane     controlPlane       // local or Raft, chosen in openStorage
+	stopBG    context.CancelFunc // stops background work (the trimmer)
+	bg        sync.WaitGroup
+	m         *metrics
+	disk      *diskGuard
+	budget    *MemBudget // Fetch's
+	serving   atomic.Bool
+	self      atomic.Pointer[Node] // the advertised addresses, from Ready
+	coord     coordinator
+	txns      txnHolder      // the transaction coordinator (txn.go)
+	wakes     wakeQueue      // produces waiting for a sleeping partition's wake (wake.go)
+	share     shareState     // the share groups (share.go)
+	consumers consumerGroups // the server-assigned consumer groups (consumer.go)
 
 	authStore *authStore          // users and ACLs (authstore.go)
 	quotas    quotaState          // the client quotas' enforcement (quotaenforce.go)

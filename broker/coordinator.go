@@ -226,8 +226,12 @@ func (k *coordinator) close() {
 }
 
 // validateCommit checks an offset commit with the coordinator where this
-// node has one (groups.Coordinator.ValidateCommit).
+// node has one (groups.Coordinator.ValidateCommit), or with the
+// server-assigned group of that name (consumer_describe.go).
 func (k *coordinator) validateCommit(group, member string, generation int32) error {
+	if handled, err := k.b.consumers.validateCommit(group, member, generation); handled {
+		return err
+	}
 	k.mu.Lock()
 	c := k.c
 	k.mu.Unlock()

@@ -92,6 +92,7 @@ var errorCodes = []struct {
 	{broker.ErrPartitionClosed, kerr.NotLeaderForPartition},
 
 	{groups.ErrUnknownMember, kerr.UnknownMemberID},
+	{broker.ErrStaleMemberEpoch, kerr.StaleMemberEpoch},
 	{groups.ErrIllegalGeneration, kerr.IllegalGeneration},
 	{groups.ErrRebalanceInProgress, kerr.RebalanceInProgress},
 	{groups.ErrInconsistentProtocol, kerr.InconsistentGroupProtocol},

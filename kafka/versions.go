@@ -69,6 +69,8 @@ func init() {
 		50: {0, 0, handleDescribeUserScramCredentials},
 		51: {0, 0, handleAlterUserScramCredentials},
 		60: {0, 2, handleDescribeCluster},
+		68: {1, 1, handleConsumerGroupHeartbeat},
+		69: {0, 1, handleConsumerGroupDescribe},
 		75: {0, 0, handleDescribeTopicPartitions},
 		76: {1, 1, handleShareGroupHeartbeat},
 		77: {1, 1, handleShareGroupDescribe},

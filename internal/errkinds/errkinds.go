@@ -115,6 +115,7 @@ func accessKinds() []Kind {
 		{Pkg: "broker", Name: "ErrUnknownNode", Err: broker.ErrUnknownNode},
 		{Pkg: "broker", Name: "ErrGroupSubscribed", Err: broker.ErrGroupSubscribed},
 		{Pkg: "broker", Name: "ErrElectionNotNeeded", Err: broker.ErrElectionNotNeeded},
+		{Pkg: "broker", Name: "ErrStaleMemberEpoch", Err: broker.ErrStaleMemberEpoch},
 		{Pkg: "broker", Name: "NotCoordinatorError", Err: &broker.NotCoordinatorError{}},
 		{Pkg: "broker", Name: "NotLeaderError", Err: &broker.NotLeaderError{What: "the cluster metadata"}},
 		{Pkg: "broker", Name: "OutOfRangeError", Err: &broker.OutOfRangeError{Offset: -1, StartOffset: 3, HighWatermark: 5}},

@@ -1,0 +1,75 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/logd/logd/auth"
+	"github.com/logd/logd/groups"
+)
+
+// DescribeConsumerGroup describes a server-assigned group (Kafka's
+// ConsumerGroupDescribe): State "Dead" when this coordinator has none of
+// that name. It needs describe on the group.
+func (b *Broker) DescribeConsumerGroup(ctx context.Context, p Principal, group string) (ConsumerGroupDescription, error) {
+	if err := b.Authorize(ctx, p, auth.OpDescribe, auth.Group(group)); err != nil {
+		return ConsumerGroupDescription{}, err
+	}
+	if _, err := b.groupCoordinator(); err != nil {
+		b.consumers.forget()
+		return ConsumerGroupDescription{}, err
+	}
+	d := ConsumerGroupDescription{Group: group, State: "Dead"}
+	s := &b.consumers
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.groups[group]
+	if g == nil {
+		return d, nil
+	}
+	b.expireLocked(g, time.Now())
+	d.Epoch, d.AssignmentEpoch, d.Assignor = g.epoch, g.targetEpoch, g.assignor
+	d.State = "Stable"
+	if len(g.members) == 0 {
+		d.State = "Empty"
+	}
+	for _, m := range g.members {
+		if m.epoch != g.targetEpoch || len(m.revoking) > 0 || !m.assigned.equal(g.target[m.id]) || g.targetEpoch != g.epoch {
+			d.State = "Reconciling"
+		}
+		d.Members = append(d.Members, ConsumerMemberDescription{Member: m.id, InstanceID: m.instance, Rack: m.rack,
+			ClientID: m.clientID, ClientHost: m.clientHost, MemberEpoch: m.epoch, Topics: m.topics, Regex: m.regex,
+			Assignment: b.assignmentOf(m.assigned), Target: b.assignmentOf(g.target[m.id])})
+	}
+	slices.SortFunc(d.Members, func(x, y ConsumerMemberDescription) int { return cmpString(x.Member, y.Member) })
+	return d, nil
+}
+
+// validateCommit checks an offset commit (or a transactional one) against
+// the server-assigned group of that name, if this node has one: handled
+// false leaves the commit to the classic groups. A member commits with its
+// member epoch (or the one before it, whose partitions it may still be
+// committing); a commit naming no member (an admin's, or a consumer that
+// assigns itself partitions) is refused while the group has members; an
+// empty group leaves its commits to the classic groups.
+func (s *consumerGroups) validateCommit(group, member string, epoch int32) (handled bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.groups[group]
+	if g == nil || len(g.members) == 0 {
+		return false, nil // an empty group's id may be used by a classic group
+	}
+	if member == "" && epoch < 0 {
+		return true, fmt.Errorf("%w %q in consumer group %q; join the group again", groups.ErrUnknownMember, member, group)
+	}
+	m := g.members[member]
+	if m == nil {
+		return true, fmt.Errorf("%w %q in consumer group %q; join the group again", groups.ErrUnknownMember, member, group)
+	}
+	if epoch != m.epoch && epoch != m.prevEpoch {
+		return true, fmt.Errorf("%w: group %q: member %s commits with epoch %d, its epoch is %d", ErrStaleMemberEpoch, group, member, epoch, m.epoch)
+	}
+	return true, nil
+}
