@@ -388,6 +388,9 @@ func (l *Log) Recovery() RecoveryReport {
 	return l.report
 }
 
+// Dir is the log's directory: a partition keeps its side files there.
+func (l *Log) Dir() string { return l.dir }
+
 // StartOffset is the log start offset: the first offset readable, below
 // which reads are out of range. Retention moves it by whole segments,
 // AdvanceStart to any offset up to the high watermark.

@@ -520,10 +520,26 @@ func (p *Partition) RebuildProducers() error { return p.recoverProducers() }
 // recoverProducers rebuilds the producers' state from the batches of the
 // recent segments (see producerMemory). Reads are bounded (1 MiB at a time).
 func (p *Partition) recoverProducers() error {
-	p.txn.reset()
+	p.txn.reset() // until loadTxnIndex, aborts are not written to the index
+	from, err := p.scanRecent()
+	p.txn.mu.Lock()
+	p.txn.loading = false
+	p.txn.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := p.loadTxnIndex(p.Log.StartOffset(), from); err != nil {
+		return fmt.Errorf("partition %s: aborted-transaction index: %w", p.Name(), err)
+	}
+	return nil
+}
+
+// scanRecent reads the recent segments' batches into the producers' and
+// transactions' state; it returns the first offset it read.
+func (p *Partition) scanRecent() (int64, error) {
 	segs := p.Log.Segments()
 	if len(segs) == 0 {
-		return nil
+		return p.Log.StartOffset(), nil
 	}
 	since := time.Now().Add(-producerMemory).UnixMilli()
 	first := len(segs) - 1
@@ -538,17 +554,18 @@ func (p *Partition) recoverProducers() error {
 		scanned += prev.Size
 	}
 	off := max(segs[first].BaseOffset, p.Log.StartOffset())
+	from := off
 	hw := p.Log.HighWatermark()
 	for off < hw {
 		b, err := p.Log.Read(off, recoveryReadBytes)
 		if err != nil {
 			if errors.Is(err, log.ErrOffsetOutOfRange) {
-				return nil
+				return from, nil
 			}
-			return fmt.Errorf("partition %s: rebuild producer state: %w", p.Name(), err)
+			return from, fmt.Errorf("partition %s: rebuild producer state: %w", p.Name(), err)
 		}
 		if len(b) == 0 {
-			return nil
+			return from, nil
 		}
 		err = batch.Split(b, func(one []byte, info batch.Info) error {
 			off = info.NextOffset()
@@ -557,8 +574,8 @@ func (p *Partition) recoverProducers() error {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("partition %s: rebuild producer state: %w", p.Name(), err)
+			return from, fmt.Errorf("partition %s: rebuild producer state: %w", p.Name(), err)
 		}
 	}
-	return nil
+	return from, nil
 }

@@ -28,6 +28,12 @@ type txnState struct {
 	open    map[int64]int64 // producer id -> first offset
 	aborted []AbortedTxn
 	nOpen   atomic.Int32 // len(open): LastStable's fast path
+
+	// fileMu orders the aborted-transaction index's writes (txnindex.go);
+	// loading is set while recoverProducers rebuilds the state, which
+	// writes the index once at its end.
+	fileMu  sync.Mutex
+	loading bool
 }
 
 // trackTxn records a transactional batch (a no-op for others): a data
@@ -38,6 +44,17 @@ func (p *Partition) trackTxn(info batch.Info, b []byte) {
 	if !info.IsTransactional() {
 		return
 	}
+	if p.trackTxnLocked(info, b) {
+		// An abort outlives the segments the open rescans: keep it in
+		// the index. A failed write is retried at the next abort and
+		// at open; the marker itself is in the log meanwhile.
+		_ = p.saveTxnIndex()
+	}
+}
+
+// trackTxnLocked is trackTxn's change of state; it reports whether an
+// abort was listed and the index file is to be written.
+func (p *Partition) trackTxnLocked(info batch.Info, b []byte) bool {
 	t := &p.txn
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -50,10 +67,10 @@ func (p *Partition) trackTxn(info batch.Info, b []byte) {
 			t.open[info.ProducerID] = info.BaseOffset
 			t.nOpen.Store(int32(len(t.open)))
 		}
-		return
+		return false
 	}
 	if !open {
-		return // no record of the transaction here: nothing to hide
+		return false // no record of the transaction here: nothing to hide
 	}
 	delete(t.open, info.ProducerID)
 	t.nOpen.Store(int32(len(t.open)))
@@ -61,7 +78,9 @@ func (p *Partition) trackTxn(info batch.Info, b []byte) {
 		start := p.Log.StartOffset()
 		t.aborted = slices.DeleteFunc(t.aborted, func(a AbortedTxn) bool { return a.LastOffset < start })
 		t.aborted = append(t.aborted, AbortedTxn{ProducerID: info.ProducerID, FirstOffset: first, LastOffset: info.BaseOffset})
+		return !t.loading
 	}
+	return false
 }
 
 // LastStable is the partition's last stable offset: the first offset of
@@ -111,4 +130,5 @@ func (t *txnState) reset() {
 	defer t.mu.Unlock()
 	t.open, t.aborted = nil, nil
 	t.nOpen.Store(0)
+	t.loading = true
 }
