@@ -61,6 +61,11 @@ type FetchRequest struct {
 	// and lists the aborted transactions of what it returns (Kafka's
 	// isolation level read_committed; docs/transactions.md).
 	ReadCommitted bool
+	// DropAborted (with ReadCommitted) also leaves out the markers and the
+	// batches of aborted transactions, whose Aborted list is then empty:
+	// logd's own readers (gRPC, HTTP) ask for this, Kafka clients drop
+	// them themselves.
+	DropAborted bool
 }
 
 // FetchedPartition is one partition's answer. Batches are whole stored
@@ -243,7 +248,11 @@ func (b *Broker) readAll(ctx context.Context, r FetchRequest, targets []*fetchTa
 			break
 		}
 		fp, err := b.readAt(t.p, t.offset, min(t.maxBytes, max(left, 1)), nil)
-		if err == nil && r.ReadCommitted {
+		dropped := 0
+		switch {
+		case err == nil && r.ReadCommitted && r.DropAborted:
+			dropped, err = readCommittedNative(t.p, t.offset, &fp)
+		case err == nil && r.ReadCommitted:
 			err = readCommitted(t.p, t.offset, &fp)
 		}
 		if err != nil {
@@ -253,7 +262,9 @@ func (b *Broker) readAll(ctx context.Context, r FetchRequest, targets []*fetchTa
 		}
 		fp.Err = nil
 		res[i] = fp
-		n += len(fp.Batches)
+		// Dropped batches count as read: the fetch answers at once, its
+		// NextOffset past them, rather than waiting on what is there.
+		n += len(fp.Batches) + dropped
 		used += int64(cap(fp.Batches))
 		if r.Decode {
 			used += int64(len(fp.Batches))

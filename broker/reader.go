@@ -16,6 +16,8 @@ type Reader struct {
 	p        *partition.Partition
 	maxBytes int
 	once     bool
+	// committed: read_committed reads (ReadCommitted).
+	committed bool
 }
 
 // OpenReader resolves a partition for a live tail from offset, as Fetch
@@ -46,7 +48,11 @@ func (r *Reader) Name() string { return r.p.Name() }
 // first batch is larger) into memory of its own, without waiting: at the
 // high watermark it reads nothing.
 func (r *Reader) Read(offset int64, maxBytes int) (FetchedPartition, error) {
-	return r.b.readAt(r.p, offset, maxBytes, nil)
+	fp, err := r.b.readAt(r.p, offset, maxBytes, nil)
+	if err == nil && r.committed {
+		_, err = readCommittedNative(r.p, offset, &fp)
+	}
+	return fp, err
 }
 
 // Changed is closed at the partition's next commit: take it before Read.

@@ -21,13 +21,18 @@ type (
 		Offset    int64  `json:"offset"`
 		MaxBytes  int    `json:"max_bytes"`
 		MaxWaitMs int64  `json:"max_wait_ms,omitempty"`
+		// ReadCommitted and DropAborted are the FetchRequest's.
+		ReadCommitted bool `json:"read_committed,omitempty"`
+		DropAborted   bool `json:"drop_aborted,omitempty"`
 	}
 	fetchAnswer struct {
-		Batches       []byte `json:"batches,omitempty"`
-		NextOffset    int64  `json:"next_offset"`
-		Records       int    `json:"records,omitempty"`
-		HighWatermark int64  `json:"high_watermark"`
-		LogStart      int64  `json:"log_start"`
+		Batches       []byte       `json:"batches,omitempty"`
+		NextOffset    int64        `json:"next_offset"`
+		Records       int          `json:"records,omitempty"`
+		HighWatermark int64        `json:"high_watermark"`
+		LogStart      int64        `json:"log_start"`
+		LastStable    int64        `json:"last_stable,omitempty"`
+		Aborted       []AbortedTxn `json:"aborted,omitempty"`
 	}
 )
 
@@ -40,7 +45,8 @@ func (b *Broker) peerFetch(ctx context.Context, pr Principal, r fetchReq) (any, 
 		size = min(r.MaxBytes, peerFetchMaxBytes)
 	}
 	res, err := b.Fetch(ctx, FetchRequest{Principal: pr, MinBytes: 1, MaxBytes: size,
-		MaxWait:    time.Duration(r.MaxWaitMs) * time.Millisecond,
+		MaxWait:       time.Duration(r.MaxWaitMs) * time.Millisecond,
+		ReadCommitted: r.ReadCommitted, DropAborted: r.DropAborted,
 		Partitions: []FetchPartition{{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, MaxBytes: size}}})
 	if err != nil {
 		return nil, err
@@ -52,7 +58,7 @@ func (b *Broker) peerFetch(ctx context.Context, pr Principal, r fetchReq) (any, 
 	}
 	// Encoded here: the batches are the read budget's until Release.
 	out, err := json.Marshal(fetchAnswer{Batches: fp.Batches, NextOffset: fp.NextOffset, Records: fp.Records,
-		HighWatermark: fp.HighWatermark, LogStart: fp.LogStart})
+		HighWatermark: fp.HighWatermark, LogStart: fp.LogStart, LastStable: fp.LastStable, Aborted: fp.Aborted})
 	if err != nil {
 		return nil, err
 	}
@@ -174,13 +180,14 @@ func (f Forwarder) readOne(ctx context.Context, r FetchRequest, fp FetchPartitio
 	}
 	var a fetchAnswer
 	err := f.b.peerCall(ctx, addr, opFetch, r.Principal, fetchReq{Topic: fp.Topic, Partition: fp.Partition, Offset: fp.Offset,
-		MaxBytes: min(maxBytes, peerFetchMaxBytes), MaxWaitMs: wait.Milliseconds()}, &a)
+		MaxBytes: min(maxBytes, peerFetchMaxBytes), MaxWaitMs: wait.Milliseconds(),
+		ReadCommitted: r.ReadCommitted, DropAborted: r.DropAborted}, &a)
 	out := FetchedPartition{Topic: fp.Topic, Partition: fp.Partition, NextOffset: fp.Offset}
 	if err != nil {
 		return out, err
 	}
-	out.HighWatermark, out.LogStart = a.HighWatermark, a.LogStart
-	if len(a.Batches) > 0 {
+	out.HighWatermark, out.LogStart, out.LastStable, out.Aborted = a.HighWatermark, a.LogStart, a.LastStable, a.Aborted
+	if len(a.Batches) > 0 || a.NextOffset > fp.Offset {
 		out.Batches, out.NextOffset, out.Records = a.Batches, a.NextOffset, a.Records
 	}
 	return out, nil

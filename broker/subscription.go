@@ -114,7 +114,8 @@ func (sub *Subscription) Next(ctx context.Context, off int64) (FetchedPartition,
 }
 
 // Wait is Next, waiting for records while there are none at off: it
-// returns a message with batches, or the error that ends the stream (its
+// returns a message with batches (or none, past batches a read_committed
+// reader does not see), or the error that ends the stream (its
 // context's; the topic deleted since the reader opened; kind.ErrShuttingDown
 // when the broker shuts down). While it waits the stream holds no budget
 // (Idle).
@@ -123,7 +124,10 @@ func (sub *Subscription) Wait(ctx context.Context, off int64) (FetchedPartition,
 	for {
 		changed := r.Changed()
 		fp, err := sub.Next(ctx, off)
-		if err != nil || len(fp.Batches) > 0 {
+		// A read_committed read whose batches were all left out (markers,
+		// aborted transactions) is answered too: without batches, its
+		// NextOffset moves the stream past them.
+		if err != nil || len(fp.Batches) > 0 || fp.NextOffset > off {
 			return fp, err
 		}
 		sub.Idle()

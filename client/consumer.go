@@ -48,6 +48,9 @@ type ConsumerOptions struct {
 	// MaxBytes bounds one partition's fetch (default 1 MiB; at least one
 	// batch is always returned).
 	MaxBytes int32
+	// Isolation is what the consumer sees of transactions: ReadCommitted
+	// (the default) or ReadUncommitted.
+	Isolation Isolation
 }
 
 // ConsumedRecord is a record read from the log.
@@ -403,6 +406,7 @@ func (cons *Consumer) fetch(ctx context.Context, cp *consumedPartition, off int6
 		resp, err = logdv1.NewLogClient(cc).Fetch(ctx, &logdv1.FetchRequest{
 			Topic: cons.opts.Topic, Partition: cp.partition, Offset: off,
 			MaxBytes: cons.opts.MaxBytes, MaxWaitMs: int32(wait.Milliseconds()),
+			Isolation: cons.opts.Isolation.proto(),
 		})
 		return err
 	})
@@ -443,6 +447,11 @@ func (cons *Consumer) decode(cp *consumedPartition, off int64, resp *logdv1.Fetc
 	err := batch.Split(resp.GetBatches(), func(b []byte, info batch.Info) error {
 		if !cons.opts.Follow && info.BaseOffset >= cp.end {
 			return errStop
+		}
+		if info.IsControl() {
+			// A transaction's marker (read_uncommitted reads carry them):
+			// not a record of the application's.
+			return nil
 		}
 		_, recs, err := batch.Decode(b, r.next)
 		if err != nil {
@@ -485,8 +494,10 @@ func (cons *Consumer) decode(cp *consumedPartition, off int64, resp *logdv1.Fetc
 	case r.corrupt != nil:
 		return r
 	}
-	// Offsets with no record (skipped by the server) still advance the position.
-	if nxt := resp.GetNextOffset(); len(r.recs) == 0 && nxt > r.next && (cons.opts.Follow || nxt <= cp.end) {
+	// Offsets with no record (skipped by the server, or batches after the
+	// last record that a read_committed read left out) still advance the
+	// position.
+	if nxt := resp.GetNextOffset(); (len(r.recs) == 0 || err == nil) && nxt > r.next && (cons.opts.Follow || nxt <= cp.end) {
 		r.next = nxt
 	}
 	return r

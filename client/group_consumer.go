@@ -42,9 +42,10 @@ type GroupConsumerOptions struct {
 	// ClientID is shown by DescribeGroup and prefixes the member id
 	// (default "logd-client").
 	ClientID string
-	// MaxWait and MaxBytes are as in ConsumerOptions.
-	MaxWait  time.Duration
-	MaxBytes int32
+	// MaxWait, MaxBytes and Isolation are as in ConsumerOptions.
+	MaxWait   time.Duration
+	MaxBytes  int32
+	Isolation Isolation
 	// OnAssigned is called from Poll with the partitions the member starts
 	// reading, once their reader started (a Poll that failed to start it
 	// leaves them to the next Poll, which tells of them before returning

@@ -130,7 +130,8 @@ func (g *GroupConsumer) buildReader(ctx context.Context, added topicParts) error
 			continue
 		}
 		cons, err := g.c.NewConsumer(ctx, ConsumerOptions{Topic: t, Partitions: ps, Group: g.opts.Group,
-			Start: g.opts.Start, Follow: true, MaxWait: g.opts.MaxWait, MaxBytes: g.opts.MaxBytes})
+			Start: g.opts.Start, Follow: true, MaxWait: g.opts.MaxWait, MaxBytes: g.opts.MaxBytes,
+			Isolation: g.opts.Isolation})
 		if err != nil {
 			return err
 		}

@@ -73,6 +73,7 @@ func (cons *Consumer) stream(ctx context.Context, cp *consumedPartition, sub *su
 	addr, err := cons.c.call(ctx, leader, func(ctx context.Context, cc *grpc.ClientConn) error {
 		s, err := logdv1.NewLogClient(cc).Subscribe(ctx, &logdv1.SubscribeRequest{
 			Topic: cons.opts.Topic, Partition: cp.partition, Offset: off, MaxBytes: cons.opts.MaxBytes,
+			Isolation: cons.opts.Isolation.proto(),
 		}, grpc.ForceCodecV2(fetchCodec{}))
 		if err != nil {
 			return err

@@ -36,6 +36,7 @@ type consumeFlags struct {
 	assignor   string
 	session    time.Duration
 	autoCommit time.Duration // --auto-commit-interval
+	isolation  string        // --isolation
 }
 
 const consumeLong = `Print records of TOPIC, from every partition (or --partition), each value on
@@ -72,6 +73,11 @@ timestamp (RFC 3339, ms); key and value are strings, or base64 with
   the epoch)  %D timestamp (RFC 3339)  %h headers (k=v,...)  %% a percent sign
   \n newline  \t tab  \\ backslash
 A newline is added after each record unless FMT ends with \n.
+
+--isolation read_committed (the default) prints committed records only: each
+partition is read up to its last stable offset (before its oldest open
+transaction), without the records of aborted transactions;
+--isolation read_uncommitted prints every record up to the high watermark.
 
 An offset past a partition's end (--from 100 of a partition of 3 records)
 has nothing to read without --follow: a line on stderr says so for each such
@@ -137,6 +143,7 @@ func newConsumeCmd() *cobra.Command {
 	f.BoolVar(&fl.follow, "follow", false, "keep waiting for new records instead of stopping at the end of the log")
 	f.StringVar(&fl.format, "format", "", "print each record through FMT (see above)")
 	f.BoolVar(&fl.json, "json", false, "print one JSON object a line")
+	f.StringVar(&fl.isolation, "isolation", "read_committed", "what is read of transactions: read_committed (committed records only) or read_uncommitted (every record, those of open and aborted transactions too)")
 	f.DurationVar(&fl.maxWait, "max-wait", time.Second, "how long one fetch waits for new records")
 	f.MarkHidden("max-wait")
 	f.StringVar(&fl.assignor, "assignor", "cooperative-sticky", "with --group --follow: how the group shares partitions: cooperative-sticky, range or round-robin")
@@ -200,6 +207,9 @@ func (fl *consumeFlags) options(topic string, partitionSet bool) (client.Consume
 		opts.Partitions = []int32{fl.part}
 	}
 	var err error
+	if opts.Isolation, err = parseIsolation(fl.isolation); err != nil {
+		return opts, nil, err
+	}
 	if fl.from != "" {
 		if opts.Start, err = parsePosition(fl.from, time.Now()); err != nil {
 			return opts, nil, fmt.Errorf("--from: %w", err)
@@ -432,4 +442,15 @@ func consume(ctx context.Context, cons recordReader, opts client.ConsumerOptions
 		auto.due(ctx)
 	}
 	return nil
+}
+
+// parseIsolation reads --isolation.
+func parseIsolation(v string) (client.Isolation, error) {
+	switch v {
+	case "read_committed":
+		return client.ReadCommitted, nil
+	case "read_uncommitted":
+		return client.ReadUncommitted, nil
+	}
+	return 0, fmt.Errorf("--isolation %q: want read_committed or read_uncommitted", v)
 }

@@ -56,6 +56,7 @@ func (fl *consumeFlags) open(ctx context.Context, c *client.Client, opts client.
 	return c.NewGroupConsumer(ctx, client.GroupConsumerOptions{
 		Group: opts.Group, Topics: topics, Start: opts.Start, Assignor: fl.assignor,
 		SessionTimeout: fl.session, ClientID: clientID, MaxWait: opts.MaxWait,
+		Isolation: opts.Isolation,
 	})
 }
 

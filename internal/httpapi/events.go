@@ -38,6 +38,8 @@ type stream struct {
 	// the connection, before the client has processed it).
 	group     string
 	committed []int64
+	// readCommitted: isolation=read_committed (the default).
+	readCommitted bool
 }
 
 // events serves GET /v1/topics/{topic}/events (see the package comment).
@@ -99,6 +101,9 @@ func (s *stream) start(r *http.Request) error {
 		return err
 	}
 	s.group = q.Get("group")
+	if s.readCommitted, err = readCommittedParam(q.Get("isolation")); err != nil {
+		return badRequest{err}
+	}
 	resume, err := s.resumeAt(r)
 	if err != nil {
 		return err
@@ -331,6 +336,7 @@ func (s *stream) readAt(ctx context.Context, i int, off int64, share int) (broke
 	var failing time.Time
 	for {
 		res, err := s.h.core.Fetch(ctx, broker.FetchRequest{Principal: s.p, MinBytes: 1, MaxBytes: share, MaxWait: s.h.cfg.Heartbeat, Decode: true,
+			ReadCommitted: s.readCommitted, DropAborted: s.readCommitted,
 			Partitions: []broker.FetchPartition{{Topic: s.topic, Partition: s.pos.parts[i], Offset: off, MaxBytes: share}}})
 		if err == nil && len(res.Partitions) == 1 && res.Partitions[0].Err != nil {
 			err = res.Partitions[0].Err
@@ -339,6 +345,8 @@ func (s *stream) readAt(ctx context.Context, i int, off int64, share int) (broke
 		switch {
 		case err == nil && len(res.Partitions) == 1 && len(res.Partitions[0].Batches) == 0:
 			release(res) // nothing yet: wait again
+			// (past what a read_committed read left out, if anything)
+			off = max(off, res.Partitions[0].NextOffset)
 			failing, wait = time.Time{}, streamRetryMin
 			continue
 		case err == nil || ctx.Err() != nil || !passes(err):
@@ -383,8 +391,8 @@ func (s *stream) send(res broker.FetchResult) error {
 			continue
 		}
 		err := batch.Split(fp.Batches, func(b []byte, info batch.Info) error {
-			if info.NextOffset() <= s.pos.next[i] {
-				return nil
+			if info.NextOffset() <= s.pos.next[i] || info.IsControl() {
+				return nil // below the position, or a transaction's marker
 			}
 			_, recs, err := batch.Decode(b, s.pos.next[i])
 			if err != nil {

@@ -14,11 +14,18 @@ func (s *Server) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchResp
 	if req.MaxWaitMs < 0 {
 		return nil, invalidArg("fetch: max_wait_ms must be >= 0, got %d", req.MaxWaitMs)
 	}
+	committed, err := readCommitted(req.Isolation)
+	if err != nil {
+		return nil, err
+	}
 	res, err := s.b.Fetch(ctx, broker.FetchRequest{Principal: principal(ctx),
 		Partitions: []broker.FetchPartition{{Topic: req.Topic, Partition: req.Partition, Offset: req.Offset, MaxBytes: int(req.MaxBytes)}},
 		MinBytes:   1,
 		MaxWait:    time.Duration(req.MaxWaitMs) * time.Millisecond,
 		Decode:     req.Decode,
+		// read_committed as logd's readers see it: without markers and
+		// aborted transactions.
+		ReadCommitted: committed, DropAborted: committed,
 	})
 	if err != nil {
 		return nil, err

@@ -49,11 +49,18 @@ var messagePool = func() mem.BufferPool {
 
 // Subscribe streams batches from an offset until the client goes away.
 func (s *Server) Subscribe(req *pb.SubscribeRequest, stream pb.Log_SubscribeServer) error {
+	committed, err := readCommitted(req.Isolation)
+	if err != nil {
+		return err
+	}
 	r, err := s.b.OpenReader(stream.Context(), principal(stream.Context()), req.Topic, req.Partition, req.Offset, int(req.MaxBytes))
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	if committed {
+		r.ReadCommitted()
+	}
 	sub := &subscription{s: s, stream: stream, r: r, off: req.Offset, decode: req.Decode,
 		pace: s.subs.Subscribe(r, req.Decode, min(r.MaxBytes(), maxSubscribeBytes))}
 	defer sub.pace.Close()

@@ -95,6 +95,62 @@ func (Acks) EnumDescriptor() ([]byte, []int) {
 	return file_logd_v1_logd_proto_rawDescGZIP(), []int{0}
 }
 
+// Isolation is what a read sees of transactions (docs/transactions.md).
+type Isolation int32
+
+const (
+	// read_committed: what a user expects by default.
+	Isolation_ISOLATION_UNSPECIFIED Isolation = 0
+	// Reads stop at the partition's last stable offset (before the oldest
+	// open transaction) and leave out the records of aborted transactions
+	// and the transactions' markers (control batches).
+	Isolation_ISOLATION_READ_COMMITTED Isolation = 1
+	// Reads go up to the high watermark: every record, those of open and
+	// aborted transactions and the markers included.
+	Isolation_ISOLATION_READ_UNCOMMITTED Isolation = 2
+)
+
+// Enum value maps for Isolation.
+var (
+	Isolation_name = map[int32]string{
+		0: "ISOLATION_UNSPECIFIED",
+		1: "ISOLATION_READ_COMMITTED",
+		2: "ISOLATION_READ_UNCOMMITTED",
+	}
+	Isolation_value = map[string]int32{
+		"ISOLATION_UNSPECIFIED":      0,
+		"ISOLATION_READ_COMMITTED":   1,
+		"ISOLATION_READ_UNCOMMITTED": 2,
+	}
+)
+
+func (x Isolation) Enum() *Isolation {
+	p := new(Isolation)
+	*p = x
+	return p
+}
+
+func (x Isolation) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Isolation) Descriptor() protoreflect.EnumDescriptor {
+	return file_logd_v1_logd_proto_enumTypes[1].Descriptor()
+}
+
+func (Isolation) Type() protoreflect.EnumType {
+	return &file_logd_v1_logd_proto_enumTypes[1]
+}
+
+func (x Isolation) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Isolation.Descriptor instead.
+func (Isolation) EnumDescriptor() ([]byte, []int) {
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{1}
+}
+
 type OffsetSpec int32
 
 const (
@@ -128,11 +184,11 @@ func (x OffsetSpec) String() string {
 }
 
 func (OffsetSpec) Descriptor() protoreflect.EnumDescriptor {
-	return file_logd_v1_logd_proto_enumTypes[1].Descriptor()
+	return file_logd_v1_logd_proto_enumTypes[2].Descriptor()
 }
 
 func (OffsetSpec) Type() protoreflect.EnumType {
-	return &file_logd_v1_logd_proto_enumTypes[1]
+	return &file_logd_v1_logd_proto_enumTypes[2]
 }
 
 func (x OffsetSpec) Number() protoreflect.EnumNumber {
@@ -141,7 +197,7 @@ func (x OffsetSpec) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use OffsetSpec.Descriptor instead.
 func (OffsetSpec) EnumDescriptor() ([]byte, []int) {
-	return file_logd_v1_logd_proto_rawDescGZIP(), []int{1}
+	return file_logd_v1_logd_proto_rawDescGZIP(), []int{2}
 }
 
 type Header struct {
@@ -516,9 +572,10 @@ type FetchRequest struct {
 	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
 	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
 	Offset        int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
-	MaxBytes      int32                  `protobuf:"varint,4,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`      // 0: server default (1 MiB); at least one batch is returned
-	MaxWaitMs     int32                  `protobuf:"varint,5,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"` // long-poll when nothing is at offset yet
-	Decode        bool                   `protobuf:"varint,6,opt,name=decode,proto3" json:"decode,omitempty"`                          // also return decoded records (for tools)
+	MaxBytes      int32                  `protobuf:"varint,4,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`          // 0: server default (1 MiB); at least one batch is returned
+	MaxWaitMs     int32                  `protobuf:"varint,5,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`     // long-poll when nothing is at offset yet
+	Decode        bool                   `protobuf:"varint,6,opt,name=decode,proto3" json:"decode,omitempty"`                              // also return decoded records (for tools)
+	Isolation     Isolation              `protobuf:"varint,7,opt,name=isolation,proto3,enum=logd.v1.Isolation" json:"isolation,omitempty"` // unset: read_committed
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -593,6 +650,13 @@ func (x *FetchRequest) GetDecode() bool {
 		return x.Decode
 	}
 	return false
+}
+
+func (x *FetchRequest) GetIsolation() Isolation {
+	if x != nil {
+		return x.Isolation
+	}
+	return Isolation_ISOLATION_UNSPECIFIED
 }
 
 type FetchResponse struct {
@@ -696,6 +760,7 @@ type SubscribeRequest struct {
 	Offset        int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
 	MaxBytes      int32                  `protobuf:"varint,4,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"` // per message on the stream; 0: server default
 	Decode        bool                   `protobuf:"varint,5,opt,name=decode,proto3" json:"decode,omitempty"`
+	Isolation     Isolation              `protobuf:"varint,6,opt,name=isolation,proto3,enum=logd.v1.Isolation" json:"isolation,omitempty"` // unset: read_committed
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -763,6 +828,13 @@ func (x *SubscribeRequest) GetDecode() bool {
 		return x.Decode
 	}
 	return false
+}
+
+func (x *SubscribeRequest) GetIsolation() Isolation {
+	if x != nil {
+		return x.Isolation
+	}
+	return Isolation_ISOLATION_UNSPECIFIED
 }
 
 type ListOffsetsRequest struct {
@@ -5058,14 +5130,15 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"baseOffset\x12\x1f\n" +
 	"\vlast_offset\x18\x03 \x01(\x03R\n" +
 	"lastOffset\x12\x1c\n" +
-	"\tduplicate\x18\x04 \x01(\bR\tduplicate\"\xaf\x01\n" +
+	"\tduplicate\x18\x04 \x01(\bR\tduplicate\"\xe1\x01\n" +
 	"\fFetchRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x1b\n" +
 	"\tmax_bytes\x18\x04 \x01(\x05R\bmaxBytes\x12\x1e\n" +
 	"\vmax_wait_ms\x18\x05 \x01(\x05R\tmaxWaitMs\x12\x16\n" +
-	"\x06decode\x18\x06 \x01(\bR\x06decode\"\xfa\x01\n" +
+	"\x06decode\x18\x06 \x01(\bR\x06decode\x120\n" +
+	"\tisolation\x18\a \x01(\x0e2\x12.logd.v1.IsolationR\tisolation\"\xfa\x01\n" +
 	"\rFetchResponse\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x18\n" +
@@ -5074,13 +5147,14 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x10log_start_offset\x18\x05 \x01(\x03R\x0elogStartOffset\x12%\n" +
 	"\x0ehigh_watermark\x18\x06 \x01(\x03R\rhighWatermark\x12\x1f\n" +
 	"\vnext_offset\x18\a \x01(\x03R\n" +
-	"nextOffset\"\x93\x01\n" +
+	"nextOffset\"\xc5\x01\n" +
 	"\x10SubscribeRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x1b\n" +
 	"\tmax_bytes\x18\x04 \x01(\x05R\bmaxBytes\x12\x16\n" +
-	"\x06decode\x18\x05 \x01(\bR\x06decode\"\x96\x01\n" +
+	"\x06decode\x18\x05 \x01(\bR\x06decode\x120\n" +
+	"\tisolation\x18\x06 \x01(\x0e2\x12.logd.v1.IsolationR\tisolation\"\x96\x01\n" +
 	"\x12ListOffsetsRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1e\n" +
 	"\n" +
@@ -5417,7 +5491,11 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x04Acks\x12\x10\n" +
 	"\fACKS_DEFAULT\x10\x00\x12\x0f\n" +
 	"\vACKS_LEADER\x10\x01\x12\f\n" +
-	"\bACKS_ALL\x10\x02*Y\n" +
+	"\bACKS_ALL\x10\x02*d\n" +
+	"\tIsolation\x12\x19\n" +
+	"\x15ISOLATION_UNSPECIFIED\x10\x00\x12\x1c\n" +
+	"\x18ISOLATION_READ_COMMITTED\x10\x01\x12\x1e\n" +
+	"\x1aISOLATION_READ_UNCOMMITTED\x10\x02*Y\n" +
 	"\n" +
 	"OffsetSpec\x12\x16\n" +
 	"\x12OFFSET_SPEC_LATEST\x10\x00\x12\x18\n" +
@@ -5486,205 +5564,208 @@ func file_logd_v1_logd_proto_rawDescGZIP() []byte {
 	return file_logd_v1_logd_proto_rawDescData
 }
 
-var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_logd_v1_logd_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_logd_v1_logd_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
 var file_logd_v1_logd_proto_goTypes = []any{
 	(Acks)(0),                        // 0: logd.v1.Acks
-	(OffsetSpec)(0),                  // 1: logd.v1.OffsetSpec
-	(*Header)(nil),                   // 2: logd.v1.Header
-	(*Record)(nil),                   // 3: logd.v1.Record
-	(*ProduceRequest)(nil),           // 4: logd.v1.ProduceRequest
-	(*ProduceResponse)(nil),          // 5: logd.v1.ProduceResponse
-	(*PartitionAppend)(nil),          // 6: logd.v1.PartitionAppend
-	(*FetchRequest)(nil),             // 7: logd.v1.FetchRequest
-	(*FetchResponse)(nil),            // 8: logd.v1.FetchResponse
-	(*SubscribeRequest)(nil),         // 9: logd.v1.SubscribeRequest
-	(*ListOffsetsRequest)(nil),       // 10: logd.v1.ListOffsetsRequest
-	(*PartitionOffset)(nil),          // 11: logd.v1.PartitionOffset
-	(*ListOffsetsResponse)(nil),      // 12: logd.v1.ListOffsetsResponse
-	(*TopicConfig)(nil),              // 13: logd.v1.TopicConfig
-	(*CreateTopicRequest)(nil),       // 14: logd.v1.CreateTopicRequest
-	(*CreateTopicResponse)(nil),      // 15: logd.v1.CreateTopicResponse
-	(*ListTopicsRequest)(nil),        // 16: logd.v1.ListTopicsRequest
-	(*ListTopicsResponse)(nil),       // 17: logd.v1.ListTopicsResponse
-	(*TopicInfo)(nil),                // 18: logd.v1.TopicInfo
-	(*DescribeTopicRequest)(nil),     // 19: logd.v1.DescribeTopicRequest
-	(*PartitionInfo)(nil),            // 20: logd.v1.PartitionInfo
-	(*DescribeTopicResponse)(nil),    // 21: logd.v1.DescribeTopicResponse
-	(*AlterTopicRequest)(nil),        // 22: logd.v1.AlterTopicRequest
-	(*AlterTopicResponse)(nil),       // 23: logd.v1.AlterTopicResponse
-	(*DeleteTopicRequest)(nil),       // 24: logd.v1.DeleteTopicRequest
-	(*DeleteTopicResponse)(nil),      // 25: logd.v1.DeleteTopicResponse
-	(*DeleteRecordsRequest)(nil),     // 26: logd.v1.DeleteRecordsRequest
-	(*DeleteRecordsResponse)(nil),    // 27: logd.v1.DeleteRecordsResponse
-	(*CommittedOffset)(nil),          // 28: logd.v1.CommittedOffset
-	(*CommitOffsetsRequest)(nil),     // 29: logd.v1.CommitOffsetsRequest
-	(*CommitOffsetsResponse)(nil),    // 30: logd.v1.CommitOffsetsResponse
-	(*FetchOffsetsRequest)(nil),      // 31: logd.v1.FetchOffsetsRequest
-	(*FetchOffsetsResponse)(nil),     // 32: logd.v1.FetchOffsetsResponse
-	(*ListGroupsRequest)(nil),        // 33: logd.v1.ListGroupsRequest
-	(*DeleteGroupRequest)(nil),       // 34: logd.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),      // 35: logd.v1.DeleteGroupResponse
-	(*ListGroupsResponse)(nil),       // 36: logd.v1.ListGroupsResponse
-	(*ResetOffsetsRequest)(nil),      // 37: logd.v1.ResetOffsetsRequest
-	(*ResetOffsetsResponse)(nil),     // 38: logd.v1.ResetOffsetsResponse
-	(*TopicPartitions)(nil),          // 39: logd.v1.TopicPartitions
-	(*JoinGroupRequest)(nil),         // 40: logd.v1.JoinGroupRequest
-	(*JoinGroupResponse)(nil),        // 41: logd.v1.JoinGroupResponse
-	(*HeartbeatRequest)(nil),         // 42: logd.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),        // 43: logd.v1.HeartbeatResponse
-	(*LeaveGroupRequest)(nil),        // 44: logd.v1.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),       // 45: logd.v1.LeaveGroupResponse
-	(*DescribeGroupRequest)(nil),     // 46: logd.v1.DescribeGroupRequest
-	(*GroupMember)(nil),              // 47: logd.v1.GroupMember
-	(*DescribeGroupResponse)(nil),    // 48: logd.v1.DescribeGroupResponse
-	(*GroupListing)(nil),             // 49: logd.v1.GroupListing
-	(*ListMemberGroupsResponse)(nil), // 50: logd.v1.ListMemberGroupsResponse
-	(*ClusterStatusRequest)(nil),     // 51: logd.v1.ClusterStatusRequest
-	(*JoinRequest)(nil),              // 52: logd.v1.JoinRequest
-	(*JoinResponse)(nil),             // 53: logd.v1.JoinResponse
-	(*RemoveNodeRequest)(nil),        // 54: logd.v1.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),       // 55: logd.v1.RemoveNodeResponse
-	(*NodeStatus)(nil),               // 56: logd.v1.NodeStatus
-	(*PartitionStatus)(nil),          // 57: logd.v1.PartitionStatus
-	(*ClusterStatusResponse)(nil),    // 58: logd.v1.ClusterStatusResponse
-	(*CreateUserRequest)(nil),        // 59: logd.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),       // 60: logd.v1.CreateUserResponse
-	(*DeleteUserRequest)(nil),        // 61: logd.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),       // 62: logd.v1.DeleteUserResponse
-	(*ListUsersRequest)(nil),         // 63: logd.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),        // 64: logd.v1.ListUsersResponse
-	(*ACL)(nil),                      // 65: logd.v1.ACL
-	(*AddACLsRequest)(nil),           // 66: logd.v1.AddACLsRequest
-	(*AddACLsResponse)(nil),          // 67: logd.v1.AddACLsResponse
-	(*RemoveACLsRequest)(nil),        // 68: logd.v1.RemoveACLsRequest
-	(*RemoveACLsResponse)(nil),       // 69: logd.v1.RemoveACLsResponse
-	(*ListACLsRequest)(nil),          // 70: logd.v1.ListACLsRequest
-	(*ListACLsResponse)(nil),         // 71: logd.v1.ListACLsResponse
-	(*KVEntry)(nil),                  // 72: logd.v1.KVEntry
-	(*KVGetRequest)(nil),             // 73: logd.v1.KVGetRequest
-	(*KVGetResponse)(nil),            // 74: logd.v1.KVGetResponse
-	(*KVPutRequest)(nil),             // 75: logd.v1.KVPutRequest
-	(*KVWriter)(nil),                 // 76: logd.v1.KVWriter
-	(*KVPutResponse)(nil),            // 77: logd.v1.KVPutResponse
-	(*KVDeleteRequest)(nil),          // 78: logd.v1.KVDeleteRequest
-	(*KVListRequest)(nil),            // 79: logd.v1.KVListRequest
-	(*KVListResponse)(nil),           // 80: logd.v1.KVListResponse
-	(*KVWatchRequest)(nil),           // 81: logd.v1.KVWatchRequest
+	(Isolation)(0),                   // 1: logd.v1.Isolation
+	(OffsetSpec)(0),                  // 2: logd.v1.OffsetSpec
+	(*Header)(nil),                   // 3: logd.v1.Header
+	(*Record)(nil),                   // 4: logd.v1.Record
+	(*ProduceRequest)(nil),           // 5: logd.v1.ProduceRequest
+	(*ProduceResponse)(nil),          // 6: logd.v1.ProduceResponse
+	(*PartitionAppend)(nil),          // 7: logd.v1.PartitionAppend
+	(*FetchRequest)(nil),             // 8: logd.v1.FetchRequest
+	(*FetchResponse)(nil),            // 9: logd.v1.FetchResponse
+	(*SubscribeRequest)(nil),         // 10: logd.v1.SubscribeRequest
+	(*ListOffsetsRequest)(nil),       // 11: logd.v1.ListOffsetsRequest
+	(*PartitionOffset)(nil),          // 12: logd.v1.PartitionOffset
+	(*ListOffsetsResponse)(nil),      // 13: logd.v1.ListOffsetsResponse
+	(*TopicConfig)(nil),              // 14: logd.v1.TopicConfig
+	(*CreateTopicRequest)(nil),       // 15: logd.v1.CreateTopicRequest
+	(*CreateTopicResponse)(nil),      // 16: logd.v1.CreateTopicResponse
+	(*ListTopicsRequest)(nil),        // 17: logd.v1.ListTopicsRequest
+	(*ListTopicsResponse)(nil),       // 18: logd.v1.ListTopicsResponse
+	(*TopicInfo)(nil),                // 19: logd.v1.TopicInfo
+	(*DescribeTopicRequest)(nil),     // 20: logd.v1.DescribeTopicRequest
+	(*PartitionInfo)(nil),            // 21: logd.v1.PartitionInfo
+	(*DescribeTopicResponse)(nil),    // 22: logd.v1.DescribeTopicResponse
+	(*AlterTopicRequest)(nil),        // 23: logd.v1.AlterTopicRequest
+	(*AlterTopicResponse)(nil),       // 24: logd.v1.AlterTopicResponse
+	(*DeleteTopicRequest)(nil),       // 25: logd.v1.DeleteTopicRequest
+	(*DeleteTopicResponse)(nil),      // 26: logd.v1.DeleteTopicResponse
+	(*DeleteRecordsRequest)(nil),     // 27: logd.v1.DeleteRecordsRequest
+	(*DeleteRecordsResponse)(nil),    // 28: logd.v1.DeleteRecordsResponse
+	(*CommittedOffset)(nil),          // 29: logd.v1.CommittedOffset
+	(*CommitOffsetsRequest)(nil),     // 30: logd.v1.CommitOffsetsRequest
+	(*CommitOffsetsResponse)(nil),    // 31: logd.v1.CommitOffsetsResponse
+	(*FetchOffsetsRequest)(nil),      // 32: logd.v1.FetchOffsetsRequest
+	(*FetchOffsetsResponse)(nil),     // 33: logd.v1.FetchOffsetsResponse
+	(*ListGroupsRequest)(nil),        // 34: logd.v1.ListGroupsRequest
+	(*DeleteGroupRequest)(nil),       // 35: logd.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),      // 36: logd.v1.DeleteGroupResponse
+	(*ListGroupsResponse)(nil),       // 37: logd.v1.ListGroupsResponse
+	(*ResetOffsetsRequest)(nil),      // 38: logd.v1.ResetOffsetsRequest
+	(*ResetOffsetsResponse)(nil),     // 39: logd.v1.ResetOffsetsResponse
+	(*TopicPartitions)(nil),          // 40: logd.v1.TopicPartitions
+	(*JoinGroupRequest)(nil),         // 41: logd.v1.JoinGroupRequest
+	(*JoinGroupResponse)(nil),        // 42: logd.v1.JoinGroupResponse
+	(*HeartbeatRequest)(nil),         // 43: logd.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),        // 44: logd.v1.HeartbeatResponse
+	(*LeaveGroupRequest)(nil),        // 45: logd.v1.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),       // 46: logd.v1.LeaveGroupResponse
+	(*DescribeGroupRequest)(nil),     // 47: logd.v1.DescribeGroupRequest
+	(*GroupMember)(nil),              // 48: logd.v1.GroupMember
+	(*DescribeGroupResponse)(nil),    // 49: logd.v1.DescribeGroupResponse
+	(*GroupListing)(nil),             // 50: logd.v1.GroupListing
+	(*ListMemberGroupsResponse)(nil), // 51: logd.v1.ListMemberGroupsResponse
+	(*ClusterStatusRequest)(nil),     // 52: logd.v1.ClusterStatusRequest
+	(*JoinRequest)(nil),              // 53: logd.v1.JoinRequest
+	(*JoinResponse)(nil),             // 54: logd.v1.JoinResponse
+	(*RemoveNodeRequest)(nil),        // 55: logd.v1.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),       // 56: logd.v1.RemoveNodeResponse
+	(*NodeStatus)(nil),               // 57: logd.v1.NodeStatus
+	(*PartitionStatus)(nil),          // 58: logd.v1.PartitionStatus
+	(*ClusterStatusResponse)(nil),    // 59: logd.v1.ClusterStatusResponse
+	(*CreateUserRequest)(nil),        // 60: logd.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),       // 61: logd.v1.CreateUserResponse
+	(*DeleteUserRequest)(nil),        // 62: logd.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),       // 63: logd.v1.DeleteUserResponse
+	(*ListUsersRequest)(nil),         // 64: logd.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),        // 65: logd.v1.ListUsersResponse
+	(*ACL)(nil),                      // 66: logd.v1.ACL
+	(*AddACLsRequest)(nil),           // 67: logd.v1.AddACLsRequest
+	(*AddACLsResponse)(nil),          // 68: logd.v1.AddACLsResponse
+	(*RemoveACLsRequest)(nil),        // 69: logd.v1.RemoveACLsRequest
+	(*RemoveACLsResponse)(nil),       // 70: logd.v1.RemoveACLsResponse
+	(*ListACLsRequest)(nil),          // 71: logd.v1.ListACLsRequest
+	(*ListACLsResponse)(nil),         // 72: logd.v1.ListACLsResponse
+	(*KVEntry)(nil),                  // 73: logd.v1.KVEntry
+	(*KVGetRequest)(nil),             // 74: logd.v1.KVGetRequest
+	(*KVGetResponse)(nil),            // 75: logd.v1.KVGetResponse
+	(*KVPutRequest)(nil),             // 76: logd.v1.KVPutRequest
+	(*KVWriter)(nil),                 // 77: logd.v1.KVWriter
+	(*KVPutResponse)(nil),            // 78: logd.v1.KVPutResponse
+	(*KVDeleteRequest)(nil),          // 79: logd.v1.KVDeleteRequest
+	(*KVListRequest)(nil),            // 80: logd.v1.KVListRequest
+	(*KVListResponse)(nil),           // 81: logd.v1.KVListResponse
+	(*KVWatchRequest)(nil),           // 82: logd.v1.KVWatchRequest
 }
 var file_logd_v1_logd_proto_depIdxs = []int32{
-	2,  // 0: logd.v1.Record.headers:type_name -> logd.v1.Header
-	3,  // 1: logd.v1.ProduceRequest.records:type_name -> logd.v1.Record
+	3,  // 0: logd.v1.Record.headers:type_name -> logd.v1.Header
+	4,  // 1: logd.v1.ProduceRequest.records:type_name -> logd.v1.Record
 	0,  // 2: logd.v1.ProduceRequest.acks:type_name -> logd.v1.Acks
-	6,  // 3: logd.v1.ProduceResponse.appends:type_name -> logd.v1.PartitionAppend
-	3,  // 4: logd.v1.FetchResponse.records:type_name -> logd.v1.Record
-	1,  // 5: logd.v1.ListOffsetsRequest.spec:type_name -> logd.v1.OffsetSpec
-	11, // 6: logd.v1.ListOffsetsResponse.partitions:type_name -> logd.v1.PartitionOffset
-	13, // 7: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.TopicConfig
-	18, // 8: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
-	18, // 9: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
-	13, // 10: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicConfig
-	18, // 11: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
-	20, // 12: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
-	13, // 13: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.TopicConfig
-	18, // 14: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
-	28, // 15: logd.v1.CommitOffsetsRequest.offsets:type_name -> logd.v1.CommittedOffset
-	28, // 16: logd.v1.FetchOffsetsResponse.offsets:type_name -> logd.v1.CommittedOffset
-	1,  // 17: logd.v1.ResetOffsetsRequest.spec:type_name -> logd.v1.OffsetSpec
-	28, // 18: logd.v1.ResetOffsetsResponse.offsets:type_name -> logd.v1.CommittedOffset
-	39, // 19: logd.v1.JoinGroupRequest.owned:type_name -> logd.v1.TopicPartitions
-	39, // 20: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.TopicPartitions
-	39, // 21: logd.v1.GroupMember.assignment:type_name -> logd.v1.TopicPartitions
-	47, // 22: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.GroupMember
-	49, // 23: logd.v1.ListMemberGroupsResponse.groups:type_name -> logd.v1.GroupListing
-	56, // 24: logd.v1.ClusterStatusResponse.nodes:type_name -> logd.v1.NodeStatus
-	57, // 25: logd.v1.ClusterStatusResponse.partitions:type_name -> logd.v1.PartitionStatus
-	65, // 26: logd.v1.AddACLsRequest.acls:type_name -> logd.v1.ACL
-	65, // 27: logd.v1.RemoveACLsRequest.filter:type_name -> logd.v1.ACL
-	65, // 28: logd.v1.RemoveACLsResponse.removed:type_name -> logd.v1.ACL
-	65, // 29: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACL
-	65, // 30: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
-	2,  // 31: logd.v1.KVEntry.headers:type_name -> logd.v1.Header
-	72, // 32: logd.v1.KVGetResponse.entry:type_name -> logd.v1.KVEntry
-	2,  // 33: logd.v1.KVPutRequest.headers:type_name -> logd.v1.Header
-	76, // 34: logd.v1.KVPutRequest.writer:type_name -> logd.v1.KVWriter
-	76, // 35: logd.v1.KVDeleteRequest.writer:type_name -> logd.v1.KVWriter
-	72, // 36: logd.v1.KVListResponse.entries:type_name -> logd.v1.KVEntry
-	4,  // 37: logd.v1.Log.Produce:input_type -> logd.v1.ProduceRequest
-	4,  // 38: logd.v1.Log.ProduceStream:input_type -> logd.v1.ProduceRequest
-	7,  // 39: logd.v1.Log.Fetch:input_type -> logd.v1.FetchRequest
-	9,  // 40: logd.v1.Log.Subscribe:input_type -> logd.v1.SubscribeRequest
-	10, // 41: logd.v1.Log.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
-	14, // 42: logd.v1.Admin.CreateTopic:input_type -> logd.v1.CreateTopicRequest
-	16, // 43: logd.v1.Admin.ListTopics:input_type -> logd.v1.ListTopicsRequest
-	19, // 44: logd.v1.Admin.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
-	22, // 45: logd.v1.Admin.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	24, // 46: logd.v1.Admin.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	26, // 47: logd.v1.Admin.DeleteRecords:input_type -> logd.v1.DeleteRecordsRequest
-	29, // 48: logd.v1.Offsets.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	31, // 49: logd.v1.Offsets.FetchOffsets:input_type -> logd.v1.FetchOffsetsRequest
-	33, // 50: logd.v1.Offsets.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	37, // 51: logd.v1.Offsets.ResetOffsets:input_type -> logd.v1.ResetOffsetsRequest
-	34, // 52: logd.v1.Offsets.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
-	40, // 53: logd.v1.Groups.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	42, // 54: logd.v1.Groups.Heartbeat:input_type -> logd.v1.HeartbeatRequest
-	44, // 55: logd.v1.Groups.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	46, // 56: logd.v1.Groups.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	33, // 57: logd.v1.Groups.ListMemberGroups:input_type -> logd.v1.ListGroupsRequest
-	51, // 58: logd.v1.Cluster.Status:input_type -> logd.v1.ClusterStatusRequest
-	52, // 59: logd.v1.Cluster.Join:input_type -> logd.v1.JoinRequest
-	54, // 60: logd.v1.Cluster.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	59, // 61: logd.v1.Security.CreateUser:input_type -> logd.v1.CreateUserRequest
-	61, // 62: logd.v1.Security.DeleteUser:input_type -> logd.v1.DeleteUserRequest
-	63, // 63: logd.v1.Security.ListUsers:input_type -> logd.v1.ListUsersRequest
-	66, // 64: logd.v1.Security.AddACLs:input_type -> logd.v1.AddACLsRequest
-	68, // 65: logd.v1.Security.RemoveACLs:input_type -> logd.v1.RemoveACLsRequest
-	70, // 66: logd.v1.Security.ListACLs:input_type -> logd.v1.ListACLsRequest
-	73, // 67: logd.v1.KV.Get:input_type -> logd.v1.KVGetRequest
-	75, // 68: logd.v1.KV.Put:input_type -> logd.v1.KVPutRequest
-	78, // 69: logd.v1.KV.Delete:input_type -> logd.v1.KVDeleteRequest
-	79, // 70: logd.v1.KV.List:input_type -> logd.v1.KVListRequest
-	81, // 71: logd.v1.KV.Watch:input_type -> logd.v1.KVWatchRequest
-	5,  // 72: logd.v1.Log.Produce:output_type -> logd.v1.ProduceResponse
-	5,  // 73: logd.v1.Log.ProduceStream:output_type -> logd.v1.ProduceResponse
-	8,  // 74: logd.v1.Log.Fetch:output_type -> logd.v1.FetchResponse
-	8,  // 75: logd.v1.Log.Subscribe:output_type -> logd.v1.FetchResponse
-	12, // 76: logd.v1.Log.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	15, // 77: logd.v1.Admin.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	17, // 78: logd.v1.Admin.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	21, // 79: logd.v1.Admin.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	23, // 80: logd.v1.Admin.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	25, // 81: logd.v1.Admin.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	27, // 82: logd.v1.Admin.DeleteRecords:output_type -> logd.v1.DeleteRecordsResponse
-	30, // 83: logd.v1.Offsets.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	32, // 84: logd.v1.Offsets.FetchOffsets:output_type -> logd.v1.FetchOffsetsResponse
-	36, // 85: logd.v1.Offsets.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	38, // 86: logd.v1.Offsets.ResetOffsets:output_type -> logd.v1.ResetOffsetsResponse
-	35, // 87: logd.v1.Offsets.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
-	41, // 88: logd.v1.Groups.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	43, // 89: logd.v1.Groups.Heartbeat:output_type -> logd.v1.HeartbeatResponse
-	45, // 90: logd.v1.Groups.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	48, // 91: logd.v1.Groups.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	50, // 92: logd.v1.Groups.ListMemberGroups:output_type -> logd.v1.ListMemberGroupsResponse
-	58, // 93: logd.v1.Cluster.Status:output_type -> logd.v1.ClusterStatusResponse
-	53, // 94: logd.v1.Cluster.Join:output_type -> logd.v1.JoinResponse
-	55, // 95: logd.v1.Cluster.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	60, // 96: logd.v1.Security.CreateUser:output_type -> logd.v1.CreateUserResponse
-	62, // 97: logd.v1.Security.DeleteUser:output_type -> logd.v1.DeleteUserResponse
-	64, // 98: logd.v1.Security.ListUsers:output_type -> logd.v1.ListUsersResponse
-	67, // 99: logd.v1.Security.AddACLs:output_type -> logd.v1.AddACLsResponse
-	69, // 100: logd.v1.Security.RemoveACLs:output_type -> logd.v1.RemoveACLsResponse
-	71, // 101: logd.v1.Security.ListACLs:output_type -> logd.v1.ListACLsResponse
-	74, // 102: logd.v1.KV.Get:output_type -> logd.v1.KVGetResponse
-	77, // 103: logd.v1.KV.Put:output_type -> logd.v1.KVPutResponse
-	77, // 104: logd.v1.KV.Delete:output_type -> logd.v1.KVPutResponse
-	80, // 105: logd.v1.KV.List:output_type -> logd.v1.KVListResponse
-	72, // 106: logd.v1.KV.Watch:output_type -> logd.v1.KVEntry
-	72, // [72:107] is the sub-list for method output_type
-	37, // [37:72] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	7,  // 3: logd.v1.ProduceResponse.appends:type_name -> logd.v1.PartitionAppend
+	1,  // 4: logd.v1.FetchRequest.isolation:type_name -> logd.v1.Isolation
+	4,  // 5: logd.v1.FetchResponse.records:type_name -> logd.v1.Record
+	1,  // 6: logd.v1.SubscribeRequest.isolation:type_name -> logd.v1.Isolation
+	2,  // 7: logd.v1.ListOffsetsRequest.spec:type_name -> logd.v1.OffsetSpec
+	12, // 8: logd.v1.ListOffsetsResponse.partitions:type_name -> logd.v1.PartitionOffset
+	14, // 9: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.TopicConfig
+	19, // 10: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
+	19, // 11: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
+	14, // 12: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicConfig
+	19, // 13: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
+	21, // 14: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
+	14, // 15: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.TopicConfig
+	19, // 16: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
+	29, // 17: logd.v1.CommitOffsetsRequest.offsets:type_name -> logd.v1.CommittedOffset
+	29, // 18: logd.v1.FetchOffsetsResponse.offsets:type_name -> logd.v1.CommittedOffset
+	2,  // 19: logd.v1.ResetOffsetsRequest.spec:type_name -> logd.v1.OffsetSpec
+	29, // 20: logd.v1.ResetOffsetsResponse.offsets:type_name -> logd.v1.CommittedOffset
+	40, // 21: logd.v1.JoinGroupRequest.owned:type_name -> logd.v1.TopicPartitions
+	40, // 22: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.TopicPartitions
+	40, // 23: logd.v1.GroupMember.assignment:type_name -> logd.v1.TopicPartitions
+	48, // 24: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.GroupMember
+	50, // 25: logd.v1.ListMemberGroupsResponse.groups:type_name -> logd.v1.GroupListing
+	57, // 26: logd.v1.ClusterStatusResponse.nodes:type_name -> logd.v1.NodeStatus
+	58, // 27: logd.v1.ClusterStatusResponse.partitions:type_name -> logd.v1.PartitionStatus
+	66, // 28: logd.v1.AddACLsRequest.acls:type_name -> logd.v1.ACL
+	66, // 29: logd.v1.RemoveACLsRequest.filter:type_name -> logd.v1.ACL
+	66, // 30: logd.v1.RemoveACLsResponse.removed:type_name -> logd.v1.ACL
+	66, // 31: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACL
+	66, // 32: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
+	3,  // 33: logd.v1.KVEntry.headers:type_name -> logd.v1.Header
+	73, // 34: logd.v1.KVGetResponse.entry:type_name -> logd.v1.KVEntry
+	3,  // 35: logd.v1.KVPutRequest.headers:type_name -> logd.v1.Header
+	77, // 36: logd.v1.KVPutRequest.writer:type_name -> logd.v1.KVWriter
+	77, // 37: logd.v1.KVDeleteRequest.writer:type_name -> logd.v1.KVWriter
+	73, // 38: logd.v1.KVListResponse.entries:type_name -> logd.v1.KVEntry
+	5,  // 39: logd.v1.Log.Produce:input_type -> logd.v1.ProduceRequest
+	5,  // 40: logd.v1.Log.ProduceStream:input_type -> logd.v1.ProduceRequest
+	8,  // 41: logd.v1.Log.Fetch:input_type -> logd.v1.FetchRequest
+	10, // 42: logd.v1.Log.Subscribe:input_type -> logd.v1.SubscribeRequest
+	11, // 43: logd.v1.Log.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	15, // 44: logd.v1.Admin.CreateTopic:input_type -> logd.v1.CreateTopicRequest
+	17, // 45: logd.v1.Admin.ListTopics:input_type -> logd.v1.ListTopicsRequest
+	20, // 46: logd.v1.Admin.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
+	23, // 47: logd.v1.Admin.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	25, // 48: logd.v1.Admin.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
+	27, // 49: logd.v1.Admin.DeleteRecords:input_type -> logd.v1.DeleteRecordsRequest
+	30, // 50: logd.v1.Offsets.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	32, // 51: logd.v1.Offsets.FetchOffsets:input_type -> logd.v1.FetchOffsetsRequest
+	34, // 52: logd.v1.Offsets.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	38, // 53: logd.v1.Offsets.ResetOffsets:input_type -> logd.v1.ResetOffsetsRequest
+	35, // 54: logd.v1.Offsets.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
+	41, // 55: logd.v1.Groups.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	43, // 56: logd.v1.Groups.Heartbeat:input_type -> logd.v1.HeartbeatRequest
+	45, // 57: logd.v1.Groups.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	47, // 58: logd.v1.Groups.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	34, // 59: logd.v1.Groups.ListMemberGroups:input_type -> logd.v1.ListGroupsRequest
+	52, // 60: logd.v1.Cluster.Status:input_type -> logd.v1.ClusterStatusRequest
+	53, // 61: logd.v1.Cluster.Join:input_type -> logd.v1.JoinRequest
+	55, // 62: logd.v1.Cluster.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	60, // 63: logd.v1.Security.CreateUser:input_type -> logd.v1.CreateUserRequest
+	62, // 64: logd.v1.Security.DeleteUser:input_type -> logd.v1.DeleteUserRequest
+	64, // 65: logd.v1.Security.ListUsers:input_type -> logd.v1.ListUsersRequest
+	67, // 66: logd.v1.Security.AddACLs:input_type -> logd.v1.AddACLsRequest
+	69, // 67: logd.v1.Security.RemoveACLs:input_type -> logd.v1.RemoveACLsRequest
+	71, // 68: logd.v1.Security.ListACLs:input_type -> logd.v1.ListACLsRequest
+	74, // 69: logd.v1.KV.Get:input_type -> logd.v1.KVGetRequest
+	76, // 70: logd.v1.KV.Put:input_type -> logd.v1.KVPutRequest
+	79, // 71: logd.v1.KV.Delete:input_type -> logd.v1.KVDeleteRequest
+	80, // 72: logd.v1.KV.List:input_type -> logd.v1.KVListRequest
+	82, // 73: logd.v1.KV.Watch:input_type -> logd.v1.KVWatchRequest
+	6,  // 74: logd.v1.Log.Produce:output_type -> logd.v1.ProduceResponse
+	6,  // 75: logd.v1.Log.ProduceStream:output_type -> logd.v1.ProduceResponse
+	9,  // 76: logd.v1.Log.Fetch:output_type -> logd.v1.FetchResponse
+	9,  // 77: logd.v1.Log.Subscribe:output_type -> logd.v1.FetchResponse
+	13, // 78: logd.v1.Log.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	16, // 79: logd.v1.Admin.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	18, // 80: logd.v1.Admin.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	22, // 81: logd.v1.Admin.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	24, // 82: logd.v1.Admin.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	26, // 83: logd.v1.Admin.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	28, // 84: logd.v1.Admin.DeleteRecords:output_type -> logd.v1.DeleteRecordsResponse
+	31, // 85: logd.v1.Offsets.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	33, // 86: logd.v1.Offsets.FetchOffsets:output_type -> logd.v1.FetchOffsetsResponse
+	37, // 87: logd.v1.Offsets.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	39, // 88: logd.v1.Offsets.ResetOffsets:output_type -> logd.v1.ResetOffsetsResponse
+	36, // 89: logd.v1.Offsets.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	42, // 90: logd.v1.Groups.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	44, // 91: logd.v1.Groups.Heartbeat:output_type -> logd.v1.HeartbeatResponse
+	46, // 92: logd.v1.Groups.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	49, // 93: logd.v1.Groups.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	51, // 94: logd.v1.Groups.ListMemberGroups:output_type -> logd.v1.ListMemberGroupsResponse
+	59, // 95: logd.v1.Cluster.Status:output_type -> logd.v1.ClusterStatusResponse
+	54, // 96: logd.v1.Cluster.Join:output_type -> logd.v1.JoinResponse
+	56, // 97: logd.v1.Cluster.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	61, // 98: logd.v1.Security.CreateUser:output_type -> logd.v1.CreateUserResponse
+	63, // 99: logd.v1.Security.DeleteUser:output_type -> logd.v1.DeleteUserResponse
+	65, // 100: logd.v1.Security.ListUsers:output_type -> logd.v1.ListUsersResponse
+	68, // 101: logd.v1.Security.AddACLs:output_type -> logd.v1.AddACLsResponse
+	70, // 102: logd.v1.Security.RemoveACLs:output_type -> logd.v1.RemoveACLsResponse
+	72, // 103: logd.v1.Security.ListACLs:output_type -> logd.v1.ListACLsResponse
+	75, // 104: logd.v1.KV.Get:output_type -> logd.v1.KVGetResponse
+	78, // 105: logd.v1.KV.Put:output_type -> logd.v1.KVPutResponse
+	78, // 106: logd.v1.KV.Delete:output_type -> logd.v1.KVPutResponse
+	81, // 107: logd.v1.KV.List:output_type -> logd.v1.KVListResponse
+	73, // 108: logd.v1.KV.Watch:output_type -> logd.v1.KVEntry
+	74, // [74:109] is the sub-list for method output_type
+	39, // [39:74] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_logd_proto_init() }
@@ -5703,7 +5784,7 @@ func file_logd_v1_logd_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_logd_proto_rawDesc), len(file_logd_v1_logd_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      3,
 			NumMessages:   80,
 			NumExtensions: 0,
 			NumServices:   7,
