@@ -105,8 +105,11 @@ func (s *ShareConsumer) Poll(ctx context.Context, max int, wait time.Duration) (
 		}
 		return shareAnswer{r.Status, r.Message, r.Acks}, nil
 	})
-	if err != nil {
+	if err != nil && acks != nil {
 		return nil, errors.Join(err, acks)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return s.received(resp), acks
 }
