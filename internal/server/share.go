@@ -156,12 +156,16 @@ func shareAckResults(res broker.ShareFetchResult) ([]*pb.ShareAckResult, error) 
 		if !p.Acked {
 			continue
 		}
-		if p.AckErr != nil {
+		if p.AckCode == broker.ShareOK && p.AckErr != nil {
 			return nil, p.AckErr
 		}
 		r := &pb.ShareAckResult{Topic: p.Topic, Partition: p.Partition, Status: pb.ShareStatus(p.AckCode)}
-		if p.AckCode == broker.ShareInvalidRecordState {
+		switch p.AckCode {
+		case broker.ShareInvalidRecordState:
 			r.Message = "an acknowledged record is not held by this member (its lock expired or it was acknowledged): fetch again"
+		case broker.ShareOK:
+		default:
+			r.Message = fmt.Sprint(p.AckErr)
 		}
 		out = append(out, r)
 	}
