@@ -37,6 +37,9 @@ type consumeFlags struct {
 	session    time.Duration
 	autoCommit time.Duration // --auto-commit-interval
 	isolation  string        // --isolation
+	// Share-group membership (--share, consume_share.go).
+	share          string
+	releaseOnError bool
 }
 
 const consumeLong = `Print records of TOPIC, from every partition (or --partition), each value on
@@ -102,6 +105,11 @@ func newConsumeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if fl.share != "" {
+				return srv.run(func(c *client.Client) error {
+					return shareConsume(callContext(cmd), c, topics, fl, pr, cmd.OutOrStdout())
+				})
+			}
 			join := fl.group != "" && fl.follow && !cmd.Flags().Changed("partition")
 			if err := fl.check(topics, join, cmd.Flags().Changed("tail")); err != nil {
 				return err
@@ -148,6 +156,7 @@ func newConsumeCmd() *cobra.Command {
 	f.MarkHidden("max-wait")
 	f.StringVar(&fl.assignor, "assignor", "cooperative-sticky", "with --group --follow: how the group shares partitions: cooperative-sticky, range or round-robin")
 	f.DurationVar(&fl.session, "session-timeout", client.DefaultSessionTimeout, "with --group --follow: how long the group waits for a member that stopped answering before giving its partitions to the others")
+	addShareFlags(cmd, &fl)
 	f.DurationVar(&fl.autoCommit, "auto-commit-interval", 5*time.Second, "with --group --follow: commit what was printed this often (Kafka's auto commit); 0: only at a rebalance and at exit (--commit: after every record)")
 	return cmd
 }

@@ -110,6 +110,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /v1/groups", h.listGroups)
 	m.HandleFunc("GET /v1/groups/{group}", h.describeGroup)
 	h.kvRoutes(m) // kv.go
+	h.shareRoutes(m)
 	m.HandleFunc("/v1/", h.noEndpoint)
 	m.Handle("/", h.consoleHandler())
 }

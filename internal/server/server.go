@@ -92,6 +92,7 @@ func (s *Server) Serve(b *broker.Broker, lis net.Listener) {
 	pb.RegisterGroupsServer(s.grpc, &groupsServer{s: s})
 	pb.RegisterSecurityServer(s.grpc, &securityServer{s: s})
 	pb.RegisterKVServer(s.grpc, &kvServer{s: s})
+	pb.RegisterShareServer(s.grpc, &shareServer{s: s})
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
