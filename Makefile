@@ -14,7 +14,7 @@ RACE_PKGS  := ./log/... ./partition/... ./routing/... ./offsets/... ./kv/... ./s
 PLAIN_PKGS := ./cmd/... ./test/... ./torture/... ./proto/... ./logdtest/... ./bench/...
 FUZZTIME  ?= 5s
 
-.PHONY: check-pkgs check-disk verify-deploy all build run test test-race test-txn-kill test-fuzz fuzz lint proto tools bench bench-compaction bench-replication bench-compare bench-cluster bench-partitions bench-before-after clean
+.PHONY: check-pkgs check-disk verify-deploy all build run test test-race test-txn-kill test-fuzz fuzz lint proto tools bench bench-compaction bench-replication bench-compare bench-cluster bench-partitions bench-before-after bench-txn clean
 
 all: build
 
@@ -152,6 +152,12 @@ bench-compaction:
 # follower's CPU and allocation profiles).
 bench-replication:
 	bench/replication.sh
+
+# bench-txn: transactional produce (100- and 10,000-record transactions)
+# against idempotent produce, and read_committed consume against
+# read_uncommitted, at 1 KiB through the Kafka listener (bench/txn.sh).
+bench-txn:
+	bench/txn.sh
 
 # bench-cluster: one node vs a 3-node cluster (acks=all) in one run: the
 # throughput ratio and the disk bytes written per produced byte per replica.
