@@ -32,6 +32,11 @@ type RunConfig struct {
 	// Workload (CompactedWorkload) and adds CheckCompacted's verdict.
 	Compacted *CompactedConfig
 	Logf      func(format string, args ...any)
+
+	// Txn, when set, runs the transactional workload (TxnWorkload) beside
+	// Workload, over the cluster's Kafka listeners, and adds CheckTxn's
+	// verdict.
+	Txn *TxnConfig
 }
 
 // Report is the outcome of a Run.
@@ -114,6 +119,7 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	if err == nil {
 		cr, err = setupCompacted(setupCtx, w, h, cfg.Compacted)
 	}
+	tr, err := setupTxn(setupCtx, w, cfg.Txn, err)
 	cancel()
 	if err != nil {
 		return nil, err
@@ -124,6 +130,7 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	defer scraper.Stop()
 	w.Run(runCtx)
 	cr.run(runCtx)
+	tr.run(runCtx)
 	nemErr := make(chan error, 1)
 	if cfg.NoNemesis {
 		nemErr <- nil
@@ -137,6 +144,7 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	cfg.Logf("run over after %s: healed; waiting for the clients", cfg.Duration)
 	w.Wait()
 	cr.wait()
+	tr.wait()
 	if err := w.CheckAvailable(ctx, 30*time.Second); err != nil {
 		rep.Errors = append(rep.Errors, "availability: "+err.Error())
 	}
@@ -147,6 +155,7 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 		rep.Errors = append(rep.Errors, err.Error())
 	}
 	cr.finalRead(ctx, rep)
+	tr.finalRead(ctx, rep)
 
 	rep.countSleeps(scraper.Stop(), cfg.Logf)
 	rep.Cluster = finalStatus(ctx, c)
@@ -156,6 +165,9 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	cfg.Logf("checking %d operations", len(ops))
 	rep.check(ops, cfg.Linearizable)
 	if err := cr.judge(rep, cfg.ReportDir); err != nil {
+		return rep, err
+	}
+	if err := tr.judge(rep, cfg.ReportDir); err != nil {
 		return rep, err
 	}
 	if err := rep.write(cfg.ReportDir, h); err != nil {

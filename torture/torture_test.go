@@ -91,6 +91,7 @@ func TestTortureSingleNode(t *testing.T) {
 		Workload: WorkloadConfig{KafkaProducers: kafkaProducersFromEnv(t), Partitions: partitionsFromEnv(t),
 			Quiet: quietFromEnv(t)},
 		Compacted: compactedFromEnv(t),
+		Txn:       txnFromEnv(t),
 		Nemesis:   NemesisConfig{Kinds: kinds, Combine: true, TargetLeader: true},
 		Logf:      t.Logf,
 	})
