@@ -14,7 +14,7 @@ RACE_PKGS  := ./log/... ./partition/... ./routing/... ./offsets/... ./kv/... ./s
 PLAIN_PKGS := ./cmd/... ./test/... ./torture/... ./proto/... ./logdtest/... ./bench/...
 FUZZTIME  ?= 5s
 
-.PHONY: check-pkgs check-disk verify-deploy all build run test test-race test-fuzz fuzz lint proto tools bench bench-compaction bench-kv bench-replication bench-compare bench-cluster bench-partitions bench-before-after clean
+.PHONY: check-pkgs check-disk verify-deploy all build run test test-race test-txn-kill test-fuzz fuzz lint proto tools bench bench-compaction bench-kv bench-replication bench-compare bench-cluster bench-partitions bench-before-after bench-txn clean
 
 all: build
 
@@ -78,6 +78,11 @@ test: tools build lint
 	$(GO) test -count=1 -race -timeout 10m $(RACE_PKGS)
 	$(GO) test -count=1 -timeout 10m $(PLAIN_PKGS)
 	$(MAKE) --no-print-directory test-fuzz
+
+# test-txn-kill: franz-go's GroupTransactSession moves 100,000 records on a
+# 3-process cluster through a kill -9 and restart (make test moves 10,000).
+test-txn-kill: build
+	LOGD_TXN_KILL_RECORDS=100000 $(GO) test -count=1 -timeout 20m -run '^TestBinTransactSessionKill9$$' -v ./cmd/logd/
 
 # check-disk fails when the tests' temporary directory has less than 2 GiB free: the
 # servers they start refuse writes below 512 MiB free (DESIGN.md, full disk), and the
@@ -157,6 +162,12 @@ bench-kv:
 # follower's CPU and allocation profiles).
 bench-replication:
 	bench/replication.sh
+
+# bench-txn: transactional produce (100- and 10,000-record transactions)
+# against idempotent produce, and read_committed consume against
+# read_uncommitted, at 1 KiB through the Kafka listener (bench/txn.sh).
+bench-txn:
+	bench/txn.sh
 
 # bench-cluster: one node vs a 3-node cluster (acks=all) in one run: the
 # throughput ratio and the disk bytes written per produced byte per replica.

@@ -61,6 +61,7 @@ func TestTortureCluster(t *testing.T) {
 			Partitions: partitionsFromEnv(t), Quiet: quietFromEnv(t)},
 		Compacted: compactedFromEnv(t),
 		KVView:    kvViewFromEnv(t),
+		Txn:       txnFromEnv(t),
 		Nemesis: NemesisConfig{Kinds: kinds, Combine: true, TargetLeader: true, LeaderShare: 0.5, MetaLeaderShare: 0.25,
 			MinDown: 2 * time.Second, MaxDown: 5 * time.Second},
 		Logf: t.Logf,

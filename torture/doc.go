@@ -159,6 +159,32 @@
 // may take effect at any moment after it began. A stale get may only
 // return a value some put of its key wrote, at its offset.
 //
+// # Transactions
+//
+// With RunConfig.Txn (TORTURE_TXN=1 in TestTortureCluster and
+// TestTortureSingleNode; off by default), a third workload
+// (txn_workload.go, txn_read.go, txn_run.go) runs over the cluster's Kafka
+// listeners with franz-go on a 3-partition topic of its own. Two producers,
+// each with its own transactional id, begin five transactions a second,
+// write one record to each of one to three partitions (the value names
+// the transaction and the partition), and commit three in four, abort the
+// rest (or any whose write failed); one in fifteen is abandoned unended (a
+// crash: the next instance's InitProducerID, or the timeout of 10 s,
+// aborts it), and one in twenty is the last of its instance: a new
+// instance of the transactional id fences it. A fenced instance stays open
+// and now and then tries a write and a commit (a zombie). A read_committed
+// reader follows every partition, each fetch of a partition one read from
+// the position the previous one reached; after the run, once every
+// partition's last stable offset is at its high watermark, final reads
+// read everything again. The history (txn-history.json.gz) goes to
+// CheckTxn (txn_check.go): no read returns a record of a transaction that
+// did not commit, a committed transaction (or one a read saw) is visible
+// whole in every read that went past one of its records and once in the
+// final reads, and no write or commit of a fenced instance sent after the
+// newer instance's first acknowledged write is acknowledged. CheckTxn also
+// judges group offsets committed in transactions (TxnOffsetRead); the
+// workload does not commit any yet.
+//
 // # The harness tests itself
 //
 // TestTortureDetectsLostWrites cuts the tail of every partition's newest

@@ -36,6 +36,10 @@ type RunConfig struct {
 	// (KVViewWorkload) and adds CheckKVView's verdict.
 	KVView *KVViewConfig
 	Logf   func(format string, args ...any)
+	// Txn, when set, runs the transactional workload (TxnWorkload) beside
+	// Workload, over the cluster's Kafka listeners, and adds CheckTxn's
+	// verdict.
+	Txn *TxnConfig
 }
 
 // Report is the outcome of a Run.
@@ -117,13 +121,9 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	}
 	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	err := w.Setup(setupCtx)
-	var cr *compactedRun
+	var side sideRuns
 	if err == nil {
-		cr, err = setupCompacted(setupCtx, w, h, cfg.Compacted)
-	}
-	var vr *kvViewRun
-	if err == nil {
-		vr, err = setupKVView(setupCtx, w, h, cfg.KVView, cfg.Linearizable)
+		side, err = setupSides(setupCtx, w, h, cfg)
 	}
 	cancel()
 	if err != nil {
@@ -134,8 +134,7 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	scraper := StartCounterScraper(ctx, c, []string{metricRaftSleeps, metricRaftWakes, metricCleanerCleaned, metricCleanerReclaimed}, scrapeInterval)
 	defer scraper.Stop()
 	w.Run(runCtx)
-	cr.run(runCtx)
-	vr.run(runCtx)
+	side.run(runCtx)
 	nemErr := make(chan error, 1)
 	if cfg.NoNemesis {
 		nemErr <- nil
@@ -148,8 +147,7 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	}
 	cfg.Logf("run over after %s: healed; waiting for the clients", cfg.Duration)
 	w.Wait()
-	cr.wait()
-	vr.wait()
+	side.wait()
 	if err := w.CheckAvailable(ctx, 30*time.Second); err != nil {
 		rep.Errors = append(rep.Errors, "availability: "+err.Error())
 	}
@@ -159,7 +157,7 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	if err != nil {
 		rep.Errors = append(rep.Errors, err.Error())
 	}
-	cr.finalRead(ctx, rep)
+	side.finalRead(ctx, rep)
 
 	rep.countSleeps(scraper.Stop(), cfg.Logf)
 	rep.Cluster = finalStatus(ctx, c)
@@ -168,13 +166,55 @@ func Run(ctx context.Context, c Cluster, cfg RunConfig) (*Report, error) {
 	rep.countKafka(ops, w.Config())
 	cfg.Logf("checking %d operations", len(ops))
 	rep.check(ops, cfg.Linearizable)
-	if err := errors.Join(cr.judge(rep, cfg.ReportDir), vr.judge(rep, cfg.ReportDir)); err != nil {
+	if err := side.judge(rep, cfg.ReportDir); err != nil {
 		return rep, err
 	}
 	if err := rep.write(cfg.ReportDir, h); err != nil {
 		return rep, err
 	}
 	return rep, nil
+}
+
+// sideRuns are the workloads that run beside the main one, each on its
+// own topic; a nil run is a workload the configuration leaves out.
+type sideRuns struct {
+	cr *compactedRun
+	vr *kvViewRun
+	tr *txnRun
+}
+
+func setupSides(ctx context.Context, w *Workload, h *History, cfg RunConfig) (s sideRuns, err error) {
+	if s.cr, err = setupCompacted(ctx, w, h, cfg.Compacted); err != nil {
+		return s, err
+	}
+	if s.vr, err = setupKVView(ctx, w, h, cfg.KVView, cfg.Linearizable); err != nil {
+		return s, err
+	}
+	s.tr, err = setupTxn(ctx, w, cfg.Txn, nil)
+	return s, err
+}
+
+func (s sideRuns) run(ctx context.Context) {
+	s.cr.run(ctx)
+	s.vr.run(ctx)
+	s.tr.run(ctx)
+}
+
+func (s sideRuns) wait() {
+	s.cr.wait()
+	s.vr.wait()
+	s.tr.wait()
+}
+
+// finalRead reads the side topics to their ends once the run is over.
+func (s sideRuns) finalRead(ctx context.Context, rep *Report) {
+	s.cr.finalRead(ctx, rep)
+	s.tr.finalRead(ctx, rep)
+}
+
+// judge adds each side workload's verdict to rep.
+func (s sideRuns) judge(rep *Report, dir string) error {
+	return errors.Join(s.cr.judge(rep, dir), s.vr.judge(rep, dir), s.tr.judge(rep, dir))
 }
 
 // fill checks cfg and fills in what a run derives from the rest.

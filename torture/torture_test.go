@@ -92,6 +92,7 @@ func TestTortureSingleNode(t *testing.T) {
 			Quiet: quietFromEnv(t)},
 		Compacted: compactedFromEnv(t),
 		KVView:    kvViewFromEnv(t),
+		Txn:       txnFromEnv(t),
 		Nemesis:   NemesisConfig{Kinds: kinds, Combine: true, TargetLeader: true},
 		Logf:      t.Logf,
 	})
