@@ -44,7 +44,13 @@ type producerState struct {
 	// lastSeq is known to be appended (batch after batch, no gap): where
 	// the producer was first seen, its epoch began, or a gap was taken.
 	// Only a batch in [floor, lastSeq] is provably an old duplicate.
-	floor    int32
+	floor int32
+	// fence is the highest epoch of the producer's transaction markers:
+	// the coordinator bumps the epoch to end the transaction of an
+	// instance a newer one fenced, so no batch of an older epoch may be
+	// stored after that marker (a zombie's late write would join no
+	// transaction, or the next one of the new instance).
+	fence    int16
 	recent   []appendedBatch
 	lastUsed time.Time
 	// pending are the batches started (StartAppendVia) and not yet
@@ -257,8 +263,7 @@ func (a *Appending) Wait(ctx context.Context) (AppendResult, error) {
 // context ended) stays pending until it is Done.
 func (p *Partition) StartAppendVia(c batch.Checked, lead uint64, start func(c batch.Checked, after Write) (Write, error)) (*Appending, error) {
 	info := c.Info()
-	if info.ProducerID < 0 || info.IsControl() {
-		// A marker (sequence -1) is no part of its producer's sequence.
+	if info.ProducerID < 0 {
 		w, err := start(c, nil)
 		if err != nil {
 			return nil, err
@@ -268,6 +273,17 @@ func (p *Partition) StartAppendVia(c batch.Checked, lead uint64, start func(c ba
 	st := p.producer(info.ProducerID)
 	st.appendMu.Lock()
 	defer st.appendMu.Unlock()
+	if info.IsControl() {
+		// A marker (sequence -1) is no part of its producer's sequence;
+		// it fences older epochs from here on (checked under appendMu,
+		// so no batch checked before it is started after it).
+		p.raiseFence(st, info.ProducerEpoch)
+		w, err := start(c, nil)
+		if err != nil {
+			return nil, err
+		}
+		return &Appending{p: p, w: w}, nil
+	}
 	firstSeq := info.FirstSequence
 	lastSeq := firstSeq + info.LastOffsetDelta
 	p.mu.Lock()
@@ -330,6 +346,10 @@ func (p *Partition) checkSequence(st *producerState, info batch.Info, firstSeq, 
 	epoch, last := st.epoch, st.lastSeq
 	if n := len(st.pending); n > 0 {
 		epoch, last = st.pending[n-1].epoch, st.pending[n-1].lastSeq
+	}
+	if info.ProducerEpoch < st.fence {
+		return AppendResult{}, nil, true, fmt.Errorf("%w: producer %d epoch %d is older than epoch %d of its last transaction marker: a newer instance fenced it",
+			ErrOutOfOrderSequence, info.ProducerID, info.ProducerEpoch, st.fence)
 	}
 	known := last >= 0
 	if known && info.ProducerEpoch < epoch {
@@ -450,6 +470,14 @@ func (p *Partition) Observe(info batch.Info) {
 		return
 	}
 	st.remember(info.ProducerEpoch, appendedBatch{info.FirstSequence, lastSeq, info.BaseOffset, info.LastOffset()})
+}
+
+// raiseFence records a transaction marker of epoch: batches of older
+// epochs are refused from now on.
+func (p *Partition) raiseFence(st *producerState, epoch int16) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st.fence = max(st.fence, epoch)
 }
 
 // remember records an appended batch; p.mu is held.

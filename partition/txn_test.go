@@ -2,6 +2,7 @@ package partition
 
 import (
 	"encoding/binary"
+	"errors"
 	"reflect"
 	"testing"
 
@@ -99,5 +100,62 @@ func TestTransactionsLastStableAndAborted(t *testing.T) {
 	}
 	if got := q.LastStable(); got != 8 {
 		t.Fatalf("LSO after 8 commits: %d, want 8 (7's transaction at 8)", got)
+	}
+}
+
+// txnBatchEpoch is txnBatch at epoch.
+func txnBatchEpoch(t *testing.T, pid int64, epoch int16, seq int32) batch.Checked {
+	t.Helper()
+	b := batch.Encode(nil, 0, batch.Producer{ID: pid, Epoch: epoch, Sequence: seq}, []batch.Record{{Timestamp: 1, Value: []byte("v")}})
+	binary.BigEndian.PutUint16(b[21:], batch.AttrTransactional)
+	binary.BigEndian.PutUint32(b[17:], batch.Checksum(b))
+	c, err := batch.Validate(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// A transaction marker of a newer epoch (the coordinator ending the
+// transaction of an instance a newer one fenced) fences the older epoch:
+// the zombie's next batch is refused, on the node that wrote the marker
+// and after a rebuild from the log; the newer epoch writes on.
+func TestMarkerFencesOlderEpoch(t *testing.T) {
+	dir := t.TempDir()
+	l0, err := log.Open(dir, log.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPartition("t", 0, l0)
+	if _, err := p.Append(txnBatchEpoch(t, 7, 37, 0)); err != nil {
+		t.Fatal(err)
+	}
+	abort, err := batch.CheckFrame(batch.EncodeControl(nil, batch.Producer{ID: 7, Epoch: 38}, false, 0, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Append(abort); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Append(txnBatchEpoch(t, 7, 37, 1)); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("epoch 37 after an epoch-38 marker: %v, want refused", err)
+	}
+	if _, err := p.Append(txnBatchEpoch(t, 7, 39, 0)); err != nil {
+		t.Fatalf("epoch 39: %v", err)
+	}
+	if err := l0.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l1, err := log.Open(dir, log.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l1.Close()
+	p1 := newPartition("t", 0, l1)
+	if err := p1.recoverProducers(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p1.Append(txnBatchEpoch(t, 7, 37, 1)); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("after the rebuild, epoch 37: %v, want refused", err)
 	}
 }
