@@ -43,7 +43,13 @@ func consumerCode(c broker.ConsumerCode) *kerr.Error {
 // consumerErr is the code and message of a heartbeat's outcome: its
 // consumer code, else its error (as the group APIs map them).
 func (r *request) consumerErr(code broker.ConsumerCode, msg string, err error) (int16, *string) {
-	if e := consumerCode(code); e != nil {
+	return r.outcomeErr(consumerCode(code), msg, err)
+}
+
+// outcomeErr is the code and message of a group protocol's outcome: e
+// (with msg, or e's own message), else err as the group APIs map it.
+func (r *request) outcomeErr(e *kerr.Error, msg string, err error) (int16, *string) {
+	if e != nil {
 		if msg == "" {
 			msg = e.Message
 		}

@@ -46,17 +46,7 @@ func shareCode(c broker.ShareCode) *kerr.Error {
 // shareErr is the code and message of a share result's outcome: its share
 // code, else its error (denials of the group as GROUP_AUTHORIZATION_FAILED).
 func (r *request) shareErr(code broker.ShareCode, msg string, err error) (int16, *string) {
-	if e := shareCode(code); e != nil {
-		if msg == "" {
-			msg = e.Message
-		}
-		return e.Code, &msg
-	}
-	if err == nil {
-		return 0, nil
-	}
-	m := err.Error()
-	return r.groupCode(err), &m
+	return r.outcomeErr(shareCode(code), msg, err)
 }
 
 // sharePartitionErr is a partition's code: a share code, else its error

@@ -1,14 +1,9 @@
 package torture
 
 import (
-	"compress/gzip"
-	"encoding/json"
 	"fmt"
-	"os"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/logd/logd/client"
@@ -175,53 +170,11 @@ func (op KVOp) String() string {
 
 // KVHistory records the compacted workload's operations from many
 // goroutines, on the clock of the main History.
-type KVHistory struct {
-	now func() int64
-	mu  sync.Mutex
-	ops []KVOp
-}
+type KVHistory struct{ opHistory[KVOp] }
 
 // NewKVHistory is a history whose times are h's.
-func NewKVHistory(h *History) *KVHistory { return &KVHistory{now: h.Now} }
-
-// Now is the time on the main history's clock.
-func (h *KVHistory) Now() int64 { return h.now() }
-
-// Add records a completed operation.
-func (h *KVHistory) Add(op KVOp) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	op.ID = len(h.ops)
-	h.ops = append(h.ops, op)
-}
-
-// Ops returns a copy of the operations, in the order they were added.
-func (h *KVHistory) Ops() []KVOp {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.ops)
-}
-
-// WriteFile writes the operations as gzipped JSON to path.
-func (h *KVHistory) WriteFile(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("torture: %w", err)
-	}
-	z := gzip.NewWriter(f)
-	err = json.NewEncoder(z).Encode(struct {
-		Ops []KVOp `json:"ops"`
-	}{h.Ops()})
-	if cerr := z.Close(); err == nil {
-		err = cerr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("torture: %s: %w", path, err)
-	}
-	return nil
+func NewKVHistory(h *History) *KVHistory {
+	return &KVHistory{opHistory[KVOp]{now: h.Now, id: func(op *KVOp) *int { return &op.ID }}}
 }
 
 // kvHeaderSeq is the header that carries a tombstone's sequence number.

@@ -1,14 +1,10 @@
 package torture
 
 import (
-	"compress/gzip"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"slices"
 	"sync"
 	"time"
 
@@ -155,53 +151,11 @@ func (op ViewOp) String() string {
 
 // ViewHistory records the view workload's operations from many
 // goroutines, on the clock of the main History.
-type ViewHistory struct {
-	now func() int64
-	mu  sync.Mutex
-	ops []ViewOp
-}
+type ViewHistory struct{ opHistory[ViewOp] }
 
 // NewViewHistory is a history whose times are h's.
-func NewViewHistory(h *History) *ViewHistory { return &ViewHistory{now: h.Now} }
-
-// Now is the time on the main history's clock.
-func (h *ViewHistory) Now() int64 { return h.now() }
-
-// Add records a completed operation.
-func (h *ViewHistory) Add(op ViewOp) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	op.ID = len(h.ops)
-	h.ops = append(h.ops, op)
-}
-
-// Ops returns a copy of the operations, in the order they were added.
-func (h *ViewHistory) Ops() []ViewOp {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.ops)
-}
-
-// WriteFile writes the operations as gzipped JSON to path.
-func (h *ViewHistory) WriteFile(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("torture: %w", err)
-	}
-	z := gzip.NewWriter(f)
-	err = json.NewEncoder(z).Encode(struct {
-		Ops []ViewOp `json:"ops"`
-	}{h.Ops()})
-	if cerr := z.Close(); err == nil {
-		err = cerr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("torture: %s: %w", path, err)
-	}
-	return nil
+func NewViewHistory(h *History) *ViewHistory {
+	return &ViewHistory{opHistory[ViewOp]{now: h.Now, id: func(op *ViewOp) *int { return &op.ID }}}
 }
 
 // KVViewWorkload drives the view's clients (see KVViewConfig) beside a
