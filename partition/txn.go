@@ -27,6 +27,13 @@ type txnState struct {
 	mu      sync.Mutex
 	open    map[int64]int64 // producer id -> first offset
 	aborted []AbortedTxn
+	// next is the offset after the last batch tracked: Raft applies the
+	// entries after its last snapshot again when a replica restarts, after
+	// the open rebuilt the state from the log, and a batch tracked once
+	// must change nothing the second time (an ABORT marker applied again
+	// would end the producer's next transaction, listing a span that
+	// starts after its own end).
+	next int64
 	nOpen   atomic.Int32 // len(open): LastStable's fast path
 
 	// fileMu orders the aborted-transaction index's writes (txnindex.go);
@@ -63,6 +70,10 @@ func (p *Partition) trackTxnLocked(info batch.Info, b []byte) bool {
 	t := &p.txn
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if info.BaseOffset < t.next {
+		return false // tracked already
+	}
+	t.next = info.NextOffset()
 	first, open := t.open[info.ProducerID]
 	if !info.IsControl() {
 		if !open {
@@ -133,7 +144,7 @@ func (p *Partition) Applied(info batch.Info, b []byte) {
 func (t *txnState) reset() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.open, t.aborted = nil, nil
+	t.open, t.aborted, t.next = nil, nil, 0
 	t.nOpen.Store(0)
 	t.loading = true
 }

@@ -159,3 +159,48 @@ func TestMarkerFencesOlderEpoch(t *testing.T) {
 		t.Fatalf("after the rebuild, epoch 37: %v, want refused", err)
 	}
 }
+
+// Raft applies the entries after its last snapshot again when a replica
+// restarts, after the partition rebuilt its transactions from the log:
+// batches tracked already change nothing. Here an ABORT marker applied
+// again while the producer's next transaction is open must not end that
+// one (listing a span that starts after its own end), nor list its own
+// transaction twice.
+func TestTransactionsReappliedBatchesChangeNothing(t *testing.T) {
+	dir := t.TempDir()
+	l0, err := log.Open(dir, log.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l0.Close()
+	p := newPartition("t", 0, l0)
+	for _, c := range []batch.Checked{txnBatch(t, 7, 0, 1), marker(t, 7, false), txnBatch(t, 7, 1, 1)} {
+		if _, err := p.Append(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.recoverProducers(); err != nil {
+		t.Fatal(err)
+	}
+	// Raft applies the log again from offset 0 (its snapshot's index).
+	b, err := l0.Read(0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := batch.Split(b, func(one []byte, info batch.Info) error {
+		p.Applied(info, append([]byte(nil), one...))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.LastStable(); got != 2 {
+		t.Fatalf("LSO after the entries were applied again: %d, want 2 (the open transaction)", got)
+	}
+	if _, err := p.Append(marker(t, 7, false)); err != nil {
+		t.Fatal(err)
+	}
+	want := []AbortedTxn{{ProducerID: 7, FirstOffset: 0, LastOffset: 1}, {ProducerID: 7, FirstOffset: 2, LastOffset: 3}}
+	if got := p.Aborted(0, 10); !reflect.DeepEqual(got, want) {
+		t.Fatalf("aborted %v, want %v", got, want)
+	}
+}
