@@ -33,8 +33,8 @@ type txnState struct {
 	// must change nothing the second time (an ABORT marker applied again
 	// would end the producer's next transaction, listing a span that
 	// starts after its own end).
-	next int64
-	nOpen   atomic.Int32 // len(open): LastStable's fast path
+	next  int64
+	nOpen atomic.Int32 // len(open): LastStable's fast path
 
 	// fileMu orders the aborted-transaction index's writes (txnindex.go);
 	// loading is set while recoverProducers rebuilds the state, which
