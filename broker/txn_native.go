@@ -16,12 +16,19 @@ func dropAborted(fp *FetchedPartition) int {
 	if len(fp.Batches) == 0 {
 		return 0
 	}
-	kept, records := 0, 0
+	kept, at, records := 0, 0, 0
 	err := batch.Split(fp.Batches, func(one []byte, info batch.Info) error {
+		start := at
+		at += len(one)
 		if info.IsControl() || (info.IsTransactional() && abortedIn(fp.Aborted, info)) {
 			return nil
 		}
-		kept += copy(fp.Batches[kept:], one)
+		if kept != start {
+			// Only after a dropped batch do the kept ones move: a read
+			// with nothing to drop (no transactions) copies nothing.
+			copy(fp.Batches[kept:], one)
+		}
+		kept += len(one)
 		records += int(info.NumRecords)
 		return nil
 	})
