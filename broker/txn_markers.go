@@ -23,7 +23,10 @@ type markerReq struct {
 	Partition int32  `json:"partition"`
 	Producer  int64  `json:"producer"`
 	Epoch     int16  `json:"epoch"`
-	Commit    bool   `json:"commit"`
+	// Txn is the transaction's number (txn.Record.Txn), in the marker's
+	// coordinator-epoch field: partition applies one marker per number.
+	Txn    int32 `json:"txn,omitempty"`
+	Commit bool  `json:"commit"`
 }
 
 // markerFanout bounds the markers one transaction writes at once.
@@ -36,11 +39,11 @@ type txnWriter struct{ b *Broker }
 // WriteMarkers writes the marker to every partition at once (up to
 // markerFanout), each on its leader; the first error is returned, after
 // every write ended.
-func (w txnWriter) WriteMarkers(ctx context.Context, pid int64, epoch int16, commit bool, parts []txn.TopicPartition) error {
+func (w txnWriter) WriteMarkers(ctx context.Context, m txn.Marker, parts []txn.TopicPartition) error {
 	var mu sync.Mutex
 	var first error
 	fanout.Run(ctx, len(parts), markerFanout, func(ctx context.Context, i int) {
-		r := markerReq{Topic: parts[i].Topic, Partition: parts[i].Partition, Producer: pid, Epoch: epoch, Commit: commit}
+		r := markerReq{Topic: parts[i].Topic, Partition: parts[i].Partition, Producer: m.ProducerID, Epoch: m.Epoch, Txn: m.Txn, Commit: m.Commit}
 		if err := w.b.writeMarker(ctx, r); err != nil {
 			mu.Lock()
 			first = cmpErr(first, err)
@@ -119,7 +122,7 @@ func (b *Broker) appendMarker(ctx context.Context, r markerReq) error {
 		b.leave()
 		return err
 	}
-	enc := batch.EncodeControl(nil, batch.Producer{ID: r.Producer, Epoch: r.Epoch}, r.Commit, 0, time.Now().UnixMilli())
+	enc := batch.EncodeControl(nil, batch.Producer{ID: r.Producer, Epoch: r.Epoch}, r.Commit, r.Txn, time.Now().UnixMilli())
 	c, err := batch.CheckControl(enc)
 	var f *produceFuture
 	if err == nil {

@@ -50,9 +50,14 @@ type producerState struct {
 	// instance a newer one fenced, so no batch of an older epoch may be
 	// stored after that marker (a zombie's late write would join no
 	// transaction, or the next one of the new instance).
-	fence    int16
-	recent   []appendedBatch
-	lastUsed time.Time
+	fence int16
+	// markerTxn is the number of the last transaction whose marker was
+	// applied here, markerPending the marker started on this leader and
+	// not applied yet (marker.go).
+	markerTxn     int32
+	markerPending *pendingMarker
+	recent        []appendedBatch
+	lastUsed      time.Time
 	// pending are the batches started (StartAppendVia) and not yet
 	// appended for good, in the order they were started, which is the
 	// order they enter the log.
@@ -274,15 +279,7 @@ func (p *Partition) StartAppendVia(c batch.Checked, lead uint64, start func(c ba
 	st.appendMu.Lock()
 	defer st.appendMu.Unlock()
 	if info.IsControl() {
-		// A marker (sequence -1) is no part of its producer's sequence;
-		// it fences older epochs from here on (checked under appendMu,
-		// so no batch checked before it is started after it).
-		p.raiseFence(st, info.ProducerEpoch)
-		w, err := start(c, nil)
-		if err != nil {
-			return nil, err
-		}
-		return &Appending{p: p, w: w}, nil
+		return p.startMarker(st, c, info, lead, start) // marker.go
 	}
 	firstSeq := info.FirstSequence
 	lastSeq := firstSeq + info.LastOffsetDelta
@@ -472,14 +469,6 @@ func (p *Partition) Observe(info batch.Info) {
 	st.remember(info.ProducerEpoch, appendedBatch{info.FirstSequence, lastSeq, info.BaseOffset, info.LastOffset()})
 }
 
-// raiseFence records a transaction marker of epoch: batches of older
-// epochs are refused from now on.
-func (p *Partition) raiseFence(st *producerState, epoch int16) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	st.fence = max(st.fence, epoch)
-}
-
 // remember records an appended batch; p.mu is held.
 func (st *producerState) remember(epoch int16, a appendedBatch) {
 	switch {
@@ -518,7 +507,7 @@ func (p *Partition) evictOldest() {
 	var oldest time.Time
 	first := true
 	for id, st := range p.producers {
-		if len(st.pending) > 0 {
+		if len(st.pending) > 0 || st.markerPending != nil {
 			continue // its retries must find the pending batches
 		}
 		if first || st.lastUsed.Before(oldest) {

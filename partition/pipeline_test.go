@@ -24,6 +24,7 @@ type fakeRaft struct {
 
 type fakeWrite struct {
 	info batch.Info
+	b    []byte // the batch, for Applied
 	done chan struct{}
 	res  log.Span
 	err  error
@@ -43,11 +44,11 @@ func (w *fakeWrite) Result() (log.Span, error) { <-w.done; return w.res, w.err }
 var errLost = errors.New("leadership lost")
 
 func (f *fakeRaft) start(info batch.Info) func(batch.Checked, Write) (Write, error) {
-	return func(_ batch.Checked, after Write) (Write, error) {
+	return func(c batch.Checked, after Write) (Write, error) {
 		f.after = append(f.after, after)
 		info.BaseOffset = f.next
 		f.next += int64(info.LastOffsetDelta) + 1
-		w := &fakeWrite{info: info, done: make(chan struct{})}
+		w := &fakeWrite{info: info, b: c.Bytes(), done: make(chan struct{})}
 		f.started = append(f.started, w)
 		return w, nil
 	}
@@ -57,7 +58,7 @@ func (f *fakeRaft) start(info batch.Info) func(batch.Checked, Write) (Write, err
 func (f *fakeRaft) apply() {
 	w := f.started[f.applied]
 	f.applied++
-	f.p.Observe(w.info)
+	f.p.Applied(w.info, w.b)
 	w.res = log.Span{BaseOffset: w.info.BaseOffset, LastOffset: w.info.LastOffset()}
 	close(w.done)
 }

@@ -51,10 +51,8 @@ func (p *Partition) trackTxn(info batch.Info, b []byte) {
 	if !info.IsTransactional() {
 		return
 	}
-	if info.IsControl() && info.ProducerID >= 0 {
-		// A marker applied here (a replica, the rebuild at open) fences
-		// its producer's older epochs as the leader's write of it did.
-		p.raiseFence(p.producer(info.ProducerID), info.ProducerEpoch)
+	if info.IsControl() && info.ProducerID >= 0 && !p.applyMarker(info, b) {
+		return // a copy of a marker applied already (marker.go)
 	}
 	if p.trackTxnLocked(info, b) {
 		// An abort outlives the segments the open rescans: keep it in

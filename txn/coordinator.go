@@ -19,12 +19,22 @@ type Store interface {
 	Put(ctx context.Context, r Record) error
 }
 
+// Marker is a transaction's marker: its producer id and epoch, its
+// number (Record.Txn), and whether it commits.
+type Marker struct {
+	ProducerID int64
+	Epoch      int16
+	Txn        int32
+	Commit     bool
+}
+
 // Writer ends transactions in the partitions and groups.
 type Writer interface {
-	// WriteMarkers writes a COMMIT or ABORT marker of producer id pid at
-	// epoch to each partition, and returns once all are stored; writing
-	// one again is harmless.
-	WriteMarkers(ctx context.Context, pid int64, epoch int16, commit bool, parts []TopicPartition) error
+	// WriteMarkers writes m to each partition, and returns once all are
+	// stored. Writing it again is harmless, and so is a copy of an
+	// earlier write that lands late: a partition applies one marker per
+	// transaction number of a producer id.
+	WriteMarkers(ctx context.Context, m Marker, parts []TopicPartition) error
 	// CommitOffsets commits a group's offsets, as OffsetCommit does.
 	CommitOffsets(ctx context.Context, group string, offs []Offset) error
 }
@@ -158,12 +168,12 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 	}
 	r := e.rec.Clone()
 	r.TimeoutMs = int32(timeout.Milliseconds())
-	if r.Epoch >= math.MaxInt16-1 {
+	if r.Epoch >= math.MaxInt16-1 || r.Txn == math.MaxInt32 {
 		np, err := c.cfg.NewProducerID()
 		if err != nil {
 			return 0, 0, err
 		}
-		r.ProducerID, r.Epoch = np, 0
+		r.ProducerID, r.Epoch, r.Txn = np, 0, 0
 	} else {
 		r.Epoch++
 	}
@@ -194,6 +204,12 @@ func (c *Coordinator) begin(e *entry) (Record, error) {
 	case PrepareCommit, PrepareAbort:
 		return r, errorf(CodeConcurrent, "transactional id %q: the previous transaction is still being ended", r.ID)
 	default:
+		if r.Txn == math.MaxInt32 {
+			// The numbers are the producer id's: InitProducerID gives a
+			// new one.
+			return r, errorf(CodeProducerFenced, "transactional id %q: producer id %d has numbered all its transactions: initialize the producer again (InitProducerId)", r.ID, r.ProducerID)
+		}
+		r.Txn++
 		r.State, r.StartMs = Ongoing, c.cfg.Now().UnixMilli()
 		r.Partitions, r.Groups, r.Offsets = nil, nil, nil
 	}
@@ -314,7 +330,8 @@ func (c *Coordinator) finish(ctx context.Context, e *entry) error {
 	}
 	commit := r.State == PrepareCommit
 	if len(r.Partitions) > 0 {
-		if err := c.cfg.Writer.WriteMarkers(ctx, r.ProducerID, r.Epoch, commit, r.Partitions); err != nil {
+		m := Marker{ProducerID: r.ProducerID, Epoch: r.Epoch, Txn: r.Txn, Commit: commit}
+		if err := c.cfg.Writer.WriteMarkers(ctx, m, r.Partitions); err != nil {
 			// The decision stands: a retry (or Tick) writes them again.
 			return errorf(CodeConcurrent, "transactional id %q: writing the %s markers: %v", r.ID, verb(commit), err)
 		}

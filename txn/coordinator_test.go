@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +36,7 @@ func DecodeMust(b []byte) Record {
 type marker struct {
 	pid    int64
 	epoch  int16
+	txn    int32
 	commit bool
 	parts  []TopicPartition
 }
@@ -46,13 +48,13 @@ type memWriter struct {
 	fail    error
 }
 
-func (w *memWriter) WriteMarkers(_ context.Context, pid int64, epoch int16, commit bool, parts []TopicPartition) error {
+func (w *memWriter) WriteMarkers(_ context.Context, m Marker, parts []TopicPartition) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.fail != nil {
 		return w.fail
 	}
-	w.markers = append(w.markers, marker{pid, epoch, commit, parts})
+	w.markers = append(w.markers, marker{m.ProducerID, m.Epoch, m.Txn, m.Commit, parts})
 	return nil
 }
 
@@ -229,5 +231,66 @@ func TestInvalidTimeout(t *testing.T) {
 	f := newFixture()
 	if _, _, err := f.c.InitProducerID(ctx, "t", 16*time.Minute, -1, -1); code(err) != CodeInvalidTimeout {
 		t.Fatal(err)
+	}
+}
+
+// Each transaction of a producer id has its own number, carried by its
+// markers, the same in every write of them (a retry after a failed
+// write, Tick's, an abort at InitProducerID); a new producer id numbers
+// from 1 again.
+func TestMarkersCarryTheTransactionNumber(t *testing.T) {
+	f := newFixture()
+	pid, epoch, _ := f.c.InitProducerID(ctx, "t", time.Minute, -1, -1)
+	tp := []TopicPartition{{"a", 0}}
+	for want := int32(1); want <= 2; want++ {
+		if err := f.c.AddPartitions(ctx, "t", pid, epoch, tp); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.c.End(ctx, "t", pid, epoch, true); err != nil {
+			t.Fatal(err)
+		}
+		if m := f.w.markers[len(f.w.markers)-1]; m.txn != want {
+			t.Fatalf("transaction %d's marker carries %d", want, m.txn)
+		}
+	}
+	// Transaction 3's first marker write fails; the retry and Tick
+	// carry 3 again.
+	_ = f.c.AddPartitions(ctx, "t", pid, epoch, tp)
+	f.w.fail = errors.New("partition leader gone")
+	if err := f.c.End(ctx, "t", pid, epoch, false); code(err) != CodeConcurrent {
+		t.Fatalf("end with a failed marker write: %v", err)
+	}
+	f.w.fail = nil
+	if err := f.c.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.End(ctx, "t", pid, epoch, false); err != nil {
+		t.Fatal(err)
+	}
+	if m := f.w.markers[len(f.w.markers)-1]; m.txn != 3 || m.commit || len(f.w.markers) != 3 {
+		t.Fatalf("markers %+v, want transaction 3's abort written once after the failure", f.w.markers)
+	}
+	// An abort at InitProducerID carries the open transaction's number.
+	_ = f.c.AddPartitions(ctx, "t", pid, epoch, tp)
+	pid2, epoch2, err := f.c.InitProducerID(ctx, "t", time.Minute, -1, -1)
+	if err != nil || pid2 != pid {
+		t.Fatalf("init: %d %v", pid2, err)
+	}
+	if m := f.w.markers[len(f.w.markers)-1]; m.txn != 4 || m.commit {
+		t.Fatalf("abort at init: %+v, want transaction 4's", m)
+	}
+	// A producer id that numbered all its transactions is replaced.
+	e := f.c.lock("t")
+	e.rec.Txn = math.MaxInt32
+	e.mu.Unlock()
+	if err := f.c.AddPartitions(ctx, "t", pid2, epoch2, tp); code(err) != CodeProducerFenced {
+		t.Fatalf("begin past the last number: %v, want fenced", err)
+	}
+	pid3, _, err := f.c.InitProducerID(ctx, "t", time.Minute, -1, -1)
+	if err != nil || pid3 == pid2 {
+		t.Fatalf("init after the last number: producer id %d (was %d), %v", pid3, pid2, err)
+	}
+	if r, _ := f.c.Get("t"); r.Txn != 0 {
+		t.Fatalf("a new producer id starts at number %d, want 0", r.Txn)
 	}
 }

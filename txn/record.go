@@ -50,6 +50,11 @@ type Record struct {
 	Epoch      int16  `json:"epoch"`
 	State      State  `json:"state"`
 	TimeoutMs  int32  `json:"timeout_ms"`
+	// Txn numbers the producer id's transactions: raised as each one
+	// begins (1 for the first), and carried by its markers, so that a
+	// partition applies one marker per transaction however often it is
+	// written (a copy of a failed write can land late).
+	Txn int32 `json:"txn,omitempty"`
 	// StartMs is when the transaction became Ongoing; UpdatedMs when the
 	// record last changed.
 	StartMs    int64            `json:"start_ms,omitempty"`

@@ -41,21 +41,40 @@ func EncodeControl(dst []byte, p Producer, commit bool, coordinatorEpoch int32, 
 // ControlCommit reads a control batch's marker: true for COMMIT, false
 // for ABORT; an error for a batch that is not a well-formed marker.
 func ControlCommit(b []byte) (bool, error) {
+	m, err := ControlMarker(b)
+	return m.Commit, err
+}
+
+// Marker is a transaction marker's record: its type and the value's
+// coordinator epoch.
+type Marker struct {
+	Commit           bool
+	CoordinatorEpoch int32
+}
+
+// ControlMarker reads a control batch's marker; an error for a batch that
+// is not a well-formed marker. A value too short to hold the coordinator
+// epoch reads as 0.
+func ControlMarker(b []byte) (Marker, error) {
 	info, recs, err := Decode(b, 0)
 	if err != nil {
-		return false, err
+		return Marker{}, err
 	}
 	if !info.IsControl() || len(recs) != 1 || len(recs[0].Key) < 4 {
-		return false, fmt.Errorf("%w: not a transaction marker", ErrCorrupt)
+		return Marker{}, fmt.Errorf("%w: not a transaction marker", ErrCorrupt)
 	}
+	var m Marker
 	switch t := binary.BigEndian.Uint16(recs[0].Key[2:]); t {
 	case 0:
-		return false, nil
 	case 1:
-		return true, nil
+		m.Commit = true
 	default:
-		return false, fmt.Errorf("%w: control record type %d is not a transaction marker", ErrCorrupt, t)
+		return Marker{}, fmt.Errorf("%w: control record type %d is not a transaction marker", ErrCorrupt, t)
 	}
+	if v := recs[0].Value; len(v) >= 6 {
+		m.CoordinatorEpoch = int32(binary.BigEndian.Uint32(v[2:]))
+	}
+	return m, nil
 }
 
 // CheckControl is Validate for a transaction marker the broker made

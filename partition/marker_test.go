@@ -1,0 +1,157 @@
+package partition
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/log"
+)
+
+// numbered is producer pid's marker of transaction txn at epoch 0.
+func numbered(t *testing.T, pid int64, commit bool, txn int32) batch.Checked {
+	t.Helper()
+	c, err := batch.CheckControl(batch.EncodeControl(nil, batch.Producer{ID: pid}, commit, txn, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// A copy of transaction 1's COMMIT marker written again after the
+// producer's transaction 2 began is answered as a duplicate and not
+// written: transaction 2 stays open, and its ABORT lists it.
+func TestLateMarkerCopyIsNotWritten(t *testing.T) {
+	l, err := log.Open(t.TempDir(), log.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	p := newPartition("t", 0, l)
+	for _, c := range []batch.Checked{txnBatch(t, 7, 0, 1), numbered(t, 7, true, 1), txnBatch(t, 7, 1, 1)} { // 0, 1, 2
+		if _, err := p.Append(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := p.Append(numbered(t, 7, true, 1))
+	if err != nil || !res.Duplicate {
+		t.Fatalf("late copy of transaction 1's marker: %+v, %v; want a duplicate", res, err)
+	}
+	if next := l.NextOffset(); next != 3 {
+		t.Fatalf("next offset %d after the late copy, want 3 (not written)", next)
+	}
+	if got := p.LastStable(); got != 2 {
+		t.Fatalf("LSO %d, want 2 (transaction 2 still open)", got)
+	}
+	if _, err := p.Append(numbered(t, 7, false, 2)); err != nil { // 3
+		t.Fatal(err)
+	}
+	want := []AbortedTxn{{ProducerID: 7, FirstOffset: 2, LastOffset: 3}}
+	if got := p.Aborted(0, 10); !reflect.DeepEqual(got, want) {
+		t.Fatalf("aborted %v, want %v", got, want)
+	}
+}
+
+// A late copy that reached the log (written by another path) changes
+// nothing where it is applied: on a replica applying the log in order,
+// and in the rebuild at open.
+func TestLateMarkerCopyAppliedChangesNothing(t *testing.T) {
+	dir := t.TempDir()
+	l, err := log.Open(dir, log.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, c := range []batch.Checked{
+		txnBatch(t, 7, 0, 1),      // 0: transaction 1
+		numbered(t, 7, true, 1),   // 1: its COMMIT
+		txnBatch(t, 7, 1, 1),      // 2: transaction 2
+		numbered(t, 7, true, 1),   // 3: a late copy of transaction 1's COMMIT
+		numbered(t, 7, false, 2),  // 4: transaction 2's ABORT
+		txnBatchEpoch(t, 8, 0, 0), // 5: another producer's, unnumbered markers
+		marker(t, 8, false),       // 6
+		txnBatchEpoch(t, 8, 0, 1), // 7
+		marker(t, 8, false),       // 8
+	} {
+		_, w, err := l.AppendStart(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []AbortedTxn{{ProducerID: 7, FirstOffset: 2, LastOffset: 4}, {ProducerID: 8, FirstOffset: 5, LastOffset: 6}, {ProducerID: 8, FirstOffset: 7, LastOffset: 8}}
+
+	replica := newPartition("t", 0, l)
+	b, err := l.Read(0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := batch.Split(b, func(one []byte, info batch.Info) error {
+		replica.Applied(info, append([]byte(nil), one...))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := replica.Aborted(0, 10); !reflect.DeepEqual(got, want) {
+		t.Fatalf("applied: aborted %v, want %v", got, want)
+	}
+
+	rebuilt := newPartition("t", 0, l)
+	if err := rebuilt.recoverProducers(); err != nil {
+		t.Fatal(err)
+	}
+	if got := rebuilt.Aborted(0, 10); !reflect.DeepEqual(got, want) {
+		t.Fatalf("rebuilt: aborted %v, want %v", got, want)
+	}
+}
+
+// On a leader whose writes pipeline, a marker written again while its
+// first copy is on its way waits for that copy instead of starting a
+// second; once applied, a further copy is answered without a write; under
+// a new leadership a copy whose first write failed is written.
+func TestPipelinedMarkerCopies(t *testing.T) {
+	f := newFake(t)
+	sendMarker := func(lead uint64, commit bool, txn int32) started {
+		t.Helper()
+		c := numbered(t, 7, commit, txn)
+		a, err := f.p.StartAppendVia(c, lead, f.start(c.Info()))
+		return started{a, err}
+	}
+	first := sendMarker(1, true, 1)
+	again := sendMarker(1, true, 1)
+	if again.err != nil || len(f.started) != 1 {
+		t.Fatalf("a copy while the first is on its way: err %v, %d started, want 1", again.err, len(f.started))
+	}
+	if !again.blocked() {
+		t.Fatal("the copy was answered before the first was applied")
+	}
+	f.apply()
+	if r, err := first.result(t); err != nil || r.Duplicate || r.BaseOffset != 0 {
+		t.Fatalf("first copy: %+v, %v", r, err)
+	}
+	if r, err := again.result(t); err != nil || !r.Duplicate || r.BaseOffset != 0 {
+		t.Fatalf("second copy: %+v, %v; want the first's offset as a duplicate", r, err)
+	}
+	if r, err := sendMarker(1, true, 1).result(t); err != nil || !r.Duplicate || len(f.started) != 1 {
+		t.Fatalf("copy after it was applied: %+v, %v, %d started; want a duplicate, no write", r, err, len(f.started))
+	}
+
+	lost := sendMarker(1, false, 2)
+	f.fail()
+	if _, err := lost.result(t); err == nil {
+		t.Fatal("the failed write answered no error")
+	}
+	retry := sendMarker(2, false, 2)
+	if retry.err != nil || len(f.started) != 3 {
+		t.Fatalf("copy under a new leadership after a failed write: err %v, %d started, want it written", retry.err, len(f.started))
+	}
+	f.apply()
+	if r, err := retry.result(t); err != nil || r.Duplicate {
+		t.Fatalf("rewritten marker: %+v, %v", r, err)
+	}
+	if r, err := sendMarker(2, true, 1).result(t); err != nil || !r.Duplicate || len(f.started) != 3 {
+		t.Fatalf("an older transaction's marker: %+v, %v, %d started; want a duplicate, no write", r, err, len(f.started))
+	}
+}
