@@ -396,3 +396,26 @@ func (c *Coordinator) Tick(ctx context.Context) error {
 	}
 	return first
 }
+
+// Verify answers a partition leader about to store producer pid's first
+// batch at epoch of a transaction in tp (KIP-890's verification): the
+// number of id's ongoing transaction when it holds tp, so that a late
+// batch of a transaction that ended (or was never begun there) cannot
+// open a transaction no marker will end.
+func (c *Coordinator) Verify(id string, pid int64, epoch int16, tp TopicPartition) (int32, error) {
+	c.mu.Lock()
+	e, ok := c.entries[id]
+	c.mu.Unlock()
+	if !ok {
+		return 0, errorf(CodeUnknownProducer, "transactional id %q has no producer id %d: call InitProducerId first", id, pid)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := check(e, id, pid, epoch); err != nil {
+		return 0, err
+	}
+	if e.rec.State != Ongoing || !e.rec.HasPartition(tp) {
+		return 0, errorf(CodeInvalidState, "transactional id %q: partition %s/%d is not in an ongoing transaction (state %v): AddPartitionsToTxn before producing to it", id, tp.Topic, tp.Partition, e.rec.State)
+	}
+	return e.rec.Txn, nil
+}
