@@ -14,9 +14,15 @@ import (
 const MaxTimeout = 15 * time.Minute
 
 // Store keeps the records durably: Put returns once r is stored (in a
-// cluster: committed by the metadata group).
+// cluster: committed by the metadata group). Confirm returns once the
+// records the coordinator holds are proven current (in a cluster: this
+// node still leads the metadata group): an answer given from memory,
+// without a Put, is confirmed first, so that a coordinator that lost its
+// lead without knowing it yet (a paused process) cannot answer for a
+// record its successor changed.
 type Store interface {
 	Put(ctx context.Context, r Record) error
+	Confirm(ctx context.Context) error
 }
 
 // Marker is a transaction's marker: its producer id and epoch, its
@@ -234,7 +240,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 		}
 	}
 	if !changed {
-		return nil
+		return c.cfg.Store.Confirm(ctx)
 	}
 	return c.put(ctx, e, r)
 }
@@ -252,7 +258,7 @@ func (c *Coordinator) AddOffsets(ctx context.Context, id string, pid int64, epoc
 		return err
 	}
 	if e.rec.State == Ongoing && slices.Contains(r.Groups, group) {
-		return nil
+		return c.cfg.Store.Confirm(ctx)
 	}
 	if !slices.Contains(r.Groups, group) {
 		r.Groups = append(r.Groups, group)
@@ -307,7 +313,10 @@ func (c *Coordinator) End(ctx context.Context, id string, pid int64, epoch int16
 		if err := c.put(ctx, e, r); err != nil {
 			return err
 		}
-	case want, done:
+	case want:
+	case done:
+		// A retry of an end that was done.
+		return c.cfg.Store.Confirm(ctx)
 	default:
 		return errorf(CodeInvalidState, "transactional id %q: cannot %s a transaction in state %v", id, verb(commit), e.rec.State)
 	}
