@@ -94,6 +94,10 @@ type controlPlane interface {
 	// onMetaLeader's answer, a current read of the metadata, and the
 	// writes of committed offsets and generations.
 	metaLeader() (leader Node, leads bool)
+	// metaTerm is the metadata leader's term (0 on a node that runs
+	// alone): memory built from the metadata in one term is stale in
+	// another, even on the same node.
+	metaTerm() uint64
 	onMetaLeader() error
 	currentMeta(ctx context.Context) error
 	commitOffsets(ctx context.Context, group string, cs []offsets.Committed) error

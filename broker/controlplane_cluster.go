@@ -247,6 +247,8 @@ func (r *raftPlane) metaLeader() (Node, bool) {
 	return r.cl.MetaLeader(), false
 }
 
+func (r *raftPlane) metaTerm() uint64 { return r.cl.MetaTerm() }
+
 // currentMeta: on the metadata leader after a read barrier;
 // *NotLeaderError elsewhere.
 func (r *raftPlane) currentMeta(ctx context.Context) error {

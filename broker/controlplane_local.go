@@ -118,6 +118,7 @@ func (l *localPlane) members() []string                 { return nil }
 func (l *localPlane) metaLeader() (Node, bool)          { return Node{}, true }
 func (l *localPlane) onMetaLeader() error               { return nil }
 func (l *localPlane) currentMeta(context.Context) error { return nil }
+func (l *localPlane) metaTerm() uint64                  { return 0 }
 
 // errAlone is the answer to cluster membership changes on a node that
 // runs alone.

@@ -37,6 +37,11 @@ type ProduceRequest struct {
 	// and base sequence in its header (batch.NoProducer without).
 	Batch []byte
 	Acks  Acks
+	// TransactionalID is the producer's transactional id when Batch is
+	// in a transaction (Kafka's produce names it): the first batch of a
+	// transaction in a partition is verified with the coordinator
+	// (txn_verify.go).
+	TransactionalID string
 }
 
 // ProduceResult is where a batch was stored.
@@ -137,7 +142,7 @@ func (b *Broker) startProduce(ctx context.Context, r ProduceRequest) (ProduceFut
 	p, cfg, err := b.producePartitionOf(ctx, r)
 	var f *produceFuture
 	if err == nil {
-		f, err = b.startAppend(ctx, p, cfg, r.Batch, r.Acks)
+		f, err = b.startAppend(ctx, p, cfg, r)
 	}
 	if err != nil {
 		b.leave()
@@ -313,8 +318,8 @@ func checkInSync(p *partition.Partition, cfg partition.TopicConfig, acks Acks, i
 // startAppend checks a batch (CheckBatch, then against its topic's
 // config) and starts its append: to the log on a single node, through the
 // partition's Raft group in a cluster.
-func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, cfg partition.TopicConfig, data []byte, acks Acks) (*produceFuture, error) {
-	c, err := b.CheckBatch(data)
+func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, cfg partition.TopicConfig, r ProduceRequest) (*produceFuture, error) {
+	c, err := b.CheckBatch(r.Batch)
 	if err != nil {
 		return nil, err
 	}
@@ -322,14 +327,19 @@ func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, cfg pa
 	if err != nil {
 		return nil, err
 	}
-	return b.startChecked(ctx, p, cfg, c, acks, appendMs)
+	txn, err := b.verifyTxn(ctx, p, c.Info(), r.TransactionalID)
+	if err != nil {
+		return nil, err
+	}
+	return b.startChecked(ctx, p, cfg, c, r.Acks, appendMs, txn)
 }
 
 // startChecked starts the append of a checked batch (startAppend's, or a
 // transaction marker the broker made: txn_markers.go) to partition p of a
 // topic configured cfg; appendMs is the LogAppendTime stamped in it (-1:
-// none).
-func (b *Broker) startChecked(ctx context.Context, p *partition.Partition, cfg partition.TopicConfig, c batch.Checked, acks Acks, appendMs int64) (*produceFuture, error) {
+// none); txn, when above 0, the number of the transaction the coordinator
+// verified the batch as the first of (txn_verify.go).
+func (b *Broker) startChecked(ctx context.Context, p *partition.Partition, cfg partition.TopicConfig, c batch.Checked, acks Acks, appendMs int64, txn int32) (*produceFuture, error) {
 	f := &produceFuture{b: b, ctx: ctx, p: p, info: c.Info(), size: len(c.Bytes()), appendMs: appendMs}
 	rp, clustered := b.plane.(*raftPlane)
 	if !clustered {
@@ -338,7 +348,8 @@ func (b *Broker) startChecked(ctx context.Context, p *partition.Partition, cfg p
 		}
 		// Written in order now; the wait joins the fsync, which the
 		// producer's next batches, started meanwhile, share.
-		f.a, f.err = p.StartAppend(c)
+		f.a, f.err = p.StartTxnAppend(c, txn)
+		f.err = txnEndedError(f.err)
 		return f, nil
 	}
 	r, err := rp.cl.Replica(ctx, p)
@@ -354,7 +365,7 @@ func (b *Broker) startChecked(ctx context.Context, p *partition.Partition, cfg p
 	if err := checkInSync(p, cfg, acks, func() int { return rp.cl.InSyncReplicas(p) }); err != nil {
 		return nil, err
 	}
-	f.a, err = p.StartAppendVia(c, lead, func(c batch.Checked, after partition.Write) (partition.Write, error) {
+	f.a, err = p.StartTxnAppendVia(c, lead, txn, func(c batch.Checked, after partition.Write) (partition.Write, error) {
 		prev, _ := after.(*replication.Write)
 		w, err := r.Start(c, acks == AcksLeader, prev)
 		if err != nil {
@@ -363,6 +374,9 @@ func (b *Broker) startChecked(ctx context.Context, p *partition.Partition, cfg p
 		return w, nil
 	})
 	if err != nil {
+		if partition.TxnEnded(err) {
+			return nil, txnEndedError(err)
+		}
 		return nil, rp.cl.RaftError(err)
 	}
 	f.raftErr = rp.cl.RaftError

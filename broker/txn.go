@@ -41,9 +41,13 @@ const (
 // (asked, or by watch). watch also ticks it every second: timeouts, and
 // the records a failed or previous coordinator left in flight.
 type txnHolder struct {
-	b      *Broker
-	mu     sync.Mutex
-	c      *txn.Coordinator
+	b  *Broker
+	mu sync.Mutex
+	c  *txn.Coordinator
+	// term is the metadata term c was made in: a node that lost the
+	// lead and won it back made c from records another leader may have
+	// changed since.
+	term   uint64
 	closed bool
 }
 
@@ -56,14 +60,16 @@ func (h *txnHolder) get(ctx context.Context) (*txn.Coordinator, error) {
 	if h.closed {
 		return nil, kind.ErrShuttingDown
 	}
+	term := h.b.plane.metaTerm()
 	leader, leads := h.b.plane.metaLeader()
 	if !leads {
 		h.c = nil
 		return nil, &NotCoordinatorError{Leader: leader}
 	}
-	if h.c != nil {
+	if h.c != nil && h.term == term {
 		return h.c, nil
 	}
+	h.c = nil
 	rctx, cancel := context.WithTimeout(ctx, restoreTimeout)
 	defer cancel()
 	encs, err := h.b.plane.txnRecords(rctx)
@@ -83,7 +89,7 @@ func (h *txnHolder) get(ctx context.Context) (*txn.Coordinator, error) {
 		}
 		recs = append(recs, r)
 	}
-	h.c = txn.New(txn.Config{Store: txnStore{h.b}, Writer: txnWriter{h.b}, Records: recs, NewProducerID: newProducerID})
+	h.c, h.term = txn.New(txn.Config{Store: txnStore{h.b}, Writer: txnWriter{h.b}, Records: recs, NewProducerID: newProducerID}), term
 	return h.c, nil
 }
 
@@ -99,7 +105,7 @@ func (h *txnHolder) watch(ctx context.Context) {
 		case <-t.C:
 		}
 		h.mu.Lock()
-		if _, leads := h.b.plane.metaLeader(); !leads {
+		if _, leads := h.b.plane.metaLeader(); !leads || h.b.plane.metaTerm() != h.term {
 			h.c = nil
 		}
 		c := h.c
@@ -137,6 +143,9 @@ type txnStore struct{ b *Broker }
 func (s txnStore) Put(ctx context.Context, r txn.Record) error {
 	return s.b.plane.putTxn(ctx, r.ID, r.Encode())
 }
+
+// Confirm: in a cluster a read barrier on the metadata leader.
+func (s txnStore) Confirm(ctx context.Context) error { return s.b.plane.currentMeta(ctx) }
 
 // txnCoordinator authorizes op on transactional id for pr and returns
 // the coordinator.

@@ -126,7 +126,7 @@ func (b *Broker) appendMarker(ctx context.Context, r markerReq) error {
 	c, err := batch.CheckControl(enc)
 	var f *produceFuture
 	if err == nil {
-		f, err = b.startChecked(ctx, p, cfg, c, AcksAll, -1)
+		f, err = b.startChecked(ctx, p, cfg, c, AcksAll, -1, 0)
 	}
 	if err != nil {
 		b.leave()
@@ -142,6 +142,7 @@ func (b *Broker) handleTxnPeers() {
 	handle(b, opTxnMarker, func(ctx context.Context, _ Principal, r markerReq) (any, error) {
 		return none{}, b.appendMarker(ctx, r)
 	})
+	b.handleTxnVerify()
 }
 
 // LastStableOffset is a partition's last stable offset, on its leader

@@ -16,6 +16,11 @@ func (c *Cluster) RecordTxnState(ctx context.Context, id string, enc []byte) err
 	return c.RaftError(c.meta.Apply(ctx, meta.Command{Op: meta.OpTxnState, Name: id, Value: enc}))
 }
 
+// MetaTerm is the metadata group's Raft term on this node: state a
+// leader keeps in memory from the records (the transaction coordinator)
+// is its term's only.
+func (c *Cluster) MetaTerm() uint64 { return c.meta.Term() }
+
 // TxnStates is every transactional id's recorded state as this node
 // applied it; on the metadata leader, current after MetaLinearizable.
 func (c *Cluster) TxnStates() map[string][]byte { return c.meta.FSM.TxnStates() }

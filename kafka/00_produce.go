@@ -44,7 +44,7 @@ func handleProduce(s *Server, r *request) func() kmsg.Response {
 			}
 			f, err := s.core.StartProduce(ctx, ProduceRequest{
 				Principal: r.c.principal, Topic: rt.Topic, Partition: rp.Partition,
-				Batch: rp.Records, Acks: acks,
+				Batch: rp.Records, Acks: acks, TransactionalID: derefString(req.TransactionID),
 			})
 			if err != nil {
 				setProduceError(r, p, err, rp.Records)

@@ -1,6 +1,9 @@
 package partition
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/logd/logd/internal/batch"
 )
 
@@ -124,4 +127,41 @@ func failed(w Write) bool {
 	default:
 		return false
 	}
+}
+
+// errTxnEnded: a batch verified as a transaction's arrived after that
+// transaction's marker (TxnEnded).
+var errTxnEnded = errors.New("the transaction ended in this partition")
+
+// TxnEnded reports whether err refused a verified batch whose transaction
+// had ended in the partition (StartTxnAppendVia).
+func TxnEnded(err error) bool { return errors.Is(err, errTxnEnded) }
+
+// checkTxnLive refuses a batch verified as transaction txn's once txn's
+// marker, or a later one, is applied here or on its way. st.appendMu is
+// held.
+func (p *Partition) checkTxnLive(st *producerState, info batch.Info, txn int32) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	last := st.markerTxn
+	if m := st.markerPending; m != nil && !failed(m.w) {
+		last = max(last, m.txn)
+	}
+	if txn <= last {
+		return fmt.Errorf("%w: producer %d's batch of transaction %d came after the transaction's marker", errTxnEnded, info.ProducerID, txn)
+	}
+	return nil
+}
+
+// TxnOpen reports whether producer pid has a transaction open in the
+// partition (a batch of it applied and no marker yet).
+func (p *Partition) TxnOpen(pid int64) bool {
+	t := &p.txn
+	if t.nOpen.Load() == 0 {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, open := t.open[pid]
+	return open
 }

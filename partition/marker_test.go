@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"encoding/binary"
 	"reflect"
 	"testing"
 
@@ -153,5 +154,57 @@ func TestPipelinedMarkerCopies(t *testing.T) {
 	}
 	if r, err := sendMarker(2, true, 1).result(t); err != nil || !r.Duplicate || len(f.started) != 3 {
 		t.Fatalf("an older transaction's marker: %+v, %v, %d started; want a duplicate, no write", r, err, len(f.started))
+	}
+}
+
+// A batch the coordinator verified as transaction 1's is refused once
+// transaction 1's marker is on its way or applied here (the transaction
+// ended here before the batch arrived); one of transaction 2 is not.
+func TestVerifiedBatchAfterItsMarkerIsRefused(t *testing.T) {
+	f := newFake(t)
+	sendTxn := func(txn int32, seq int32) started {
+		t.Helper()
+		in := info(0, seq, 1)
+		a, err := f.p.StartTxnAppendVia(txnChecked(t, in), 1, txn, f.start(in))
+		return started{a, err}
+	}
+	first := sendTxn(1, 0)
+	f.applyAll()
+	if r, err := first.result(t); err != nil {
+		t.Fatalf("transaction 1's batch: %+v, %v", r, err)
+	}
+	c := numbered(t, 7, true, 1)
+	if _, err := f.p.StartAppendVia(c, 1, f.start(c.Info())); err != nil {
+		t.Fatal(err)
+	}
+	if s := sendTxn(1, 1); !TxnEnded(s.err) {
+		t.Fatalf("transaction 1's batch with its marker on its way: %v, want refused", s.err)
+	}
+	f.applyAll()
+	if s := sendTxn(1, 1); !TxnEnded(s.err) {
+		t.Fatalf("transaction 1's batch after its marker: %v, want refused", s.err)
+	}
+	if s := sendTxn(2, 1); s.err != nil {
+		t.Fatalf("transaction 2's batch: %v", s.err)
+	}
+}
+
+// txnChecked is a transactional batch of in's producer and sequence.
+func txnChecked(t *testing.T, in batch.Info) batch.Checked {
+	t.Helper()
+	b := batch.Encode(nil, 0, batch.Producer{ID: in.ProducerID, Epoch: in.ProducerEpoch, Sequence: in.FirstSequence}, []batch.Record{{Timestamp: 1, Value: []byte("v")}})
+	binary.BigEndian.PutUint16(b[21:], batch.AttrTransactional)
+	binary.BigEndian.PutUint32(b[17:], batch.Checksum(b))
+	c, err := batch.Validate(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// applyAll applies every started entry.
+func (f *fakeRaft) applyAll() {
+	for f.applied < len(f.started) {
+		f.apply()
 	}
 }

@@ -130,7 +130,13 @@ func (p *Partition) Append(c batch.Checked) (AppendResult, error) {
 // A wait that ends with its context leaves the batch pending until its
 // fsync ends (or fails, or the log closes): a retry then waits for it.
 func (p *Partition) StartAppend(c batch.Checked) (*Appending, error) {
-	return p.StartAppendVia(c, 0, p.startLocal)
+	return p.startAppendVia(c, 0, 0, p.startLocal)
+}
+
+// StartTxnAppend is StartAppend of a transactional batch verified as
+// transaction txn's (see StartTxnAppendVia).
+func (p *Partition) StartTxnAppend(c batch.Checked, txn int32) (*Appending, error) {
+	return p.startAppendVia(c, 0, txn, p.startLocal)
 }
 
 // startLocal writes c to the partition's own log (StartAppendVia's start
@@ -267,6 +273,19 @@ func (a *Appending) Wait(ctx context.Context) (AppendResult, error) {
 // failed too, or will be); one whose outcome is unknown (its waiter's
 // context ended) stays pending until it is Done.
 func (p *Partition) StartAppendVia(c batch.Checked, lead uint64, start func(c batch.Checked, after Write) (Write, error)) (*Appending, error) {
+	return p.startAppendVia(c, lead, 0, start)
+}
+
+// StartTxnAppendVia is StartAppendVia of a transactional batch the
+// coordinator verified as transaction txn's (the first of its producer's
+// transaction here): it fails with an error TxnEnded recognises when
+// txn's marker, or a later one, is applied here or on its way, since the
+// transaction ended here before its batch arrived.
+func (p *Partition) StartTxnAppendVia(c batch.Checked, lead uint64, txn int32, start func(c batch.Checked, after Write) (Write, error)) (*Appending, error) {
+	return p.startAppendVia(c, lead, txn, start)
+}
+
+func (p *Partition) startAppendVia(c batch.Checked, lead uint64, txn int32, start func(c batch.Checked, after Write) (Write, error)) (*Appending, error) {
 	info := c.Info()
 	if info.ProducerID < 0 {
 		w, err := start(c, nil)
@@ -280,6 +299,11 @@ func (p *Partition) StartAppendVia(c batch.Checked, lead uint64, start func(c ba
 	defer st.appendMu.Unlock()
 	if info.IsControl() {
 		return p.startMarker(st, c, info, lead, start) // marker.go
+	}
+	if txn > 0 {
+		if err := p.checkTxnLive(st, info, txn); err != nil {
+			return nil, err
+		}
 	}
 	firstSeq := info.FirstSequence
 	lastSeq := firstSeq + info.LastOffsetDelta

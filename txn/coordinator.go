@@ -14,9 +14,15 @@ import (
 const MaxTimeout = 15 * time.Minute
 
 // Store keeps the records durably: Put returns once r is stored (in a
-// cluster: committed by the metadata group).
+// cluster: committed by the metadata group). Confirm returns once the
+// records the coordinator holds are proven current (in a cluster: this
+// node still leads the metadata group): an answer given from memory,
+// without a Put, is confirmed first, so that a coordinator that lost its
+// lead without knowing it yet (a paused process) cannot answer for a
+// record its successor changed.
 type Store interface {
 	Put(ctx context.Context, r Record) error
+	Confirm(ctx context.Context) error
 }
 
 // Marker is a transaction's marker: its producer id and epoch, its
@@ -234,7 +240,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 		}
 	}
 	if !changed {
-		return nil
+		return c.cfg.Store.Confirm(ctx)
 	}
 	return c.put(ctx, e, r)
 }
@@ -252,7 +258,7 @@ func (c *Coordinator) AddOffsets(ctx context.Context, id string, pid int64, epoc
 		return err
 	}
 	if e.rec.State == Ongoing && slices.Contains(r.Groups, group) {
-		return nil
+		return c.cfg.Store.Confirm(ctx)
 	}
 	if !slices.Contains(r.Groups, group) {
 		r.Groups = append(r.Groups, group)
@@ -307,7 +313,10 @@ func (c *Coordinator) End(ctx context.Context, id string, pid int64, epoch int16
 		if err := c.put(ctx, e, r); err != nil {
 			return err
 		}
-	case want, done:
+	case want:
+	case done:
+		// A retry of an end that was done.
+		return c.cfg.Store.Confirm(ctx)
 	default:
 		return errorf(CodeInvalidState, "transactional id %q: cannot %s a transaction in state %v", id, verb(commit), e.rec.State)
 	}
@@ -395,4 +404,27 @@ func (c *Coordinator) Tick(ctx context.Context) error {
 		}
 	}
 	return first
+}
+
+// Verify answers a partition leader about to store producer pid's first
+// batch at epoch of a transaction in tp (KIP-890's verification): the
+// number of id's ongoing transaction when it holds tp, so that a late
+// batch of a transaction that ended (or was never begun there) cannot
+// open a transaction no marker will end.
+func (c *Coordinator) Verify(id string, pid int64, epoch int16, tp TopicPartition) (int32, error) {
+	c.mu.Lock()
+	e, ok := c.entries[id]
+	c.mu.Unlock()
+	if !ok {
+		return 0, errorf(CodeUnknownProducer, "transactional id %q has no producer id %d: call InitProducerId first", id, pid)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := check(e, id, pid, epoch); err != nil {
+		return 0, err
+	}
+	if e.rec.State != Ongoing || !e.rec.HasPartition(tp) {
+		return 0, errorf(CodeInvalidState, "transactional id %q: partition %s/%d is not in an ongoing transaction (state %v): AddPartitionsToTxn before producing to it", id, tp.Topic, tp.Partition, e.rec.State)
+	}
+	return e.rec.Txn, nil
 }

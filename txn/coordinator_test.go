@@ -25,6 +25,12 @@ func (s *memStore) Put(_ context.Context, r Record) error {
 	return nil
 }
 
+func (s *memStore) Confirm(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fail
+}
+
 func DecodeMust(b []byte) Record {
 	r, err := DecodeRecord(b)
 	if err != nil {
@@ -292,5 +298,33 @@ func TestMarkersCarryTheTransactionNumber(t *testing.T) {
 	}
 	if r, _ := f.c.Get("t"); r.Txn != 0 {
 		t.Fatalf("a new producer id starts at number %d, want 0", r.Txn)
+	}
+}
+
+// An answer given from memory, without a write (a partition or group
+// added already, a retried end), is confirmed with the Store first: a
+// coordinator that lost its lead without knowing it answers the error,
+// not its stale record.
+func TestAnswersFromMemoryAreConfirmed(t *testing.T) {
+	f := newFixture()
+	pid, epoch, _ := f.c.InitProducerID(ctx, "t", time.Minute, -1, -1)
+	tp := []TopicPartition{{"a", 0}}
+	_ = f.c.AddPartitions(ctx, "t", pid, epoch, tp)
+	_ = f.c.AddOffsets(ctx, "t", pid, epoch, "g")
+	lost := errors.New("no longer leads the metadata")
+	f.store.fail = lost
+	if err := f.c.AddPartitions(ctx, "t", pid, epoch, tp); !errors.Is(err, lost) {
+		t.Fatalf("a partition added again on a coordinator that lost its lead: %v", err)
+	}
+	if err := f.c.AddOffsets(ctx, "t", pid, epoch, "g"); !errors.Is(err, lost) {
+		t.Fatalf("a group added again: %v", err)
+	}
+	f.store.fail = nil
+	if err := f.c.End(ctx, "t", pid, epoch, true); err != nil {
+		t.Fatal(err)
+	}
+	f.store.fail = lost
+	if err := f.c.End(ctx, "t", pid, epoch, true); !errors.Is(err, lost) {
+		t.Fatalf("a retried commit: %v", err)
 	}
 }

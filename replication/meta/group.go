@@ -161,6 +161,9 @@ func (g *Group) Bootstrap(id raft.ServerID, addr raft.ServerAddress) error {
 // IsLeader reports whether this replica leads the group.
 func (g *Group) IsLeader() bool { return g.raft.State() == raft.Leader }
 
+// Term is the Raft term this node is in.
+func (g *Group) Term() uint64 { return g.raft.CurrentTerm() }
+
 // Leader is the leader's node id, "" when unknown.
 func (g *Group) Leader() string {
 	_, id := g.raft.LeaderWithID()

@@ -1,0 +1,96 @@
+package broker
+
+import (
+	"context"
+	"errors"
+
+	"github.com/logd/logd/cluster"
+	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/partition"
+	"github.com/logd/logd/txn"
+)
+
+// A transactional producer's first batch in a partition's transaction is
+// verified with the coordinator before it is stored (KIP-890's
+// verification; Kafka's produce request names the transactional id): the
+// partition must be in the id's ongoing transaction at the producer's
+// epoch. The answer is the transaction's number, which the partition
+// checks against the markers it has (partition.StartTxnAppendVia): a
+// batch of a transaction whose marker is already there or on its way is
+// refused. Without it a late batch of a finished transaction would open
+// one that no marker ends, holding the partition's last stable offset
+// until the coordinator's timeout, which knows nothing of it.
+
+// opTxnVerify asks the coordinator's node to verify; the answer is
+// txnVerifyResp.
+const opTxnVerify = "txn.verify"
+
+type txnVerifyReq struct {
+	ID        string `json:"id"`
+	Producer  int64  `json:"producer"`
+	Epoch     int16  `json:"epoch"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+}
+
+// txnVerifyResp is the number of the transaction, or the coordinator's
+// refusal (a txn.Error's code and message).
+type txnVerifyResp struct {
+	Txn  int32    `json:"txn"`
+	Code txn.Code `json:"code,omitempty"`
+	Msg  string   `json:"msg,omitempty"`
+}
+
+// verifyTxn verifies c's batch when it is the first of its producer's
+// transaction in p, and returns its transaction's number (0: no
+// verification was needed).
+func (b *Broker) verifyTxn(ctx context.Context, p *partition.Partition, info batch.Info, id string) (int32, error) {
+	if id == "" || !info.IsTransactional() || info.IsControl() || info.ProducerID < 0 || p.TxnOpen(info.ProducerID) {
+		return 0, nil
+	}
+	r := txnVerifyReq{ID: id, Producer: info.ProducerID, Epoch: info.ProducerEpoch, Topic: p.Topic, Partition: p.ID}
+	resp, err := b.verifyHere(ctx, r)
+	var nc *NotCoordinatorError
+	if errors.As(err, &nc) && nc.Leader.RaftAddr != "" && !cluster.Forwarded(ctx) {
+		err = b.peerCall(ctx, nc.Leader.RaftAddr, opTxnVerify, "", r, &resp)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if resp.Code != 0 {
+		return 0, &txn.Error{Code: resp.Code, Msg: resp.Msg}
+	}
+	return resp.Txn, nil
+}
+
+// verifyHere verifies with this node's coordinator: *NotCoordinatorError
+// when another node's coordinates.
+func (b *Broker) verifyHere(ctx context.Context, r txnVerifyReq) (txnVerifyResp, error) {
+	c, err := b.txns.get(ctx)
+	if err != nil {
+		return txnVerifyResp{}, err
+	}
+	n, err := c.Verify(r.ID, r.Producer, r.Epoch, txn.TopicPartition{Topic: r.Topic, Partition: r.Partition})
+	var te *txn.Error
+	if errors.As(err, &te) {
+		return txnVerifyResp{Code: te.Code, Msg: te.Msg}, nil
+	}
+	return txnVerifyResp{Txn: n}, err
+}
+
+// handleTxnVerify registers the verification partition leaders on other
+// nodes ask of this one's coordinator.
+func (b *Broker) handleTxnVerify() {
+	handle(b, opTxnVerify, func(ctx context.Context, _ Principal, r txnVerifyReq) (any, error) {
+		return b.verifyHere(ctx, r)
+	})
+}
+
+// txnEndedError is err as the coordinator's refusal when the partition
+// refused a verified batch whose transaction ended there meanwhile.
+func txnEndedError(err error) error {
+	if !partition.TxnEnded(err) {
+		return err
+	}
+	return &txn.Error{Code: txn.CodeInvalidState, Msg: err.Error() + ": the transaction ended; begin another"}
+}
