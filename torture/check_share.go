@@ -20,7 +20,10 @@ import (
 //   - no record is delivered again after an applied accept or reject:
 //     no delivery of it has a higher count than the one acknowledged;
 //   - after the drain every acknowledged record is accounted for: accepted
-//     or rejected (applied or of unknown outcome), or delivered at the
+//     or rejected (whatever the broker answered: franz-go sends an
+//     acknowledgement again when its request may not have arrived, and
+//     the broker refuses the second copy of one it applied, so a refusal
+//     does not prove the first was not applied), or delivered at the
 //     limit (then archived unless accepted). A record none of these is
 //     lost, unless at most one of its deliveries could have gone unseen (a
 //     response lost with its node, which is no fault of the broker: the
@@ -57,7 +60,7 @@ type shareIndex struct {
 	values   map[string]bool            // every value written, whatever its outcome
 	byRecord map[shareRef][]*ShareDelivery
 	terminal map[shareRef][]shareTerminal
-	resolved map[shareRef]bool // accepted or rejected, applied or unknown
+	resolved map[shareRef]bool // an accept or reject sent, whatever its answer
 }
 
 func newShareIndex(h *ShareHistory, v *Verdict) *shareIndex {
@@ -119,7 +122,7 @@ func (x *shareIndex) checkAcks() {
 		a := &x.h.Acks[i]
 		for _, e := range a.Entries {
 			x.v.Counts["ack_"+e.Type+"_"+string(a.Outcome)]++
-			if e.Type == ShareRelease || a.Outcome == OutcomeFail {
+			if e.Type == ShareRelease {
 				continue
 			}
 			r := shareRef{a.Partition, e.Offset}

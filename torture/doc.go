@@ -215,7 +215,9 @@
 // per record and no delivery after it (by delivery count: a stalled
 // member's poll may still return an earlier delivery), no share start
 // below the end after the drain, and every acknowledged record accepted
-// or rejected (applied or of unknown outcome) or delivered at the limit;
+// or rejected (whatever the answer: franz-go resends an acknowledgement
+// whose request failed, and the broker refuses the copy of one it
+// applied) or delivered at the limit;
 // a record seen at most at limit-1 deliveries and never answered is
 // counted archived_unseen (one delivery whose response was lost with its
 // node), one seen fewer times is lost.

@@ -46,8 +46,9 @@ type ShareAckEntry struct {
 // ShareAck is a member's acknowledgements of one partition, flushed
 // together. A partition's acknowledgements are applied all or none, so
 // one outcome holds for all: OutcomeOK when the broker answered them
-// applied, OutcomeFail when it refused them (the member no longer held a
-// record), OutcomeUnknown otherwise.
+// applied, OutcomeFail when it refused them as records the member did not
+// hold (which franz-go also answers when a resent copy of an applied
+// request is refused: applied or not), OutcomeUnknown otherwise.
 type ShareAck struct {
 	Member    string          `json:"member"`
 	Partition int32           `json:"partition"`

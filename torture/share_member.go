@@ -116,7 +116,9 @@ func (sw *ShareWorkload) flush(cl *kgo.Client, col *ackCollector, name string, e
 
 // shareAckOutcome is what rs say of partition p's acknowledgements: all
 // answered applied (OK), all refused as records the member did not hold
-// (Fail: a partition's acknowledgements apply all or none), else unknown.
+// (Fail: a partition's acknowledgements apply all or none; franz-go sends
+// a request again after an error, so a refusal may follow a copy that was
+// applied), else unknown.
 func shareAckOutcome(rs kgo.ShareAckResults, topic string, p int32) (Outcome, string) {
 	var errs []error
 	n := 0

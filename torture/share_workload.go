@@ -171,6 +171,7 @@ func (sw *ShareWorkload) produce(ctx context.Context) {
 	rng := sw.w.rng(8999)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(sw.w.kafkaAddrs(rng.IntN(sw.w.cluster.Size()))...),
 		kgo.DefaultProduceTopic(sw.cfg.Topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
 		kgo.RecordDeliveryTimeout(10*time.Second), kgo.DialTimeout(2*time.Second), kgo.MetadataMinAge(250*time.Millisecond))
 	if err != nil {
 		sw.w.cfg.Logf("share producer: %v", err)
