@@ -170,11 +170,7 @@ func (x *shareIndex) checkFinal() {
 		if x.resolved[r] {
 			continue
 		}
-		var top int32
-		for _, d := range x.byRecord[r] {
-			top = max(top, d.Count)
-		}
-		switch {
+		switch top := x.top(r); {
 		case top >= x.h.Limit:
 			x.v.Counts["archived_at_limit"]++
 		case top == x.h.Limit-1:
@@ -185,6 +181,30 @@ func (x *shareIndex) checkFinal() {
 				r, x.produced[r].Value, top, x.h.Limit, known, s)
 		}
 	}
+}
+
+// top is the highest delivery count r was seen with (0: never delivered).
+func (x *shareIndex) top(r shareRef) int32 {
+	var top int32
+	for _, d := range x.byRecord[r] {
+		top = max(top, d.Count)
+	}
+	return top
+}
+
+// shareUnsettled counts the acknowledged records of h that CheckShare
+// would call lost now: neither accepted nor rejected, and seen at fewer
+// than limit-1 deliveries. The drain goes on while there are some.
+func shareUnsettled(h *ShareHistory) int {
+	x := newShareIndex(h, newVerdict("share"))
+	x.checkAcks()
+	n := 0
+	for r := range x.produced {
+		if !x.resolved[r] && x.top(r) < h.Limit-1 {
+			n++
+		}
+	}
+	return n
 }
 
 func cmpShareRef(a, b shareRef) int {

@@ -126,3 +126,16 @@ func TestCheckShareUnansweredAck(t *testing.T) {
 		}
 	}
 }
+
+// The drain waits while a record is unsettled: neither accepted nor
+// rejected and seen at fewer than limit-1 deliveries.
+func TestShareUnsettled(t *testing.T) {
+	h := shareOK()
+	if n := shareUnsettled(h); n != 0 {
+		t.Errorf("clean history: %d unsettled, want 0", n)
+	}
+	h.Produces = append(h.Produces, ShareProduce{Value: "e", Partition: 1, Offset: 1, Outcome: OutcomeOK})
+	if n := shareUnsettled(h); n != 1 {
+		t.Errorf("a record never delivered: %d unsettled, want 1", n)
+	}
+}

@@ -15,12 +15,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// FinalDrain runs three members that accept every record until none has
-// come for twice the lock duration and 6 s more (a crashed member's
-// records are available again after its locks expire), or ctx ends; then
-// it records each partition's end and, where a node answers it, the
-// share partition's start offset.
+// FinalDrain sets the group's configs on every node again, then runs
+// three members that accept every record until none has come for twice
+// the lock duration and 6 s more (a crashed member's records are
+// available again after its locks expire) and no acknowledged record is
+// unsettled (shareUnsettled), or none has come for drainMaxQuiet, or ctx
+// ends; then it records each partition's end and, where a node answers
+// it, the share partition's start offset.
 func (sw *ShareWorkload) FinalDrain(ctx context.Context) error {
+	for _, a := range sw.w.kafkaAddrs(0) {
+		cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := sw.configure(cctx, a); err != nil {
+			sw.w.cfg.Logf("share drain: %v", err)
+		}
+		ccancel()
+	}
 	dctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sw.last.Store(time.Now().UnixNano())
@@ -34,12 +43,18 @@ func (sw *ShareWorkload) FinalDrain(ctx context.Context) error {
 		})
 	}
 	quiet := 2*sw.cfg.LockDuration + 6*time.Second
-	for dctx.Err() == nil && time.Since(time.Unix(0, sw.last.Load())) < quiet {
+	for dctx.Err() == nil {
 		sleep(dctx, time.Second)
+		idle := time.Since(time.Unix(0, sw.last.Load()))
+		if idle >= drainMaxQuiet || idle >= quiet && shareUnsettled(sw.History()) == 0 {
+			break
+		}
 	}
 	drained := dctx.Err() == nil
 	cancel()
 	wg.Wait()
+	sw.w.cfg.Logf("share drain over: idle %s, %d acknowledged record(s) unsettled",
+		time.Since(time.Unix(0, sw.last.Load())).Round(time.Second), shareUnsettled(sw.History()))
 	if !drained {
 		return fmt.Errorf("torture: share drain: %w", ctx.Err())
 	}
@@ -49,6 +64,11 @@ func (sw *ShareWorkload) FinalDrain(ctx context.Context) error {
 	sw.record(func(h *ShareHistory) { h.Final = final })
 	return err
 }
+
+// drainMaxQuiet is the longest the drain waits for a record: past the
+// default lock duration (30 s), in case a node served the group without
+// its configs.
+const drainMaxQuiet = 36 * time.Second
 
 // finalState is every partition's end and share start offset. The start
 // is read with DescribeShareGroupOffsets from every node: in a cluster
