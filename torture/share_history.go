@@ -77,6 +77,9 @@ type ShareHistory struct {
 	Acks       []ShareAck      `json:"acks"`
 	// Crashes counts the members that stopped without acknowledging what
 	// they held (their connections cut, then closed).
-	Crashes int          `json:"crashes"`
-	Final   []ShareFinal `json:"final,omitempty"`
+	Crashes int `json:"crashes"`
+	// PollErrors counts the errors polls returned, by member kind (run or
+	// drain) and message (numbers replaced by N).
+	PollErrors map[string]int `json:"poll_errors,omitempty"`
+	Final      []ShareFinal   `json:"final,omitempty"`
 }

@@ -3,6 +3,7 @@ package torture
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -61,8 +62,10 @@ func (sw *ShareWorkload) member(ctx context.Context, rng *rand.Rand, name string
 func (sw *ShareWorkload) poll(ctx context.Context, cl *kgo.Client, name string, final bool) []*kgo.Record {
 	invoke := sw.w.h.Now()
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	recs := cl.PollFetches(pctx).Records()
+	fs := cl.PollFetches(pctx)
 	cancel()
+	sw.pollErrors(fs, final)
+	recs := fs.Records()
 	if len(recs) == 0 {
 		return nil
 	}
@@ -75,6 +78,26 @@ func (sw *ShareWorkload) poll(ctx context.Context, cl *kgo.Client, name string, 
 	}
 	sw.record(func(h *ShareHistory) { h.Deliveries = append(h.Deliveries, ds...) })
 	return recs
+}
+
+// pollErrors counts the errors of a poll, other than its own deadline.
+func (sw *ShareWorkload) pollErrors(fs kgo.Fetches, final bool) {
+	kind := "run"
+	if final {
+		kind = "drain"
+	}
+	fs.EachError(func(topic string, p int32, err error) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return
+		}
+		msg := fmt.Sprintf("%s %s/%d: %s", kind, topic, p, digits.ReplaceAllString(err.Error(), "N"))
+		sw.record(func(h *ShareHistory) {
+			if h.PollErrors == nil {
+				h.PollErrors = map[string]int{}
+			}
+			h.PollErrors[msg]++
+		})
+	})
 }
 
 // decide marks each record accepted (three in four), released or

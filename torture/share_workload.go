@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"strconv"
 	"sync"
@@ -156,6 +157,7 @@ func (sw *ShareWorkload) History() *ShareHistory {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	h := sw.h
+	h.PollErrors = maps.Clone(h.PollErrors)
 	return &h
 }
 
