@@ -205,8 +205,11 @@
 // takes its place. Every delivery (member, offset, value, delivery count)
 // and every partition's acknowledgements of a flush, with what the
 // broker answered (applied, refused, unknown), go into a ShareHistory
-// (share-history.json.gz). After the run three members accept everything
-// until nothing has come for twice the lock duration and 6 s; then each
+// (share-history.json.gz), with the polls' errors counted. After the run
+// the group's configs are set on every node again and three members
+// accept everything until nothing has come for twice the lock duration
+// and 6 s and no acknowledged record is unsettled (or nothing has come for
+// 36 s, past the default lock duration); then each
 // partition's end and, from the nodes that answer it (in a cluster the
 // group's coordinator, for the partitions it leads), its share start
 // offset. CheckShare (check_share.go) judges the history: no delivery
