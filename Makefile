@@ -14,7 +14,7 @@ RACE_PKGS  := ./log/... ./partition/... ./routing/... ./offsets/... ./kv/... ./s
 PLAIN_PKGS := ./cmd/... ./test/... ./torture/... ./proto/... ./logdtest/... ./bench/...
 FUZZTIME  ?= 5s
 
-.PHONY: check-pkgs check-disk verify-deploy all build run test test-race test-txn-kill test-fuzz fuzz lint proto tools bench bench-compaction bench-kv bench-replication bench-compare bench-cluster bench-partitions bench-before-after bench-txn clean
+.PHONY: check-pkgs check-disk verify-deploy all build run test test-race test-txn-kill test-fuzz fuzz lint proto tools bench bench-compaction bench-kv bench-replication bench-compare bench-cluster bench-partitions bench-before-after bench-txn bench-share clean
 
 all: build
 
@@ -168,6 +168,12 @@ bench-replication:
 # read_uncommitted, at 1 KiB through the Kafka listener (bench/txn.sh).
 bench-txn:
 	bench/txn.sh
+
+# bench-share: share-group consumption of one partition with 1, 4 and 16
+# members against a classic consumer group, 1 KiB records through the
+# Kafka listener, in one run (bench/share.sh; RECORDS, MEMBERS).
+bench-share:
+	bench/share.sh
 
 # bench-cluster: one node vs a 3-node cluster (acks=all) in one run: the
 # throughput ratio and the disk bytes written per produced byte per replica.

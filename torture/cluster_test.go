@@ -62,6 +62,7 @@ func TestTortureCluster(t *testing.T) {
 		Compacted: compactedFromEnv(t),
 		KVView:    kvViewFromEnv(t),
 		Txn:       txnFromEnv(t),
+		Share:     shareFromEnv(t),
 		Nemesis: NemesisConfig{Kinds: kinds, Combine: true, TargetLeader: true, LeaderShare: 0.5, MetaLeaderShare: 0.25,
 			MinDown: 2 * time.Second, MaxDown: 5 * time.Second},
 		Logf: t.Logf,

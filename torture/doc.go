@@ -185,6 +185,46 @@
 // judges group offsets committed in transactions (TxnOffsetRead); the
 // workload does not commit any yet.
 //
+// # Share groups
+//
+// With RunConfig.Share (TORTURE_SHARE=1 in TestTortureCluster and
+// TestTortureSingleNode; soak.sh SHARE=1; off by default), a workload
+// (share_workload.go, share_member.go, share_run.go) runs a share group
+// over the cluster's Kafka listeners with franz-go's share consumer: one
+// producer writes 40 unique values a second to a 2-partition topic of its
+// own, and five members (more than the partitions) poll it, each fetching
+// only when polled, at most 8 records a poll (ShareMaxRecordsStrict), so
+// that what the broker hands out is what the poll returns. The group is
+// set up on every node (a node of a cluster keeps its own group configs):
+// share.auto.offset.reset earliest, share.delivery.attempt.limit 3,
+// share.record.lock.duration.ms 3000. A member accepts three records in
+// four, releases one in eight, rejects the rest, and after a poll now and
+// then stalls past its locks before answering (4%), closes (releasing
+// what it holds, 2%) or crashes (3%: its connections cut, then closed, so
+// its records stay locked until their locks expire); the next member
+// takes its place. Every delivery (member, offset, value, delivery count)
+// and every partition's acknowledgements of a flush, with what the
+// broker answered (applied, refused, unknown), go into a ShareHistory
+// (share-history.json.gz), with the polls' errors counted. After the run
+// the group's configs are set on every node again and three members
+// accept everything until nothing has come for twice the lock duration
+// and 6 s and no acknowledged record is unsettled (or nothing has come for
+// 36 s, past the default lock duration); then each
+// partition's end and, from the nodes that answer it (in a cluster the
+// group's coordinator, for the partitions it leads), its share start
+// offset. CheckShare (check_share.go) judges the history: no delivery
+// count past the limit and no count handed out twice, a delivery returns
+// its offset's acknowledged value, at most one applied accept or reject
+// per record and no delivery after it (by delivery count: a stalled
+// member's poll may still return an earlier delivery), no share start
+// below the end after the drain, and every acknowledged record accepted
+// or rejected (whatever the answer: franz-go resends an acknowledgement
+// whose request failed, and the broker refuses the copy of one it
+// applied) or delivered at the limit;
+// a record seen at most at limit-1 deliveries and never answered is
+// counted archived_unseen (one delivery whose response was lost with its
+// node), one seen fewer times is lost.
+//
 // # The harness tests itself
 //
 // TestTortureDetectsLostWrites cuts the tail of every partition's newest

@@ -40,6 +40,10 @@ type RunConfig struct {
 	// Workload, over the cluster's Kafka listeners, and adds CheckTxn's
 	// verdict.
 	Txn *TxnConfig
+	// Share, when set, runs the share-group workload (ShareWorkload)
+	// beside Workload, over the cluster's Kafka listeners, and adds
+	// CheckShare's verdict.
+	Share *ShareConfig
 }
 
 // Report is the outcome of a Run.
@@ -181,6 +185,7 @@ type sideRuns struct {
 	cr *compactedRun
 	vr *kvViewRun
 	tr *txnRun
+	sr *shareRun
 }
 
 func setupSides(ctx context.Context, w *Workload, h *History, cfg RunConfig) (s sideRuns, err error) {
@@ -190,7 +195,10 @@ func setupSides(ctx context.Context, w *Workload, h *History, cfg RunConfig) (s 
 	if s.vr, err = setupKVView(ctx, w, h, cfg.KVView, cfg.Linearizable); err != nil {
 		return s, err
 	}
-	s.tr, err = setupTxn(ctx, w, cfg.Txn, nil)
+	if s.tr, err = setupTxn(ctx, w, cfg.Txn, nil); err != nil {
+		return s, err
+	}
+	s.sr, err = setupShare(ctx, w, cfg.Share)
 	return s, err
 }
 
@@ -198,23 +206,26 @@ func (s sideRuns) run(ctx context.Context) {
 	s.cr.run(ctx)
 	s.vr.run(ctx)
 	s.tr.run(ctx)
+	s.sr.run(ctx)
 }
 
 func (s sideRuns) wait() {
 	s.cr.wait()
 	s.vr.wait()
 	s.tr.wait()
+	s.sr.wait()
 }
 
 // finalRead reads the side topics to their ends once the run is over.
 func (s sideRuns) finalRead(ctx context.Context, rep *Report) {
 	s.cr.finalRead(ctx, rep)
 	s.tr.finalRead(ctx, rep)
+	s.sr.finalRead(ctx, rep)
 }
 
 // judge adds each side workload's verdict to rep.
 func (s sideRuns) judge(rep *Report, dir string) error {
-	return errors.Join(s.cr.judge(rep, dir), s.vr.judge(rep, dir), s.tr.judge(rep, dir))
+	return errors.Join(s.cr.judge(rep, dir), s.vr.judge(rep, dir), s.tr.judge(rep, dir), s.sr.judge(rep, dir))
 }
 
 // fill checks cfg and fills in what a run derives from the rest.

@@ -17,6 +17,7 @@
 #               off); TORTURE_COMPACTED=0 leaves out the compacted topic's
 #               workload
 #   TXN         1: the transactional workload too (TORTURE_TXN; default 0)
+#   SHARE       1: the share-group workload too (TORTURE_SHARE; default 0)
 #   SOAK_DIR    where reports go (default $TMPDIR/logd-soak), a directory
 #               per seed; a valid seed's node data is removed
 # It exits non-zero when any seed is not valid.
@@ -35,7 +36,7 @@ one() {
   rm -rf "$dir"; mkdir -p "$dir"
   local t0=$SECONDS
   (cd torture && TORTURE_DURATION=$DURATION TORTURE_SEED=$seed TORTURE_NEMESES=${NEMESES:-} TORTURE_PARTITIONS=${PARTITIONS:-} \
-    TORTURE_SERVE_ARGS="${SERVE_ARGS:-}" TORTURE_QUIET=${QUIET:-} TORTURE_TXN=${TXN:-} TORTURE_REPORT_DIR=$dir "$bin" -test.run '^TestTortureCluster$' -test.count=1 -test.timeout 0 -test.v \
+    TORTURE_SERVE_ARGS="${SERVE_ARGS:-}" TORTURE_QUIET=${QUIET:-} TORTURE_TXN=${TXN:-} TORTURE_SHARE=${SHARE:-} TORTURE_REPORT_DIR=$dir "$bin" -test.run '^TestTortureCluster$' -test.count=1 -test.timeout 0 -test.v \
     >"$dir/test.out" 2>&1)
   local rc=$? verdict="NO-REPORT" summary="" bad=""
   if [ -f "$dir/report.txt" ]; then

@@ -93,6 +93,7 @@ func TestTortureSingleNode(t *testing.T) {
 		Compacted: compactedFromEnv(t),
 		KVView:    kvViewFromEnv(t),
 		Txn:       txnFromEnv(t),
+		Share:     shareFromEnv(t),
 		Nemesis:   NemesisConfig{Kinds: kinds, Combine: true, TargetLeader: true},
 		Logf:      t.Logf,
 	})
