@@ -32,7 +32,7 @@ type link struct {
 	mu      sync.Mutex
 	pending []byte   // frames queued, not yet written
 	ext     []extent // the large entries of pending's frames (vector.go)
-	err     error  // set once, when the link failed
+	err     error    // set once, when the link failed
 	wake    chan struct{}
 	lazy    chan struct{} // wakes the writer after Linger
 	done    chan struct{} // closed when the link failed

@@ -102,7 +102,6 @@ func keepFrames(frames []byte, ext []extent, keep func(id uint64) bool) ([]byte,
 		if n < requestHeader || size < requestHeader || r+size > len(frames) {
 			move(e, len(ext), r-w)
 			w += copy(frames[w:], frames[r:])
-			e = len(ext)
 			break
 		}
 		if keep(binary.BigEndian.Uint64(frames[r+5:])) {
