@@ -10,8 +10,9 @@
 #
 #   RECORDS=300000 bench/replication.sh
 #   PROFILE=/tmp/prof bench/replication.sh   # also CPU and allocation profiles
-#       of the one-partition leader and a follower (PROFILE/{leader,follower}.cpu,
-#       .allocs), taken over PROFILE_SECONDS (default 5) of the run
+#       of the single node and of the one-partition leader and a follower
+#       (PROFILE/{single,leader,follower}.cpu, .allocs), taken over
+#       PROFILE_SECONDS (default 5) of the run
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RECORDS=${RECORDS:-300000}
@@ -32,12 +33,26 @@ echo "workload: $RECORDS records of $SIZE B, 1 producer per partition, fsync alw
 
 # One node.
 rm -rf "$WORK/single"
-"$BIN" serve --data-dir "$WORK/single" --addr 127.0.0.1:$BASE --http-addr "" --kafka-addr "" --log-level warn &
+HTTP="" PPROF=()
+[ -z "${PROFILE:-}" ] || { HTTP=127.0.0.1:$((BASE + 50)); PPROF=(--pprof); }
+"$BIN" serve --data-dir "$WORK/single" --addr 127.0.0.1:$BASE --http-addr "$HTTP" --kafka-addr "" --log-level warn "${PPROF[@]}" &
 PIDS+=($!)
 waitport $BASE
+prof=""
+if [ -n "$HTTP" ]; then
+  mkdir -p "$PROFILE"
+  waitport $((BASE + 50))
+  (sleep 1; curl -s -o "$PROFILE/single.cpu" "http://$HTTP/debug/pprof/profile?seconds=$PROFILE_SECONDS") &
+  prof=$!
+  curl -s -o "$PROFILE/single.allocs0" "http://$HTTP/debug/pprof/allocs"
+fi
 c0=$(cpu "${PIDS[0]}")
 one=$(timeout 900 "$BIN" bench produce --server 127.0.0.1:$BASE --topic t --records "$RECORDS" --record-size "$SIZE" --json | tail -1)
 c1=$(cpu "${PIDS[0]}")
+if [ -n "$prof" ]; then
+  wait "$prof" || true
+  curl -s -o "$PROFILE/single.allocs" "http://$HTTP/debug/pprof/allocs"
+fi
 echo "single node|$(field "$one" mb_per_sec)|$(perGB "$c0" "$c1")|-" >> "$ROWS"
 stopall
 

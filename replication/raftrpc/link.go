@@ -14,17 +14,18 @@ import (
 )
 
 // link is one direction's connection to a peer: one writer goroutine
-// draining every queued frame into one Write, and a reader (the caller's
-// goroutine, readLoop).
+// draining every queued frame into one Write (or writev, vector.go), and
+// a reader (the caller's goroutine, readLoop).
 //
 // A link's writes have no deadline. A peer that reads slowly (a node
-// starved of CPU) fills the stream's yamux window and the writer waits
-// for it, while the calls queued behind fail one by one on their own
-// timeout; a write deadline instead failed the link, and with it every
-// group's calls to that peer at once, which then all retried together
-// (on a starved machine, elections at 1,000 partitions never finished).
-// A peer gone silent is noticed by the Mux session's keep-alive,
-// which closes the stream and so fails the write; Close ends it too.
+// starved of CPU) fills the connection's window and the writer waits for
+// it, while the calls queued behind fail one by one on their own timeout;
+// a write deadline instead failed the link, and with it every group's
+// calls to that peer at once, which then all retried together (on a
+// starved machine, elections at 1,000 partitions never finished). A peer
+// gone silent is noticed by client.expire (Config.Silence), or on a
+// stream of a session by its keep-alive, which closes the connection and
+// so fails the write; Close ends it too.
 type link struct {
 	c   net.Conn
 	vec vectorWriter // c, when it writes a vector in one call; else nil
