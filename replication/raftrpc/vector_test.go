@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-
-	"github.com/logd/logd/replication/transport"
 )
 
 // vecAppend is an append of n entries, every other one large enough to be
@@ -124,42 +122,12 @@ func TestDropEndedKeepsExtentsOfPendingCalls(t *testing.T) {
 	}
 }
 
-// newDirectNode is newNode with the links on direct TCP connections
-// (transport.Mux.DirectGroup), as a node has them.
-func newDirectNode(t *testing.T, cfg Config, wrap func(raft.StreamLayer) raft.StreamLayer) *node {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux, err := transport.New(transport.Config{Listener: ln, Logger: testLogger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	links, err := mux.DirectGroup(ChannelID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Stream = links
-	if wrap != nil {
-		cfg.Stream = wrap(links)
-	}
-	cfg.Logger = testLogger
-	hub, err := NewHub(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &node{mux: mux, hub: hub}
-	t.Cleanup(n.close)
-	return n
-}
-
 // Over a direct link, appends sent back to back through a pipeline, their
 // large entries written from their own bytes, arrive each with its own
 // bytes: the link's reused write buffer and vector never mix one append's
 // bytes into another's.
 func TestVectoredLinkCarriesEntriesIntact(t *testing.T) {
-	a, b := newDirectNode(t, Config{}, nil), newDirectNode(t, Config{}, nil)
+	a, b := newNode(t, Config{}), newNode(t, Config{})
 	ta, tb := a.group(t, "g"), b.group(t, "g")
 	const n = 40
 	want := make([]*raft.AppendEntriesRequest, n)
@@ -240,9 +208,9 @@ func (l *countingLayer) Dial(address raft.ServerAddress, timeout time.Duration) 
 // keep-alive) is failed, and the next call dials a new one.
 func TestSilentLinkIsRedialed(t *testing.T) {
 	var layer *countingLayer
-	a := newDirectNode(t, Config{Timeout: 300 * time.Millisecond, Silence: 500 * time.Millisecond},
+	a := newNodeWith(t, Config{Timeout: 300 * time.Millisecond, Silence: 500 * time.Millisecond},
 		func(s raft.StreamLayer) raft.StreamLayer { layer = &countingLayer{StreamLayer: s}; return layer })
-	b := newDirectNode(t, Config{}, nil)
+	b := newNode(t, Config{})
 	ta := a.group(t, "g")
 	b.group(t, "g") // registered, never answers: nothing reads its Consumer
 	var resp raft.AppendEntriesResponse
