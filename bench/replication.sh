@@ -10,8 +10,9 @@
 #
 #   RECORDS=300000 bench/replication.sh
 #   PROFILE=/tmp/prof bench/replication.sh   # also CPU and allocation profiles
-#       of the one-partition leader and a follower (PROFILE/{leader,follower}.cpu,
-#       .allocs), taken over PROFILE_SECONDS (default 5) of the run
+#       of the single node and of the one-partition leader and a follower
+#       (PROFILE/{single,leader,follower}.cpu, .allocs), taken over
+#       PROFILE_SECONDS (default 5) of the run
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RECORDS=${RECORDS:-300000}
@@ -26,18 +27,36 @@ BIN=${BIN:-$WORK/logd}
 field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 gb=$(python3 -c "print($RECORDS * $SIZE / 1e9)")
 perGB() { python3 -c "print('%.2f' % (($2 - $1) / $gb))"; }
+faults() { awk '{print $10}' "/proc/$1/stat"; } # minor page faults so far
+perMB() { python3 -c "print('%.0f' % (($2 - $1) / ($gb * 1000)))"; }
+FAULTS=$WORK/faults # lines: setup: minor page faults per MB, by role
 ROWS=$WORK/rows # lines: setup|MB/s|leader s/GB|follower s/GB
 
 echo "workload: $RECORDS records of $SIZE B, 1 producer per partition, fsync always" >&2
 
 # One node.
 rm -rf "$WORK/single"
-"$BIN" serve --data-dir "$WORK/single" --addr 127.0.0.1:$BASE --http-addr "" --kafka-addr "" --log-level warn &
+HTTP="" PPROF=()
+[ -z "${PROFILE:-}" ] || { HTTP=127.0.0.1:$((BASE + 50)); PPROF=(--pprof); }
+"$BIN" serve --data-dir "$WORK/single" --addr 127.0.0.1:$BASE --http-addr "$HTTP" --kafka-addr "" --log-level warn "${PPROF[@]}" &
 PIDS+=($!)
 waitport $BASE
-c0=$(cpu "${PIDS[0]}")
+prof=""
+if [ -n "$HTTP" ]; then
+  mkdir -p "$PROFILE"
+  waitport $((BASE + 50))
+  (sleep 1; curl -s -o "$PROFILE/single.cpu" "http://$HTTP/debug/pprof/profile?seconds=$PROFILE_SECONDS") &
+  prof=$!
+  curl -s -o "$PROFILE/single.allocs0" "http://$HTTP/debug/pprof/allocs"
+fi
+c0=$(cpu "${PIDS[0]}") f0=$(faults "${PIDS[0]}")
 one=$(timeout 900 "$BIN" bench produce --server 127.0.0.1:$BASE --topic t --records "$RECORDS" --record-size "$SIZE" --json | tail -1)
-c1=$(cpu "${PIDS[0]}")
+c1=$(cpu "${PIDS[0]}") f1=$(faults "${PIDS[0]}")
+echo "single node: $(perMB "$f0" "$f1")" >> "$FAULTS"
+if [ -n "$prof" ]; then
+  wait "$prof" || true
+  curl -s -o "$PROFILE/single.allocs" "http://$HTTP/debug/pprof/allocs"
+fi
 echo "single node|$(field "$one" mb_per_sec)|$(perGB "$c0" "$c1")|-" >> "$ROWS"
 stopall
 
@@ -61,7 +80,8 @@ cluster() { # cluster PARTITIONS
   leader=$(leaderOf t 0)
   [ "$parts" = 1 ] || sleep 3 # leaders spread
   declare -a b=()
-  for i in 0 1 2; do b[$i]=$(cpu "${pids[$i]}"); done
+  declare -a fb=() fe=()
+  for i in 0 1 2; do b[$i]=$(cpu "${pids[$i]}") fb[$i]=$(faults "${pids[$i]}"); done
   local profs=()
   if [ -n "${PROFILE:-}" ] && [ "$parts" = 1 ]; then
     mkdir -p "$PROFILE"
@@ -77,7 +97,7 @@ cluster() { # cluster PARTITIONS
   out=$(timeout 900 "$BIN" bench produce --server "$servers" --topic t --records "$RECORDS" --record-size "$SIZE" \
     --producers "$parts" --acks all --json | tail -1)
   declare -a e=()
-  for i in 0 1 2; do e[$i]=$(cpu "${pids[$i]}"); done
+  for i in 0 1 2; do e[$i]=$(cpu "${pids[$i]}") fe[$i]=$(faults "${pids[$i]}"); done
   if [ ${#profs[@]} -gt 0 ]; then
     for p in "${profs[@]}"; do wait "$p" || true; done
     for role in leader follower; do
@@ -92,6 +112,11 @@ cluster() { # cluster PARTITIONS
       if [ "n$((i + 1))" = "$leader" ]; then lcpu=$(perGB "${b[$i]}" "${e[$i]}"); else fcpu="$fcpu${fcpu:+, }$(perGB "${b[$i]}" "${e[$i]}")"; fi
     done
     echo "3 nodes, RF 3, acks=all, 1 partition|$(field "$out" mb_per_sec)|$lcpu|$fcpu" >> "$ROWS"
+    local fl="" i
+    for i in 0 1 2; do
+      if [ "n$((i + 1))" = "$leader" ]; then fl="leader $(perMB "${fb[$i]}" "${fe[$i]}")${fl:+, }$fl"; else fl="$fl${fl:+, }follower $(perMB "${fb[$i]}" "${fe[$i]}")"; fi
+    done
+    echo "3 nodes, 1 partition: $fl" >> "$FAULTS"
   else
     lcpu=""
     for i in 0 1 2; do lcpu="$lcpu${lcpu:+, }$(perGB "${b[$i]}" "${e[$i]}")"; done
@@ -121,4 +146,7 @@ for name, mbs, lc, fc in rows[1:]:
     vals = [float(v) for v in (lc.replace("per node: ", "") + "," + fc).replace("(each node is both)", "").split(",") if v.strip() not in ("", "-")]
     print("  %s: %s" % (name, ", ".join("%.2fx" % (v / float(one)) for v in vals)))
 EOF
+echo
+echo "minor page faults per MB produced (memory touched for the first time):"
+sed 's/^/  /' "$FAULTS"
 if [ -n "${PROFILE:-}" ]; then echo; echo "profiles in $PROFILE: go tool pprof $PROFILE/logd $PROFILE/leader.cpu" >&2; fi

@@ -116,7 +116,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	links, err := mux.Group(raftrpc.ChannelID)
+	links, err := mux.DirectGroup(raftrpc.ChannelID)
 	if err != nil {
 		mux.Close()
 		return nil, err

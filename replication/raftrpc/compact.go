@@ -70,14 +70,22 @@ func appendEmptyAppend(dst []byte, r *raft.AppendEntriesRequest) []byte {
 	return binary.AppendUvarint(dst, r.LeaderCommitIndex)
 }
 
-func appendAppend(dst []byte, r *raft.AppendEntriesRequest) []byte {
+// appendAppend appends r's fields and entries to dst; with ext non-nil,
+// an entry's Data of minExtent bytes or more is not copied: its length is
+// appended to dst and its bytes to *ext, as an extent at that point.
+func appendAppend(dst []byte, ext *[]extent, r *raft.AppendEntriesRequest) []byte {
 	dst = appendEmptyAppend(dst, r)
 	dst = binary.AppendUvarint(dst, uint64(len(r.Entries)))
 	for _, e := range r.Entries {
 		dst = binary.AppendUvarint(dst, e.Index)
 		dst = binary.AppendUvarint(dst, e.Term)
 		dst = binary.AppendUvarint(dst, uint64(e.Type))
-		dst = appendBytes(dst, e.Data)
+		if ext != nil && len(e.Data) >= minExtent {
+			dst = binary.AppendUvarint(dst, uint64(len(e.Data))+1)
+			*ext = append(*ext, extent{at: len(dst), b: e.Data})
+		} else {
+			dst = appendBytes(dst, e.Data)
+		}
 		dst = appendBytes(dst, e.Extensions)
 		var at int64
 		if !e.AppendedAt.IsZero() {

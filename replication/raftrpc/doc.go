@@ -4,8 +4,9 @@
 // node's sockets and buffers do not grow with its groups.
 //
 // A Hub is the node's: it owns one outgoing link per peer address (a
-// stream on the node's transport.Mux, the Mux group ChannelID) and serves
-// the links peers open to it. Hub.Group returns one group's Transport,
+// connection of the node's transport.Mux group ChannelID, a direct group:
+// a TCP connection of its own, no yamux) and serves the links peers open
+// to it. Hub.Group returns one group's Transport,
 // handed to raft.NewRaft. While a group is idle it holds nothing per peer:
 // its Transport is a few hundred bytes (a consumer channel, a bounded
 // inbound queue, no goroutine); a link holds one reader goroutine, one
@@ -45,11 +46,17 @@
 // A link has one writer: callers append encoded frames to the link's
 // pending buffer and wake it; it swaps the buffer out and writes every
 // frame queued meanwhile in one Write. Heartbeats and commit notices of
-// hundreds of groups to the same peer so go out in a few syscalls. The
-// writes have no deadline: a peer that reads slowly makes the writer wait
-// for its yamux window, and the calls queued meanwhile time out each on
-// its own (Calls), not all at once with the link; a peer gone silent is
-// noticed by the Mux session's keep-alive, which closes the link. The
+// hundreds of groups to the same peer so go out in a few syscalls. On a
+// TCP connection an append's entries of 4 KiB or more are not copied into
+// that buffer: they are written from their own bytes (the bytes the
+// leader's log stored), in place, by one writev with the buffer's other
+// bytes (vector.go). The writes have no deadline: a peer that reads slowly
+// makes the writer wait for the connection's window, and the calls queued
+// meanwhile time out each on its own (Calls), not all at once with the
+// link; a link whose calls time out while it read nothing at all for
+// Config.Silence (30s, the Mux session keep-alive's bound) is failed and
+// the next call dials a new one. The reader reads through a 32 KiB
+// buffer, and a large frame's bytes straight into the frame. The
 // requests of calls that ended (timed out) while they waited are dropped
 // before the write, so a peer that reads again gets no stale retries. It has
 // one reader, which never blocks on a group, nor on a lock the calls take
@@ -94,6 +101,7 @@
 // # Compatibility
 //
 // Nodes of this version and older ones do not talk: an older node has no
-// ChannelID group (the Mux refuses the link) and does not know
-// SnapshotMagic; nodes are upgraded together, as for the Mux sessions.
+// ChannelID group (the Mux refuses the link), does not know a direct
+// connection's preface and does not know SnapshotMagic; nodes are
+// upgraded together, as for the Mux sessions.
 package raftrpc

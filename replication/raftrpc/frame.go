@@ -1,6 +1,7 @@
 package raftrpc
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -101,7 +102,17 @@ func appendMsgpack(dst []byte, v any) ([]byte, error) {
 
 // appendRequest appends a request frame to dst; dst is unchanged on error.
 func appendRequest(dst []byte, typ byte, id uint64, group string, args any) ([]byte, error) {
-	start := len(dst)
+	return appendRequestVec(dst, nil, typ, id, group, args)
+}
+
+// appendRequestVec is appendRequest that, with ext non-nil, leaves the
+// large entries' bytes out of dst and appends them to *ext instead, as
+// extents of the frame (vector.go); dst and *ext are unchanged on error.
+func appendRequestVec(dst []byte, ext *[]extent, typ byte, id uint64, group string, args any) ([]byte, error) {
+	start, startExt := len(dst), 0
+	if ext != nil {
+		startExt = len(*ext)
+	}
 	ae, empty := args.(*raft.AppendEntriesRequest)
 	empty = empty && len(ae.Entries) == 0
 	if empty {
@@ -116,8 +127,17 @@ func appendRequest(dst []byte, typ byte, id uint64, group string, args any) ([]b
 	}
 	if ae != nil {
 		dst[start+4] = rpcAppend
-		dst = slices.Grow(dst, appendSize(ae))
-		return finishFrame(appendAppend(dst, ae), start)
+		dst = slices.Grow(dst, appendSize(ae, ext != nil))
+		dst = appendAppend(dst, ext, ae)
+		if ext == nil {
+			return finishFrame(dst, start)
+		}
+		dst, err := finishFrameVec(dst, start, extentBytes((*ext)[startExt:]))
+		if err != nil {
+			clear((*ext)[startExt:])
+			*ext = (*ext)[:startExt]
+		}
+		return dst, err
 	}
 	dst, err := appendMsgpack(dst, args)
 	if err != nil {
@@ -127,11 +147,14 @@ func appendRequest(dst []byte, typ byte, id uint64, group string, args any) ([]b
 }
 
 // appendSize estimates an append's encoded size, so that its frame is
-// grown once.
-func appendSize(r *raft.AppendEntriesRequest) int {
+// grown once; vec: without the entries left out as extents.
+func appendSize(r *raft.AppendEntriesRequest, vec bool) int {
 	n := 128
 	for _, e := range r.Entries {
-		n += 64 + len(e.Data) + len(e.Extensions)
+		n += 64 + len(e.Extensions)
+		if !vec || len(e.Data) < minExtent {
+			n += len(e.Data)
+		}
 	}
 	return n
 }
@@ -162,8 +185,12 @@ func appendResponse(dst []byte, id uint64, resp any, rerr error) ([]byte, error)
 	return finishFrame(dst, start)
 }
 
-func finishFrame(dst []byte, start int) ([]byte, error) {
-	n := len(dst) - start - 4
+func finishFrame(dst []byte, start int) ([]byte, error) { return finishFrameVec(dst, start, 0) }
+
+// finishFrameVec writes the length of the frame at dst[start:], whose
+// extents hold ext bytes more.
+func finishFrameVec(dst []byte, start, ext int) ([]byte, error) {
+	n := len(dst) - start - 4 + ext
 	if n > MaxFrame {
 		return dst[:start], fmt.Errorf("raftrpc: frame of %d bytes over MaxFrame", n)
 	}
@@ -180,8 +207,13 @@ type frameReader struct {
 }
 
 func newFrameReader(r io.Reader) *frameReader {
-	return &frameReader{r: r, dec: codec.NewDecoderBytes(nil, handle)}
+	return &frameReader{r: bufio.NewReaderSize(r, readBuffer), dec: codec.NewDecoderBytes(nil, handle)}
 }
+
+// readBuffer is a frame reader's buffer: the small frames (heartbeats,
+// answers) of a link come in a few reads, not two each; a large frame's
+// bytes past it are read straight into the frame.
+const readBuffer = 32 << 10
 
 // next reads one frame and returns its bytes after the length field,
 // valid until the next call; at least min bytes long.

@@ -34,7 +34,8 @@ func newNode(t *testing.T, cfg Config) *node {
 }
 
 // newNodeWith is newNode with the Hub's stream layer wrapped by wrap (nil:
-// as is).
+// as is). The links are direct connections, as a node has them
+// (replication.NewNode).
 func newNodeWith(t *testing.T, cfg Config, wrap func(raft.StreamLayer) raft.StreamLayer) *node {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -45,7 +46,7 @@ func newNodeWith(t *testing.T, cfg Config, wrap func(raft.StreamLayer) raft.Stre
 	if err != nil {
 		t.Fatal(err)
 	}
-	links, err := mux.Group(ChannelID)
+	links, err := mux.DirectGroup(ChannelID)
 	if err != nil {
 		t.Fatal(err)
 	}

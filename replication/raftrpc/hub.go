@@ -23,6 +23,12 @@ type Config struct {
 	QueueLen int
 	// PipelineDepth bounds the appends a pipeline has in flight. 0: 8.
 	PipelineDepth int
+	// Silence: a link whose calls time out while nothing at all was read
+	// from it for this long is failed, and the next call dials a new one.
+	// A direct connection (transport.Mux.DirectGroup) has no keep-alive
+	// of its own; this is the Mux session's (a ping unanswered for 30s
+	// closes the session). 0: 30s.
+	Silence time.Duration
 	// Logger; nil: hclog's default.
 	Logger hclog.Logger
 }
@@ -62,6 +68,9 @@ func NewHub(cfg Config) (*Hub, error) {
 	}
 	if cfg.PipelineDepth <= 0 {
 		cfg.PipelineDepth = 8
+	}
+	if cfg.Silence <= 0 {
+		cfg.Silence = 30 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.Default()
@@ -192,6 +201,7 @@ func (h *Hub) dial(c *client) error {
 		c.failCalls(err)
 	})
 	c.link.prune = c.dropEnded
+	c.lastRead.Store(time.Now().UnixNano())
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -225,7 +235,7 @@ func (h *Hub) expireLoop() {
 		select {
 		case now := <-tick.C:
 			h.clients.Range(func(_, v any) bool {
-				v.(*client).expire(now)
+				v.(*client).expire(now, h.cfg.Silence)
 				return true
 			})
 		case <-h.done:

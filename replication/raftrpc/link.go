@@ -14,23 +14,26 @@ import (
 )
 
 // link is one direction's connection to a peer: one writer goroutine
-// draining every queued frame into one Write, and a reader (the caller's
-// goroutine, readLoop).
+// draining every queued frame into one Write (or writev, vector.go), and
+// a reader (the caller's goroutine, readLoop).
 //
 // A link's writes have no deadline. A peer that reads slowly (a node
-// starved of CPU) fills the stream's yamux window and the writer waits
-// for it, while the calls queued behind fail one by one on their own
-// timeout; a write deadline instead failed the link, and with it every
-// group's calls to that peer at once, which then all retried together
-// (on a starved machine, elections at 1,000 partitions never finished).
-// A peer gone silent is noticed by the Mux session's keep-alive,
-// which closes the stream and so fails the write; Close ends it too.
+// starved of CPU) fills the connection's window and the writer waits for
+// it, while the calls queued behind fail one by one on their own timeout;
+// a write deadline instead failed the link, and with it every group's
+// calls to that peer at once, which then all retried together (on a
+// starved machine, elections at 1,000 partitions never finished). A peer
+// gone silent is noticed by client.expire (Config.Silence), or on a
+// stream of a session by its keep-alive, which closes the connection and
+// so fails the write; Close ends it too.
 type link struct {
-	c net.Conn
+	c   net.Conn
+	vec vectorWriter // c, when it writes a vector in one call; else nil
 
 	mu      sync.Mutex
-	pending []byte // frames queued, not yet written
-	err     error  // set once, when the link failed
+	pending []byte   // frames queued, not yet written
+	ext     []extent // the large entries of pending's frames (vector.go)
+	err     error    // set once, when the link failed
 	wake    chan struct{}
 	lazy    chan struct{} // wakes the writer after Linger
 	done    chan struct{} // closed when the link failed
@@ -38,7 +41,7 @@ type link struct {
 	// prune, when set, drops from a batch about to be written the frames
 	// nobody waits for any more (client.dropEnded); set before writeLoop
 	// starts.
-	prune func([]byte) []byte
+	prune func([]byte, []extent) ([]byte, []extent)
 }
 
 // Linger is how long the writer waits, after a lazy frame was queued (an
@@ -49,21 +52,26 @@ const Linger = 5 * time.Millisecond
 
 func newLink(c net.Conn, onFail func(error)) *link {
 	return &link{
-		c: c, onFail: onFail,
+		c: c, vec: vectorOf(c), onFail: onFail,
 		wake: make(chan struct{}, 1), lazy: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 }
 
 // queue appends a frame with add and wakes the writer: at once, or after
-// Linger when lazy.
-func (l *link) queue(lazy bool, add func([]byte) ([]byte, error)) error {
+// Linger when lazy. add is given the pending extents when the link writes
+// vectors, else nil.
+func (l *link) queue(lazy bool, add func([]byte, *[]extent) ([]byte, error)) error {
 	l.mu.Lock()
 	if l.err != nil {
 		err := l.err
 		l.mu.Unlock()
 		return err
 	}
-	b, err := add(l.pending)
+	var ext *[]extent
+	if l.vec != nil {
+		ext = &l.ext
+	}
+	b, err := add(l.pending, ext)
 	l.pending = b
 	l.mu.Unlock()
 	if err != nil {
@@ -83,6 +91,8 @@ func (l *link) queue(lazy bool, add func([]byte) ([]byte, error)) error {
 // writeLoop writes the queued frames until the link fails.
 func (l *link) writeLoop() {
 	var spare []byte
+	var spareExt []extent
+	var bufs net.Buffers
 	small := 0 // writes in a row that used little of a large buffer
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
@@ -102,21 +112,32 @@ func (l *link) writeLoop() {
 			return
 		}
 		l.mu.Lock()
-		out := l.pending
-		l.pending = spare[:0]
+		out, ext := l.pending, l.ext
+		l.pending, l.ext = spare[:0], spareExt[:0]
 		l.mu.Unlock()
 		if l.prune != nil {
-			out = l.prune(out)
+			out, ext = l.prune(out, ext)
 		}
 		if len(out) == 0 {
-			spare = out
+			spare, spareExt = out, ext
 			continue
 		}
-		if _, err := l.c.Write(out); err != nil {
+		var err error
+		if len(ext) == 0 {
+			_, err = l.c.Write(out)
+		} else {
+			bufs = buffers(bufs[:0], out, ext)
+			all := bufs
+			_, err = l.vec.WriteBuffers(&all)
+			clear(bufs[:cap(bufs)]) // the entries' bytes are not held
+			clear(ext)              // past their write
+		}
+		if err != nil {
 			l.fail(fmt.Errorf("raftrpc: write to %s: %w", l.c.RemoteAddr(), err))
 			return
 		}
 		spare, small = keepWritten(out, small)
+		spareExt = ext[:0]
 	}
 }
 
@@ -152,7 +173,7 @@ func (l *link) fail(err error) {
 		return
 	}
 	l.err = err
-	l.pending = nil
+	l.pending, l.ext = nil, nil
 	close(l.done)
 	l.mu.Unlock()
 	l.c.Close()
@@ -163,7 +184,7 @@ func (l *link) fail(err error) {
 
 // respond queues the answer to request id (lazy: see queue).
 func (l *link) respond(id uint64, lazy bool, r raft.RPCResponse) {
-	err := l.queue(lazy, func(b []byte) ([]byte, error) { return appendResponse(b, id, r.Response, r.Error) })
+	err := l.queue(lazy, func(b []byte, _ *[]extent) ([]byte, error) { return appendResponse(b, id, r.Response, r.Error) })
 	if err != nil && !errors.Is(err, ErrClosed) {
 		select {
 		case <-l.done:
@@ -188,6 +209,8 @@ type client struct {
 	ready   chan struct{} // closed once dialed (or the dial failed: dialErr)
 	dialErr error
 	next    atomic.Uint64
+	// lastRead is when the reader last read a frame (Unix nanoseconds).
+	lastRead atomic.Int64
 
 	cmu   sync.Mutex
 	calls map[uint64]*call
@@ -204,7 +227,9 @@ func (c *client) start(group string, typ byte, args, resp any, done chan error, 
 	}
 	c.calls[id] = &call{resp: resp, done: done, deadline: time.Now().Add(timeout)}
 	c.cmu.Unlock()
-	err := c.queue(isEmptyAppend(args), func(b []byte) ([]byte, error) { return appendRequest(b, typ, id, group, args) })
+	err := c.queue(isEmptyAppend(args), func(b []byte, ext *[]extent) ([]byte, error) {
+		return appendRequestVec(b, ext, typ, id, group, args)
+	})
 	if err != nil && c.take(id) == nil {
 		// The link failed meanwhile and answered the call.
 		return <-done
@@ -264,8 +289,10 @@ func (c *client) failCalls(err error) {
 	}
 }
 
-// expire fails the calls whose deadline passed.
-func (c *client) expire(now time.Time) {
+// expire fails the calls whose deadline passed; when some did and nothing
+// was read from the link for silence, it fails the link (see
+// Config.Silence).
+func (c *client) expire(now time.Time, silence time.Duration) {
 	var late []*call
 	c.cmu.Lock()
 	for id, cl := range c.calls {
@@ -278,36 +305,26 @@ func (c *client) expire(now time.Time) {
 	for _, cl := range late {
 		cl.done <- fmt.Errorf("raftrpc: %s: no answer in time: %w", c.addr, errTimeout)
 	}
+	if quiet := now.Sub(time.Unix(0, c.lastRead.Load())); len(late) > 0 && quiet > silence {
+		c.fail(fmt.Errorf("raftrpc: %s: nothing read for %s: %w", c.addr, quiet.Round(time.Second), errTimeout))
+	}
 }
 
 var errTimeout = errors.New("timeout")
 
-// dropEnded removes from frames (whole requests, as start queues them)
-// those whose call ended while they waited to be written: timed out, or
-// failed. A peer slow to read (a starved node) would otherwise get, once
-// it reads again, every retry of every group's votes queued meanwhile,
-// all stale: at 3,000 partitions one link's queue grew to 6.6 MB of them.
-func (c *client) dropEnded(frames []byte) []byte {
+// dropEnded removes from frames (whole requests, as start queues them,
+// with their extents ext) those whose call ended while they waited to be
+// written: timed out, or failed. A peer slow to read (a starved node)
+// would otherwise get, once it reads again, every retry of every group's
+// votes queued meanwhile, all stale: at 3,000 partitions one link's queue
+// grew to 6.6 MB of them.
+func (c *client) dropEnded(frames []byte, ext []extent) ([]byte, []extent) {
 	c.cmu.Lock()
 	defer c.cmu.Unlock()
-	w := 0
-	for r := 0; r < len(frames); {
-		n := 0
-		if len(frames)-r >= requestHeader {
-			n = 4 + int(binary.BigEndian.Uint32(frames[r:]))
-		}
-		if n < requestHeader || r+n > len(frames) {
-			// Not a whole request (cannot happen: start queues whole
-			// ones): kept as it is.
-			w += copy(frames[w:], frames[r:])
-			break
-		}
-		if _, ok := c.calls[binary.BigEndian.Uint64(frames[r+5:])]; ok {
-			w += copy(frames[w:], frames[r:r+n])
-		}
-		r += n
-	}
-	return frames[:w]
+	return keepFrames(frames, ext, func(id uint64) bool {
+		_, ok := c.calls[id]
+		return ok
+	})
 }
 
 // readLoop reads answers until the link fails.
@@ -319,6 +336,7 @@ func (c *client) readLoop() {
 			c.fail(readError(c.addr, err))
 			return
 		}
+		c.lastRead.Store(time.Now().UnixNano())
 		status, id := b[0], binary.BigEndian.Uint64(b[1:9])
 		payload := b[9:]
 		if status != statusOK && status != statusError && status != statusAppendOK {

@@ -27,9 +27,24 @@
 // each session a data frame's header and body go out in one write
 // (coalesce.go), not the two yamux makes of them.
 //
+// # Direct groups
+//
+// Mux.DirectGroup registers a group whose Dial opens a TCP connection of
+// its own instead of a stream: a preface of kind direct (identity.go),
+// then the same group header and status byte as a stream's, and then the
+// group's bytes with nothing between them and the socket. It is for a
+// connection that carries many groups' traffic for long and multiplexes
+// it itself (package raftrpc's links): a stream costs every byte two
+// copies in yamux (into the session's send buffer; into the stream's
+// receive buffer, read out again) and one more frame header per write. A
+// direct connection has no keep-alive (its user notices silence: raftrpc
+// Config.Silence) and writes a vector with one writev (Conn's
+// WriteBuffers, Vectored) when it is a TCP connection without TLS.
+//
 // # Cluster identity
 //
-// Every session's preface carries the dialer's cluster id (identity.go);
+// Every session's and direct connection's preface carries the dialer's
+// cluster id (identity.go);
 // the acceptor refuses a session from a node of another cluster and
 // answers with its own id, which the dialer checks too, so two nodes whose
 // data directories belong to different clusters never exchange a Raft

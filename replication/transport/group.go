@@ -15,6 +15,7 @@ import (
 type Group struct {
 	m      *Mux
 	id     string
+	direct bool // Dial opens a connection of its own (Mux.DirectGroup)
 	queue  chan net.Conn
 	ctx    context.Context // cancelled at Close: aborts dials
 	cancel context.CancelFunc
@@ -69,15 +70,12 @@ func (g *Group) Serve(h func(net.Conn)) {
 }
 
 // Dial opens a stream to the same group on the node at address, on the
-// group's session to it (dialed when there is none).
+// group's session to it (dialed when there is none); for a direct group
+// (Mux.DirectGroup), a connection of its own.
 func (g *Group) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(g.ctx, timeout)
 	defer cancel()
-	sess, err := g.m.session(ctx, string(address), g.id)
-	if err != nil {
-		return nil, g.dialError(address, err)
-	}
-	raw, err := sess.OpenStream()
+	raw, err := g.open(ctx, string(address))
 	if err != nil {
 		return nil, g.dialError(address, err)
 	}
@@ -110,6 +108,33 @@ func (g *Group) Dial(address raft.ServerAddress, timeout time.Duration) (net.Con
 	}
 	raw.SetDeadline(time.Time{})
 	return c, nil
+}
+
+// open opens the connection Dial hands its group header to: a stream of
+// the group's session to address, or for a direct group a connection of
+// its own, its preface exchanged.
+func (g *Group) open(ctx context.Context, address string) (net.Conn, error) {
+	if !g.direct {
+		sess, err := g.m.session(ctx, address, g.id)
+		if err != nil {
+			return nil, err
+		}
+		return sess.OpenStream()
+	}
+	raw, err := g.m.cfg.Dial(ctx, address)
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Now()) })
+	err = g.m.handshake(raw, address, kindDirect)
+	if !stop() && err == nil {
+		err = ctx.Err() // the deadline set by stop would break the connection later
+	}
+	if err != nil {
+		raw.Close()
+		return nil, err
+	}
+	return raw, nil
 }
 
 func (g *Group) dialError(address raft.ServerAddress, err error) error {
@@ -213,6 +238,18 @@ func (g *Group) forget(c *conn) {
 	g.mu.Lock()
 	delete(g.conns, c)
 	g.mu.Unlock()
+}
+
+// WriteBuffers writes bufs as one write: writev on a TCP connection (a
+// direct group's, Mux.DirectGroup), one Write per buffer on any other.
+// Vectored reports which.
+func (c *conn) WriteBuffers(bufs *net.Buffers) (int64, error) { return bufs.WriteTo(c.Conn) }
+
+// Vectored reports whether WriteBuffers writes with one system call (a
+// TCP connection without TLS).
+func (c *conn) Vectored() bool {
+	_, ok := c.Conn.(*net.TCPConn)
+	return ok
 }
 
 // conn is a stream a group closes at Close.

@@ -16,7 +16,7 @@ import (
 //	offset size field
 //	     0    4 magic       "LDRS"
 //	     4    1 version     2
-//	     5    1 kind        1 session, 2 hello
+//	     5    1 kind        1 session, 2 hello, 3 direct
 //	     6    1 id length   0..255 (0: the dialer has no cluster id yet)
 //	     7    … cluster id  the dialer's
 //
@@ -29,8 +29,10 @@ import (
 //	     …    1 id length   1..255
 //	     …    … node id     the acceptor's
 //
-// A session then runs yamux on the connection; a hello ends there (both
-// sides close): it tells a node without a cluster id the id of the
+// A session then runs yamux on the connection; a direct connection then
+// carries one group's stream header and that group's bytes, as a stream of
+// a session would (Mux.DirectGroup); a hello ends there (both sides
+// close): it tells a node without a cluster id the id of the
 // cluster it joins, and tells the metadata leader which node answers at a
 // joining node's Raft address. A connection with another preface is
 // closed unanswered.
@@ -40,6 +42,7 @@ const (
 
 	kindSession byte = 1
 	kindHello   byte = 2
+	kindDirect  byte = 3
 
 	statusSameCluster  byte = 0
 	statusOtherCluster byte = 1
@@ -94,7 +97,7 @@ func readPreface(r io.Reader) (kind byte, clusterID string, err error) {
 	if _, err := io.ReadFull(r, fixed[:]); err != nil {
 		return 0, "", err
 	}
-	if string(fixed[:4]) != sessionMagic || fixed[4] != sessionVersion || (fixed[5] != kindSession && fixed[5] != kindHello) {
+	if string(fixed[:4]) != sessionMagic || fixed[4] != sessionVersion || fixed[5] < kindSession || fixed[5] > kindDirect {
 		return 0, "", fmt.Errorf("%w: session preface %q", ErrBadHeader, fixed[:])
 	}
 	id := make([]byte, fixed[6])
@@ -178,13 +181,14 @@ func (m *Mux) Hello(ctx context.Context, address string) (Hello, error) {
 	return h, nil
 }
 
-// handshake runs the dialer's side of a session preface on raw: an error
-// when the peer belongs to another cluster (checked on both sides: the
-// peer refuses, and this side checks the id it answers).
-func (m *Mux) handshake(raw net.Conn, address string) error {
+// handshake runs the dialer's side of a preface of kind (a session or a
+// direct connection) on raw: an error when the peer belongs to another
+// cluster (checked on both sides: the peer refuses, and this side checks
+// the id it answers).
+func (m *Mux) handshake(raw net.Conn, address string, kind byte) error {
 	raw.SetDeadline(time.Now().Add(m.cfg.DialTimeout))
 	local := m.ClusterID()
-	if _, err := raw.Write(appendPreface(nil, kindSession, local)); err != nil {
+	if _, err := raw.Write(appendPreface(nil, kind, local)); err != nil {
 		return err
 	}
 	status, h, err := readAnswer(raw)
@@ -201,24 +205,25 @@ func (m *Mux) handshake(raw net.Conn, address string) error {
 }
 
 // accept runs the acceptor's side of a preface on c (its deadline set):
-// true when a session may start on it.
-func (m *Mux) accept(c net.Conn) (bool, error) {
+// the preface's kind, and true when a session or a direct connection may
+// start on it.
+func (m *Mux) accept(c net.Conn) (byte, bool, error) {
 	kind, remote, err := readPreface(c)
 	if err != nil {
-		return false, err
+		return 0, false, err
 	}
 	local := m.ClusterID()
 	status := statusSameCluster
-	if kind == kindSession && differ(local, remote) {
+	if kind != kindHello && differ(local, remote) {
 		status = statusOtherCluster
 	}
 	if _, err := c.Write(appendAnswer(nil, status, local, m.cfg.NodeID)); err != nil {
-		return false, err
+		return kind, false, err
 	}
 	if status == statusOtherCluster {
 		m.warnMismatch(c.RemoteAddr().String(), &ClusterMismatchError{Address: c.RemoteAddr().String(), Local: local, Remote: remote})
 	}
-	return kind == kindSession && status == statusSameCluster, nil
+	return kind, kind != kindHello && status == statusSameCluster, nil
 }
 
 // mismatchLog rate-limits the warning about a peer of another cluster:

@@ -142,7 +142,18 @@ func (m *Mux) Addr() net.Addr { return m.addr }
 // Group registers a group and returns its stream layer, for
 // raft.NewNetworkTransport. Closing the stream layer (as the
 // NetworkTransport does on Close) unregisters the group.
-func (m *Mux) Group(id string) (*Group, error) {
+func (m *Mux) Group(id string) (*Group, error) { return m.group(id, false) }
+
+// DirectGroup registers a group whose Dial opens a TCP connection of its
+// own (Config.Dial) instead of a stream of a session: a connection that
+// carries many groups' bytes for long (package raftrpc's links, which
+// multiplex the groups themselves) skips yamux's framing and its two
+// copies of every byte, and can be written with writev
+// (Conn.WriteBuffers). The peer's Mux accepts such a connection for any
+// group; a session's stream to a direct group is accepted too.
+func (m *Mux) DirectGroup(id string) (*Group, error) { return m.group(id, true) }
+
+func (m *Mux) group(id string, direct bool) (*Group, error) {
 	if err := validGroupID(id); err != nil {
 		return nil, err
 	}
@@ -158,6 +169,7 @@ func (m *Mux) Group(id string) (*Group, error) {
 	g := &Group{
 		m:      m,
 		id:     id,
+		direct: direct,
 		queue:  make(chan net.Conn, m.cfg.AcceptQueue),
 		conns:  map[*conn]struct{}{},
 		ctx:    ctx,

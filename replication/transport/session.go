@@ -148,7 +148,7 @@ func (m *Mux) dialSession(address string, p *peer) {
 		p.err = m.sessionError(address, err)
 		return
 	}
-	if err := m.handshake(raw, address); err != nil {
+	if err := m.handshake(raw, address, kindSession); err != nil {
 		raw.Close()
 		p.err = m.sessionError(address, err)
 		return
@@ -215,7 +215,7 @@ func (m *Mux) closeSessions() {
 func (m *Mux) serveSession(c net.Conn) {
 	defer m.wg.Done()
 	c.SetDeadline(time.Now().Add(m.cfg.HandshakeTimeout))
-	session, err := m.accept(c)
+	kind, open, err := m.accept(c)
 	m.removePending(c)
 	if errors.Is(err, io.EOF) {
 		// Closed before a byte: a reachability probe (another node's
@@ -230,8 +230,18 @@ func (m *Mux) serveSession(c net.Conn) {
 		c.Close()
 		return
 	}
-	if !session { // a hello, answered; or another cluster's node, refused
+	if !open { // a hello, answered; or another cluster's node, refused
 		c.Close()
+		return
+	}
+	if kind == kindDirect {
+		// One group's connection: routed as a session's stream is.
+		if !m.addPending(c) {
+			c.Close()
+			return
+		}
+		m.wg.Add(1)
+		m.route(c)
 		return
 	}
 	c.SetDeadline(time.Time{})
