@@ -255,7 +255,8 @@ func (b *Broker) shareAwait(ctx context.Context, chans []<-chan struct{}, deadli
 
 // SetShareGroupConfig sets share group configs by their Kafka names
 // (share.auto.offset.reset, share.record.lock.duration.ms,
-// share.delivery.attempt.limit); it needs alter on the group. The new
+// share.delivery.attempt.limit, share.redelivery.backoff.base.ms,
+// share.redelivery.backoff.max.ms); it needs alter on the group. The new
 // settings apply to share partitions from their next use on this node.
 func (b *Broker) SetShareGroupConfig(ctx context.Context, p Principal, group string, set map[string]string) error {
 	ch := make(map[string]*string, len(set))

@@ -106,7 +106,7 @@ func (b *Broker) shareCurrent(ctx context.Context, g *shareGroup, sp *sharePart)
 		return err
 	}
 	b.share.mu.Lock()
-	cfg := g.cfg
+	cfg, jitter := g.cfg, b.share.jitter
 	b.share.mu.Unlock()
 	enc, ver, ok, err := st.load(ctx, sp.part, g.name, sp.created)
 	if err != nil {
@@ -117,12 +117,17 @@ func (b *Broker) shareCurrent(ctx context.Context, g *shareGroup, sp *sharePart)
 		if p, err = share.Decode(enc, cfg.partitionConfig()); err != nil {
 			return fmt.Errorf("share group %q, %s/%d: %w", g.name, sp.ref.Topic, sp.ref.Partition, err)
 		}
+		// The backoffs of the node that served the state before are not
+		// stored: its records already delivered start a fresh one.
+		p.SetJitter(jitter)
+		p.Backoff(time.Now().UnixMilli())
 	} else {
 		start := sp.part.Log.HighWatermark()
 		if cfg.AutoOffsetReset == "earliest" {
 			start = sp.part.Log.StartOffset()
 		}
 		p = share.New(start, cfg.partitionConfig())
+		p.SetJitter(jitter)
 		if ver, err = st.store(ctx, sp.part, g.name, sp.created, p.Encode()); err != nil {
 			return err
 		}

@@ -167,9 +167,10 @@ func (b *Broker) shareReset(ctx context.Context, g *shareGroup, sp *sharePart, o
 		return &OutOfRangeError{Offset: offset, StartOffset: start, HighWatermark: hw}
 	}
 	b.share.mu.Lock()
-	cfg := g.cfg
+	cfg, jitter := g.cfg, b.share.jitter
 	b.share.mu.Unlock()
 	q := share.New(max(offset, l.StartOffset()), cfg.partitionConfig())
+	q.SetJitter(jitter)
 	if err := b.storeShare(ctx, g, sp, q); err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func (p *Partition) Acknowledge(member string, now int64, acks []Ack) (bool, err
 				r.state, r.owner, r.deadline = Archived, "", 0
 				changed = true
 			case Release:
-				p.release(r)
+				p.release(r, now)
 			case Renew:
 				r.deadline = now + p.cfg.LockDurationMs
 			}
