@@ -47,7 +47,7 @@ func (p *Partition) Acquire(member string, now int64, max int, upTo int64) []Ran
 			continue
 		}
 		if r.count >= p.cfg.DeliveryLimit { // the limit was lowered
-			r.state = Archived
+			p.finish(r, "")
 			continue
 		}
 		r.state, r.owner, r.deadline, r.availableAt = Acquired, member, deadline, 0

@@ -11,10 +11,11 @@ type State uint8
 
 // The states of a record in the window.
 const (
-	Available    State = iota // may be acquired
-	Acquired                  // locked by one member until its deadline
-	Acknowledged              // accepted: done
-	Archived                  // rejected, a gap, or out of deliveries: done
+	Available     State = iota // may be acquired
+	Acquired                   // locked by one member until its deadline
+	Acknowledged               // accepted: done
+	Archived                   // rejected, a gap, or out of deliveries: done
+	DeadLettering              // rejected or out of deliveries, to be appended to the dead-letter topic
 	numStates
 )
 
@@ -28,6 +29,8 @@ func (s State) String() string {
 		return "acknowledged"
 	case Archived:
 		return "archived"
+	case DeadLettering:
+		return "dead-lettering"
 	}
 	return fmt.Sprintf("state(%d)", uint8(s))
 }
@@ -72,6 +75,10 @@ type Config struct {
 	// BackoffMaxMs is share.redelivery.backoff.max.ms, the cap of the
 	// delay; default 60 s.
 	BackoffMaxMs int64
+	// DeadLetter makes a record rejected or out of deliveries
+	// DeadLettering instead of Archived: the broker appends it to the
+	// group's dead-letter topic, then calls DeadLettered.
+	DeadLetter bool
 }
 
 func (c Config) withDefaults() Config {
@@ -115,6 +122,8 @@ type record struct {
 	// while Available after a release: not acquired before this Unix ms
 	// (its redelivery backoff); 0 once it has passed.
 	availableAt int64
+	seq         int32  // while DeadLettering: its dead-letter sequence (stored)
+	reason      string // while DeadLettering: the member's last error (not stored)
 }
 
 // Partition is one share partition's window. Not safe for concurrent use.
@@ -123,6 +132,9 @@ type Partition struct {
 	start  int64
 	recs   []record            // recs[i] is offset start+i; len(recs) == End-Start
 	jitter func(n int64) int64 // uniform in [0, n]; nil: math/rand/v2
+	// dlqNext is the dead-letter sequence the next record made
+	// DeadLettering gets (stored).
+	dlqNext int32
 }
 
 // New returns an empty window starting at start (the log offset the group
@@ -198,7 +210,7 @@ func (p *Partition) backoff(count int16) int64 {
 func (p *Partition) release(r *record, at int64) {
 	r.owner, r.deadline = "", 0
 	if r.count >= p.cfg.DeliveryLimit {
-		r.state = Archived
+		p.finish(r, "")
 		return
 	}
 	r.state = Available
