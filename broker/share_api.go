@@ -42,7 +42,7 @@ func (b *Broker) shareBegin(ctx context.Context, r ShareFetchRequest, fetch bool
 	}
 	b.share.mu.Lock()
 	c.g = b.shareGroupLocked(r.Group)
-	c.res.LockMs = c.g.cfg.partitionConfig().LockDurationMs
+	c.res.LockMs = b.sharePartConfig(c.g.cfg).LockDurationMs
 	if c.res.LockMs == 0 {
 		c.res.LockMs = share.DefaultLockDurationMs
 	}
@@ -77,7 +77,7 @@ func (b *Broker) applyAcks(ctx context.Context, c *shareCall, r ShareFetchReques
 			e.AckErr = b.topicLookup(ctx, fp.Topic, err)
 			continue
 		}
-		e.AckCode, e.AckErr = b.shareAcknowledge(ctx, c.g, r.Member, sp, fp.Acks)
+		e.AckCode, e.AckErr = b.shareAcknowledge(ctx, c.g, r.Member, sp, fp.Acks, fp.Reasons)
 	}
 }
 
@@ -302,7 +302,7 @@ func (b *Broker) AlterShareGroupConfig(ctx context.Context, p Principal, group s
 	for _, sp := range g.parts {
 		sp.mu.Lock()
 		if sp.p != nil {
-			sp.p.SetConfig(cfg.partitionConfig())
+			sp.p.SetConfig(b.sharePartConfig(cfg))
 		}
 		sp.mu.Unlock()
 	}

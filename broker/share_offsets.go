@@ -169,7 +169,7 @@ func (b *Broker) shareReset(ctx context.Context, g *shareGroup, sp *sharePart, o
 	b.share.mu.Lock()
 	cfg, jitter := g.cfg, b.share.jitter
 	b.share.mu.Unlock()
-	q := share.New(max(offset, l.StartOffset()), cfg.partitionConfig())
+	q := share.New(max(offset, l.StartOffset()), b.sharePartConfig(cfg))
 	q.SetJitter(jitter)
 	if err := b.storeShare(ctx, g, sp, q); err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/partition"
 	"github.com/logd/logd/replication"
+	"github.com/logd/logd/routing"
 	"github.com/logd/logd/share"
 )
 
@@ -55,6 +56,20 @@ type ShareGroupConfig struct {
 	// share.redelivery.backoff.max.ms (0: the default, 60 s).
 	BackoffBaseMs int64 `json:"redelivery_backoff_base_ms,omitempty"`
 	BackoffMaxMs  int64 `json:"redelivery_backoff_max_ms,omitempty"`
+	// DeadLetterOff is share.dlq.enable=false: rejected records and those
+	// out of deliveries are archived, not dead-lettered.
+	DeadLetterOff bool `json:"dlq_off,omitempty"`
+	// DeadLetterTopic is share.dlq.topic: the dead-letter topic ("": the
+	// source topic's name with ".dlq" appended).
+	DeadLetterTopic string `json:"dlq_topic,omitempty"`
+}
+
+// deadLetterTopic is where records of topic go when dead-lettered.
+func (c ShareGroupConfig) deadLetterTopic(topic string) string {
+	if c.DeadLetterTopic != "" {
+		return c.DeadLetterTopic
+	}
+	return topic + ".dlq"
 }
 
 func (c ShareGroupConfig) partitionConfig() share.Config {
@@ -110,6 +125,19 @@ func (c *ShareGroupConfig) Set(name, value string) error {
 		}
 		c.BackoffMaxMs = n
 		return nil
+	case "share.dlq.enable":
+		b, err := strconv.ParseBool(value)
+		if err != nil {
+			return kind.Errorf(kind.ErrInvalidArgument, "share.dlq.enable is true or false, not %q", value)
+		}
+		c.DeadLetterOff = !b
+		return nil
+	case "share.dlq.topic":
+		if err := routing.ValidateTopicName(value); err != nil {
+			return kind.Errorf(kind.ErrInvalidArgument, "share.dlq.topic: %v", err)
+		}
+		c.DeadLetterTopic = value
+		return nil
 	}
 	return kind.Errorf(kind.ErrInvalidArgument, "unknown share group config %q", name)
 }
@@ -127,6 +155,10 @@ func (c *ShareGroupConfig) Unset(name string) error {
 		c.BackoffBaseMs = 0
 	case "share.redelivery.backoff.max.ms":
 		c.BackoffMaxMs = 0
+	case "share.dlq.enable":
+		c.DeadLetterOff = false
+	case "share.dlq.topic":
+		c.DeadLetterTopic = ""
 	default:
 		return kind.Errorf(kind.ErrInvalidArgument, "unknown share group config %q", name)
 	}
