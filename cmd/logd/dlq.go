@@ -32,7 +32,7 @@ func newDLQCmd() *cobra.Command {
 		Short: "Inspect and purge a share group's dead-letter topic (docs/queues.md)",
 	}
 	srv.register(cmd, true)
-	cmd.AddCommand(newDLQListCmd(&srv), newDLQPurgeCmd(&srv))
+	cmd.AddCommand(newDLQListCmd(&srv), newDLQRedriveCmd(&srv), newDLQPurgeCmd(&srv))
 	return cmd
 }
 
@@ -180,4 +180,108 @@ partition) below --offset, as topic trim-prefix (Kafka's DeleteRecords);
 	cmd.Flags().StringVar(&offset, "offset", "", "delete the records below this offset, or end for all (required)")
 	cmd.Flags().Int32Var(&part, "partition", 0, "purge only this partition (default: all)")
 	return cmd
+}
+
+func newDLQRedriveCmd(srv *serverFlag) *cobra.Command {
+	var (
+		from, to int64
+		headers  []string
+		group    string
+	)
+	cmd := &cobra.Command{
+		Use:   "redrive TOPIC.dlq [--from N] [--to N] [--header KEY=VALUE]... [--group G]",
+		Short: "Append a dead-letter topic's records back to their source partitions",
+		Long: `Append the records of a dead-letter topic back to the topic and partition
+they came from (their logd.dlq.topic and logd.dlq.partition headers), with
+their key, value and own headers (the logd.dlq.* headers dropped).
+--from, --to (excluded) and --header KEY=VALUE (repeatable) choose which.
+
+Redrive is a cursor: it reads each dead-letter partition from the offset
+committed by consumer group --group (default logd-dlq-redrive) and commits
+the offset after each record it redrove or passed over, so running it again
+appends nothing twice; a record passed over by a filter is not redriven by
+a later run of the same group (use another --group). A redrive interrupted
+between an append and its commit appends that one record again when run
+again. Needs read on the dead-letter topic and the group, write on the
+source topics.`,
+		Args: exactArgs("TOPIC"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			topic, err := topicArg(args)
+			if err != nil {
+				return err
+			}
+			f, err := parseDLQFilter(from, to, headers)
+			if err != nil {
+				return err
+			}
+			if group == "" {
+				return errors.New("--group: name a consumer group, or leave the default")
+			}
+			return srv.run(func(c *client.Client) error {
+				return dlqRedrive(callContext(cmd), cmd.OutOrStdout(), c, topic, f, group)
+			})
+		},
+	}
+	cmd.Flags().Int64Var(&from, "from", 0, "the first offset")
+	cmd.Flags().Int64Var(&to, "to", -1, "the first offset not redriven (default: to the end)")
+	cmd.Flags().StringArrayVar(&headers, "header", nil, "only records with this header KEY=VALUE (repeatable)")
+	cmd.Flags().StringVar(&group, "group", "logd-dlq-redrive", "the consumer group whose offsets on the dead-letter topic are the cursor")
+	return cmd
+}
+
+// dlqRedrive appends the records f selects back to their source, each
+// acknowledged before the cursor moves past it.
+func dlqRedrive(ctx context.Context, w io.Writer, c *client.Client, topic string, f dlqFilter, group string) error {
+	if _, err := c.Admin().DescribeTopic(ctx, topic); err != nil {
+		return err
+	}
+	cons, err := c.NewConsumer(ctx, client.ConsumerOptions{Topic: topic, Group: group, Start: client.Earliest(), MaxWait: 100 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	defer cons.Close()
+	prod := c.NewProducer(client.ProducerOptions{})
+	defer prod.Close()
+	n := 0
+	for {
+		recs, err := cons.Poll(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if f.match(r) {
+				if err := redriveOne(ctx, prod, r); err != nil {
+					return err
+				}
+				n++
+			}
+			if err := cons.CommitOffsets(ctx, map[int32]int64{r.Partition: r.Offset + 1}); err != nil {
+				return err
+			}
+		}
+	}
+	_, err = fmt.Fprintf(w, "redrove %d records\n", n)
+	return err
+}
+
+func redriveOne(ctx context.Context, prod *client.Producer, r client.ConsumedRecord) error {
+	src := dlqHeader(r, dlqTopic)
+	p, err := strconv.ParseInt(dlqHeader(r, dlqPartition), 10, 32)
+	if src == "" || err != nil {
+		return fmt.Errorf("record %d@%d has no %s and %s headers: not a dead letter (nothing redriven from it on)", r.Partition, r.Offset, dlqTopic, dlqPartition)
+	}
+	part := int32(p)
+	rec := client.Record{Topic: src, Partition: &part, Key: r.Key, Value: r.Value}
+	for _, h := range r.Headers {
+		if !strings.HasPrefix(h.Key, "logd.dlq.") {
+			rec.Headers = append(rec.Headers, h)
+		}
+	}
+	if _, err := prod.Produce(ctx, rec).Get(ctx); err != nil {
+		return fmt.Errorf("redrive %d@%d to %s/%d: %w", r.Partition, r.Offset, src, part, err)
+	}
+	return nil
 }

@@ -87,3 +87,41 @@ func TestCLIDLQListPurge(t *testing.T) {
 		}
 	}
 }
+
+// logd dlq redrive appends the dead letters back to their source without
+// the dlq headers, and a second run appends nothing again (the group's
+// cursor); a record that is not a dead letter is refused.
+func TestCLIDLQRedrive(t *testing.T) {
+	c := startCLI(t)
+	c.ok("", "topic", "create", "jobs")
+	rejectAll(t, c.addr, "jobs", func() { c.ok("x\ny\nz\n", "produce", "jobs") })
+	if out := c.ok("", "dlq", "redrive", "jobs.dlq", "--header", "logd.dlq.offset=1"); out != "redrove 1 records\n" {
+		t.Fatalf("redrive --header: %q", out)
+	}
+	if out := c.ok("", "dlq", "redrive", "jobs.dlq", "--group", "all"); out != "redrove 3 records\n" {
+		t.Fatalf("redrive all: %q", out)
+	}
+	if out := c.ok("", "dlq", "redrive", "jobs.dlq", "--group", "all"); out != "redrove 0 records\n" {
+		t.Fatalf("redrive again: %q", out)
+	}
+	out := c.ok("", "consume", "jobs", "--from", "earliest", "--json")
+	if got := strings.Split(strings.TrimSpace(out), "\n"); len(got) != 7 || strings.Contains(out, "logd.dlq") ||
+		!strings.Contains(got[3], `"y"`) || !strings.Contains(got[6], `"z"`) {
+		t.Fatalf("jobs after the redrives:\n%s", out)
+	}
+	c.ok("", "topic", "create", "plain")
+	c.ok("v\n", "produce", "plain")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"redrive", "plain"}, "not a dead letter"},
+		{[]string{"redrive", "missing.dlq"}, "missing.dlq"},
+		{[]string{"redrive", "jobs.dlq", "--from", "3", "--to", "3"}, "empty range"},
+	} {
+		_, _, err := c.run("", append([]string{"dlq"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("logd dlq %v: %v, want one line mentioning %q", tc.args, err, tc.want)
+		}
+	}
+}
