@@ -128,3 +128,26 @@ func TestShareDeadLetterConfigs(t *testing.T) {
 		}
 	}
 }
+
+// A share partition started again at another offset goes on with its
+// dead-letter sequence: a record dead-lettered after the reset is
+// appended, not taken for a retry of the one before it.
+func TestShareDeadLetterAfterOffsetReset(t *testing.T) {
+	b := shareBroker(t)
+	ctx := context.Background()
+	shareFetch(t, b, "m", 0)
+	shareFetch(t, b, "m", 1, broker.ShareAck{First: 0, Last: 2, Types: []broker.ShareAckType{3, 1, 1}})
+	if _, err := b.ShareHeartbeat(ctx, broker.ShareHeartbeatRequest{Group: "g", Member: "m", MemberEpoch: -1}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.AlterShareGroupOffsets(ctx, "", "g", []broker.ShareOffset{{SharePartition: broker.SharePartition{Topic: "q"}, Start: 0}})
+	if err != nil || len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("alter offsets: %+v %v", res, err)
+	}
+	shareFetch(t, b, "m", 0)
+	shareFetch(t, b, "m", 1, broker.ShareAck{First: 0, Last: 2, Types: []broker.ShareAckType{1, 3, 1}})
+	recs := dlqRecords(t, b, "q.dlq")
+	if len(recs) != 2 || headers(recs[0])[broker.DLQHeaderOffset] != "0" || headers(recs[1])[broker.DLQHeaderOffset] != "1" {
+		t.Fatalf("q.dlq after the reset: %d records %+v, want offsets 0 then 1", len(recs), recs)
+	}
+}

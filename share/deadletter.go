@@ -64,3 +64,11 @@ func (p *Partition) DeadLettered(o int64) error {
 	p.advance()
 	return nil
 }
+
+// DeadLetterSequence is the sequence the next dead letter gets.
+func (p *Partition) DeadLetterSequence() int32 { return p.dlqNext }
+
+// SetDeadLetterSequence continues another state's dead-letter sequence in
+// this one (a share partition started again at another offset): the
+// writer's sequences must go on, never repeat.
+func (p *Partition) SetDeadLetterSequence(n int32) { p.dlqNext = n }
