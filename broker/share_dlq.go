@@ -11,6 +11,7 @@ import (
 
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/partition"
+	"github.com/logd/logd/routing"
 	"github.com/logd/logd/share"
 )
 
@@ -96,11 +97,25 @@ func (b *Broker) deadLetter(ctx context.Context, g *shareGroup, sp *sharePart, d
 	if err != nil {
 		return err
 	}
-	dp, dcfg, err := b.deadLetterPartition(ctx, cfg.deadLetterTopic(sp.ref.Topic), src, sp.ref.Partition)
+	q := sp.p.Clone()
+	name := cfg.deadLetterTopic(sp.ref.Topic)
+	if err := routing.ValidateTopicName(name); err != nil {
+		// TOPIC.dlq is no topic name (TOPIC is as long as a name may be):
+		// archived, as without a dead-letter topic, rather than held
+		// forever.
+		b.logger.Warn("share group: no dead-letter topic can be named for this topic: its dead letters are archived (set share.dlq.topic)",
+			"group", g.name, "topic", sp.ref.Topic, "err", err)
+		for _, d := range dls {
+			if err := q.DeadLettered(d.Offset); err != nil {
+				return err
+			}
+		}
+		return b.storeShare(ctx, g, sp, q)
+	}
+	dp, dcfg, err := b.deadLetterPartition(ctx, name, src, sp.ref.Partition)
 	if err != nil {
 		return err
 	}
-	q := sp.p.Clone()
 	id := shareWriterID(g.name, sp.ref, sp.created)
 	var failed error
 	for _, d := range dls {

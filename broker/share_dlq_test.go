@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/logd/logd/broker"
@@ -149,5 +150,31 @@ func TestShareDeadLetterAfterOffsetReset(t *testing.T) {
 	recs := dlqRecords(t, b, "q.dlq")
 	if len(recs) != 2 || headers(recs[0])[broker.DLQHeaderOffset] != "0" || headers(recs[1])[broker.DLQHeaderOffset] != "1" {
 		t.Fatalf("q.dlq after the reset: %d records %+v, want offsets 0 then 1", len(recs), recs)
+	}
+}
+
+// A topic whose name is as long as a name may be has no TOPIC.dlq: its
+// dead letters are archived instead of holding the window forever.
+func TestShareDeadLetterNoNameArchives(t *testing.T) {
+	b := open(t)
+	ctx := context.Background()
+	long := strings.Repeat("t", 249)
+	createTopic(t, b, long, 1)
+	produceTo(t, b, long, 0, "a", "b")
+	if err := b.SetShareGroupConfig(ctx, "", "g", map[string]string{"share.auto.offset.reset": "earliest"}); err != nil {
+		t.Fatal(err)
+	}
+	fetchLong := func(epoch int32, acks ...broker.ShareAck) {
+		t.Helper()
+		if _, err := b.ShareFetch(ctx, broker.ShareFetchRequest{Group: "g", Member: "m", SessionEpoch: epoch, MaxRecords: 10,
+			Partitions: []broker.ShareFetchPartition{{SharePartition: broker.SharePartition{Topic: long}, Acks: acks}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fetchLong(0)
+	fetchLong(1, broker.ShareAck{First: 0, Last: 1, Types: []broker.ShareAckType{3}})
+	d, err := b.DescribeShareGroup(ctx, "", "g")
+	if err != nil || len(d.Partitions) != 1 || d.Partitions[0].Start != 2 {
+		t.Fatalf("describe: %+v %v; want the window past the rejected records", d, err)
 	}
 }
