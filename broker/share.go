@@ -32,6 +32,7 @@ type shareState struct {
 	groups   map[string]*shareGroup
 	sessions map[shareSessionKey]*shareSession
 	ids      map[[16]byte]string // TopicByID's cache
+	jitter   func(n int64) int64 // the redelivery backoff's draw; nil: random (tests set it)
 }
 
 type shareGroup struct {
@@ -209,6 +210,7 @@ func (b *Broker) releaseMembers(g *shareGroup, members []string) {
 		delete(b.share.sessions, shareSessionKey{g.name, m})
 	}
 	b.share.mu.Unlock()
+	now := time.Now().UnixMilli()
 	for _, sp := range parts {
 		sp.mu.Lock()
 		if sp.p == nil {
@@ -217,7 +219,7 @@ func (b *Broker) releaseMembers(g *shareGroup, members []string) {
 		}
 		changed := false
 		for _, m := range members {
-			changed = sp.p.ReleaseMember(m) || changed
+			changed = sp.p.ReleaseMember(m, now) || changed
 		}
 		if changed {
 			sp.signal()

@@ -42,7 +42,7 @@ func (b *Broker) shareBegin(ctx context.Context, r ShareFetchRequest, fetch bool
 	}
 	b.share.mu.Lock()
 	c.g = b.shareGroupLocked(r.Group)
-	c.res.LockMs = c.g.cfg.partitionConfig().LockDurationMs
+	c.res.LockMs = b.sharePartConfig(c.g.cfg).LockDurationMs
 	if c.res.LockMs == 0 {
 		c.res.LockMs = share.DefaultLockDurationMs
 	}
@@ -77,7 +77,7 @@ func (b *Broker) applyAcks(ctx context.Context, c *shareCall, r ShareFetchReques
 			e.AckErr = b.topicLookup(ctx, fp.Topic, err)
 			continue
 		}
-		e.AckCode, e.AckErr = b.shareAcknowledge(ctx, c.g, r.Member, sp, fp.Acks)
+		e.AckCode, e.AckErr = b.shareAcknowledge(ctx, c.g, r.Member, sp, fp.Acks, fp.Reasons)
 	}
 }
 
@@ -255,7 +255,8 @@ func (b *Broker) shareAwait(ctx context.Context, chans []<-chan struct{}, deadli
 
 // SetShareGroupConfig sets share group configs by their Kafka names
 // (share.auto.offset.reset, share.record.lock.duration.ms,
-// share.delivery.attempt.limit); it needs alter on the group. The new
+// share.delivery.attempt.limit, share.redelivery.backoff.base.ms,
+// share.redelivery.backoff.max.ms); it needs alter on the group. The new
 // settings apply to share partitions from their next use on this node.
 func (b *Broker) SetShareGroupConfig(ctx context.Context, p Principal, group string, set map[string]string) error {
 	ch := make(map[string]*string, len(set))
@@ -301,7 +302,7 @@ func (b *Broker) AlterShareGroupConfig(ctx context.Context, p Principal, group s
 	for _, sp := range g.parts {
 		sp.mu.Lock()
 		if sp.p != nil {
-			sp.p.SetConfig(cfg.partitionConfig())
+			sp.p.SetConfig(b.sharePartConfig(cfg))
 		}
 		sp.mu.Unlock()
 	}

@@ -106,7 +106,7 @@ func (b *Broker) shareCurrent(ctx context.Context, g *shareGroup, sp *sharePart)
 		return err
 	}
 	b.share.mu.Lock()
-	cfg := g.cfg
+	cfg, jitter := g.cfg, b.share.jitter
 	b.share.mu.Unlock()
 	enc, ver, ok, err := st.load(ctx, sp.part, g.name, sp.created)
 	if err != nil {
@@ -114,15 +114,20 @@ func (b *Broker) shareCurrent(ctx context.Context, g *shareGroup, sp *sharePart)
 	}
 	var p *share.Partition
 	if ok {
-		if p, err = share.Decode(enc, cfg.partitionConfig()); err != nil {
+		if p, err = share.Decode(enc, b.sharePartConfig(cfg)); err != nil {
 			return fmt.Errorf("share group %q, %s/%d: %w", g.name, sp.ref.Topic, sp.ref.Partition, err)
 		}
+		// The backoffs of the node that served the state before are not
+		// stored: its records already delivered start a fresh one.
+		p.SetJitter(jitter)
+		p.Backoff(time.Now().UnixMilli())
 	} else {
 		start := sp.part.Log.HighWatermark()
 		if cfg.AutoOffsetReset == "earliest" {
 			start = sp.part.Log.StartOffset()
 		}
-		p = share.New(start, cfg.partitionConfig())
+		p = share.New(start, b.sharePartConfig(cfg))
+		p.SetJitter(jitter)
 		if ver, err = st.store(ctx, sp.part, g.name, sp.created, p.Encode()); err != nil {
 			return err
 		}
@@ -147,14 +152,15 @@ func (b *Broker) storeShare(ctx context.Context, g *shareGroup, sp *sharePart, q
 // shareAcknowledge applies one partition's acknowledgements, durable
 // before it returns; the state in memory changes only once the write
 // succeeded.
-func (b *Broker) shareAcknowledge(ctx context.Context, g *shareGroup, member string, sp *sharePart, acks []ShareAck) (ShareCode, error) {
+func (b *Broker) shareAcknowledge(ctx context.Context, g *shareGroup, member string, sp *sharePart, acks []ShareAck, reasons map[int64]string) (ShareCode, error) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	if err := b.shareCurrent(ctx, g, sp); err != nil {
 		return ShareOK, err
 	}
 	q := sp.p.Clone()
-	changed, err := q.Acknowledge(member, time.Now().UnixMilli(), acks)
+	now := time.Now().UnixMilli()
+	changed, err := q.AcknowledgeWithReasons(member, now, acks, reasons)
 	switch {
 	case errors.Is(err, share.ErrInvalidRecordState):
 		return ShareInvalidRecordState, err
@@ -170,6 +176,7 @@ func (b *Broker) shareAcknowledge(ctx context.Context, g *shareGroup, member str
 	}
 	sp.p = q
 	sp.signal()
+	b.shareDeadLetters(ctx, g, sp, now)
 	return ShareOK, nil
 }
 
@@ -184,6 +191,7 @@ func (b *Broker) shareAcquire(ctx context.Context, g *shareGroup, member string,
 	}
 	part := sp.part
 	now := time.Now().UnixMilli()
+	b.shareDeadLetters(ctx, g, sp, now)
 	q := sp.p.Clone()
 	q.AdvanceStart(part.Log.StartOffset())
 	from, ok := q.Acquirable(now)

@@ -159,17 +159,26 @@ func (b *Broker) AlterShareGroupOffsets(ctx context.Context, p Principal, group 
 func (b *Broker) shareReset(ctx context.Context, g *shareGroup, sp *sharePart, offset int64) error {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	if _, err := b.plane.shares(b).version(ctx, sp.part, g.name); err != nil {
+	if err := b.shareCurrent(ctx, g, sp); err != nil {
 		return err
 	}
 	l := sp.part.Log
 	if start, hw := l.StartOffset(), l.HighWatermark(); offset < 0 || offset > hw {
 		return &OutOfRangeError{Offset: offset, StartOffset: start, HighWatermark: hw}
 	}
+	// The dead-letter sequence goes on in the new state, so its pending
+	// dead letters are appended first: a sequence reused for another
+	// record would be taken for a retry and that record lost.
+	b.shareDeadLetters(ctx, g, sp, time.Now().UnixMilli())
+	if n := len(sp.p.DeadLetters()); n > 0 {
+		return fmt.Errorf("share group %q, %s/%d: %d dead letters are not appended yet: retry", g.name, sp.ref.Topic, sp.ref.Partition, n)
+	}
 	b.share.mu.Lock()
-	cfg := g.cfg
+	cfg, jitter := g.cfg, b.share.jitter
 	b.share.mu.Unlock()
-	q := share.New(max(offset, l.StartOffset()), cfg.partitionConfig())
+	q := share.New(max(offset, l.StartOffset()), b.sharePartConfig(cfg))
+	q.SetJitter(jitter)
+	q.SetDeadLetterSequence(sp.p.DeadLetterSequence())
 	if err := b.storeShare(ctx, g, sp, q); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/partition"
 	"github.com/logd/logd/replication"
+	"github.com/logd/logd/routing"
 	"github.com/logd/logd/share"
 )
 
@@ -50,10 +51,41 @@ type ShareGroupConfig struct {
 	LockDurationMs int64 `json:"record_lock_duration_ms,omitempty"`
 	// DeliveryLimit is share.delivery.attempt.limit.
 	DeliveryLimit int16 `json:"delivery_attempt_limit,omitempty"`
+	// BackoffBaseMs is share.redelivery.backoff.base.ms (0, the default:
+	// immediate redelivery); BackoffMaxMs is
+	// share.redelivery.backoff.max.ms (0: the default, 60 s).
+	BackoffBaseMs int64 `json:"redelivery_backoff_base_ms,omitempty"`
+	BackoffMaxMs  int64 `json:"redelivery_backoff_max_ms,omitempty"`
+	// DeadLetterOff is share.dlq.enable=false: rejected records and those
+	// out of deliveries are archived, not dead-lettered.
+	DeadLetterOff bool `json:"dlq_off,omitempty"`
+	// DeadLetterTopic is share.dlq.topic: the dead-letter topic ("": the
+	// source topic's name with ".dlq" appended).
+	DeadLetterTopic string `json:"dlq_topic,omitempty"`
+}
+
+// deadLetterTopic is where records of topic go when dead-lettered.
+func (c ShareGroupConfig) deadLetterTopic(topic string) string {
+	if c.DeadLetterTopic != "" {
+		return c.DeadLetterTopic
+	}
+	return topic + ".dlq"
 }
 
 func (c ShareGroupConfig) partitionConfig() share.Config {
-	return share.Config{LockDurationMs: c.LockDurationMs, DeliveryLimit: c.DeliveryLimit}
+	return share.Config{LockDurationMs: c.LockDurationMs, DeliveryLimit: c.DeliveryLimit,
+		BackoffBaseMs: c.BackoffBaseMs, BackoffMaxMs: c.BackoffMaxMs}
+}
+
+// The bounds of the redelivery backoff's configs: up to an hour.
+const maxShareBackoffMs = 3_600_000
+
+func parseBackoffMs(name, value string, least int64) (int64, error) {
+	n, err := strconv.ParseInt(value, 10, 64)
+	if err != nil || n < least || n > maxShareBackoffMs {
+		return 0, kind.Errorf(kind.ErrInvalidArgument, "%s is %d to %d, not %q", name, least, maxShareBackoffMs, value)
+	}
+	return n, nil
 }
 
 // Set applies one Kafka group config by name.
@@ -79,6 +111,33 @@ func (c *ShareGroupConfig) Set(name, value string) error {
 		}
 		c.DeliveryLimit = int16(n)
 		return nil
+	case "share.redelivery.backoff.base.ms":
+		n, err := parseBackoffMs(name, value, 0)
+		if err != nil {
+			return err
+		}
+		c.BackoffBaseMs = n
+		return nil
+	case "share.redelivery.backoff.max.ms":
+		n, err := parseBackoffMs(name, value, 1)
+		if err != nil {
+			return err
+		}
+		c.BackoffMaxMs = n
+		return nil
+	case "share.dlq.enable":
+		b, err := strconv.ParseBool(value)
+		if err != nil {
+			return kind.Errorf(kind.ErrInvalidArgument, "share.dlq.enable is true or false, not %q", value)
+		}
+		c.DeadLetterOff = !b
+		return nil
+	case "share.dlq.topic":
+		if err := routing.ValidateTopicName(value); err != nil {
+			return kind.Errorf(kind.ErrInvalidArgument, "share.dlq.topic: %v", err)
+		}
+		c.DeadLetterTopic = value
+		return nil
 	}
 	return kind.Errorf(kind.ErrInvalidArgument, "unknown share group config %q", name)
 }
@@ -92,6 +151,14 @@ func (c *ShareGroupConfig) Unset(name string) error {
 		c.LockDurationMs = 0
 	case "share.delivery.attempt.limit":
 		c.DeliveryLimit = 0
+	case "share.redelivery.backoff.base.ms":
+		c.BackoffBaseMs = 0
+	case "share.redelivery.backoff.max.ms":
+		c.BackoffMaxMs = 0
+	case "share.dlq.enable":
+		c.DeadLetterOff = false
+	case "share.dlq.topic":
+		c.DeadLetterTopic = ""
 	default:
 		return kind.Errorf(kind.ErrInvalidArgument, "unknown share group config %q", name)
 	}

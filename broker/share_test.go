@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,5 +177,47 @@ func TestShareFetchWakesOnRelease(t *testing.T) {
 	res := <-done
 	if got := acquired(res); len(got) != 1 || got[0].First != 1 || got[0].Last != 1 {
 		t.Fatalf("m2 got %+v", got)
+	}
+}
+
+// A released record waits out its redelivery backoff (the group's
+// share.redelivery.backoff.* configs, the draw injected): the fetch that
+// carries the release does not get it back, and a fetch waiting gets it
+// once the backoff is over.
+func TestShareRedeliveryBackoff(t *testing.T) {
+	b := shareBroker(t)
+	var draw atomic.Int64
+	draw.Store(-1) // the ceiling
+	broker.SetShareJitter(b, func(n int64) int64 {
+		if d := draw.Load(); d >= 0 {
+			return d
+		}
+		return n
+	})
+	if err := b.SetShareGroupConfig(context.Background(), "", "g", map[string]string{
+		"share.redelivery.backoff.base.ms": "3600000", "share.redelivery.backoff.max.ms": "3600000"}); err != nil {
+		t.Fatal(err)
+	}
+	shareFetch(t, b, "m", 0) // 0..2
+	res := shareFetch(t, b, "m", 1, broker.ShareAck{First: 1, Last: 1, Types: []broker.ShareAckType{2}})
+	if res.Partitions[0].AckCode != broker.ShareOK || len(acquired(res)) != 0 {
+		t.Fatalf("release with an hour's backoff: %+v, want nothing acquired", res)
+	}
+	d, err := b.DescribeShareGroup(context.Background(), "", "g")
+	if err != nil || len(d.Partitions) != 1 || d.Partitions[0].Available != 1 || d.Partitions[0].Acquired != 2 {
+		t.Fatalf("describe during the backoff: %+v, %v", d, err)
+	}
+	draw.Store(50)
+	res = shareFetch(t, b, "m", 2, broker.ShareAck{First: 2, Last: 2, Types: []broker.ShareAckType{2}})
+	if got := acquired(res); len(got) != 0 {
+		t.Fatalf("acquired %+v at once", got)
+	}
+	res, err = b.ShareFetch(context.Background(), broker.ShareFetchRequest{Group: "g", Member: "m", SessionEpoch: 3, MaxWait: 20 * time.Second,
+		MaxRecords: 10, Partitions: []broker.ShareFetchPartition{{SharePartition: broker.SharePartition{Topic: "q", Partition: 0}}}})
+	if got := acquired(res); err != nil || len(got) != 1 || got[0] != (broker.ShareRange{First: 2, Last: 2, DeliveryCount: 2}) {
+		t.Fatalf("after a 50 ms backoff: %+v, %v; want offset 2 again", got, err)
+	}
+	if err := b.SetShareGroupConfig(context.Background(), "", "g", map[string]string{"share.redelivery.backoff.max.ms": "0"}); err == nil {
+		t.Fatal("share.redelivery.backoff.max.ms=0 accepted")
 	}
 }

@@ -102,6 +102,9 @@ type ShareFetchPartition struct {
 	SharePartition
 	MaxBytes int
 	Acks     []ShareAck
+	// Reasons are the member's errors for offsets it rejects, carried by
+	// their dead letters (DLQHeaderError).
+	Reasons map[int64]string
 }
 
 // ShareFetchRequest is a ShareFetch: the session's epoch (0 opens one, -1

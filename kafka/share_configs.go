@@ -22,7 +22,8 @@ var _ shareConfigCore = (*broker.Broker)(nil)
 
 // alterGroupConfigs answers one GROUP resource of IncrementalAlterConfigs:
 // a share group's configs (share.auto.offset.reset,
-// share.record.lock.duration.ms, share.delivery.attempt.limit), SET or
+// share.record.lock.duration.ms, share.delivery.attempt.limit,
+// share.redelivery.backoff.base.ms, share.redelivery.backoff.max.ms), SET or
 // DELETE (back to the default). A config logd does not know, or a bad
 // value, is INVALID_CONFIG; a principal without alter on the group gets
 // GROUP_AUTHORIZATION_FAILED.

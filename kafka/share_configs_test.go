@@ -109,3 +109,29 @@ func TestShareGroupConfigsByAlterConfigs(t *testing.T) {
 	checkShareOffsets(t, admin, mallory)
 	checkAlterShareOffsets(t, n.addr, admin, mallory, cl, kgo.SASL(scramAuth(auth.ScramSHA256, "admin", "admin-pw")))
 }
+
+// The redelivery backoff's configs are group configs too: SET stores
+// them, a value out of range is INVALID_CONFIG, DELETE returns them to
+// their defaults.
+func TestShareBackoffConfigsByAlterConfigs(t *testing.T) {
+	n := startShareNode(t, t.TempDir(), broker.Config{})
+	cl := newClient(t, n.addr)
+	if code := alterGroup(t, cl, "g", false, sp("share.redelivery.backoff.base.ms"), sp("250"),
+		sp("share.redelivery.backoff.max.ms"), sp("8000")); code != 0 {
+		t.Fatalf("set: %v", kerr.ErrorForCode(code))
+	}
+	if c := n.b.ShareGroupConfigOf("g"); c.BackoffBaseMs != 250 || c.BackoffMaxMs != 8000 {
+		t.Fatalf("stored %+v", c)
+	}
+	for _, kv := range [][2]string{{"share.redelivery.backoff.base.ms", "-1"}, {"share.redelivery.backoff.max.ms", "0"}, {"share.redelivery.backoff.max.ms", "x"}} {
+		if code := alterGroup(t, cl, "g", false, sp(kv[0]), sp(kv[1])); code != kerr.InvalidConfig.Code {
+			t.Fatalf("%s=%s: %v, want INVALID_CONFIG", kv[0], kv[1], kerr.ErrorForCode(code))
+		}
+	}
+	if code := alterGroup(t, cl, "g", false, sp("share.redelivery.backoff.base.ms"), nil, sp("share.redelivery.backoff.max.ms"), nil); code != 0 {
+		t.Fatalf("delete: %v", kerr.ErrorForCode(code))
+	}
+	if c := n.b.ShareGroupConfigOf("g"); c.BackoffBaseMs != 0 || c.BackoffMaxMs != 0 {
+		t.Fatalf("after delete %+v", c)
+	}
+}

@@ -23,6 +23,13 @@ func (a Ack) typeOf(o int64) AckType {
 // applies them. It reports whether the encoded state changed (a release
 // or a renewal changes only locks).
 func (p *Partition) Acknowledge(member string, now int64, acks []Ack) (bool, error) {
+	return p.AcknowledgeWithReasons(member, now, acks, nil)
+}
+
+// AcknowledgeWithReasons is Acknowledge with the member's last error for
+// offsets it rejects (reasons[offset]), which a dead-lettered record
+// carries (Config.DeadLetter).
+func (p *Partition) AcknowledgeWithReasons(member string, now int64, acks []Ack, reasons map[int64]string) (bool, error) {
 	p.Expire(now)
 	if err := p.checkAcks(member, acks); err != nil {
 		return false, err
@@ -35,11 +42,15 @@ func (p *Partition) Acknowledge(member string, now int64, acks []Ack) (bool, err
 			case Accept:
 				r.state, r.owner, r.deadline = Acknowledged, "", 0
 				changed = true
-			case Gap, Reject:
+			case Gap:
 				r.state, r.owner, r.deadline = Archived, "", 0
 				changed = true
+			case Reject:
+				r.owner, r.deadline = "", 0
+				p.finish(r, reasons[o])
+				changed = true
 			case Release:
-				p.release(r)
+				p.release(r, now)
 			case Renew:
 				r.deadline = now + p.cfg.LockDurationMs
 			}

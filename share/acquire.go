@@ -15,7 +15,7 @@ type Range struct {
 func (p *Partition) Acquirable(now int64) (offset int64, ok bool) {
 	p.Expire(now)
 	for i := range p.recs {
-		if p.recs[i].state == Available {
+		if r := &p.recs[i]; r.state == Available && r.availableAt == 0 {
 			return p.start + int64(i), true
 		}
 	}
@@ -43,14 +43,14 @@ func (p *Partition) Acquire(member string, now int64, max int, upTo int64) []Ran
 			p.recs = append(p.recs, record{})
 		}
 		r := &p.recs[o-p.start]
-		if r.state != Available {
+		if r.state != Available || r.availableAt > now {
 			continue
 		}
 		if r.count >= p.cfg.DeliveryLimit { // the limit was lowered
-			r.state = Archived
+			p.finish(r, "")
 			continue
 		}
-		r.state, r.owner, r.deadline = Acquired, member, deadline
+		r.state, r.owner, r.deadline, r.availableAt = Acquired, member, deadline, 0
 		r.count++
 		max--
 		if n := len(out); n > 0 && out[n-1].Last == o-1 && out[n-1].DeliveryCount == r.count {
@@ -62,14 +62,14 @@ func (p *Partition) Acquire(member string, now int64, max int, upTo int64) []Ran
 	return out
 }
 
-// ReleaseMember releases every record member holds (it left, or its
-// session closed) and reports whether it held any.
-func (p *Partition) ReleaseMember(member string) bool {
+// ReleaseMember releases at now every record member holds (it left, or
+// its session closed) and reports whether it held any.
+func (p *Partition) ReleaseMember(member string, now int64) bool {
 	changed := false
 	for i := range p.recs {
 		r := &p.recs[i]
 		if r.state == Acquired && r.owner == member {
-			p.release(r)
+			p.release(r, now)
 			changed = true
 		}
 	}
@@ -79,8 +79,8 @@ func (p *Partition) ReleaseMember(member string) bool {
 	return changed
 }
 
-// Counts are the window's records by state: available (in the window),
-// acquired, and in flight (the window's length, done records above Start
+// Counts are the window's records by state: available (in the window,
+// those waiting out a redelivery backoff included), acquired, and in flight (the window's length, done records above Start
 // included).
 func (p *Partition) Counts() (available, acquired, inFlight int) {
 	for i := range p.recs {

@@ -27,21 +27,29 @@
 //   - Only the member holding a record's lock, before its deadline, may
 //     acknowledge it. An acknowledgement is checked whole before any of it
 //     applies: it changes nothing or all it names.
-//   - Acknowledged and Archived are final.
+//   - Acknowledged and Archived are final. DeadLettering is never
+//     acquired: it becomes Archived only by DeadLettered, after its
+//     dead-letter append.
 //
 // # Encoding
 //
 // Encode writes the window as runs of offsets with the same state and
 // delivery count:
 //
-//	byte    version (1)
+//	byte    version (1; 2 once a record was dead-lettered)
 //	varint  Start
 //	uvarint End - Start
+//	uvarint the next dead-letter sequence (version 2 only)
 //	uvarint number of runs
-//	runs    uvarint length, byte state, uvarint delivery count
+//	runs    uvarint length, byte state, uvarint delivery count,
+//	        and for a DeadLettering run (version 2) uvarint the first
+//	        record's dead-letter sequence (the others follow it)
 //
-// Locks are not encoded: Decode returns each Acquired record as Available
-// (Archived when its count reached the limit), because a lock does not
-// survive the node that granted it. Decode refuses bytes that do not
+// Locks and redelivery backoffs are not encoded: Decode returns each
+// Acquired record as Available (final when its count reached the limit:
+// Archived, or DeadLettering with the next sequences in offset order when
+// dead letters are on), because a lock does not survive the node that
+// granted it. Records rejected or out of deliveries go to the group's
+// dead-letter topic when Config.DeadLetter is on (deadletter.go). Decode refuses bytes that do not
 // describe a window exactly (ErrCorrupt).
 package share

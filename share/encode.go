@@ -5,87 +5,139 @@ import (
 	"fmt"
 )
 
-const encVersion = 1
+// The encodings: version 1 without dead letters, version 2 with the
+// dead-letter sequences (written only once a record was dead-lettered,
+// so a state without dead letters reads on a node that knows version 1
+// only).
+const (
+	encVersion   = 1
+	encVersionDL = 2
+)
 
 // maxDecodedWindow bounds the window Decode accepts, so corrupt bytes
 // cannot ask for a huge allocation.
 const maxDecodedWindow = 1 << 24
 
-// durable is how a record is encoded: a lock is not kept.
+// durable is how a record is encoded: a lock is not kept. A record
+// acquired at the limit is encoded as what its lock's loss makes it:
+// archived, or with dead letters on available at the limit, which Decode
+// makes DeadLettering (with a sequence it assigns).
 func (p *Partition) durable(r record) (State, int16) {
 	if r.state != Acquired {
 		return r.state, r.count
 	}
-	if r.count >= p.cfg.DeliveryLimit {
+	if r.count >= p.cfg.DeliveryLimit && !p.cfg.DeadLetter {
 		return Archived, r.count
 	}
 	return Available, r.count
 }
 
-// Encode returns the window's durable state (see the package comment).
-func (p *Partition) Encode() []byte {
-	type run struct {
-		n     uint64
-		state State
-		count int16
-	}
-	var runs []run
+type encRun struct {
+	n     uint64
+	state State
+	count int16
+	seq   int32 // DeadLettering: the first record's; the others follow
+}
+
+func (p *Partition) runs() []encRun {
+	var runs []encRun
 	for _, r := range p.recs {
 		s, c := p.durable(r)
-		if k := len(runs); k > 0 && runs[k-1].state == s && runs[k-1].count == c {
+		if k := len(runs); k > 0 && runs[k-1].state == s && runs[k-1].count == c &&
+			(s != DeadLettering || runs[k-1].seq+int32(runs[k-1].n) == r.seq) {
 			runs[k-1].n++
 			continue
 		}
-		runs = append(runs, run{1, s, c})
+		runs = append(runs, encRun{1, s, c, r.seq})
 	}
-	b := make([]byte, 0, 1+3*binary.MaxVarintLen64+len(runs)*(2+binary.MaxVarintLen64))
-	b = append(b, encVersion)
+	return runs
+}
+
+// Encode returns the window's durable state (see the package comment).
+func (p *Partition) Encode() []byte {
+	runs := p.runs()
+	b := make([]byte, 0, 1+4*binary.MaxVarintLen64+len(runs)*(2+2*binary.MaxVarintLen64))
+	v := byte(encVersion)
+	if p.dlqNext != 0 {
+		v = encVersionDL
+	}
+	b = append(b, v)
 	b = binary.AppendVarint(b, p.start)
 	b = binary.AppendUvarint(b, uint64(len(p.recs)))
+	if v == encVersionDL {
+		b = binary.AppendUvarint(b, uint64(p.dlqNext))
+	}
 	b = binary.AppendUvarint(b, uint64(len(runs)))
 	for _, r := range runs {
 		b = binary.AppendUvarint(b, r.n)
 		b = append(b, byte(r.state))
 		b = binary.AppendUvarint(b, uint64(r.count))
+		if v == encVersionDL && r.state == DeadLettering {
+			b = binary.AppendUvarint(b, uint64(r.seq))
+		}
 	}
 	return b
 }
 
 // Decode reads what Encode wrote, with cfg's settings. A record encoded
-// available with a count at the limit is archived (its lock was lost at
-// the limit).
+// available with a count at the limit is final (its lock was lost at the
+// limit): archived, or DeadLettering with the next sequences in offset
+// order when cfg has dead letters on.
 func Decode(b []byte, cfg Config) (*Partition, error) {
 	d := decoder{b: b}
-	if v := d.byte(); v != encVersion {
+	v := d.byte()
+	if v != encVersion && v != encVersionDL {
 		return nil, fmt.Errorf("%w: version %d", ErrCorrupt, v)
 	}
 	p := New(0, cfg)
 	p.start = d.varint()
 	n := d.uvarint()
+	if v == encVersionDL {
+		next := d.uvarint()
+		if next > 1<<31-1 {
+			d.err = ErrCorrupt
+		}
+		p.dlqNext = int32(next)
+	}
 	runs := d.uvarint()
 	if d.err != nil || p.start < 0 || n > maxDecodedWindow || runs > n {
 		return nil, fmt.Errorf("%w: header (start %d, length %d, runs %d)", ErrCorrupt, p.start, n, runs)
 	}
 	p.recs = make([]record, 0, n)
 	for i := uint64(0); i < runs; i++ {
-		k, s, c := d.uvarint(), State(d.byte()), d.uvarint()
-		if d.err != nil || k == 0 || uint64(len(p.recs))+k > n || s >= numStates || c > 1<<15-1 {
-			return nil, fmt.Errorf("%w: run %d", ErrCorrupt, i)
-		}
-		r := record{state: s, count: int16(c)}
-		if s == Available {
-			r.state = Acquired // durable decides: available, or archived at the limit
-		}
-		r.state, r.count = p.durable(r)
-		for j := uint64(0); j < k; j++ {
-			p.recs = append(p.recs, r)
+		if err := p.decodeRun(&d, v, n); err != nil {
+			return nil, fmt.Errorf("%w: run %d", err, i)
 		}
 	}
 	if uint64(len(p.recs)) != n || len(d.b) != 0 {
 		return nil, fmt.Errorf("%w: runs cover %d of %d offsets, %d bytes left", ErrCorrupt, len(p.recs), n, len(d.b))
 	}
+	for i := range p.recs {
+		if r := &p.recs[i]; r.state == Available && r.count >= p.cfg.DeliveryLimit {
+			p.finish(r, "")
+		}
+	}
 	p.advance()
 	return p, nil
+}
+
+func (p *Partition) decodeRun(d *decoder, v byte, n uint64) error {
+	k, s, c := d.uvarint(), State(d.byte()), d.uvarint()
+	var seq uint64
+	if v == encVersionDL && s == DeadLettering {
+		seq = d.uvarint()
+	}
+	if d.err != nil || k == 0 || uint64(len(p.recs))+k > n || s >= numStates || c > 1<<15-1 ||
+		(s == DeadLettering && (v != encVersionDL || seq+k > uint64(p.dlqNext))) {
+		return ErrCorrupt
+	}
+	if s == Acquired { // never written: a lock is not stored
+		s = Available
+	}
+	for j := uint64(0); j < k; j++ {
+		p.recs = append(p.recs, record{state: s, count: int16(c), seq: int32(seq + j)})
+	}
+	return nil
 }
 
 type decoder struct {

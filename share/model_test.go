@@ -255,7 +255,7 @@ func runModel(seed int64, steps int) error {
 				m.ack(member, now, acks)
 			}
 		case op == 8:
-			p.ReleaseMember(member)
+			p.ReleaseMember(member, now)
 			for o := m.start; o < m.end; o++ {
 				if r := m.rec(o); r.state == Acquired && r.owner == member {
 					m.release(r)

@@ -3,6 +3,7 @@ package share
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 )
 
 // State is a record's state in a share partition.
@@ -10,10 +11,11 @@ type State uint8
 
 // The states of a record in the window.
 const (
-	Available    State = iota // may be acquired
-	Acquired                  // locked by one member until its deadline
-	Acknowledged              // accepted: done
-	Archived                  // rejected, a gap, or out of deliveries: done
+	Available     State = iota // may be acquired
+	Acquired                   // locked by one member until its deadline
+	Acknowledged               // accepted: done
+	Archived                   // rejected, a gap, or out of deliveries: done
+	DeadLettering              // rejected or out of deliveries, to be appended to the dead-letter topic
 	numStates
 )
 
@@ -27,6 +29,8 @@ func (s State) String() string {
 		return "acknowledged"
 	case Archived:
 		return "archived"
+	case DeadLettering:
+		return "dead-lettering"
 	}
 	return fmt.Sprintf("state(%d)", uint8(s))
 }
@@ -51,6 +55,10 @@ const (
 	DefaultLockDurationMs = 30_000
 	DefaultDeliveryLimit  = 5
 	DefaultMaxInFlight    = 2000
+	// DefaultBackoffBaseMs is 0: a released record is available again at
+	// once, as KIP-932 specifies and Kafka clients expect.
+	DefaultBackoffBaseMs = 0
+	DefaultBackoffMaxMs  = 60_000
 )
 
 // Config is a share partition's settings (the group's configs).
@@ -58,6 +66,19 @@ type Config struct {
 	LockDurationMs int64 // share.record.lock.duration.ms; default 30 s
 	DeliveryLimit  int16 // share.delivery.attempt.limit; default 5
 	MaxInFlight    int64 // the window's bound; default 2000
+	// BackoffBaseMs is share.redelivery.backoff.base.ms: a record released
+	// (by its member, its lock's expiry or its member's leaving) after its
+	// n-th delivery is available again after a delay drawn uniformly from
+	// [0, min(BackoffMaxMs, BackoffBaseMs * 2^(n-1))] (exponential backoff
+	// with full jitter). 0, the default, makes it available at once.
+	BackoffBaseMs int64
+	// BackoffMaxMs is share.redelivery.backoff.max.ms, the cap of the
+	// delay; default 60 s.
+	BackoffMaxMs int64
+	// DeadLetter makes a record rejected or out of deliveries
+	// DeadLettering instead of Archived: the broker appends it to the
+	// group's dead-letter topic, then calls DeadLettered.
+	DeadLetter bool
 }
 
 func (c Config) withDefaults() Config {
@@ -69,6 +90,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.BackoffBaseMs < 0 {
+		c.BackoffBaseMs = DefaultBackoffBaseMs
+	}
+	if c.BackoffMaxMs <= 0 {
+		c.BackoffMaxMs = DefaultBackoffMaxMs
 	}
 	return c
 }
@@ -92,13 +119,22 @@ type record struct {
 	count    int16
 	owner    string // while Acquired
 	deadline int64  // while Acquired: Unix ms
+	// while Available after a release: not acquired before this Unix ms
+	// (its redelivery backoff); 0 once it has passed.
+	availableAt int64
+	seq         int32  // while DeadLettering: its dead-letter sequence (stored)
+	reason      string // while DeadLettering: the member's last error (not stored)
 }
 
 // Partition is one share partition's window. Not safe for concurrent use.
 type Partition struct {
-	cfg   Config
-	start int64
-	recs  []record // recs[i] is offset start+i; len(recs) == End-Start
+	cfg    Config
+	start  int64
+	recs   []record            // recs[i] is offset start+i; len(recs) == End-Start
+	jitter func(n int64) int64 // uniform in [0, n]; nil: math/rand/v2
+	// dlqNext is the dead-letter sequence the next record made
+	// DeadLettering gets (stored).
+	dlqNext int32
 }
 
 // New returns an empty window starting at start (the log offset the group
@@ -147,26 +183,71 @@ func (p *Partition) Owner(o int64) (member string, deadline int64) {
 	return r.owner, r.deadline
 }
 
-// release makes an acquired record available, or archives it at the
-// delivery limit.
-func (p *Partition) release(r *record) {
+// SetJitter replaces the random source of the redelivery backoff: f(n)
+// returns an integer in [0, n]. Tests inject a deterministic one.
+func (p *Partition) SetJitter(f func(n int64) int64) { p.jitter = f }
+
+// backoff is the redelivery delay of a record released after its count-th
+// delivery: full jitter over min(max, base * 2^(count-1)).
+func (p *Partition) backoff(count int16) int64 {
+	base, ceil := p.cfg.BackoffBaseMs, p.cfg.BackoffMaxMs
+	if base <= 0 {
+		return 0
+	}
+	d := base
+	for i := int16(1); i < count && d < ceil; i++ {
+		d *= 2
+	}
+	d = min(d, ceil)
+	if p.jitter != nil {
+		return min(max(p.jitter(d), 0), d)
+	}
+	return rand.Int64N(d + 1)
+}
+
+// release makes an acquired record available from at plus its backoff,
+// or archives it at the delivery limit.
+func (p *Partition) release(r *record, at int64) {
 	r.owner, r.deadline = "", 0
 	if r.count >= p.cfg.DeliveryLimit {
-		r.state = Archived
+		p.finish(r, "")
 		return
 	}
 	r.state = Available
+	if d := p.backoff(r.count); d > 0 {
+		r.availableAt = at + d
+	}
 }
 
-// Expire releases every lock whose deadline is at or before now and
-// reports whether any was.
+// Backoff gives every available record already delivered a fresh
+// redelivery backoff from now, as if its lock had just been lost. The
+// broker calls it on a state it loads (a restart, a new leader): the
+// backoffs and locks of the node that served the state before are not
+// stored, and its records come back available.
+func (p *Partition) Backoff(now int64) {
+	for i := range p.recs {
+		r := &p.recs[i]
+		if r.state == Available && r.count > 0 {
+			if d := p.backoff(r.count); d > 0 {
+				r.availableAt = now + d
+			}
+		}
+	}
+}
+
+// Expire releases every lock whose deadline is at or before now (its
+// backoff counted from the deadline) and ends the backoffs that are over;
+// it reports whether a lock was released.
 func (p *Partition) Expire(now int64) bool {
 	changed := false
 	for i := range p.recs {
 		r := &p.recs[i]
 		if r.state == Acquired && r.deadline <= now {
-			p.release(r)
+			p.release(r, r.deadline)
 			changed = true
+		}
+		if r.state == Available && r.availableAt != 0 && r.availableAt <= now {
+			r.availableAt = 0
 		}
 	}
 	if changed {
@@ -175,14 +256,22 @@ func (p *Partition) Expire(now int64) bool {
 	return changed
 }
 
-// NextDeadline is the earliest lock deadline in the window, 0 when no
-// record is acquired.
+// NextDeadline is the earliest lock deadline or end of a redelivery
+// backoff in the window (when a record may become acquirable), 0 when
+// there is none.
 func (p *Partition) NextDeadline() int64 {
 	var min int64
 	for i := range p.recs {
 		r := &p.recs[i]
-		if r.state == Acquired && (min == 0 || r.deadline < min) {
-			min = r.deadline
+		t := int64(0)
+		switch {
+		case r.state == Acquired:
+			t = r.deadline
+		case r.state == Available && r.availableAt != 0:
+			t = r.availableAt
+		}
+		if t != 0 && (min == 0 || t < min) {
+			min = t
 		}
 	}
 	return min

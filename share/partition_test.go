@@ -179,7 +179,7 @@ func TestReleaseMember(t *testing.T) {
 	p := New(0, cfg(5, 100))
 	p.Acquire("a", 0, 2, 2)
 	p.Acquire("b", 0, 2, 4)
-	if !p.ReleaseMember("a") || p.ReleaseMember("a") {
+	if !p.ReleaseMember("a", 0) || p.ReleaseMember("a", 0) {
 		t.Fatal("ReleaseMember's report")
 	}
 	if got := p.Acquire("c", 1, 10, 4); !reflect.DeepEqual(got, []Range{{0, 1, 2}}) {

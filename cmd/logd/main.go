@@ -42,7 +42,7 @@ func newRootCmd() *cobra.Command {
 		Version: buildinfo.Get().String(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(newVersionCmd(), newServeCmd(), newTopicCmd(), newProduceCmd(), newConsumeCmd(), newOffsetsCmd(), newGroupCmd(), newClusterCmd(), newUserCmd(), newACLCmd(), newKVCmd(), newBenchCmd())
+	root.AddCommand(newVersionCmd(), newServeCmd(), newTopicCmd(), newProduceCmd(), newConsumeCmd(), newOffsetsCmd(), newGroupCmd(), newClusterCmd(), newUserCmd(), newACLCmd(), newKVCmd(), newBenchCmd(), newDLQCmd())
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see `%s --help`)", err, cmd.CommandPath())
 	})
