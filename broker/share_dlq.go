@@ -216,7 +216,7 @@ func (b *Broker) appendDeadLetter(ctx context.Context, p *partition.Partition, c
 	if err := b.enter(); err != nil {
 		return err
 	}
-	f, err := b.startAppend(ctx, p, cfg, data, AcksAll)
+	f, err := b.startAppend(ctx, p, cfg, ProduceRequest{Batch: data, Acks: AcksAll})
 	if err != nil {
 		b.leave()
 		return err
