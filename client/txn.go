@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -128,6 +129,17 @@ func (p *TransactionalProducer) init(ctx context.Context) error {
 	return nil
 }
 
+// nearWrap: a partition's sequence nears the int32 limit, which a new
+// epoch (sequences from 0) keeps it from reaching (p.mu held).
+func (p *TransactionalProducer) nearWrap() bool {
+	for _, seq := range p.seqs {
+		if seq > math.MaxInt32-1<<24 {
+			return true
+		}
+	}
+	return false
+}
+
 // ID is the producer's transactional id.
 func (p *TransactionalProducer) ID() string { return p.id }
 
@@ -143,7 +155,7 @@ func (p *TransactionalProducer) Begin(ctx context.Context) (*Transaction, error)
 		return nil, ErrProducerFenced
 	case p.open != nil:
 		return nil, fmt.Errorf("%w: a transaction is open: commit or abort it first", ErrInvalidTxnState)
-	case p.reinit:
+	case p.reinit || p.nearWrap():
 		if err := p.init(ctx); err != nil {
 			return nil, p.failed(err)
 		}

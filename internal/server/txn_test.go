@@ -174,6 +174,17 @@ func TestClusterTxnThroughAnyNode(t *testing.T) {
 		if err := tx.SendOffsets(ctx, "g", []client.CommittedOffset{{Topic: "out", Offset: 10}}); err != nil {
 			t.Fatal(err)
 		}
+		if !commit {
+			// Open, written: latest under read_committed is each
+			// partition's last stable offset, on its leader.
+			if err := tx.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			offs, err := cl.Admin().ListOffsets(ctx, "out", nil, client.Latest())
+			if err != nil || len(offs) != 2 || offs[0].Offset != 0 || offs[1].Offset != 0 || offs[0].HighWatermark != 5 {
+				t.Fatalf("latest with a transaction open: %+v %v, want offset 0 below high watermark 5 in both partitions", offs, err)
+			}
+		}
 		end := tx.Abort
 		if commit {
 			end = tx.Commit
