@@ -193,6 +193,20 @@ func TestClusterTxnThroughAnyNode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A newer producer of the id, through the same node, fences the
+	// first: the coordinator's refusal crosses the peer call as such.
+	tx, err := p.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := cl.NewTransactionalProducer(ctx, "tx-cluster", client.TransactionalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p2.Close(context.Background())
+	if err := tx.SendOffsets(ctx, "g", []client.CommittedOffset{{Topic: "out", Offset: 99}}); !errors.Is(err, client.ErrProducerFenced) {
+		t.Fatalf("a fenced producer's offsets through a node that passes them on: %v, want ErrProducerFenced", err)
+	}
 	if recs := readCommitted(t, cl, "out"); len(recs) != 10 {
 		t.Fatalf("read_committed read %d records, want the committed transaction's 10", len(recs))
 	}
