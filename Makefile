@@ -126,7 +126,7 @@ lint: $(TOOLS)/staticcheck
 
 proto: $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc
 	@command -v protoc >/dev/null || (echo "protoc missing: apt-get install -y protobuf-compiler libprotobuf-dev"; exit 1)
-	protoc -I proto --go_out=paths=source_relative:proto --go-grpc_out=paths=source_relative:proto proto/logd/v1/logd.proto proto/logd/v1/share.proto
+	protoc -I proto --go_out=paths=source_relative:proto --go-grpc_out=paths=source_relative:proto proto/logd/v1/logd.proto proto/logd/v1/share.proto proto/logd/v1/txn.proto
 
 # bench: the storage engine's Go benchmarks, then logd end to end
 # (bench/standard.sh: a temporary node on 127.0.0.1, `logd bench` runs),

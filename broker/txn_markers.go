@@ -142,7 +142,9 @@ func (b *Broker) handleTxnPeers() {
 	handle(b, opTxnMarker, func(ctx context.Context, _ Principal, r markerReq) (any, error) {
 		return none{}, b.appendMarker(ctx, r)
 	})
-	b.handleTxnVerify()
+	b.handleTxnVerify()       // txn_verify.go
+	b.handleTxnNativePeers()  // txn_native_forward.go
+	b.handleLastStablePeers() // txn_native.go
 }
 
 // LastStableOffset is a partition's last stable offset, on its leader

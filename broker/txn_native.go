@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"context"
+
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/partition"
 )
@@ -67,3 +69,51 @@ func readCommittedNative(p *partition.Partition, offset int64, fp *FetchedPartit
 // ReadCommitted and DropAborted: they stop at the partition's last stable
 // offset and leave out markers and aborted transactions.
 func (r *Reader) ReadCommitted() { r.committed = true }
+
+// opLastStable asks a partition's leader for its last stable offset; the
+// name is part of the peer protocol.
+const opLastStable = "records.last_stable"
+
+// ListOffsetsIsolated is ListOffsets for a reader of the given isolation:
+// under read_committed, Latest resolves to each partition's last stable
+// offset (where a read_committed reader that starts at the end begins,
+// as Kafka's ListOffsets under read_committed answers), read on its
+// leader; every other spec, and read_uncommitted, as ListOffsets.
+func (b *Broker) ListOffsetsIsolated(ctx context.Context, pr Principal, topic string, ids []int32, spec int64, committed bool) ([]PartitionOffset, error) {
+	pos, err := b.ListOffsets(ctx, pr, topic, ids, spec)
+	if err != nil || !committed || spec != Latest {
+		return pos, err
+	}
+	err = eachPartition(ctx, len(pos), func(ctx context.Context, i int) error {
+		lso, err := b.lastStable(ctx, pr, topic, pos[i].Partition)
+		if err != nil {
+			return err
+		}
+		// Read after the high watermark: a higher one is stable too, and
+		// every offset below the high watermark read first is decided
+		// once no transaction is open below it.
+		pos[i].Offset = min(lso, pos[i].HighWatermark)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return pos, nil
+}
+
+// lastStable is LastStableOffset on the partition's leader: here, or
+// over the peer service.
+func (b *Broker) lastStable(ctx context.Context, pr Principal, topic string, part int32) (int64, error) {
+	lso, err := b.LastStableOffset(ctx, pr, topic, part)
+	if addr, ok := passOn(ctx, err); ok {
+		err = b.peerCall(ctx, addr, opLastStable, pr, recordsReq{Topic: topic, Partition: part}, &lso)
+	}
+	return lso, err
+}
+
+// handleLastStablePeers registers opLastStable.
+func (b *Broker) handleLastStablePeers() {
+	handle(b, opLastStable, func(ctx context.Context, pr Principal, r recordsReq) (any, error) {
+		return b.LastStableOffset(ctx, pr, r.Topic, r.Partition)
+	})
+}

@@ -279,12 +279,23 @@ func (a *Admin) DeleteRecords(ctx context.Context, topic string, partition int32
 
 // ListOffsets resolves pos for the given partitions of topic (none: all). An
 // AtOffset position is returned as given, with each partition's bounds.
+// Latest is each partition's last stable offset (ListOffsetsIsolated with
+// ReadCommitted): where a read_committed consumer starting at the end
+// begins.
 func (a *Admin) ListOffsets(ctx context.Context, topic string, partitions []int32, pos Position) ([]PartitionOffset, error) {
+	return a.ListOffsetsIsolated(ctx, topic, partitions, pos, ReadCommitted)
+}
+
+// ListOffsetsIsolated is ListOffsets for a reader of isolation iso: Latest
+// is each partition's last stable offset under ReadCommitted (before the
+// oldest transaction still open in it), its high watermark under
+// ReadUncommitted.
+func (a *Admin) ListOffsetsIsolated(ctx context.Context, topic string, partitions []int32, pos Position, iso Isolation) ([]PartitionOffset, error) {
 	spec, ts := pos.spec()
 	var resp *logdv1.ListOffsetsResponse
 	err := a.c.unary(ctx, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
 		resp, err = logdv1.NewLogClient(cc).ListOffsets(ctx, &logdv1.ListOffsetsRequest{
-			Topic: topic, Partitions: partitions, Spec: spec, TimestampMs: ts,
+			Topic: topic, Partitions: partitions, Spec: spec, TimestampMs: ts, Isolation: iso.proto(),
 		})
 		return err
 	})

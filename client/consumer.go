@@ -229,7 +229,7 @@ func (cons *Consumer) seek(ctx context.Context, parts []int32, pos Position) err
 		}
 		return nil
 	}
-	offs, err := cons.admin.ListOffsets(ctx, cons.opts.Topic, parts, pos)
+	offs, err := cons.admin.ListOffsetsIsolated(ctx, cons.opts.Topic, parts, pos, cons.opts.Isolation)
 	if err != nil {
 		return err
 	}

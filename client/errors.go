@@ -128,6 +128,10 @@ func (e *apiError) Is(target error) bool {
 			return target == ErrUnknownMember
 		case "NON_EMPTY_GROUP":
 			return target == ErrGroupNotEmpty
+		case "PRODUCER_FENCED":
+			return target == ErrProducerFenced
+		case "INVALID_TXN_STATE":
+			return target == ErrInvalidTxnState
 		}
 	case codes.NotFound:
 		switch {

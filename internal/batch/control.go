@@ -18,6 +18,18 @@ func (i Info) IsTransactional() bool { return i.Attributes&AttrTransactional != 
 // IsControl reports whether a batch is a control batch.
 func (i Info) IsControl() bool { return i.Attributes&AttrControl != 0 }
 
+// EncodeTransactional appends one uncompressed batch of recs written in a
+// transaction to dst: Encode's batch of producer p with the
+// transactional attribute (Kafka's transactional producers' batches).
+func EncodeTransactional(dst []byte, p Producer, recs []Record) []byte {
+	start := len(dst)
+	dst = Encode(dst, 0, p, recs)
+	b := dst[start:]
+	binary.BigEndian.PutUint16(b[attrOffset:], binary.BigEndian.Uint16(b[attrOffset:])|AttrTransactional)
+	binary.BigEndian.PutUint32(b[crcOffset:], Checksum(b))
+	return dst
+}
+
 // EncodeControl appends a transaction marker to dst: Kafka's control
 // batch (attributes transactional | control, base sequence -1) of
 // producer p.ID at p.Epoch holding one record whose key is version 0 and

@@ -223,6 +223,16 @@ func (s *stream) resolve(ctx context.Context, spec offsets.ResetSpec, pi broker.
 			return off, err
 		},
 	}
+	if spec.Kind == offsets.ResetLatest && s.readCommitted {
+		// Where a read_committed reader starting at the end begins: the
+		// last stable offset (before a transaction still open), not the
+		// high watermark, which would skip that transaction's records.
+		pos, err := s.h.core.ListOffsetsIsolated(ctx, s.p, s.topic, []int32{pi.ID}, broker.Latest, true)
+		if err != nil {
+			return 0, err
+		}
+		return pos[0].Offset, nil
+	}
 	res, err := spec.Resolve(time.Now(), l)
 	if err == nil {
 		err = failed

@@ -45,6 +45,9 @@ type fakePartition struct {
 	start    int64
 	changed  chan struct{}
 	produced map[int64]broker.ProduceResult // by producer id (sequence 0 only)
+	// lastStable, when > 0, is the partition's last stable offset (a
+	// transaction open from there): latest under read_committed.
+	lastStable int64
 }
 
 func newFakeCore() *fakeCore {
@@ -269,6 +272,23 @@ func (f *fakeCore) fetchOnce(r broker.FetchRequest) (broker.FetchResult, int, ch
 		f.mu.Unlock()
 	}
 	return res, total, wait, nil
+}
+
+func (f *fakeCore) ListOffsetsIsolated(ctx context.Context, pr broker.Principal, topic string, ids []int32, spec int64, committed bool) ([]broker.PartitionOffset, error) {
+	var out []broker.PartitionOffset
+	for _, id := range ids {
+		off, _, err := f.ListOffset(ctx, pr, topic, id, spec)
+		if err != nil {
+			return nil, err
+		}
+		f.mu.Lock()
+		if p, _ := f.partition(topic, id); p != nil && committed && spec == broker.Latest && p.lastStable > 0 {
+			off = p.lastStable
+		}
+		f.mu.Unlock()
+		out = append(out, broker.PartitionOffset{Partition: id, Offset: off})
+	}
+	return out, nil
 }
 
 func (f *fakeCore) ListOffset(_ context.Context, _ broker.Principal, topic string, part int32, spec int64) (int64, int64, error) {

@@ -32,6 +32,9 @@ type Core interface {
 	ProduceRecords(ctx context.Context, r broker.RecordsRequest) ([]broker.RecordsAppend, error)
 	Fetch(ctx context.Context, r broker.FetchRequest) (broker.FetchResult, error)
 	ListOffset(ctx context.Context, p broker.Principal, topic string, partition int32, spec int64) (offset, timestampMs int64, err error)
+	// ListOffsetsIsolated resolves latest to the last stable offset for a
+	// read_committed reader.
+	ListOffsetsIsolated(ctx context.Context, p broker.Principal, topic string, ids []int32, spec int64, committed bool) ([]broker.PartitionOffset, error)
 	CommitOffsets(ctx context.Context, p broker.Principal, group, member string, generation int32, cs []offsets.Committed) error
 	FetchOffsets(ctx context.Context, p broker.Principal, group string, topics []string) ([]offsets.Committed, error)
 	Lag(ctx context.Context, group string, cs []offsets.Committed) []broker.GroupOffset

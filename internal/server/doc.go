@@ -30,6 +30,7 @@
 //	cluster.go        Cluster.Status, Join, RemoveNode
 //	groups.go         the Groups service: JoinGroup, Heartbeat, LeaveGroup, DescribeGroup
 //	security.go       the Security service: users and ACLs
+//	txn.go            the Transactions service: init, add partitions, send offsets, end
 //	errors.go         the error -> status mapping
 //	codec.go          the request codec (bad protobuf is INVALID_ARGUMENT)
 //	metrics.go        the front-end's own collectors

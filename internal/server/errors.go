@@ -40,7 +40,10 @@ func toStatus(err error) error {
 	var nl *broker.NotLeaderError
 	var nc *broker.NotCoordinatorError
 	var ge *groups.GenerationError
+	var te *broker.TxnError
 	switch {
+	case errors.As(err, &te):
+		return txnStatus(te)
 	case errors.As(err, &oor):
 		return outOfRange(oor.Offset, oor.StartOffset, oor.HighWatermark)
 	case errors.As(err, &nl):
@@ -128,6 +131,21 @@ var groupErrors = []struct {
 	{groups.ErrInvalidGroup, codes.InvalidArgument, ""},
 	{groups.ErrUnknownAssignor, codes.InvalidArgument, ""},
 	{groups.ErrGroupNotFound, codes.NotFound, ""},
+}
+
+// txnStatus is a refusal of the transaction coordinator: the code of its
+// kind, and Kafka's name of its code as the ErrorInfo reason (the client
+// tells a fenced producer by it).
+func txnStatus(te *broker.TxnError) error {
+	c, _ := codeOf(te)
+	reason := map[broker.TxnCode]string{
+		broker.TxnProducerFenced:  "PRODUCER_FENCED",
+		broker.TxnInvalidState:    "INVALID_TXN_STATE",
+		broker.TxnConcurrent:      "CONCURRENT_TRANSACTIONS",
+		broker.TxnUnknownProducer: "INVALID_PRODUCER_ID_MAPPING",
+		broker.TxnInvalidTimeout:  "INVALID_TRANSACTION_TIMEOUT",
+	}[te.Code]
+	return withInfo(status.New(c, te.Error()), reason, nil)
 }
 
 // messageOf is the status message of err: its own, but for the kinds

@@ -40,7 +40,8 @@ func (s *Server) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchResp
 	return fetchResponse(fp, req.Offset, req.Decode)
 }
 
-// ListOffsets resolves earliest, latest or a time to offsets.
+// ListOffsets resolves earliest, latest (under read_committed, the
+// default, the last stable offset) or a time to offsets.
 func (s *Server) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (*pb.ListOffsetsResponse, error) {
 	var spec int64
 	switch req.Spec {
@@ -53,7 +54,11 @@ func (s *Server) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (*
 	default:
 		return nil, invalidArg("list offsets: unknown spec %v", req.Spec)
 	}
-	pos, err := s.b.ListOffsets(ctx, principal(ctx), req.Topic, req.Partitions, spec)
+	committed, err := readCommitted(req.Isolation)
+	if err != nil {
+		return nil, err
+	}
+	pos, err := s.b.ListOffsetsIsolated(ctx, principal(ctx), req.Topic, req.Partitions, spec, committed)
 	if err != nil {
 		return nil, err
 	}

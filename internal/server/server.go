@@ -93,6 +93,7 @@ func (s *Server) Serve(b *broker.Broker, lis net.Listener) {
 	pb.RegisterSecurityServer(s.grpc, &securityServer{s: s})
 	pb.RegisterKVServer(s.grpc, &kvServer{s: s})
 	pb.RegisterShareServer(s.grpc, &shareServer{s: s})
+	pb.RegisterTransactionsServer(s.grpc, &txnServer{s: s})
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)

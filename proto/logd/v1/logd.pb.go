@@ -838,11 +838,17 @@ func (x *SubscribeRequest) GetIsolation() Isolation {
 }
 
 type ListOffsetsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
-	Partitions    []int32                `protobuf:"varint,2,rep,packed,name=partitions,proto3" json:"partitions,omitempty"` // empty: all partitions
-	Spec          OffsetSpec             `protobuf:"varint,3,opt,name=spec,proto3,enum=logd.v1.OffsetSpec" json:"spec,omitempty"`
-	TimestampMs   int64                  `protobuf:"varint,4,opt,name=timestamp_ms,json=timestampMs,proto3" json:"timestamp_ms,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Topic       string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partitions  []int32                `protobuf:"varint,2,rep,packed,name=partitions,proto3" json:"partitions,omitempty"` // empty: all partitions
+	Spec        OffsetSpec             `protobuf:"varint,3,opt,name=spec,proto3,enum=logd.v1.OffsetSpec" json:"spec,omitempty"`
+	TimestampMs int64                  `protobuf:"varint,4,opt,name=timestamp_ms,json=timestampMs,proto3" json:"timestamp_ms,omitempty"`
+	// What OFFSET_SPEC_LATEST resolves to: under read_committed (unset, the
+	// default, as for Fetch) the last stable offset, before the oldest
+	// transaction still open in the partition (Kafka's ListOffsets under
+	// read_committed), where a read_committed reader starting at the end
+	// begins; under read_uncommitted the high watermark.
+	Isolation     Isolation `protobuf:"varint,5,opt,name=isolation,proto3,enum=logd.v1.Isolation" json:"isolation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -903,6 +909,13 @@ func (x *ListOffsetsRequest) GetTimestampMs() int64 {
 		return x.TimestampMs
 	}
 	return 0
+}
+
+func (x *ListOffsetsRequest) GetIsolation() Isolation {
+	if x != nil {
+		return x.Isolation
+	}
+	return Isolation_ISOLATION_UNSPECIFIED
 }
 
 type PartitionOffset struct {
@@ -5154,14 +5167,15 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x1b\n" +
 	"\tmax_bytes\x18\x04 \x01(\x05R\bmaxBytes\x12\x16\n" +
 	"\x06decode\x18\x05 \x01(\bR\x06decode\x120\n" +
-	"\tisolation\x18\x06 \x01(\x0e2\x12.logd.v1.IsolationR\tisolation\"\x96\x01\n" +
+	"\tisolation\x18\x06 \x01(\x0e2\x12.logd.v1.IsolationR\tisolation\"\xc8\x01\n" +
 	"\x12ListOffsetsRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1e\n" +
 	"\n" +
 	"partitions\x18\x02 \x03(\x05R\n" +
 	"partitions\x12'\n" +
 	"\x04spec\x18\x03 \x01(\x0e2\x13.logd.v1.OffsetSpecR\x04spec\x12!\n" +
-	"\ftimestamp_ms\x18\x04 \x01(\x03R\vtimestampMs\"\x98\x01\n" +
+	"\ftimestamp_ms\x18\x04 \x01(\x03R\vtimestampMs\x120\n" +
+	"\tisolation\x18\x05 \x01(\x0e2\x12.logd.v1.IsolationR\tisolation\"\x98\x01\n" +
 	"\x0fPartitionOffset\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12(\n" +
@@ -5660,112 +5674,113 @@ var file_logd_v1_logd_proto_depIdxs = []int32{
 	4,  // 5: logd.v1.FetchResponse.records:type_name -> logd.v1.Record
 	1,  // 6: logd.v1.SubscribeRequest.isolation:type_name -> logd.v1.Isolation
 	2,  // 7: logd.v1.ListOffsetsRequest.spec:type_name -> logd.v1.OffsetSpec
-	12, // 8: logd.v1.ListOffsetsResponse.partitions:type_name -> logd.v1.PartitionOffset
-	14, // 9: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.TopicConfig
-	19, // 10: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
-	19, // 11: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
-	14, // 12: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicConfig
-	19, // 13: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
-	21, // 14: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
-	14, // 15: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.TopicConfig
-	19, // 16: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
-	29, // 17: logd.v1.CommitOffsetsRequest.offsets:type_name -> logd.v1.CommittedOffset
-	29, // 18: logd.v1.FetchOffsetsResponse.offsets:type_name -> logd.v1.CommittedOffset
-	2,  // 19: logd.v1.ResetOffsetsRequest.spec:type_name -> logd.v1.OffsetSpec
-	29, // 20: logd.v1.ResetOffsetsResponse.offsets:type_name -> logd.v1.CommittedOffset
-	40, // 21: logd.v1.JoinGroupRequest.owned:type_name -> logd.v1.TopicPartitions
-	40, // 22: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.TopicPartitions
-	40, // 23: logd.v1.GroupMember.assignment:type_name -> logd.v1.TopicPartitions
-	48, // 24: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.GroupMember
-	50, // 25: logd.v1.ListMemberGroupsResponse.groups:type_name -> logd.v1.GroupListing
-	57, // 26: logd.v1.ClusterStatusResponse.nodes:type_name -> logd.v1.NodeStatus
-	58, // 27: logd.v1.ClusterStatusResponse.partitions:type_name -> logd.v1.PartitionStatus
-	66, // 28: logd.v1.AddACLsRequest.acls:type_name -> logd.v1.ACL
-	66, // 29: logd.v1.RemoveACLsRequest.filter:type_name -> logd.v1.ACL
-	66, // 30: logd.v1.RemoveACLsResponse.removed:type_name -> logd.v1.ACL
-	66, // 31: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACL
-	66, // 32: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
-	3,  // 33: logd.v1.KVEntry.headers:type_name -> logd.v1.Header
-	73, // 34: logd.v1.KVGetResponse.entry:type_name -> logd.v1.KVEntry
-	3,  // 35: logd.v1.KVPutRequest.headers:type_name -> logd.v1.Header
-	77, // 36: logd.v1.KVPutRequest.writer:type_name -> logd.v1.KVWriter
-	77, // 37: logd.v1.KVDeleteRequest.writer:type_name -> logd.v1.KVWriter
-	73, // 38: logd.v1.KVListResponse.entries:type_name -> logd.v1.KVEntry
-	5,  // 39: logd.v1.Log.Produce:input_type -> logd.v1.ProduceRequest
-	5,  // 40: logd.v1.Log.ProduceStream:input_type -> logd.v1.ProduceRequest
-	8,  // 41: logd.v1.Log.Fetch:input_type -> logd.v1.FetchRequest
-	10, // 42: logd.v1.Log.Subscribe:input_type -> logd.v1.SubscribeRequest
-	11, // 43: logd.v1.Log.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
-	15, // 44: logd.v1.Admin.CreateTopic:input_type -> logd.v1.CreateTopicRequest
-	17, // 45: logd.v1.Admin.ListTopics:input_type -> logd.v1.ListTopicsRequest
-	20, // 46: logd.v1.Admin.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
-	23, // 47: logd.v1.Admin.AlterTopic:input_type -> logd.v1.AlterTopicRequest
-	25, // 48: logd.v1.Admin.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
-	27, // 49: logd.v1.Admin.DeleteRecords:input_type -> logd.v1.DeleteRecordsRequest
-	30, // 50: logd.v1.Offsets.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
-	32, // 51: logd.v1.Offsets.FetchOffsets:input_type -> logd.v1.FetchOffsetsRequest
-	34, // 52: logd.v1.Offsets.ListGroups:input_type -> logd.v1.ListGroupsRequest
-	38, // 53: logd.v1.Offsets.ResetOffsets:input_type -> logd.v1.ResetOffsetsRequest
-	35, // 54: logd.v1.Offsets.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
-	41, // 55: logd.v1.Groups.JoinGroup:input_type -> logd.v1.JoinGroupRequest
-	43, // 56: logd.v1.Groups.Heartbeat:input_type -> logd.v1.HeartbeatRequest
-	45, // 57: logd.v1.Groups.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
-	47, // 58: logd.v1.Groups.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
-	34, // 59: logd.v1.Groups.ListMemberGroups:input_type -> logd.v1.ListGroupsRequest
-	52, // 60: logd.v1.Cluster.Status:input_type -> logd.v1.ClusterStatusRequest
-	53, // 61: logd.v1.Cluster.Join:input_type -> logd.v1.JoinRequest
-	55, // 62: logd.v1.Cluster.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
-	60, // 63: logd.v1.Security.CreateUser:input_type -> logd.v1.CreateUserRequest
-	62, // 64: logd.v1.Security.DeleteUser:input_type -> logd.v1.DeleteUserRequest
-	64, // 65: logd.v1.Security.ListUsers:input_type -> logd.v1.ListUsersRequest
-	67, // 66: logd.v1.Security.AddACLs:input_type -> logd.v1.AddACLsRequest
-	69, // 67: logd.v1.Security.RemoveACLs:input_type -> logd.v1.RemoveACLsRequest
-	71, // 68: logd.v1.Security.ListACLs:input_type -> logd.v1.ListACLsRequest
-	74, // 69: logd.v1.KV.Get:input_type -> logd.v1.KVGetRequest
-	76, // 70: logd.v1.KV.Put:input_type -> logd.v1.KVPutRequest
-	79, // 71: logd.v1.KV.Delete:input_type -> logd.v1.KVDeleteRequest
-	80, // 72: logd.v1.KV.List:input_type -> logd.v1.KVListRequest
-	82, // 73: logd.v1.KV.Watch:input_type -> logd.v1.KVWatchRequest
-	6,  // 74: logd.v1.Log.Produce:output_type -> logd.v1.ProduceResponse
-	6,  // 75: logd.v1.Log.ProduceStream:output_type -> logd.v1.ProduceResponse
-	9,  // 76: logd.v1.Log.Fetch:output_type -> logd.v1.FetchResponse
-	9,  // 77: logd.v1.Log.Subscribe:output_type -> logd.v1.FetchResponse
-	13, // 78: logd.v1.Log.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
-	16, // 79: logd.v1.Admin.CreateTopic:output_type -> logd.v1.CreateTopicResponse
-	18, // 80: logd.v1.Admin.ListTopics:output_type -> logd.v1.ListTopicsResponse
-	22, // 81: logd.v1.Admin.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
-	24, // 82: logd.v1.Admin.AlterTopic:output_type -> logd.v1.AlterTopicResponse
-	26, // 83: logd.v1.Admin.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
-	28, // 84: logd.v1.Admin.DeleteRecords:output_type -> logd.v1.DeleteRecordsResponse
-	31, // 85: logd.v1.Offsets.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
-	33, // 86: logd.v1.Offsets.FetchOffsets:output_type -> logd.v1.FetchOffsetsResponse
-	37, // 87: logd.v1.Offsets.ListGroups:output_type -> logd.v1.ListGroupsResponse
-	39, // 88: logd.v1.Offsets.ResetOffsets:output_type -> logd.v1.ResetOffsetsResponse
-	36, // 89: logd.v1.Offsets.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
-	42, // 90: logd.v1.Groups.JoinGroup:output_type -> logd.v1.JoinGroupResponse
-	44, // 91: logd.v1.Groups.Heartbeat:output_type -> logd.v1.HeartbeatResponse
-	46, // 92: logd.v1.Groups.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
-	49, // 93: logd.v1.Groups.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
-	51, // 94: logd.v1.Groups.ListMemberGroups:output_type -> logd.v1.ListMemberGroupsResponse
-	59, // 95: logd.v1.Cluster.Status:output_type -> logd.v1.ClusterStatusResponse
-	54, // 96: logd.v1.Cluster.Join:output_type -> logd.v1.JoinResponse
-	56, // 97: logd.v1.Cluster.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
-	61, // 98: logd.v1.Security.CreateUser:output_type -> logd.v1.CreateUserResponse
-	63, // 99: logd.v1.Security.DeleteUser:output_type -> logd.v1.DeleteUserResponse
-	65, // 100: logd.v1.Security.ListUsers:output_type -> logd.v1.ListUsersResponse
-	68, // 101: logd.v1.Security.AddACLs:output_type -> logd.v1.AddACLsResponse
-	70, // 102: logd.v1.Security.RemoveACLs:output_type -> logd.v1.RemoveACLsResponse
-	72, // 103: logd.v1.Security.ListACLs:output_type -> logd.v1.ListACLsResponse
-	75, // 104: logd.v1.KV.Get:output_type -> logd.v1.KVGetResponse
-	78, // 105: logd.v1.KV.Put:output_type -> logd.v1.KVPutResponse
-	78, // 106: logd.v1.KV.Delete:output_type -> logd.v1.KVPutResponse
-	81, // 107: logd.v1.KV.List:output_type -> logd.v1.KVListResponse
-	73, // 108: logd.v1.KV.Watch:output_type -> logd.v1.KVEntry
-	74, // [74:109] is the sub-list for method output_type
-	39, // [39:74] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	1,  // 8: logd.v1.ListOffsetsRequest.isolation:type_name -> logd.v1.Isolation
+	12, // 9: logd.v1.ListOffsetsResponse.partitions:type_name -> logd.v1.PartitionOffset
+	14, // 10: logd.v1.CreateTopicRequest.config:type_name -> logd.v1.TopicConfig
+	19, // 11: logd.v1.CreateTopicResponse.topic:type_name -> logd.v1.TopicInfo
+	19, // 12: logd.v1.ListTopicsResponse.topics:type_name -> logd.v1.TopicInfo
+	14, // 13: logd.v1.TopicInfo.config:type_name -> logd.v1.TopicConfig
+	19, // 14: logd.v1.DescribeTopicResponse.topic:type_name -> logd.v1.TopicInfo
+	21, // 15: logd.v1.DescribeTopicResponse.partitions:type_name -> logd.v1.PartitionInfo
+	14, // 16: logd.v1.AlterTopicRequest.config:type_name -> logd.v1.TopicConfig
+	19, // 17: logd.v1.AlterTopicResponse.topic:type_name -> logd.v1.TopicInfo
+	29, // 18: logd.v1.CommitOffsetsRequest.offsets:type_name -> logd.v1.CommittedOffset
+	29, // 19: logd.v1.FetchOffsetsResponse.offsets:type_name -> logd.v1.CommittedOffset
+	2,  // 20: logd.v1.ResetOffsetsRequest.spec:type_name -> logd.v1.OffsetSpec
+	29, // 21: logd.v1.ResetOffsetsResponse.offsets:type_name -> logd.v1.CommittedOffset
+	40, // 22: logd.v1.JoinGroupRequest.owned:type_name -> logd.v1.TopicPartitions
+	40, // 23: logd.v1.JoinGroupResponse.assignment:type_name -> logd.v1.TopicPartitions
+	40, // 24: logd.v1.GroupMember.assignment:type_name -> logd.v1.TopicPartitions
+	48, // 25: logd.v1.DescribeGroupResponse.members:type_name -> logd.v1.GroupMember
+	50, // 26: logd.v1.ListMemberGroupsResponse.groups:type_name -> logd.v1.GroupListing
+	57, // 27: logd.v1.ClusterStatusResponse.nodes:type_name -> logd.v1.NodeStatus
+	58, // 28: logd.v1.ClusterStatusResponse.partitions:type_name -> logd.v1.PartitionStatus
+	66, // 29: logd.v1.AddACLsRequest.acls:type_name -> logd.v1.ACL
+	66, // 30: logd.v1.RemoveACLsRequest.filter:type_name -> logd.v1.ACL
+	66, // 31: logd.v1.RemoveACLsResponse.removed:type_name -> logd.v1.ACL
+	66, // 32: logd.v1.ListACLsRequest.filter:type_name -> logd.v1.ACL
+	66, // 33: logd.v1.ListACLsResponse.acls:type_name -> logd.v1.ACL
+	3,  // 34: logd.v1.KVEntry.headers:type_name -> logd.v1.Header
+	73, // 35: logd.v1.KVGetResponse.entry:type_name -> logd.v1.KVEntry
+	3,  // 36: logd.v1.KVPutRequest.headers:type_name -> logd.v1.Header
+	77, // 37: logd.v1.KVPutRequest.writer:type_name -> logd.v1.KVWriter
+	77, // 38: logd.v1.KVDeleteRequest.writer:type_name -> logd.v1.KVWriter
+	73, // 39: logd.v1.KVListResponse.entries:type_name -> logd.v1.KVEntry
+	5,  // 40: logd.v1.Log.Produce:input_type -> logd.v1.ProduceRequest
+	5,  // 41: logd.v1.Log.ProduceStream:input_type -> logd.v1.ProduceRequest
+	8,  // 42: logd.v1.Log.Fetch:input_type -> logd.v1.FetchRequest
+	10, // 43: logd.v1.Log.Subscribe:input_type -> logd.v1.SubscribeRequest
+	11, // 44: logd.v1.Log.ListOffsets:input_type -> logd.v1.ListOffsetsRequest
+	15, // 45: logd.v1.Admin.CreateTopic:input_type -> logd.v1.CreateTopicRequest
+	17, // 46: logd.v1.Admin.ListTopics:input_type -> logd.v1.ListTopicsRequest
+	20, // 47: logd.v1.Admin.DescribeTopic:input_type -> logd.v1.DescribeTopicRequest
+	23, // 48: logd.v1.Admin.AlterTopic:input_type -> logd.v1.AlterTopicRequest
+	25, // 49: logd.v1.Admin.DeleteTopic:input_type -> logd.v1.DeleteTopicRequest
+	27, // 50: logd.v1.Admin.DeleteRecords:input_type -> logd.v1.DeleteRecordsRequest
+	30, // 51: logd.v1.Offsets.CommitOffsets:input_type -> logd.v1.CommitOffsetsRequest
+	32, // 52: logd.v1.Offsets.FetchOffsets:input_type -> logd.v1.FetchOffsetsRequest
+	34, // 53: logd.v1.Offsets.ListGroups:input_type -> logd.v1.ListGroupsRequest
+	38, // 54: logd.v1.Offsets.ResetOffsets:input_type -> logd.v1.ResetOffsetsRequest
+	35, // 55: logd.v1.Offsets.DeleteGroup:input_type -> logd.v1.DeleteGroupRequest
+	41, // 56: logd.v1.Groups.JoinGroup:input_type -> logd.v1.JoinGroupRequest
+	43, // 57: logd.v1.Groups.Heartbeat:input_type -> logd.v1.HeartbeatRequest
+	45, // 58: logd.v1.Groups.LeaveGroup:input_type -> logd.v1.LeaveGroupRequest
+	47, // 59: logd.v1.Groups.DescribeGroup:input_type -> logd.v1.DescribeGroupRequest
+	34, // 60: logd.v1.Groups.ListMemberGroups:input_type -> logd.v1.ListGroupsRequest
+	52, // 61: logd.v1.Cluster.Status:input_type -> logd.v1.ClusterStatusRequest
+	53, // 62: logd.v1.Cluster.Join:input_type -> logd.v1.JoinRequest
+	55, // 63: logd.v1.Cluster.RemoveNode:input_type -> logd.v1.RemoveNodeRequest
+	60, // 64: logd.v1.Security.CreateUser:input_type -> logd.v1.CreateUserRequest
+	62, // 65: logd.v1.Security.DeleteUser:input_type -> logd.v1.DeleteUserRequest
+	64, // 66: logd.v1.Security.ListUsers:input_type -> logd.v1.ListUsersRequest
+	67, // 67: logd.v1.Security.AddACLs:input_type -> logd.v1.AddACLsRequest
+	69, // 68: logd.v1.Security.RemoveACLs:input_type -> logd.v1.RemoveACLsRequest
+	71, // 69: logd.v1.Security.ListACLs:input_type -> logd.v1.ListACLsRequest
+	74, // 70: logd.v1.KV.Get:input_type -> logd.v1.KVGetRequest
+	76, // 71: logd.v1.KV.Put:input_type -> logd.v1.KVPutRequest
+	79, // 72: logd.v1.KV.Delete:input_type -> logd.v1.KVDeleteRequest
+	80, // 73: logd.v1.KV.List:input_type -> logd.v1.KVListRequest
+	82, // 74: logd.v1.KV.Watch:input_type -> logd.v1.KVWatchRequest
+	6,  // 75: logd.v1.Log.Produce:output_type -> logd.v1.ProduceResponse
+	6,  // 76: logd.v1.Log.ProduceStream:output_type -> logd.v1.ProduceResponse
+	9,  // 77: logd.v1.Log.Fetch:output_type -> logd.v1.FetchResponse
+	9,  // 78: logd.v1.Log.Subscribe:output_type -> logd.v1.FetchResponse
+	13, // 79: logd.v1.Log.ListOffsets:output_type -> logd.v1.ListOffsetsResponse
+	16, // 80: logd.v1.Admin.CreateTopic:output_type -> logd.v1.CreateTopicResponse
+	18, // 81: logd.v1.Admin.ListTopics:output_type -> logd.v1.ListTopicsResponse
+	22, // 82: logd.v1.Admin.DescribeTopic:output_type -> logd.v1.DescribeTopicResponse
+	24, // 83: logd.v1.Admin.AlterTopic:output_type -> logd.v1.AlterTopicResponse
+	26, // 84: logd.v1.Admin.DeleteTopic:output_type -> logd.v1.DeleteTopicResponse
+	28, // 85: logd.v1.Admin.DeleteRecords:output_type -> logd.v1.DeleteRecordsResponse
+	31, // 86: logd.v1.Offsets.CommitOffsets:output_type -> logd.v1.CommitOffsetsResponse
+	33, // 87: logd.v1.Offsets.FetchOffsets:output_type -> logd.v1.FetchOffsetsResponse
+	37, // 88: logd.v1.Offsets.ListGroups:output_type -> logd.v1.ListGroupsResponse
+	39, // 89: logd.v1.Offsets.ResetOffsets:output_type -> logd.v1.ResetOffsetsResponse
+	36, // 90: logd.v1.Offsets.DeleteGroup:output_type -> logd.v1.DeleteGroupResponse
+	42, // 91: logd.v1.Groups.JoinGroup:output_type -> logd.v1.JoinGroupResponse
+	44, // 92: logd.v1.Groups.Heartbeat:output_type -> logd.v1.HeartbeatResponse
+	46, // 93: logd.v1.Groups.LeaveGroup:output_type -> logd.v1.LeaveGroupResponse
+	49, // 94: logd.v1.Groups.DescribeGroup:output_type -> logd.v1.DescribeGroupResponse
+	51, // 95: logd.v1.Groups.ListMemberGroups:output_type -> logd.v1.ListMemberGroupsResponse
+	59, // 96: logd.v1.Cluster.Status:output_type -> logd.v1.ClusterStatusResponse
+	54, // 97: logd.v1.Cluster.Join:output_type -> logd.v1.JoinResponse
+	56, // 98: logd.v1.Cluster.RemoveNode:output_type -> logd.v1.RemoveNodeResponse
+	61, // 99: logd.v1.Security.CreateUser:output_type -> logd.v1.CreateUserResponse
+	63, // 100: logd.v1.Security.DeleteUser:output_type -> logd.v1.DeleteUserResponse
+	65, // 101: logd.v1.Security.ListUsers:output_type -> logd.v1.ListUsersResponse
+	68, // 102: logd.v1.Security.AddACLs:output_type -> logd.v1.AddACLsResponse
+	70, // 103: logd.v1.Security.RemoveACLs:output_type -> logd.v1.RemoveACLsResponse
+	72, // 104: logd.v1.Security.ListACLs:output_type -> logd.v1.ListACLsResponse
+	75, // 105: logd.v1.KV.Get:output_type -> logd.v1.KVGetResponse
+	78, // 106: logd.v1.KV.Put:output_type -> logd.v1.KVPutResponse
+	78, // 107: logd.v1.KV.Delete:output_type -> logd.v1.KVPutResponse
+	81, // 108: logd.v1.KV.List:output_type -> logd.v1.KVListResponse
+	73, // 109: logd.v1.KV.Watch:output_type -> logd.v1.KVEntry
+	75, // [75:110] is the sub-list for method output_type
+	40, // [40:75] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_logd_proto_init() }
