@@ -72,7 +72,7 @@ func TestCompactAbortedTransaction(t *testing.T) {
 	opts := Options{SegmentBytes: 256}
 	l := mustOpen(t, fs, opts)
 	defer func() { l.Close() }()
-	mustAppend(t, l, kvBatch([]byte("k"), []byte("c0"), 1000))             // 0
+	mustAppend(t, l, kvBatch([]byte("k"), []byte("c0"), 1000))              // 0
 	mustAppend(t, l, txnRec(7, 0, "k", "a1", 1001))                         // 1: aborted
 	mustAppend(t, l, txnMarker(7, false, 1002))                             // 2
 	mustAppend(t, l, txnRec(8, 0, "j", "j1", 1003))                         // 3: committed
