@@ -20,15 +20,22 @@ import (
 //   - a transactional batch none of whose records is left stays an empty
 //     batch (its producer's dedup state) until its segment's delete
 //     horizon has passed; then it becomes a compacted entry;
-//   - a marker (control batch) goes once its segment's delete horizon
-//     has passed and no batch of its transaction is left below it: the
-//     rewrite goes through the segments in offset order and, per
+//   - a COMMIT marker (control batch) goes once its segment's delete
+//     horizon has passed and no batch of its transaction is left below
+//     it: the rewrite goes through the segments in offset order and, per
 //     producer, notes whether it wrote a batch of the producer's current
 //     transaction since its last marker; a marker whose transaction left
 //     one stays. A marker never goes before its records: a transactional
 //     batch without its marker would open a transaction again when a node
 //     rebuilds the partition's transactions from the log, and the last
-//     stable offset would stop there.
+//     stable offset would stop there;
+//   - an ABORT marker stays: the partition's aborted-transaction index
+//     keeps listing its transaction to read_committed fetches, and a
+//     Kafka client drops the producer's batches from the transaction's
+//     first offset until it reads the ABORT marker, so without it the
+//     client would drop the producer's later, committed, batches too.
+//     (Kafka's cleaner removes an ABORT marker together with its entry in
+//     the segment's transaction index.)
 //
 // Segments are swapped in offset order, each fsynced and its directory
 // synced before the next is written, so a crash leaves a transaction's
@@ -104,12 +111,13 @@ func (t *txnTrack) wroteData(info batch.Info) {
 	t.written[info.ProducerID] = true
 }
 
-// markerGoes reports whether the marker info, in a segment past its
-// delete horizon when pastHorizon, is removed, and ends its transaction.
-func (t *txnTrack) markerGoes(info batch.Info, pastHorizon bool) bool {
+// markerGoes reports whether the marker info (a COMMIT marker when
+// commit), in a segment past its delete horizon when pastHorizon, is
+// removed, and ends its transaction.
+func (t *txnTrack) markerGoes(info batch.Info, commit, pastHorizon bool) bool {
 	left := t.written[info.ProducerID]
 	delete(t.written, info.ProducerID)
-	return pastHorizon && !left && !t.unsure && info.ProducerID >= 0
+	return commit && pastHorizon && !left && !t.unsure && info.ProducerID >= 0
 }
 
 // cleanTxnBatch is cleanBatch for a marker or a batch of an aborted
@@ -117,12 +125,17 @@ func (t *txnTrack) markerGoes(info batch.Info, pastHorizon bool) bool {
 func (c *compaction) cleanTxnBatch(dst, raw []byte, e *entryInfo, info batch.Info, recs []batch.Record) (_ []byte, changed, done bool) {
 	switch {
 	case info.IsControl():
-		if c.txn.markerGoes(info, c.pastHorizon) {
+		commit, err := batch.ControlCommit(raw)
+		if err != nil {
+			c.txn.unsure = true // of which transaction it ends
+			return append(dst, raw...), false, true
+		}
+		if c.txn.markerGoes(info, commit, c.pastHorizon) {
 			c.res.Removed++
 			c.res.RecordsRemoved += int64(len(recs))
 			return appendCompacted(dst, e.baseOffset, e.epoch, e.nextOffset), true, true
 		}
-		if !c.pastHorizon {
+		if commit && !c.pastHorizon {
 			c.markers = true // it may go at the horizon
 		}
 		return append(dst, raw...), false, true

@@ -64,9 +64,10 @@ func txnView(t *testing.T, l *Log, below int64) []string {
 // An aborted transaction's record does not hide an older committed record
 // of its key and is removed at the first clean (its batch stays, empty,
 // until its segment's horizon, with its marker); past the horizon the
-// batch and its marker go. A committed transaction's marker stays while a
-// record of it is left, and goes, after its horizon, once the record was
-// replaced. A record whose key looks like a marker's is a record.
+// batch goes, its ABORT marker stays (the aborted index still lists the
+// transaction). A committed transaction's marker stays while a record of
+// it is left, and goes, after its horizon, once the record was replaced.
+// A record whose key looks like a marker's is a record.
 func TestCompactAbortedTransaction(t *testing.T) {
 	fs := newFaultFS()
 	opts := Options{SegmentBytes: 256}
@@ -105,18 +106,18 @@ func TestCompactAbortedTransaction(t *testing.T) {
 		t.Fatalf("dirty stats %+v: want only the horizon due", d)
 	}
 	compact(7, 160_000)
-	check(7, "0 [k=c0]", "3 txn p8 [j=j1]", "4 marker p8", "5 [\x00\x00\x00\x01=ctl-like]")
+	check(7, "0 [k=c0]", "2 marker p7", "3 txn p8 [j=j1]", "4 marker p8", "5 [\x00\x00\x00\x01=ctl-like]")
 	// j1 replaced: its batch and its marker go.
 	next := l.NextOffset()
 	mustAppend(t, l, kvBatch([]byte("j"), []byte("j2"), 3000))
 	mustRoll(t, l)
 	fillKeys(t, l, 12, 1, 4000)
 	compact(next+1, 220_000)
-	check(next+1, "0 [k=c0]", "5 [\x00\x00\x00\x01=ctl-like]", fmt.Sprintf("%d [k0=v11]", next-1), fmt.Sprintf("%d [j=j2]", next))
+	check(next+1, "0 [k=c0]", "2 marker p7", "5 [\x00\x00\x00\x01=ctl-like]", fmt.Sprintf("%d [k0=v11]", next-1), fmt.Sprintf("%d [j=j2]", next))
 	// All of it survives a reopen.
 	l.Close()
 	l = mustOpen(t, fs.crash(), opts)
-	check(next+1, "0 [k=c0]", "5 [\x00\x00\x00\x01=ctl-like]", fmt.Sprintf("%d [k0=v11]", next-1), fmt.Sprintf("%d [j=j2]", next))
+	check(next+1, "0 [k=c0]", "2 marker p7", "5 [\x00\x00\x00\x01=ctl-like]", fmt.Sprintf("%d [k0=v11]", next-1), fmt.Sprintf("%d [j=j2]", next))
 }
 
 // The records at or above Below (the caller's last stable offset: an
@@ -148,8 +149,8 @@ func TestCompactKeepsOpenTransaction(t *testing.T) {
 	}
 }
 
-// A crash at any step of the cleans that remove a transaction's batches
-// and markers leaves no transactional batch without its marker, and
+// A crash at any step of the cleans that remove transactions' batches and
+// COMMIT markers leaves no transactional batch without its marker, and
 // another clean ends where an uninterrupted one does.
 func TestCompactTransactionCrashAtEachStep(t *testing.T) {
 	opts := Options{SegmentBytes: 256}
@@ -201,8 +202,10 @@ func TestCompactTransactionCrashAtEachStep(t *testing.T) {
 			if _, err := l.Compact(CompactOptions{Below: below, Aborted: aborted, Now: time.Now().Add(2 * time.Minute)}); err != nil {
 				t.Fatal(err)
 			}
-			if v := txnView(t, l, below); slices.ContainsFunc(v, func(s string) bool { return strings.Contains(s, " p1") }) {
-				t.Fatalf("crash at %s #%d: a transaction's batch or marker left after the horizon: %q", step, nth, v)
+			if v := txnView(t, l, below); slices.ContainsFunc(v, func(s string) bool {
+				return strings.Contains(s, "txn p1") || strings.Contains(s, "marker p10")
+			}) || !slices.ContainsFunc(v, func(s string) bool { return strings.Contains(s, "marker p11") }) {
+				t.Fatalf("crash at %s #%d: after the horizon, want no transactional batch, no COMMIT marker and the ABORT markers: %q", step, nth, v)
 			}
 			l.Close()
 		}
