@@ -29,7 +29,10 @@ import (
 // segments older than min.compaction.lag.ms, and in a replicated partition
 // only below the bound retention deletes below (Replica.TrimLimit: what
 // the latest Raft snapshot covers), so Raft never needs an entry it
-// rewrote. Each replica compacts its own log.
+// rewrote. It cleans only below the partition's last stable offset and
+// tells the log which transactions were aborted (the partition's
+// aborted-transaction index), whose records it removes (compact_txn.go in
+// log). Each replica compacts its own log.
 
 // Cleaner defaults.
 const (
@@ -152,9 +155,19 @@ func (b *Broker) cleanPartition(ctx context.Context, c partition.TopicConfig, p 
 	if err != nil || !ok {
 		return false, err
 	}
+	// Only below the last stable offset: an open transaction's records
+	// are neither mapped nor removed. The aborted spans are read after
+	// it, so every transaction ended below it is in them or committed.
+	below = min(below, p.LastStable())
+	aborted := p.Aborted(p.Log.StartOffset(), below)
+	spans := make([]log.AbortedSpan, len(aborted))
+	for i, a := range aborted {
+		spans[i] = log.AbortedSpan(a)
+	}
 	cl := c.Cleanups()
 	opts := log.CompactOptions{
 		Below:           below,
+		Aborted:         spans,
 		MinLag:          msDuration(cl.MinCompactionLagMs),
 		DeleteRetention: msDuration(cl.DeleteRetentionMs),
 		MapEntries:      b.cfg.CleanerMapEntries,
@@ -170,7 +183,7 @@ func (b *Broker) cleanPartition(ctx context.Context, c partition.TopicConfig, p 
 		lag = opts.Now.Sub(d.OldestDirty).Seconds()
 	}
 	b.cleaner.lag.WithLabelValues(labels...).Set(lag)
-	due := d.TombstonesDue || d.DirtyBytes > 0 && (all || d.Ratio() >= cl.MinCleanableDirtyRatio ||
+	due := d.HorizonDue || d.DirtyBytes > 0 && (all || d.Ratio() >= cl.MinCleanableDirtyRatio ||
 		time.Duration(lag*float64(time.Second)) > msDuration(cl.MaxCompactionLagMs))
 	if !due {
 		return false, nil

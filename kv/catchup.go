@@ -1,8 +1,11 @@
 package kv
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -131,11 +134,23 @@ func (s *Store) resetLocked(p Partition, prefix []byte, next int64) error {
 	return b.Commit(pebble.NoSync)
 }
 
+// readBufBytes is the size of the buffers ReadRecord reads into: a read
+// issues at least a 16 KiB pread (log.minReadAhead), and most batches of a
+// key-value topic fit with it.
+const readBufBytes = 64 << 10
+
+// readBufs are ReadRecord's buffers: a get read the record's batch into a
+// new buffer each time, which made most of a get's allocations and so of
+// the garbage collector's work.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 0, readBufBytes); return &b }}
+
 // ReadRecord reads the record at offset from l; found is false when the
 // log holds none there (a compacted gap: the first batch read starts
-// past it).
+// past it). The record is a copy: it aliases nothing of the read.
 func ReadRecord(l Log, offset int64) (Record, bool, error) {
-	data, err := l.ReadInto(nil, offset, 1)
+	buf := readBufs.Get().(*[]byte)
+	defer readBufs.Put(buf)
+	data, err := l.ReadInto((*buf)[:0], offset, 1)
 	if err != nil || len(data) == 0 {
 		return Record{}, false, err
 	}
@@ -151,7 +166,7 @@ func ReadRecord(l Log, offset int64) (Record, bool, error) {
 		}
 		if len(recs) > 0 && recs[0].Offset == offset {
 			r := recs[0]
-			rec = Record{Key: r.Key, Value: r.Value, Headers: r.Headers, Offset: r.Offset, TimestampMs: r.Timestamp}
+			rec = Record{Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value), Headers: cloneHeaders(r.Headers), Offset: r.Offset, TimestampMs: r.Timestamp}
 			found = true
 		}
 		return nil
@@ -160,4 +175,16 @@ func ReadRecord(l Log, offset int64) (Record, bool, error) {
 		return Record{}, false, fmt.Errorf("kv: read the record at offset %d: %w", offset, err)
 	}
 	return rec, found, nil
+}
+
+// cloneHeaders copies hs, keys and values.
+func cloneHeaders(hs []batch.Header) []batch.Header {
+	if hs == nil {
+		return nil
+	}
+	out := make([]batch.Header, len(hs))
+	for i, h := range hs {
+		out[i] = batch.Header{Key: strings.Clone(h.Key), Value: bytes.Clone(h.Value)} // the key may alias the read too
+	}
+	return out
 }

@@ -31,12 +31,17 @@ package log
 //     any other such batch becomes a compacted entry (magic 100, type 3,
 //     30 bytes) owning its offsets and holding no record; readers step
 //     over both;
-//   - control batches, batches that do not decode, Raft entries and
-//     compacted entries are kept as they are.
+//   - a transaction's batches and markers follow Kafka's rules
+//     (compact_txn.go): an aborted transaction's records are removed, and
+//     a marker goes after its horizon once no batch of its transaction is
+//     left below it;
+//   - batches that do not decode, Raft entries and compacted entries are
+//     kept as they are.
 //
 // A record is removed when a newer record of its key was seen (in the
 // key map), when it has no key (a compacted topic refuses those; older
-// ones are dropped as Kafka's cleaner does), or when it is a tombstone (a
+// ones are dropped as Kafka's cleaner does), when it is of an aborted
+// transaction, or when it is a tombstone (a
 // null value) in a segment first cleaned more than DeleteRetention ago
 // (Kafka's delete horizon: the time a segment was first cleaned is
 // stamped in the cleaner file, compact_state.go). A segment is stamped
@@ -112,7 +117,16 @@ import (
 // CompactOptions are the caller's bounds of a Compact.
 type CompactOptions struct {
 	// Below: only segments whose records all lie below it are rewritten.
+	// In a partition with transactions it is at most the last stable
+	// offset: every transactional record below it is of an ended
+	// transaction.
 	Below int64
+	// Aborted lists the aborted transactions whose records may lie below
+	// Below (the partition's aborted-transaction index): their records
+	// are left out of the key map and removed (compact_txn.go). Read it
+	// after the last stable offset that bounds Below, so that a
+	// transaction that ends in between is not taken for a committed one.
+	Aborted []AbortedSpan
 	// MinLag: a segment whose newest record is younger is not touched.
 	MinLag time.Duration
 	// DeleteRetention: a tombstone older than this is removed.
@@ -169,9 +183,10 @@ type DirtyStats struct {
 	// (zero when none): its age is the cleaner's lag.
 	OldestDirty time.Time
 	CleanedTo   int64
-	// TombstonesDue: a cleaned segment holds a tombstone past its delete
-	// horizon, which a Compact would remove though nothing is dirty.
-	TombstonesDue bool
+	// HorizonDue: a cleaned segment holds a tombstone or a transaction
+	// marker past its delete horizon, which a Compact would remove though
+	// nothing is dirty.
+	HorizonDue bool
 }
 
 // Ratio is the dirty share of the cleanable bytes (0 when none).
@@ -191,7 +206,8 @@ func (l *Log) Dirty(opts CompactOptions) DirtyStats {
 	if now.IsZero() {
 		now = l.opts.Now()
 	}
-	d := DirtyStats{CleanedTo: max(l.cleaner.cleanedTo, l.start), TombstonesDue: l.tombstonesDueLocked(segs, now, opts.DeleteRetention)}
+	due := l.horizonDueLocked(segs, now, opts.DeleteRetention)
+	d := DirtyStats{CleanedTo: max(l.cleaner.cleanedTo, l.start), HorizonDue: due.tombstones || due.markers}
 	for _, s := range segs {
 		d.CleanableBytes += s.size
 		if s.next > d.CleanedTo {

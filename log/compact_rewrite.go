@@ -29,12 +29,13 @@ func (c *compaction) rewrite(s *segment, keys *keyMap, end int64) error {
 	hdr := segmentHeader{baseOffset: s.base, firstIndex: s.firstIndex, created: s.created}
 	st, stamped := l.stampOfLocked(s)
 	l.mu.Unlock()
-	// Tombstones go once the segment's delete horizon has passed.
-	c.tombstonesGo = stamped && c.opts.Now.UnixMilli()-st.at >= c.opts.DeleteRetention.Milliseconds()
-	c.tombstones = 0
+	// Tombstones and markers go once the segment's delete horizon has
+	// passed.
+	c.pastHorizon = stamped && c.opts.Now.UnixMilli()-st.at >= c.opts.DeleteRetention.Milliseconds()
+	c.tombstones, c.markers = 0, false
 	defer func() {
 		if s.next <= end {
-			c.tombs[s.base] = c.tombstones > 0
+			c.held[s.base] = held{tombstones: c.tombstones > 0, markers: c.markers}
 		}
 	}()
 	tmp := segmentPath(l.dir, s.base, logSuffix+cleanSuffix)
@@ -113,12 +114,17 @@ func (c *compaction) writeCleaned(s *segment, hdr segmentHeader, f File, keys *k
 }
 
 // cleanBatch appends the batch raw (entry e, below the pass's end) as the
-// clean leaves it (compact.go, What is kept): whole, rewritten with the
-// records kept, empty, or a compacted entry. changed: not whole.
+// clean leaves it (compact.go, What is kept; compact_txn.go for
+// transactions): whole, rewritten with the records kept, empty, or a
+// compacted entry. changed: not whole.
 func (c *compaction) cleanBatch(dst, raw []byte, e *entryInfo, keys *keyMap) (_ []byte, changed bool) {
 	info, recs, err := batch.Decode(raw, 0)
-	if err != nil || info.Attributes&batch.AttrControl != 0 {
+	if err != nil {
+		c.txn.unsure = true // of its producer and kind
 		return append(dst, raw...), false
+	}
+	if out, changed, done := c.cleanTxnBatch(dst, raw, e, info, recs); done {
+		return out, changed
 	}
 	kept := recs[:0:0]
 	for _, r := range recs {
@@ -127,18 +133,19 @@ func (c *compaction) cleanBatch(dst, raw []byte, e *entryInfo, keys *keyMap) (_ 
 		}
 	}
 	switch {
+	case len(kept) == 0 && (info.ProducerID < 0 && len(recs) > 0 || info.IsTransactional() && c.pastHorizon):
+		dst, changed, _ = c.dropAll(dst, e, info, recs)
+		return dst, changed
 	case len(kept) == len(recs):
+		c.txn.wroteData(info)
 		return append(dst, raw...), false
-	case len(kept) == 0 && info.ProducerID < 0:
-		c.res.Removed++
-		c.res.RecordsRemoved += int64(len(recs))
-		return appendCompacted(dst, e.baseOffset, e.epoch, e.nextOffset), true
 	}
 	dst, err = batch.Rewrite(dst, info, kept)
 	if err != nil {
 		c.err = fmt.Errorf("offset %d: %w", e.baseOffset, err)
 		return dst, false
 	}
+	c.txn.wroteData(info)
 	c.res.RecordsRemoved += int64(len(recs) - len(kept))
 	return dst, true
 }
@@ -152,7 +159,7 @@ func (c *compaction) keep(r batch.Record, keys *keyMap) bool {
 		return false // a newer record of the key follows
 	}
 	if r.Value == nil {
-		if c.tombstonesGo {
+		if c.pastHorizon {
 			return false // past its segment's delete horizon
 		}
 		c.tombstones++
@@ -179,6 +186,7 @@ func (c *compaction) swap(s *segment, hdr segmentHeader, f File, tmp string, r s
 	i := l.indexOf(s)
 	if i < 0 || s.deleted || s.size != size || l.installing || l.closing || l.closed {
 		l.mu.Unlock()
+		c.txn.unsure = true // the segment's batches are not what the pass wrote
 		f.Close()
 		_ = l.fs.Remove(tmp)
 		return nil

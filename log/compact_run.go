@@ -43,7 +43,8 @@ func (l *Log) Compact(opts CompactOptions) (_ CompactResult, err error) {
 	if opts.Context == nil {
 		opts.Context = context.Background()
 	}
-	c := &compaction{l: l, opts: opts, th: throttle{rate: opts.BytesPerSecond, start: time.Now(), done: opts.Context.Done()}}
+	c := &compaction{l: l, opts: opts, th: throttle{rate: opts.BytesPerSecond, start: time.Now(), done: opts.Context.Done()},
+		aborted: newAbortedSet(opts.Aborted)}
 	for {
 		var done bool
 		if done, err = c.pass(); err != nil || done {
@@ -66,14 +67,20 @@ type compaction struct {
 	// err is a batch's rewrite's failure: the segment is left as it is
 	// and the pass stops.
 	err error
-	// tombstonesGo: the segment being rewritten is past its delete
-	// horizon.
-	tombstonesGo bool
-	// tombstones counts those the segment being rewritten keeps; tombs
-	// has, for each segment the pass cleaned whole, whether it kept any.
+	// pastHorizon: the segment being rewritten is past its delete
+	// horizon (its tombstones and markers go).
+	pastHorizon bool
+	// tombstones counts those the segment being rewritten keeps, markers
+	// whether it keeps a marker not yet past its horizon; held has, for
+	// each segment the pass cleaned whole, what it kept of both.
 	tombstones int
-	tombs      map[int64]bool
-	gen        uint64 // the cleaner state's generation as the pass began
+	markers    bool
+	held       map[int64]held
+	// aborted are the aborted transactions' spans (CompactOptions), txn
+	// the pass's transactions (compact_txn.go).
+	aborted abortedSet
+	txn     txnTrack
+	gen     uint64 // the cleaner state's generation as the pass began
 }
 
 // pass maps the keys of the dirty segments (as many as the map holds) and
@@ -89,26 +96,31 @@ func (c *compaction) pass() (done bool, err error) {
 	first := slices.IndexFunc(segs, func(s *segment) bool { return s.next > from })
 	keys := newKeyMap(c.opts.MapEntries)
 	end := from
+	var due held
 	if first < 0 {
 		// Nothing dirty: a pass with no key map only removes tombstones
-		// past their horizon (every older record of their keys is gone),
-		// if a segment holds one.
+		// and markers past their horizon (every older record of their
+		// keys, or of their transaction, is gone), if a segment holds one.
 		l.mu.Lock()
-		due := c.res.Passes == 0 && l.tombstonesDueLocked(segs, c.opts.Now, c.opts.DeleteRetention)
+		if c.res.Passes == 0 {
+			due = l.horizonDueLocked(segs, c.opts.Now, c.opts.DeleteRetention)
+		}
 		l.mu.Unlock()
-		if !due {
+		if !due.tombstones && !due.markers {
 			return true, nil
 		}
 	} else if end, err = c.mapKeys(segs[first:], from, keys); err != nil {
 		return false, err
 	}
-	c.tombs = map[int64]bool{}
+	c.held, c.txn = map[int64]held{}, txnTrack{}
 	for _, s := range segs {
 		if s.base >= end {
 			break
 		}
-		if first < 0 && !c.tombstonesDue(s) {
-			continue // nothing to remove there
+		if first < 0 && !due.markers && !c.horizonDue(s) {
+			// Nothing to remove there; a marker's batches may be.
+			c.txn.unsure = true
+			continue
 		}
 		if err := c.rewrite(s, keys, end); err != nil {
 			return false, err
@@ -121,11 +133,13 @@ func (c *compaction) pass() (done bool, err error) {
 	return len(segs) == 0 || end >= segs[len(segs)-1].next, nil
 }
 
-// tombstonesDue reports whether s holds a tombstone past its horizon.
-func (c *compaction) tombstonesDue(s *segment) bool {
+// horizonDue reports whether s holds a tombstone or marker past its
+// horizon.
+func (c *compaction) horizonDue(s *segment) bool {
 	c.l.mu.Lock()
 	defer c.l.mu.Unlock()
-	return c.l.tombstonesDueLocked([]*segment{s}, c.opts.Now, c.opts.DeleteRetention)
+	d := c.l.horizonDueLocked([]*segment{s}, c.opts.Now, c.opts.DeleteRetention)
+	return d.tombstones || d.markers
 }
 
 // stampPass records that the log is clean below end, and stamps the
@@ -151,7 +165,7 @@ func (c *compaction) stampPass(segs []*segment, end int64) error {
 	}
 	cleanedTo := max(l.cleaner.cleanedTo, end)
 	cur = slices.DeleteFunc(cur, func(s *segment) bool { return s.next > cleanedTo })
-	stamps := l.withStampsLocked(cur, c.tombs, c.opts.Now.UnixMilli())
+	stamps := l.withStampsLocked(cur, c.held, c.opts.Now.UnixMilli())
 	l.mu.Unlock()
 	if err := l.writeCleaner(cleanedTo, stamps); err != nil {
 		return fmt.Errorf("log: compact: %w", err)
@@ -182,9 +196,11 @@ func (c *compaction) mapKeys(segs []*segment, from int64, keys *keyMap) (int64, 
 				end = max(end, e.nextOffset)
 				return true
 			}
-			_, recs, err := batch.Decode(raw, 0)
-			if err != nil {
-				// Kept whole by the rewrite; its keys stay unknown.
+			info, recs, err := batch.Decode(raw, 0)
+			if err != nil || info.IsControl() || c.aborted.has(info) {
+				// Kept whole by the rewrite, its keys unknown; a
+				// marker's record is not a key; an aborted record is
+				// removed, and hides no older record of its key.
 				end = e.nextOffset
 				return true
 			}

@@ -25,8 +25,10 @@ import (
 //	    16    4 count       segments stamped
 //	    20    … stamps      count times 25 bytes: the segment's base
 //	                        offset, its next offset, when it was first
-//	                        cleaned (ms since the Unix epoch), and 1 if it
-//	                        held a tombstone when last cleaned, else 0
+//	                        cleaned (ms since the Unix epoch), and flags:
+//	                        1 it held a tombstone when last cleaned, 2 it
+//	                        held a transaction marker then, before its
+//	                        horizon
 //	     …    4 CRC-32C     of every byte before it
 //
 // A stamp holds for the segment whose base and next offsets it names (a
@@ -42,12 +44,30 @@ const (
 	cleanerStamp   = 25
 )
 
-// stamp is when a segment was first cleaned: a tombstone in it may be
-// removed DeleteRetention after that (Kafka's delete horizon).
+// stamp is when a segment was first cleaned: a tombstone or a marker in
+// it may be removed DeleteRetention after that (Kafka's delete horizon).
 type stamp struct {
 	base, next int64
 	at         int64 // ms since the Unix epoch
-	tombstones bool  // it held one when last cleaned
+	held
+}
+
+// held is what a segment held when last cleaned that its horizon removes:
+// a tombstone, a transaction marker (kept before its horizon).
+type held struct {
+	tombstones, markers bool
+}
+
+// flags is held's byte in the cleaner file.
+func (h held) flags() byte {
+	var f byte
+	if h.tombstones {
+		f |= 1
+	}
+	if h.markers {
+		f |= 2
+	}
+	return f
 }
 
 // stampOfLocked returns the stamp of s, if it was cleaned; l.mu is held.
@@ -64,8 +84,8 @@ func (l *Log) stampOfLocked(s *segment) (stamp, bool) {
 // withStampsLocked returns the stamps of the log's segments now (those of
 // segments gone are dropped), with every segment of cleaned (which end at
 // or below the clean point) stamped at now if it was not, and its
-// tombstones flag as the pass found it (tombs); l.mu is held.
-func (l *Log) withStampsLocked(cleaned []*segment, tombs map[int64]bool, now int64) []stamp {
+// flags as the pass found them (cleanedHeld); l.mu is held.
+func (l *Log) withStampsLocked(cleaned []*segment, cleanedHeld map[int64]held, now int64) []stamp {
 	var out []stamp
 	for _, s := range l.segs {
 		st, ok := l.stampOfLocked(s)
@@ -75,23 +95,25 @@ func (l *Log) withStampsLocked(cleaned []*segment, tombs map[int64]bool, now int
 		if !ok {
 			continue
 		}
-		if t, seen := tombs[s.base]; seen && slices.Contains(cleaned, s) {
-			st.tombstones = t
+		if h, seen := cleanedHeld[s.base]; seen && slices.Contains(cleaned, s) {
+			st.held = h
 		}
 		out = append(out, st)
 	}
 	return out
 }
 
-// tombstonesDueLocked reports whether a segment of segs holds a tombstone
-// past its delete horizon at now; l.mu is held.
-func (l *Log) tombstonesDueLocked(segs []*segment, now time.Time, retention time.Duration) bool {
+// horizonDueLocked reports whether a segment of segs holds a tombstone, or
+// a marker, past its delete horizon at now; l.mu is held.
+func (l *Log) horizonDueLocked(segs []*segment, now time.Time, retention time.Duration) held {
+	var due held
 	for _, s := range segs {
-		if st, ok := l.stampOfLocked(s); ok && st.tombstones && now.UnixMilli()-st.at >= retention.Milliseconds() {
-			return true
+		if st, ok := l.stampOfLocked(s); ok && now.UnixMilli()-st.at >= retention.Milliseconds() {
+			due.tombstones = due.tombstones || st.tombstones
+			due.markers = due.markers || st.markers
 		}
 	}
-	return false
+	return due
 }
 
 // encodeCleaner is the cleaner file's bytes.
@@ -105,11 +127,7 @@ func encodeCleaner(cleanedTo int64, stamps []stamp) []byte {
 		b = binary.BigEndian.AppendUint64(b, uint64(s.base))
 		b = binary.BigEndian.AppendUint64(b, uint64(s.next))
 		b = binary.BigEndian.AppendUint64(b, uint64(s.at))
-		if s.tombstones {
-			b = append(b, 1)
-		} else {
-			b = append(b, 0)
-		}
+		b = append(b, s.flags())
 	}
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
 }
@@ -129,8 +147,8 @@ func decodeCleaner(b []byte) (cleanedTo int64, stamps []stamp, ok bool) {
 	for i := range n {
 		p := b[20+cleanerStamp*i:]
 		s := stamp{base: int64(binary.BigEndian.Uint64(p)), next: int64(binary.BigEndian.Uint64(p[8:])),
-			at: int64(binary.BigEndian.Uint64(p[16:])), tombstones: p[24] == 1}
-		if s.next <= s.base || p[24] > 1 || (len(stamps) > 0 && s.base < stamps[len(stamps)-1].next) {
+			at: int64(binary.BigEndian.Uint64(p[16:])), held: held{tombstones: p[24]&1 != 0, markers: p[24]&2 != 0}}
+		if s.next <= s.base || p[24] > 3 || (len(stamps) > 0 && s.base < stamps[len(stamps)-1].next) {
 			return 0, nil, false
 		}
 		stamps = append(stamps, s)
