@@ -22,12 +22,15 @@ import (
 // member are given once that member released them, and the member's epoch
 // moves to the target's once it owns nothing outside its target. They run
 // where the classic groups' coordinator runs (the node that answers
-// groupCoordinator), in its memory.
+// groupCoordinator), in its memory; each group is recorded where the
+// classic groups' state is (consumer_state.go), so that the next
+// coordinator (a metadata leader, the node restarted) takes it over.
 
 // consumerGroups is the node's server-assigned groups.
 type consumerGroups struct {
 	mu     sync.Mutex
 	groups map[string]*cgroup
+	writes uint64 // the records written (consumer_state.go)
 }
 
 type cgroup struct {
@@ -38,6 +41,11 @@ type cgroup struct {
 	topicsSeen  string // the subscribed topics' fingerprint at targetEpoch
 	members     map[string]*cmember
 	target      map[string]tpSet
+	// changes counts the changes of what is recorded of the group
+	// (consumer_state.go), recorded how many of them are: the group needs
+	// a write while they differ. saving orders the group's writes.
+	changes, recorded uint64
+	saving            sync.Mutex
 }
 
 type cmember struct {
@@ -80,21 +88,34 @@ func (b *Broker) ConsumerHeartbeat(ctx context.Context, r ConsumerHeartbeatReque
 	now := time.Now()
 	s := &b.consumers
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	g := s.groups[r.Group]
 	if g == nil {
 		if r.MemberEpoch != 0 {
+			s.mu.Unlock()
 			return ConsumerHeartbeatResult{Code: ConsumerUnknownMember,
 				Message: "member " + r.Member + " is not in group " + r.Group + ": join again"}, nil
 		}
-		g = &cgroup{name: r.Group, members: map[string]*cmember{}, target: map[string]tpSet{}}
+		g = newCGroup(r.Group)
 		if s.groups == nil {
 			s.groups = map[string]*cgroup{}
 		}
 		s.groups[r.Group] = g
 	}
 	b.expireLocked(g, now)
-	return b.consumerBeatLocked(g, r, now), nil
+	res := b.consumerBeatLocked(g, r, now)
+	w := g.pendingLocked()
+	s.mu.Unlock()
+	// What the answer tells the member is recorded before it learns it; a
+	// heartbeat that changed nothing (and finds nothing unrecorded) writes
+	// nothing.
+	if err := b.recordConsumerGroup(ctx, g, w); err != nil {
+		return ConsumerHeartbeatResult{}, err
+	}
+	return res, nil
+}
+
+func newCGroup(name string) *cgroup {
+	return &cgroup{name: name, members: map[string]*cmember{}, target: map[string]tpSet{}}
 }
 
 func checkHeartbeat(r ConsumerHeartbeatRequest) (ConsumerCode, string) {
@@ -142,6 +163,7 @@ func (g *cgroup) remove(m *cmember) {
 	delete(g.members, m.id)
 	delete(g.target, m.id)
 	g.epoch++
+	g.changes++
 }
 
 // consumerBeatLocked is the heartbeat of r.Member in g.
@@ -151,7 +173,10 @@ func (b *Broker) consumerBeatLocked(g *cgroup, r ConsumerHeartbeatRequest, now t
 	switch {
 	case r.MemberEpoch < 0:
 		if m != nil && r.MemberEpoch == -2 && m.instance != "" {
-			m.left = true // its partitions wait for its instance until its session ends
+			if !m.left {
+				m.left = true // its partitions wait for its instance until its session ends
+				g.changes++
+			}
 		} else if m != nil {
 			g.remove(m)
 		}
@@ -167,13 +192,18 @@ func (b *Broker) consumerBeatLocked(g *cgroup, r ConsumerHeartbeatRequest, now t
 		return ConsumerHeartbeatResult{Code: ConsumerFencedMemberEpoch,
 			Message: fmt.Sprintf("member epoch %d of %s is not its epoch %d: join again", r.MemberEpoch, r.Member, m.epoch)}
 	}
-	m.seen, m.left, m.clientID, m.clientHost = now, false, r.ClientID, r.ClientHost
+	if m.left || m.clientID != r.ClientID || m.clientHost != r.ClientHost {
+		m.left, m.clientID, m.clientHost = false, r.ClientID, r.ClientHost
+		g.changes++
+	}
+	m.seen = now
 	b.updateMember(g, m, r)
 	resend := r.MemberEpoch == 0
 	if r.Owned != nil {
 		owned := b.ownedSet(r.Owned)
-		if len(m.revoking.and(owned)) == 0 {
+		if len(m.revoking) > 0 && len(m.revoking.and(owned)) == 0 {
 			m.revoking = tpSet{}
+			g.changes++
 		}
 		resend = resend || !owned.equal(m.assigned)
 	}
@@ -203,6 +233,7 @@ func (g *cgroup) join(r ConsumerHeartbeatRequest, m *cmember) (*cmember, Consume
 			delete(g.target, o.id)
 			o.id = r.Member
 			g.members[o.id] = o
+			g.changes++
 			return o, ConsumerOK
 		}
 	}
@@ -215,34 +246,46 @@ func (g *cgroup) join(r ConsumerHeartbeatRequest, m *cmember) (*cmember, Consume
 	}
 	g.members[m.id] = m
 	g.epoch++
+	g.changes++
 	return m, ConsumerOK
 }
 
 // updateMember applies what the heartbeat changed of the member; a new
 // subscription moves the group epoch.
 func (b *Broker) updateMember(g *cgroup, m *cmember, r ConsumerHeartbeatRequest) {
-	if r.RebalanceTimeout > 0 {
+	if r.RebalanceTimeout > 0 && r.RebalanceTimeout != m.rebalanceTimeout {
 		m.rebalanceTimeout = r.RebalanceTimeout
+		g.changes++
 	}
-	if r.RackID != nil {
+	if r.RackID != nil && *r.RackID != m.rack {
 		m.rack = *r.RackID
+		g.changes++
 	}
-	if r.Assignor != nil {
+	if r.Assignor != nil && *r.Assignor != m.assignor {
 		m.assignor = *r.Assignor
+		g.changes++
 	}
 	if r.Topics != nil {
 		ts := slices.Compact(slices.Sorted(slices.Values(r.Topics)))
 		if !slices.Equal(ts, m.topics) {
 			m.topics = ts
 			g.epoch++
+			g.changes++
 		}
 	}
 	if r.Regex != nil && *r.Regex != m.regex {
-		m.regex, m.re = *r.Regex, nil
-		if m.regex != "" {
-			m.re = regexp.MustCompile("^(?:" + m.regex + ")$") // checked by checkHeartbeat
-		}
+		m.setRegex(*r.Regex)
 		g.epoch++
+		g.changes++
+	}
+}
+
+// setRegex sets the member's subscribed topic regex (checked by
+// checkHeartbeat, or recorded after that check).
+func (m *cmember) setRegex(re string) {
+	m.regex, m.re = re, nil
+	if re != "" {
+		m.re = regexp.MustCompile("^(?:" + re + ")$")
 	}
 }
 
@@ -259,6 +302,7 @@ func (g *cgroup) reconcile(m *cmember, now time.Time) bool {
 		m.revoking = drop
 		m.assigned = m.assigned.and(t)
 		m.revokeBy = now.Add(m.rebalanceTimeout)
+		g.changes++
 		return true
 	}
 	busy := tpSet{}
@@ -282,6 +326,9 @@ func (g *cgroup) reconcile(m *cmember, now time.Time) bool {
 		m.prevEpoch, m.epoch = m.epoch, g.targetEpoch
 		changed = true
 	}
+	if changed {
+		g.changes++
+	}
 	return changed
 }
 
@@ -292,6 +339,7 @@ func (b *Broker) refreshTarget(g *cgroup) {
 	subs, counts, seen := b.subscriptions(g)
 	if seen != g.topicsSeen {
 		g.topicsSeen = seen
+		g.changes++
 		if g.targetEpoch == g.epoch {
 			g.epoch++
 		}
@@ -309,6 +357,7 @@ func (b *Broker) refreshTarget(g *cgroup) {
 	}
 	g.target = assign(g.assignor, in)
 	g.targetEpoch = g.epoch
+	g.changes++
 }
 
 // subscriptions resolves each member's subscription to the topics that

@@ -73,3 +73,31 @@ func (s *consumerGroups) validateCommit(group, member string, epoch int32) (hand
 	}
 	return true, nil
 }
+
+// memberCount is how many members the server-assigned group of that name
+// has here (0: none, or no such group).
+func (s *consumerGroups) memberCount(group string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g := s.groups[group]; g != nil {
+		return len(g.members)
+	}
+	return 0
+}
+
+// deleteEmpty deletes the server-assigned group of that name if it has no
+// member (held: there was one), and refuses one that has members with
+// groups.ErrGroupNotEmpty, as Kafka's DeleteGroups does.
+func (s *consumerGroups) deleteEmpty(group string) (held bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.groups[group]
+	if g == nil {
+		return false, nil
+	}
+	if n := len(g.members); n > 0 {
+		return true, fmt.Errorf("%w: consumer group %q has %d members", groups.ErrGroupNotEmpty, group, n)
+	}
+	delete(s.groups, group)
+	return true, nil
+}

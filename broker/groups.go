@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/groups"
@@ -38,13 +39,14 @@ func (b *Broker) GroupMember(ctx context.Context, p Principal, group string) (Gr
 	if err != nil {
 		return nil, err
 	}
-	return groupMember{c: c, group: group}, nil
+	return groupMember{c: c, group: group, consumers: &b.consumers}, nil
 }
 
 // groupMember is the broker's GroupMember.
 type groupMember struct {
-	c     *groups.Coordinator
-	group string
+	c         *groups.Coordinator
+	group     string
+	consumers *consumerGroups
 }
 
 // What one member brings to a group is bounded: the coordinator holds it
@@ -67,6 +69,10 @@ func (m groupMember) Join(ctx context.Context, req groups.JoinRequest) (groups.J
 	if n > MaxMemberMetadataBytes {
 		return groups.JoinResult{}, kind.Errorf(kind.ErrInvalidArgument,
 			"group %q: the join's protocols and their metadata have %d bytes, at most %d are allowed", m.group, n, MaxMemberMetadataBytes)
+	}
+	if k := m.consumers.memberCount(m.group); k > 0 {
+		return groups.JoinResult{}, fmt.Errorf("%w: %q is a consumer group (KIP-848's protocol) with %d members, not a classic group",
+			groups.ErrInconsistentProtocol, m.group, k)
 	}
 	return m.c.JoinGroup(ctx, req)
 }
