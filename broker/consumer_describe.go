@@ -31,14 +31,8 @@ func (b *Broker) DescribeConsumerGroup(ctx context.Context, p Principal, group s
 	}
 	b.expireLocked(g, time.Now())
 	d.Epoch, d.AssignmentEpoch, d.Assignor = g.epoch, g.targetEpoch, g.assignor
-	d.State = "Stable"
-	if len(g.members) == 0 {
-		d.State = "Empty"
-	}
+	d.State = g.stateLocked()
 	for _, m := range g.members {
-		if m.epoch != g.targetEpoch || len(m.revoking) > 0 || !m.assigned.equal(g.target[m.id]) || g.targetEpoch != g.epoch {
-			d.State = "Reconciling"
-		}
 		d.Members = append(d.Members, ConsumerMemberDescription{Member: m.id, InstanceID: m.instance, Rack: m.rack,
 			ClientID: m.clientID, ClientHost: m.clientHost, MemberEpoch: m.epoch, Topics: m.topics, Regex: m.regex,
 			Assignment: b.assignmentOf(m.assigned), Target: b.assignmentOf(g.target[m.id])})
@@ -100,4 +94,39 @@ func (s *consumerGroups) deleteEmpty(group string) (held bool, err error) {
 	}
 	delete(s.groups, group)
 	return true, nil
+}
+
+// stateLocked is g's state as Kafka names a consumer group's: "Empty"
+// without members, "Reconciling" while a member is not at its target
+// (or the target is behind the group epoch), else "Stable".
+func (g *cgroup) stateLocked() string {
+	if len(g.members) == 0 {
+		return "Empty"
+	}
+	for _, m := range g.members {
+		if m.epoch != g.targetEpoch || len(m.revoking) > 0 || !m.assigned.equal(g.target[m.id]) || g.targetEpoch != g.epoch {
+			return "Reconciling"
+		}
+	}
+	return "Stable"
+}
+
+// listings is every server-assigned group here with its state, by name.
+func (s *consumerGroups) listings() []GroupListing {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]GroupListing, 0, len(s.groups))
+	for _, name := range sortedKeys(s.groups) {
+		st := s.groups[name].stateLocked()
+		l := GroupListing{GroupListing: groups.GroupListing{Group: name, ProtocolType: groups.ConsumerProtocolType, State: groups.Stable},
+			ConsumerState: st}
+		switch st {
+		case "Empty":
+			l.State = groups.Empty
+		case "Reconciling":
+			l.State = groups.PreparingRebalance
+		}
+		out = append(out, l)
+	}
+	return out
 }

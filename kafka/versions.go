@@ -38,7 +38,7 @@ func init() {
 		13: {0, 4, handleLeaveGroup},
 		14: {0, 5, handleSyncGroup},
 		15: {0, 5, handleDescribeGroups},
-		16: {0, 4, handleListGroups},
+		16: {0, 5, handleListGroups},
 		17: {0, 1, handleSaslHandshake},
 		18: {0, 4, handleAPIVersions},
 		19: {0, 7, handleCreateTopics},
