@@ -130,3 +130,39 @@ func (s *consumerGroups) listings() []GroupListing {
 	}
 	return out
 }
+
+// ValidateOffsetFetch checks an offset fetch that names a member of the
+// group and its epoch (Kafka's OffsetFetch v9, which a KIP-848 consumer
+// sends), as Kafka does: one naming no member with epoch -1 (an admin's,
+// a classic consumer's) is not checked; otherwise, for a server-assigned
+// group with members, the member must be in it (else
+// groups.ErrUnknownMember) at that very epoch (else ErrStaleMemberEpoch).
+// A classic group, or none, is not checked. It runs where the groups are
+// coordinated (*NotCoordinatorError elsewhere) and needs describe on the
+// group.
+func (b *Broker) ValidateOffsetFetch(ctx context.Context, p Principal, group, member string, epoch int32) error {
+	if err := b.Authorize(ctx, p, auth.OpDescribe, auth.Group(group)); err != nil {
+		return err
+	}
+	if member == "" && epoch < 0 {
+		return nil
+	}
+	if _, err := b.groupCoordinator(); err != nil {
+		return err
+	}
+	s := &b.consumers
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.groups[group]
+	if g == nil || len(g.members) == 0 {
+		return nil
+	}
+	m := g.members[member]
+	if m == nil {
+		return fmt.Errorf("%w %q in consumer group %q; join the group again", groups.ErrUnknownMember, member, group)
+	}
+	if epoch != m.epoch {
+		return fmt.Errorf("%w: group %q: member %s fetches offsets with epoch %d, its epoch is %d", ErrStaleMemberEpoch, group, member, epoch, m.epoch)
+	}
+	return nil
+}

@@ -31,7 +31,7 @@ func init() {
 		2:  {1, 6, handleListOffsets},
 		3:  {0, 12, handleMetadata},
 		8:  {0, 8, handleOffsetCommit},
-		9:  {0, 7, handleOffsetFetch},
+		9:  {0, 9, handleOffsetFetch},
 		10: {0, 4, handleFindCoordinator},
 		11: {0, 7, handleJoinGroup},
 		12: {0, 4, handleHeartbeat},
