@@ -8,8 +8,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/offsets"
 )
 
 // The consumer groups of KIP-848's protocol (docs/groups.md,
@@ -122,8 +124,12 @@ func checkHeartbeat(r ConsumerHeartbeatRequest) (ConsumerCode, string) {
 	switch {
 	case r.Group == "":
 		return ConsumerInvalidRequest, "a consumer group heartbeat names its group"
+	case len(r.Group) > offsets.MaxGroupBytes:
+		return ConsumerInvalidRequest, fmt.Sprintf("a group id of %d bytes: at most %d are allowed", len(r.Group), offsets.MaxGroupBytes)
 	case r.Member == "":
 		return ConsumerInvalidRequest, "a consumer group heartbeat names its member id (the client makes it)"
+	case !validUTF8(r):
+		return ConsumerInvalidRequest, "the group id, member id, instance id, rack and subscribed topics of a heartbeat are UTF-8"
 	case r.MemberEpoch < -2:
 		return ConsumerInvalidRequest, fmt.Sprintf("member epoch %d: an epoch is -2, -1, 0 or above", r.MemberEpoch)
 	case r.MemberEpoch == 0 && r.Topics == nil && r.Regex == nil:
@@ -137,6 +143,20 @@ func checkHeartbeat(r ConsumerHeartbeatRequest) (ConsumerCode, string) {
 		}
 	}
 	return ConsumerOK, ""
+}
+
+// validUTF8 reports whether r's strings that a group's record keeps are
+// UTF-8, as Kafka's protocol has them (the record would not keep others
+// as they are).
+func validUTF8(r ConsumerHeartbeatRequest) bool {
+	ok := utf8.ValidString(r.Group) && utf8.ValidString(r.Member)
+	for _, p := range []*string{r.InstanceID, r.RackID, r.Regex, r.Assignor} {
+		ok = ok && (p == nil || utf8.ValidString(*p))
+	}
+	for _, t := range r.Topics {
+		ok = ok && utf8.ValidString(t)
+	}
+	return ok
 }
 
 // forget drops every group: this node no longer coordinates them, and the

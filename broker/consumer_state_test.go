@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,5 +131,25 @@ func TestClusterRecordsConsumerGroup(t *testing.T) {
 	beat(t, b, broker.ConsumerHeartbeatRequest{Member: "a", MemberEpoch: -1})
 	if rec, ok := b.Cluster().GroupStates()["cg"]; ok {
 		t.Fatalf("cg still recorded after its last member left: %+v", rec)
+	}
+}
+
+// A heartbeat whose group id is longer than a recorded group's may be, or
+// whose strings are not UTF-8 (the record would not keep them as they
+// are), is refused as invalid.
+func TestConsumerHeartbeatRefusesUnrecordable(t *testing.T) {
+	b := open(t)
+	createTopic(t, b, "q", 1)
+	bad := "\xff"
+	for _, r := range []broker.ConsumerHeartbeatRequest{
+		{Group: strings.Repeat("g", offsets.MaxGroupBytes+1), Member: "a", Topics: []string{"q"}},
+		{Group: "cg", Member: bad, Topics: []string{"q"}},
+		{Group: "cg", Member: "a", Topics: []string{"q"}, InstanceID: &bad},
+		{Group: "cg", Member: "a", Topics: []string{"q", bad}},
+	} {
+		res, err := b.ConsumerHeartbeat(context.Background(), r)
+		if err != nil || res.Code != broker.ConsumerInvalidRequest {
+			t.Errorf("heartbeat %+v: code %d %s, %v; want ConsumerInvalidRequest", r, res.Code, res.Message, err)
+		}
 	}
 }
