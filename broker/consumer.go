@@ -8,8 +8,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/offsets"
 )
 
 // The consumer groups of KIP-848's protocol (docs/groups.md,
@@ -22,12 +24,15 @@ import (
 // member are given once that member released them, and the member's epoch
 // moves to the target's once it owns nothing outside its target. They run
 // where the classic groups' coordinator runs (the node that answers
-// groupCoordinator), in its memory.
+// groupCoordinator), in its memory; each group is recorded where the
+// classic groups' state is (consumer_state.go), so that the next
+// coordinator (a metadata leader, the node restarted) takes it over.
 
 // consumerGroups is the node's server-assigned groups.
 type consumerGroups struct {
 	mu     sync.Mutex
 	groups map[string]*cgroup
+	writes uint64 // the records written (consumer_state.go)
 }
 
 type cgroup struct {
@@ -38,6 +43,11 @@ type cgroup struct {
 	topicsSeen  string // the subscribed topics' fingerprint at targetEpoch
 	members     map[string]*cmember
 	target      map[string]tpSet
+	// changes counts the changes of what is recorded of the group
+	// (consumer_state.go), recorded how many of them are: the group needs
+	// a write while they differ. saving orders the group's writes.
+	changes, recorded uint64
+	saving            sync.Mutex
 }
 
 type cmember struct {
@@ -80,29 +90,46 @@ func (b *Broker) ConsumerHeartbeat(ctx context.Context, r ConsumerHeartbeatReque
 	now := time.Now()
 	s := &b.consumers
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	g := s.groups[r.Group]
 	if g == nil {
 		if r.MemberEpoch != 0 {
+			s.mu.Unlock()
 			return ConsumerHeartbeatResult{Code: ConsumerUnknownMember,
 				Message: "member " + r.Member + " is not in group " + r.Group + ": join again"}, nil
 		}
-		g = &cgroup{name: r.Group, members: map[string]*cmember{}, target: map[string]tpSet{}}
+		g = newCGroup(r.Group)
 		if s.groups == nil {
 			s.groups = map[string]*cgroup{}
 		}
 		s.groups[r.Group] = g
 	}
 	b.expireLocked(g, now)
-	return b.consumerBeatLocked(g, r, now), nil
+	res := b.consumerBeatLocked(g, r, now)
+	w := g.pendingLocked()
+	s.mu.Unlock()
+	// What the answer tells the member is recorded before it learns it; a
+	// heartbeat that changed nothing (and finds nothing unrecorded) writes
+	// nothing.
+	if err := b.recordConsumerGroup(ctx, g, w); err != nil {
+		return ConsumerHeartbeatResult{}, err
+	}
+	return res, nil
+}
+
+func newCGroup(name string) *cgroup {
+	return &cgroup{name: name, members: map[string]*cmember{}, target: map[string]tpSet{}}
 }
 
 func checkHeartbeat(r ConsumerHeartbeatRequest) (ConsumerCode, string) {
 	switch {
 	case r.Group == "":
 		return ConsumerInvalidRequest, "a consumer group heartbeat names its group"
+	case len(r.Group) > offsets.MaxGroupBytes:
+		return ConsumerInvalidRequest, fmt.Sprintf("a group id of %d bytes: at most %d are allowed", len(r.Group), offsets.MaxGroupBytes)
 	case r.Member == "":
 		return ConsumerInvalidRequest, "a consumer group heartbeat names its member id (the client makes it)"
+	case !validUTF8(r):
+		return ConsumerInvalidRequest, "the group id, member id, instance id, rack and subscribed topics of a heartbeat are UTF-8"
 	case r.MemberEpoch < -2:
 		return ConsumerInvalidRequest, fmt.Sprintf("member epoch %d: an epoch is -2, -1, 0 or above", r.MemberEpoch)
 	case r.MemberEpoch == 0 && r.Topics == nil && r.Regex == nil:
@@ -116,6 +143,20 @@ func checkHeartbeat(r ConsumerHeartbeatRequest) (ConsumerCode, string) {
 		}
 	}
 	return ConsumerOK, ""
+}
+
+// validUTF8 reports whether r's strings that a group's record keeps are
+// UTF-8, as Kafka's protocol has them (the record would not keep others
+// as they are).
+func validUTF8(r ConsumerHeartbeatRequest) bool {
+	ok := utf8.ValidString(r.Group) && utf8.ValidString(r.Member)
+	for _, p := range []*string{r.InstanceID, r.RackID, r.Regex, r.Assignor} {
+		ok = ok && (p == nil || utf8.ValidString(*p))
+	}
+	for _, t := range r.Topics {
+		ok = ok && utf8.ValidString(t)
+	}
+	return ok
 }
 
 // forget drops every group: this node no longer coordinates them, and the
@@ -142,6 +183,7 @@ func (g *cgroup) remove(m *cmember) {
 	delete(g.members, m.id)
 	delete(g.target, m.id)
 	g.epoch++
+	g.changes++
 }
 
 // consumerBeatLocked is the heartbeat of r.Member in g.
@@ -151,7 +193,10 @@ func (b *Broker) consumerBeatLocked(g *cgroup, r ConsumerHeartbeatRequest, now t
 	switch {
 	case r.MemberEpoch < 0:
 		if m != nil && r.MemberEpoch == -2 && m.instance != "" {
-			m.left = true // its partitions wait for its instance until its session ends
+			if !m.left {
+				m.left = true // its partitions wait for its instance until its session ends
+				g.changes++
+			}
 		} else if m != nil {
 			g.remove(m)
 		}
@@ -167,13 +212,18 @@ func (b *Broker) consumerBeatLocked(g *cgroup, r ConsumerHeartbeatRequest, now t
 		return ConsumerHeartbeatResult{Code: ConsumerFencedMemberEpoch,
 			Message: fmt.Sprintf("member epoch %d of %s is not its epoch %d: join again", r.MemberEpoch, r.Member, m.epoch)}
 	}
-	m.seen, m.left, m.clientID, m.clientHost = now, false, r.ClientID, r.ClientHost
+	if m.left || m.clientID != r.ClientID || m.clientHost != r.ClientHost {
+		m.left, m.clientID, m.clientHost = false, r.ClientID, r.ClientHost
+		g.changes++
+	}
+	m.seen = now
 	b.updateMember(g, m, r)
 	resend := r.MemberEpoch == 0
 	if r.Owned != nil {
 		owned := b.ownedSet(r.Owned)
-		if len(m.revoking.and(owned)) == 0 {
+		if len(m.revoking) > 0 && len(m.revoking.and(owned)) == 0 {
 			m.revoking = tpSet{}
+			g.changes++
 		}
 		resend = resend || !owned.equal(m.assigned)
 	}
@@ -203,6 +253,7 @@ func (g *cgroup) join(r ConsumerHeartbeatRequest, m *cmember) (*cmember, Consume
 			delete(g.target, o.id)
 			o.id = r.Member
 			g.members[o.id] = o
+			g.changes++
 			return o, ConsumerOK
 		}
 	}
@@ -215,34 +266,46 @@ func (g *cgroup) join(r ConsumerHeartbeatRequest, m *cmember) (*cmember, Consume
 	}
 	g.members[m.id] = m
 	g.epoch++
+	g.changes++
 	return m, ConsumerOK
 }
 
 // updateMember applies what the heartbeat changed of the member; a new
 // subscription moves the group epoch.
 func (b *Broker) updateMember(g *cgroup, m *cmember, r ConsumerHeartbeatRequest) {
-	if r.RebalanceTimeout > 0 {
+	if r.RebalanceTimeout > 0 && r.RebalanceTimeout != m.rebalanceTimeout {
 		m.rebalanceTimeout = r.RebalanceTimeout
+		g.changes++
 	}
-	if r.RackID != nil {
+	if r.RackID != nil && *r.RackID != m.rack {
 		m.rack = *r.RackID
+		g.changes++
 	}
-	if r.Assignor != nil {
+	if r.Assignor != nil && *r.Assignor != m.assignor {
 		m.assignor = *r.Assignor
+		g.changes++
 	}
 	if r.Topics != nil {
 		ts := slices.Compact(slices.Sorted(slices.Values(r.Topics)))
 		if !slices.Equal(ts, m.topics) {
 			m.topics = ts
 			g.epoch++
+			g.changes++
 		}
 	}
 	if r.Regex != nil && *r.Regex != m.regex {
-		m.regex, m.re = *r.Regex, nil
-		if m.regex != "" {
-			m.re = regexp.MustCompile("^(?:" + m.regex + ")$") // checked by checkHeartbeat
-		}
+		m.setRegex(*r.Regex)
 		g.epoch++
+		g.changes++
+	}
+}
+
+// setRegex sets the member's subscribed topic regex (checked by
+// checkHeartbeat, or recorded after that check).
+func (m *cmember) setRegex(re string) {
+	m.regex, m.re = re, nil
+	if re != "" {
+		m.re = regexp.MustCompile("^(?:" + re + ")$")
 	}
 }
 
@@ -259,6 +322,7 @@ func (g *cgroup) reconcile(m *cmember, now time.Time) bool {
 		m.revoking = drop
 		m.assigned = m.assigned.and(t)
 		m.revokeBy = now.Add(m.rebalanceTimeout)
+		g.changes++
 		return true
 	}
 	busy := tpSet{}
@@ -282,6 +346,9 @@ func (g *cgroup) reconcile(m *cmember, now time.Time) bool {
 		m.prevEpoch, m.epoch = m.epoch, g.targetEpoch
 		changed = true
 	}
+	if changed {
+		g.changes++
+	}
 	return changed
 }
 
@@ -292,6 +359,7 @@ func (b *Broker) refreshTarget(g *cgroup) {
 	subs, counts, seen := b.subscriptions(g)
 	if seen != g.topicsSeen {
 		g.topicsSeen = seen
+		g.changes++
 		if g.targetEpoch == g.epoch {
 			g.epoch++
 		}
@@ -309,6 +377,7 @@ func (b *Broker) refreshTarget(g *cgroup) {
 	}
 	g.target = assign(g.assignor, in)
 	g.targetEpoch = g.epoch
+	g.changes++
 }
 
 // subscriptions resolves each member's subscription to the topics that

@@ -39,6 +39,9 @@ type controlPlane interface {
 	// applied is current (a read barrier; *NotLeaderError on a node that
 	// does not lead the metadata).
 	groupHandover(ctx context.Context, b *Broker) (groups.StateStore, map[string][]byte, error)
+	// recordConsumerState writes a server-assigned group's record (nil:
+	// removes it) where groupHandover finds it (consumer_state.go).
+	recordConsumerState(ctx context.Context, group string, epoch int32, enc []byte) error
 	// identify fills in self's id, Kafka id and Raft address; run starts
 	// the background work once the front-ends listen; close stops it (the
 	// logs and the Pebble store stay open).

@@ -47,6 +47,7 @@ func (k *coordinator) get() (*groups.Coordinator, error) {
 		if k.c != nil {
 			k.c.Close()
 			k.c = nil
+			k.b.consumers.forget()
 		}
 		return nil, &NotCoordinatorError{Leader: leader}
 	}
@@ -89,7 +90,11 @@ func (k *coordinator) newCoordinator() (*groups.Coordinator, error) {
 	}
 	cfg.States = store
 	c := groups.New(cfg)
+	k.b.takeOverConsumerGroups(recorded)
 	for name, rec := range recorded {
+		if isConsumerRecord(rec) {
+			continue // a server-assigned group's, taken over above
+		}
 		if err := k.restore(c, name, rec); err != nil {
 			k.b.logger.Warn("a consumer group's recorded membership is not taken over: its members join it again",
 				"group", name, "err", err)
@@ -203,6 +208,7 @@ func (k *coordinator) watch(ctx context.Context) {
 			if _, leads := k.b.plane.metaLeader(); !leads {
 				k.c.Close()
 				k.c = nil
+				k.b.consumers.forget()
 			}
 		}
 		c := k.c
@@ -211,6 +217,7 @@ func (k *coordinator) watch(ctx context.Context) {
 			if gs, err := c.CheckPartitions(); err == nil && len(gs) > 0 { // closed meanwhile: the next tick sees it
 				k.b.logger.Info("rebalancing consumer groups: a subscribed topic changed its partition count", "groups", gs)
 			}
+			k.b.sweepConsumerGroups(ctx)
 		}
 	}
 }
@@ -229,20 +236,22 @@ func (k *coordinator) close() {
 // node has one (groups.Coordinator.ValidateCommit), or with the
 // server-assigned group of that name (consumer_describe.go).
 func (k *coordinator) validateCommit(group, member string, generation int32) error {
-	if handled, err := k.b.consumers.validateCommit(group, member, generation); handled {
-		return err
-	}
 	k.mu.Lock()
 	c := k.c
 	k.mu.Unlock()
-	if c == nil {
-		if member == "" && generation < 0 {
-			return nil // no coordinator here has members of any group
-		}
+	if c == nil && (member != "" || generation >= 0) {
+		// Made first (taking the recorded groups over, the
+		// server-assigned ones too) for a member's commit.
 		var err error
 		if c, err = k.get(); err != nil {
 			return err
 		}
+	}
+	if handled, err := k.b.consumers.validateCommit(group, member, generation); handled {
+		return err
+	}
+	if c == nil {
+		return nil // no coordinator here has members of any group
 	}
 	return c.ValidateCommit(group, member, generation)
 }

@@ -2,6 +2,9 @@ package broker
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/groups"
@@ -38,13 +41,14 @@ func (b *Broker) GroupMember(ctx context.Context, p Principal, group string) (Gr
 	if err != nil {
 		return nil, err
 	}
-	return groupMember{c: c, group: group}, nil
+	return groupMember{c: c, group: group, consumers: &b.consumers}, nil
 }
 
 // groupMember is the broker's GroupMember.
 type groupMember struct {
-	c     *groups.Coordinator
-	group string
+	c         *groups.Coordinator
+	group     string
+	consumers *consumerGroups
 }
 
 // What one member brings to a group is bounded: the coordinator holds it
@@ -67,6 +71,10 @@ func (m groupMember) Join(ctx context.Context, req groups.JoinRequest) (groups.J
 	if n > MaxMemberMetadataBytes {
 		return groups.JoinResult{}, kind.Errorf(kind.ErrInvalidArgument,
 			"group %q: the join's protocols and their metadata have %d bytes, at most %d are allowed", m.group, n, MaxMemberMetadataBytes)
+	}
+	if k := m.consumers.memberCount(m.group); k > 0 {
+		return groups.JoinResult{}, fmt.Errorf("%w: %q is a consumer group (KIP-848's protocol) with %d members, not a classic group",
+			groups.ErrInconsistentProtocol, m.group, k)
 	}
 	return m.c.JoinGroup(ctx, req)
 }
@@ -111,10 +119,16 @@ type GroupListing struct {
 	// OffsetsOnly: the coordinator does not hold the group, which only
 	// has committed offsets (State is Empty, ProtocolType is "").
 	OffsetsOnly bool
+	// ConsumerState, set for a server-assigned group (KIP-848's
+	// protocol; ProtocolType "consumer"), is its state as Kafka names it
+	// ("Empty", "Reconciling", "Stable"); State is the classic state
+	// nearest to it (Reconciling: PreparingRebalance).
+	ConsumerState string `json:",omitempty"`
 }
 
 // ListMemberGroups lists the groups p may describe: those the coordinator
-// holds, by name, then those that only have committed offsets, by name.
+// holds (classic and server-assigned), by name, then those that only have
+// committed offsets, by name.
 // On a node that does not coordinate the groups it is
 // *NotCoordinatorError.
 func (b *Broker) ListMemberGroups(ctx context.Context, p Principal) ([]GroupListing, error) {
@@ -138,6 +152,16 @@ func (b *Broker) ListMemberGroups(ctx context.Context, p Principal) ([]GroupList
 			out = append(out, GroupListing{GroupListing: l})
 		}
 	}
+	for _, l := range b.consumers.listings() {
+		if isHeld[l.Group] {
+			continue // an empty consumer group whose id a classic group uses now
+		}
+		isHeld[l.Group] = true
+		if b.allowed(p, auth.OpDescribe, auth.Group(l.Group)) {
+			out = append(out, l)
+		}
+	}
+	slices.SortStableFunc(out, func(x, y GroupListing) int { return strings.Compare(x.Group, y.Group) })
 	for _, g := range committed {
 		if !isHeld[g] {
 			out = append(out, GroupListing{GroupListing: groups.GroupListing{Group: g, State: groups.Empty}, OffsetsOnly: true})

@@ -130,10 +130,14 @@ func (b *Broker) DeleteGroup(ctx context.Context, pr Principal, group string) er
 	if err != nil {
 		return err
 	}
-	held := true
-	if err := coord.DeleteGroup(group); errors.Is(err, groups.ErrGroupNotFound) {
-		held = false
-	} else if err != nil {
+	held, err := b.consumers.deleteEmpty(group)
+	if err != nil {
+		return err
+	}
+	switch err := coord.DeleteGroup(group); {
+	case err == nil:
+		held = true
+	case !errors.Is(err, groups.ErrGroupNotFound):
 		return err
 	}
 	cs, err := b.offsets.Fetch(group, "")

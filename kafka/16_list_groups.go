@@ -2,16 +2,19 @@ package kafka
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd/logd/groups"
 )
 
-// handleListGroups lists the coordinator's groups and the groups that only
-// have committed offsets (state Empty, protocol type "consumer"), those
-// the principal may describe, filtered by state (v4+) when the request
-// names states. As in Kafka, each broker lists the groups it coordinates:
+// handleListGroups lists the coordinator's groups (KIP-848's consumer
+// groups with their own states and, v5+, group type "consumer"; the
+// others "classic") and the groups that only have committed offsets
+// (state Empty, protocol type "consumer"), those the principal may
+// describe, filtered by state (v4+) and type (v5+) when the request names
+// them. As in Kafka, each broker lists the groups it coordinates:
 // a node that does not run the group coordinator lists none, without an
 // error (admin clients ask every broker and fail on any error).
 func handleListGroups(s *Server, r *request) func() kmsg.Response {
@@ -30,19 +33,34 @@ func handleListGroups(s *Server, r *request) func() kmsg.Response {
 			return resp
 		}
 		for _, l := range list {
-			protocolType, state := l.ProtocolType, l.State.String()
+			protocolType, state, typ := l.ProtocolType, l.State.String(), "classic"
 			if l.OffsetsOnly {
 				protocolType = groups.ConsumerProtocolType
 			}
-			if len(req.StatesFilter) > 0 && !contains(req.StatesFilter, state) {
+			if l.ConsumerState != "" {
+				state, typ = l.ConsumerState, "consumer"
+			}
+			if len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, state) ||
+				len(req.TypesFilter) > 0 && !containsFold(req.TypesFilter, typ) {
 				continue
 			}
 			g := kmsg.NewListGroupsResponseGroup()
-			g.Group, g.ProtocolType, g.GroupState = l.Group, protocolType, state
+			g.Group, g.ProtocolType, g.GroupState, g.GroupType = l.Group, protocolType, state, typ
 			resp.Groups = append(resp.Groups, g)
 		}
 		return resp
 	}
+}
+
+// containsFold reports whether ss holds s, in any case (Kafka matches
+// ListGroups' filters so).
+func containsFold(ss []string, s string) bool {
+	for _, x := range ss {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func contains(ss []string, s string) bool {

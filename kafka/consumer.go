@@ -15,6 +15,7 @@ import (
 type consumerCore interface {
 	ConsumerHeartbeat(ctx context.Context, r broker.ConsumerHeartbeatRequest) (broker.ConsumerHeartbeatResult, error)
 	DescribeConsumerGroup(ctx context.Context, p Principal, group string) (broker.ConsumerGroupDescription, error)
+	ValidateOffsetFetch(ctx context.Context, p Principal, group, member string, epoch int32) error
 	TopicByID(id [16]byte) (string, bool)
 	TopicIDOf(name string) ([16]byte, bool)
 }

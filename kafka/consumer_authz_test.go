@@ -35,10 +35,12 @@ func TestConsumerGroupACLs(t *testing.T) {
 		allow("mallory", auth.ResourceTopic, "q")); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
+	type user struct {
 		user, pw string
 		want     int16
-	}{{"mallory", "mallory-pw", kerr.GroupAuthorizationFailed.Code}, {"eve", "eve-pw", 0}} {
+	}
+	users := []user{{"mallory", "mallory-pw", kerr.GroupAuthorizationFailed.Code}, {"eve", "eve-pw", 0}}
+	for _, c := range users {
 		cl := newClient(t, n.addr, kgo.SASL(scramAuth(auth.ScramSHA256, c.user, c.pw)))
 		hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 		hb.Group, hb.MemberID, hb.SubscribedTopicNames, hb.RebalanceTimeoutMillis = "g", "m-"+c.user, []string{"q"}, 30000
@@ -54,6 +56,31 @@ func TestConsumerGroupACLs(t *testing.T) {
 		}
 		if c.want == 0 && (len(dresp.Groups[0].Members) != 1 || hresp.Assignment == nil || len(hresp.Assignment.Topics) != 1) {
 			t.Fatalf("eve's join: assignment %+v, described %+v", hresp.Assignment, dresp.Groups[0])
+		}
+	}
+	// The group, once eve joined: ListGroups lists it to eve only (type
+	// "consumer", its own state), and a classic DescribeGroups describes
+	// its member to eve and refuses mallory.
+	for _, c := range users {
+		cl := newClient(t, n.addr, kgo.SASL(scramAuth(auth.ScramSHA256, c.user, c.pw)))
+		lg := kmsg.NewPtrListGroupsRequest()
+		lresp, err := lg.RequestWith(ctx, cl)
+		if err != nil || lresp.ErrorCode != 0 {
+			t.Fatalf("%s's ListGroups: %+v, %v", c.user, lresp, err)
+		}
+		listed := len(lresp.Groups) == 1 && lresp.Groups[0].Group == "g" && lresp.Groups[0].GroupType == "consumer" &&
+			lresp.Groups[0].ProtocolType == "consumer" && lresp.Groups[0].GroupState != ""
+		if listed != (c.want == 0) || (c.want != 0 && len(lresp.Groups) != 0) {
+			t.Fatalf("%s's ListGroups: %+v", c.user, lresp.Groups)
+		}
+		dg := kmsg.NewPtrDescribeGroupsRequest()
+		dg.Groups = []string{"g"}
+		dresp, err := dg.RequestWith(ctx, cl)
+		if err != nil || len(dresp.Groups) != 1 || dresp.Groups[0].ErrorCode != c.want {
+			t.Fatalf("%s's DescribeGroups: %+v, %v; want code %d", c.user, dresp, err, c.want)
+		}
+		if g := dresp.Groups[0]; c.want == 0 && (g.ProtocolType != "consumer" || len(g.Members) != 1 || g.Members[0].MemberID != "m-eve") {
+			t.Fatalf("eve's DescribeGroups of a consumer group: %+v", g)
 		}
 	}
 }

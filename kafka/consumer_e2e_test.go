@@ -29,12 +29,13 @@ func (s *seenRecords) count() int {
 	return len(s.seen)
 }
 
-func startMember848(t *testing.T, seeds []string, topic, group string, seen *seenRecords) *member848 {
+func startMember848(t *testing.T, seeds []string, topic, group string, seen *seenRecords, opts ...kgo.Opt) *member848 {
 	t.Helper()
 	m := &member848{stop: make(chan struct{}), done: make(chan struct{})}
-	m.cl = newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+	opts = append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ServerSideBalancer(), kgo.Balancers(kgo.CooperativeStickyBalancer()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200 * time.Millisecond)}, opts...)
+	m.cl = newClient(t, seeds[0], opts...)
 	go func() {
 		defer close(m.done)
 		for {

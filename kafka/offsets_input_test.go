@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/logd/logd/offsets"
 )
@@ -72,26 +74,42 @@ func TestKafkaOffsetCommitBadInput(t *testing.T) {
 }
 
 // TestKafkaOffsetFetchEmptyGroup: OffsetFetch of the group "" is
-// INVALID_GROUP_ID, in the response and in each partition asked for.
+// INVALID_GROUP_ID, in the response and in each partition asked for; v8+
+// answers it in the group's error code.
 func TestKafkaOffsetFetchEmptyGroup(t *testing.T) {
 	n := startNode(t)
 	n.createTopic(t, "t", 1)
-	br := newClient(t, n.addr).SeedBrokers()[0]
-	for _, v := range []int16{1, 7} {
+	for _, v := range []int16{7, 9} {
+		vs := kversion.Stable()
+		vs.SetMaxKeyVersion(kmsg.OffsetFetch.Int16(), v)
+		br := newClient(t, n.addr, kgo.MaxVersions(vs)).SeedBrokers()[0]
 		req := kmsg.NewPtrOffsetFetchRequest()
-		req.Version = v
-		rt := kmsg.NewOffsetFetchRequestTopic()
-		rt.Topic, rt.Partitions = "t", []int32{0}
-		req.Topics = append(req.Topics, rt)
+		if v >= 8 {
+			rg := kmsg.NewOffsetFetchRequestGroup()
+			rt := kmsg.NewOffsetFetchRequestGroupTopic()
+			rt.Topic, rt.Partitions = "t", []int32{0}
+			rg.Topics = append(rg.Topics, rt)
+			req.Groups = append(req.Groups, rg)
+		} else {
+			rt := kmsg.NewOffsetFetchRequestTopic()
+			rt.Topic, rt.Partitions = "t", []int32{0}
+			req.Topics = append(req.Topics, rt)
+		}
 		resp, err := br.Request(testCtx(t), req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		r := resp.(*kmsg.OffsetFetchResponse)
+		if v >= 8 {
+			if len(r.Groups) != 1 || r.Groups[0].ErrorCode != kerr.InvalidGroupID.Code {
+				t.Errorf("v%d: answered %+v, want the group INVALID_GROUP_ID", v, r.Groups)
+			}
+			continue
+		}
 		if got := r.Topics[0].Partitions[0].ErrorCode; got != kerr.InvalidGroupID.Code {
 			t.Errorf("v%d: partition answered %v, want INVALID_GROUP_ID", v, kerr.ErrorForCode(got))
 		}
-		if v >= 2 && r.ErrorCode != kerr.InvalidGroupID.Code {
+		if r.ErrorCode != kerr.InvalidGroupID.Code {
 			t.Errorf("v%d: answered %v, want INVALID_GROUP_ID", v, kerr.ErrorForCode(r.ErrorCode))
 		}
 	}
