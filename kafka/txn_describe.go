@@ -177,8 +177,8 @@ func activeProducers(ps []broker.ProducerInfo) []kmsg.DescribeProducersResponseT
 		ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 		ap.ProducerID, ap.ProducerEpoch = p.ProducerID, int32(p.Epoch)
 		ap.LastSequence, ap.LastTimestamp = p.LastSequence, p.LastTimestamp
-		// logd's coordinator has no epoch of its own (its markers carry
-		// 0) and a partition does not keep it: unknown.
+		// logd's coordinator has no epoch of its own (the markers'
+		// field of that name carries the transaction's number): unknown.
 		ap.CoordinatorEpoch = -1
 		ap.CurrentTxnStartOffset = p.TxnStartOffset
 		out = append(out, ap)
