@@ -159,23 +159,7 @@ func newDLQPurgeCmd(srv *serverFlag) *cobra.Command {
 partition) below --offset, as topic trim-prefix (Kafka's DeleteRecords);
 --offset end deletes every record. Needs delete on the topic.`,
 		Args: exactArgs("TOPIC"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			topic, err := topicArg(args)
-			if err != nil {
-				return err
-			}
-			off, err := parseTrimOffset(offset)
-			if err != nil {
-				return err
-			}
-			p, err := partitionFlag(cmd, part)
-			if err != nil {
-				return err
-			}
-			return srv.run(func(c *client.Client) error {
-				return trimPrefix(callContext(cmd), cmd.OutOrStdout(), c.Admin(), topic, p, off, false)
-			})
-		},
+		RunE: trimRun(srv, &offset, &part, new(bool)),
 	}
 	cmd.Flags().StringVar(&offset, "offset", "", "delete the records below this offset, or end for all (required)")
 	cmd.Flags().Int32Var(&part, "partition", 0, "purge only this partition (default: all)")

@@ -34,23 +34,7 @@ Prints the log start now in force of each partition; --json prints one
 object a line: topic, partition, log_start_offset. Needs delete on the
 topic.`,
 		Args: exactArgs("TOPIC"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			topic, err := topicArg(args)
-			if err != nil {
-				return err
-			}
-			off, err := parseTrimOffset(offset)
-			if err != nil {
-				return err
-			}
-			p, err := partitionFlag(cmd, part)
-			if err != nil {
-				return err
-			}
-			return srv.run(func(c *client.Client) error {
-				return trimPrefix(callContext(cmd), cmd.OutOrStdout(), c.Admin(), topic, p, off, asJSON)
-			})
-		},
+		RunE: trimRun(srv, &offset, &part, &asJSON),
 	}
 	cmd.Flags().StringVar(&offset, "offset", "", "the new log start: an offset, or end for the high watermark (required)")
 	cmd.Flags().Int32Var(&part, "partition", 0, "trim only this partition (default: all)")
@@ -60,6 +44,29 @@ topic.`,
 
 // parseTrimOffset parses --offset: an offset, or end (-1) for the high
 // watermark.
+// trimRun is the RunE of topic trim-prefix and dlq purge: TOPIC's
+// records below the --offset flag deleted, in the --partition flag's
+// partition or in every one.
+func trimRun(srv *serverFlag, offset *string, part *int32, asJSON *bool) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		topic, err := topicArg(args)
+		if err != nil {
+			return err
+		}
+		off, err := parseTrimOffset(*offset)
+		if err != nil {
+			return err
+		}
+		p, err := partitionFlag(cmd, *part)
+		if err != nil {
+			return err
+		}
+		return srv.run(func(c *client.Client) error {
+			return trimPrefix(callContext(cmd), cmd.OutOrStdout(), c.Admin(), topic, p, off, *asJSON)
+		})
+	}
+}
+
 func parseTrimOffset(s string) (int64, error) {
 	switch s {
 	case "":
