@@ -58,6 +58,8 @@ type (
 		Partition int32  `json:"partition"`
 		Batch     []byte `json:"batch"`
 		Acks      Acks   `json:"acks"`
+		// TransactionalID: see ProduceRequest.
+		TransactionalID string `json:"transactional_id,omitempty"`
 	}
 	groupReq struct {
 		Group string `json:"group,omitempty"`
@@ -72,7 +74,7 @@ func (f Forwarder) Produce(ctx context.Context, r ProduceRequest) (ProduceResult
 	if addr, ok := passOn(ctx, err); ok {
 		res = ProduceResult{}
 		err = f.b.peerCall(ctx, addr, opProduce, r.Principal,
-			produceReq{Topic: r.Topic, Partition: r.Partition, Batch: r.Batch, Acks: r.Acks}, &res)
+			produceReq{Topic: r.Topic, Partition: r.Partition, Batch: r.Batch, Acks: r.Acks, TransactionalID: r.TransactionalID}, &res)
 	}
 	return res, err
 }

@@ -131,7 +131,7 @@ func (b *Broker) handlePeers() {
 		return b.RemoveACLs(ctx, pr, r.Filter)
 	})
 	handle(b, opProduce, func(ctx context.Context, pr Principal, r produceReq) (any, error) {
-		return b.Produce(ctx, ProduceRequest{Principal: pr, Topic: r.Topic, Partition: r.Partition, Batch: r.Batch, Acks: r.Acks})
+		return b.Produce(ctx, ProduceRequest{Principal: pr, Topic: r.Topic, Partition: r.Partition, Batch: r.Batch, Acks: r.Acks, TransactionalID: r.TransactionalID})
 	})
 	handle(b, opFetch, b.peerFetch)
 	handle(b, opRecordCounts, b.peerRecordCounts)

@@ -196,7 +196,7 @@ func (tx *Transaction) send(ctx context.Context, tps []topicPartition, bs []*txn
 func (p *TransactionalProducer) write(ctx context.Context, tp topicPartition, addr string, seq int32, b *txnBatch) (string, error) {
 	enc := batch.EncodeTransactional(nil, batch.Producer{ID: p.pid, Epoch: p.epoch, Sequence: seq}, b.recs)
 	part := tp.partition
-	req := &logdv1.ProduceRequest{Topic: tp.topic, Partition: &part, Batch: enc, Acks: logdv1.Acks(p.opts.Acks)}
+	req := &logdv1.ProduceRequest{Topic: tp.topic, Partition: &part, Batch: enc, Acks: logdv1.Acks(p.opts.Acks), TransactionalId: p.id}
 	deadline := time.Now().Add(p.opts.DeliveryTimeout)
 	backoff := p.opts.RetryBackoff
 	for {

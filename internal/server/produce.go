@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/grpc/status"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/internal/kind"
@@ -53,7 +54,13 @@ func (s *Server) produce(ctx context.Context, req *pb.ProduceRequest) (*pb.Produ
 	case req.Partition == nil:
 		return nil, invalidArg("produce: a batch needs its partition: set partition (0 to %d)", n-1)
 	}
-	res, err := s.b.Produce(ctx, broker.ProduceRequest{Principal: principal(ctx), Topic: req.Topic, Partition: *req.Partition, Batch: req.Batch, Acks: acksOf(req.Acks)})
+	if req.TransactionalId != "" {
+		if err := s.b.Authorize(ctx, principal(ctx), auth.OpWrite, auth.TransactionalID(req.TransactionalId)); err != nil {
+			return nil, err
+		}
+	}
+	res, err := s.b.Produce(ctx, broker.ProduceRequest{Principal: principal(ctx), Topic: req.Topic, Partition: *req.Partition, Batch: req.Batch, Acks: acksOf(req.Acks),
+		TransactionalID: req.TransactionalId})
 	if err != nil {
 		return nil, err
 	}

@@ -341,9 +341,14 @@ type ProduceRequest struct {
 	Records []*Record `protobuf:"bytes,4,rep,name=records,proto3" json:"records,omitempty"`
 	Acks    Acks      `protobuf:"varint,5,opt,name=acks,proto3,enum=logd.v1.Acks" json:"acks,omitempty"`
 	// Echoed in the response; lets ProduceStream clients match responses.
-	RequestId     uint64 `protobuf:"varint,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RequestId uint64 `protobuf:"varint,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// The producer's transactional id when batch is in a transaction (as
+	// Kafka's produce names it): the principal needs write on it, and the
+	// first batch of a transaction in a partition is verified with the
+	// transaction coordinator (docs/transactions.md).
+	TransactionalId string `protobuf:"bytes,7,opt,name=transactional_id,json=transactionalId,proto3" json:"transactional_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ProduceRequest) Reset() {
@@ -416,6 +421,13 @@ func (x *ProduceRequest) GetRequestId() uint64 {
 		return x.RequestId
 	}
 	return 0
+}
+
+func (x *ProduceRequest) GetTransactionalId() string {
+	if x != nil {
+		return x.TransactionalId
+	}
+	return ""
 }
 
 type ProduceResponse struct {
@@ -5118,7 +5130,7 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x03 \x01(\fR\x05value\x12!\n" +
 	"\ftimestamp_ms\x18\x04 \x01(\x03R\vtimestampMs\x12)\n" +
-	"\aheaders\x18\x05 \x03(\v2\x0f.logd.v1.HeaderR\aheaders\"\xda\x01\n" +
+	"\aheaders\x18\x05 \x03(\v2\x0f.logd.v1.HeaderR\aheaders\"\x85\x02\n" +
 	"\x0eProduceRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12!\n" +
 	"\tpartition\x18\x02 \x01(\x05H\x00R\tpartition\x88\x01\x01\x12\x14\n" +
@@ -5126,7 +5138,8 @@ const file_logd_v1_logd_proto_rawDesc = "" +
 	"\arecords\x18\x04 \x03(\v2\x0f.logd.v1.RecordR\arecords\x12!\n" +
 	"\x04acks\x18\x05 \x01(\x0e2\r.logd.v1.AcksR\x04acks\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x06 \x01(\x04R\trequestIdB\f\n" +
+	"request_id\x18\x06 \x01(\x04R\trequestId\x12)\n" +
+	"\x10transactional_id\x18\a \x01(\tR\x0ftransactionalIdB\f\n" +
 	"\n" +
 	"_partition\"\xbe\x01\n" +
 	"\x0fProduceResponse\x12\x1d\n" +
