@@ -271,6 +271,14 @@ func (b *Broker) KVPut(ctx context.Context, pr Principal, topic string, put KVPu
 		l.Lock()
 		defer l.Unlock()
 		if err := b.kvCheck(ctx, topic, p, kvPart(cfg, p), put); err != nil {
+			// A retry of a put its writer stored already: the first
+			// attempt is what changed the key (or came before a put
+			// that did), and its answer stands.
+			if w := put.Writer.producer(); w.ID >= 0 {
+				if res, ok := p.Appended(w.ID, w.Epoch, w.Sequence); ok {
+					return KVPutResult{Partition: p.ID, Offset: res.BaseOffset, TimestampMs: time.Now().UnixMilli()}, nil
+				}
+			}
 			return KVPutResult{}, err
 		}
 	}

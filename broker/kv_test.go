@@ -350,3 +350,30 @@ func TestKVPutRetryByItsWriterIsStoredOnce(t *testing.T) {
 	}
 	kvWantAbsent(t, b, "cfg", "k")
 }
+
+// A retry of a compare-and-set its writer stored already is answered
+// with the first attempt's offset, though the key moved on since (the
+// first attempt, or a put after it, changed what the condition tests);
+// another writer's put with the same stale expectation is refused.
+func TestKVCompareAndSetRetryByItsWriterIsAnswered(t *testing.T) {
+	b := open(t)
+	ctx := context.Background()
+	createKV(t, b, "", "cfg", 1, 0)
+	absent := broker.KVAbsent
+	put := broker.KVPut{Key: []byte("k"), Value: []byte("first"), Expected: &absent, Writer: broker.KVWriter{ID: 78}}
+	first, err := b.KVPut(ctx, "", "cfg", put)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kvPut(t, b, "cfg", "k", "after")
+	retry, err := b.KVPut(ctx, "", "cfg", put)
+	if err != nil || retry.Offset != first.Offset {
+		t.Fatalf("the retry: offset %d, %v; want the first attempt's %d", retry.Offset, err, first.Offset)
+	}
+	other := put
+	other.Writer = broker.KVWriter{ID: 79}
+	var conflict *broker.KeyConflictError
+	if _, err := b.KVPut(ctx, "", "cfg", other); !errors.As(err, &conflict) {
+		t.Fatalf("another writer's put expecting no value: %v, want a key conflict", err)
+	}
+}
