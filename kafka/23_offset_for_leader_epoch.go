@@ -8,10 +8,11 @@ import (
 // handleOffsetForLeaderEpoch answers the end offset of a leader epoch, which
 // clients use to detect a log truncated under them, as Kafka does. logd's
 // leader epoch is the partition's Raft term, which every stored batch
-// holds: for the current epoch the answer is the high watermark; for an
-// older one the core's EpochEnd (the base offset of the first batch of a
-// larger epoch, and the largest epoch at or below the one asked that a
-// batch holds); an epoch newer than the leader's is UNDEFINED (-1, -1).
+// holds: the core's EpochEnd, current on the leader (the base offset of
+// the first batch of a larger epoch, or the high watermark, and the
+// largest epoch at or below the one asked that a batch holds; for the
+// current epoch, that epoch); an epoch newer than the leader's is
+// UNDEFINED (-1, -1).
 func handleOffsetForLeaderEpoch(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
@@ -40,13 +41,14 @@ func handleOffsetForLeaderEpoch(s *Server, r *request) func() kmsg.Response {
 						p.ErrorCode = kerr.FencedLeaderEpoch.Code
 					case rp.LeaderEpoch < 0:
 						// No epoch asked: UNDEFINED, as in Kafka.
-					case rp.LeaderEpoch == pi.LeaderEpoch:
-						p.LeaderEpoch, p.EndOffset = rp.LeaderEpoch, pi.HighWatermark
-					case rp.LeaderEpoch < pi.LeaderEpoch:
+					case rp.LeaderEpoch <= pi.LeaderEpoch:
 						found, end, err := s.core.EpochEnd(r.ctx, r.c.principal, rt.Topic, rp.Partition, rp.LeaderEpoch)
-						if err != nil {
+						switch {
+						case err != nil:
 							p.ErrorCode = r.topicCode(err)
-						} else {
+						case rp.LeaderEpoch == pi.LeaderEpoch:
+							p.LeaderEpoch, p.EndOffset = rp.LeaderEpoch, end
+						default:
 							p.LeaderEpoch, p.EndOffset = found, end
 						}
 					}
