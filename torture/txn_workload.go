@@ -135,8 +135,15 @@ func (tw *TxnWorkload) produce(ctx context.Context, id int) {
 				tw.w.cfg.Logf("txn producer %d: %v", id, err)
 				return
 			}
-			if p.cl != nil {
+			switch {
+			case p.cl != nil && p.fenceAt != 0:
 				old = append(old, p) // fenced, kept open: it may still try
+			case p.cl != nil:
+				// No write of it was acknowledged, so its client may hold
+				// no producer id: its next use would ask for a fresh one,
+				// which fences the newer instance (Kafka's rule too). It
+				// cannot stand for a zombie.
+				p.cl.Close()
 			}
 			p = &txnProducer{cl: cl, instance: p.instance + 1}
 		}
