@@ -93,8 +93,8 @@ func (h *txnHolder) get(ctx context.Context) (*txn.Coordinator, error) {
 	return h.c, nil
 }
 
-// watch ticks the coordinator every second while this node has one and
-// leads, until ctx ends.
+// watch ticks the coordinator every second while this node leads (making
+// it first when no request has), until ctx ends.
 func (h *txnHolder) watch(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -105,11 +105,19 @@ func (h *txnHolder) watch(ctx context.Context) {
 		case <-t.C:
 		}
 		h.mu.Lock()
-		if _, leads := h.b.plane.metaLeader(); !leads || h.b.plane.metaTerm() != h.term {
+		_, leads := h.b.plane.metaLeader()
+		if !leads || h.b.plane.metaTerm() != h.term {
 			h.c = nil
 		}
 		c := h.c
 		h.mu.Unlock()
+		if c == nil && leads {
+			// Take the records over without waiting for a request: a
+			// transaction left open (its producer gone) is aborted at
+			// its timeout, and one left being ended is finished, though
+			// no client asks this node anything.
+			c, _ = h.get(ctx)
+		}
 		if c == nil {
 			continue
 		}
