@@ -154,14 +154,22 @@ func (p *Partition) checkTxnLive(st *producerState, info batch.Info, txn int32) 
 }
 
 // TxnOpen reports whether producer pid has a transaction open in the
-// partition (a batch of it applied and no marker yet).
+// partition that goes on: a batch of it applied, and no marker applied or
+// on its way (a batch after a marker on its way begins the producer's next
+// transaction, and is verified as its first).
 func (p *Partition) TxnOpen(pid int64) bool {
 	t := &p.txn
 	if t.nOpen.Load() == 0 {
 		return false
 	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	_, open := t.open[pid]
-	return open
+	t.mu.Unlock()
+	if !open {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, ok := p.producers[pid]
+	return !ok || st.markerPending == nil || failed(st.markerPending.w)
 }

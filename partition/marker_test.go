@@ -208,3 +208,24 @@ func (f *fakeRaft) applyAll() {
 		f.apply()
 	}
 }
+
+// A producer's transaction whose marker is on its way does not go on: its
+// next batch is the first of its next transaction (and is verified).
+func TestTxnOpenEndsWithAMarkerOnItsWay(t *testing.T) {
+	f := newFake(t)
+	d := txnChecked(t, info(0, 0, 1))
+	if _, err := f.p.StartAppendVia(d, 1, f.start(d.Info())); err != nil {
+		t.Fatal(err)
+	}
+	f.applyAll()
+	if !f.p.TxnOpen(7) {
+		t.Fatal("a transaction with a batch applied is not open")
+	}
+	c := numbered(t, 7, true, 1)
+	if _, err := f.p.StartAppendVia(c, 1, f.start(c.Info())); err != nil {
+		t.Fatal(err)
+	}
+	if f.p.TxnOpen(7) {
+		t.Fatal("a transaction whose marker is on its way still reads as open")
+	}
+}

@@ -433,13 +433,9 @@ func (st *producerState) prunePending(lead uint64) {
 			st.truncatePending(i)
 			return
 		}
-		select {
-		case <-pb.w.Done():
-			if _, err := pb.w.Result(); err != nil {
-				st.truncatePending(i)
-				return
-			}
-		default:
+		if failed(pb.w) {
+			st.truncatePending(i)
+			return
 		}
 	}
 }
