@@ -26,7 +26,10 @@ import (
 func TestClusterRestartedNodeBehindOnMetadataSaysRetryNotNotFound(t *testing.T) {
 	c := nodetest.NewCluster(t, 3)
 	cs := newCCs(t, c.Addrs()...)
-	ctx := ctx(t)
+	// Three restarts and two elections: more than the 30 s ctx(t) gives on
+	// a loaded two-core machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
 	nodes := c.Nodes()
 
 	createT(ctx, t, cs, nodes[0].APIAddr)
@@ -88,8 +91,8 @@ func TestClusterRestartedNodeBehindOnMetadataSaysRetryNotNotFound(t *testing.T) 
 	// Once the others are back the topic serves again through that node.
 	nodes[0].Restart()
 	nodes[1].Restart()
-	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
+	cctx, cancelAfter := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelAfter()
 	if _, err := cs.call(cctx, alone.APIAddr, func(cc *grpc.ClientConn) error { return produce(cc, 1) }); err != nil {
 		t.Fatalf("produce after the others restarted: %v", err)
 	}
