@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -50,29 +51,46 @@ func (c *Cluster) awaitUsable(ctx context.Context, name string, from int) error 
 		if !ok {
 			return kind.Errorf(kind.ErrUnavailable, "topic %q was deleted while it was being set up", name)
 		}
-		missing := c.unledPartition(ctx, t, from)
-		if missing < 0 {
+		missing := c.unledPartitions(ctx, t, from)
+		if len(missing) == 0 {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return kind.Errorf(kind.ErrFailedPrecondition, "topic %q is created but partition %d has no leader after %v (too few of its replicas %v are up?): it takes writes once they elect one; see `logd cluster status`",
-				name, missing, time.Since(start).Round(100*time.Millisecond), t.Replicas[missing])
+			return unledError(name, t, missing, time.Since(start))
 		case <-time.After(25 * time.Millisecond):
 		}
 	}
 }
 
-// unledPartition is the first partition from `from` on of t without a
+// unledError says which partitions of topic name had no leader at the
+// last look, each with its replicas, so an operator sees every node to
+// bring back, not the first of them.
+func unledError(name string, t meta.Topic, missing []int, after time.Duration) error {
+	after = after.Round(100 * time.Millisecond)
+	if len(missing) == 1 {
+		return kind.Errorf(kind.ErrFailedPrecondition, "topic %q is created but partition %d has no leader after %v (too few of its replicas %v are up?): it takes writes once they elect one; see `logd cluster status`",
+			name, missing[0], after, t.Replicas[missing[0]])
+	}
+	parts := make([]string, len(missing))
+	for i, p := range missing {
+		parts[i] = fmt.Sprintf("%d %v", p, t.Replicas[p])
+	}
+	return kind.Errorf(kind.ErrFailedPrecondition, "topic %q is created but partitions %s have no leader after %v (too few of their replicas are up?): they take writes once they elect one; see `logd cluster status`",
+		name, strings.Join(parts, ", "), after)
+}
+
+// unledPartitions are the partitions from `from` on of t without a
 // leader that a majority of its replicas name (the leader itself among
-// them, saying it leads), or -1 when there is none. A minority that does
+// them, saying it leads). A minority that does
 // not know the leader yet (a replica cut off from the others) does not
 // hold the create up: it redirects to the first replica, which leads or
 // knows who does, once it hears from the leader. A partition asleep on a
 // majority of its replicas (a new group with hibernation on) is usable:
 // its first use elects it (hibernate.go).
-func (c *Cluster) unledPartition(ctx context.Context, t meta.Topic, from int) int {
+func (c *Cluster) unledPartitions(ctx context.Context, t meta.Topic, from int) []int {
 	views := c.replicaViews(ctx, t, from)
+	var unled []int
 	for i := from; i < len(t.Replicas); i++ {
 		named := map[string]int{}
 		leads := map[string]bool{}
@@ -95,10 +113,10 @@ func (c *Cluster) unledPartition(ctx context.Context, t meta.Topic, from int) in
 			usable = usable || (leads[l] && 2*votes > len(t.Replicas[i]))
 		}
 		if !usable {
-			return i
+			unled = append(unled, i)
 		}
 	}
-	return -1
+	return unled
 }
 
 // replicaViews asks each node holding a replica of t's partitions from

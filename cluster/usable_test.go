@@ -79,3 +79,20 @@ func TestLeadersReturnToPreferred(t *testing.T) {
 		return l == pref, l.id
 	})
 }
+
+// A create that gives up names every partition still without a leader,
+// each with its replicas: the operator learns all the nodes to bring back.
+func TestUnledErrorNamesEveryPartition(t *testing.T) {
+	topic := meta.Topic{Replicas: [][]string{{"n1"}, {"n2"}, {"n3"}}}
+	err := unledError("t", topic, []int{0, 2}, 5*time.Second)
+	if !errors.Is(err, kind.ErrFailedPrecondition) {
+		t.Fatalf("kind: %v", err)
+	}
+	if want := "partitions 0 [n1], 2 [n3] have no leader after 5s"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("%q does not say %q", err, want)
+	}
+	one := unledError("t", topic, []int{2}, 5*time.Second).Error()
+	if want := "partition 2 has no leader after 5s (too few of its replicas [n3] are up?)"; !strings.Contains(one, want) {
+		t.Fatalf("%q does not say %q", one, want)
+	}
+}
