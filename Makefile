@@ -226,9 +226,10 @@ clean:
 # SERVE_ARGS="--partition-hibernate-after D" (D > 0) in which no replica
 # slept is INVALID. A compacted topic's workload and checker run beside the
 # others (torture/doc.go, "Compacted topics"); TORTURE_COMPACTED=0 in the
-# environment leaves them out. TORTURE_KV=1 adds the key-value view's
-# clients, whose gets, puts, compare-and-sets and deletes porcupine checks
-# against a register per key (torture/doc.go, "The key-value view").
+# environment leaves them out. So do the key-value view's clients
+# (TORTURE_KV=0 leaves them out), whose gets, puts, compare-and-sets and
+# deletes porcupine checks against a register per key (torture/doc.go,
+# "The key-value view").
 .PHONY: torture
 DURATION ?= 10m
 SEED ?= 1

@@ -141,7 +141,7 @@
 // # The key-value view
 //
 // With RunConfig.KVView (in TestTortureCluster and TestTortureSingleNode
-// when TORTURE_KV=1), a third workload (kvview.go, kvview_run.go) uses
+// unless TORTURE_KV=0), a third workload (kvview.go, kvview_run.go) uses
 // the key-value view of a compacted topic of its own (two partitions, the
 // compacted workload's topic settings): four clients, each connected to a
 // random node, run one operation at a time on 16 shared keys, 20 a

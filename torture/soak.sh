@@ -13,9 +13,9 @@
 #               (TORTURE_SERVE_ARGS; default none)
 #   QUIET       FOR/EVERY: the clients start nothing in the last FOR of
 #               every EVERY (TORTURE_QUIET; default none)
-#   TORTURE_KV=1 (inherited) adds the key-value view workload (default
-#               off); TORTURE_COMPACTED=0 leaves out the compacted topic's
-#               workload
+#   TORTURE_KV=0 (inherited) leaves out the key-value view workload (on
+#               by default); TORTURE_COMPACTED=0 leaves out the compacted
+#               topic's workload
 #   TXN         1: the transactional workload too (TORTURE_TXN; default 0)
 #   SHARE       1: the share-group workload too (TORTURE_SHARE; default 0)
 #   SOAK_DIR    where reports go (default $TMPDIR/logd-soak), a directory
