@@ -213,7 +213,9 @@ clean:
 # JSON, history, any linearizability visualization, node logs) goes to
 # TORTURE_REPORT_DIR (default $TMPDIR/logd-torture-report, /tmp when
 # TMPDIR is unset). TORTURE_GROUP_MEMBERS (default 3; 0: none) members of
-# one consumer group share the topic's partitions. PARTITIONS (default 3)
+# one consumer group share the topic's partitions, TORTURE_KAFKA_GROUP
+# (default 2; 0: none) franz-go members each of a classic and a KIP-848
+# group over the Kafka protocol. PARTITIONS (default 3)
 # is the workload topic's partition count: `make torture PARTITIONS=200`
 # is the many-partitions run. SERVE_ARGS (TORTURE_SERVE_ARGS,
 # split on spaces) adds flags to every `logd serve` the run starts:

@@ -57,7 +57,7 @@ func TestTortureCluster(t *testing.T) {
 		Duration:  d,
 		Seed:      seed,
 		ReportDir: dir,
-		Workload: WorkloadConfig{GroupMembers: groupMembersFromEnv(t), KafkaProducers: kafkaProducersFromEnv(t),
+		Workload: WorkloadConfig{GroupMembers: groupMembersFromEnv(t), KafkaProducers: kafkaProducersFromEnv(t), KafkaGroupMembers: kafkaGroupFromEnv(t),
 			Partitions: partitionsFromEnv(t), Quiet: quietFromEnv(t)},
 		Compacted: compactedFromEnv(t),
 		KVView:    kvViewFromEnv(t),

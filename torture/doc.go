@@ -29,7 +29,15 @@
 //     each joins, reads what the coordinator assigns it, commits as the
 //     member of its generation, leaves and joins again now and then, and
 //     reports every assignment it holds; an observer reads the group's
-//     committed offsets between two descriptions of its generation. It only
+//     committed offsets between two descriptions of its generation.
+//     KafkaGroupMembers (kafkagroup.go; 2 unless TORTURE_KAFKA_GROUP says
+//     otherwise) are franz-go members of two more such groups over the
+//     Kafka protocol, KafkaMemberGroup (classic: JoinGroup, SyncGroup, the
+//     cooperative-sticky balancer) and KafkaMemberGroup848 (KIP-848: the
+//     coordinator assigns), committing what they read with auto-commit off
+//     and rebalances held between polls; their coordinator is the
+//     metadata leader, which the nemeses kill and pause, so they live
+//     through coordinator moves and CheckGroupMembers judges them. It only
 //     talks to a
 //     Cluster (cluster.go): node addresses and kill / restart / pause /
 //     resume, so the same workload runs on one process or on three.

@@ -160,6 +160,21 @@ func kafkaProducersFromEnv(t *testing.T) int {
 	return n
 }
 
+// kafkaGroupFromEnv is TORTURE_KAFKA_GROUP: how many franz-go members
+// each Kafka consumer group of the workload has, one classic and one
+// KIP-848 (unset: 2; 0: none; see WorkloadConfig.KafkaGroupMembers).
+func kafkaGroupFromEnv(t *testing.T) int {
+	s := os.Getenv("TORTURE_KAFKA_GROUP")
+	if s == "" {
+		return 2
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		t.Fatalf("TORTURE_KAFKA_GROUP=%q: want a count >= 0", s)
+	}
+	return n
+}
+
 // quietFromEnv is TORTURE_QUIET: FOR/EVERY, the workload's quiet windows
 // (unset: none; see QuietWindows).
 func quietFromEnv(t *testing.T) QuietWindows {

@@ -256,12 +256,14 @@ func (m *member) close() {
 	m.report()
 }
 
-// observeMembers reads MemberGroup's committed offsets every few hundred
+// observeMembers reads group's committed offsets every few hundred
 // milliseconds, between two descriptions of the group: when both name the
-// same generation and coordinator, the offsets are observed in that
+// same generation and coordinator (and generations says a description's
+// generation is the one the members commit in: not a KIP-848 group, whose
+// members commit in their own epochs), the offsets are observed in that
 // generation.
-func (w *Workload) observeMembers(ctx context.Context) {
-	rng := w.rng(6000)
+func (w *Workload) observeMembers(ctx context.Context, group string, id int, generations bool) {
+	rng := w.rng(6000 + id)
 	proc := w.process()
 	c, err := w.dial(rng)
 	if err != nil {
@@ -274,16 +276,16 @@ func (w *Workload) observeMembers(ctx context.Context) {
 		w.waitQuiet(ctx)
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		inv := w.h.Now()
-		d1, err1 := admin.DescribeGroup(cctx, MemberGroup)
-		offs, err := admin.FetchOffsets(cctx, MemberGroup, w.cfg.Topic)
-		d2, err2 := admin.DescribeGroup(cctx, MemberGroup)
+		d1, err1 := admin.DescribeGroup(cctx, group)
+		offs, err := admin.FetchOffsets(cctx, group, w.cfg.Topic)
+		d2, err2 := admin.DescribeGroup(cctx, group)
 		comp := w.h.Now()
 		cancel()
 		if err != nil {
 			continue
 		}
 		gen := int32(-1)
-		if err1 == nil && err2 == nil && d1.Generation == d2.Generation && d1.Coordinator == d2.Coordinator {
+		if generations && err1 == nil && err2 == nil && d1.Generation == d2.Generation && d1.Coordinator == d2.Coordinator {
 			gen = d1.Generation
 		}
 		seen := map[int32]int64{}
@@ -295,7 +297,7 @@ func (w *Workload) observeMembers(ctx context.Context) {
 			if !ok {
 				off = -1
 			}
-			w.h.Add(Op{Process: proc, Kind: OpMemberObserve, Group: MemberGroup, Generation: gen, Partition: p, Offset: off,
+			w.h.Add(Op{Process: proc, Kind: OpMemberObserve, Group: group, Generation: gen, Partition: p, Offset: off,
 				Invoke: inv, Complete: comp, Outcome: OutcomeOK})
 		}
 	}

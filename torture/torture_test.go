@@ -88,7 +88,7 @@ func TestTortureSingleNode(t *testing.T) {
 		Duration:  d,
 		Seed:      seed,
 		ReportDir: dir,
-		Workload: WorkloadConfig{KafkaProducers: kafkaProducersFromEnv(t), Partitions: partitionsFromEnv(t),
+		Workload: WorkloadConfig{KafkaProducers: kafkaProducersFromEnv(t), KafkaGroupMembers: kafkaGroupFromEnv(t), Partitions: partitionsFromEnv(t),
 			Quiet: quietFromEnv(t)},
 		Compacted: compactedFromEnv(t),
 		KVView:    kvViewFromEnv(t),

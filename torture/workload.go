@@ -37,7 +37,12 @@ type WorkloadConfig struct {
 	// GroupMembers share the topic's partitions as members of MemberGroup
 	// (default 3; negative: none; the tests take TORTURE_GROUP_MEMBERS).
 	GroupMembers int
-	Seed         int64
+	// KafkaGroupMembers are franz-go members of each of KafkaMemberGroup
+	// (classic protocol) and KafkaMemberGroup848 (KIP-848), to a Cluster
+	// that is a KafkaCluster (default 0: none; the tests take
+	// TORTURE_KAFKA_GROUP).
+	KafkaGroupMembers int
+	Seed              int64
 	// Producer configures the producers; zero fields take the workload's
 	// defaults (short timeouts, so faults produce retries and unknown
 	// outcomes within a run).
@@ -217,7 +222,17 @@ func (w *Workload) Run(ctx context.Context) {
 	}
 	if w.cfg.GroupMembers > 0 {
 		w.wg.Add(1)
-		go func() { defer w.wg.Done(); w.observeMembers(ctx) }()
+		go func() { defer w.wg.Done(); w.observeMembers(ctx, MemberGroup, 0, true) }()
+	}
+	if w.cfg.KafkaGroupMembers > 0 && len(w.kafkaAddrs(0)) > 0 {
+		for gi, group := range []string{KafkaMemberGroup, KafkaMemberGroup848} {
+			for i := range w.cfg.KafkaGroupMembers {
+				w.wg.Add(1)
+				go func() { defer w.wg.Done(); w.kafkaGroupMember(ctx, 100*gi+i, group) }()
+			}
+			w.wg.Add(1)
+			go func() { defer w.wg.Done(); w.observeMembers(ctx, group, 1+gi, group == KafkaMemberGroup) }()
+		}
 	}
 }
 
