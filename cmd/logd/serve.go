@@ -46,6 +46,8 @@ type serveFlags struct {
 	kafka       kafkaFlags
 	// allowedOrigins is --http-allowed-origins, comma separated.
 	allowedOrigins string
+	// cleanerRate is --cleaner-bytes-per-second: a size, or unlimited.
+	cleanerRate string
 }
 
 // newServeCmd is `logd serve`.
@@ -131,6 +133,8 @@ func (fl *serveFlags) register(f *pflag.FlagSet) {
 	f.DurationVar(&cfg.RetentionInterval, "retention-interval", broker.DefaultRetentionInterval, "how often the retention trimmer runs")
 	f.IntVar(&cfg.MaxBatchBytes, "max-batch-bytes", broker.DefaultMaxBatchBytes, "largest accepted batch or record, in bytes")
 	f.StringVar(&fl.minFree, "min-free-bytes", "auto", "refuse appends while the data disk has less free space (auto: 5% of it, 1 MiB to 1 GiB)")
+	f.StringVar(&fl.cleanerRate, "cleaner-bytes-per-second", "64MiB", "disk I/O the compaction cleaner may use on this node, reads and writes together, a second, such as 64MiB (unlimited: no bound); Kafka's log.cleaner.io.max.bytes.per.second (docs/compaction.md)")
+	f.IntVar(&cfg.CleanerMapEntries, "cleaner-map-entries", broker.DefaultCleanerMapEntries, "keys the compaction cleaner's key map holds, about 48 bytes each (the default is about 48 MiB); a partition with more keys is cleaned in more passes. Kafka's log.cleaner.dedupe.buffer.size, counted in keys (docs/compaction.md)")
 	f.StringVar(&fl.logLevel, "log-level", "info", "log level: debug, info, warn, error (Raft's per-partition events are debug)")
 	f.StringVar(&fl.logFormat, "log-format", "text", "log format: text (key=value) or json (one object a line)")
 	f.IntVar(&cfg.MaxConnections, "max-connections", node.DefaultMaxConnections, "most client connections open at once, on the gRPC API and on the Kafka listener each; past it new ones are closed on arrival")
@@ -173,6 +177,9 @@ func (fl *serveFlags) nodeConfig() (node.Config, error) {
 			return cfg, fmt.Errorf("--min-free-bytes %q: want auto or a positive size such as 1GiB", fl.minFree)
 		}
 		cfg.MinFreeBytes = n
+	}
+	if err := fl.cleanerConfig(&cfg); err != nil {
+		return cfg, err
 	}
 	cl := fl.cluster
 	if cl.nodeID != "" || cl.raftAddr != "" || cl.join != "" || cl.bootstrap {
@@ -220,6 +227,20 @@ func (fl *serveFlags) nodeConfig() (node.Config, error) {
 	}
 	cfg.Logger = logger
 	return cfg, nil
+}
+
+// cleanerConfig reads --cleaner-bytes-per-second and --cleaner-map-entries.
+func (fl *serveFlags) cleanerConfig(cfg *node.Config) error {
+	n, err := parseSize(fl.cleanerRate)
+	if err != nil || n == 0 {
+		return fmt.Errorf("--cleaner-bytes-per-second %q: want a positive size such as 64MiB, or unlimited", fl.cleanerRate)
+	}
+	// parseSize's unlimited is -1, the broker's "no bound".
+	cfg.CleanerBytesPerSecond = n
+	if cfg.CleanerMapEntries < 1 {
+		return fmt.Errorf("--cleaner-map-entries %d: want at least 1 key (default %d, about 48 MiB)", cfg.CleanerMapEntries, broker.DefaultCleanerMapEntries)
+	}
+	return nil
 }
 
 // parseOrigins reads --http-allowed-origins: comma-separated origins.

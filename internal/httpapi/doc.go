@@ -9,7 +9,9 @@
 // # Endpoints (docs/http.md has examples)
 //
 //	GET  /v1/topics                       topics with their partitions
+//	POST /v1/topics                       create a topic (configs by Kafka name)
 //	GET  /v1/topics/{topic}               one topic
+//	PATCH /v1/topics/{topic}              change a topic's settings live
 //	POST /v1/topics/{topic}/records       produce; Idempotency-Key makes retries safe
 //	GET  /v1/topics/{topic}/records       ?partition=P&offset=O (or time=T)&max=N, bounded
 //	GET  /v1/topics/{topic}/events        live tail (text/event-stream)

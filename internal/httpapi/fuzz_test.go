@@ -89,7 +89,7 @@ func FuzzParsePosition(f *testing.F) {
 // (docs/http.md), the console's file server (partial content, not
 // modified, preconditions, ranges) and the mux's redirects of unclean
 // paths. 500 is not among them: the fake core fails only in known ways.
-var fuzzStatuses = map[int]bool{200: true, 204: true, 206: true, 301: true, 304: true, 307: true, 308: true,
+var fuzzStatuses = map[int]bool{200: true, 201: true, 204: true, 206: true, 301: true, 304: true, 307: true, 308: true,
 	400: true, 403: true, 404: true, 405: true, 409: true, 412: true, 413: true, 415: true, 416: true,
 	421: true, 503: true, 504: true}
 
@@ -113,6 +113,8 @@ func FuzzHandler(f *testing.F) {
 		{"HEAD", "/", "Range: bytes=5-2", ""},
 		{"GET", "/app.js", "If-None-Match: *", ""},
 		{"DELETE", "/v1/topics/t", "", ""},
+		{"POST", "/v1/topics", ct, `{"name": "u", "partitions": 2, "configs": {"cleanup.policy": "compact"}}`},
+		{"PATCH", "/v1/topics/t", ct, `{"configs": {"retention.ms": null}}`},
 		{"PATCH", "/v1//topics/../x", "Sec-Fetch-Site: same-site", "{}"},
 		{"OPTIONS", "/v1/topics/t/records", "Origin: https://ops.example.com\nAccess-Control-Request-Method: POST", ""},
 	} {

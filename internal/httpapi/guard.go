@@ -145,7 +145,7 @@ func (g *Guard) cors(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
 		return false
 	}
-	h.Set("Access-Control-Allow-Methods", "GET, POST")
+	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE")
 	h.Set("Access-Control-Allow-Headers", "Content-Type, Idempotency-Key, Last-Event-ID, Authorization")
 	h.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)

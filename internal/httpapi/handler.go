@@ -29,6 +29,10 @@ type Core interface {
 	// TopicLayout is for a partition count or list: no Raft round per
 	// partition.
 	TopicLayout(ctx context.Context, p broker.Principal, name string) (broker.TopicInfo, error)
+	// CreateTopic and AlterTopic change the metadata: on a node that does
+	// not lead it, the broker passes them on to the node that does.
+	CreateTopic(ctx context.Context, p broker.Principal, cfg broker.TopicConfig) (broker.TopicConfig, error)
+	AlterTopic(ctx context.Context, p broker.Principal, name string, ch broker.ConfigChange) (broker.TopicConfig, error)
 	ProduceRecords(ctx context.Context, r broker.RecordsRequest) ([]broker.RecordsAppend, error)
 	Fetch(ctx context.Context, r broker.FetchRequest) (broker.FetchResult, error)
 	ListOffset(ctx context.Context, p broker.Principal, topic string, partition int32, spec int64) (offset, timestampMs int64, err error)
@@ -106,7 +110,9 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /v1/cluster", h.cluster)
 	m.HandleFunc("GET /v1/cluster/record-counts", h.recordCounts)
 	m.HandleFunc("GET /v1/topics", h.listTopics)
+	m.HandleFunc("POST /v1/topics", h.createTopic)
 	m.HandleFunc("GET /v1/topics/{topic}", h.describeTopic)
+	m.HandleFunc("PATCH /v1/topics/{topic}", h.alterTopic)
 	m.HandleFunc("POST /v1/topics/{topic}/records", h.produce)
 	m.HandleFunc("GET /v1/topics/{topic}/records", h.readRecords)
 	m.HandleFunc("GET /v1/topics/{topic}/events", h.events)
@@ -128,7 +134,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the path exists for other methods, else 404.
 func (h *Handler) noEndpoint(w http.ResponseWriter, r *http.Request) {
 	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodPost} {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		probe := r.Clone(r.Context())
 		probe.Method = m
 		if _, pattern := h.mux.Handler(probe); pattern != "/v1/" && pattern != "" {

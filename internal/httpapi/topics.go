@@ -48,19 +48,22 @@ type topicJSON struct {
 	SegmentBytes     int64  `json:"segment_bytes"`
 	SegmentMs        int64  `json:"segment_ms"`
 	// Kafka's cleanup.policy and compaction settings.
-	CleanupPolicy          string          `json:"cleanup_policy"`
-	MinCompactionLagMs     int64           `json:"min_compaction_lag_ms"`
-	MaxCompactionLagMs     int64           `json:"max_compaction_lag_ms"`
-	DeleteRetentionMs      int64           `json:"delete_retention_ms"`
-	MinCleanableDirtyRatio float64         `json:"min_cleanable_dirty_ratio"`
-	PartitionInfo          []partitionJSON `json:"partition_info"`
+	CleanupPolicy          string  `json:"cleanup_policy"`
+	MinCompactionLagMs     int64   `json:"min_compaction_lag_ms"`
+	MaxCompactionLagMs     int64   `json:"max_compaction_lag_ms"`
+	DeleteRetentionMs      int64   `json:"delete_retention_ms"`
+	MinCleanableDirtyRatio float64 `json:"min_cleanable_dirty_ratio"`
+	// Configs is every setting by its Kafka name, as POST and PATCH take
+	// them (topic_settings.go).
+	Configs       map[string]string `json:"configs"`
+	PartitionInfo []partitionJSON   `json:"partition_info"`
 }
 
 func toTopicJSON(t broker.TopicInfo) topicJSON {
 	c := t.Config
 	j := topicJSON{Name: c.Name, Partitions: c.Partitions, Replicas: c.Replicas, RetentionMs: c.RetentionMs,
 		RetentionBytes: c.RetentionBytes, RetentionRecords: c.RetentionRecords, SegmentBytes: c.SegmentBytes,
-		SegmentMs: c.SegmentMs, PartitionInfo: make([]partitionJSON, 0, len(t.Partitions))}
+		SegmentMs: c.SegmentMs, Configs: topicConfigs(c), PartitionInfo: make([]partitionJSON, 0, len(t.Partitions))}
 	cl := c.Cleanups()
 	j.CleanupPolicy, j.MinCompactionLagMs, j.MaxCompactionLagMs = cl.Policy, cl.MinCompactionLagMs, cl.MaxCompactionLagMs
 	j.DeleteRetentionMs, j.MinCleanableDirtyRatio = cl.DeleteRetentionMs, cl.MinCleanableDirtyRatio

@@ -40,6 +40,23 @@ function duration(ms) {
   return h >= 24 ? (h / 24).toFixed(1) + " d" : h.toFixed(1) + " h";
 }
 
+// span is a time setting in ms, in the unit that reads best.
+function span(ms) {
+  if (ms < 0) return "unlimited";
+  if (ms < 1000) return ms + " ms";
+  if (ms < 60000) return (ms / 1000) + " s";
+  if (ms < 3600000) return (ms / 60000).toFixed(1) + " min";
+  return duration(ms);
+}
+
+// The cleanup policies (Kafka's cleanup.policy values).
+const policies = ["delete", "compact", "compact,delete"];
+
+function policySelect(id, value) {
+  return el("select", { id, name: "cleanup.policy" },
+    policies.map(p => { const o = el("option", { value: p }, p); if (p === value) o.selected = true; return o; }));
+}
+
 async function api(path, opts) {
   const r = await fetch(path, opts);
   const body = await r.json().catch(() => ({ error: r.statusText }));
@@ -118,15 +135,83 @@ async function topicsPage() {
     const hw = t.partition_info.reduce((s, p) => s + p.high_watermark - p.log_start, 0);
     const size = t.partition_info.reduce((s, p) => s + p.size_bytes, 0);
     return [el("a", { href: "#/topics/" + encodeURIComponent(t.name), class: "topic-link" }, t.name),
-      t.partitions, t.replicas, hw, bytes(size), duration(t.retention_ms),
+      t.partitions, t.replicas, hw, bytes(size), duration(t.retention_ms), t.cleanup_policy,
       spark(rates(t.name, "produced"), "produce rate of " + t.name), spark(rates(t.name, "fetched"), "consume rate of " + t.name)];
   });
-  const headers = ["Topic", "Partitions", "Replicas", "Records", "Size", "Retention", "Produce (cluster)", "Consume (cluster)"];
+  const headers = ["Topic", "Partitions", "Replicas", "Records", "Size", "Retention", "Cleanup", "Produce (cluster)", "Consume (cluster)"];
   let list = table(headers, rows(), "topics");
-  show("Topics", topics.length ? list : el("p", { id: "topics" }, "No topics yet: create one with logd topic create NAME."));
+  show("Topics", topics.length ? list : el("p", { id: "topics" }, "No topics yet: create one below, or with logd topic create NAME."),
+    createTopicForm());
   if (topics.length) {
     refresh = setInterval(() => { const fresh = table(headers, rows(), "topics"); list.replaceWith(fresh); list = fresh; }, sampleMs);
   }
+}
+
+// createTopicForm creates a topic (POST /v1/topics) and opens its page;
+// a refusal shows the answer's error.
+function createTopicForm() {
+  const name = el("input", { id: "create-name", name: "name", placeholder: "name", required: "", "aria-label": "topic name" });
+  const parts = el("input", { id: "create-partitions", name: "partitions", type: "number", min: "1", value: "1", "aria-label": "partitions" });
+  const policy = policySelect("create-policy", "delete");
+  const out = el("span", { id: "create-result", role: "status" });
+  const form = el("form", { class: "create-topic" }, el("label", {}, "Name ", name), el("label", {}, "Partitions ", parts),
+    el("label", {}, "Cleanup policy ", policy), el("button", { type: "submit" }, "Create"), out);
+  form.addEventListener("submit", async e => {
+    e.preventDefault();
+    out.textContent = "";
+    try {
+      const t = await api("/v1/topics", { method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ name: name.value.trim(), partitions: Number(parts.value), configs: { "cleanup.policy": policy.value } }) });
+      location.hash = "#/topics/" + encodeURIComponent(t.name);
+    } catch (err) { out.className = "error"; out.textContent = "failed: " + err.message; }
+  });
+  return el("section", {}, el("h2", {}, "Create topic"), form);
+}
+
+// settingsText is a topic's retention and cleanup settings, in words.
+function settingsText(t) {
+  const compacted = t.cleanup_policy !== "delete";
+  return ["Cleanup policy ", t.cleanup_policy, ". Retention ", duration(t.retention_ms), ", ",
+    t.retention_bytes < 0 ? "no size limit" : bytes(t.retention_bytes) + " per partition",
+    t.cleanup_policy === "compact" ? " (not applied: compact alone deletes nothing by age or size)" : "", ".",
+    compacted ? " Min compaction lag " + span(t.min_compaction_lag_ms) + ", tombstones kept " + span(t.delete_retention_ms) +
+      ", cleaned at " + t.min_cleanable_dirty_ratio * 100 + "% dirty." : ""].join("");
+}
+
+// settingsForm changes a topic's cleanup policy, retention, min compaction
+// lag and delete retention (PATCH /v1/topics/{topic}, only the settings
+// changed), showing the answer, or its error.
+function settingsForm(t, shown) {
+  let cur = t;
+  const ms = (id, label, v) => el("input", { id, type: "number", step: "1", value: String(v), "aria-label": label });
+  const policy = policySelect("set-policy", t.cleanup_policy);
+  const retention = ms("set-retention", "retention in ms", t.retention_ms);
+  const lag = ms("set-lag", "min compaction lag in ms", t.min_compaction_lag_ms);
+  const del = ms("set-delete-retention", "delete retention in ms", t.delete_retention_ms);
+  const out = el("span", { id: "settings-result", role: "status" });
+  const form = el("form", { class: "settings" },
+    el("label", {}, "Cleanup policy ", policy), el("label", {}, "Retention (ms, -1: unlimited) ", retention),
+    el("label", {}, "Min compaction lag (ms) ", lag), el("label", {}, "Delete retention (ms) ", del),
+    el("button", { type: "submit" }, "Save"), out);
+  form.addEventListener("submit", async e => {
+    e.preventDefault();
+    const configs = {};
+    if (policy.value !== cur.cleanup_policy) configs["cleanup.policy"] = policy.value;
+    for (const [input, key, field] of [[retention, "retention.ms", "retention_ms"], [lag, "min.compaction.lag.ms", "min_compaction_lag_ms"],
+      [del, "delete.retention.ms", "delete_retention_ms"]]) {
+      if (input.value.trim() !== String(cur[field])) configs[key] = input.value.trim();
+    }
+    if (!Object.keys(configs).length) { out.textContent = "nothing changed"; return; }
+    out.textContent = "";
+    try {
+      cur = await api("/v1/topics/" + encodeURIComponent(t.name), { method: "PATCH", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ configs }) });
+      shown.textContent = settingsText(cur);
+      out.className = "";
+      out.textContent = "saved";
+    } catch (err) { out.className = "error"; out.textContent = "failed: " + err.message; }
+  });
+  return el("section", {}, el("h2", {}, "Settings"), form);
 }
 
 async function topicPage(name) {
@@ -180,9 +265,11 @@ async function topicPage(name) {
   tail = liveTail(name, rec => {
     if (paused) { if (held.length < 1000) held.push(rec); } else add(rec);
   });
+  const settings = el("p", { id: "settings" }, settingsText(t));
   show("Topic " + t.name,
-    el("p", {}, "Retention ", duration(t.retention_ms), ", ", t.retention_bytes < 0 ? "no size limit" : bytes(t.retention_bytes) + " per partition", "."),
+    settings,
     parts, partsNote,
+    settingsForm(t, settings),
     produceForm(t.name),
     el("h2", {}, "Live tail (last hour, then live)"),
     el("div", { class: "controls" }, filter, el("label", {}, pretty, " Pretty JSON"), pause), log,
