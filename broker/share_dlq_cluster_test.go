@@ -10,6 +10,8 @@ import (
 	"github.com/logd/logd/broker"
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/partition"
+	"github.com/logd/logd/replication/meta"
+	"github.com/logd/logd/share"
 )
 
 // threeNodes starts a 3-node cluster whose super user is admin.
@@ -174,4 +176,56 @@ func clusterRecords(t *testing.T, b *broker.Broker, pr broker.Principal, topic s
 		t.Fatal(err)
 	}
 	return out
+}
+
+// A dead letter appended by q's leader, which then died before archiving
+// it, is appended again by the next leader (the state it loads keeps the
+// record DeadLettering with its sequence), over the peer service to
+// q.dlq's leader, which stores it once: the retry is a duplicate of the
+// same writer and sequence.
+func TestShareDeadLetterInClusterRetriedAfterFailover(t *testing.T) {
+	admin := auth.User("admin")
+	pr := broker.Principal(admin.String())
+	nodes, lead, dlead := dlqCluster(t, pr, admin)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	L, D := nodes[lead], nodes[dlead]
+	if _, err := L.Produce(ctx, broker.ProduceRequest{Principal: pr, Topic: "q", Batch: records("poison")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := L.SetShareGroupConfig(ctx, pr, "g", map[string]string{"share.auto.offset.reset": "earliest"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := broker.DeadLetterUnarchived(ctx, L, "g", "q", 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(clusterRecords(t, D, pr, "q.dlq")); n != 1 {
+		t.Fatalf("q.dlq holds %d records after the first append, want 1", n)
+	}
+	if err := L.Close(); err != nil {
+		t.Fatal(err)
+	}
+	delete(nodes, lead)
+	next := leaderOf(t, nodes, pr, "q", lead)
+	res, err := nodes[next].ShareFetch(ctx, broker.ShareFetchRequest{Principal: pr, Group: "g", Member: "m2", MaxRecords: 10,
+		Partitions: []broker.ShareFetchPartition{{SharePartition: broker.SharePartition{Topic: "q"}}}})
+	if err != nil || len(acquired(res)) != 0 {
+		t.Fatalf("fetch on the next leader %s: %+v %v; want nothing acquired", next, res, err)
+	}
+	recs := clusterRecords(t, D, pr, "q.dlq")
+	if len(recs) != 1 || string(recs[0].Value) != "poison" || headers(recs[0])[broker.DLQHeaderOffset] != "0" {
+		t.Fatalf("q.dlq holds %+v after the retry, want the one dead letter", recs)
+	}
+	cfg, err := nodes[next].TopicConfigs(ctx, pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(cfg, func(c partition.TopicConfig) bool { return c.Name == "q" })
+	st, ok := nodes[next].Cluster().LocalReplica(meta.GroupOf(cfg[i], 0)).ShareState("g")
+	if !ok {
+		t.Fatal("no share state in q's state machine")
+	}
+	if p, err := share.Decode(st.State, share.Config{}); err != nil || p.Start() != 1 {
+		t.Fatalf("replicated state on %s: %+v %v; want the window past 0 (archived)", next, p, err)
+	}
 }
