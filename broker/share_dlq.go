@@ -6,8 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/logd/logd/internal/batch"
 	"github.com/logd/logd/internal/kind"
@@ -47,6 +49,36 @@ const (
 	DLQHeaderError     = "logd.dlq.error" // the member's last error, when it gave one
 	DLQHeaderMissing   = "logd.dlq.missing"
 )
+
+// MaxShareReasonBytes bounds the reason a member gives for a record it
+// rejects (ShareFetchPartition.Reasons), which its dead letter carries as
+// DLQHeaderError: a longer one is cut to its first MaxShareReasonBytes
+// bytes, at a UTF-8 character boundary, rather than the acknowledgement
+// refused (the reason is a diagnostic; the rejection is what matters).
+const MaxShareReasonBytes = 1024
+
+// boundReasons is reasons with each one cut to MaxShareReasonBytes (the
+// map itself when none is longer).
+func boundReasons(reasons map[int64]string) map[int64]string {
+	var out map[int64]string
+	for o, r := range reasons {
+		if len(r) <= MaxShareReasonBytes {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(reasons)
+		}
+		cut := MaxShareReasonBytes
+		for cut > 0 && !utf8.RuneStart(r[cut]) {
+			cut--
+		}
+		out[o] = r[:cut]
+	}
+	if out == nil {
+		return reasons
+	}
+	return out
+}
 
 // sharePartConfig is a share partition's settings under the group's
 // configs on this node.

@@ -201,11 +201,16 @@ func (x *SharePartitionRef) GetPartition() int32 {
 
 // ShareAck acknowledges one record.
 type ShareAck struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
-	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
-	Offset        int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
-	Type          ShareAckType           `protobuf:"varint,4,opt,name=type,proto3,enum=logd.v1.ShareAckType" json:"type,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Offset    int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	Type      ShareAckType           `protobuf:"varint,4,opt,name=type,proto3,enum=logd.v1.ShareAckType" json:"type,omitempty"`
+	// With SHARE_ACK_REJECT only: why (the member's error), carried by the
+	// record's dead letter as its logd.dlq.error header. A reason longer
+	// than 1024 bytes is cut to its first 1024 bytes (at a UTF-8 character
+	// boundary); a reason with another type is INVALID_ARGUMENT.
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -266,6 +271,13 @@ func (x *ShareAck) GetType() ShareAckType {
 		return x.Type
 	}
 	return ShareAckType_SHARE_ACK_GAP
+}
+
+func (x *ShareAck) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 type ShareFetchRequest struct {
@@ -799,12 +811,13 @@ const file_logd_v1_share_proto_rawDesc = "" +
 	"\x13logd/v1/share.proto\x12\alogd.v1\x1a\x12logd/v1/logd.proto\"G\n" +
 	"\x11SharePartitionRef\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
-	"\tpartition\x18\x02 \x01(\x05R\tpartition\"\x81\x01\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\"\x99\x01\n" +
 	"\bShareAck\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12)\n" +
-	"\x04type\x18\x04 \x01(\x0e2\x15.logd.v1.ShareAckTypeR\x04type\"\xac\x02\n" +
+	"\x04type\x18\x04 \x01(\x0e2\x15.logd.v1.ShareAckTypeR\x04type\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"\xac\x02\n" +
 	"\x11ShareFetchRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
 	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12#\n" +
