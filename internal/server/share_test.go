@@ -50,6 +50,8 @@ func TestShareRefusedPrincipal(t *testing.T) {
 	_, err = alice.Acknowledge(ctx, &pb.ShareAcknowledgeRequest{Group: "workers", MemberId: "m1", SessionEpoch: 1,
 		Acks: []*pb.ShareAck{{Topic: "jobs", Type: pb.ShareAckType_SHARE_ACK_REJECT, Reason: "bad"}}})
 	wantDenied(t, "acknowledge", err, "User:alice", "read", "workers")
+	_, err = alice.Describe(ctx, &pb.ShareDescribeRequest{Group: "workers"})
+	wantDenied(t, "describe", err, "User:alice", "describe", "workers")
 	if err := admin.Admin().AddACLs(ctx, client.ACL{Principal: "User:alice", Permission: "allow", Operation: "read",
 		ResourceType: "group", Pattern: "literal", Name: "workers"}); err != nil {
 		t.Fatal(err)
