@@ -60,6 +60,9 @@ type (
 		Acks      Acks   `json:"acks"`
 		// TransactionalID: see ProduceRequest.
 		TransactionalID string `json:"transactional_id,omitempty"`
+		// DeadLetter marks a share partition's dead-letter append
+		// (share_dlq.go), which the node asked makes without authorizing.
+		DeadLetter bool `json:"dead_letter,omitempty"`
 	}
 	groupReq struct {
 		Group string `json:"group,omitempty"`

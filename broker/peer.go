@@ -60,6 +60,8 @@ type (
 		Topic  string                 `json:"topic,omitempty"`
 		Change partition.ConfigChange `json:"change,omitzero"`
 		Count  int32                  `json:"count,omitempty"`
+		// DeadLetter marks a dead-letter topic's creation (share_dlq.go).
+		DeadLetter bool `json:"dead_letter,omitempty"`
 	}
 	recordsReq struct {
 		Topic     string `json:"topic"`
@@ -89,6 +91,9 @@ type (
 // set).
 func (b *Broker) handlePeers() {
 	handle(b, opCreateTopic, func(ctx context.Context, pr Principal, r topicReq) (any, error) {
+		if r.DeadLetter {
+			return b.peerCreateDeadLetterTopic(ctx, r)
+		}
 		return b.CreateTopic(ctx, pr, r.Config)
 	})
 	handle(b, opAlterTopic, func(ctx context.Context, pr Principal, r topicReq) (any, error) {
@@ -131,6 +136,9 @@ func (b *Broker) handlePeers() {
 		return b.RemoveACLs(ctx, pr, r.Filter)
 	})
 	handle(b, opProduce, func(ctx context.Context, pr Principal, r produceReq) (any, error) {
+		if r.DeadLetter {
+			return b.peerDeadLetter(ctx, r)
+		}
 		return b.Produce(ctx, ProduceRequest{Principal: pr, Topic: r.Topic, Partition: r.Partition, Batch: r.Batch, Acks: r.Acks, TransactionalID: r.TransactionalID})
 	})
 	handle(b, opFetch, b.peerFetch)

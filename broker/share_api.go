@@ -77,7 +77,7 @@ func (b *Broker) applyAcks(ctx context.Context, c *shareCall, r ShareFetchReques
 			e.AckErr = b.topicLookup(ctx, fp.Topic, err)
 			continue
 		}
-		e.AckCode, e.AckErr = b.shareAcknowledge(ctx, c.g, r.Member, sp, fp.Acks, fp.Reasons)
+		e.AckCode, e.AckErr = b.shareAcknowledge(ctx, c.g, r.Member, sp, fp.Acks, boundReasons(fp.Reasons))
 	}
 }
 

@@ -6,10 +6,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/logd/logd/internal/batch"
+	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/partition"
 	"github.com/logd/logd/routing"
 	"github.com/logd/logd/share"
@@ -27,9 +30,13 @@ import (
 // window's start) until its append succeeds; each operation of the share
 // partition retries it.
 //
-// Dead letters are appended on a node that runs alone; in a cluster a
-// share group archives such records as without a dead-letter topic (the
-// dead-letter partition is led by another node than the source's).
+// In a cluster the share partition is served by its partition's leader,
+// and the dead-letter partition may be led by another node: the append
+// goes there over the peer service as a produce passed on to a leader
+// does (opProduce, marked as a dead letter: the node asked authorizes
+// nothing for it, as for a transaction marker, since only a node of the
+// cluster can make a peer call and no client request carries the mark).
+// The dead-letter topic is created the same way on the metadata leader.
 
 // Dead-letter headers: where the record came from and why.
 const (
@@ -43,11 +50,41 @@ const (
 	DLQHeaderMissing   = "logd.dlq.missing"
 )
 
+// MaxShareReasonBytes bounds the reason a member gives for a record it
+// rejects (ShareFetchPartition.Reasons), which its dead letter carries as
+// DLQHeaderError: a longer one is cut to its first MaxShareReasonBytes
+// bytes, at a UTF-8 character boundary, rather than the acknowledgement
+// refused (the reason is a diagnostic; the rejection is what matters).
+const MaxShareReasonBytes = 1024
+
+// boundReasons is reasons with each one cut to MaxShareReasonBytes (the
+// map itself when none is longer).
+func boundReasons(reasons map[int64]string) map[int64]string {
+	var out map[int64]string
+	for o, r := range reasons {
+		if len(r) <= MaxShareReasonBytes {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(reasons)
+		}
+		cut := MaxShareReasonBytes
+		for cut > 0 && !utf8.RuneStart(r[cut]) {
+			cut--
+		}
+		out[o] = r[:cut]
+	}
+	if out == nil {
+		return reasons
+	}
+	return out
+}
+
 // sharePartConfig is a share partition's settings under the group's
 // configs on this node.
 func (b *Broker) sharePartConfig(c ShareGroupConfig) share.Config {
 	sc := c.partitionConfig()
-	sc.DeadLetter = !c.DeadLetterOff && b.plane.alone()
+	sc.DeadLetter = !c.DeadLetterOff
 	return sc
 }
 
@@ -144,7 +181,7 @@ func (b *Broker) deadLetterPartition(ctx context.Context, name string, src parti
 		nc := partition.DefaultConfig(name)
 		nc.Partitions, nc.Replicas = src.Partitions, src.Replicas
 		nc.RetentionMs, nc.RetentionBytes, nc.RetentionRecords = src.RetentionMs, src.RetentionBytes, src.RetentionRecords
-		if _, err := b.plane.createTopic(ctx, "", nc); err != nil && !errors.Is(err, partition.ErrTopicExists) {
+		if err := b.createDeadLetterTopic(ctx, nc); err != nil && !errors.Is(err, partition.ErrTopicExists) {
 			return nil, cfg, fmt.Errorf("create dead-letter topic %q: %w", name, err)
 		}
 		if cfg, parts, err = b.topics.Partitions(name); err != nil {
@@ -210,9 +247,33 @@ func (b *Broker) sourceRecord(p *partition.Partition, o int64) (batch.Record, bo
 	return found, ok
 }
 
-// appendDeadLetter appends one dead-letter batch (acks all); a duplicate
-// of one stored before is success.
+// appendDeadLetter appends one dead-letter batch (acks all) on the
+// dead-letter partition's leader: here, or over the peer service on the
+// node this one names. A duplicate of one stored before is success.
 func (b *Broker) appendDeadLetter(ctx context.Context, p *partition.Partition, cfg partition.TopicConfig, data []byte) error {
+	err := b.appendDeadLetterHere(ctx, p, cfg, data)
+	if addr, ok := passOn(ctx, err); ok {
+		err = b.peerCall(ctx, addr, opProduce, "",
+			produceReq{Topic: p.Topic, Partition: p.ID, Batch: data, Acks: AcksAll, DeadLetter: true}, nil)
+	}
+	return err
+}
+
+// appendDeadLetterHere appends one dead-letter batch (acks all) to p on
+// this node; it authorizes nothing (the share partition's leader, here or
+// on another node, asks for it). A sleeping partition it woke is waited
+// for once, as Produce does.
+func (b *Broker) appendDeadLetterHere(ctx context.Context, p *partition.Partition, cfg partition.TopicConfig, data []byte) error {
+	err := b.appendDeadLetterOnce(ctx, p, cfg, data)
+	var nl *NotLeaderError
+	if errors.As(err, &nl) && nl.Woke {
+		b.plane.awaitLeader(ctx, p, wokeWait)
+		err = b.appendDeadLetterOnce(ctx, p, cfg, data)
+	}
+	return err
+}
+
+func (b *Broker) appendDeadLetterOnce(ctx context.Context, p *partition.Partition, cfg partition.TopicConfig, data []byte) error {
 	if err := b.enter(); err != nil {
 		return err
 	}
@@ -223,4 +284,42 @@ func (b *Broker) appendDeadLetter(ctx context.Context, p *partition.Partition, c
 	}
 	_, err = f.Wait()
 	return err
+}
+
+// peerDeadLetter is a dead-letter append another node's share partition
+// passed on to this node (appendDeadLetter).
+func (b *Broker) peerDeadLetter(ctx context.Context, r produceReq) (any, error) {
+	p, cfg, err := b.producePartitionOf(ctx, ProduceRequest{Topic: r.Topic, Partition: r.Partition})
+	if err != nil {
+		return nil, err
+	}
+	return none{}, b.appendDeadLetterHere(ctx, p, cfg, r.Batch)
+}
+
+// createDeadLetterTopic creates a dead-letter topic: here alone, on the
+// metadata leader in a cluster (passed on there marked as a dead-letter
+// topic, which that node creates without authorizing: no principal asked
+// for it).
+func (b *Broker) createDeadLetterTopic(ctx context.Context, cfg partition.TopicConfig) error {
+	rp, clustered := b.plane.(*raftPlane)
+	if !clustered {
+		_, err := b.plane.createTopic(ctx, "", cfg)
+		return err
+	}
+	c, err := rp.cl.CreateTopic(ctx, cfg)
+	if addr, ok := passOn(ctx, err); ok {
+		if err = peerCall(ctx, rp.cl, addr, opCreateTopic, "", topicReq{Config: cfg, DeadLetter: true}, &c); err == nil {
+			err = rp.awaitTopic(ctx, c.Name, c.Partitions)
+		}
+	}
+	return err
+}
+
+// peerCreateDeadLetterTopic is a dead-letter topic's creation another
+// node passed on to this one (createDeadLetterTopic).
+func (b *Broker) peerCreateDeadLetterTopic(ctx context.Context, r topicReq) (any, error) {
+	if err := routing.ValidateTopicName(r.Config.Name); err != nil {
+		return nil, kind.Errorf(kind.ErrInvalidArgument, "create dead-letter topic: %v", err)
+	}
+	return b.plane.createTopic(ctx, "", r.Config)
 }

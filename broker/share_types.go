@@ -103,7 +103,8 @@ type ShareFetchPartition struct {
 	MaxBytes int
 	Acks     []ShareAck
 	// Reasons are the member's errors for offsets it rejects, carried by
-	// their dead letters (DLQHeaderError).
+	// their dead letters (DLQHeaderError), each cut to
+	// MaxShareReasonBytes.
 	Reasons map[int64]string
 }
 

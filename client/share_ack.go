@@ -13,21 +13,28 @@ import (
 // Ack marks r processed: it is never delivered again. It is sent with the
 // next Poll, Flush or Close.
 func (s *ShareConsumer) Ack(r ShareRecord) error {
-	return s.acknowledge(r, logdv1.ShareAckType_SHARE_ACK_ACCEPT)
+	return s.acknowledge(r, logdv1.ShareAckType_SHARE_ACK_ACCEPT, "")
 }
 
 // Release gives r back: it is delivered again, to any member, unless it
 // reached the group's delivery limit.
 func (s *ShareConsumer) Release(r ShareRecord) error {
-	return s.acknowledge(r, logdv1.ShareAckType_SHARE_ACK_RELEASE)
+	return s.acknowledge(r, logdv1.ShareAckType_SHARE_ACK_RELEASE, "")
 }
 
 // Reject marks r unprocessable: it is never delivered again.
 func (s *ShareConsumer) Reject(r ShareRecord) error {
-	return s.acknowledge(r, logdv1.ShareAckType_SHARE_ACK_REJECT)
+	return s.acknowledge(r, logdv1.ShareAckType_SHARE_ACK_REJECT, "")
 }
 
-func (s *ShareConsumer) acknowledge(r ShareRecord, t logdv1.ShareAckType) error {
+// RejectWithReason is Reject saying why: the record's dead letter (when
+// the group has a dead-letter topic) carries reason as its
+// logd.dlq.error header, cut by the node to its first 1024 bytes.
+func (s *ShareConsumer) RejectWithReason(r ShareRecord, reason string) error {
+	return s.acknowledge(r, logdv1.ShareAckType_SHARE_ACK_REJECT, reason)
+}
+
+func (s *ShareConsumer) acknowledge(r ShareRecord, t logdv1.ShareAckType, reason string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -39,7 +46,7 @@ func (s *ShareConsumer) acknowledge(r ShareRecord, t logdv1.ShareAckType) error 
 			r.Topic, r.Partition, r.Offset)
 	}
 	delete(s.held, k)
-	s.pending = append(s.pending, &logdv1.ShareAck{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Type: t})
+	s.pending = append(s.pending, &logdv1.ShareAck{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Type: t, Reason: reason})
 	return nil
 }
 

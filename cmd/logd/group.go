@@ -110,7 +110,15 @@ func newGroupDescribeCmd(srv *serverFlag) *cobra.Command {
 client, host, partitions), and for every partition of the topics the group
 reads or committed in: the member reading it, the committed offset, the high
 watermark and the lag. A group whose members all left (or that only has
-committed offsets) shows no members. --json prints one object.`,
+committed offsets) shows no members. --json prints one object.
+
+A share group (logd consume --share, a Kafka share consumer) shows its
+state, epoch and members (id, client, host, epoch, topics), and each share
+partition the coordinator serves: its start offset (every record below it
+is done), its end (the first offset never acquired), and the records in
+flight between them, available or acquired. The coordinator knows a
+share group once a member joined it since it started; in a cluster it
+shows the share partitions whose partitions it leads.`,
 		Args: exactArgs("GROUP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			group := args[0]
@@ -118,6 +126,9 @@ committed offsets) shows no members. --json prints one object.`,
 				return errors.New("the group name is empty")
 			}
 			return srv.run(func(c *client.Client) error {
+				if ok, err := describeShareGroup(callContext(cmd), c.Admin(), group, cmd.OutOrStdout(), asJSON); ok || err != nil {
+					return err
+				}
 				d, rows, err := describeGroup(callContext(cmd), c.Admin(), group)
 				if err != nil {
 					return err

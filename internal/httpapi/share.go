@@ -65,6 +65,9 @@ type shareFetchAnswer struct {
 type shareIDJSON struct {
 	Partition int32 `json:"partition"`
 	Offset    int64 `json:"offset"`
+	// Reason, in "reject" only, is why: the record's dead letter carries
+	// it (cut to broker.MaxShareReasonBytes).
+	Reason string `json:"reason,omitempty"`
 }
 
 type shareAckJSON struct {
@@ -314,16 +317,20 @@ func (h *Handler) shareAck(w http.ResponseWriter, r *http.Request) {
 func shareAcks(topic string, body shareAckJSON) ([]broker.ShareFetchPartition, error) {
 	var parts []broker.ShareFetchPartition
 	index := map[int32]int{}
-	seen := map[shareIDJSON]bool{}
+	seen := map[[2]int64]bool{}
 	for t, ids := range [][]shareIDJSON{broker.ShareAckType(1): body.Accept, 2: body.Release, 3: body.Reject} {
 		for _, id := range ids {
 			if id.Partition < 0 || id.Offset < 0 {
 				return nil, fmt.Errorf("partition %d offset %d: both are 0 or more", id.Partition, id.Offset)
 			}
-			if seen[id] {
+			key := [2]int64{int64(id.Partition), id.Offset}
+			if seen[key] {
 				return nil, fmt.Errorf("partition %d offset %d is named twice", id.Partition, id.Offset)
 			}
-			seen[id] = true
+			seen[key] = true
+			if id.Reason != "" && t != 3 {
+				return nil, fmt.Errorf("partition %d offset %d: a reason goes with a reject only", id.Partition, id.Offset)
+			}
 			i, ok := index[id.Partition]
 			if !ok {
 				i = len(parts)
@@ -331,6 +338,12 @@ func shareAcks(topic string, body shareAckJSON) ([]broker.ShareFetchPartition, e
 				parts = append(parts, broker.ShareFetchPartition{SharePartition: broker.SharePartition{Topic: topic, Partition: id.Partition}})
 			}
 			parts[i].Acks = append(parts[i].Acks, broker.ShareAck{First: id.Offset, Last: id.Offset, Types: []broker.ShareAckType{broker.ShareAckType(t)}})
+			if id.Reason != "" {
+				if parts[i].Reasons == nil {
+					parts[i].Reasons = map[int64]string{}
+				}
+				parts[i].Reasons[id.Offset] = id.Reason
+			}
 		}
 	}
 	if len(parts) == 0 {

@@ -6,9 +6,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/logd/logd/auth"
 	"github.com/logd/logd/broker"
+	"github.com/logd/logd/internal/batch"
 )
 
 type shareFetchOut struct {
@@ -107,7 +109,7 @@ func TestE2EShareBadInputAndRefused(t *testing.T) {
 	}})
 	hdr := map[string]string{"X-Test-Principal": "User:alice"}
 	for _, path := range []string{"fetch", "ack"} {
-		body := `{"member": "m", "accept": [{"partition": 0, "offset": 0}]}`
+		body := `{"member": "m", "reject": [{"partition": 0, "offset": 0, "reason": "bad"}]}`
 		if path == "fetch" {
 			body = `{"member": "m"}`
 		}
@@ -117,5 +119,64 @@ func TestE2EShareBadInputAndRefused(t *testing.T) {
 	}
 	if st := do(t, "POST", srv.URL+"/v1/topics/t/share/g/fetch", `{"member": "m"}`, map[string]string{"X-Test-Principal": "User:admin"}, nil); st != http.StatusOK {
 		t.Errorf("admin fetch: %d, want 200", st)
+	}
+}
+
+// A reject's reason ends up, cut to broker.MaxShareReasonBytes at a
+// character boundary, in the record's dead letter as logd.dlq.error; a
+// reason with an accept is 400.
+func TestE2EShareRejectReason(t *testing.T) {
+	e := newBrokerEnv(t).(brokerEnv)
+	e.createTopic(t, "jobs", 1)
+	srv, _ := serve(t, e.b.AnyNode(), Config{})
+	url := srv.URL + "/v1/topics/jobs/share/g/"
+	do(t, "POST", url+"fetch", `{"member": "w1"}`, nil, nil) // starts the group at the end
+	if st := do(t, "POST", srv.URL+"/v1/topics/jobs/records", `{"records": [{"value": "a"}, {"value": "b"}]}`, nil, nil); st != http.StatusOK {
+		t.Fatalf("produce: %d", st)
+	}
+	var out shareFetchOut
+	if st := do(t, "POST", url+"fetch", `{"member": "w1", "max_records": 10, "wait_ms": 5000}`, nil, &out); st != http.StatusOK || len(out.Records) != 2 {
+		t.Fatalf("fetch: %d %+v", st, out)
+	}
+	var e400 struct {
+		Error string `json:"error"`
+	}
+	if st := do(t, "POST", url+"ack", `{"member": "w1", "accept": [{"partition": 0, "offset": 0, "reason": "x"}]}`, nil, &e400); st != http.StatusBadRequest ||
+		!strings.Contains(e400.Error, "reject only") {
+		t.Fatalf("a reason with an accept: %d %q, want 400", st, e400.Error)
+	}
+	long := strings.Repeat("€", broker.MaxShareReasonBytes) // 3 bytes each
+	body := `{"member": "w1", "reject": [{"partition": 0, "offset": 0, "reason": "timeout talking to billing"}, {"partition": 0, "offset": 1, "reason": "` + long + `"}]}`
+	var ack struct {
+		NotApplied []shareNotApplied `json:"not_applied"`
+	}
+	if st := do(t, "POST", url+"ack", body, nil, &ack); st != http.StatusOK || len(ack.NotApplied) != 0 {
+		t.Fatalf("reject: %d %+v", st, ack)
+	}
+	res, err := e.b.Fetch(context.Background(), broker.FetchRequest{Partitions: []broker.FetchPartition{{Topic: "jobs.dlq"}}})
+	if err != nil || len(res.Partitions) != 1 || res.Partitions[0].Err != nil {
+		t.Fatalf("fetch jobs.dlq: %+v %v", res, err)
+	}
+	defer res.Release()
+	var errs []string
+	err = batch.Split(res.Partitions[0].Batches, func(one []byte, _ batch.Info) error {
+		_, recs, err := batch.Decode(one, 0)
+		for _, r := range recs {
+			for _, h := range r.Headers {
+				if h.Key == broker.DLQHeaderError {
+					errs = append(errs, string(h.Value))
+				}
+			}
+		}
+		return err
+	})
+	if err != nil || len(errs) != 2 {
+		t.Fatalf("jobs.dlq's errors: %q %v, want 2", errs, err)
+	}
+	if errs[0] != "timeout talking to billing" {
+		t.Errorf("first dead letter's error %q", errs[0])
+	}
+	if want := long[:broker.MaxShareReasonBytes-broker.MaxShareReasonBytes%3]; errs[1] != want || !utf8.ValidString(errs[1]) {
+		t.Errorf("the long reason came as %d bytes (valid UTF-8 %v), want its first %d", len(errs[1]), utf8.ValidString(errs[1]), len(want))
 	}
 }

@@ -126,6 +126,10 @@ func groupShareAcks(acks []*pb.ShareAck) ([]broker.ShareFetchPartition, error) {
 		if a.Type < pb.ShareAckType_SHARE_ACK_GAP || a.Type > pb.ShareAckType_SHARE_ACK_REJECT {
 			return nil, status.Errorf(codes.InvalidArgument, "acknowledgement type %d: use accept, release, reject or gap", a.Type)
 		}
+		if a.Reason != "" && a.Type != pb.ShareAckType_SHARE_ACK_REJECT {
+			return nil, status.Errorf(codes.InvalidArgument, "%s-%d@%d: a reason goes with a reject only, not with %s",
+				a.Topic, a.Partition, a.Offset, a.Type)
+		}
 		ref := broker.SharePartition{Topic: a.Topic, Partition: a.Partition}
 		i, ok := index[ref]
 		if !ok {
@@ -135,6 +139,12 @@ func groupShareAcks(acks []*pb.ShareAck) ([]broker.ShareFetchPartition, error) {
 		}
 		parts[i].Acks = append(parts[i].Acks, broker.ShareAck{First: a.Offset, Last: a.Offset,
 			Types: []broker.ShareAckType{broker.ShareAckType(a.Type)}})
+		if a.Reason != "" {
+			if parts[i].Reasons == nil {
+				parts[i].Reasons = map[int64]string{}
+			}
+			parts[i].Reasons[a.Offset] = a.Reason
+		}
 	}
 	return parts, nil
 }

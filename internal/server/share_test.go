@@ -47,8 +47,11 @@ func TestShareRefusedPrincipal(t *testing.T) {
 	fetch := &pb.ShareFetchRequest{Group: "workers", MemberId: "m1", Partitions: []*pb.SharePartitionRef{{Topic: "jobs"}}}
 	_, err = alice.Fetch(ctx, fetch)
 	wantDenied(t, "fetch", err, "User:alice", "read", "workers")
-	_, err = alice.Acknowledge(ctx, &pb.ShareAcknowledgeRequest{Group: "workers", MemberId: "m1", SessionEpoch: 1})
+	_, err = alice.Acknowledge(ctx, &pb.ShareAcknowledgeRequest{Group: "workers", MemberId: "m1", SessionEpoch: 1,
+		Acks: []*pb.ShareAck{{Topic: "jobs", Type: pb.ShareAckType_SHARE_ACK_REJECT, Reason: "bad"}}})
 	wantDenied(t, "acknowledge", err, "User:alice", "read", "workers")
+	_, err = alice.Describe(ctx, &pb.ShareDescribeRequest{Group: "workers"})
+	wantDenied(t, "describe", err, "User:alice", "describe", "workers")
 	if err := admin.Admin().AddACLs(ctx, client.ACL{Principal: "User:alice", Permission: "allow", Operation: "read",
 		ResourceType: "group", Pattern: "literal", Name: "workers"}); err != nil {
 		t.Fatal(err)
@@ -73,6 +76,7 @@ func TestShareBadInput(t *testing.T) {
 		"bad epoch":     {Group: "g", MemberId: "m", SessionEpoch: -2},
 		"bad partition": {Group: "g", MemberId: "m", Partitions: []*pb.SharePartitionRef{{Topic: "t", Partition: -1}}},
 		"bad ack":       {Group: "g", MemberId: "m", Acks: []*pb.ShareAck{{Topic: "t", Offset: 1, Type: 9}}},
+		"accept reason": {Group: "g", MemberId: "m", Acks: []*pb.ShareAck{{Topic: "t", Offset: 1, Type: pb.ShareAckType_SHARE_ACK_ACCEPT, Reason: "x"}}},
 		"negative max":  {Group: "g", MemberId: "m", MaxRecords: -1},
 	} {
 		if _, err := c.Fetch(ctx, req); status.Code(err) != codes.InvalidArgument {

@@ -201,11 +201,16 @@ func (x *SharePartitionRef) GetPartition() int32 {
 
 // ShareAck acknowledges one record.
 type ShareAck struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
-	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
-	Offset        int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
-	Type          ShareAckType           `protobuf:"varint,4,opt,name=type,proto3,enum=logd.v1.ShareAckType" json:"type,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Offset    int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	Type      ShareAckType           `protobuf:"varint,4,opt,name=type,proto3,enum=logd.v1.ShareAckType" json:"type,omitempty"`
+	// With SHARE_ACK_REJECT only: why (the member's error), carried by the
+	// record's dead letter as its logd.dlq.error header. A reason longer
+	// than 1024 bytes is cut to its first 1024 bytes (at a UTF-8 character
+	// boundary); a reason with another type is INVALID_ARGUMENT.
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -266,6 +271,13 @@ func (x *ShareAck) GetType() ShareAckType {
 		return x.Type
 	}
 	return ShareAckType_SHARE_ACK_GAP
+}
+
+func (x *ShareAck) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 type ShareFetchRequest struct {
@@ -792,6 +804,298 @@ func (x *ShareAcknowledgeResponse) GetAcks() []*ShareAckResult {
 	return nil
 }
 
+type ShareDescribeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShareDescribeRequest) Reset() {
+	*x = ShareDescribeRequest{}
+	mi := &file_logd_v1_share_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShareDescribeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShareDescribeRequest) ProtoMessage() {}
+
+func (x *ShareDescribeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_share_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShareDescribeRequest.ProtoReflect.Descriptor instead.
+func (*ShareDescribeRequest) Descriptor() ([]byte, []int) {
+	return file_logd_v1_share_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ShareDescribeRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+type ShareMember struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MemberId      string                 `protobuf:"bytes,1,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	ClientId      string                 `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	ClientHost    string                 `protobuf:"bytes,3,opt,name=client_host,json=clientHost,proto3" json:"client_host,omitempty"`
+	MemberEpoch   int32                  `protobuf:"varint,4,opt,name=member_epoch,json=memberEpoch,proto3" json:"member_epoch,omitempty"`
+	Topics        []string               `protobuf:"bytes,5,rep,name=topics,proto3" json:"topics,omitempty"` // subscribed
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShareMember) Reset() {
+	*x = ShareMember{}
+	mi := &file_logd_v1_share_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShareMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShareMember) ProtoMessage() {}
+
+func (x *ShareMember) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_share_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShareMember.ProtoReflect.Descriptor instead.
+func (*ShareMember) Descriptor() ([]byte, []int) {
+	return file_logd_v1_share_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ShareMember) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *ShareMember) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *ShareMember) GetClientHost() string {
+	if x != nil {
+		return x.ClientHost
+	}
+	return ""
+}
+
+func (x *ShareMember) GetMemberEpoch() int32 {
+	if x != nil {
+		return x.MemberEpoch
+	}
+	return 0
+}
+
+func (x *ShareMember) GetTopics() []string {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+// SharePartitionState is a share partition's window: records below start
+// are done; in_flight of [start, end) are not yet, of which available may
+// be handed out and acquired are locked by a member (the rest are being
+// dead-lettered).
+type SharePartitionState struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Start         int64                  `protobuf:"varint,3,opt,name=start,proto3" json:"start,omitempty"`
+	End           int64                  `protobuf:"varint,4,opt,name=end,proto3" json:"end,omitempty"`
+	InFlight      int32                  `protobuf:"varint,5,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	Available     int32                  `protobuf:"varint,6,opt,name=available,proto3" json:"available,omitempty"`
+	Acquired      int32                  `protobuf:"varint,7,opt,name=acquired,proto3" json:"acquired,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SharePartitionState) Reset() {
+	*x = SharePartitionState{}
+	mi := &file_logd_v1_share_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SharePartitionState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SharePartitionState) ProtoMessage() {}
+
+func (x *SharePartitionState) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_share_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SharePartitionState.ProtoReflect.Descriptor instead.
+func (*SharePartitionState) Descriptor() ([]byte, []int) {
+	return file_logd_v1_share_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SharePartitionState) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *SharePartitionState) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *SharePartitionState) GetStart() int64 {
+	if x != nil {
+		return x.Start
+	}
+	return 0
+}
+
+func (x *SharePartitionState) GetEnd() int64 {
+	if x != nil {
+		return x.End
+	}
+	return 0
+}
+
+func (x *SharePartitionState) GetInFlight() int32 {
+	if x != nil {
+		return x.InFlight
+	}
+	return 0
+}
+
+func (x *SharePartitionState) GetAvailable() int32 {
+	if x != nil {
+		return x.Available
+	}
+	return 0
+}
+
+func (x *SharePartitionState) GetAcquired() int32 {
+	if x != nil {
+		return x.Acquired
+	}
+	return 0
+}
+
+type ShareDescribeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	State         string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"` // "Dead" (unknown to the coordinator), "Empty" or "Stable"
+	Epoch         int32                  `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Members       []*ShareMember         `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"`
+	Partitions    []*SharePartitionState `protobuf:"bytes,5,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShareDescribeResponse) Reset() {
+	*x = ShareDescribeResponse{}
+	mi := &file_logd_v1_share_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShareDescribeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShareDescribeResponse) ProtoMessage() {}
+
+func (x *ShareDescribeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_logd_v1_share_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShareDescribeResponse.ProtoReflect.Descriptor instead.
+func (*ShareDescribeResponse) Descriptor() ([]byte, []int) {
+	return file_logd_v1_share_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ShareDescribeResponse) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *ShareDescribeResponse) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *ShareDescribeResponse) GetEpoch() int32 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ShareDescribeResponse) GetMembers() []*ShareMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *ShareDescribeResponse) GetPartitions() []*SharePartitionState {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
 var File_logd_v1_share_proto protoreflect.FileDescriptor
 
 const file_logd_v1_share_proto_rawDesc = "" +
@@ -799,12 +1103,13 @@ const file_logd_v1_share_proto_rawDesc = "" +
 	"\x13logd/v1/share.proto\x12\alogd.v1\x1a\x12logd/v1/logd.proto\"G\n" +
 	"\x11SharePartitionRef\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
-	"\tpartition\x18\x02 \x01(\x05R\tpartition\"\x81\x01\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\"\x99\x01\n" +
 	"\bShareAck\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12)\n" +
-	"\x04type\x18\x04 \x01(\x0e2\x15.logd.v1.ShareAckTypeR\x04type\"\xac\x02\n" +
+	"\x04type\x18\x04 \x01(\x0e2\x15.logd.v1.ShareAckTypeR\x04type\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"\xac\x02\n" +
 	"\x11ShareFetchRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
 	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12#\n" +
@@ -847,7 +1152,32 @@ const file_logd_v1_share_proto_rawDesc = "" +
 	"\x18ShareAcknowledgeResponse\x12,\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x14.logd.v1.ShareStatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12+\n" +
-	"\x04acks\x18\x03 \x03(\v2\x17.logd.v1.ShareAckResultR\x04acks*\x9c\x02\n" +
+	"\x04acks\x18\x03 \x03(\v2\x17.logd.v1.ShareAckResultR\x04acks\",\n" +
+	"\x14ShareDescribeRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\"\xa3\x01\n" +
+	"\vShareMember\x12\x1b\n" +
+	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x1f\n" +
+	"\vclient_host\x18\x03 \x01(\tR\n" +
+	"clientHost\x12!\n" +
+	"\fmember_epoch\x18\x04 \x01(\x05R\vmemberEpoch\x12\x16\n" +
+	"\x06topics\x18\x05 \x03(\tR\x06topics\"\xc8\x01\n" +
+	"\x13SharePartitionState\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x14\n" +
+	"\x05start\x18\x03 \x01(\x03R\x05start\x12\x10\n" +
+	"\x03end\x18\x04 \x01(\x03R\x03end\x12\x1b\n" +
+	"\tin_flight\x18\x05 \x01(\x05R\binFlight\x12\x1c\n" +
+	"\tavailable\x18\x06 \x01(\x05R\tavailable\x12\x1a\n" +
+	"\bacquired\x18\a \x01(\x05R\bacquired\"\xc7\x01\n" +
+	"\x15ShareDescribeResponse\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x05R\x05epoch\x12.\n" +
+	"\amembers\x18\x04 \x03(\v2\x14.logd.v1.ShareMemberR\amembers\x12<\n" +
+	"\n" +
+	"partitions\x18\x05 \x03(\v2\x1c.logd.v1.SharePartitionStateR\n" +
+	"partitions*\x9c\x02\n" +
 	"\vShareStatus\x12\x13\n" +
 	"\x0fSHARE_STATUS_OK\x10\x00\x12\x1f\n" +
 	"\x1bSHARE_STATUS_UNKNOWN_MEMBER\x10\x01\x12$\n" +
@@ -861,10 +1191,11 @@ const file_logd_v1_share_proto_rawDesc = "" +
 	"\rSHARE_ACK_GAP\x10\x00\x12\x14\n" +
 	"\x10SHARE_ACK_ACCEPT\x10\x01\x12\x15\n" +
 	"\x11SHARE_ACK_RELEASE\x10\x02\x12\x14\n" +
-	"\x10SHARE_ACK_REJECT\x10\x032\x9d\x01\n" +
+	"\x10SHARE_ACK_REJECT\x10\x032\xe8\x01\n" +
 	"\x05Share\x12@\n" +
 	"\x05Fetch\x12\x1a.logd.v1.ShareFetchRequest\x1a\x1b.logd.v1.ShareFetchResponse\x12R\n" +
-	"\vAcknowledge\x12 .logd.v1.ShareAcknowledgeRequest\x1a!.logd.v1.ShareAcknowledgeResponseB+Z)github.com/logd/logd/proto/logd/v1;logdv1b\x06proto3"
+	"\vAcknowledge\x12 .logd.v1.ShareAcknowledgeRequest\x1a!.logd.v1.ShareAcknowledgeResponse\x12I\n" +
+	"\bDescribe\x12\x1d.logd.v1.ShareDescribeRequest\x1a\x1e.logd.v1.ShareDescribeResponseB+Z)github.com/logd/logd/proto/logd/v1;logdv1b\x06proto3"
 
 var (
 	file_logd_v1_share_proto_rawDescOnce sync.Once
@@ -879,7 +1210,7 @@ func file_logd_v1_share_proto_rawDescGZIP() []byte {
 }
 
 var file_logd_v1_share_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_logd_v1_share_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_logd_v1_share_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_logd_v1_share_proto_goTypes = []any{
 	(ShareStatus)(0),                 // 0: logd.v1.ShareStatus
 	(ShareAckType)(0),                // 1: logd.v1.ShareAckType
@@ -892,13 +1223,17 @@ var file_logd_v1_share_proto_goTypes = []any{
 	(*ShareFetchResponse)(nil),       // 8: logd.v1.ShareFetchResponse
 	(*ShareAcknowledgeRequest)(nil),  // 9: logd.v1.ShareAcknowledgeRequest
 	(*ShareAcknowledgeResponse)(nil), // 10: logd.v1.ShareAcknowledgeResponse
-	(*Record)(nil),                   // 11: logd.v1.Record
+	(*ShareDescribeRequest)(nil),     // 11: logd.v1.ShareDescribeRequest
+	(*ShareMember)(nil),              // 12: logd.v1.ShareMember
+	(*SharePartitionState)(nil),      // 13: logd.v1.SharePartitionState
+	(*ShareDescribeResponse)(nil),    // 14: logd.v1.ShareDescribeResponse
+	(*Record)(nil),                   // 15: logd.v1.Record
 }
 var file_logd_v1_share_proto_depIdxs = []int32{
 	1,  // 0: logd.v1.ShareAck.type:type_name -> logd.v1.ShareAckType
 	2,  // 1: logd.v1.ShareFetchRequest.partitions:type_name -> logd.v1.SharePartitionRef
 	3,  // 2: logd.v1.ShareFetchRequest.acks:type_name -> logd.v1.ShareAck
-	11, // 3: logd.v1.ShareRecord.record:type_name -> logd.v1.Record
+	15, // 3: logd.v1.ShareRecord.record:type_name -> logd.v1.Record
 	0,  // 4: logd.v1.ShareAckResult.status:type_name -> logd.v1.ShareStatus
 	0,  // 5: logd.v1.ShareFetchResponse.status:type_name -> logd.v1.ShareStatus
 	5,  // 6: logd.v1.ShareFetchResponse.records:type_name -> logd.v1.ShareRecord
@@ -907,15 +1242,19 @@ var file_logd_v1_share_proto_depIdxs = []int32{
 	3,  // 9: logd.v1.ShareAcknowledgeRequest.acks:type_name -> logd.v1.ShareAck
 	0,  // 10: logd.v1.ShareAcknowledgeResponse.status:type_name -> logd.v1.ShareStatus
 	7,  // 11: logd.v1.ShareAcknowledgeResponse.acks:type_name -> logd.v1.ShareAckResult
-	4,  // 12: logd.v1.Share.Fetch:input_type -> logd.v1.ShareFetchRequest
-	9,  // 13: logd.v1.Share.Acknowledge:input_type -> logd.v1.ShareAcknowledgeRequest
-	8,  // 14: logd.v1.Share.Fetch:output_type -> logd.v1.ShareFetchResponse
-	10, // 15: logd.v1.Share.Acknowledge:output_type -> logd.v1.ShareAcknowledgeResponse
-	14, // [14:16] is the sub-list for method output_type
-	12, // [12:14] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	12, // 12: logd.v1.ShareDescribeResponse.members:type_name -> logd.v1.ShareMember
+	13, // 13: logd.v1.ShareDescribeResponse.partitions:type_name -> logd.v1.SharePartitionState
+	4,  // 14: logd.v1.Share.Fetch:input_type -> logd.v1.ShareFetchRequest
+	9,  // 15: logd.v1.Share.Acknowledge:input_type -> logd.v1.ShareAcknowledgeRequest
+	11, // 16: logd.v1.Share.Describe:input_type -> logd.v1.ShareDescribeRequest
+	8,  // 17: logd.v1.Share.Fetch:output_type -> logd.v1.ShareFetchResponse
+	10, // 18: logd.v1.Share.Acknowledge:output_type -> logd.v1.ShareAcknowledgeResponse
+	14, // 19: logd.v1.Share.Describe:output_type -> logd.v1.ShareDescribeResponse
+	17, // [17:20] is the sub-list for method output_type
+	14, // [14:17] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_logd_v1_share_proto_init() }
@@ -930,7 +1269,7 @@ func file_logd_v1_share_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_logd_v1_share_proto_rawDesc), len(file_logd_v1_share_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   9,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -28,6 +28,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	Share_Fetch_FullMethodName       = "/logd.v1.Share/Fetch"
 	Share_Acknowledge_FullMethodName = "/logd.v1.Share/Acknowledge"
+	Share_Describe_FullMethodName    = "/logd.v1.Share/Describe"
 )
 
 // ShareClient is the client API for Share service.
@@ -51,6 +52,10 @@ type ShareClient interface {
 	// Acknowledge applies acknowledgements alone (epoch -1 also closes the
 	// session).
 	Acknowledge(ctx context.Context, in *ShareAcknowledgeRequest, opts ...grpc.CallOption) (*ShareAcknowledgeResponse, error)
+	// Describe shows a share group as its coordinator knows it: members and
+	// the share partitions it has used since it started (in a cluster,
+	// those whose partitions the coordinator leads). DESCRIBE on the group.
+	Describe(ctx context.Context, in *ShareDescribeRequest, opts ...grpc.CallOption) (*ShareDescribeResponse, error)
 }
 
 type shareClient struct {
@@ -81,6 +86,16 @@ func (c *shareClient) Acknowledge(ctx context.Context, in *ShareAcknowledgeReque
 	return out, nil
 }
 
+func (c *shareClient) Describe(ctx context.Context, in *ShareDescribeRequest, opts ...grpc.CallOption) (*ShareDescribeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ShareDescribeResponse)
+	err := c.cc.Invoke(ctx, Share_Describe_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ShareServer is the server API for Share service.
 // All implementations must embed UnimplementedShareServer
 // for forward compatibility.
@@ -102,6 +117,10 @@ type ShareServer interface {
 	// Acknowledge applies acknowledgements alone (epoch -1 also closes the
 	// session).
 	Acknowledge(context.Context, *ShareAcknowledgeRequest) (*ShareAcknowledgeResponse, error)
+	// Describe shows a share group as its coordinator knows it: members and
+	// the share partitions it has used since it started (in a cluster,
+	// those whose partitions the coordinator leads). DESCRIBE on the group.
+	Describe(context.Context, *ShareDescribeRequest) (*ShareDescribeResponse, error)
 	mustEmbedUnimplementedShareServer()
 }
 
@@ -117,6 +136,9 @@ func (UnimplementedShareServer) Fetch(context.Context, *ShareFetchRequest) (*Sha
 }
 func (UnimplementedShareServer) Acknowledge(context.Context, *ShareAcknowledgeRequest) (*ShareAcknowledgeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Acknowledge not implemented")
+}
+func (UnimplementedShareServer) Describe(context.Context, *ShareDescribeRequest) (*ShareDescribeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Describe not implemented")
 }
 func (UnimplementedShareServer) mustEmbedUnimplementedShareServer() {}
 func (UnimplementedShareServer) testEmbeddedByValue()               {}
@@ -175,6 +197,24 @@ func _Share_Acknowledge_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Share_Describe_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ShareDescribeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShareServer).Describe(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Share_Describe_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShareServer).Describe(ctx, req.(*ShareDescribeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Share_ServiceDesc is the grpc.ServiceDesc for Share service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -189,6 +229,10 @@ var Share_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Acknowledge",
 			Handler:    _Share_Acknowledge_Handler,
+		},
+		{
+			MethodName: "Describe",
+			Handler:    _Share_Describe_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
