@@ -28,8 +28,9 @@
 #   BIN               the logd binary (default bin/logd, built by make)
 #   KGO_LOG_LEVEL     franz-go's client log level in the tests (info)
 #
-# It prints, per run, one line per test and subtest (PASS, FAIL, SKIP with
-# the time) and a count, and exits non-zero when a run had a failing test.
+# It prints, per run, one line per test (PASS, FAIL, SKIP with the time; a
+# subtest when it failed or was skipped), the counts of tests and subtests
+# and the run's seconds, and exits non-zero when a run had a failing test.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${BIN:-$ROOT/bin/logd}
