@@ -14,7 +14,7 @@ RACE_PKGS  := ./log/... ./partition/... ./routing/... ./offsets/... ./kv/... ./s
 PLAIN_PKGS := ./cmd/... ./test/... ./torture/... ./proto/... ./logdtest/... ./bench/...
 FUZZTIME  ?= 5s
 
-.PHONY: check-pkgs check-disk verify-deploy all build run test test-race test-txn-kill test-fuzz fuzz lint proto tools bench bench-compaction bench-kv bench-replication bench-compare bench-cluster bench-partitions bench-before-after bench-txn bench-share clean
+.PHONY: check-pkgs check-disk verify-deploy all build run test test-race test-txn-kill test-fuzz fuzz lint proto tools bench bench-compaction bench-kv bench-replication bench-compare bench-cluster bench-partitions bench-before-after bench-txn bench-share clean test-kgo
 
 all: build
 
@@ -83,6 +83,13 @@ test: tools build lint
 # 3-process cluster through a kill -9 and restart (make test moves 10,000).
 test-txn-kill: build
 	LOGD_TXN_KILL_RECORDS=100000 $(GO) test -count=1 -timeout 20m -run '^TestBinTransactSessionKill9$$' -v ./cmd/logd/
+
+# test-kgo: franz-go's pkg/kgo integration suite (go.mod's version, its tests
+# unmodified) against one node (RF 1) and a 3-node cluster (RF 3), KIP-848
+# cases included, transaction and share-group tests skipped (test/kgo.sh:
+# KGO_TEST_RECORDS, default 50000; `test/kgo.sh one` or `three` for one run).
+test-kgo: build
+	test/kgo.sh
 
 # check-disk fails when the tests' temporary directory has less than 2 GiB free: the
 # servers they start refuse writes below 512 MiB free (DESIGN.md, full disk), and the

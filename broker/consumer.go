@@ -98,6 +98,11 @@ func (b *Broker) ConsumerHeartbeat(ctx context.Context, r ConsumerHeartbeatReque
 				Message: "member " + r.Member + " is not in group " + r.Group + ": join again"}, nil
 		}
 		g = newCGroup(r.Group)
+		// A group that emptied kept its epoch as the group's recorded
+		// generation (recordConsumerGroup): it goes on from there.
+		if floor, err := b.offsets.Generation(r.Group); err == nil {
+			g.epoch = max(floor, 0)
+		}
 		if s.groups == nil {
 			s.groups = map[string]*cgroup{}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/logd/logd/groups"
 	"github.com/logd/logd/internal/kind"
+	"github.com/logd/logd/offsets"
 )
 
 // The record of a server-assigned group (consumer.go): its group epoch,
@@ -194,7 +195,10 @@ func (b *Broker) recordConsumerGroup(ctx context.Context, g *cgroup, w consumerW
 	if done {
 		return nil
 	}
-	err := b.plane.recordConsumerState(ctx, g.name, w.epoch, w.enc)
+	err := b.keepEmptiedEpoch(ctx, g.name, w)
+	if err == nil {
+		err = b.plane.recordConsumerState(ctx, g.name, w.epoch, w.enc)
+	}
 	if err != nil {
 		var nl *NotLeaderError
 		if errors.As(err, &nl) {
@@ -208,6 +212,24 @@ func (b *Broker) recordConsumerGroup(ctx context.Context, g *cgroup, w consumerW
 	s.writes++
 	s.mu.Unlock()
 	return nil
+}
+
+// keepEmptiedEpoch records the group epoch of a group whose record w
+// removes (it has no member, or its record is too large) as the group's
+// generation, where the classic groups record theirs, before the record
+// goes: a coordinator that creates the group again (this one after a
+// restart, the next metadata leader) starts above it, as Kafka keeps an
+// empty group's epoch. A generation recorded already at or above it (a
+// classic group's, an earlier emptying's) is left.
+func (b *Broker) keepEmptiedEpoch(ctx context.Context, group string, w consumerWrite) error {
+	if w.enc != nil || w.epoch <= 0 {
+		return nil
+	}
+	err := b.plane.recordGeneration(ctx, group, w.epoch)
+	if errors.Is(err, offsets.ErrGenerationTaken) {
+		return nil
+	}
+	return err
 }
 
 // takeOver replaces the node's groups with those recorded (by group

@@ -153,3 +153,26 @@ func TestConsumerHeartbeatRefusesUnrecordable(t *testing.T) {
 		}
 	}
 }
+
+// A group whose last member left keeps its group epoch, as Kafka's does:
+// after a restart (a coordinator that takes the group over from the
+// record) a new member's epoch is above every epoch the group had, not 1
+// again, so an epoch never names two memberships of the group.
+func TestConsumerGroupEmptiedKeepsEpoch(t *testing.T) {
+	dir := t.TempDir()
+	b := openDir(t, dir)
+	createTopic(t, b, "q", 2)
+	a := beat(t, b, broker.ConsumerHeartbeatRequest{Member: "a", Topics: []string{"q"}})
+	beat(t, b, broker.ConsumerHeartbeatRequest{Member: "a", MemberEpoch: -1})
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = openDir(t, dir)
+	defer b.Close()
+	c := beat(t, b, broker.ConsumerHeartbeatRequest{Member: "c", Topics: []string{"q"}})
+	// a's leave moved the group epoch past a's epoch; c's join moves it on.
+	if c.MemberEpoch <= a.MemberEpoch+1 {
+		t.Fatalf("a new member's epoch %d after the emptied group's restart, want above %d (a's epoch %d, then its leave)",
+			c.MemberEpoch, a.MemberEpoch+1, a.MemberEpoch)
+	}
+}

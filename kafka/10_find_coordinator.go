@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd/logd/auth"
+	"github.com/logd/logd/internal/kind"
 )
 
 // handleFindCoordinator points every group and transactional id (key type
@@ -60,7 +61,7 @@ func (s *Server) findCoordinator(r *request, keyType int8, key string) kmsg.Find
 	default:
 		return fail(kerr.InvalidRequest, "logd coordinates consumer groups (key type 0) and transactions (key type 1) only")
 	}
-	if err == nil {
+	if err == nil || keyType == 0 && s.coordinatorBetween(err) {
 		c.NodeID, c.Host, c.Port = s.core.LocalNode().KafkaID, s.host, s.port
 		return c
 	}
@@ -76,4 +77,28 @@ func (s *Server) findCoordinator(r *request, keyType int8, key string) kmsg.Find
 		}
 	}
 	return fail(kerr.CoordinatorNotAvailable, "the group coordinator's node has no Kafka listener known here")
+}
+
+// coordinatorBetween reports whether err, the group coordinator's
+// absence here, is one that passes without a client doing anything: no
+// node leads the cluster metadata (an election is under way), or this
+// node leads it and its coordinator is taking the groups over. Kafka
+// answers FindCoordinator then with a broker (the one its metadata names,
+// which answers the group's requests NOT_COORDINATOR or
+// COORDINATOR_LOAD_IN_PROGRESS until it coordinates), and clients retry
+// those requests; COORDINATOR_NOT_AVAILABLE from FindCoordinator is not
+// retried by every client (franz-go fails an OffsetFetch at once on it),
+// so a member that fetches its offsets during an election would fail.
+// So this node is answered: its group requests say NOT_COORDINATOR (no
+// leader) or COORDINATOR_NOT_AVAILABLE (taking over), both retried, until
+// the coordinator is known. A node shutting down is not.
+func (s *Server) coordinatorBetween(err error) bool {
+	if errors.Is(err, kind.ErrShuttingDown) {
+		return false
+	}
+	var nc *NotCoordinatorError
+	if errors.As(err, &nc) {
+		return nc.Leader.ID == ""
+	}
+	return true
 }

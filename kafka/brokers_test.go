@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // On a node that does not lead the cluster metadata (the fake answers as
@@ -86,3 +87,48 @@ func CheckConsumeUnknownTopic(t *testing.T, addr string) {
 
 // NeedCommand is needCommand, for the tests of package kafka_test.
 func NeedCommand(t *testing.T, name, pkg string) { t.Helper(); needCommand(t, name, pkg) }
+
+// While no node leads the cluster metadata (an election), FindCoordinator
+// for a group (v3 and v4's batched form) answers this node, whose group
+// requests answer the retried NOT_COORDINATOR until a coordinator is
+// known, and not COORDINATOR_NOT_AVAILABLE, on which franz-go fails an
+// OffsetFetch at once: a member fetching its offsets during an election
+// waits for the next coordinator instead of failing.
+func TestFindCoordinatorDuringElection(t *testing.T) {
+	f := newFakeCore()
+	f.metaLeader = &Node{} // no leader known
+	s := startServer(t, f, Config{})
+	ctx := testCtx(t)
+	for v, cl := range map[int16]*kgo.Client{
+		3: newClient(t, s.AdvertisedAddr(), kgo.MaxVersions(kversion.V2_8_0())),
+		4: newClient(t, s.AdvertisedAddr()),
+	} {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorKey, req.CoordinatorKeys = "g", []string{"g"}
+		resp, err := req.RequestWith(ctx, cl.Broker(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, node := resp.ErrorCode, resp.NodeID
+		if v >= 4 {
+			if len(resp.Coordinators) != 1 {
+				t.Fatalf("v%d: %d coordinators, want 1", v, len(resp.Coordinators))
+			}
+			code, node = resp.Coordinators[0].ErrorCode, resp.Coordinators[0].NodeID
+		}
+		if resp.Version != v || code != 0 || node != f.LocalNode().KafkaID {
+			t.Fatalf("FindCoordinator v%d (sent v%d) during an election: code %d (%v), node %d; want 0 and this node (%d)",
+				v, resp.Version, code, kerr.ErrorForCode(code), node, f.LocalNode().KafkaID)
+		}
+	}
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "g", "consumer", 10000, 10000
+	join.Protocols = append(join.Protocols, kmsg.JoinGroupRequestProtocol{Name: "range"})
+	resp, err := join.RequestWith(ctx, newClient(t, s.AdvertisedAddr()).Broker(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); !errors.Is(err, kerr.NotCoordinator) || !kerr.IsRetriable(err) {
+		t.Fatalf("JoinGroup on that node: %v, want the retriable NOT_COORDINATOR", err)
+	}
+}
