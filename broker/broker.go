@@ -341,3 +341,7 @@ func (b *Broker) LocalNode() Node {
 func (b *Broker) Nodes(ctx context.Context) ([]Node, error) {
 	return b.plane.nodes(b.LocalNode()), nil
 }
+
+// NodeLive reports whether node id is up as far as this node knows: it
+// is this node, or it answered on its Raft port in the last seconds.
+func (b *Broker) NodeLive(id string) bool { return b.plane.live(id) }
