@@ -166,7 +166,7 @@ func (s *Server) clusterView(ctx context.Context) (clusterView, error) {
 			continue
 		}
 		cv.ids[n.ID] = n.KafkaID // a replica's id, even while its node is down
-		if !s.core.NodeLive(n.ID) {
+		if !s.core.NodeLive(ctx, n.ID) {
 			continue // Kafka lists its live brokers only
 		}
 		b := kmsg.NewMetadataResponseBroker()
