@@ -1,10 +1,15 @@
 package kafka_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os/exec"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,3 +188,94 @@ func runCtx(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// runScript runs a client written in another language as a process. It
+// prints a line MOVE when the test is to move the group coordinator,
+// CHECK when its group's commits are to be checked (onCheck), each
+// answered with a line on its standard input once done, and RESULT
+// followed by JSON at the end, which runScript returns.
+func (r *clientRig) runScript(env []string, onCheck func(), name string, args ...string) []byte {
+	r.t.Helper()
+	cmd := exec.CommandContext(runCtx(r.t), name, args...)
+	cmd.Env = append(cmd.Environ(), env...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	var result []byte
+	var lines []string
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		lines = append(lines, line)
+		switch {
+		case line == "MOVE":
+			r.moveCoordinator()
+			fmt.Fprintln(stdin, "moved")
+		case line == "CHECK":
+			onCheck()
+			fmt.Fprintln(stdin, "checked")
+		case strings.HasPrefix(line, "RESULT "):
+			result = []byte(strings.TrimPrefix(line, "RESULT "))
+		}
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil || result == nil {
+		r.t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", name, err, strings.Join(lines, "\n"), errb.String())
+	}
+	return result
+}
+
+// scriptResult is what the scripted clients print at the end.
+type scriptResult struct {
+	Partitions int               `json:"partitions"`
+	Replicas   []int             `json:"replicas"`
+	Brokers    int               `json:"brokers"`
+	Configs    map[string]string `json:"configs"`
+	Produced   [3][]clientRecord `json:"produced"`
+	Consumed   [3][]clientRecord `json:"consumed"`
+	Groups     []string          `json:"groups"`
+	State      string            `json:"state"`
+	Members    int               `json:"members"`
+	Deleted    bool              `json:"deleted"`
+}
+
+// checkScript checks a scripted client's result for topic and group.
+func (r *clientRig) checkScript(out []byte, group string) scriptResult {
+	r.t.Helper()
+	var res scriptResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		r.t.Fatalf("result %q: %v", out, err)
+	}
+	if res.Partitions != 3 || !slices.Equal(res.Replicas, []int{3, 3, 3}) || res.Brokers != 3 {
+		r.t.Errorf("topic as created: %d partitions of %v replicas, %d brokers", res.Partitions, res.Replicas, res.Brokers)
+	}
+	if res.Configs["retention.ms"] == "" || res.Configs["cleanup.policy"] != "delete" {
+		r.t.Errorf("topic configs: %v", res.Configs)
+	}
+	var all []clientRecord
+	for i, what := range []string{"two members", "restarted member", "after the coordinator moved"} {
+		all = append(all, res.Produced[i]...)
+		r.checkExactlyOnce(what, res.Produced[i], res.Consumed[i])
+	}
+	r.checkRouting(all, 3)
+	if !slices.Contains(res.Groups, group) || res.State != "Stable" || res.Members != 1 {
+		r.t.Errorf("groups listed %v; %s described %s with %d members, want Stable with 1", res.Groups, group, res.State, res.Members)
+	}
+	if !res.Deleted {
+		r.t.Error("the topic was not deleted")
+	}
+	return res
+}
+
+func joinSeeds(seeds []string) string { return strings.Join(seeds, ",") }
