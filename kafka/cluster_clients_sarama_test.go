@@ -259,16 +259,17 @@ func saramaAdminTopic(t *testing.T, admin sarama.ClusterAdmin, topic string) {
 			t.Errorf("sarama DescribeTopics: partition %+v", p)
 		}
 	}
-	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic})
-	if err != nil {
-		t.Fatalf("sarama DescribeConfig: %v", err)
+	res, err := admin.DescribeConfigs([]*sarama.ConfigResource{{Type: sarama.TopicResource, Name: topic}},
+		sarama.DescribeConfigsOptions{IncludeSynonyms: true, IncludeDocumentation: true})
+	if err != nil || len(res) != 1 || res[0].ErrorCode != sarama.ErrNoError {
+		t.Fatalf("sarama DescribeConfigs: %v %+v", err, res)
 	}
 	got := map[string]string{}
-	for _, e := range entries {
+	for _, e := range res[0].Configs {
 		got[e.Name] = e.Value
 	}
 	if got["retention.ms"] == "" || got["cleanup.policy"] != "delete" {
-		t.Errorf("sarama DescribeConfig: %v", got)
+		t.Errorf("sarama DescribeConfigs: %v", got)
 	}
 }
 
