@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/logd/logd/kafka"
@@ -123,5 +124,7 @@ func TestKafkaJSCluster(t *testing.T) {
 	const topic, group = "js3", "js3-group"
 	out := r.runScript([]string{"NODE_PATH=" + modules}, func() { r.checkCommittedAtEnd(group, topic) },
 		"node", "-e", kafkajsCluster, joinSeeds(r.seeds), topic, group)
-	r.checkScript(out, group)
+	if res := r.checkScript(out, group); res.GroupsAfterDelete == nil || slices.Contains(res.GroupsAfterDelete, group) {
+		t.Errorf("kafkajs listGroups after deleteGroups: %v", res.GroupsAfterDelete)
+	}
 }

@@ -248,6 +248,9 @@ type scriptResult struct {
 	State      string            `json:"state"`
 	Members    int               `json:"members"`
 	Deleted    bool              `json:"deleted"`
+	// GroupsAfterDelete: the groups listed after the group's deletion,
+	// by a client whose admin deletes groups.
+	GroupsAfterDelete []string `json:"groupsAfterDelete"`
 }
 
 // checkScript checks a scripted client's result for topic and group.
