@@ -55,6 +55,8 @@ type controlPlane interface {
 	// Membership and status.
 	localNode(n Node) Node
 	nodes(self Node) []Node
+	// live reports whether node id is up as far as this node knows.
+	live(id string) bool
 	members() []string
 	join(ctx context.Context, n Node, rejoin bool) error
 	removeNode(ctx context.Context, id string) ([]string, error)

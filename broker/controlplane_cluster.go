@@ -71,6 +71,8 @@ func (r *raftPlane) nodes(Node) []Node {
 	return out
 }
 
+func (r *raftPlane) live(id string) bool { return r.cl.Reachable(id) }
+
 func (r *raftPlane) members() []string {
 	var ids []string
 	for id := range r.cl.Members() {

@@ -114,6 +114,7 @@ func (l *localPlane) close() error                      { return nil }
 func (l *localPlane) alone() bool                       { return true }
 func (l *localPlane) localNode(n Node) Node             { return n }
 func (l *localPlane) nodes(self Node) []Node            { return []Node{self} }
+func (l *localPlane) live(string) bool                  { return true }
 func (l *localPlane) members() []string                 { return nil }
 func (l *localPlane) metaLeader() (Node, bool)          { return Node{}, true }
 func (l *localPlane) onMetaLeader() error               { return nil }

@@ -144,7 +144,9 @@ func (cv clusterView) kafkaIDs(nodes []string) []int32 {
 	return out
 }
 
-// clusterView lists the live nodes that serve Kafka. This node is always
+// clusterView lists the live nodes that serve Kafka (a client forgets a
+// broker Metadata stops listing, and looks for its group coordinator
+// again: Sarama does only then). This node is always
 // in it, at the advertised address; on an error the view holds only this
 // node.
 func (s *Server) clusterView(ctx context.Context) (clusterView, error) {
@@ -163,10 +165,13 @@ func (s *Server) clusterView(ctx context.Context) (clusterView, error) {
 			s.log.Warn("kafka metadata: node has a bad Kafka address", "node", n.ID, "addr", n.KafkaAddr)
 			continue
 		}
+		cv.ids[n.ID] = n.KafkaID // a replica's id, even while its node is down
+		if !s.core.NodeLive(ctx, n.ID) {
+			continue // Kafka lists its live brokers only
+		}
 		b := kmsg.NewMetadataResponseBroker()
 		b.NodeID, b.Host, b.Port = n.KafkaID, host, port
 		cv.brokers = append(cv.brokers, b)
-		cv.ids[n.ID] = n.KafkaID
 	}
 	return cv, err
 }
