@@ -90,7 +90,7 @@ func (h *txnHolder) get(ctx context.Context) (*txn.Coordinator, error) {
 		recs = append(recs, r)
 	}
 	st := txnStore{b: h.b, term: term}
-	h.c, h.term = txn.New(txn.Config{Store: st, Writer: txnWriter{st}, Records: recs, NewProducerID: newProducerID, Log: h.b.logger}), term
+	h.c, h.term = txn.New(txn.Config{Store: st, Writer: txnWriter{st}, Records: recs, NewProducerID: newProducerID, Log: h.b.logger.With("meta_term", term)}), term
 	return h.c, nil
 }
 
