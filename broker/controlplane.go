@@ -112,9 +112,10 @@ type controlPlane interface {
 	// named (offsetdelete.go).
 	deleteOffsets(ctx context.Context, group string, cs []offsets.Committed) error
 	// The transaction coordinator's records (txn_plane.go): putTxn
-	// stores one durably (on the metadata leader in a cluster),
+	// stores one durably (on the metadata leader in a cluster, applied
+	// only from an entry of term, the coordinator's: meta.Command.Term),
 	// txnRecords reads them all, current.
-	putTxn(ctx context.Context, id string, enc []byte) error
+	putTxn(ctx context.Context, id string, enc []byte, term uint64) error
 	txnRecords(ctx context.Context) (map[string][]byte, error)
 
 	// Users and ACLs, encoded (authstore.go): reads are local, writes

@@ -89,7 +89,8 @@ func (h *txnHolder) get(ctx context.Context) (*txn.Coordinator, error) {
 		}
 		recs = append(recs, r)
 	}
-	h.c, h.term = txn.New(txn.Config{Store: txnStore{h.b}, Writer: txnWriter{h.b}, Records: recs, NewProducerID: newProducerID}), term
+	st := txnStore{b: h.b, term: term}
+	h.c, h.term = txn.New(txn.Config{Store: st, Writer: txnWriter{st}, Records: recs, NewProducerID: newProducerID, Log: h.b.logger.With("meta_term", term)}), term
 	return h.c, nil
 }
 
@@ -145,15 +146,57 @@ func newProducerID() (int64, error) {
 	return int64(binary.BigEndian.Uint64(buf[:]) >> 1), nil
 }
 
-// txnStore is the coordinator's Store: the control plane.
-type txnStore struct{ b *Broker }
-
-func (s txnStore) Put(ctx context.Context, r txn.Record) error {
-	return s.b.plane.putTxn(ctx, r.ID, r.Encode())
+// txnStore is the coordinator's Store: the control plane, for the
+// coordinator made in metadata term term. A coordinator holds the
+// records in memory as they were when it was made: once the term moved
+// on (this node lost the lead, though it may have won it back) another
+// leader's coordinator may have changed them, and a step of the earlier
+// coordinator still under way (waiting for the id's lock, or for its
+// markers) would answer from memory or write a record made from it over
+// the newer one. So such a coordinator's writes and answers are refused
+// with *NotCoordinatorError (the client asks again, and the node's
+// current coordinator answers), and its records are applied only from
+// an entry of its own term (meta.Command.Term), which a write proposed
+// after the term moved on is not.
+type txnStore struct {
+	b    *Broker
+	term uint64
 }
 
-// Confirm: in a cluster a read barrier on the metadata leader.
-func (s txnStore) Confirm(ctx context.Context) error { return s.b.plane.currentMeta(ctx) }
+func (s txnStore) Put(ctx context.Context, r txn.Record) error {
+	if err := s.current(); err != nil {
+		return err
+	}
+	err := s.b.plane.putTxn(ctx, r.ID, r.Encode(), s.term)
+	if err != nil {
+		if cerr := s.current(); cerr != nil {
+			return cerr
+		}
+	}
+	return err
+}
+
+// Confirm: in a cluster a read barrier on the metadata leader, in the
+// coordinator's term.
+func (s txnStore) Confirm(ctx context.Context) error {
+	if err := s.b.plane.currentMeta(ctx); err != nil {
+		return err
+	}
+	return s.current()
+}
+
+// current is nil while the metadata term is the coordinator's, else
+// *NotCoordinatorError.
+func (s txnStore) current() error {
+	if s.b.plane.metaTerm() == s.term {
+		return nil
+	}
+	leader, leads := s.b.plane.metaLeader()
+	if leads {
+		leader = Node{}
+	}
+	return &NotCoordinatorError{Leader: leader}
+}
 
 // txnCoordinator authorizes op on transactional id for pr and returns
 // the coordinator.

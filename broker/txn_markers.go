@@ -33,8 +33,12 @@ type markerReq struct {
 const markerFanout = 16
 
 // txnWriter is the coordinator's Writer: markers through each
-// partition's produce path, offsets through the control plane.
-type txnWriter struct{ b *Broker }
+// partition's produce path, offsets through the control plane. The
+// offsets of a coordinator whose term is gone are refused, as its
+// records are (txnStore): a transaction it commits again (another
+// leader's coordinator did) must not move a group's offsets back. Its
+// markers are harmless (a partition applies one per transaction).
+type txnWriter struct{ st txnStore }
 
 // WriteMarkers writes the marker to every partition at once (up to
 // markerFanout), each on its leader; the first error is returned, after
@@ -44,7 +48,7 @@ func (w txnWriter) WriteMarkers(ctx context.Context, m txn.Marker, parts []txn.T
 	var first error
 	fanout.Run(ctx, len(parts), markerFanout, func(ctx context.Context, i int) {
 		r := markerReq{Topic: parts[i].Topic, Partition: parts[i].Partition, Producer: m.ProducerID, Epoch: m.Epoch, Txn: m.Txn, Commit: m.Commit}
-		if err := w.b.writeMarker(ctx, r); err != nil {
+		if err := w.st.b.writeMarker(ctx, r); err != nil {
 			mu.Lock()
 			first = cmpErr(first, err)
 			mu.Unlock()
@@ -65,11 +69,14 @@ func cmpErr(first, err error) error {
 
 // CommitOffsets commits a transaction's offsets for a group.
 func (w txnWriter) CommitOffsets(ctx context.Context, group string, offs []txn.Offset) error {
+	if err := w.st.current(); err != nil {
+		return err
+	}
 	cs := make([]offsets.Committed, len(offs))
 	for i, o := range offs {
 		cs[i] = offsets.Committed{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, Metadata: o.Metadata}
 	}
-	return w.b.plane.commitOffsets(ctx, group, cs)
+	return w.st.b.plane.commitOffsets(ctx, group, cs)
 }
 
 // writeMarker appends a marker on the partition's leader: here, or over

@@ -15,7 +15,8 @@ import (
 
 const txnKeyPrefix = "txn/"
 
-func (l *localPlane) putTxn(_ context.Context, id string, enc []byte) error {
+// putTxn: no other node can lead, so the term (0) is always current.
+func (l *localPlane) putTxn(_ context.Context, id string, enc []byte, _ uint64) error {
 	return l.db.Set([]byte(txnKeyPrefix+id), enc, pebble.Sync)
 }
 
@@ -31,8 +32,8 @@ func (l *localPlane) txnRecords(context.Context) (map[string][]byte, error) {
 	return out, errors.Join(it.Error(), it.Close())
 }
 
-func (r *raftPlane) putTxn(ctx context.Context, id string, enc []byte) error {
-	return r.cl.RecordTxnState(ctx, id, enc)
+func (r *raftPlane) putTxn(ctx context.Context, id string, enc []byte, term uint64) error {
+	return r.cl.RecordTxnState(ctx, id, enc, term)
 }
 
 // txnRecords: the records as the metadata holds them once what this node

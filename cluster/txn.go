@@ -8,12 +8,14 @@ import (
 
 // RecordTxnState records a transactional id's state (enc: package txn's
 // encoding) through the metadata group (meta.OpTxnState), on the
-// metadata leader.
-func (c *Cluster) RecordTxnState(ctx context.Context, id string, enc []byte) error {
+// metadata leader. term is the metadata term of the coordinator that
+// wrote it: the record is applied only if proposed in that term (0: in
+// any).
+func (c *Cluster) RecordTxnState(ctx context.Context, id string, enc []byte, term uint64) error {
 	if err := c.OnMetaLeader(); err != nil {
 		return err
 	}
-	return c.RaftError(c.meta.Apply(ctx, meta.Command{Op: meta.OpTxnState, Name: id, Value: enc}))
+	return c.RaftError(c.meta.Apply(ctx, meta.Command{Op: meta.OpTxnState, Name: id, Value: enc, Term: term}))
 }
 
 // MetaTerm is the metadata group's Raft term on this node: state a

@@ -177,9 +177,9 @@ func activeProducers(ps []broker.ProducerInfo) []kmsg.DescribeProducersResponseT
 		ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 		ap.ProducerID, ap.ProducerEpoch = p.ProducerID, int32(p.Epoch)
 		ap.LastSequence, ap.LastTimestamp = p.LastSequence, p.LastTimestamp
-		// logd's coordinator has no epoch of its own (the markers'
-		// field of that name carries the transaction's number): unknown.
-		ap.CoordinatorEpoch = -1
+		// The coordinator-epoch field of its last marker, as Kafka
+		// answers (logd's carries the transaction's number), or -1.
+		ap.CoordinatorEpoch = p.CoordinatorEpoch
 		ap.CurrentTxnStartOffset = p.TxnStartOffset
 		out = append(out, ap)
 	}

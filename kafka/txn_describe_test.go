@@ -51,7 +51,7 @@ func TestKadmDescribeTransactions(t *testing.T) {
 		t.Fatalf("an unknown id: %+v (%v), want TRANSACTIONAL_ID_NOT_FOUND", ds["no-such-txn"], err)
 	}
 	checkListed(t, adm, "desc-txn", "Ongoing", pid)
-	checkProducers(t, adm, pid, epoch, before, 0)
+	checkProducers(t, adm, pid, epoch, before, 0, -1)
 
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func TestKadmDescribeTransactions(t *testing.T) {
 		t.Fatalf("after the commit: %+v, want CompleteCommit, no partitions, the start kept", d)
 	}
 	checkListed(t, adm, "desc-txn", "CompleteCommit", pid)
-	checkProducers(t, adm, pid, epoch, before, -1)
+	checkProducers(t, adm, pid, epoch, before, -1, 1)
 }
 
 func describeTxn(t *testing.T, adm *kadm.Client, id string) kadm.DescribedTransaction {
@@ -115,8 +115,9 @@ func checkListed(t *testing.T, adm *kadm.Client, id, state string, pid int64) {
 
 // checkProducers: DescribeProducers finds the producer in both partitions
 // (one record each, sequence 0) with its open transaction's first offset
-// (txnStart, -1 for none).
-func checkProducers(t *testing.T, adm *kadm.Client, pid int64, epoch int16, before, txnStart int64) {
+// (txnStart, -1 for none) and the coordinator epoch of its last marker
+// (the transaction's number; -1 before any).
+func checkProducers(t *testing.T, adm *kadm.Client, pid int64, epoch int16, before, txnStart int64, coordEpoch int32) {
 	t.Helper()
 	dts, err := adm.DescribeProducers(testCtx(t), kadm.TopicsSet{"txd": {0: {}, 1: {}}})
 	if err != nil {
@@ -126,9 +127,9 @@ func checkProducers(t *testing.T, adm *kadm.Client, pid int64, epoch int16, befo
 		dp := dts["txd"].Partitions[p]
 		pr, ok := dp.ActiveProducers[pid]
 		if dp.Err != nil || !ok || pr.ProducerEpoch != epoch || pr.LastSequence != 0 ||
-			pr.LastTimestamp < before || pr.CurrentTxnStartOffset != txnStart {
-			t.Fatalf("partition %d's producers %+v (%v), want %d epoch %d, sequence 0, a timestamp after %d, transaction at %d",
-				p, dp.ActiveProducers, dp.Err, pid, epoch, before, txnStart)
+			pr.LastTimestamp < before || pr.CurrentTxnStartOffset != txnStart || pr.CoordinatorEpoch != coordEpoch {
+			t.Fatalf("partition %d's producers %+v (%v), want %d epoch %d, sequence 0, a timestamp after %d, transaction at %d, coordinator epoch %d",
+				p, dp.ActiveProducers, dp.Err, pid, epoch, before, txnStart, coordEpoch)
 		}
 	}
 }

@@ -23,6 +23,11 @@ type ProducerInfo struct {
 	// TxnStartOffset is the first offset of its open transaction here (-1
 	// when none is open).
 	TxnStartOffset int64
+	// CoordinatorEpoch is the coordinator-epoch field of its last marker
+	// applied here, as Kafka answers it: logd's coordinator writes the
+	// transaction's number there (marker.go). -1 when no numbered marker
+	// of it is known here.
+	CoordinatorEpoch int32
 }
 
 // describeReadBudget bounds the bytes Producers reads from the log for the
@@ -42,7 +47,10 @@ func (p *Partition) Producers() []ProducerInfo {
 	p.mu.Lock()
 	ks := make([]known, 0, len(p.producers))
 	for id, st := range p.producers {
-		k := known{info: ProducerInfo{ProducerID: id, Epoch: st.epoch, LastSequence: st.lastSeq, TxnStartOffset: -1}, last: -1}
+		k := known{info: ProducerInfo{ProducerID: id, Epoch: st.epoch, LastSequence: st.lastSeq, TxnStartOffset: -1, CoordinatorEpoch: -1}, last: -1}
+		if st.markerTxn > 0 {
+			k.info.CoordinatorEpoch = st.markerTxn
+		}
 		if st.fence > st.epoch {
 			// A marker of a newer epoch: the producer's sequence starts
 			// again in it.
@@ -65,7 +73,7 @@ func (p *Partition) Producers() []ProducerInfo {
 	}
 	for id, first := range open {
 		if !seen[id] {
-			ks = append(ks, known{info: ProducerInfo{ProducerID: id, Epoch: -1, LastSequence: -1, TxnStartOffset: first}, last: -1})
+			ks = append(ks, known{info: ProducerInfo{ProducerID: id, Epoch: -1, LastSequence: -1, TxnStartOffset: first, CoordinatorEpoch: -1}, last: -1})
 		}
 	}
 	sort.Slice(ks, func(i, j int) bool { return ks[i].info.ProducerID < ks[j].info.ProducerID })

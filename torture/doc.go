@@ -191,7 +191,11 @@
 // final reads, and no write or commit of a fenced instance sent after the
 // newer instance's first acknowledged write is acknowledged. CheckTxn also
 // judges group offsets committed in transactions (TxnOffsetRead); the
-// workload does not commit any yet.
+// workload does not commit any yet. Each client (a producer instance, the
+// reader, the final reader) logs at franz-go's Info level into a file of
+// its own in the report directory's txn-clients/ (txn_log.go); the
+// coordinator logs each end decision at the nodes' debug level (soak.sh
+// SERVE_ARGS="--log-level debug").
 //
 // # Share groups
 //

@@ -195,7 +195,7 @@ func setupSides(ctx context.Context, w *Workload, h *History, cfg RunConfig) (s 
 	if s.vr, err = setupKVView(ctx, w, h, cfg.KVView, cfg.Linearizable); err != nil {
 		return s, err
 	}
-	if s.tr, err = setupTxn(ctx, w, cfg.Txn, nil); err != nil {
+	if s.tr, err = setupTxn(ctx, w, cfg.Txn, cfg.ReportDir, nil); err != nil {
 		return s, err
 	}
 	s.sr, err = setupShare(ctx, w, cfg.Share)

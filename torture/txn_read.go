@@ -9,21 +9,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-func (tw *TxnWorkload) newReader(node int) (*kgo.Client, error) {
+// newReader is a read_committed reader of every partition, logging as
+// name.
+func (tw *TxnWorkload) newReader(node int, name string) (*kgo.Client, error) {
 	parts := map[int32]kgo.Offset{}
 	for p := range tw.cfg.Partitions {
 		parts[p] = kgo.NewOffset().AtStart()
 	}
-	return kgo.NewClient(kgo.SeedBrokers(tw.w.kafkaAddrs(node)...),
+	opts := []kgo.Opt{kgo.SeedBrokers(tw.w.kafkaAddrs(node)...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{tw.cfg.Topic: parts}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(500*time.Millisecond))
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(500 * time.Millisecond)}
+	return kgo.NewClient(append(opts, tw.logs.opts(name)...)...)
 }
 
 // readLoop follows every partition read_committed until ctx ends,
 // recording each fetch's records of a partition as one read from the
 // position the previous one reached.
 func (tw *TxnWorkload) readLoop(ctx context.Context) {
-	cl, err := tw.newReader(0)
+	cl, err := tw.newReader(0, "reader")
 	if err != nil {
 		tw.w.cfg.Logf("txn reader: %v", err)
 		return
@@ -60,7 +63,7 @@ func (tw *TxnWorkload) recordReads(fs kgo.Fetches, pos map[int32]int64, inv int6
 // every partition from the start read_committed until it is idle for 5
 // seconds; these reads are Final.
 func (tw *TxnWorkload) FinalRead(ctx context.Context) error {
-	cl, err := tw.newReader(0)
+	cl, err := tw.newReader(0, "final-reader")
 	if err != nil {
 		return err
 	}

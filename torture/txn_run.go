@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"time"
@@ -13,12 +14,17 @@ import (
 type txnRun struct{ tw *TxnWorkload }
 
 // setupTxn creates cfg's topic beside w's (nil cfg: no transactional
-// workload), unless an earlier step of the setup failed with err.
-func setupTxn(ctx context.Context, w *Workload, cfg *TxnConfig, err error) (*txnRun, error) {
+// workload), unless an earlier step of the setup failed with err. The
+// clients log into reportDir's txnLogDir unless cfg names a LogDir.
+func setupTxn(ctx context.Context, w *Workload, cfg *TxnConfig, reportDir string, err error) (*txnRun, error) {
 	if err != nil || cfg == nil {
 		return nil, err
 	}
-	r := &txnRun{tw: NewTxnWorkload(w, *cfg)}
+	c := *cfg
+	if c.LogDir == "" && reportDir != "" {
+		c.LogDir = filepath.Join(reportDir, txnLogDir)
+	}
+	r := &txnRun{tw: NewTxnWorkload(w, c)}
 	if err := r.tw.Setup(ctx); err != nil {
 		return nil, err
 	}
@@ -57,6 +63,10 @@ func (r *txnRun) judge(rep *Report, dir string) error {
 	if r == nil {
 		return nil
 	}
+	logErr := r.tw.CloseLogs()
+	if r.tw.cfg.LogDir != "" {
+		rep.Files = append(rep.Files, r.tw.cfg.LogDir)
+	}
 	h := r.tw.History()
 	v := CheckTxn(h)
 	rep.Verdicts = append(rep.Verdicts, v)
@@ -76,5 +86,5 @@ func (r *txnRun) judge(rep *Report, dir string) error {
 		f.Close()
 		return err
 	}
-	return f.Close()
+	return errors.Join(f.Close(), logErr)
 }

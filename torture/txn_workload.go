@@ -25,6 +25,9 @@ type TxnConfig struct {
 	Producers  int    // default 2
 	// Rate is each producer's transactions a second (default 5).
 	Rate int
+	// LogDir receives each client's franz-go log at Info level, a file
+	// per client instance (txn_log.go); empty: the clients do not log.
+	LogDir string
 }
 
 func (c *TxnConfig) setDefaults() {
@@ -49,17 +52,18 @@ const txnTimeout = 10 * time.Second
 // TxnWorkload drives the transactional producers and the reader beside a
 // main Workload, whose cluster, seed and clock it shares.
 type TxnWorkload struct {
-	cfg TxnConfig
-	w   *Workload
-	mu  sync.Mutex
-	h   TxnHistory
-	wg  sync.WaitGroup
+	cfg  TxnConfig
+	w    *Workload
+	logs *txnLogs
+	mu   sync.Mutex
+	h    TxnHistory
+	wg   sync.WaitGroup
 }
 
 // NewTxnWorkload returns the transactional workload beside w.
 func NewTxnWorkload(w *Workload, cfg TxnConfig) *TxnWorkload {
 	cfg.setDefaults()
-	return &TxnWorkload{cfg: cfg, w: w}
+	return &TxnWorkload{cfg: cfg, w: w, logs: &txnLogs{dir: cfg.LogDir}}
 }
 
 // Setup creates the topic, retrying until a node answers.
@@ -89,12 +93,17 @@ func (tw *TxnWorkload) History() *TxnHistory {
 	return &h
 }
 
-func (tw *TxnWorkload) newProducer(rng *rand.Rand, txnID string) (*kgo.Client, error) {
-	return kgo.NewClient(kgo.SeedBrokers(tw.w.kafkaAddrs(rng.IntN(tw.w.cluster.Size()))...),
+// newProducer is instance of transactional id txnID's client.
+func (tw *TxnWorkload) newProducer(rng *rand.Rand, txnID string, instance int) (*kgo.Client, error) {
+	opts := []kgo.Opt{kgo.SeedBrokers(tw.w.kafkaAddrs(rng.IntN(tw.w.cluster.Size()))...),
 		kgo.DefaultProduceTopic(tw.cfg.Topic), kgo.TransactionalID(txnID), kgo.TransactionTimeout(txnTimeout),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(15*time.Second),
-		kgo.RetryTimeout(15*time.Second))
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(15 * time.Second),
+		kgo.RetryTimeout(15 * time.Second)}
+	return kgo.NewClient(append(opts, tw.logs.opts(producerLogName(txnID, instance))...)...)
 }
+
+// CloseLogs closes the clients' log files (after Wait and FinalRead).
+func (tw *TxnWorkload) CloseLogs() error { return tw.logs.close() }
 
 // txnProducer is one instance of a transactional id.
 type txnProducer struct {
@@ -130,7 +139,7 @@ func (tw *TxnWorkload) produce(ctx context.Context, id int) {
 			return
 		}
 		if p.cl == nil || p.stale || rng.IntN(20) == 0 {
-			cl, err := tw.newProducer(rng, txnID)
+			cl, err := tw.newProducer(rng, txnID, p.instance+1)
 			if err != nil {
 				tw.w.cfg.Logf("txn producer %d: %v", id, err)
 				return

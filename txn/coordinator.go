@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"slices"
 	"sort"
@@ -56,6 +57,8 @@ type Config struct {
 	// Records are the records stored before (a new coordinator takes them
 	// over; Tick finishes what they left in flight).
 	Records []Record
+	// Log gets each End decision at debug level (nil: none).
+	Log *slog.Logger
 }
 
 // Coordinator is the transaction coordinator.
@@ -296,9 +299,11 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, id string, pid int64, e
 // End commits or aborts id's transaction: the decision is stored, the
 // markers written, a commit's offsets committed, and the end stored. A
 // retry of an end that was done answers nil.
-func (c *Coordinator) End(ctx context.Context, id string, pid int64, epoch int16, commit bool) error {
+func (c *Coordinator) End(ctx context.Context, id string, pid int64, epoch int16, commit bool) (err error) {
 	e := c.lock(id)
 	defer e.mu.Unlock()
+	before := e.rec.Clone()
+	defer func() { c.logEnd(ctx, "transactions: end", id, pid, epoch, commit, before, e, err) }()
 	if err := check(e, id, pid, epoch); err != nil {
 		return err
 	}
@@ -321,6 +326,27 @@ func (c *Coordinator) End(ctx context.Context, id string, pid int64, epoch int16
 		return errorf(CodeInvalidState, "transactional id %q: cannot %s a transaction in state %v", id, verb(commit), e.rec.State)
 	}
 	return c.finish(ctx, e)
+}
+
+// logEnd logs an end decision at debug level: the request (an abort the
+// coordinator decided names the record's producer id and epoch), the
+// record before and after it, and the answer.
+func (c *Coordinator) logEnd(ctx context.Context, msg, id string, pid int64, epoch int16, commit bool, before Record, e *entry, err error) {
+	if c.cfg.Log == nil || !c.cfg.Log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	answer := "ok"
+	if err != nil {
+		answer = err.Error()
+	}
+	c.cfg.Log.LogAttrs(ctx, slog.LevelDebug, msg,
+		slog.String("transactional_id", id), slog.Bool("commit", commit),
+		slog.Int64("producer_id", pid), slog.Int("epoch", int(epoch)),
+		slog.Int64("record_producer_id", before.ProducerID), slog.Int("record_epoch", int(before.Epoch)),
+		slog.Int("txn", int(before.Txn)), slog.String("state_before", before.State.String()),
+		slog.Int("partitions", len(before.Partitions)),
+		slog.Int("txn_after", int(e.rec.Txn)), slog.String("state_after", e.rec.State.String()),
+		slog.String("answer", answer))
 }
 
 func verb(commit bool) string {
@@ -363,7 +389,11 @@ func (c *Coordinator) finish(ctx context.Context, e *entry) error {
 
 // abort aborts e's ongoing transaction; with bump under a new epoch, which
 // fences the producer that opened it.
-func (c *Coordinator) abort(ctx context.Context, e *entry, bump bool) error {
+func (c *Coordinator) abort(ctx context.Context, e *entry, bump bool) (err error) {
+	before := e.rec.Clone()
+	defer func() {
+		c.logEnd(ctx, "transactions: abort (timeout or fenced)", before.ID, before.ProducerID, before.Epoch, false, before, e, err)
+	}()
 	r := e.rec.Clone()
 	r.State = PrepareAbort
 	if bump && r.Epoch < math.MaxInt16-1 {

@@ -188,6 +188,9 @@ type Command struct {
 	Value []byte `json:"value,omitempty"`
 	// add_acls, remove_acls: encoded ACLs.
 	ACLs [][]byte `json:"acls,omitempty"`
+	// txn_state: the term of the leader whose coordinator wrote it (0:
+	// any); applied only from an entry of that term (applyTxnTerm).
+	Term uint64 `json:"term,omitempty"`
 }
 
 // FSM is the metadata group's state machine.
@@ -297,6 +300,9 @@ func (f *FSM) Apply(l *raft.Log) any {
 	var c Command
 	if err := json.Unmarshal(l.Data, &c); err != nil {
 		return fmt.Errorf("meta: index %d: bad command: %w", l.Index, err)
+	}
+	if err := applyTxnTerm(c, l); err != nil {
+		return err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
