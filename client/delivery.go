@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"google.golang.org/grpc"
@@ -18,17 +19,28 @@ import (
 // batch is sent with a unary call at once, with no backoff.
 var errNoStream = errors.New("no produce stream")
 
-// encode (re)encodes b's records as a batch of producer pid from sequence
-// seq.
-func (s *partitionSender) encode(b *pendingBatch, pid int64, seq int32) {
-	b.encoded = batch.Encode(b.encoded[:0], 0, batch.Producer{ID: pid, Epoch: 0, Sequence: seq}, b.recs)
-	b.pid, b.seq = pid, seq
+// encode (re)encodes b's records as a batch of the producer's id and
+// epoch from sequence seq.
+func (s *partitionSender) encode(b *pendingBatch, seq int32) {
+	b.encoded = batch.Encode(b.encoded[:0], 0, batch.Producer{ID: s.producerID, Epoch: s.epoch, Sequence: seq}, b.recs)
+	b.pid, b.epoch, b.seq = s.producerID, s.epoch, seq
 }
 
-// newProducerID continues as a new producer: the server does not know it,
-// so one batch at a time until it is acknowledged.
-func (s *partitionSender) newProducerID() {
-	s.producerID, s.ackSeq, s.sendSeq, s.confirmed = newProducerID(), 0, 0, false
+// nextEpoch continues as the producer's next epoch, its sequences from 0
+// (Kafka's KIP-360). The partition refuses a batch of an earlier epoch
+// once it has one of this epoch, so an attempt of an abandoned batch that
+// reaches it late (still queued on a server, waiting there for a leader)
+// is not appended after batches sent since: a record given up on never
+// lands after a later one of the same producer. The partition does not
+// know the epoch yet: one batch at a time until it is acknowledged. Past
+// the largest epoch, a new producer id.
+func (s *partitionSender) nextEpoch() {
+	if s.epoch < math.MaxInt16 {
+		s.epoch++
+	} else {
+		s.producerID, s.epoch = newProducerID(), 0
+	}
+	s.ackSeq, s.sendSeq, s.confirmed = 0, 0, false
 }
 
 // prepare makes b's bytes right for a retry, every batch before it having
@@ -40,14 +52,14 @@ func (s *partitionSender) newProducerID() {
 // deduplicates them or refuses them as out of order.
 func (s *partitionSender) prepare(b *pendingBatch) {
 	if s.stale(b) && !b.unanswered {
-		s.encode(b, s.producerID, s.ackSeq)
+		s.encode(b, s.ackSeq)
 	}
 }
 
 // stale: b's bytes are not where the server expects the producer's next
 // batch.
 func (s *partitionSender) stale(b *pendingBatch) bool {
-	return b.pid != s.producerID || b.seq != s.ackSeq
+	return b.pid != s.producerID || b.epoch != s.epoch || b.seq != s.ackSeq
 }
 
 // settle takes b from its first attempt's outcome to its completion: it
@@ -144,14 +156,15 @@ func (s *partitionSender) complete(b *pendingBatch, resp *logdv1.ProduceResponse
 		}
 	}
 	switch {
-	case b.pid != s.producerID:
-		// Old bytes of a former producer id: its sequence is not ours.
+	case b.pid != s.producerID || b.epoch != s.epoch:
+		// Old bytes of a former epoch: its sequence is not ours.
 	case err == nil:
 		s.ackSeq, s.confirmed = b.seq+int32(len(b.recs)), true
 	case retried:
-		// b may be in the log: its sequence cannot be reused, and the next
-		// batch's would be out of order if it is not. Start afresh.
-		s.newProducerID()
+		// b may be in the log, or land later: its sequence cannot be
+		// reused, and the next batch's would be out of order if it is
+		// not. The next epoch starts afresh and fences b's.
+		s.nextEpoch()
 	default:
 		// Refused without being appended: the sequence is not used, the
 		// next batch takes it (prepare re-encodes batches sent after b).

@@ -45,8 +45,11 @@
 //     ProducerOptions.FailWhenFull is set. Nothing is buffered without bound.
 //   - A batch that cannot be delivered within ProducerOptions.DeliveryTimeout
 //     fails its records. When its outcome is unknown (it may have been
-//     appended), the partition continues under a fresh producer id so the
-//     next batches are not rejected as out of order.
+//     appended, or be appended later), the partition continues as the
+//     producer's next epoch from sequence 0 (Kafka's KIP-360), so the next
+//     batches are not refused as out of order, and the partition refuses
+//     the failed batch should an attempt of it arrive after them: a record
+//     that failed never lands after a later record of the same producer.
 //   - Close sends everything buffered and waits for it; CloseContext bounds
 //     that wait and fails what is left with ErrClosed. Either way every
 //     goroutine and stream of the Producer has stopped when it returns.

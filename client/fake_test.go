@@ -46,6 +46,7 @@ type fakeServer struct {
 	// gate, when set, holds every produce until it is closed.
 	gate     chan struct{}
 	produces int // produce requests that appended a batch
+	fenced   int // produce requests refused for an older epoch
 	// streamFails, when set, makes ProduceStream fail with it on its first
 	// request, before producing anything.
 	streamFails error
@@ -64,6 +65,7 @@ type fakePartition struct {
 }
 
 type fakeProducerState struct {
+	epoch   int16
 	lastSeq int32
 	recent  []fakeRecent // last 5 batches
 }
@@ -173,6 +175,17 @@ func (f *fakeServer) Produce(ctx context.Context, req *logdv1.ProduceRequest) (*
 	// producer is accepted at any sequence.
 	ps := p.producers[info.ProducerID]
 	first, last := info.FirstSequence, info.FirstSequence+info.NumRecords-1
+	switch {
+	case ps != nil && info.ProducerEpoch < ps.epoch:
+		f.fenced++
+		return nil, status.Errorf(codes.FailedPrecondition, "out of order sequence: epoch %d is older than epoch %d", info.ProducerEpoch, ps.epoch)
+	case ps != nil && info.ProducerEpoch > ps.epoch:
+		// A new epoch restarts the sequences (KIP-360).
+		if first != 0 {
+			return nil, status.Errorf(codes.FailedPrecondition, "out of order sequence: epoch %d starts at %d, want 0", info.ProducerEpoch, first)
+		}
+		ps = nil
+	}
 	if ps != nil {
 		for _, r := range ps.recent {
 			if r.first == first && r.lastSeq == last {
@@ -188,7 +201,7 @@ func (f *fakeServer) Produce(ctx context.Context, req *logdv1.ProduceRequest) (*
 			return nil, status.Errorf(codes.FailedPrecondition, "out of order sequence: got %d, want %d", first, ps.lastSeq+1)
 		}
 	} else {
-		ps = &fakeProducerState{}
+		ps = &fakeProducerState{epoch: info.ProducerEpoch}
 		p.producers[info.ProducerID] = ps
 	}
 	stored := bytes.Clone(req.GetBatch())

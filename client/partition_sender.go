@@ -25,11 +25,13 @@ type pendingBatch struct {
 	created time.Time
 	done    chan struct{} // closed once every future completed
 
-	// Set when encoded, with the producer id and first sequence they carry.
-	// Retries resend these bytes unchanged, unless the sequence rewound
-	// under them and no attempt can have appended them (see prepare).
+	// Set when encoded, with the producer id, epoch and first sequence
+	// they carry. Retries resend these bytes unchanged, unless the
+	// sequence rewound under them and no attempt can have appended them
+	// (see prepare).
 	encoded []byte
 	pid     int64
+	epoch   int16
 	seq     int32
 	// unanswered: an attempt got no answer from the server (a timeout, a
 	// broken stream): it may have appended the batch, or still may. Such
@@ -63,6 +65,7 @@ type partitionSender struct {
 	// Owned by the run goroutine.
 	addr       string // where the partition's leader is believed to be; "": a seed
 	producerID int64
+	epoch      int16
 	ackSeq     int32
 	sendSeq    int32
 	confirmed  bool
@@ -261,9 +264,9 @@ func (s *partitionSender) launch(b *pendingBatch) *flight {
 	n := int32(len(b.recs))
 	if s.sendSeq > math.MaxInt32-n {
 		// Sequences would wrap (nothing is in flight: see windowSize).
-		s.newProducerID()
+		s.nextEpoch()
 	}
-	s.encode(b, s.producerID, s.sendSeq)
+	s.encode(b, s.sendSeq)
 	s.sendSeq += n
 
 	deadline := b.created.Add(p.opts.DeliveryTimeout)

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -215,4 +216,41 @@ func TestProducerRetryInWindowDoesNotDuplicate(t *testing.T) {
 		want = append(want, i)
 	}
 	checkStored(t, f, want)
+}
+
+// A batch given up on at its delivery timeout, whose outcome is unknown
+// (every attempt went unanswered), may still reach a partition later: a
+// server holds it while the partition has no leader. The producer goes on
+// as its next epoch, so that late attempt, arriving after the next
+// record was appended, is refused as of an older epoch: a record that
+// failed never lands after a later one of the same producer.
+func TestProducerAbandonedBatchArrivingLateIsFenced(t *testing.T) {
+	f, p := pipelineProducer(t, ProducerOptions{DeliveryTimeout: 300 * time.Millisecond, RetryBackoff: 10 * time.Millisecond})
+	ctx := context.Background()
+	confirm(t, p)
+	var late *logdv1.ProduceRequest
+	f.mu.Lock()
+	f.beforeAppend = func(req *logdv1.ProduceRequest) error {
+		if late == nil {
+			late = req
+		}
+		return status.Error(codes.Unavailable, "partition t-0 has no leader right now")
+	}
+	f.mu.Unlock()
+	if _, err := p.Produce(ctx, Record{Topic: "t", Value: pipelineValue(1)}).Get(ctx); !errors.Is(err, ErrDeliveryTimeout) {
+		t.Fatalf("record 1: %v, want the delivery timeout", err)
+	}
+	f.mu.Lock()
+	f.beforeAppend = nil
+	f.mu.Unlock()
+	if _, err := p.Produce(ctx, Record{Topic: "t", Value: pipelineValue(2)}).Get(ctx); err != nil {
+		t.Fatalf("record 2: %v", err)
+	}
+	if late == nil {
+		t.Fatal("record 1 was never sent")
+	}
+	if _, err := f.Produce(ctx, late); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("record 1's attempt arriving after record 2: %v, want refused (an older epoch)", err)
+	}
+	checkStored(t, f, []int{0, 2})
 }
