@@ -349,15 +349,13 @@ type peerCheck struct {
 	checking bool
 }
 
+// Reachable reports whether node id is this node or reachable.
+func (c *Cluster) Reachable(id string) bool { return id == c.self || c.reachable(id) }
+
 // reachable reports whether node id's Raft port accepted a connection
 // within aliveFor. An unchecked or stale answer is refreshed in the
 // background (one dial at a time per node), and until then the last
 // answer stands: a node never checked counts as reachable.
-// Reachable reports whether node id is this node or answered on its Raft
-// port lately (a node never checked counts as reachable until its first
-// check answers; a check older than aliveFor starts a new one).
-func (c *Cluster) Reachable(id string) bool { return id == c.self || c.reachable(id) }
-
 func (c *Cluster) reachable(id string) bool {
 	c.reach.mu.Lock()
 	defer c.reach.mu.Unlock()
