@@ -342,6 +342,26 @@ func (b *Broker) Nodes(ctx context.Context) ([]Node, error) {
 	return b.plane.nodes(b.LocalNode()), nil
 }
 
-// NodeLive reports whether node id is up as far as this node knows: it
-// is this node, or it answered on its Raft port in the last seconds.
-func (b *Broker) NodeLive(id string) bool { return b.plane.live(id) }
+// NodeLive reports whether node id counts as up, as Kafka counts a
+// broker until it fences it: it is this node, or it answered on its Raft
+// port in the last seconds, or it still leads a partition as this node
+// sees them (Kafka fences a broker and moves its leaderships in one step,
+// so a leader is always a listed broker; a client that finds a leader it
+// cannot reach retries, one that finds none listed may give up).
+func (b *Broker) NodeLive(ctx context.Context, id string) bool {
+	if b.plane.live(id) {
+		return true
+	}
+	for _, c := range b.topics.List() {
+		t, err := b.topic(ctx, c.Name, false)
+		if err != nil {
+			continue // deleted meanwhile
+		}
+		for _, p := range t.Partitions {
+			if p.Leader == id {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -33,9 +33,9 @@ func (s *Server) metadata(r *request, req *kmsg.MetadataRequest, resp *kmsg.Meta
 	if err != nil {
 		s.log.Warn("kafka metadata: listing nodes failed", "err", err)
 	}
+	resp.Brokers = cv.brokers
 	resp.ClusterID = kmsg.StringPtr(clusterID)
 	resp.ControllerID = s.controllerID(cv)
-	defer func() { resp.Brokers = cv.listed(resp.Topics) }()
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
 		infos, err := s.core.TopicLayouts(ctx, r.c.principal)
@@ -127,42 +127,11 @@ func metadataTopicCode(r *request, err error) int16 {
 	return r.topicCode(err)
 }
 
-// clusterView is the nodes as Kafka brokers: the live ones, and those this
-// node cannot reach.
+// clusterView is the live nodes as Kafka brokers.
 type clusterView struct {
-	brokers []kmsg.MetadataResponseBroker // live
-	down    []kmsg.MetadataResponseBroker // not reachable from this node
-	ids     map[string]int32              // node id -> Kafka broker id, nodes with a Kafka listener only
+	brokers []kmsg.MetadataResponseBroker
+	ids     map[string]int32 // node id -> Kafka broker id, nodes with a Kafka listener only
 	local   Node
-}
-
-// listed are the brokers a Metadata answer with topics lists: the live
-// ones, and a node that is down but still leads a partition the answer
-// names. Kafka fences a broker and moves its leaderships in one step, so
-// every leader it names is a listed broker: a client that finds a leader
-// it cannot reach retries, one that finds it unlisted may give up
-// (kafka-go does), while a client keeps a listed broker that is down as
-// its group coordinator (Sarama looks for another only when Metadata
-// stops listing it).
-func (cv clusterView) listed(topics []kmsg.MetadataResponseTopic) []kmsg.MetadataResponseBroker {
-	out := cv.brokers
-	for _, b := range cv.down {
-		if leadsOne(b.NodeID, topics) {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
-func leadsOne(id int32, topics []kmsg.MetadataResponseTopic) bool {
-	for _, t := range topics {
-		for _, p := range t.Partitions {
-			if p.Leader == id {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func (cv clusterView) kafkaIDs(nodes []string) []int32 {
@@ -175,9 +144,11 @@ func (cv clusterView) kafkaIDs(nodes []string) []int32 {
 	return out
 }
 
-// clusterView lists the nodes that serve Kafka, live or down. This node
-// is always live in it, at the advertised address; on an error the view
-// holds only this node.
+// clusterView lists the live nodes that serve Kafka (a client forgets a
+// broker Metadata stops listing, and looks for its group coordinator
+// again: Sarama does only then). This node is always
+// in it, at the advertised address; on an error the view holds only this
+// node.
 func (s *Server) clusterView(ctx context.Context) (clusterView, error) {
 	local := s.core.LocalNode()
 	cv := clusterView{ids: map[string]int32{local.ID: local.KafkaID}, local: local}
@@ -194,14 +165,13 @@ func (s *Server) clusterView(ctx context.Context) (clusterView, error) {
 			s.log.Warn("kafka metadata: node has a bad Kafka address", "node", n.ID, "addr", n.KafkaAddr)
 			continue
 		}
-		cv.ids[n.ID] = n.KafkaID
+		cv.ids[n.ID] = n.KafkaID // a replica's id, even while its node is down
+		if !s.core.NodeLive(ctx, n.ID) {
+			continue // Kafka lists its live brokers only
+		}
 		b := kmsg.NewMetadataResponseBroker()
 		b.NodeID, b.Host, b.Port = n.KafkaID, host, port
-		if s.core.NodeLive(n.ID) {
-			cv.brokers = append(cv.brokers, b)
-		} else {
-			cv.down = append(cv.down, b)
-		}
+		cv.brokers = append(cv.brokers, b)
 	}
 	return cv, err
 }

@@ -15,10 +15,9 @@ import (
 type Core interface {
 	LocalNode() Node
 	Nodes(ctx context.Context) ([]Node, error)
-	// NodeLive reports whether a node is up as far as this node knows:
-	// Metadata lists live brokers (and the leaders it names), as Kafka
-	// does.
-	NodeLive(id string) bool
+	// NodeLive reports whether a node counts as up: Metadata lists
+	// live brokers only, as Kafka does.
+	NodeLive(ctx context.Context, id string) bool
 	Topic(ctx context.Context, p Principal, name string) (TopicInfo, error)
 	// TopicLayouts and TopicLayout answer Metadata: leaders, replicas
 	// and epochs without a Raft round per partition.

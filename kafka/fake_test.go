@@ -71,7 +71,7 @@ func (f *fakeCore) LocalNode() Node {
 
 func (f *fakeCore) Nodes(context.Context) ([]Node, error) { return []Node{f.LocalNode()}, nil }
 
-func (f *fakeCore) NodeLive(string) bool { return true }
+func (f *fakeCore) NodeLive(context.Context, string) bool { return true }
 
 func (f *fakeCore) info(t *fakeTopic) TopicInfo {
 	ti := TopicInfo{Config: t.cfg}
