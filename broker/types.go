@@ -73,3 +73,29 @@ var (
 	// ErrLogCorrupt: a log's stored data does not read back.
 	ErrLogCorrupt = log.ErrCorrupt
 )
+
+// TopicSetting is one topic config by its Kafka name (partition.Setting):
+// the Kafka API and HTTP read and write topic configs through
+// TopicSettings.
+type TopicSetting = partition.Setting
+
+// TopicSettingKind is a topic setting's value type, as Kafka describes it.
+type TopicSettingKind = partition.SettingKind
+
+// The kinds of topic settings.
+const (
+	SettingLong   = partition.SettingLong
+	SettingInt    = partition.SettingInt
+	SettingDouble = partition.SettingDouble
+	SettingString = partition.SettingString
+	SettingList   = partition.SettingList
+)
+
+// TopicSettings are the topic configs, in the order answers list them.
+var TopicSettings = partition.Settings
+
+// TopicSettingByName finds a topic setting by its Kafka name.
+func TopicSettingByName(name string) (TopicSetting, bool) { return partition.SettingByName(name) }
+
+// TopicSettingNames lists the topic settings' names, for errors.
+var TopicSettingNames = partition.SettingNames

@@ -100,11 +100,11 @@ func (s *Server) createTopic(r *request, req *kmsg.CreateTopicsRequest, rt kmsg.
 	}
 	t.NumPartitions, t.ReplicationFactor = cfg.Partitions, int16(cfg.Replicas)
 	cfg = s.withNodeLimits(cfg)
-	for _, tc := range topicConfigs {
+	for _, tc := range broker.TopicSettings {
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
-		c.Name, c.Value = tc.name, kmsg.StringPtr(tc.value(cfg))
+		c.Name, c.Value = tc.Name, kmsg.StringPtr(tc.Value(cfg))
 		c.Source = 5 // DEFAULT_CONFIG
-		if tc.isSet(ch) {
+		if tc.IsSet(ch) {
 			c.Source = 1 // DYNAMIC_TOPIC_CONFIG
 		}
 		t.Configs = append(t.Configs, c)

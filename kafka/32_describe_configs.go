@@ -151,15 +151,15 @@ func (s *Server) withNodeLimits(cfg broker.TopicConfig) broker.TopicConfig {
 
 func describeTopic(cfg broker.TopicConfig, names []string, req *kmsg.DescribeConfigsRequest, def broker.TopicConfig) []kmsg.DescribeConfigsResponseResourceConfig {
 	var out []kmsg.DescribeConfigsResponseResourceConfig
-	for _, tc := range topicConfigs {
-		if !wanted(names, tc.name) {
+	for _, tc := range broker.TopicSettings {
+		if !wanted(names, tc.Name) {
 			continue
 		}
-		v, source := tc.value(cfg), sourceDynamicTopic
-		if v == tc.value(def) {
+		v, source := tc.Value(cfg), sourceDynamicTopic
+		if v == tc.Value(def) {
 			source = sourceDefault
 		}
-		out = append(out, configEntry(req, tc.name, v, tc.typ, source, false))
+		out = append(out, configEntry(req, tc.Name, v, configType(tc.Kind), source, false))
 	}
 	return out
 }

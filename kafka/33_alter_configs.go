@@ -82,8 +82,8 @@ func handleAlterConfigs(s *Server, r *request) func() kmsg.Response {
 // every other one to its default.
 func replacingChange(cs []kmsg.AlterConfigsRequestResourceConfig) (broker.ConfigChange, error) {
 	var ch broker.ConfigChange
-	for _, tc := range topicConfigs {
-		setConfig(&ch, tc.name, nil) // the defaults
+	for _, tc := range broker.TopicSettings {
+		setConfig(&ch, tc.Name, nil) // the defaults
 	}
 	seen := map[string]bool{}
 	for _, c := range cs {

@@ -54,7 +54,7 @@ type topicJSON struct {
 	DeleteRetentionMs      int64   `json:"delete_retention_ms"`
 	MinCleanableDirtyRatio float64 `json:"min_cleanable_dirty_ratio"`
 	// Configs is every setting by its Kafka name, as POST and PATCH take
-	// them (topic_settings.go).
+	// them (broker.TopicSettings).
 	Configs       map[string]string `json:"configs"`
 	PartitionInfo []partitionJSON   `json:"partition_info"`
 }
@@ -126,4 +126,13 @@ func (h *Handler) cluster(w http.ResponseWriter, r *http.Request) {
 		out.Nodes = append(out.Nodes, clusterNodeJSON{toNodeJSON(n.Node), n.Alive})
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// topicConfigs is a topic's settings by Kafka name, every one of them.
+func topicConfigs(c broker.TopicConfig) map[string]string {
+	m := make(map[string]string, len(broker.TopicSettings))
+	for _, s := range broker.TopicSettings {
+		m[s.Name] = s.Value(c)
+	}
+	return m
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 
 	"github.com/logd/logd/broker"
 )
@@ -156,9 +155,9 @@ func configChange(configs map[string]json.RawMessage, reset bool) (broker.Config
 	}
 	slices.Sort(names) // the first bad one named is always the same
 	for _, name := range names {
-		s, ok := topicSettingByName(name)
+		s, ok := broker.TopicSettingByName(name)
 		if !ok {
-			return ch, fmt.Errorf("%w: unknown config %q: the topic configs are %s", errBadConfig, name, settingNames())
+			return ch, fmt.Errorf("%w: unknown config %q: the topic configs are %s", errBadConfig, name, broker.TopicSettingNames)
 		}
 		v, isNull, err := configValue(configs[name])
 		if err != nil {
@@ -168,10 +167,10 @@ func configChange(configs map[string]json.RawMessage, reset bool) (broker.Config
 			if !reset {
 				return ch, fmt.Errorf("%w: %s is null: give a value, or leave it out for the default", errBadConfig, name)
 			}
-			v = s.defaultValue()
+			v = s.Default()
 		}
-		if err := s.set(&ch, v); err != nil {
-			return ch, fmt.Errorf("%w: %s: %v", errBadConfig, name, err)
+		if err := s.Parse(&ch, v); err != nil {
+			return ch, err // names the setting and what to give
 		}
 	}
 	return ch, nil
@@ -191,13 +190,4 @@ func configValue(raw json.RawMessage) (v string, isNull bool, err error) {
 		return string(raw), false, nil
 	}
 	return "", false, fmt.Errorf("%s is not a value: give a string such as \"compact\" or \"86400000\", a number, or null", raw)
-}
-
-// settingNames lists the topic configs, for errors.
-func settingNames() string {
-	names := make([]string, len(topicSettings))
-	for i, s := range topicSettings {
-		names[i] = s.name
-	}
-	return strings.Join(names, ", ")
 }
