@@ -12,6 +12,7 @@ import (
 	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/offsets"
 	"github.com/logd/logd/partition"
+	"github.com/logd/logd/routing"
 )
 
 // The broker's side of the peer service (cluster/peerservice.go): a
@@ -60,8 +61,9 @@ type (
 		Topic  string                 `json:"topic,omitempty"`
 		Change partition.ConfigChange `json:"change,omitzero"`
 		Count  int32                  `json:"count,omitempty"`
-		// DeadLetter marks a dead-letter topic's creation (share_dlq.go).
-		DeadLetter bool `json:"dead_letter,omitempty"`
+		// Own marks a creation this node's own code asked for, no client
+		// (a share group's dead-letter topic): no principal to authorize.
+		Own bool `json:"own,omitempty"`
 	}
 	recordsReq struct {
 		Topic     string `json:"topic"`
@@ -91,8 +93,8 @@ type (
 // set).
 func (b *Broker) handlePeers() {
 	handle(b, opCreateTopic, func(ctx context.Context, pr Principal, r topicReq) (any, error) {
-		if r.DeadLetter {
-			return b.peerCreateDeadLetterTopic(ctx, r)
+		if r.Own {
+			return b.peerCreateOwnTopic(ctx, r)
 		}
 		return b.CreateTopic(ctx, pr, r.Config)
 	})
@@ -265,8 +267,18 @@ func fromPeerError(err error) error {
 
 func peerCreateTopic(ctx context.Context, cl *cluster.Cluster, addr string, pr Principal, cfg partition.TopicConfig) (partition.TopicConfig, error) {
 	var out partition.TopicConfig
-	err := peerCall(ctx, cl, addr, opCreateTopic, pr, topicReq{Config: cfg}, &out)
+	err := peerCall(ctx, cl, addr, opCreateTopic, pr, topicReq{Config: cfg, Own: pr == ""}, &out)
 	return out, err
+}
+
+// peerCreateOwnTopic is a creation another node's own code asked for
+// (peerCreateTopic without a principal: no client asked, so there is
+// none to authorize; only a node of the cluster makes peer calls).
+func (b *Broker) peerCreateOwnTopic(ctx context.Context, r topicReq) (any, error) {
+	if err := routing.ValidateTopicName(r.Config.Name); err != nil {
+		return nil, kind.Errorf(kind.ErrInvalidArgument, "create topic: %v", err)
+	}
+	return b.plane.createTopic(ctx, "", r.Config)
 }
 
 func peerAlterTopic(ctx context.Context, cl *cluster.Cluster, addr string, pr Principal, topic string, ch partition.ConfigChange) (partition.TopicConfig, error) {

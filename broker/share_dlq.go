@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/logd/logd/internal/batch"
-	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/partition"
 	"github.com/logd/logd/routing"
 	"github.com/logd/logd/share"
@@ -36,7 +35,8 @@ import (
 // does (opProduce, marked as a dead letter: the node asked authorizes
 // nothing for it, as for a transaction marker, since only a node of the
 // cluster can make a peer call and no client request carries the mark).
-// The dead-letter topic is created the same way on the metadata leader.
+// The dead-letter topic is created as this node's own creation, on the
+// metadata leader in a cluster (peerCreateTopic without a principal).
 
 // Dead-letter headers: where the record came from and why.
 const (
@@ -181,7 +181,9 @@ func (b *Broker) deadLetterPartition(ctx context.Context, name string, src parti
 		nc := partition.DefaultConfig(name)
 		nc.Partitions, nc.Replicas = src.Partitions, src.Replicas
 		nc.RetentionMs, nc.RetentionBytes, nc.RetentionRecords = src.RetentionMs, src.RetentionBytes, src.RetentionRecords
-		if err := b.createDeadLetterTopic(ctx, nc); err != nil && !errors.Is(err, partition.ErrTopicExists) {
+		// No principal: this node's own creation, here alone, on the
+		// metadata leader in a cluster (peerCreateTopic).
+		if _, err := b.plane.createTopic(ctx, "", nc); err != nil && !errors.Is(err, partition.ErrTopicExists) {
 			return nil, cfg, fmt.Errorf("create dead-letter topic %q: %w", name, err)
 		}
 		if cfg, parts, err = b.topics.Partitions(name); err != nil {
@@ -294,32 +296,4 @@ func (b *Broker) peerDeadLetter(ctx context.Context, r produceReq) (any, error) 
 		return nil, err
 	}
 	return none{}, b.appendDeadLetterHere(ctx, p, cfg, r.Batch)
-}
-
-// createDeadLetterTopic creates a dead-letter topic: here alone, on the
-// metadata leader in a cluster (passed on there marked as a dead-letter
-// topic, which that node creates without authorizing: no principal asked
-// for it).
-func (b *Broker) createDeadLetterTopic(ctx context.Context, cfg partition.TopicConfig) error {
-	rp, clustered := b.plane.(*raftPlane)
-	if !clustered {
-		_, err := b.plane.createTopic(ctx, "", cfg)
-		return err
-	}
-	c, err := rp.cl.CreateTopic(ctx, cfg)
-	if addr, ok := passOn(ctx, err); ok {
-		if err = peerCall(ctx, rp.cl, addr, opCreateTopic, "", topicReq{Config: cfg, DeadLetter: true}, &c); err == nil {
-			err = rp.awaitTopic(ctx, c.Name, c.Partitions)
-		}
-	}
-	return err
-}
-
-// peerCreateDeadLetterTopic is a dead-letter topic's creation another
-// node passed on to this one (createDeadLetterTopic).
-func (b *Broker) peerCreateDeadLetterTopic(ctx context.Context, r topicReq) (any, error) {
-	if err := routing.ValidateTopicName(r.Config.Name); err != nil {
-		return nil, kind.Errorf(kind.ErrInvalidArgument, "create dead-letter topic: %v", err)
-	}
-	return b.plane.createTopic(ctx, "", r.Config)
 }
