@@ -318,6 +318,9 @@ func (b *Broker) Close() error {
 }
 
 func (b *Broker) closeStorage() error {
+	if b.disk != nil {
+		b.disk.wait() // a space reserve being made in the data directory
+	}
 	var errs []error
 	if b.plane != nil {
 		errs = append(errs, b.plane.close())

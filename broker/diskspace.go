@@ -50,6 +50,7 @@ type diskGuard struct {
 	inflight  atomic.Int64 // bytes of log writes admitted, not yet done
 	lastWarn  atomic.Int64 // unix nanos of the last "disk full" line
 	restoring atomic.Bool  // the reserve is being made again
+	making    sync.WaitGroup
 }
 
 // Bounds of the automatic minimum: 5% of the file system, at least 1 MiB,
@@ -230,7 +231,9 @@ func (g *diskGuard) maybeRestoreReserve(free uint64) {
 	if free == ^uint64(0) || free < g.minFree+uint64(n) || !g.restoring.CompareAndSwap(false, true) {
 		return
 	}
+	g.making.Add(1)
 	go func() {
+		defer g.making.Done()
 		defer g.restoring.Store(false)
 		path := filepath.Join(g.dir, spaceReserveFile)
 		if st, err := os.Stat(path); err == nil && st.Size() >= n {
@@ -241,6 +244,9 @@ func (g *diskGuard) maybeRestoreReserve(free uint64) {
 		}
 	}()
 }
+
+// wait waits for a reserve being made in the background.
+func (g *diskGuard) wait() { g.making.Wait() }
 
 // makeReserve allocates a file of n bytes (written, not sparse), through a
 // temporary name so that a half-made reserve is never taken for one.

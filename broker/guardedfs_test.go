@@ -64,6 +64,9 @@ func TestGuardedFSRefusesBelowTheFloor(t *testing.T) {
 	if err := roomy.g.checkAppend(); err != nil {
 		t.Fatalf("checkAppend with room: %v", err)
 	}
+	// With room, checkAppend makes the reserve in the background; it must
+	// be done before the test's directory is removed.
+	roomy.g.wait()
 	// Twice the free space: other processes freeing space meanwhile
 	// cannot make room for it.
 	if err := roomy.g.admitWrite(2 * int64(roomy.g.freeBytes(0))); !errors.Is(err, syscall.ENOSPC) {
