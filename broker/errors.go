@@ -57,6 +57,9 @@ var (
 
 	// ErrUnknownNode: no member of the cluster has that id.
 	ErrUnknownNode = cluster.ErrUnknownNode
+	// ErrTopicNotReady: a topic (or its new partitions) was created, but
+	// not every new partition had a leader within the request's time.
+	ErrTopicNotReady = cluster.ErrTopicNotReady
 )
 
 // NotLeaderError is the answer of a node that does not lead the partition

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"syscall"
 
 	"github.com/hashicorp/raft"
@@ -21,6 +22,13 @@ import (
 // errors are of the generic kinds of package kind (kind.ErrUnavailable,
 // kind.ErrInvalidArgument, ...), made with kind.Errorf.
 var ErrUnknownNode = errors.New("unknown node")
+
+// ErrTopicNotReady: a topic, or partitions added to one, exist, but not
+// every new partition had a leader when the request's time ran out
+// (awaitUsable). It is of kind kind.ErrFailedPrecondition, not
+// kind.ErrUnavailable: a retry of the create would only be told the topic
+// exists. Kafka answers the same case REQUEST_TIMED_OUT.
+var ErrTopicNotReady = fmt.Errorf("topic not ready: %w", kind.ErrFailedPrecondition)
 
 // NotLeaderError is the answer of a node that does not lead what a
 // request needs: a partition's group or the cluster metadata. Leader is

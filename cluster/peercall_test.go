@@ -113,6 +113,7 @@ func TestPeerCallErrorKinds(t *testing.T) {
 		{kind.Errorf(kind.ErrFailedPrecondition, "alone"), kind.ErrFailedPrecondition},
 		{kind.ErrShuttingDown, kind.ErrShuttingDown},
 		{ErrUnknownNode, ErrUnknownNode},
+		{kind.Errorf(ErrTopicNotReady, "partition 2 has no leader"), ErrTopicNotReady},
 		{context.DeadlineExceeded, context.DeadlineExceeded},
 		{&log.OutOfRangeError{Offset: 9, StartOffset: 2, HighWatermark: 5}, log.ErrOffsetOutOfRange},
 		{&NotLeaderError{What: "partition t/0", Leader: leader, Untouched: true}, nil},

@@ -46,6 +46,7 @@ var peerKinds = []struct {
 	{"offsets_invalid_argument", offsets.ErrInvalidArgument},
 	{"offsets_invalid_reset", offsets.ErrInvalidReset},
 	{"generation_taken", offsets.ErrGenerationTaken},
+	{"topic_not_ready", ErrTopicNotReady},
 	{"canceled", context.Canceled},
 	{"deadline_exceeded", context.DeadlineExceeded},
 	{"shutting_down", kind.ErrShuttingDown},

@@ -16,9 +16,7 @@ import (
 // UsableTimeout bounds how long CreateTopic (and AddPartitions) waits
 // for the new partitions to take writes, when the request has no deadline
 // of its own (setupContext); after it the topic exists but the request
-// answers kind.ErrFailedPrecondition saying which partition has no leader yet
-// (not kind.ErrUnavailable: a client's retry of the create would only be told
-// the topic exists).
+// answers ErrTopicNotReady saying which partitions have no leader yet.
 const UsableTimeout = 10 * time.Second
 
 // setupContext bounds the waits of a topic change after its command
@@ -69,14 +67,14 @@ func (c *Cluster) awaitUsable(ctx context.Context, name string, from int) error 
 func unledError(name string, t meta.Topic, missing []int, after time.Duration) error {
 	after = after.Round(100 * time.Millisecond)
 	if len(missing) == 1 {
-		return kind.Errorf(kind.ErrFailedPrecondition, "topic %q is created but partition %d has no leader after %v (too few of its replicas %v are up?): it takes writes once they elect one; see `logd cluster status`",
+		return kind.Errorf(ErrTopicNotReady, "topic %q is created but partition %d has no leader after %v (too few of its replicas %v are up?): it takes writes once they elect one; see `logd cluster status`",
 			name, missing[0], after, t.Replicas[missing[0]])
 	}
 	parts := make([]string, len(missing))
 	for i, p := range missing {
 		parts[i] = fmt.Sprintf("%d %v", p, t.Replicas[p])
 	}
-	return kind.Errorf(kind.ErrFailedPrecondition, "topic %q is created but partitions %s have no leader after %v (too few of their replicas are up?): they take writes once they elect one; see `logd cluster status`",
+	return kind.Errorf(ErrTopicNotReady, "topic %q is created but partitions %s have no leader after %v (too few of their replicas are up?): they take writes once they elect one; see `logd cluster status`",
 		name, strings.Join(parts, ", "), after)
 }
 

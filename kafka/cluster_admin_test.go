@@ -1,10 +1,13 @@
 package kafka_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -170,6 +173,54 @@ func checkClusterEpochs(t *testing.T, cl *kgo.Client, adm *kadm.Client) {
 		got := res["ct"][0]
 		if got.Err != nil || got.LeaderEpoch != wantEpoch || got.EndOffset != wantEnd {
 			t.Fatalf("epoch %d (current %d, batches %v): (%d, %d), %v; want (%d, %d)", epoch, mp.LeaderEpoch, spans, got.LeaderEpoch, got.EndOffset, got.Err, wantEpoch, wantEnd)
+		}
+	}
+}
+
+// A CreateTopics whose new partitions have no leader within its timeout
+// creates the topic and answers REQUEST_TIMED_OUT, as Kafka does, naming
+// the partitions without a leader; sent to either node left up, so also
+// when a node passes the create on to the metadata leader and the answer
+// crosses the peer service.
+func TestClusterCreateTopicsTimedOut(t *testing.T) {
+	addrs, c := startClusterWith(t)
+	gone := c.Nodes()[2]
+	gone.Stop()
+	for i, n := range c.Nodes()[:2] {
+		cl := newClient(t, addrs[n.ID])
+		topic := fmt.Sprintf("stranded%d", i)
+		req := kmsg.NewPtrCreateTopicsRequest()
+		ct := kmsg.NewCreateTopicsRequestTopic()
+		ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topic, 3, 1
+		req.Topics, req.TimeoutMillis = append(req.Topics, ct), 3000
+		var resp *kmsg.CreateTopicsResponse
+		for {
+			var err error
+			resp, err = req.RequestWith(testCtx(t), cl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// During the election that follows the stop, the create may be
+			// refused before it is made: retry as a client would.
+			if c := resp.Topics[0].ErrorCode; c != kerr.NotController.Code && c != kerr.LeaderNotAvailable.Code {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		got := resp.Topics[0]
+		msg := ""
+		if got.ErrorMessage != nil {
+			msg = *got.ErrorMessage
+		}
+		if got.ErrorCode != kerr.RequestTimedOut.Code || !strings.Contains(msg, "["+gone.ID+"]") {
+			t.Fatalf("CreateTopics of %s on %s with %s down: code %d (%q), want REQUEST_TIMED_OUT naming the partition on %s",
+				topic, n.ID, gone.ID, got.ErrorCode, msg, gone.ID)
+		}
+		t.Logf("%s: %s", n.ID, msg)
+		// The topic is made; a retry of the create is told so.
+		again, err := req.RequestWith(testCtx(t), cl)
+		if err != nil || again.Topics[0].ErrorCode != kerr.TopicAlreadyExists.Code {
+			t.Fatalf("CreateTopics of %s again: %+v %v, want TOPIC_ALREADY_EXISTS", topic, again, err)
 		}
 	}
 }

@@ -47,6 +47,8 @@ func errorCode(err error) int16 {
 		return kerr.NotEnoughReplicas.Code
 	case errors.Is(err, broker.ErrGroupSubscribed):
 		return kerr.GroupSubscribedToTopic.Code
+	case errors.Is(err, broker.ErrTopicNotReady):
+		return kerr.RequestTimedOut.Code
 	}
 	if c, ok := kindCodes[kind.Of(err)]; ok {
 		return c.Code

@@ -113,6 +113,7 @@ func accessKinds() []Kind {
 		{Pkg: "broker", Name: "ErrUserExists", Err: broker.ErrUserExists},
 		{Pkg: "broker", Name: "ErrUnknownUser", Err: broker.ErrUnknownUser},
 		{Pkg: "broker", Name: "ErrUnknownNode", Err: broker.ErrUnknownNode},
+		{Pkg: "broker", Name: "ErrTopicNotReady", Err: broker.ErrTopicNotReady},
 		{Pkg: "broker", Name: "ErrGroupSubscribed", Err: broker.ErrGroupSubscribed},
 		{Pkg: "broker", Name: "ErrElectionNotNeeded", Err: broker.ErrElectionNotNeeded},
 		{Pkg: "broker", Name: "ErrStaleMemberEpoch", Err: broker.ErrStaleMemberEpoch},
@@ -131,6 +132,7 @@ func accessKinds() []Kind {
 		{Pkg: "broker", Name: "ErrLogCorrupt", Err: broker.ErrLogCorrupt, Internal: corrupt},
 
 		{Pkg: "cluster", Name: "ErrUnknownNode", Err: cluster.ErrUnknownNode},
+		{Pkg: "cluster", Name: "ErrTopicNotReady", Err: cluster.ErrTopicNotReady},
 		// A kind another node named that this one does not know (a node of
 		// another version): unavailable.
 		{Pkg: "cluster", Name: "PeerError", Err: &cluster.PeerError{Kind: "newer_kind", Message: "m"}},
