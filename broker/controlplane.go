@@ -93,6 +93,14 @@ type controlPlane interface {
 	deleteRecords(ctx context.Context, p *partition.Partition, offset int64) (int64, error)
 	// shares is where share partitions' states are kept (share_store.go).
 	shares(b *Broker) shareStore
+	// The share groups' configurations (share_config.go): a group's
+	// encoded configuration (nil: the defaults) with the count of changes
+	// it is of, that count alone, and a change, made where the control
+	// plane's writes are (on the metadata leader in a cluster: elsewhere
+	// *NotLeaderError, Untouched).
+	shareGroupConfig(group string) (enc []byte, gen uint64)
+	shareGroupConfigGen() uint64
+	putShareGroupConfig(ctx context.Context, group string, enc []byte) error
 	retentionLog(c partition.TopicConfig, p *partition.Partition) (retention.Log, bool)
 
 	// The metadata leader: whether this node leads (and who does),

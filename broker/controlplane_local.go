@@ -31,11 +31,12 @@ type localPlane struct {
 	offsets *offsets.Store
 	db      *pebble.DB
 
-	mu     sync.Mutex        // serializes user and ACL writes
-	creds  map[string][]byte // user -> encoded credentials
-	aclSet [][]byte          // encoded ACLs: sorted, unique
-	gen    atomic.Uint64     // counts changes of users, ACLs and quotas
-	q      localQuotas       // the client quotas (quota_local.go)
+	mu       sync.Mutex        // serializes user and ACL writes
+	creds    map[string][]byte // user -> encoded credentials
+	aclSet   [][]byte          // encoded ACLs: sorted, unique
+	gen      atomic.Uint64     // counts changes of users, ACLs and quotas
+	q        localQuotas       // the client quotas (quota_local.go)
+	shareGen atomic.Uint64     // counts share group configuration writes (share_config.go)
 }
 
 const (

@@ -147,9 +147,10 @@ func (b *Broker) handlePeers() {
 	handle(b, opRecordCounts, b.peerRecordCounts)
 	b.handleKVPeers() // kv_forward.go
 	b.handleTxnPeers()
-	b.handleElectPeers() // elect.go
-	b.handleMovePeers()  // reassign.go
-	b.handleQuotaPeers() // quota.go
+	b.handleElectPeers()       // elect.go
+	b.handleMovePeers()        // reassign.go
+	b.handleQuotaPeers()       // quota.go
+	b.handleShareConfigPeers() // share_config.go
 	handle(b, opDescribeGroup, func(ctx context.Context, pr Principal, r groupReq) (any, error) {
 		d, err := b.DescribeGroup(ctx, pr, r.Group)
 		return d, coordinatorAnswer(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/logd/logd/auth"
@@ -25,9 +26,12 @@ const (
 	ShareSessionTimeout    = 45 * time.Second
 )
 
-// shareState is the node's share groups and sessions. Lock order:
-// shareState.mu, then a sharePart's mu (never the other way).
+// shareState is the node's share groups and sessions. Lock order: a
+// sharePart's mu, then shareState.mu (never the other way: a change of
+// every share partition of a group takes each one's mu after letting go
+// of shareState.mu).
 type shareState struct {
+	cfgMu    sync.Mutex // serializes share group configuration changes (share_config.go)
 	mu       sync.Mutex
 	groups   map[string]*shareGroup
 	sessions map[shareSessionKey]*shareSession
@@ -38,7 +42,7 @@ type shareState struct {
 type shareGroup struct {
 	name    string
 	epoch   int32
-	cfg     ShareGroupConfig
+	cfg     atomic.Pointer[cachedShareConfig] // shareConfigOf
 	members map[string]*shareMember
 	parts   map[SharePartition]*sharePart
 }
@@ -60,6 +64,7 @@ type sharePart struct {
 	part    *partition.Partition
 	p       *share.Partition // nil until loaded (shareCurrent)
 	ver     uint64           // the stored version p is (shareStore)
+	cfgGen  uint64           // the group configuration's change count p has (shareConfigOf)
 	changed chan struct{}    // closed and replaced at every change
 }
 
@@ -68,8 +73,7 @@ func (sp *sharePart) signal() {
 	sp.changed = make(chan struct{})
 }
 
-// shareGroupLocked returns group, made (with its stored configuration)
-// on first use. b.share.mu is held.
+// shareGroupLocked returns group, made on first use. b.share.mu is held.
 func (b *Broker) shareGroupLocked(name string) *shareGroup {
 	s := &b.share
 	if s.groups == nil {
@@ -78,7 +82,7 @@ func (b *Broker) shareGroupLocked(name string) *shareGroup {
 	}
 	g := s.groups[name]
 	if g == nil {
-		g = &shareGroup{name: name, cfg: b.loadShareConfig(name),
+		g = &shareGroup{name: name,
 			members: map[string]*shareMember{}, parts: map[SharePartition]*sharePart{}}
 		s.groups[name] = g
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/logd/logd/auth"
-	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/share"
 )
 
@@ -42,11 +40,11 @@ func (b *Broker) shareBegin(ctx context.Context, r ShareFetchRequest, fetch bool
 	}
 	b.share.mu.Lock()
 	c.g = b.shareGroupLocked(r.Group)
-	c.res.LockMs = b.sharePartConfig(c.g.cfg).LockDurationMs
-	if c.res.LockMs == 0 {
+	b.share.mu.Unlock()
+	cfg, _ := b.shareConfigOf(c.g)
+	if c.res.LockMs = b.sharePartConfig(cfg).LockDurationMs; c.res.LockMs == 0 {
 		c.res.LockMs = share.DefaultLockDurationMs
 	}
-	b.share.mu.Unlock()
 	var add []SharePartition
 	if fetch && r.SessionEpoch != -1 {
 		for _, fp := range r.Partitions {
@@ -251,68 +249,4 @@ func (b *Broker) shareAwait(ctx context.Context, chans []<-chan struct{}, deadli
 	case <-b.shutdown:
 		return false
 	}
-}
-
-// SetShareGroupConfig sets share group configs by their Kafka names
-// (share.auto.offset.reset, share.record.lock.duration.ms,
-// share.delivery.attempt.limit, share.redelivery.backoff.base.ms,
-// share.redelivery.backoff.max.ms); it needs alter on the group. The new
-// settings apply to share partitions from their next use on this node.
-func (b *Broker) SetShareGroupConfig(ctx context.Context, p Principal, group string, set map[string]string) error {
-	ch := make(map[string]*string, len(set))
-	for k, v := range set {
-		ch[k] = &v
-	}
-	return b.AlterShareGroupConfig(ctx, p, group, ch, false)
-}
-
-// AlterShareGroupConfig changes share group configs by their Kafka names
-// (as Kafka's IncrementalAlterConfigs of resource type GROUP): a nil value
-// returns the config to its default. With validateOnly it checks the
-// change and stores nothing. It needs alter on the group.
-func (b *Broker) AlterShareGroupConfig(ctx context.Context, p Principal, group string, change map[string]*string, validateOnly bool) error {
-	if err := b.Authorize(ctx, p, auth.OpAlter, auth.Group(group)); err != nil {
-		return err
-	}
-	if group == "" {
-		return kind.Errorf(kind.ErrInvalidArgument, "share group config: name the group")
-	}
-	b.share.mu.Lock()
-	defer b.share.mu.Unlock()
-	g := b.shareGroupLocked(group)
-	cfg := g.cfg
-	for k, v := range change {
-		var err error
-		if v == nil {
-			err = cfg.Unset(k)
-		} else {
-			err = cfg.Set(k, *v)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if validateOnly {
-		return nil
-	}
-	if err := b.storeShareConfig(group, cfg); err != nil {
-		return err
-	}
-	g.cfg = cfg
-	for _, sp := range g.parts {
-		sp.mu.Lock()
-		if sp.p != nil {
-			sp.p.SetConfig(b.sharePartConfig(cfg))
-		}
-		sp.mu.Unlock()
-	}
-	return nil
-}
-
-// ShareGroupConfigOf is the share group's configuration on this node (the
-// zero value: every config at its default).
-func (b *Broker) ShareGroupConfigOf(group string) ShareGroupConfig {
-	b.share.mu.Lock()
-	defer b.share.mu.Unlock()
-	return b.shareGroupLocked(group).cfg
 }

@@ -127,9 +127,7 @@ func (b *Broker) deadLetter(ctx context.Context, g *shareGroup, sp *sharePart, d
 	if err := b.storeShare(ctx, g, sp, sp.p); err != nil {
 		return err
 	}
-	b.share.mu.Lock()
-	cfg := g.cfg
-	b.share.mu.Unlock()
+	cfg, _ := b.shareConfigOf(g)
 	src, err := b.topics.Config(sp.ref.Topic)
 	if err != nil {
 		return err

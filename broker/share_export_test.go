@@ -23,8 +23,8 @@ func SetShareJitter(b *Broker, f func(n int64) int64) {
 func DeadLetterUnarchived(ctx context.Context, b *Broker, group, topic string, offset int64) error {
 	b.share.mu.Lock()
 	g := b.shareGroupLocked(group)
-	cfg := g.cfg
 	b.share.mu.Unlock()
+	cfg, _ := b.shareConfigOf(g)
 	sp, err := b.sharePartition(g, SharePartition{Topic: topic})
 	if err != nil {
 		return err

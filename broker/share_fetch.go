@@ -98,15 +98,24 @@ func (b *Broker) sharePartition(g *shareGroup, ref SharePartition) (*sharePart, 
 // held here are gone with it), starting a share partition never used at
 // the group's share.auto.offset.reset (stored at once, so a restart or a
 // failover does not move a "latest" start). It fails on a node that may
-// not serve sp (in a cluster, not its partition's leader). sp.mu is held.
+// not serve sp (in a cluster, not its partition's leader). A state kept
+// takes the group's configuration when it changed. sp.mu is held.
 func (b *Broker) shareCurrent(ctx context.Context, g *shareGroup, sp *sharePart) error {
+	cfg, gen := b.shareConfigOf(g)
 	st := b.plane.shares(b)
 	ver, err := st.version(ctx, sp.part, g.name)
-	if err != nil || (sp.p != nil && sp.ver == ver) {
+	if err != nil {
 		return err
 	}
+	if sp.p != nil && sp.ver == ver {
+		if sp.cfgGen != gen {
+			sp.p.SetConfig(b.sharePartConfig(cfg))
+			sp.cfgGen = gen
+		}
+		return nil
+	}
 	b.share.mu.Lock()
-	cfg, jitter := g.cfg, b.share.jitter
+	jitter := b.share.jitter
 	b.share.mu.Unlock()
 	enc, ver, ok, err := st.load(ctx, sp.part, g.name, sp.created)
 	if err != nil {
@@ -135,7 +144,7 @@ func (b *Broker) shareCurrent(ctx context.Context, g *shareGroup, sp *sharePart)
 	if sp.p != nil {
 		sp.signal()
 	}
-	sp.p, sp.ver = p, ver
+	sp.p, sp.ver, sp.cfgGen = p, ver, gen
 	return nil
 }
 

@@ -173,8 +173,9 @@ func (b *Broker) shareReset(ctx context.Context, g *shareGroup, sp *sharePart, o
 	if n := len(sp.p.DeadLetters()); n > 0 {
 		return fmt.Errorf("share group %q, %s/%d: %d dead letters are not appended yet: retry", g.name, sp.ref.Topic, sp.ref.Partition, n)
 	}
+	cfg, gen := b.shareConfigOf(g)
 	b.share.mu.Lock()
-	cfg, jitter := g.cfg, b.share.jitter
+	jitter := b.share.jitter
 	b.share.mu.Unlock()
 	q := share.New(max(offset, l.StartOffset()), b.sharePartConfig(cfg))
 	q.SetJitter(jitter)
@@ -182,6 +183,7 @@ func (b *Broker) shareReset(ctx context.Context, g *shareGroup, sp *sharePart, o
 	if err := b.storeShare(ctx, g, sp, q); err != nil {
 		return err
 	}
+	sp.cfgGen = gen
 	sp.signal()
 	return nil
 }

@@ -3,18 +3,13 @@ package broker
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
-	"strconv"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/logd/logd/cluster"
-	"github.com/logd/logd/internal/kind"
 	"github.com/logd/logd/partition"
 	"github.com/logd/logd/replication"
-	"github.com/logd/logd/routing"
-	"github.com/logd/logd/share"
 )
 
 // A share partition's state is one Pebble key on a node that runs alone
@@ -25,11 +20,8 @@ import (
 //	value = the topic's CreatedMs (int64 big-endian), then share.Partition.Encode
 //
 // State written for an earlier topic of the same name (another CreatedMs)
-// is ignored. A share group's configuration is "sharecfg/" group (JSON).
-const (
-	shareKeyPrefix    = "share/"
-	shareConfigPrefix = "sharecfg/"
-)
+// is ignored.
+const shareKeyPrefix = "share/"
 
 func shareKey(group string, ref SharePartition) []byte {
 	k := make([]byte, 0, len(shareKeyPrefix)+2+len(group)+len(ref.Topic)+5)
@@ -39,155 +31,6 @@ func shareKey(group string, ref SharePartition) []byte {
 	k = append(k, ref.Topic...)
 	k = append(k, 0)
 	return binary.BigEndian.AppendUint32(k, uint32(ref.Partition))
-}
-
-// ShareGroupConfig is a share group's configuration (Kafka's group
-// configs of share groups).
-type ShareGroupConfig struct {
-	// AutoOffsetReset is share.auto.offset.reset: where a share partition
-	// first used starts, "latest" (the default) or "earliest".
-	AutoOffsetReset string `json:"auto_offset_reset,omitempty"`
-	// LockDurationMs is share.record.lock.duration.ms.
-	LockDurationMs int64 `json:"record_lock_duration_ms,omitempty"`
-	// DeliveryLimit is share.delivery.attempt.limit.
-	DeliveryLimit int16 `json:"delivery_attempt_limit,omitempty"`
-	// BackoffBaseMs is share.redelivery.backoff.base.ms (0, the default:
-	// immediate redelivery); BackoffMaxMs is
-	// share.redelivery.backoff.max.ms (0: the default, 60 s).
-	BackoffBaseMs int64 `json:"redelivery_backoff_base_ms,omitempty"`
-	BackoffMaxMs  int64 `json:"redelivery_backoff_max_ms,omitempty"`
-	// DeadLetterOff is share.dlq.enable=false: rejected records and those
-	// out of deliveries are archived, not dead-lettered.
-	DeadLetterOff bool `json:"dlq_off,omitempty"`
-	// DeadLetterTopic is share.dlq.topic: the dead-letter topic ("": the
-	// source topic's name with ".dlq" appended).
-	DeadLetterTopic string `json:"dlq_topic,omitempty"`
-}
-
-// deadLetterTopic is where records of topic go when dead-lettered.
-func (c ShareGroupConfig) deadLetterTopic(topic string) string {
-	if c.DeadLetterTopic != "" {
-		return c.DeadLetterTopic
-	}
-	return topic + ".dlq"
-}
-
-func (c ShareGroupConfig) partitionConfig() share.Config {
-	return share.Config{LockDurationMs: c.LockDurationMs, DeliveryLimit: c.DeliveryLimit,
-		BackoffBaseMs: c.BackoffBaseMs, BackoffMaxMs: c.BackoffMaxMs}
-}
-
-// The bounds of the redelivery backoff's configs: up to an hour.
-const maxShareBackoffMs = 3_600_000
-
-func parseBackoffMs(name, value string, least int64) (int64, error) {
-	n, err := strconv.ParseInt(value, 10, 64)
-	if err != nil || n < least || n > maxShareBackoffMs {
-		return 0, kind.Errorf(kind.ErrInvalidArgument, "%s is %d to %d, not %q", name, least, maxShareBackoffMs, value)
-	}
-	return n, nil
-}
-
-// Set applies one Kafka group config by name.
-func (c *ShareGroupConfig) Set(name, value string) error {
-	switch name {
-	case "share.auto.offset.reset":
-		if value != "latest" && value != "earliest" {
-			return kind.Errorf(kind.ErrInvalidArgument, "share.auto.offset.reset is latest or earliest, not %q", value)
-		}
-		c.AutoOffsetReset = value
-		return nil
-	case "share.record.lock.duration.ms":
-		n, err := strconv.ParseInt(value, 10, 64)
-		if err != nil || n < 1000 || n > 3_600_000 {
-			return kind.Errorf(kind.ErrInvalidArgument, "share.record.lock.duration.ms is 1000 to 3600000, not %q", value)
-		}
-		c.LockDurationMs = n
-		return nil
-	case "share.delivery.attempt.limit":
-		n, err := strconv.ParseInt(value, 10, 16)
-		if err != nil || n < 1 || n > 10 {
-			return kind.Errorf(kind.ErrInvalidArgument, "share.delivery.attempt.limit is 1 to 10, not %q", value)
-		}
-		c.DeliveryLimit = int16(n)
-		return nil
-	case "share.redelivery.backoff.base.ms":
-		n, err := parseBackoffMs(name, value, 0)
-		if err != nil {
-			return err
-		}
-		c.BackoffBaseMs = n
-		return nil
-	case "share.redelivery.backoff.max.ms":
-		n, err := parseBackoffMs(name, value, 1)
-		if err != nil {
-			return err
-		}
-		c.BackoffMaxMs = n
-		return nil
-	case "share.dlq.enable":
-		b, err := strconv.ParseBool(value)
-		if err != nil {
-			return kind.Errorf(kind.ErrInvalidArgument, "share.dlq.enable is true or false, not %q", value)
-		}
-		c.DeadLetterOff = !b
-		return nil
-	case "share.dlq.topic":
-		if err := routing.ValidateTopicName(value); err != nil {
-			return kind.Errorf(kind.ErrInvalidArgument, "share.dlq.topic: %v", err)
-		}
-		c.DeadLetterTopic = value
-		return nil
-	}
-	return kind.Errorf(kind.ErrInvalidArgument, "unknown share group config %q", name)
-}
-
-// Unset returns one Kafka group config, by name, to its default.
-func (c *ShareGroupConfig) Unset(name string) error {
-	switch name {
-	case "share.auto.offset.reset":
-		c.AutoOffsetReset = ""
-	case "share.record.lock.duration.ms":
-		c.LockDurationMs = 0
-	case "share.delivery.attempt.limit":
-		c.DeliveryLimit = 0
-	case "share.redelivery.backoff.base.ms":
-		c.BackoffBaseMs = 0
-	case "share.redelivery.backoff.max.ms":
-		c.BackoffMaxMs = 0
-	case "share.dlq.enable":
-		c.DeadLetterOff = false
-	case "share.dlq.topic":
-		c.DeadLetterTopic = ""
-	default:
-		return kind.Errorf(kind.ErrInvalidArgument, "unknown share group config %q", name)
-	}
-	return nil
-}
-
-func (b *Broker) loadShareConfig(group string) ShareGroupConfig {
-	var c ShareGroupConfig
-	v, closer, err := b.db.Get([]byte(shareConfigPrefix + group))
-	if err != nil {
-		return c
-	}
-	defer closer.Close()
-	if err := json.Unmarshal(v, &c); err != nil {
-		b.logger.Warn("share group config unreadable: using the defaults", "group", group, "err", err)
-		return ShareGroupConfig{}
-	}
-	return c
-}
-
-func (b *Broker) storeShareConfig(group string, c ShareGroupConfig) error {
-	v, err := json.Marshal(c)
-	if err != nil {
-		return err
-	}
-	if err := b.disk.checkMetadata(); err != nil {
-		return err
-	}
-	return b.db.Set([]byte(shareConfigPrefix+group), v, pebble.Sync)
 }
 
 // shareStore is where share partitions' states are kept, durable before

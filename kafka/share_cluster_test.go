@@ -59,6 +59,34 @@ func partitionLeaderNode(t *testing.T, c *nodetest.Cluster, adm *kadm.Client, to
 	return nil
 }
 
+// shareEarliestOnOneNode sets share group's share.auto.offset.reset to
+// earliest on a node that does not lead the cluster metadata (which passes it on to the leader), and
+// waits until every node applied it: the group's configuration is the
+// cluster's, not a node's.
+func shareEarliestOnOneNode(ctx context.Context, t *testing.T, c *nodetest.Cluster, group string) {
+	t.Helper()
+	var at *nodetest.Node
+	for _, n := range c.Nodes() {
+		if n.Server().Broker().CoordinatesGroups() != nil {
+			at = n
+		}
+	}
+	if at == nil {
+		t.Fatal("every node leads the cluster metadata")
+	}
+	if err := at.Server().Broker().SetShareGroupConfig(ctx, "", group, map[string]string{"share.auto.offset.reset": "earliest"}); err != nil {
+		t.Fatalf("share group config set on %s: %v", at.ID, err)
+	}
+	for _, n := range c.Nodes() {
+		for n.Server().Broker().ShareGroupConfigOf(group).AutoOffsetReset != "earliest" {
+			if ctx.Err() != nil {
+				t.Fatalf("%s never applied share group %s's share.auto.offset.reset=earliest set on %s", n.ID, group, at.ID)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
 // A share group on a 3-node cluster, the topic's partition replicated on
 // every node: members accept records, another holds some unacknowledged,
 // then the partition's leader stops. The state moves with the partition's
@@ -78,11 +106,7 @@ func TestShareClusterLeaderFailover(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "sq"); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range c.Nodes() {
-		if err := n.Server().Broker().SetShareGroupConfig(ctx, "", "sg", map[string]string{"share.auto.offset.reset": "earliest"}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	shareEarliestOnOneNode(ctx, t, c, "sg")
 	prod := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("sq"))
 	for i := range count {
 		if err := prod.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {

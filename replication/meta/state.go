@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -205,6 +206,10 @@ type FSM struct {
 	authGen uint64                // counts changes of auth
 	groups  map[string]GroupState // consumer groups' membership (groupstate.go)
 	txns    map[string][]byte     // transactional ids' states (txn.go)
+	// The share groups' configurations (shareconfig.go) and the count of
+	// their changes.
+	shareCfgs   map[string][]byte
+	shareCfgGen atomic.Uint64
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -372,6 +377,8 @@ func (f *FSM) apply(c Command) error {
 		return f.applyGroupState(c)
 	case OpTxnState:
 		f.applyTxnState(c)
+	case OpShareGroupConfig:
+		f.applyShareGroupConfig(c)
 	case OpSetClusterID:
 		return setClusterID(st, c.Name)
 	default:
@@ -450,6 +457,9 @@ type snapshot struct {
 	// Txns is each transactional id's recorded state (OpTxnState);
 	// absent in snapshots of versions before it.
 	Txns map[string][]byte `json:"txn_states,omitempty"`
+	// ShareConfigs is each share group's recorded configuration
+	// (OpShareGroupConfig); absent in snapshots of versions before it.
+	ShareConfigs map[string][]byte `json:"share_group_configs,omitempty"`
 }
 
 // Snapshot captures the state.
@@ -474,6 +484,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	if len(f.txns) > 0 {
 		s.Txns = maps.Clone(f.txns)
 	}
+	s.ShareConfigs = cloneShareConfigs(f.shareCfgs)
 	groups, err := f.offs.Groups()
 	if err != nil {
 		return nil, err
@@ -535,6 +546,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.state = s.State
 	f.groups = s.Groups
 	f.txns = s.Txns
+	f.shareCfgs = s.ShareConfigs
+	f.shareCfgGen.Add(1)
 	f.auth = AuthState{}
 	if s.Auth != nil {
 		f.auth = *s.Auth
