@@ -46,6 +46,9 @@ type ShareGroupConfig struct {
 	// DeadLetterTopic is share.dlq.topic: the dead-letter topic ("": the
 	// source topic's name with ".dlq" appended).
 	DeadLetterTopic string `json:"dlq_topic,omitempty"`
+	// KeyOrdering is share.key.ordering=true: a record is handed out only
+	// once every earlier record of its key is done (share.Config.KeyOrdering).
+	KeyOrdering bool `json:"key_ordering,omitempty"`
 }
 
 // deadLetterTopic is where records of topic go when dead-lettered.
@@ -58,7 +61,7 @@ func (c ShareGroupConfig) deadLetterTopic(topic string) string {
 
 func (c ShareGroupConfig) partitionConfig() share.Config {
 	return share.Config{LockDurationMs: c.LockDurationMs, DeliveryLimit: c.DeliveryLimit,
-		BackoffBaseMs: c.BackoffBaseMs, BackoffMaxMs: c.BackoffMaxMs}
+		BackoffBaseMs: c.BackoffBaseMs, BackoffMaxMs: c.BackoffMaxMs, KeyOrdering: c.KeyOrdering}
 }
 
 // The bounds of the redelivery backoff's configs: up to an hour.
@@ -122,6 +125,13 @@ func (c *ShareGroupConfig) Set(name, value string) error {
 		}
 		c.DeadLetterTopic = value
 		return nil
+	case "share.key.ordering":
+		b, err := strconv.ParseBool(value)
+		if err != nil {
+			return kind.Errorf(kind.ErrInvalidArgument, "share.key.ordering is true or false, not %q", value)
+		}
+		c.KeyOrdering = b
+		return nil
 	}
 	return kind.Errorf(kind.ErrInvalidArgument, "unknown share group config %q", name)
 }
@@ -143,12 +153,13 @@ func (c *ShareGroupConfig) Unset(name string) error {
 		c.DeadLetterOff = false
 	case "share.dlq.topic":
 		c.DeadLetterTopic = ""
+	case "share.key.ordering":
+		c.KeyOrdering = false
 	default:
 		return kind.Errorf(kind.ErrInvalidArgument, "unknown share group config %q", name)
 	}
 	return nil
 }
-
 
 // encode is c's stored form: nil for the defaults.
 func (c ShareGroupConfig) encode() ([]byte, error) {
@@ -161,8 +172,8 @@ func (c ShareGroupConfig) encode() ([]byte, error) {
 // SetShareGroupConfig sets share group configs by their Kafka names
 // (share.auto.offset.reset, share.record.lock.duration.ms,
 // share.delivery.attempt.limit, share.redelivery.backoff.base.ms,
-// share.redelivery.backoff.max.ms, share.dlq.enable, share.dlq.topic);
-// it needs alter on the group.
+// share.redelivery.backoff.max.ms, share.dlq.enable, share.dlq.topic,
+// share.key.ordering); it needs alter on the group.
 func (b *Broker) SetShareGroupConfig(ctx context.Context, p Principal, group string, set map[string]string) error {
 	ch := make(map[string]*string, len(set))
 	for k, v := range set {

@@ -47,7 +47,7 @@ func TestShareDeadLetterRetryStoredOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := sp.p.Clone()
-	q.Acquire("m", 0, 1, 1)
+	q.Acquire("m", 0, 1, 1, nil)
 	if _, err := q.Acknowledge("m", 0, []share.Ack{{First: 0, Last: 0, Types: []share.AckType{share.Reject}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func DeadLetterUnarchived(ctx context.Context, b *Broker, group, topic string, o
 		return err
 	}
 	q := sp.p.Clone()
-	q.Acquire("m", 0, 1, offset+1)
+	q.Acquire("m", 0, 1, offset+1, nil)
 	if _, err := q.Acknowledge("m", 0, []share.Ack{{First: offset, Last: offset, Types: []share.AckType{share.Reject}}}); err != nil {
 		return err
 	}

@@ -203,6 +203,12 @@ func (b *Broker) shareAcquire(ctx context.Context, g *shareGroup, member string,
 	b.shareDeadLetters(ctx, g, sp, now)
 	q := sp.p.Clone()
 	q.AdvanceStart(part.Log.StartOffset())
+	ordered := q.Config().KeyOrdering
+	if ordered {
+		if err := b.shareLearnKeys(part, q); err != nil {
+			return nil, nil, err
+		}
+	}
 	from, ok := q.Acquirable(now)
 	if !ok {
 		return nil, nil, nil
@@ -218,7 +224,11 @@ func (b *Broker) shareAcquire(ctx context.Context, g *shareGroup, member string,
 	if err != nil || len(fp.Batches) == 0 {
 		return nil, nil, err
 	}
-	ranges := q.Acquire(member, now, max, fp.NextOffset)
+	var keys share.Keys
+	if ordered {
+		keys = shareKeys(fp.Batches)
+	}
+	ranges := q.Acquire(member, now, max, fp.NextOffset, keys)
 	if len(ranges) == 0 {
 		return nil, nil, nil
 	}

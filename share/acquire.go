@@ -8,16 +8,20 @@ type Range struct {
 }
 
 // Acquirable is the lowest offset an Acquire at now could hand out: the
-// first available record in the window, else End when the window has
-// room. ok is false when nothing can be acquired until a record is done
-// or a lock expires. The caller reads its log from there and passes the
-// end of what it read to Acquire.
+// first available record in the window (whose key no earlier record
+// holds, with KeyOrdering), else End when the window has room. ok is
+// false when nothing can be acquired until a record is done or a lock
+// expires. The caller reads its log from there and passes the end of
+// what it read to Acquire.
 func (p *Partition) Acquirable(now int64) (offset int64, ok bool) {
 	p.Expire(now)
+	l := p.lanes()
 	for i := range p.recs {
-		if r := &p.recs[i]; r.state == Available && r.availableAt == 0 {
+		r := &p.recs[i]
+		if r.state == Available && r.availableAt == 0 && l.free(r) {
 			return p.start + int64(i), true
 		}
+		l.pass(r)
 	}
 	if end := p.End(); end < p.start+p.cfg.MaxInFlight {
 		return end, true
@@ -29,8 +33,10 @@ func (p *Partition) Acquirable(now int64) (offset int64, ok bool) {
 // now + LockDurationMs, lowest offsets first, adding one to each one's
 // delivery count, and returns them as ranges. upTo is the end of the log
 // the caller has read (never past its high watermark): offsets from End
-// to upTo enter the window, never one at or past Start+MaxInFlight.
-func (p *Partition) Acquire(member string, now int64, max int, upTo int64) []Range {
+// to upTo enter the window, never one at or past Start+MaxInFlight, with
+// their keys from keys (nil when KeyOrdering is off). With KeyOrdering a
+// record whose key an earlier record in flight holds is passed over.
+func (p *Partition) Acquire(member string, now int64, max int, upTo int64, keys Keys) []Range {
 	p.Expire(now)
 	if lim := p.start + p.cfg.MaxInFlight; upTo > lim {
 		upTo = lim
@@ -38,18 +44,21 @@ func (p *Partition) Acquire(member string, now int64, max int, upTo int64) []Ran
 	var out []Range
 	deadline := now + p.cfg.LockDurationMs
 	defer p.advance()
+	l := p.lanes()
 	for o := p.start; o < upTo && max > 0; o++ {
 		if o == p.End() {
-			p.recs = append(p.recs, record{})
+			p.recs = append(p.recs, record{key: learn(keys, o)})
 		}
 		r := &p.recs[o-p.start]
-		if r.state != Available || r.availableAt > now {
+		if r.state != Available || r.availableAt > now || !l.free(r) {
+			l.pass(r)
 			continue
 		}
 		if r.count >= p.cfg.DeliveryLimit { // the limit was lowered
 			p.finish(r, "")
 			continue
 		}
+		l.pass(r)
 		r.state, r.owner, r.deadline, r.availableAt = Acquired, member, deadline, 0
 		r.count++
 		max--

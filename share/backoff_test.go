@@ -25,7 +25,7 @@ func TestReleaseBackoffExponentialCapped(t *testing.T) {
 	p.SetJitter(j.f)
 	now := int64(0)
 	for delivery := 1; delivery <= 4; delivery++ {
-		got := p.Acquire("a", now, 1, 1)
+		got := p.Acquire("a", now, 1, 1, nil)
 		if want := []Range{{0, 0, int16(delivery)}}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("delivery %d at %d: %v, want %v", delivery, now, got, want)
 		}
@@ -36,7 +36,7 @@ func TestReleaseBackoffExponentialCapped(t *testing.T) {
 		if off, ok := p.Acquirable(now + delay - 1); ok && off == 0 {
 			t.Fatalf("delivery %d: offset 0 acquirable 1 ms before its backoff of %d ms ends", delivery, delay)
 		}
-		if got := p.Acquire("b", now+delay-1, 1, 1); len(got) != 0 {
+		if got := p.Acquire("b", now+delay-1, 1, 1, nil); len(got) != 0 {
 			t.Fatalf("delivery %d: acquired %v during the backoff", delivery, got)
 		}
 		if d := p.NextDeadline(); d != now+delay {
@@ -57,7 +57,7 @@ func TestBackoffJitterDrawAndClamp(t *testing.T) {
 	}{{0, 0}, {37, 37}, {-5, 0}, {1 << 40, 100}} {
 		p := New(0, backoffCfg(5, 100, 1000))
 		p.SetJitter(func(int64) int64 { return c.draw })
-		p.Acquire("a", 10, 1, 1)
+		p.Acquire("a", 10, 1, 1, nil)
 		p.Acknowledge("a", 10, []Ack{{0, 0, []AckType{Release}}})
 		if c.want > 0 {
 			if off, ok := p.Acquirable(10 + c.want - 1); ok && off == 0 {
@@ -76,28 +76,28 @@ func TestBackoffJitterDrawAndClamp(t *testing.T) {
 func TestExpiryAndLeavingBackOff(t *testing.T) {
 	p := New(0, backoffCfg(5, 500, 10_000))
 	p.SetJitter(func(n int64) int64 { return n })
-	p.Acquire("a", 0, 1, 1)                               // lock until 1000
-	p.Acquire("b", 0, 1, 2)                               // offset 1
-	if got := p.Acquire("c", 1200, 2, 2); len(got) != 0 { // expired at 1000, back at 1500
+	p.Acquire("a", 0, 1, 1, nil)                               // lock until 1000
+	p.Acquire("b", 0, 1, 2, nil)                               // offset 1
+	if got := p.Acquire("c", 1200, 2, 2, nil); len(got) != 0 { // expired at 1000, back at 1500
 		t.Fatalf("acquired %v during the expiry's backoff", got)
 	}
 	p.ReleaseMember("b", 1200) // offset 1 expired at 1000 as well
-	if got := p.Acquire("c", 1500, 2, 2); !reflect.DeepEqual(got, []Range{{0, 1, 2}}) {
+	if got := p.Acquire("c", 1500, 2, 2, nil); !reflect.DeepEqual(got, []Range{{0, 1, 2}}) {
 		t.Fatalf("after the backoff: %v", got)
 	}
 	p.ReleaseMember("c", 1600) // second delivery: ceiling 1000
-	if got := p.Acquire("d", 2599, 2, 2); len(got) != 0 {
+	if got := p.Acquire("d", 2599, 2, 2, nil); len(got) != 0 {
 		t.Fatalf("acquired %v during the leaving member's backoff", got)
 	}
-	if got := p.Acquire("d", 2600, 2, 2); !reflect.DeepEqual(got, []Range{{0, 1, 3}}) {
+	if got := p.Acquire("d", 2600, 2, 2, nil); !reflect.DeepEqual(got, []Range{{0, 1, 3}}) {
 		t.Fatalf("after the leaving member's backoff: %v", got)
 	}
 
 	q := New(0, backoffCfg(5, 0, 0))
 	q.SetJitter(func(int64) int64 { t.Fatal("jitter drawn with base 0"); return 0 })
-	q.Acquire("a", 0, 1, 1)
+	q.Acquire("a", 0, 1, 1, nil)
 	q.Acknowledge("a", 0, []Ack{{0, 0, []AckType{Release}}})
-	if got := q.Acquire("b", 0, 1, 1); !reflect.DeepEqual(got, []Range{{0, 0, 2}}) {
+	if got := q.Acquire("b", 0, 1, 1, nil); !reflect.DeepEqual(got, []Range{{0, 0, 2}}) {
 		t.Fatalf("base 0: %v, want immediate redelivery", got)
 	}
 }
@@ -108,17 +108,17 @@ func TestExpiryAndLeavingBackOff(t *testing.T) {
 func TestBackoffAfterLoad(t *testing.T) {
 	cfg := backoffCfg(5, 100, 1000)
 	p := New(0, cfg)
-	p.Acquire("a", 0, 1, 2)
+	p.Acquire("a", 0, 1, 2, nil)
 	q, err := Decode(p.Encode(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	q.SetJitter(func(n int64) int64 { return n })
 	q.Backoff(50)
-	if got := q.Acquire("b", 149, 2, 2); !reflect.DeepEqual(got, []Range{{1, 1, 1}}) {
+	if got := q.Acquire("b", 149, 2, 2, nil); !reflect.DeepEqual(got, []Range{{1, 1, 1}}) {
 		t.Fatalf("during the loaded backoff: %v, want only the new offset 1", got)
 	}
-	if got := q.Acquire("b", 150, 2, 2); !reflect.DeepEqual(got, []Range{{0, 0, 2}}) {
+	if got := q.Acquire("b", 150, 2, 2, nil); !reflect.DeepEqual(got, []Range{{0, 0, 2}}) {
 		t.Fatalf("after the loaded backoff: %v", got)
 	}
 }

@@ -50,17 +50,17 @@ func deliver(t *testing.T, p *Partition, f *fakeDLQ) {
 // DeadLettered only.
 func TestDeadLetterRejectAndLimit(t *testing.T) {
 	p := New(0, dlCfg(2))
-	p.Acquire("a", 0, 3, 3)
+	p.Acquire("a", 0, 3, 3, nil)
 	if _, err := p.AcknowledgeWithReasons("a", 1, []Ack{{0, 0, []AckType{Reject}}, {1, 2, []AckType{Release}}}, map[int64]string{0: "bad payload"}); err != nil {
 		t.Fatal(err)
 	}
-	p.Acquire("a", 2, 3, 3)                                                             // 1 and 2, second delivery
+	p.Acquire("a", 2, 3, 3, nil)                                                        // 1 and 2, second delivery
 	p.Acknowledge("a", 3, []Ack{{1, 1, []AckType{Release}}, {2, 2, []AckType{Accept}}}) // 1 at the limit
 	want := []DeadLetter{{Offset: 0, DeliveryCount: 1, Sequence: 0, Reason: "bad payload"}, {Offset: 1, DeliveryCount: 2, Sequence: 1}}
 	if got := p.DeadLetters(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("dead letters %+v, want %+v", got, want)
 	}
-	if got := p.Acquire("b", 4, 10, 3); len(got) != 0 {
+	if got := p.Acquire("b", 4, 10, 3, nil); len(got) != 0 {
 		t.Fatalf("acquired %v: a dead-lettering record was handed out", got)
 	}
 	if p.Start() != 0 {
@@ -76,7 +76,7 @@ func TestDeadLetterRejectAndLimit(t *testing.T) {
 	}
 	// Off, a reject archives at once (the behaviour without a dead-letter topic).
 	q := New(0, cfg(5, 100))
-	q.Acquire("a", 0, 1, 1)
+	q.Acquire("a", 0, 1, 1, nil)
 	q.Acknowledge("a", 0, []Ack{{0, 0, []AckType{Reject}}})
 	if q.Start() != 1 || len(q.DeadLetters()) != 0 {
 		t.Fatalf("without dead letters: start %d, pending %v", q.Start(), q.DeadLetters())
@@ -91,7 +91,7 @@ func TestDeadLetterRejectAndLimit(t *testing.T) {
 // Decode, the same on every node that loads the state.
 func TestDeadLetterRetryAfterFailoverStoredOnce(t *testing.T) {
 	p := New(0, dlCfg(1))
-	p.Acquire("a", 0, 4, 4)
+	p.Acquire("a", 0, 4, 4, nil)
 	p.Acknowledge("a", 1, []Ack{{0, 1, []AckType{Reject}}})
 	stored := p.Encode() // written before any append
 	if stored[0] != encVersionDL {
@@ -124,7 +124,7 @@ func TestDeadLetterRetryAfterFailoverStoredOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Acquire("a", 5, 1, 5)
+	r.Acquire("a", 5, 1, 5, nil)
 	r.Acknowledge("a", 5, []Ack{{4, 4, []AckType{Reject}}})
 	if got := r.DeadLetters(); len(got) != 1 || got[0].Sequence != 4 {
 		t.Fatalf("after a round trip: %+v, want sequence 4", got)
@@ -136,7 +136,7 @@ func TestDeadLetterRetryAfterFailoverStoredOnce(t *testing.T) {
 // refused.
 func TestDeadLetterEncoding(t *testing.T) {
 	p := New(3, dlCfg(5))
-	p.Acquire("a", 0, 2, 5)
+	p.Acquire("a", 0, 2, 5, nil)
 	if b := p.Encode(); b[0] != encVersion {
 		t.Fatalf("version %d without dead letters", b[0])
 	}

@@ -30,6 +30,8 @@
 //   - Acknowledged and Archived are final. DeadLettering is never
 //     acquired: it becomes Archived only by DeadLettered, after its
 //     dead-letter append.
+//   - With Config.KeyOrdering, a record is acquired only while no earlier
+//     record of its key is Acquired or Available (ordering.go).
 //
 // # Encoding
 //

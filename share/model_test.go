@@ -207,7 +207,7 @@ func runModel(seed int64, steps int) error {
 			if from, ok := p.Acquirable(now); ok && from < hw {
 				upTo = from + 1 + rnd.Int63n(hw-from) // a short read
 			}
-			got := p.Acquire(member, now, max, upTo)
+			got := p.Acquire(member, now, max, upTo, nil)
 			want := m.acquire(member, now, max, upTo)
 			n := 0
 			for _, rg := range got {

@@ -79,6 +79,10 @@ type Config struct {
 	// DeadLettering instead of Archived: the broker appends it to the
 	// group's dead-letter topic, then calls DeadLettered.
 	DeadLetter bool
+	// KeyOrdering (share.key.ordering) hands out a record only when no
+	// earlier record of the same key is in flight: acquired, or available
+	// again (released, expired, waiting out its backoff). See ordering.go.
+	KeyOrdering bool
 }
 
 func (c Config) withDefaults() Config {
@@ -124,6 +128,7 @@ type record struct {
 	availableAt int64
 	seq         int32  // while DeadLettering: its dead-letter sequence (stored)
 	reason      string // while DeadLettering: the member's last error (not stored)
+	key         keyOf  // the record's key, for KeyOrdering (not stored)
 }
 
 // Partition is one share partition's window. Not safe for concurrent use.

@@ -12,12 +12,12 @@ func cfg(limit int16, window int64) Config {
 
 func TestAcquireLowestFirstWithCounts(t *testing.T) {
 	p := New(10, cfg(5, 100))
-	got := p.Acquire("a", 0, 3, 20)
+	got := p.Acquire("a", 0, 3, 20, nil)
 	want := []Range{{10, 12, 1}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("acquire: %v, want %v", got, want)
 	}
-	got = p.Acquire("b", 0, 100, 15)
+	got = p.Acquire("b", 0, 100, 15, nil)
 	if want := []Range{{13, 14, 1}}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("second acquire: %v, want %v", got, want)
 	}
@@ -28,7 +28,7 @@ func TestAcquireLowestFirstWithCounts(t *testing.T) {
 	if _, err := p.Acknowledge("b", 1, []Ack{{13, 13, []AckType{Release}}}); err != nil {
 		t.Fatal(err)
 	}
-	got = p.Acquire("a", 2, 2, 20)
+	got = p.Acquire("a", 2, 2, 20, nil)
 	if want := []Range{{13, 13, 2}, {15, 15, 1}}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("redelivery: %v, want %v", got, want)
 	}
@@ -36,7 +36,7 @@ func TestAcquireLowestFirstWithCounts(t *testing.T) {
 
 func TestAcceptMovesStart(t *testing.T) {
 	p := New(0, cfg(5, 100))
-	p.Acquire("a", 0, 5, 5)
+	p.Acquire("a", 0, 5, 5, nil)
 	if _, err := p.Acknowledge("a", 1, []Ack{{1, 2, []AckType{Accept}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -56,8 +56,8 @@ func TestAcceptMovesStart(t *testing.T) {
 
 func TestAcknowledgeChecksBeforeApplying(t *testing.T) {
 	p := New(0, cfg(5, 100))
-	p.Acquire("a", 0, 3, 3)
-	p.Acquire("b", 0, 3, 6)
+	p.Acquire("a", 0, 3, 3, nil)
+	p.Acquire("b", 0, 3, 6, nil)
 	cases := []struct {
 		name string
 		acks []Ack
@@ -96,17 +96,17 @@ func TestAcknowledgeChecksBeforeApplying(t *testing.T) {
 
 func TestLockExpiryReleases(t *testing.T) {
 	p := New(0, cfg(5, 100))
-	p.Acquire("a", 0, 1, 1)
+	p.Acquire("a", 0, 1, 1, nil)
 	if _, ok := p.Acquirable(999); !ok {
 		t.Fatal("window with room reports nothing acquirable")
 	}
-	if got := p.Acquire("b", 999, 1, 1); len(got) != 0 {
+	if got := p.Acquire("b", 999, 1, 1, nil); len(got) != 0 {
 		t.Fatalf("b acquired a locked record: %v", got)
 	}
 	if d := p.NextDeadline(); d != 1000 {
 		t.Fatalf("next deadline %d, want 1000", d)
 	}
-	got := p.Acquire("b", 1000, 1, 1)
+	got := p.Acquire("b", 1000, 1, 1, nil)
 	if want := []Range{{0, 0, 2}}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("after expiry: %v, want %v", got, want)
 	}
@@ -118,11 +118,11 @@ func TestLockExpiryReleases(t *testing.T) {
 
 func TestRenewKeepsLock(t *testing.T) {
 	p := New(0, cfg(5, 100))
-	p.Acquire("a", 0, 1, 1)
+	p.Acquire("a", 0, 1, 1, nil)
 	if ch, err := p.Acknowledge("a", 900, []Ack{{0, 0, []AckType{Renew}}}); err != nil || ch {
 		t.Fatalf("renew: changed %v, %v", ch, err)
 	}
-	if got := p.Acquire("b", 1500, 1, 1); len(got) != 0 {
+	if got := p.Acquire("b", 1500, 1, 1, nil); len(got) != 0 {
 		t.Fatalf("renewed record acquired by another: %v", got)
 	}
 	if _, err := p.Acknowledge("a", 1899, []Ack{{0, 0, []AckType{Accept}}}); err != nil {
@@ -133,7 +133,7 @@ func TestRenewKeepsLock(t *testing.T) {
 func TestDeliveryLimitArchives(t *testing.T) {
 	p := New(0, cfg(3, 100))
 	for i := int16(1); i <= 3; i++ {
-		got := p.Acquire("a", 0, 1, 1)
+		got := p.Acquire("a", 0, 1, 1, nil)
 		if want := []Range{{0, 0, i}}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("delivery %d: %v", i, got)
 		}
@@ -144,12 +144,12 @@ func TestDeliveryLimitArchives(t *testing.T) {
 	if s, c := p.Record(0); s != Acknowledged || c != 0 || p.Start() != 1 {
 		t.Fatalf("after the limit: offset 0 %v/%d, start %d", s, c, p.Start())
 	}
-	if got := p.Acquire("a", 0, 5, 1); len(got) != 0 {
+	if got := p.Acquire("a", 0, 5, 1, nil); len(got) != 0 {
 		t.Fatalf("delivered past the limit: %v", got)
 	}
 	// Expiry at the limit archives too.
 	p = New(0, cfg(1, 100))
-	p.Acquire("a", 0, 2, 2)
+	p.Acquire("a", 0, 2, 2, nil)
 	p.Acknowledge("a", 0, []Ack{{1, 1, []AckType{Accept}}})
 	p.Expire(5000)
 	if p.Start() != 2 {
@@ -159,7 +159,7 @@ func TestDeliveryLimitArchives(t *testing.T) {
 
 func TestWindowBound(t *testing.T) {
 	p := New(0, cfg(5, 4))
-	if got := p.Acquire("a", 0, 100, 100); !reflect.DeepEqual(got, []Range{{0, 3, 1}}) {
+	if got := p.Acquire("a", 0, 100, 100, nil); !reflect.DeepEqual(got, []Range{{0, 3, 1}}) {
 		t.Fatalf("acquire over the bound: %v", got)
 	}
 	if _, ok := p.Acquirable(0); ok {
@@ -177,12 +177,12 @@ func TestWindowBound(t *testing.T) {
 
 func TestReleaseMember(t *testing.T) {
 	p := New(0, cfg(5, 100))
-	p.Acquire("a", 0, 2, 2)
-	p.Acquire("b", 0, 2, 4)
+	p.Acquire("a", 0, 2, 2, nil)
+	p.Acquire("b", 0, 2, 4, nil)
 	if !p.ReleaseMember("a", 0) || p.ReleaseMember("a", 0) {
 		t.Fatal("ReleaseMember's report")
 	}
-	if got := p.Acquire("c", 1, 10, 4); !reflect.DeepEqual(got, []Range{{0, 1, 2}}) {
+	if got := p.Acquire("c", 1, 10, 4, nil); !reflect.DeepEqual(got, []Range{{0, 1, 2}}) {
 		t.Fatalf("after release: %v", got)
 	}
 	if a, q, n := p.Counts(); a != 0 || q != 4 || n != 4 {
@@ -192,7 +192,7 @@ func TestReleaseMember(t *testing.T) {
 
 func TestAdvanceStart(t *testing.T) {
 	p := New(0, cfg(5, 100))
-	p.Acquire("a", 0, 5, 5)
+	p.Acquire("a", 0, 5, 5, nil)
 	p.AdvanceStart(3)
 	if p.Start() != 3 || p.End() != 5 {
 		t.Fatalf("window %d..%d", p.Start(), p.End())
@@ -208,9 +208,9 @@ func TestAdvanceStart(t *testing.T) {
 
 func TestEncodeRoundTrip(t *testing.T) {
 	p := New(7, cfg(2, 100))
-	p.Acquire("a", 0, 10, 17)
+	p.Acquire("a", 0, 10, 17, nil)
 	p.Acknowledge("a", 0, []Ack{{7, 7, []AckType{Release}}, {8, 9, []AckType{Accept}}, {10, 10, []AckType{Reject}}, {11, 11, []AckType{Release}}})
-	p.Acquire("b", 0, 1, 17) // 7 again: count 2, at the limit
+	p.Acquire("b", 0, 1, 17, nil) // 7 again: count 2, at the limit
 	q, err := Decode(p.Encode(), p.Config())
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +229,7 @@ func TestEncodeRoundTrip(t *testing.T) {
 
 func TestDecodeRejectsCorrupt(t *testing.T) {
 	p := New(3, cfg(5, 100))
-	p.Acquire("a", 0, 4, 10)
+	p.Acquire("a", 0, 4, 10, nil)
 	good := p.Encode()
 	for i := range good {
 		if _, err := Decode(good[:i], p.Config()); !errors.Is(err, ErrCorrupt) {
@@ -248,7 +248,7 @@ func TestDecodeRejectsCorrupt(t *testing.T) {
 
 func FuzzDecode(f *testing.F) {
 	p := New(3, cfg(5, 100))
-	p.Acquire("a", 0, 4, 10)
+	p.Acquire("a", 0, 4, 10, nil)
 	p.Acknowledge("a", 0, []Ack{{4, 4, []AckType{Accept}}})
 	f.Add(p.Encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -265,7 +265,7 @@ func FuzzDecode(f *testing.F) {
 
 func TestCloneIsIndependent(t *testing.T) {
 	p := New(0, cfg(5, 100))
-	p.Acquire("a", 0, 2, 2)
+	p.Acquire("a", 0, 2, 2, nil)
 	q := p.Clone()
 	if _, err := q.Acknowledge("a", 0, []Ack{{0, 1, []AckType{Accept}}}); err != nil {
 		t.Fatal(err)
