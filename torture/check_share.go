@@ -30,14 +30,71 @@ import (
 //     record is archived at the limit after one unseen delivery): those
 //     are counted as archived_unseen. A share partition whose start offset
 //     is known and below the partition's end after the drain holds
-//     records never finished.
+//     records never finished;
+//   - with per-key ordering (h.Keys > 0), no record is handed out while
+//     an earlier record of its key in its partition is not done: a
+//     record delivered again by a poll that began after the poll that
+//     returned a later record of its key was still in flight when that
+//     later record was handed out (done records are never delivered
+//     again), which per-key ordering forbids. Polls that overlap prove
+//     nothing either way and are not judged.
 func CheckShare(h *ShareHistory) *Verdict {
 	v := newVerdict("share")
 	x := newShareIndex(h, v)
 	x.checkDeliveries()
 	x.checkAcks()
 	x.checkFinal()
+	if h.Keys > 0 {
+		x.checkOrder()
+	}
 	return v
+}
+
+// checkOrder checks per-key ordering: for each partition and key, in
+// offset order, the latest poll start among the deliveries of lower
+// offsets must not be after the end of a delivery's poll.
+func (x *shareIndex) checkOrder() {
+	type lane struct {
+		p   int32
+		key string
+	}
+	lanes := map[lane][]*ShareDelivery{}
+	for i := range x.h.Deliveries {
+		d := &x.h.Deliveries[i]
+		var seq int
+		if _, err := fmt.Sscanf(d.Value, "s%d", &seq); err != nil {
+			x.v.fail(nil, "%d/%d delivered with value %q, not one of the ordered workload's", d.Partition, d.Offset, d.Value)
+			continue
+		}
+		l := lane{d.Partition, shareKey(seq, x.h.Keys)}
+		lanes[l] = append(lanes[l], d)
+	}
+	x.v.Counts["order_lanes"] = len(lanes)
+	for _, l := range slices.SortedFunc(maps.Keys(lanes), func(a, b lane) int {
+		return cmp.Or(cmp.Compare(a.p, b.p), cmp.Compare(a.key, b.key))
+	}) {
+		ds := lanes[l]
+		slices.SortStableFunc(ds, func(a, b *ShareDelivery) int { return cmp.Compare(a.Offset, b.Offset) })
+		var latest *ShareDelivery // the latest-starting delivery of a lower offset
+		for i := 0; i < len(ds); {
+			j := i
+			for j < len(ds) && ds[j].Offset == ds[i].Offset {
+				if d := ds[j]; latest != nil && latest.Invoke > d.Time {
+					x.v.fail(nil, "partition %d, key %s: offset %d handed out to %s (delivery %d, poll %d-%d) while offset %d was in flight: delivered again to %s (delivery %d) by a poll begun at %d",
+						l.p, l.key, d.Offset, d.Member, d.Count, d.Invoke, d.Time, latest.Offset, latest.Member, latest.Count, latest.Invoke)
+				} else if latest != nil {
+					x.v.Counts["order_checked"]++
+				}
+				j++
+			}
+			for _, d := range ds[i:j] {
+				if latest == nil || d.Invoke > latest.Invoke {
+					latest = d
+				}
+			}
+			i = j
+		}
+	}
 }
 
 type shareRef struct {

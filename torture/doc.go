@@ -207,9 +207,11 @@
 // own, and five members (more than the partitions) poll it, each fetching
 // only when polled, at most 8 records a poll (ShareMaxRecordsStrict), so
 // that what the broker hands out is what the poll returns. The group is
-// set up on every node (a node of a cluster keeps its own group configs):
+// set up through one node (its configs are the cluster's):
 // share.auto.offset.reset earliest, share.delivery.attempt.limit 3,
-// share.record.lock.duration.ms 3000. A member accepts three records in
+// share.record.lock.duration.ms 3000. TORTURE_SHARE=ordered also sets
+// share.key.ordering=true and gives the records 8 keys (k<seq mod 8>,
+// placed by their hash). A member accepts three records in
 // four, releases one in eight, rejects the rest, and after a poll now and
 // then stalls past its locks before answering (4%), closes (releasing
 // what it holds, 2%) or crashes (3%: its connections cut, then closed, so
@@ -218,7 +220,7 @@
 // and every partition's acknowledgements of a flush, with what the
 // broker answered (applied, refused, unknown), go into a ShareHistory
 // (share-history.json.gz), with the polls' errors counted. After the run
-// the group's configs are set on every node again and three members
+// the group's configs are set again and three members
 // accept everything until nothing has come for twice the lock duration
 // and 6 s and no acknowledged record is unsettled (or nothing has come for
 // 36 s, past the default lock duration); then each
@@ -235,7 +237,10 @@
 // applied) or delivered at the limit;
 // a record seen at most at limit-1 deliveries and never answered is
 // counted archived_unseen (one delivery whose response was lost with its
-// node), one seen fewer times is lost.
+// node), one seen fewer times is lost. With ordering, it also checks that
+// no record was handed out while an earlier record of its key (and
+// partition) was in flight: that record delivered again by a poll begun
+// after the later record's poll returned.
 //
 // # The harness tests itself
 //

@@ -71,7 +71,9 @@ type ShareFinal struct {
 // ShareHistory is what the share-group workload records. Limit is the
 // group's share.delivery.attempt.limit.
 type ShareHistory struct {
-	Limit      int32           `json:"limit"`
+	Limit int32 `json:"limit"`
+	// Keys is the number of keys of an ordered workload (0: unordered).
+	Keys       int             `json:"keys,omitempty"`
 	Produces   []ShareProduce  `json:"produces"`
 	Deliveries []ShareDelivery `json:"deliveries"`
 	Acks       []ShareAck      `json:"acks"`

@@ -15,7 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// FinalDrain sets the group's configs on every node again, then runs
+// FinalDrain sets the group's configs again (through each node in
+// turn, until one answers), then runs
 // three members that accept every record until none has come for twice
 // the lock duration and 6 s more (a crashed member's records are
 // available again after its locks expire) and no acknowledged record is
@@ -25,10 +26,12 @@ import (
 func (sw *ShareWorkload) FinalDrain(ctx context.Context) error {
 	for _, a := range sw.w.kafkaAddrs(0) {
 		cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
-		if err := sw.configure(cctx, a); err != nil {
-			sw.w.cfg.Logf("share drain: %v", err)
-		}
+		err := sw.configure(cctx, a)
 		ccancel()
+		if err == nil {
+			break
+		}
+		sw.w.cfg.Logf("share drain: %v", err)
 	}
 	dctx, cancel := context.WithCancel(ctx)
 	defer cancel()

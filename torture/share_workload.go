@@ -37,6 +37,11 @@ type ShareConfig struct {
 	// LockDuration its share.record.lock.duration.ms (default 3 s).
 	Limit        int32
 	LockDuration time.Duration
+	// Keys, when above 0, turns per-key ordering on: the group has
+	// share.key.ordering=true and the producer writes value s<seq> with
+	// key k<seq mod Keys>, placed by its key's hash (CheckShare then
+	// checks the hand-out order of each key).
+	Keys int
 }
 
 func (c *ShareConfig) setDefaults() {
@@ -79,12 +84,12 @@ type ShareWorkload struct {
 // NewShareWorkload returns the share-group workload beside w.
 func NewShareWorkload(w *Workload, cfg ShareConfig) *ShareWorkload {
 	cfg.setDefaults()
-	return &ShareWorkload{cfg: cfg, w: w, h: ShareHistory{Limit: cfg.Limit}}
+	return &ShareWorkload{cfg: cfg, w: w, h: ShareHistory{Limit: cfg.Limit, Keys: cfg.Keys}}
 }
 
-// Setup creates the topic and sets the group's configs on every node (a
-// node of a cluster keeps its own: share-groups.md), retrying until each
-// answers.
+// Setup creates the topic and sets the group's configs through one node
+// (a group's configs are the cluster's: any node passes a change on to
+// the metadata leader), retrying until it answers.
 func (sw *ShareWorkload) Setup(ctx context.Context) error {
 	addrs := sw.w.kafkaAddrs(0)
 	if len(addrs) == 0 {
@@ -93,15 +98,10 @@ func (sw *ShareWorkload) Setup(ctx context.Context) error {
 	if err := sw.w.createTopic(ctx, sw.cfg.Topic, client.TopicOptions{Partitions: sw.cfg.Partitions}); err != nil {
 		return err
 	}
-	for _, a := range addrs {
-		if err := sw.configure(ctx, a); err != nil {
-			return err
-		}
-	}
-	return nil
+	return sw.configure(ctx, addrs[sw.w.rng(8998).IntN(len(addrs))])
 }
 
-// configure sets the group's configs on the node at addr.
+// configure sets the group's configs through the node at addr.
 func (sw *ShareWorkload) configure(ctx context.Context, addr string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DialTimeout(2*time.Second))
 	if err != nil {
@@ -115,6 +115,7 @@ func (sw *ShareWorkload) configure(ctx context.Context, addr string) error {
 		"share.auto.offset.reset":       "earliest",
 		"share.delivery.attempt.limit":  strconv.Itoa(int(sw.cfg.Limit)),
 		"share.record.lock.duration.ms": strconv.FormatInt(sw.cfg.LockDuration.Milliseconds(), 10),
+		"share.key.ordering":            strconv.FormatBool(sw.cfg.Keys > 0),
 	} {
 		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
 		c.Name, c.Value = name, kmsg.StringPtr(value)
@@ -171,9 +172,13 @@ func (sw *ShareWorkload) record(f func(*ShareHistory)) {
 // delivers or fails what it holds.
 func (sw *ShareWorkload) produce(ctx context.Context) {
 	rng := sw.w.rng(8999)
+	partitioner := kgo.RoundRobinPartitioner()
+	if sw.cfg.Keys > 0 {
+		partitioner = kgo.StickyKeyPartitioner(nil) // by the key's murmur2 hash
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(sw.w.kafkaAddrs(rng.IntN(sw.w.cluster.Size()))...),
 		kgo.DefaultProduceTopic(sw.cfg.Topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
-		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+		kgo.RecordPartitioner(partitioner),
 		kgo.RecordDeliveryTimeout(10*time.Second), kgo.DialTimeout(2*time.Second), kgo.MetadataMinAge(250*time.Millisecond))
 	if err != nil {
 		sw.w.cfg.Logf("share producer: %v", err)
@@ -195,7 +200,11 @@ func (sw *ShareWorkload) produce(ctx context.Context) {
 		}
 		p := ShareProduce{Value: fmt.Sprintf("s%d", seq), Invoke: sw.w.h.Now()}
 		pending.Add(1)
-		cl.Produce(context.Background(), &kgo.Record{Value: []byte(p.Value)}, func(r *kgo.Record, err error) {
+		rec := &kgo.Record{Value: []byte(p.Value)}
+		if sw.cfg.Keys > 0 {
+			rec.Key = []byte(shareKey(seq, sw.cfg.Keys))
+		}
+		cl.Produce(context.Background(), rec, func(r *kgo.Record, err error) {
 			defer pending.Done()
 			p.Complete = sw.w.h.Now()
 			switch {
@@ -210,6 +219,9 @@ func (sw *ShareWorkload) produce(ctx context.Context) {
 		})
 	}
 }
+
+// shareKey is the key of the seq-th record of an ordered share workload.
+func shareKey(seq, keys int) string { return fmt.Sprintf("k%d", seq%keys) }
 
 // cutNet is a member's dialer: cut closes every connection it made and
 // refuses new ones, as a crashed process's would be gone.

@@ -6,15 +6,18 @@ import (
 )
 
 // shareFromEnv is the share-group workload TORTURE_SHARE asks for: 1
-// runs it, 0 or unset does not.
+// runs it, ordered runs it with per-key ordering (8 keys), 0 or unset
+// does not.
 func shareFromEnv(t *testing.T) *ShareConfig {
 	switch s := os.Getenv("TORTURE_SHARE"); s {
 	case "1":
 		return &ShareConfig{}
+	case "ordered":
+		return &ShareConfig{Keys: 8}
 	case "", "0":
 		return nil
 	default:
-		t.Fatalf("TORTURE_SHARE=%q: want 0 or 1", s)
+		t.Fatalf("TORTURE_SHARE=%q: want 0, 1 or ordered", s)
 		return nil
 	}
 }

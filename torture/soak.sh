@@ -17,7 +17,7 @@
 #               by default); TORTURE_COMPACTED=0 leaves out the compacted
 #               topic's workload
 #   TXN         1: the transactional workload too (TORTURE_TXN; default 0)
-#   SHARE       1: the share-group workload too (TORTURE_SHARE; default 0)
+#   SHARE       1: the share-group workload too, ordered: with per-key ordering (TORTURE_SHARE; default 0)
 #   SOAK_DIR    where reports go (default $TMPDIR/logd-soak), a directory
 #               per seed; a valid seed's node data is removed
 # It exits non-zero when any seed is not valid.
