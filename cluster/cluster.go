@@ -114,6 +114,9 @@ type Cluster struct {
 	kick   chan struct{}
 	logger *slog.Logger
 	lag    *prometheus.GaugeVec
+	// answered is when each follower last answered the lag loop's status
+	// call (status.go), for the spread loop (reconcile.go).
+	answered answeredAt
 
 	// members serializes the membership changes this node makes as the
 	// metadata leader (join, remove), so that a registration checked

@@ -362,18 +362,15 @@ func (c *Cluster) matchVoters(st meta.State, set []string, r *replication.Replic
 
 // spreadLoop hands leadership of the partitions this node leads to their
 // preferred leaders (placement's first replica), so leaders are balanced
-// across the nodes and come back after failures.
+// across the nodes and come back after failures. Only to a preferred
+// node that is up: it answered the lag loop's last status calls (a
+// paused process does not) and its Raft port takes a connection now (a
+// stopped one does not). Raft's transfer to a node that is down holds the
+// partition's writes until it times out (an election timeout), and the
+// clients see the partition without a leader meanwhile.
 func (c *Cluster) spreadLoop(ctx context.Context) {
 	every(ctx, 10*time.Second, func() {
-		st := c.State()
-		preferred := map[string]raft.ServerID{}
-		for _, t := range st.Topics {
-			for i, set := range t.Replicas {
-				if len(set) > 0 {
-					preferred[c.groups.of(t.Config, int32(i))] = raft.ServerID(set[0])
-				}
-			}
-		}
+		preferred := c.spreadTargets(c.State())
 		moved, err := c.rn.SpreadLeaders(ctx, func(g string) (raft.ServerID, bool) {
 			id, ok := preferred[g]
 			return id, ok
@@ -385,4 +382,27 @@ func (c *Cluster) spreadLoop(ctx context.Context) {
 			c.logger.Debug("spreading leaders", "err", err)
 		}
 	})
+}
+
+// spreadTargets are the preferred leaders of st's partitions, by group,
+// that are up (spreadLoop).
+func (c *Cluster) spreadTargets(st meta.State) map[string]raft.ServerID {
+	up := map[string]bool{c.self: true}
+	isUp := func(id string) bool {
+		ok, seen := up[id]
+		if !seen {
+			ok = c.answered.within(id, 2*lagInterval) && c.dialable(st.Nodes[id].RaftAddr)
+			up[id] = ok
+		}
+		return ok
+	}
+	preferred := map[string]raft.ServerID{}
+	for _, t := range st.Topics {
+		for i, set := range t.Replicas {
+			if len(set) > 0 && isUp(set[0]) {
+				preferred[c.groups.of(t.Config, int32(i))] = raft.ServerID(set[0])
+			}
+		}
+	}
+	return preferred
 }

@@ -169,6 +169,34 @@ func bestView(topic string, id int32, set []string, views viewIndex) ReplicaStat
 // lagInterval is how often a leader measures its followers' lag.
 const lagInterval = 5 * time.Second
 
+// answeredAt is when each follower last answered a status call; a node
+// whose last call failed has none.
+type answeredAt struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func (a *answeredAt) set(node string, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.at == nil {
+		a.at = map[string]time.Time{}
+	}
+	if ok {
+		a.at[node] = time.Now()
+	} else {
+		delete(a.at, node)
+	}
+}
+
+// within reports whether node answered within d.
+func (a *answeredAt) within(node string, d time.Duration) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	at, ok := a.at[node]
+	return ok && time.Since(at) <= d
+}
+
 // ledPartition is a partition this node leads, for the lag loop.
 type ledPartition struct {
 	topic string
@@ -208,6 +236,7 @@ func (c *Cluster) lagLoop(ctx context.Context) {
 			cctx, cancel := context.WithTimeout(ctx, StatusTimeout)
 			resp, err := c.peerStatus(cctx, st.Nodes[n].RaftAddr)
 			cancel()
+			c.answered.set(n, err == nil)
 			seen := map[string]uint64{}
 			for _, p := range resp.Partitions {
 				seen[fmt.Sprintf("%s/%d", p.Topic, p.Partition)] = p.AppliedIndex

@@ -80,6 +80,54 @@ func TestLeadersReturnToPreferred(t *testing.T) {
 	})
 }
 
+// A leader hands its partition to the preferred replica only while that
+// node is up: a transfer to a stopped node would hold the partition's
+// writes until Raft gives it up. Once the node is back and answers, it is
+// a target again.
+func TestNoLeaderTransferToADownNode(t *testing.T) {
+	h := newHarness(t, 3, nil)
+	cfg := h.createTopic(topicConfig("spread", 1, 3))
+	h.waitLocal(cfg)
+	group := meta.GroupOf(cfg, 0)
+	pref := h.node(h.metaLeader().cl().State().Topics["spread"].Replicas[0][0])
+	h.eventually("every replica holds the group's configuration", func() (bool, string) {
+		for _, nd := range h.running() {
+			servers, err := nd.cl().LocalReplica(group).Servers()
+			if err != nil || len(voters(servers)) != 3 {
+				return false, fmt.Sprintf("%s: %v (%v)", nd.id, servers, err)
+			}
+		}
+		return true, ""
+	})
+	if err := pref.stop(); err != nil {
+		t.Fatal(err)
+	}
+	var leader *testNode
+	h.eventually("another replica leads while "+pref.id+" is down", func() (bool, string) {
+		for _, nd := range h.running() {
+			if r := nd.cl().LocalReplica(group); r != nil && r.IsLeader() {
+				leader = nd
+				return true, ""
+			}
+		}
+		return false, ""
+	})
+	if _, ok := leader.cl().spreadTargets(leader.cl().State())[group]; ok {
+		t.Fatalf("%s would hand %s to %s, which is down", leader.id, group, pref.id)
+	}
+	if err := pref.start(); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually(pref.id+" is a target again once it answers", func() (bool, string) {
+		l := h.partitionLeader("spread", 0)
+		if l == pref {
+			return true, "" // the spread loop already handed it back
+		}
+		_, ok := l.cl().spreadTargets(l.cl().State())[group]
+		return ok, l.id
+	})
+}
+
 // A create that gives up names every partition still without a leader,
 // each with its replicas: the operator learns all the nodes to bring back.
 func TestUnledErrorNamesEveryPartition(t *testing.T) {
