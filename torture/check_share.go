@@ -31,6 +31,14 @@ import (
 //     are counted as archived_unseen. A share partition whose start offset
 //     is known and below the partition's end after the drain holds
 //     records never finished;
+//   - when the dead-letter topic was read after the drain (dead letters
+//     are on: a record rejected or out of deliveries is appended there),
+//     each acknowledged record is accepted or dead-lettered, once: a
+//     record neither accepted (an accept sent, whatever its answer) nor
+//     in the dead-letter topic is lost, whatever deliveries went unseen;
+//     one dead-lettered twice, or both dead-lettered and answered an
+//     applied accept, is a violation, and a dead letter carries its
+//     source record's value and a delivery count within the limit;
 //   - with per-key ordering (h.Keys > 0), no record is handed out while
 //     an earlier record of its key in its partition is not done: a
 //     record delivered again by a poll that began after the poll that
@@ -118,11 +126,14 @@ type shareIndex struct {
 	byRecord map[shareRef][]*ShareDelivery
 	terminal map[shareRef][]shareTerminal
 	resolved map[shareRef]bool // an accept or reject sent, whatever its answer
+	accepted map[shareRef]bool // an accept sent, whatever its answer
+	dead     map[shareRef][]*ShareDeadLetter
 }
 
 func newShareIndex(h *ShareHistory, v *Verdict) *shareIndex {
 	x := &shareIndex{h: h, v: v, produced: map[shareRef]*ShareProduce{}, values: map[string]bool{},
-		byRecord: map[shareRef][]*ShareDelivery{}, terminal: map[shareRef][]shareTerminal{}, resolved: map[shareRef]bool{}}
+		byRecord: map[shareRef][]*ShareDelivery{}, terminal: map[shareRef][]shareTerminal{}, resolved: map[shareRef]bool{},
+		accepted: map[shareRef]bool{}, dead: map[shareRef][]*ShareDeadLetter{}}
 	for i := range h.Produces {
 		p := &h.Produces[i]
 		v.Counts["produce_"+string(p.Outcome)]++
@@ -140,6 +151,11 @@ func newShareIndex(h *ShareHistory, v *Verdict) *shareIndex {
 		d := &h.Deliveries[i]
 		r := shareRef{d.Partition, d.Offset}
 		x.byRecord[r] = append(x.byRecord[r], d)
+	}
+	for i := range h.DeadLetters {
+		d := &h.DeadLetters[i]
+		r := shareRef{d.Partition, d.Offset}
+		x.dead[r] = append(x.dead[r], d)
 	}
 	v.Counts["deliveries"] = len(h.Deliveries)
 	v.Counts["crashes"] = h.Crashes
@@ -184,6 +200,9 @@ func (x *shareIndex) checkAcks() {
 			}
 			r := shareRef{a.Partition, e.Offset}
 			x.resolved[r] = true
+			if e.Type == ShareAccept {
+				x.accepted[r] = true
+			}
 			if a.Outcome == OutcomeOK {
 				x.terminal[r] = append(x.terminal[r], shareTerminal{a, e})
 			}
@@ -223,6 +242,10 @@ func (x *shareIndex) checkFinal() {
 			x.v.fail(nil, "partition %d: share start offset %d below its end %d after the drain: records never finished", f.Partition, f.Start, f.End)
 		}
 	}
+	if x.h.DeadLettersRead {
+		x.checkDeadLetters()
+		return
+	}
 	for _, r := range slices.SortedFunc(maps.Keys(x.produced), cmpShareRef) {
 		if x.resolved[r] {
 			continue
@@ -236,6 +259,46 @@ func (x *shareIndex) checkFinal() {
 			s, known := start[r.p]
 			x.v.fail(nil, "%s (%q) lost: never accepted nor rejected, delivered %d time(s) of %d (final start known %v: %d)",
 				r, x.produced[r].Value, top, x.h.Limit, known, s)
+		}
+	}
+}
+
+// checkDeadLetters accounts for every acknowledged record with the
+// dead-letter topic read after the drain, and checks its records.
+func (x *shareIndex) checkDeadLetters() {
+	x.v.Counts["dead_letters"] = len(x.h.DeadLetters)
+	for _, r := range slices.SortedFunc(maps.Keys(x.dead), cmpShareRef) {
+		ds := x.dead[r]
+		if len(ds) > 1 {
+			x.v.fail(nil, "%s dead-lettered %d times", r, len(ds))
+		}
+		d := ds[0]
+		if p, ok := x.produced[r]; ok && p.Value != d.Value {
+			x.v.fail(nil, "%s dead-lettered with value %q, acknowledged with %q", r, d.Value, p.Value)
+		} else if !ok && !x.values[d.Value] {
+			x.v.fail(nil, "%s dead-lettered with value %q, which no producer wrote", r, d.Value)
+		}
+		if d.Count < 1 || d.Count > x.h.Limit {
+			x.v.fail(nil, "%s dead-lettered with delivery count %d (limit %d)", r, d.Count, x.h.Limit)
+		}
+		for _, t := range x.terminal[r] {
+			if t.entry.Type == ShareAccept {
+				x.v.fail(nil, "%s both accepted (by %s, delivery %d, answered at %d) and dead-lettered (delivery count %d)",
+					r, t.ack.Member, t.entry.Count, t.ack.Complete, d.Count)
+			}
+		}
+		if x.top(r) < d.Count {
+			x.v.Counts["dead_lettered_after_unseen_deliveries"]++
+		}
+	}
+	for _, r := range slices.SortedFunc(maps.Keys(x.produced), cmpShareRef) {
+		switch {
+		case x.accepted[r]:
+		case len(x.dead[r]) > 0:
+			x.v.Counts["dead_lettered"]++
+		default:
+			x.v.fail(nil, "%s (%q) lost: neither accepted nor in the dead-letter topic, delivered %d time(s) of %d (reject sent: %v)",
+				r, x.produced[r].Value, x.top(r), x.h.Limit, x.resolved[r])
 		}
 	}
 }

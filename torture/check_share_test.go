@@ -193,3 +193,55 @@ func TestCheckShareOrder(t *testing.T) {
 		t.Fatalf("an unordered history judged by order: %v", v.Problems)
 	}
 }
+
+// shareWithDeadLetters is shareOK with the dead-letter topic read after
+// the drain: the rejected 0/1 and 1/0, out of deliveries, are there.
+func shareWithDeadLetters() *ShareHistory {
+	h := shareOK()
+	h.DeadLettersRead = true
+	h.DeadLetters = []ShareDeadLetter{
+		{Partition: 0, Offset: 1, Value: "b", Count: 1},
+		{Partition: 1, Offset: 0, Value: "c", Count: 3},
+	}
+	return h
+}
+
+// With the dead-letter topic read, every record is accepted or
+// dead-lettered once: a record delivered once and then twice unseen
+// (responses lost with a node) is accounted for by its dead letter; one
+// in neither place is lost; accepted and dead-lettered, or dead-lettered
+// twice, is a violation.
+func TestCheckShareDeadLetters(t *testing.T) {
+	if v := CheckShare(shareWithDeadLetters()); !v.OK() || v.Counts["dead_lettered"] != 2 {
+		t.Fatalf("a clean history judged %s (%v): %v", v.Result, v.Counts, v.Problems)
+	}
+	h := shareWithDeadLetters()
+	h.Produces = append(h.Produces, ShareProduce{Value: "e", Partition: 1, Offset: 1, Outcome: OutcomeOK})
+	h.Deliveries = append(h.Deliveries, ShareDelivery{Member: "m3", Partition: 1, Offset: 1, Value: "e", Count: 1, Invoke: 50, Time: 51})
+	h.DeadLetters = append(h.DeadLetters, ShareDeadLetter{Partition: 1, Offset: 1, Value: "e", Count: 3})
+	h.Final[1].End = 2
+	if v := CheckShare(h); !v.OK() || v.Counts["dead_lettered_after_unseen_deliveries"] != 1 {
+		t.Fatalf("a record dead-lettered after unseen deliveries judged %s (%v): %v", v.Result, v.Counts, v.Problems)
+	}
+	for _, tc := range []struct {
+		name, want string
+		edit       func(h *ShareHistory)
+	}{
+		{"lost", `1/0 ("c") lost: neither accepted nor in the dead-letter topic`, func(h *ShareHistory) { h.DeadLetters = h.DeadLetters[:1] }},
+		{"accepted and dead-lettered", "both accepted", func(h *ShareHistory) {
+			h.DeadLetters = append(h.DeadLetters, ShareDeadLetter{Partition: 0, Offset: 0, Value: "a", Count: 2})
+		}},
+		{"twice", "dead-lettered 2 times", func(h *ShareHistory) { h.DeadLetters = append(h.DeadLetters, h.DeadLetters[0]) }},
+		{"wrong value", "dead-lettered with value", func(h *ShareHistory) { h.DeadLetters[0].Value = "x" }},
+		{"count past the limit", "delivery count 4", func(h *ShareHistory) { h.DeadLetters[1].Count = 4 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := shareWithDeadLetters()
+			tc.edit(h)
+			v := CheckShare(h)
+			if v.Result != Invalid || !strings.Contains(strings.Join(v.Problems, "\n"), tc.want) {
+				t.Fatalf("judged %s, want invalid saying %q; problems %v", v.Result, tc.want, v.Problems)
+			}
+		})
+	}
+}

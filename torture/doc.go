@@ -237,7 +237,11 @@
 // applied) or delivered at the limit;
 // a record seen at most at limit-1 deliveries and never answered is
 // counted archived_unseen (one delivery whose response was lost with its
-// node), one seen fewer times is lost. With ordering, it also checks that
+// node), one seen fewer times is lost. After the drain the group's
+// dead-letter topic is read to its end, and then the accounting is
+// exact: every acknowledged record is accepted or in the dead-letter
+// topic, once, never both (a record whose deliveries went unseen, a poll
+// that gave up while its fetch was under way, is found there). With ordering, it also checks that
 // no record was handed out while an earlier record of its key (and
 // partition) was in flight: that record delivered again by a poll begun
 // after the later record's poll returned.

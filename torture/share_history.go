@@ -68,6 +68,17 @@ type ShareFinal struct {
 	End       int64 `json:"end"`
 }
 
+// ShareDeadLetter is a record found in the group's dead-letter topic
+// after the drain: the source record it names (its headers) and its
+// value and delivery count.
+type ShareDeadLetter struct {
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Value     string `json:"value"`
+	Count     int32  `json:"count"`
+	Reason    string `json:"reason,omitempty"`
+}
+
 // ShareHistory is what the share-group workload records. Limit is the
 // group's share.delivery.attempt.limit.
 type ShareHistory struct {
@@ -84,4 +95,8 @@ type ShareHistory struct {
 	// drain) and message (numbers replaced by N).
 	PollErrors map[string]int `json:"poll_errors,omitempty"`
 	Final      []ShareFinal   `json:"final,omitempty"`
+	// DeadLetters is the dead-letter topic's records after the drain;
+	// DeadLettersRead says it was read to its end.
+	DeadLetters     []ShareDeadLetter `json:"dead_letters,omitempty"`
+	DeadLettersRead bool              `json:"dead_letters_read,omitempty"`
 }

@@ -4,13 +4,16 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -65,7 +68,79 @@ func (sw *ShareWorkload) FinalDrain(ctx context.Context) error {
 	defer fcancel()
 	final, err := sw.finalState(fctx)
 	sw.record(func(h *ShareHistory) { h.Final = final })
-	return err
+	if err != nil {
+		return err
+	}
+	dls, err := sw.deadLetters(fctx)
+	if err != nil {
+		sw.w.cfg.Logf("share drain: the dead-letter topic: %v", err)
+		return nil
+	}
+	sw.record(func(h *ShareHistory) { h.DeadLetters, h.DeadLettersRead = dls, true })
+	return nil
+}
+
+// deadLetters reads the group's dead-letter topic (the share topic's
+// name with ".dlq") from its start to its end: each record names its
+// source record in its headers.
+func (sw *ShareWorkload) deadLetters(ctx context.Context) ([]ShareDeadLetter, error) {
+	topic := sw.cfg.Topic + ".dlq"
+	addrs := sw.w.kafkaAddrs(0)
+	adm, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DialTimeout(2*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	ends, err := kadm.NewClient(adm).ListEndOffsets(ctx, topic)
+	adm.Close()
+	if err == nil {
+		err = ends.Error()
+	}
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return nil, nil // nothing was dead-lettered
+	}
+	if err != nil {
+		return nil, err
+	}
+	left := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			left[o.Partition] = o.Offset
+		}
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DialTimeout(2*time.Second), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	var out []ShareDeadLetter
+	for len(left) > 0 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%d partition(s) not read to their end: %w", len(left), ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if end, ok := left[r.Partition]; ok && r.Offset+1 >= end {
+				delete(left, r.Partition)
+			}
+			d := ShareDeadLetter{Partition: -1, Offset: -1, Value: string(r.Value)}
+			for _, h := range r.Headers {
+				n, _ := strconv.ParseInt(string(h.Value), 10, 64)
+				switch h.Key {
+				case "logd.dlq.partition":
+					d.Partition = int32(n)
+				case "logd.dlq.offset":
+					d.Offset = n
+				case "logd.dlq.delivery.count":
+					d.Count = int32(n)
+				case "logd.dlq.error":
+					d.Reason = string(h.Value)
+				}
+			}
+			out = append(out, d)
+		})
+	}
+	return out, nil
 }
 
 // drainMaxQuiet is the longest the drain waits for a record: past the
