@@ -20,6 +20,9 @@
 #                     chains (franz-go's default is 500,000; here 50,000 by
 #                     default, which a 2-core machine moves in minutes)
 #   KGO_RUN           a -run pattern (default: every test)
+#   KGO_SKIP          a -skip pattern (default: the tests SKIP names below;
+#                     empty: none, e.g. KGO_SKIP= KGO_RUN='^TestShare' to
+#                     run franz-go's share-group tests)
 #   KGO_TIMEOUT       go test's -timeout per run (default 40m)
 #   KGO_REPORT_DIR    where the suite's output, the summary and the nodes'
 #                     logs are kept (default $TMPDIR/logd-kgo-report)
@@ -65,7 +68,7 @@ SKIP=(
   TestShareGroupOffsetsAdmin      # DescribeShareGroupOffsets/AlterShareGroupOffsets
   TestConsumeRegexShareSkipsInternal # a share consumer's regex subscription
 )
-skip=$(IFS='|'; echo "^(${SKIP[*]})\$")
+skip=${KGO_SKIP-$(IFS='|'; echo "^(${SKIP[*]})\$")}
 
 [ -x "$BIN" ] || { echo "$BIN is missing: run make build" >&2; exit 1; }
 mkdir -p "$KGO_REPORT_DIR"
