@@ -287,6 +287,55 @@ func (b *Broker) ShareGroupConfigOf(group string) ShareGroupConfig {
 	return c
 }
 
+// ShareConfigEntry is one share group config as DescribeConfigs of a
+// group shows it: its Kafka name, its value in force (the default when
+// not set) and whether it is set on the group.
+type ShareConfigEntry struct {
+	Name, Value string
+	Set         bool
+}
+
+// Entries lists every share group config logd has, by Kafka name, with
+// the value in force. share.dlq.topic not set is "" (the source topic's
+// name with ".dlq" appended).
+func (c ShareGroupConfig) Entries() []ShareConfigEntry {
+	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
+	or := func(v, def int64) int64 {
+		if v == 0 {
+			return def
+		}
+		return v
+	}
+	reset := c.AutoOffsetReset
+	if reset == "" {
+		reset = "latest"
+	}
+	limit := int64(c.DeliveryLimit)
+	return []ShareConfigEntry{
+		{"share.auto.offset.reset", reset, c.AutoOffsetReset != ""},
+		{"share.record.lock.duration.ms", i64(or(c.LockDurationMs, share.DefaultLockDurationMs)), c.LockDurationMs != 0},
+		{"share.delivery.attempt.limit", i64(or(limit, share.DefaultDeliveryLimit)), limit != 0},
+		{"share.redelivery.backoff.base.ms", i64(c.BackoffBaseMs), c.BackoffBaseMs != 0},
+		{"share.redelivery.backoff.max.ms", i64(or(c.BackoffMaxMs, share.DefaultBackoffMaxMs)), c.BackoffMaxMs != 0},
+		{"share.dlq.enable", strconv.FormatBool(!c.DeadLetterOff), c.DeadLetterOff},
+		{"share.dlq.topic", c.DeadLetterTopic, c.DeadLetterTopic != ""},
+		{"share.key.ordering", strconv.FormatBool(c.KeyOrdering), c.KeyOrdering},
+	}
+}
+
+// DescribeShareGroupConfig is group's configuration as this node applied
+// it (DescribeConfigs of resource type GROUP); it needs describe on the
+// group.
+func (b *Broker) DescribeShareGroupConfig(ctx context.Context, p Principal, group string) (ShareGroupConfig, error) {
+	if err := b.Authorize(ctx, p, auth.OpDescribe, auth.Group(group)); err != nil {
+		return ShareGroupConfig{}, err
+	}
+	if group == "" {
+		return ShareGroupConfig{}, kind.Errorf(kind.ErrInvalidArgument, "share group config: name the group")
+	}
+	return b.ShareGroupConfigOf(group), nil
+}
+
 // cachedShareConfig is a group's configuration with the count of changes
 // it is of.
 type cachedShareConfig struct {

@@ -32,8 +32,9 @@ var brokerConfigs = []struct {
 }
 
 // handleDescribeConfigs describes topics (the configs logd has, each
-// DYNAMIC_TOPIC_CONFIG when set on the topic and DEFAULT_CONFIG when not)
-// and this broker (the topic defaults, read-only). Other resource types get
+// DYNAMIC_TOPIC_CONFIG when set on the topic and DEFAULT_CONFIG when not),
+// this broker (the topic defaults, read-only) and share groups
+// (describeGroupConfigs). Other resource types get
 // INVALID_REQUEST with a message. A topic the principal may not describe
 // is TOPIC_AUTHORIZATION_FAILED, whether or not it exists.
 func handleDescribeConfigs(s *Server, r *request) func() kmsg.Response {
@@ -71,8 +72,10 @@ func handleDescribeConfigs(s *Server, r *request) func() kmsg.Response {
 					break
 				}
 				res.Configs = describeBroker(rr.ConfigNames, req)
+			case kmsg.ConfigResourceTypeGroupConfig:
+				s.describeGroupConfigs(r, req, rr, &res)
 			default:
-				fail(kerr.InvalidRequest.Code, fmt.Errorf("logd describes topic and broker configs only, not resource type %s", rr.ResourceType))
+				fail(kerr.InvalidRequest.Code, fmt.Errorf("logd describes topic, broker and group configs only, not resource type %s", rr.ResourceType))
 			}
 			resp.Resources = append(resp.Resources, res)
 		}

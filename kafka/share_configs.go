@@ -16,9 +16,50 @@ import (
 // of resource type GROUP) need of the core.
 type shareConfigCore interface {
 	AlterShareGroupConfig(ctx context.Context, p Principal, group string, change map[string]*string, validateOnly bool) error
+	DescribeShareGroupConfig(ctx context.Context, p Principal, group string) (broker.ShareGroupConfig, error)
 }
 
 var _ shareConfigCore = (*broker.Broker)(nil)
+
+// describeGroupConfigs answers one GROUP resource of DescribeConfigs: a
+// share group's configs in force, each GROUP_CONFIG when set on the group
+// and DEFAULT_CONFIG when not (a group never configured, or unknown, shows
+// the defaults, as Kafka answers). A principal without describe on the
+// group gets GROUP_AUTHORIZATION_FAILED.
+func (s *Server) describeGroupConfigs(r *request, req *kmsg.DescribeConfigsRequest, rr kmsg.DescribeConfigsRequestResource, res *kmsg.DescribeConfigsResponseResource) {
+	sc, ok := s.core.(shareConfigCore)
+	if !ok {
+		res.ErrorCode, res.ErrorMessage = resourceError(kmsg.ConfigResourceTypeGroupConfig)
+		return
+	}
+	cfg, err := sc.DescribeShareGroupConfig(r.ctx, r.c.principal, rr.ResourceName)
+	switch {
+	case errors.Is(err, kind.ErrInvalidArgument):
+		res.ErrorCode, res.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
+		return
+	case err != nil:
+		res.ErrorCode, res.ErrorMessage = r.groupCode(err), kmsg.StringPtr(err.Error())
+		return
+	}
+	for _, e := range cfg.Entries() {
+		if !wanted(rr.ConfigNames, e.Name) {
+			continue
+		}
+		source, typ := sourceDefault, kmsg.ConfigTypeString
+		if e.Set {
+			source = kmsg.ConfigSourceGroupConfig
+		}
+		switch e.Name {
+		case "share.dlq.enable", "share.key.ordering":
+			typ = kmsg.ConfigTypeBoolean
+		case "share.delivery.attempt.limit":
+			typ = kmsg.ConfigTypeInt
+		case "share.record.lock.duration.ms", "share.redelivery.backoff.base.ms", "share.redelivery.backoff.max.ms":
+			typ = kmsg.ConfigTypeLong
+		}
+		res.Configs = append(res.Configs, configEntry(req, e.Name, e.Value, typ, source, false))
+	}
+}
 
 // alterGroupConfigs answers one GROUP resource of IncrementalAlterConfigs:
 // a share group's configs (share.auto.offset.reset,

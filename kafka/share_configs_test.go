@@ -135,3 +135,71 @@ func TestShareBackoffConfigsByAlterConfigs(t *testing.T) {
 		t.Fatalf("after delete %+v", c)
 	}
 }
+
+// describeGroup is DescribeConfigs of group's GROUP resource (names nil:
+// every config): each config's value and source, or the resource's error.
+func describeGroup(t *testing.T, cl *kgo.Client, group string, names ...string) (map[string]kmsg.DescribeConfigsResponseResourceConfig, int16) {
+	t.Helper()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName, res.ConfigNames = kmsg.ConfigResourceTypeGroupConfig, group, names
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil || len(resp.Resources) != 1 {
+		t.Fatalf("DescribeConfigs: %+v %v", resp, err)
+	}
+	out := map[string]kmsg.DescribeConfigsResponseResourceConfig{}
+	for _, c := range resp.Resources[0].Configs {
+		out[c.Name] = c
+	}
+	return out, resp.Resources[0].ErrorCode
+}
+
+// DescribeConfigs of resource type GROUP answers a share group's configs
+// in force, as franz-go's share tests read them back after setting them:
+// the defaults first (DEFAULT_CONFIG), then what was set (GROUP_CONFIG),
+// only the names asked for when some are; a principal without describe on
+// the group is refused.
+func TestShareGroupConfigsByDescribeConfigs(t *testing.T) {
+	n := startShareNode(t, t.TempDir(), broker.Config{Auth: broker.AuthConfig{
+		Mode: auth.AuthRequired, Authz: auth.AuthzOn, SuperUsers: []auth.Principal{auth.User("admin")},
+	}})
+	ctx := testCtx(t)
+	for user, pw := range map[string]string{"admin": "admin-pw", "eve": "eve-pw"} {
+		if err := n.b.CreateUser(ctx, "User:admin", user, pw, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin := newClient(t, n.addr, kgo.SASL(scramAuth(auth.ScramSHA256, "admin", "admin-pw")))
+	eve := newClient(t, n.addr, kgo.SASL(scramAuth(auth.ScramSHA256, "eve", "eve-pw")))
+
+	got, code := describeGroup(t, admin, "g")
+	if code != 0 || len(got) != 8 {
+		t.Fatalf("defaults: code %d, %d configs %v", code, len(got), got)
+	}
+	for name, want := range map[string]string{"share.auto.offset.reset": "latest", "share.record.lock.duration.ms": "30000",
+		"share.delivery.attempt.limit": "5", "share.dlq.enable": "true", "share.key.ordering": "false"} {
+		if c := got[name]; c.Value == nil || *c.Value != want || c.Source != kmsg.ConfigSourceDefaultConfig {
+			t.Errorf("default %s: %v (source %v), want %s from DEFAULT_CONFIG", name, c.Value, c.Source, want)
+		}
+	}
+	if code := alterGroup(t, admin, "g", false, sp("share.auto.offset.reset"), sp("earliest"), sp("share.key.ordering"), sp("true")); code != 0 {
+		t.Fatalf("set: %v", kerr.ErrorForCode(code))
+	}
+	got, code = describeGroup(t, admin, "g", "share.auto.offset.reset", "share.key.ordering", "share.delivery.attempt.limit")
+	if code != 0 || len(got) != 3 {
+		t.Fatalf("after set: code %d, %v", code, got)
+	}
+	for name, want := range map[string]struct {
+		value  string
+		source kmsg.ConfigSource
+	}{"share.auto.offset.reset": {"earliest", kmsg.ConfigSourceGroupConfig}, "share.key.ordering": {"true", kmsg.ConfigSourceGroupConfig},
+		"share.delivery.attempt.limit": {"5", kmsg.ConfigSourceDefaultConfig}} {
+		if c := got[name]; c.Value == nil || *c.Value != want.value || c.Source != want.source {
+			t.Errorf("%s: %v (source %v), want %s from %v", name, c.Value, c.Source, want.value, want.source)
+		}
+	}
+	if got, code := describeGroup(t, eve, "g"); code != kerr.GroupAuthorizationFailed.Code || len(got) != 0 {
+		t.Fatalf("eve (no ACL on the group): code %v, %d configs, want GROUP_AUTHORIZATION_FAILED", kerr.ErrorForCode(code), len(got))
+	}
+}
