@@ -137,8 +137,8 @@ func (b *Broker) AlterShareGroupOffsets(ctx context.Context, p Principal, group 
 	members := len(g.members)
 	b.share.mu.Unlock()
 	b.releaseMembers(g, gone)
-	if members > 0 {
-		return nil, fmt.Errorf("share group %q has %d members: %w", group, members, groups.ErrGroupNotEmpty)
+	if err := shareGroupEmpty(group, members); err != nil {
+		return nil, err
 	}
 	denied := map[string]error{}
 	out := make([]ShareOffset, 0, len(offs))
@@ -153,6 +153,85 @@ func (b *Broker) AlterShareGroupOffsets(ctx context.Context, p Principal, group 
 		out = append(out, o)
 	}
 	return out, nil
+}
+
+// shareGroupEmpty refuses an offsets change of a group with members.
+func shareGroupEmpty(group string, members int) error {
+	if members > 0 {
+		return fmt.Errorf("share group %q has %d members: %w", group, members, groups.ErrGroupNotEmpty)
+	}
+	return nil
+}
+
+// ShareTopicResult is one topic's outcome of DeleteShareGroupOffsets.
+type ShareTopicResult struct {
+	Topic string
+	Err   error
+}
+
+// DeleteShareGroupOffsets forgets the group's progress on every partition
+// of each named topic (Kafka's DeleteShareGroupOffsets): each partition's
+// state starts again where share.auto.offset.reset says, as at the
+// group's first use, but from the time of the delete (Kafka starts it at
+// the group's next use), keeping its dead-letter sequence. The group must
+// have no members (groups.ErrGroupNotEmpty); it needs delete on the group
+// and read on each topic; it is served on the group coordinator. In a
+// cluster a partition led by another node answers a *NotLeaderError, the
+// topic's first error.
+func (b *Broker) DeleteShareGroupOffsets(ctx context.Context, p Principal, group string, topics []string) ([]ShareTopicResult, error) {
+	if err := b.Authorize(ctx, p, auth.OpDelete, auth.Group(group)); err != nil {
+		return nil, err
+	}
+	if err := b.CoordinatesGroups(); err != nil {
+		return nil, err
+	}
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
+	b.share.mu.Lock()
+	g := b.shareGroupLocked(group)
+	gone := b.expireMembersLocked(g, time.Now())
+	members := len(g.members)
+	b.share.mu.Unlock()
+	b.releaseMembers(g, gone)
+	if err := shareGroupEmpty(group, members); err != nil {
+		return nil, err
+	}
+	denied := map[string]error{}
+	out := make([]ShareTopicResult, 0, len(topics))
+	for _, topic := range topics {
+		res := ShareTopicResult{Topic: topic, Err: b.authorizeRead(ctx, p, topic, denied)}
+		if res.Err == nil {
+			res.Err = b.shareForget(ctx, g, topic)
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+// shareForget starts the state of each partition of topic again where the
+// group's share.auto.offset.reset says.
+func (b *Broker) shareForget(ctx context.Context, g *shareGroup, topic string) error {
+	c, err := b.topics.Config(topic)
+	if err != nil {
+		return b.topicLookup(ctx, topic, err)
+	}
+	cfg, _ := b.shareConfigOf(g)
+	for id := range c.Partitions {
+		sp, err := b.sharePartition(g, SharePartition{Topic: topic, Partition: id})
+		if err != nil {
+			return b.topicLookup(ctx, topic, err)
+		}
+		start := sp.part.Log.HighWatermark()
+		if cfg.AutoOffsetReset == "earliest" {
+			start = sp.part.Log.StartOffset()
+		}
+		if err := b.shareReset(ctx, g, sp, start); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // shareReset makes sp's state a new one starting at offset, durably.

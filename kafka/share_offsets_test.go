@@ -110,4 +110,57 @@ func checkAlterShareOffsets(t *testing.T, addr string, admin, mallory, member *k
 	if len(seen) != 2 || seen[1] != 1 || seen[2] != 1 {
 		t.Fatalf("after the alter the group got %v, want offsets 1 and 2 delivered once", seen)
 	}
+	if err := cl.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkDeleteShareOffsets(t, admin, mallory, cl)
+}
+
+// deleteShareOffsets sends DeleteShareGroupOffsets of group g for topic
+// through cl: the group's code and the topic's.
+func deleteShareOffsets(t *testing.T, cl *kgo.Client, topic string) (int16, int16) {
+	t.Helper()
+	req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+	req.GroupID = "g"
+	rt := kmsg.NewDeleteShareGroupOffsetsRequestTopic()
+	rt.Topic = topic
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ErrorCode != 0 {
+		return resp.ErrorCode, 0
+	}
+	if len(resp.Topics) != 1 || resp.Topics[0].Topic != topic {
+		t.Fatalf("DeleteShareGroupOffsets answered %+v", resp.Topics)
+	}
+	return 0, resp.Topics[0].ErrorCode
+}
+
+// DeleteShareGroupOffsets of a group whose share partition q/0 moved to
+// 3 (everything accepted): refused while member is in the group and to a
+// principal without delete on the group; then the partition starts again
+// where share.auto.offset.reset (earliest) says, at 0.
+func checkDeleteShareOffsets(t *testing.T, admin, mallory, member *kgo.Client) {
+	t.Helper()
+	if d := describeShareOffsets(t, admin, "g", nil); d.Topics[0].Partitions[0].StartOffset != 3 {
+		t.Fatalf("before the delete: %+v, want start offset 3", d)
+	}
+	if g, _ := deleteShareOffsets(t, admin, "q"); g != kerr.NonEmptyGroup.Code {
+		t.Fatalf("delete with a member: %v, want NON_EMPTY_GROUP", kerr.ErrorForCode(g))
+	}
+	member.Close()
+	if g, _ := deleteShareOffsets(t, mallory, "q"); g != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("mallory's delete (read on the group only): %v, want GROUP_AUTHORIZATION_FAILED", kerr.ErrorForCode(g))
+	}
+	if g, p := deleteShareOffsets(t, admin, "missing"); g != 0 || p != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("delete of a topic that does not exist: %v %v, want UNKNOWN_TOPIC_OR_PARTITION", kerr.ErrorForCode(g), kerr.ErrorForCode(p))
+	}
+	if g, p := deleteShareOffsets(t, admin, "q"); g != 0 || p != 0 {
+		t.Fatalf("delete: %v %v", kerr.ErrorForCode(g), kerr.ErrorForCode(p))
+	}
+	if d := describeShareOffsets(t, admin, "g", nil); d.Topics[0].Partitions[0].StartOffset != 0 {
+		t.Fatalf("after the delete: %+v, want start offset 0 (earliest)", d)
+	}
 }

@@ -81,6 +81,7 @@ func init() {
 		79: {1, 2, handleShareAcknowledge},
 		90: {0, 1, handleDescribeShareGroupOffsets},
 		91: {0, 0, handleAlterShareGroupOffsets},
+		92: {0, 0, handleDeleteShareGroupOffsets},
 	}
 	for key, a := range apis {
 		// Never advertise past what kmsg can encode.
