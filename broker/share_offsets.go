@@ -29,18 +29,12 @@ type ShareOffset struct {
 // coordinator. In a cluster a partition's state is read on its leader: a
 // partition led by another node answers a *NotLeaderError.
 func (b *Broker) DescribeShareGroupOffsets(ctx context.Context, p Principal, group string, parts []SharePartition) ([]ShareOffset, error) {
-	if err := b.Authorize(ctx, p, auth.OpDescribe, auth.Group(group)); err != nil {
-		return nil, err
-	}
-	if err := b.CoordinatesGroups(); err != nil {
-		return nil, err
-	}
-	if err := b.enter(); err != nil {
+	g, err := b.shareAdmin(ctx, p, auth.OpDescribe, group)
+	if err != nil {
 		return nil, err
 	}
 	defer b.leave()
 	b.share.mu.Lock()
-	g := b.shareGroupLocked(group)
 	if parts == nil {
 		parts = b.shareGroupPartitionsLocked(g)
 	}
@@ -121,23 +115,12 @@ func (b *Broker) shareStart(ctx context.Context, g *shareGroup, sp *sharePart) (
 // *OutOfRangeError; one below the log start moves to the log start. In a
 // cluster a partition led by another node answers a *NotLeaderError.
 func (b *Broker) AlterShareGroupOffsets(ctx context.Context, p Principal, group string, offs []ShareOffset) ([]ShareOffset, error) {
-	if err := b.authorizeShare(ctx, p, group); err != nil {
-		return nil, err
-	}
-	if err := b.CoordinatesGroups(); err != nil {
-		return nil, err
-	}
-	if err := b.enter(); err != nil {
+	g, err := b.shareAdmin(ctx, p, auth.OpRead, group)
+	if err != nil {
 		return nil, err
 	}
 	defer b.leave()
-	b.share.mu.Lock()
-	g := b.shareGroupLocked(group)
-	gone := b.expireMembersLocked(g, time.Now())
-	members := len(g.members)
-	b.share.mu.Unlock()
-	b.releaseMembers(g, gone)
-	if err := shareGroupEmpty(group, members); err != nil {
+	if err := b.shareGroupEmpty(g); err != nil {
 		return nil, err
 	}
 	denied := map[string]error{}
@@ -155,10 +138,34 @@ func (b *Broker) AlterShareGroupOffsets(ctx context.Context, p Principal, group 
 	return out, nil
 }
 
-// shareGroupEmpty refuses an offsets change of a group with members.
-func shareGroupEmpty(group string, members int) error {
+// shareAdmin opens a share offsets admin call of group: op on the group
+// authorized, served on the group coordinator, the node entered (the
+// caller leaves it).
+func (b *Broker) shareAdmin(ctx context.Context, p Principal, op auth.Operation, group string) (*shareGroup, error) {
+	if err := b.Authorize(ctx, p, op, auth.Group(group)); err != nil {
+		return nil, err
+	}
+	if err := b.CoordinatesGroups(); err != nil {
+		return nil, err
+	}
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	b.share.mu.Lock()
+	defer b.share.mu.Unlock()
+	return b.shareGroupLocked(group), nil
+}
+
+// shareGroupEmpty refuses an offsets change of g while it has members
+// (those whose sessions expired are let go first).
+func (b *Broker) shareGroupEmpty(g *shareGroup) error {
+	b.share.mu.Lock()
+	gone := b.expireMembersLocked(g, time.Now())
+	members := len(g.members)
+	b.share.mu.Unlock()
+	b.releaseMembers(g, gone)
 	if members > 0 {
-		return fmt.Errorf("share group %q has %d members: %w", group, members, groups.ErrGroupNotEmpty)
+		return fmt.Errorf("share group %q has %d members: %w", g.name, members, groups.ErrGroupNotEmpty)
 	}
 	return nil
 }
@@ -179,23 +186,12 @@ type ShareTopicResult struct {
 // cluster a partition led by another node answers a *NotLeaderError, the
 // topic's first error.
 func (b *Broker) DeleteShareGroupOffsets(ctx context.Context, p Principal, group string, topics []string) ([]ShareTopicResult, error) {
-	if err := b.Authorize(ctx, p, auth.OpDelete, auth.Group(group)); err != nil {
-		return nil, err
-	}
-	if err := b.CoordinatesGroups(); err != nil {
-		return nil, err
-	}
-	if err := b.enter(); err != nil {
+	g, err := b.shareAdmin(ctx, p, auth.OpDelete, group)
+	if err != nil {
 		return nil, err
 	}
 	defer b.leave()
-	b.share.mu.Lock()
-	g := b.shareGroupLocked(group)
-	gone := b.expireMembersLocked(g, time.Now())
-	members := len(g.members)
-	b.share.mu.Unlock()
-	b.releaseMembers(g, gone)
-	if err := shareGroupEmpty(group, members); err != nil {
+	if err := b.shareGroupEmpty(g); err != nil {
 		return nil, err
 	}
 	denied := map[string]error{}
