@@ -151,6 +151,7 @@ func (b *Broker) handlePeers() {
 	b.handleMovePeers()        // reassign.go
 	b.handleQuotaPeers()       // quota.go
 	b.handleShareConfigPeers() // share_config.go
+	b.handleSharePartPeers()   // share_remote.go
 	handle(b, opDescribeGroup, func(ctx context.Context, pr Principal, r groupReq) (any, error) {
 		d, err := b.DescribeGroup(ctx, pr, r.Group)
 		return d, coordinatorAnswer(err)

@@ -45,6 +45,7 @@ type shareGroup struct {
 	cfg     atomic.Pointer[cachedShareConfig] // shareConfigOf
 	members map[string]*shareMember
 	parts   map[SharePartition]*sharePart
+	topics  map[string]bool // every topic a member subscribed to here
 }
 
 type shareMember struct {
@@ -83,7 +84,7 @@ func (b *Broker) shareGroupLocked(name string) *shareGroup {
 	g := s.groups[name]
 	if g == nil {
 		g = &shareGroup{name: name,
-			members: map[string]*shareMember{}, parts: map[SharePartition]*sharePart{}}
+			members: map[string]*shareMember{}, parts: map[SharePartition]*sharePart{}, topics: map[string]bool{}}
 		s.groups[name] = g
 	}
 	return g
@@ -115,7 +116,7 @@ func (b *Broker) ShareHeartbeat(ctx context.Context, r ShareHeartbeatRequest) (S
 	if left != "" {
 		gone = append(gone, left)
 	}
-	b.releaseMembers(g, gone)
+	b.shareMembersLeft(g, gone)
 	return res, nil
 }
 
@@ -144,6 +145,9 @@ func (b *Broker) heartbeatLocked(g *shareGroup, r ShareHeartbeatRequest, now tim
 	m.seen, m.clientID, m.clientHost = now, r.ClientID, r.ClientHost
 	if r.Topics != nil {
 		m.topics = slices.Sorted(slices.Values(r.Topics))
+		for _, t := range m.topics {
+			g.topics[t] = true
+		}
 	}
 	assigned := b.shareAssignment(m.topics)
 	if m.epoch == 0 || !sameAssignment(assigned, m.assigned) {
@@ -233,7 +237,12 @@ func (b *Broker) releaseMembers(g *shareGroup, members []string) {
 }
 
 // DescribeShareGroup describes a share group: members, assignments and
-// share partitions. It needs describe on the group.
+// share partitions: those of the topics its members subscribe to, that
+// its members subscribed to while this node coordinated it, or that this
+// node served, each described where it is led (share_remote.go). It
+// needs describe on the group, and a partition describe on its topic (a
+// partition not described, for that or because its leader did not
+// answer, is left out).
 func (b *Broker) DescribeShareGroup(ctx context.Context, p Principal, group string) (ShareGroupDescription, error) {
 	if err := b.Authorize(ctx, p, auth.OpDescribe, auth.Group(group)); err != nil {
 		return ShareGroupDescription{}, err
@@ -256,23 +265,30 @@ func (b *Broker) DescribeShareGroup(ctx context.Context, p Principal, group stri
 		d.Members = append(d.Members, ShareMemberDescription{Member: m.id, ClientID: m.clientID, ClientHost: m.clientHost,
 			MemberEpoch: m.epoch, Topics: m.topics, Assignment: m.assigned})
 	}
-	parts := make([]*sharePart, 0, len(g.parts))
-	for _, sp := range g.parts {
-		parts = append(parts, sp)
-	}
+	refs := b.shareGroupPartitionsLocked(g)
 	b.share.mu.Unlock()
 	slices.SortFunc(d.Members, func(x, y ShareMemberDescription) int { return cmpString(x.Member, y.Member) })
-	for _, sp := range parts {
-		sp.mu.Lock()
-		if sp.p == nil {
-			sp.mu.Unlock()
+	if err := b.enter(); err != nil {
+		return ShareGroupDescription{}, err
+	}
+	defer b.leave()
+	denied := map[string]error{}
+	for _, ref := range refs {
+		if denied[ref.Topic] != nil {
 			continue
 		}
-		sp.p.Expire(time.Now().UnixMilli())
-		a, q, n := sp.p.Counts()
-		d.Partitions = append(d.Partitions, SharePartitionDescription{SharePartition: sp.ref,
-			Start: sp.p.Start(), End: sp.p.End(), Available: a, Acquired: q, InFlight: n})
-		sp.mu.Unlock()
+		if err := b.Authorize(ctx, p, auth.OpDescribe, auth.Topic(ref.Topic)); err != nil {
+			denied[ref.Topic] = err
+			continue
+		}
+		ans, err := b.sharePart(ctx, p, g, sharePartReq{Group: group, Op: sharePartDescribe, Topic: ref.Topic, Partition: ref.Partition})
+		if err != nil {
+			b.logger.Debug("share group describe: a partition not described", "group", group, "topic", ref.Topic, "partition", ref.Partition, "err", err)
+			continue
+		}
+		if ans.Stored {
+			d.Partitions = append(d.Partitions, ans.Desc)
+		}
 	}
 	slices.SortFunc(d.Partitions, func(x, y SharePartitionDescription) int {
 		if c := cmpString(x.Topic, y.Topic); c != 0 {

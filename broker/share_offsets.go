@@ -15,7 +15,7 @@ import (
 // ShareOffset is a share partition's start offset (Kafka's SPSO) as
 // DescribeShareGroupOffsets answers it: -1 when the group never used the
 // partition, or Err for a partition that cannot be answered (unknown,
-// denied, in a cluster led by another node).
+// denied, its leader unreachable).
 type ShareOffset struct {
 	SharePartition
 	Start int64
@@ -26,8 +26,8 @@ type ShareOffset struct {
 // start offset (nil parts: every partition of the topics the group's
 // members subscribe to or it used on this node). It needs describe on the
 // group, and a partition describe on its topic; it is served on the group
-// coordinator. In a cluster a partition's state is read on its leader: a
-// partition led by another node answers a *NotLeaderError.
+// coordinator, and each partition's state is read where the partition is
+// led (share_remote.go).
 func (b *Broker) DescribeShareGroupOffsets(ctx context.Context, p Principal, group string, parts []SharePartition) ([]ShareOffset, error) {
 	g, err := b.shareAdmin(ctx, p, auth.OpDescribe, group)
 	if err != nil {
@@ -47,10 +47,12 @@ func (b *Broker) DescribeShareGroupOffsets(ctx context.Context, p Principal, gro
 			o.Err = err
 		} else if o.Err = b.Authorize(ctx, p, auth.OpDescribe, auth.Topic(ref.Topic)); o.Err != nil {
 			denied[ref.Topic] = o.Err
-		} else if sp, err := b.sharePartition(g, ref); err != nil {
-			o.Err = b.topicLookup(ctx, ref.Topic, err)
 		} else {
-			o.Start, o.Err = b.shareStart(ctx, g, sp)
+			var ans sharePartAnswer
+			ans, o.Err = b.sharePart(ctx, p, g, sharePartReq{Group: group, Op: sharePartDescribe, Topic: ref.Topic, Partition: ref.Partition})
+			if ans.Stored {
+				o.Start = ans.Desc.Start
+			}
 		}
 		out = append(out, o)
 	}
@@ -58,9 +60,10 @@ func (b *Broker) DescribeShareGroupOffsets(ctx context.Context, p Principal, gro
 }
 
 // shareGroupPartitionsLocked is every partition of the topics g's members
-// subscribe to or g used here, in order. b.share.mu is held.
+// subscribe to, subscribed to here, or g used here, in order. b.share.mu
+// is held.
 func (b *Broker) shareGroupPartitionsLocked(g *shareGroup) []SharePartition {
-	topics := map[string]bool{}
+	topics := maps.Clone(g.topics)
 	for _, m := range g.members {
 		for _, t := range m.topics {
 			topics[t] = true
@@ -82,38 +85,14 @@ func (b *Broker) shareGroupPartitionsLocked(g *shareGroup) []SharePartition {
 	return out
 }
 
-// shareStart is sp's stored start offset, -1 when none was stored; it
-// stores nothing.
-func (b *Broker) shareStart(ctx context.Context, g *shareGroup, sp *sharePart) (int64, error) {
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	st := b.plane.shares(b)
-	ver, err := st.version(ctx, sp.part, g.name)
-	if err != nil {
-		return -1, err
-	}
-	if sp.p != nil && sp.ver == ver {
-		return sp.p.Start(), nil
-	}
-	enc, _, ok, err := st.load(ctx, sp.part, g.name, sp.created)
-	if err != nil || !ok {
-		return -1, err
-	}
-	p, err := share.Decode(enc, share.Config{})
-	if err != nil {
-		return -1, err
-	}
-	return p.Start(), nil
-}
-
 // AlterShareGroupOffsets sets each named share partition's start offset
 // (Kafka's AlterShareGroupOffsets): its state starts again there, every
 // record from it on available with no delivery counted. The group must
 // have no members (groups.ErrGroupNotEmpty); it needs read on the group,
 // and a partition read on its topic; it is served on the group
-// coordinator. An offset above the high watermark is an
-// *OutOfRangeError; one below the log start moves to the log start. In a
-// cluster a partition led by another node answers a *NotLeaderError.
+// coordinator, each partition changed where it is led (share_remote.go).
+// An offset above the high watermark is an *OutOfRangeError; one below the
+// log start moves to the log start.
 func (b *Broker) AlterShareGroupOffsets(ctx context.Context, p Principal, group string, offs []ShareOffset) ([]ShareOffset, error) {
 	g, err := b.shareAdmin(ctx, p, auth.OpRead, group)
 	if err != nil {
@@ -127,11 +106,7 @@ func (b *Broker) AlterShareGroupOffsets(ctx context.Context, p Principal, group 
 	out := make([]ShareOffset, 0, len(offs))
 	for _, o := range offs {
 		if o.Err = b.authorizeRead(ctx, p, o.Topic, denied); o.Err == nil {
-			if sp, err := b.sharePartition(g, o.SharePartition); err != nil {
-				o.Err = b.topicLookup(ctx, o.Topic, err)
-			} else {
-				o.Err = b.shareReset(ctx, g, sp, o.Start)
-			}
+			_, o.Err = b.sharePart(ctx, p, g, sharePartReq{Group: group, Op: sharePartAlter, Topic: o.Topic, Partition: o.Partition, Offset: o.Start})
 		}
 		out = append(out, o)
 	}
@@ -163,7 +138,7 @@ func (b *Broker) shareGroupEmpty(g *shareGroup) error {
 	gone := b.expireMembersLocked(g, time.Now())
 	members := len(g.members)
 	b.share.mu.Unlock()
-	b.releaseMembers(g, gone)
+	b.shareMembersLeft(g, gone)
 	if members > 0 {
 		return fmt.Errorf("share group %q has %d members: %w", g.name, members, groups.ErrGroupNotEmpty)
 	}
@@ -182,9 +157,9 @@ type ShareTopicResult struct {
 // group's first use, but from the time of the delete (Kafka starts it at
 // the group's next use), keeping its dead-letter sequence. The group must
 // have no members (groups.ErrGroupNotEmpty); it needs delete on the group
-// and read on each topic; it is served on the group coordinator. In a
-// cluster a partition led by another node answers a *NotLeaderError, the
-// topic's first error.
+// and read on each topic; it is served on the group coordinator, each
+// partition changed where it is led (share_remote.go); a topic's answer is
+// its first partition's error.
 func (b *Broker) DeleteShareGroupOffsets(ctx context.Context, p Principal, group string, topics []string) ([]ShareTopicResult, error) {
 	g, err := b.shareAdmin(ctx, p, auth.OpDelete, group)
 	if err != nil {
@@ -199,7 +174,7 @@ func (b *Broker) DeleteShareGroupOffsets(ctx context.Context, p Principal, group
 	for _, topic := range topics {
 		res := ShareTopicResult{Topic: topic, Err: b.authorizeRead(ctx, p, topic, denied)}
 		if res.Err == nil {
-			res.Err = b.shareForget(ctx, g, topic)
+			res.Err = b.shareForget(ctx, p, g, topic)
 		}
 		out = append(out, res)
 	}
@@ -207,23 +182,14 @@ func (b *Broker) DeleteShareGroupOffsets(ctx context.Context, p Principal, group
 }
 
 // shareForget starts the state of each partition of topic again where the
-// group's share.auto.offset.reset says.
-func (b *Broker) shareForget(ctx context.Context, g *shareGroup, topic string) error {
+// group's share.auto.offset.reset says, each where it is led.
+func (b *Broker) shareForget(ctx context.Context, p Principal, g *shareGroup, topic string) error {
 	c, err := b.topics.Config(topic)
 	if err != nil {
 		return b.topicLookup(ctx, topic, err)
 	}
-	cfg, _ := b.shareConfigOf(g)
 	for id := range c.Partitions {
-		sp, err := b.sharePartition(g, SharePartition{Topic: topic, Partition: id})
-		if err != nil {
-			return b.topicLookup(ctx, topic, err)
-		}
-		start := sp.part.Log.HighWatermark()
-		if cfg.AutoOffsetReset == "earliest" {
-			start = sp.part.Log.StartOffset()
-		}
-		if err := b.shareReset(ctx, g, sp, start); err != nil {
+		if _, err := b.sharePart(ctx, p, g, sharePartReq{Group: g.name, Op: sharePartForget, Topic: topic, Partition: id}); err != nil {
 			return err
 		}
 	}

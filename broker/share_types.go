@@ -79,11 +79,18 @@ type ShareMemberDescription struct {
 	Assignment                   []ShareAssignment
 }
 
-// SharePartitionDescription is one share partition's window.
+// SharePartitionDescription is one share partition's window, its backlog
+// (records from its start, or the log start when later, to the high
+// watermark: what the group has still to acknowledge, records
+// acknowledged out of order included) and how long ago the oldest record
+// not acknowledged was appended (its batch's first timestamp; 0 when
+// there is none).
 type SharePartitionDescription struct {
 	SharePartition
 	Start, End                    int64
 	Available, Acquired, InFlight int
+	Backlog                       int64
+	OldestAge                     time.Duration
 }
 
 // ShareGroupDescription is a share group: its state ("Empty", "Stable"),

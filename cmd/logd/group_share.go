@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/logd/logd/client"
 )
@@ -40,9 +41,13 @@ func writeShareGroupTable(w io.Writer, d client.ShareGroupDescription) error {
 		}
 	}
 	if len(d.Partitions) > 0 {
-		fmt.Fprintln(tw, "\nTOPIC\tPARTITION\tSTART\tEND\tIN-FLIGHT\tAVAILABLE\tACQUIRED")
+		fmt.Fprintln(tw, "\nTOPIC\tPARTITION\tSTART\tEND\tIN-FLIGHT\tAVAILABLE\tACQUIRED\tBACKLOG\tOLDEST-UNACKED")
 		for _, p := range d.Partitions {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\n", p.Topic, p.Partition, p.Start, p.End, p.InFlight, p.Available, p.Acquired)
+			age := "-"
+			if p.OldestAge > 0 {
+				age = p.OldestAge.Round(time.Second).String()
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Topic, p.Partition, p.Start, p.End, p.InFlight, p.Available, p.Acquired, p.Backlog, age)
 		}
 	}
 	return tw.Flush()
@@ -73,6 +78,10 @@ type sharePartStateJSON struct {
 	InFlight  int32  `json:"in_flight"`
 	Available int32  `json:"available"`
 	Acquired  int32  `json:"acquired"`
+	Backlog   int64  `json:"backlog"`
+	// OldestUnackedMs is how long ago the oldest record not acknowledged
+	// was appended, in milliseconds (0: none).
+	OldestUnackedMs int64 `json:"oldest_unacked_ms"`
 }
 
 func writeShareGroupJSON(w io.Writer, d client.ShareGroupDescription) error {
@@ -84,7 +93,7 @@ func writeShareGroupJSON(w io.Writer, d client.ShareGroupDescription) error {
 	}
 	for _, p := range d.Partitions {
 		j.Partitions = append(j.Partitions, sharePartStateJSON{Topic: p.Topic, Partition: p.Partition, Start: p.Start, End: p.End,
-			InFlight: p.InFlight, Available: p.Available, Acquired: p.Acquired})
+			InFlight: p.InFlight, Available: p.Available, Acquired: p.Acquired, Backlog: p.Backlog, OldestUnackedMs: p.OldestAge.Milliseconds()})
 	}
 	return json.NewEncoder(w).Encode(j)
 }

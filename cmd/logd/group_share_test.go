@@ -15,8 +15,8 @@ import (
 )
 
 // group describe shows a share group: its members and, per share
-// partition, the window's start and end and the records in flight,
-// available or acquired.
+// partition, the window's start and end, the records in flight,
+// available or acquired, the backlog and the oldest record's age.
 func TestCLIGroupDescribeShare(t *testing.T) {
 	n := nodetest.Start(t)
 	c := &cli{t: t, addr: n.Addr()}
@@ -47,7 +47,13 @@ func TestCLIGroupDescribeShare(t *testing.T) {
 	if err := json.Unmarshal([]byte(c.ok("", "group", "describe", "w", "--json")), &j); err != nil {
 		t.Fatal(err)
 	}
-	want := sharePartStateJSON{Topic: "t", Partition: 0, Start: 1, End: 3, InFlight: 2, Available: 0, Acquired: 2}
+	want := sharePartStateJSON{Topic: "t", Partition: 0, Start: 1, End: 3, InFlight: 2, Available: 0, Acquired: 2, Backlog: 2}
+	if len(j.Partitions) == 1 {
+		if age := j.Partitions[0].OldestUnackedMs; age < 0 || age > 60_000 {
+			t.Errorf("oldest unacknowledged record's age %d ms", age)
+		}
+		want.OldestUnackedMs = j.Partitions[0].OldestUnackedMs
+	}
 	if j.Type != "share" || j.State != "Stable" || len(j.Members) != 1 || j.Members[0].MemberID != "m1" ||
 		j.Members[0].ClientID != "billing" || len(j.Partitions) != 1 || j.Partitions[0] != want {
 		t.Fatalf("describe --json: %+v, want one member and %+v", j, want)
@@ -62,8 +68,8 @@ func TestCLIGroupDescribeShare(t *testing.T) {
 		}
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if row := strings.Join(strings.Fields(lines[len(lines)-1]), " "); row != "t 0 1 3 2 2 0" {
-		t.Errorf("the share partition's row %q, want t 0, start 1, end 3, 2 in flight, 2 available, 0 acquired", row)
+	if row := strings.Join(strings.Fields(lines[len(lines)-1]), " "); !strings.HasPrefix(row, "t 0 1 3 2 2 0 2 ") {
+		t.Errorf("the share partition's row %q, want t 0, start 1, end 3, 2 in flight, 2 available, 0 acquired, a backlog of 2, then an age", row)
 	}
 }
 

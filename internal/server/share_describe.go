@@ -25,7 +25,8 @@ func (h *shareServer) Describe(ctx context.Context, req *pb.ShareDescribeRequest
 	}
 	for _, p := range d.Partitions {
 		out.Partitions = append(out.Partitions, &pb.SharePartitionState{Topic: p.Topic, Partition: p.Partition, Start: p.Start, End: p.End,
-			InFlight: int32(p.InFlight), Available: int32(p.Available), Acquired: int32(p.Acquired)})
+			InFlight: int32(p.InFlight), Available: int32(p.Available), Acquired: int32(p.Acquired),
+			Backlog: p.Backlog, OldestUnackedAgeMs: p.OldestAge.Milliseconds()})
 	}
 	return out, nil
 }

@@ -929,16 +929,23 @@ func (x *ShareMember) GetTopics() []string {
 // be handed out and acquired are locked by a member (the rest are being
 // dead-lettered).
 type SharePartitionState struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
-	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
-	Start         int64                  `protobuf:"varint,3,opt,name=start,proto3" json:"start,omitempty"`
-	End           int64                  `protobuf:"varint,4,opt,name=end,proto3" json:"end,omitempty"`
-	InFlight      int32                  `protobuf:"varint,5,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
-	Available     int32                  `protobuf:"varint,6,opt,name=available,proto3" json:"available,omitempty"`
-	Acquired      int32                  `protobuf:"varint,7,opt,name=acquired,proto3" json:"acquired,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Start     int64                  `protobuf:"varint,3,opt,name=start,proto3" json:"start,omitempty"`
+	End       int64                  `protobuf:"varint,4,opt,name=end,proto3" json:"end,omitempty"`
+	InFlight  int32                  `protobuf:"varint,5,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	Available int32                  `protobuf:"varint,6,opt,name=available,proto3" json:"available,omitempty"`
+	Acquired  int32                  `protobuf:"varint,7,opt,name=acquired,proto3" json:"acquired,omitempty"`
+	// Records from the start (or the log start, when later) to the high
+	// watermark: what the group has still to acknowledge, records
+	// acknowledged out of order included.
+	Backlog int64 `protobuf:"varint,8,opt,name=backlog,proto3" json:"backlog,omitempty"`
+	// How long ago the oldest record not acknowledged was appended (its
+	// batch's first timestamp), in milliseconds; 0 when there is none.
+	OldestUnackedAgeMs int64 `protobuf:"varint,9,opt,name=oldest_unacked_age_ms,json=oldestUnackedAgeMs,proto3" json:"oldest_unacked_age_ms,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *SharePartitionState) Reset() {
@@ -1016,6 +1023,20 @@ func (x *SharePartitionState) GetAvailable() int32 {
 func (x *SharePartitionState) GetAcquired() int32 {
 	if x != nil {
 		return x.Acquired
+	}
+	return 0
+}
+
+func (x *SharePartitionState) GetBacklog() int64 {
+	if x != nil {
+		return x.Backlog
+	}
+	return 0
+}
+
+func (x *SharePartitionState) GetOldestUnackedAgeMs() int64 {
+	if x != nil {
+		return x.OldestUnackedAgeMs
 	}
 	return 0
 }
@@ -1161,7 +1182,7 @@ const file_logd_v1_share_proto_rawDesc = "" +
 	"\vclient_host\x18\x03 \x01(\tR\n" +
 	"clientHost\x12!\n" +
 	"\fmember_epoch\x18\x04 \x01(\x05R\vmemberEpoch\x12\x16\n" +
-	"\x06topics\x18\x05 \x03(\tR\x06topics\"\xc8\x01\n" +
+	"\x06topics\x18\x05 \x03(\tR\x06topics\"\x95\x02\n" +
 	"\x13SharePartitionState\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x14\n" +
@@ -1169,7 +1190,9 @@ const file_logd_v1_share_proto_rawDesc = "" +
 	"\x03end\x18\x04 \x01(\x03R\x03end\x12\x1b\n" +
 	"\tin_flight\x18\x05 \x01(\x05R\binFlight\x12\x1c\n" +
 	"\tavailable\x18\x06 \x01(\x05R\tavailable\x12\x1a\n" +
-	"\bacquired\x18\a \x01(\x05R\bacquired\"\xc7\x01\n" +
+	"\bacquired\x18\a \x01(\x05R\bacquired\x12\x18\n" +
+	"\abacklog\x18\b \x01(\x03R\abacklog\x121\n" +
+	"\x15oldest_unacked_age_ms\x18\t \x01(\x03R\x12oldestUnackedAgeMs\"\xc7\x01\n" +
 	"\x15ShareDescribeResponse\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x14\n" +
