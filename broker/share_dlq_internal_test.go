@@ -95,3 +95,81 @@ func TestShareDeadLetterRetryStoredOnce(t *testing.T) {
 		t.Fatalf("describe: %+v %v; want the window past 0", d, err)
 	}
 }
+
+// A leader that stored a rejected record's DeadLettering state and died
+// before appending its dead letter: the node that serves the share
+// partition next appends it with the member's reason, which the stored
+// state carries.
+func TestShareDeadLetterReasonOutlivesTheLeader(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	b, err := Open(Config{DataDir: dir, Fsync: log.FsyncPolicy{Mode: log.FsyncNever}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Ready(Node{APIAddr: "127.0.0.1:1"})
+	if _, err := b.CreateTopic(ctx, "", partition.DefaultConfig("q")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Produce(ctx, ProduceRequest{Topic: "q", Batch: batch.Encode(nil, 0, batch.NoProducer, []batch.Record{{Value: []byte("poison")}})}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetShareGroupConfig(ctx, "", "g", map[string]string{"share.auto.offset.reset": "earliest"}); err != nil {
+		t.Fatal(err)
+	}
+	b.share.mu.Lock()
+	g := b.shareGroupLocked("g")
+	b.share.mu.Unlock()
+	sp, err := b.sharePartition(g, SharePartition{Topic: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.mu.Lock()
+	if err := b.shareCurrent(ctx, g, sp); err != nil {
+		t.Fatal(err)
+	}
+	q := sp.p.Clone()
+	q.Acquire("m", 0, 1, 1, nil)
+	if _, err := q.AcknowledgeWithReasons("m", 0, []share.Ack{{First: 0, Last: 0, Types: []share.AckType{share.Reject}}},
+		map[int64]string{0: "no such customer"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.storeShare(ctx, g, sp, q); err != nil {
+		t.Fatal(err)
+	}
+	sp.mu.Unlock()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	b, err = Open(Config{DataDir: dir, Fsync: log.FsyncPolicy{Mode: log.FsyncNever}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b.Ready(Node{APIAddr: "127.0.0.1:1"})
+	if _, err := b.ShareFetch(ctx, ShareFetchRequest{Group: "g", Member: "m2", MaxRecords: 10,
+		Partitions: []ShareFetchPartition{{SharePartition: SharePartition{Topic: "q"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	fr, err := b.Fetch(ctx, FetchRequest{Partitions: []FetchPartition{{Topic: "q.dlq"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fr.Release()
+	var reasons []string
+	err = batch.Split(fr.Partitions[0].Batches, func(bt []byte, _ batch.Info) error {
+		_, recs, err := batch.Decode(bt, 0)
+		for _, r := range recs {
+			for _, h := range r.Headers {
+				if h.Key == DLQHeaderError {
+					reasons = append(reasons, string(h.Value))
+				}
+			}
+		}
+		return err
+	})
+	if err != nil || len(reasons) != 1 || reasons[0] != "no such customer" {
+		t.Fatalf("q.dlq's %s headers: %q %v, want the member's reason once", DLQHeaderError, reasons, err)
+	}
+}

@@ -27,7 +27,7 @@ type DeadLetter struct {
 	Offset        int64
 	DeliveryCount int16
 	Sequence      int32  // the dead-letter writer's batch sequence
-	Reason        string // the member's last error, "" when none (or not kept across a restart)
+	Reason        string // the member's last error, "" when none
 }
 
 // finish makes r final: DeadLettering with the next sequence when dead

@@ -3,6 +3,7 @@ package share
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -155,5 +156,94 @@ func TestDeadLetterEncoding(t *testing.T) {
 	bad[3] = 0 // the next sequence below the stored record's
 	if _, err := Decode(bad, dlCfg(5)); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("a sequence past the next: %v", err)
+	}
+}
+
+// The reason a member gave for a record it rejected is stored with the
+// record until its dead-letter append (version 3), so the leader that
+// appends it after a failover carries it too; once appended, the state
+// encodes as version 2 again. Corrupt reasons are refused.
+func TestDeadLetterReasonStored(t *testing.T) {
+	p := New(0, dlCfg(5))
+	p.Acquire("a", 0, 3, 3, nil)
+	if _, err := p.AcknowledgeWithReasons("a", 1, []Ack{{0, 2, []AckType{Reject}}}, map[int64]string{0: "bad payload", 2: "no schema"}); err != nil {
+		t.Fatal(err)
+	}
+	b := p.Encode()
+	if b[0] != encVersionReasons {
+		t.Fatalf("version %d with reasons", b[0])
+	}
+	q, err := Decode(b, dlCfg(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []DeadLetter{{0, 1, 0, "bad payload"}, {1, 1, 1, ""}, {2, 1, 2, "no schema"}}
+	if got := q.DeadLetters(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("decoded dead letters %+v, want %+v", got, want)
+	}
+	if !reflect.DeepEqual(q.Encode(), b) {
+		t.Fatal("re-encoding differs")
+	}
+	for i := 1; i < len(b); i++ {
+		if _, err := Decode(b[:i], dlCfg(5)); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("truncated to %d bytes: %v", i, err)
+		}
+	}
+	// The reasons section: count, index 0, length 11, ... ; index 2, length 9, ...
+	at := len(b) - (1 + 1 + 1 + 11 + 1 + 1 + 9)
+	for name, edit := range map[string]func(c []byte){
+		"an index out of order": func(c []byte) { c[at+1+1+1+11] = 0 },
+		"a record not dead-lettering": func(c []byte) {
+			c[at+1] = 5 // past the window
+		},
+		"an empty reason": func(c []byte) { c[at+2] = 0 },
+	} {
+		c := append([]byte(nil), b...)
+		edit(c)
+		if _, err := Decode(c, dlCfg(5)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	for _, d := range q.DeadLetters() {
+		if err := q.DeadLettered(d.Offset); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b := q.Encode(); b[0] != encVersionDL {
+		t.Fatalf("version %d once every dead letter is appended", b[0])
+	}
+}
+
+// The reasons one state stores add up to MaxStoredReasonBytes at most, in
+// offset order; the others stay in memory.
+func TestDeadLetterReasonsBounded(t *testing.T) {
+	p := New(0, dlCfg(5))
+	n := MaxStoredReasonBytes/1000 + 5
+	p.Acquire("a", 0, n, int64(n), nil)
+	reasons := map[int64]string{}
+	for o := range int64(n) {
+		reasons[o] = strings.Repeat("x", 1000)
+	}
+	if _, err := p.AcknowledgeWithReasons("a", 1, []Ack{{0, int64(n - 1), []AckType{Reject}}}, reasons); err != nil {
+		t.Fatal(err)
+	}
+	q, err := Decode(p.Encode(), dlCfg(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := 0
+	for i, d := range q.DeadLetters() {
+		if d.Reason != "" {
+			kept++
+			if i >= MaxStoredReasonBytes/1000 {
+				t.Fatalf("offset %d's reason stored past the bound", d.Offset)
+			}
+		}
+	}
+	if kept != MaxStoredReasonBytes/1000 {
+		t.Fatalf("%d reasons stored, want %d", kept, MaxStoredReasonBytes/1000)
+	}
+	if got := p.DeadLetters(); got[n-1].Reason == "" {
+		t.Fatal("the reason past the bound is gone from memory too")
 	}
 }

@@ -38,14 +38,20 @@
 // Encode writes the window as runs of offsets with the same state and
 // delivery count:
 //
-//	byte    version (1; 2 once a record was dead-lettered)
+//	byte    version (1; 2 once a record was dead-lettered; 3 while a
+//	        record waiting for its dead-letter append has a reason)
 //	varint  Start
 //	uvarint End - Start
-//	uvarint the next dead-letter sequence (version 2 only)
+//	uvarint the next dead-letter sequence (versions 2 and 3)
 //	uvarint number of runs
 //	runs    uvarint length, byte state, uvarint delivery count,
-//	        and for a DeadLettering run (version 2) uvarint the first
-//	        record's dead-letter sequence (the others follow it)
+//	        and for a DeadLettering run (versions 2 and 3) uvarint the
+//	        first record's dead-letter sequence (the others follow it)
+//	reasons (version 3 only) uvarint count, then per DeadLettering
+//	        record with a reason, in offset order: uvarint its index
+//	        (offset - Start), uvarint length, the reason's bytes (at
+//	        most MaxReasonBytes; the first MaxStoredReasonBytes of
+//	        reasons in all)
 //
 // Locks and redelivery backoffs are not encoded: Decode returns each
 // Acquired record as Available (final when its count reached the limit:

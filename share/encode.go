@@ -8,10 +8,20 @@ import (
 // The encodings: version 1 without dead letters, version 2 with the
 // dead-letter sequences (written only once a record was dead-lettered,
 // so a state without dead letters reads on a node that knows version 1
-// only).
+// only), version 3 with them and the reasons of the records waiting for
+// their dead-letter append (written only while one has a reason).
 const (
-	encVersion   = 1
-	encVersionDL = 2
+	encVersion        = 1
+	encVersionDL      = 2
+	encVersionReasons = 3
+)
+
+// MaxReasonBytes bounds a reason Decode accepts (the broker cuts a
+// member's reason shorter before it is kept); MaxStoredReasonBytes the
+// reasons one encoded state stores (storedReasons).
+const (
+	MaxReasonBytes       = 4096
+	MaxStoredReasonBytes = 64 << 10
 )
 
 // maxDecodedWindow bounds the window Decode accepts, so corrupt bytes
@@ -57,14 +67,18 @@ func (p *Partition) runs() []encRun {
 func (p *Partition) Encode() []byte {
 	runs := p.runs()
 	b := make([]byte, 0, 1+4*binary.MaxVarintLen64+len(runs)*(2+2*binary.MaxVarintLen64))
+	reasons := p.storedReasons()
 	v := byte(encVersion)
-	if p.dlqNext != 0 {
+	switch {
+	case len(reasons) > 0:
+		v = encVersionReasons
+	case p.dlqNext != 0:
 		v = encVersionDL
 	}
 	b = append(b, v)
 	b = binary.AppendVarint(b, p.start)
 	b = binary.AppendUvarint(b, uint64(len(p.recs)))
-	if v == encVersionDL {
+	if v >= encVersionDL {
 		b = binary.AppendUvarint(b, uint64(p.dlqNext))
 	}
 	b = binary.AppendUvarint(b, uint64(len(runs)))
@@ -72,11 +86,41 @@ func (p *Partition) Encode() []byte {
 		b = binary.AppendUvarint(b, r.n)
 		b = append(b, byte(r.state))
 		b = binary.AppendUvarint(b, uint64(r.count))
-		if v == encVersionDL && r.state == DeadLettering {
+		if v >= encVersionDL && r.state == DeadLettering {
 			b = binary.AppendUvarint(b, uint64(r.seq))
 		}
 	}
+	if v == encVersionReasons {
+		b = binary.AppendUvarint(b, uint64(len(reasons)))
+		for _, i := range reasons {
+			r := &p.recs[i]
+			b = binary.AppendUvarint(b, uint64(i))
+			b = binary.AppendUvarint(b, uint64(len(r.reason)))
+			b = append(b, r.reason...)
+		}
+	}
 	return b
+}
+
+// storedReasons are the indexes of the DeadLettering records whose
+// reasons Encode stores: in offset order, while their bytes add up to at
+// most MaxStoredReasonBytes (the whole state is written at every change,
+// so the reasons of a long list waiting for a dead-letter topic that
+// does not take appends would make each write large; past the bound a
+// reason lives in memory only, and a dead letter appended by another
+// node carries none).
+func (p *Partition) storedReasons() []int {
+	var out []int
+	total := 0
+	for i := range p.recs {
+		if r := &p.recs[i]; r.state == DeadLettering && r.reason != "" {
+			if total += len(r.reason); total > MaxStoredReasonBytes {
+				break
+			}
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // Decode reads what Encode wrote, with cfg's settings. A record encoded
@@ -86,13 +130,13 @@ func (p *Partition) Encode() []byte {
 func Decode(b []byte, cfg Config) (*Partition, error) {
 	d := decoder{b: b}
 	v := d.byte()
-	if v != encVersion && v != encVersionDL {
+	if v != encVersion && v != encVersionDL && v != encVersionReasons {
 		return nil, fmt.Errorf("%w: version %d", ErrCorrupt, v)
 	}
 	p := New(0, cfg)
 	p.start = d.varint()
 	n := d.uvarint()
-	if v == encVersionDL {
+	if v >= encVersionDL {
 		next := d.uvarint()
 		if next > 1<<31-1 {
 			d.err = ErrCorrupt
@@ -109,6 +153,11 @@ func Decode(b []byte, cfg Config) (*Partition, error) {
 			return nil, fmt.Errorf("%w: run %d", err, i)
 		}
 	}
+	if v == encVersionReasons {
+		if err := p.decodeReasons(&d); err != nil {
+			return nil, err
+		}
+	}
 	if uint64(len(p.recs)) != n || len(d.b) != 0 {
 		return nil, fmt.Errorf("%w: runs cover %d of %d offsets, %d bytes left", ErrCorrupt, len(p.recs), n, len(d.b))
 	}
@@ -121,14 +170,35 @@ func Decode(b []byte, cfg Config) (*Partition, error) {
 	return p, nil
 }
 
+// decodeReasons reads the reasons of DeadLettering records, each named
+// once, in offset order.
+func (p *Partition) decodeReasons(d *decoder) error {
+	k := d.uvarint()
+	if d.err != nil || k > uint64(len(p.recs)) {
+		return fmt.Errorf("%w: %d reasons", ErrCorrupt, k)
+	}
+	next := uint64(0)
+	for range k {
+		i, n := d.uvarint(), d.uvarint()
+		if d.err != nil || i < next || i >= uint64(len(p.recs)) || p.recs[i].state != DeadLettering ||
+			n == 0 || n > MaxReasonBytes || n > uint64(len(d.b)) {
+			return fmt.Errorf("%w: a reason (index %d, %d bytes)", ErrCorrupt, i, n)
+		}
+		p.recs[i].reason = string(d.b[:n])
+		d.b = d.b[n:]
+		next = i + 1
+	}
+	return nil
+}
+
 func (p *Partition) decodeRun(d *decoder, v byte, n uint64) error {
 	k, s, c := d.uvarint(), State(d.byte()), d.uvarint()
 	var seq uint64
-	if v == encVersionDL && s == DeadLettering {
+	if v >= encVersionDL && s == DeadLettering {
 		seq = d.uvarint()
 	}
 	if d.err != nil || k == 0 || uint64(len(p.recs))+k > n || s >= numStates || c > 1<<15-1 ||
-		(s == DeadLettering && (v != encVersionDL || seq+k > uint64(p.dlqNext))) {
+		(s == DeadLettering && (v < encVersionDL || seq+k > uint64(p.dlqNext))) {
 		return ErrCorrupt
 	}
 	if s == Acquired { // never written: a lock is not stored

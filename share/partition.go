@@ -127,7 +127,7 @@ type record struct {
 	// (its redelivery backoff); 0 once it has passed.
 	availableAt int64
 	seq         int32  // while DeadLettering: its dead-letter sequence (stored)
-	reason      string // while DeadLettering: the member's last error (not stored)
+	reason      string // while DeadLettering: the member's last error
 	key         keyOf  // the record's key, for KeyOrdering (not stored)
 }
 

@@ -251,6 +251,10 @@ func FuzzDecode(f *testing.F) {
 	p.Acquire("a", 0, 4, 10, nil)
 	p.Acknowledge("a", 0, []Ack{{4, 4, []AckType{Accept}}})
 	f.Add(p.Encode())
+	d := New(0, dlCfg(5))
+	d.Acquire("a", 0, 3, 3, nil)
+	d.AcknowledgeWithReasons("a", 1, []Ack{{0, 1, []AckType{Reject}}}, map[int64]string{1: "bad"})
+	f.Add(d.Encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		q, err := Decode(b, cfg(5, 100))
 		if err != nil {
