@@ -163,10 +163,12 @@ bench-kv:
 	COMPACT_MB=$(COMPACT_MB) bench/kv.sh
 
 # bench-replication: durable 1 KiB produce on one node, on 3 nodes (RF 3,
-# acks=all) with one partition and with 3, in one run: throughput, its
-# ratio to the single node, and server CPU s/GB of leaders and followers
-# (bench/replication.sh; PROFILE=dir also saves the leader's and a
-# follower's CPU and allocation profiles).
+# acks=all) with one partition and with 3, ROUNDS times (default 3)
+# alternating: throughput, its ratio to the single node, and server CPU
+# s/GB of leaders and followers, the median of each across rounds (ratios
+# taken within a round) and each round's ratios (bench/replication.sh;
+# RECORDS; PROFILE=dir also saves the first round's single node's, leader's
+# and a follower's CPU and allocation profiles).
 bench-replication:
 	bench/replication.sh
 
@@ -178,7 +180,12 @@ bench-txn:
 
 # bench-share: share-group consumption of one partition with 1, 4 and 16
 # members against a classic consumer group, 1 KiB records through the
-# Kafka listener, in one run (bench/share.sh; RECORDS, MEMBERS).
+# Kafka listener, in one run; then the wait of a released record for its
+# next delivery with a redelivery backoff (base 100 ms, max 1600 ms) and
+# without, by delivery, against the backoff's window (bench/share.sh;
+# MODE=throughput or redelivery runs one; RECORDS, MEMBERS,
+# REDELIVERY_RECORDS, REDELIVERY_MEMBERS, RELEASES, BACKOFF_BASE_MS,
+# BACKOFF_MAX_MS).
 bench-share:
 	bench/share.sh
 

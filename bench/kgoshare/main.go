@@ -13,6 +13,12 @@
 // flushed). Each share group is new and reads from the start
 // (share.auto.offset.reset=earliest). It prints a Markdown table:
 // records/s, MiB/s and the ratio to the classic group.
+//
+// With -redelivery it measures instead how long a released record waits
+// before it is delivered again, with the group's redelivery backoff set
+// and with it off (redelivery.go):
+//
+//	kgoshare -b HOST:PORT -redelivery -records 500 -members 4 -releases 6 -backoff-base-ms 100 -backoff-max-ms 1600 -fetch-max-records 10
 package main
 
 import (
@@ -39,6 +45,11 @@ func main() {
 	size := flag.Int("size", 1024, "record value size in bytes")
 	members := flag.String("members", "1,4,16", "share group sizes, comma-separated")
 	timeout := flag.Duration("timeout", 15*time.Minute, "give up after")
+	redeliveryMode := flag.Bool("redelivery", false, "measure redelivery waits instead of throughput (-members is then one count)")
+	releases := flag.Int("releases", 6, "-redelivery: deliveries released before the one accepted")
+	baseMs := flag.Int64("backoff-base-ms", 100, "-redelivery: share.redelivery.backoff.base.ms")
+	maxMs := flag.Int64("backoff-max-ms", 1600, "-redelivery: share.redelivery.backoff.max.ms")
+	fetchMax := flag.Int("fetch-max-records", 10, "-redelivery: records a member acquires a fetch at most")
 	flag.Parse()
 	var sizes []int
 	for _, s := range strings.Split(*members, ",") {
@@ -55,6 +66,17 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
+	if *redeliveryMode {
+		if len(sizes) != 1 || *baseMs <= 0 || *maxMs <= 0 || *fetchMax <= 0 {
+			fmt.Fprintln(os.Stderr, "kgoshare: -redelivery takes one -members count and positive -backoff-base-ms, -backoff-max-ms and -fetch-max-records")
+			os.Exit(2)
+		}
+		if err := redelivery(ctx, strings.Split(*broker, ","), *records, *size, sizes[0], *releases, *fetchMax, *baseMs, *maxMs); err != nil {
+			fmt.Fprintln(os.Stderr, "kgoshare:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(ctx, strings.Split(*broker, ","), *records, *size, sizes); err != nil {
 		fmt.Fprintln(os.Stderr, "kgoshare:", err)
 		os.Exit(1)
@@ -151,7 +173,7 @@ func classic(ctx context.Context, seeds []string, topic, group string, n int) (f
 // share reads and accepts n records of topic in a new share group of m
 // members and returns the seconds it took.
 func share(ctx context.Context, seeds []string, topic, group string, n, m int) (float64, error) {
-	if err := earliest(ctx, seeds, group); err != nil {
+	if err := groupConfig(ctx, seeds, group, map[string]string{"share.auto.offset.reset": "earliest"}); err != nil {
 		return 0, fmt.Errorf("group config: %w", err)
 	}
 	cls := make([]*kgo.Client, m)
@@ -213,8 +235,9 @@ func fetchErr(ctx context.Context, fs kgo.Fetches) error {
 	return ferr
 }
 
-// earliest sets the share group's share.auto.offset.reset to earliest.
-func earliest(ctx context.Context, seeds []string, group string) error {
+// groupConfig sets the share group's configs (IncrementalAlterConfigs,
+// resource type GROUP).
+func groupConfig(ctx context.Context, seeds []string, group string, configs map[string]string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
 		return err
@@ -223,9 +246,11 @@ func earliest(ctx context.Context, seeds []string, group string) error {
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
 	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
-	res.Configs = append(res.Configs, c)
+	for name, value := range configs {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = name, kmsg.StringPtr(value)
+		res.Configs = append(res.Configs, c)
+	}
 	req.Resources = append(req.Resources, res)
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
@@ -233,6 +258,9 @@ func earliest(ctx context.Context, seeds []string, group string) error {
 	}
 	for _, r := range resp.Resources {
 		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			if r.ErrorMessage != nil {
+				return fmt.Errorf("%w: %s", err, *r.ErrorMessage)
+			}
 			return err
 		}
 	}
