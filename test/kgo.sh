@@ -21,8 +21,8 @@
 #                     default, which a 2-core machine moves in minutes)
 #   KGO_RUN           a -run pattern (default: every test)
 #   KGO_SKIP          a -skip pattern (default: the tests SKIP names below;
-#                     empty: none, e.g. KGO_SKIP= KGO_RUN='^TestShare' to
-#                     run franz-go's share-group tests)
+#                     empty: none, e.g. KGO_SKIP= KGO_RUN='^TestTxn' to
+#                     run franz-go's transaction test)
 #   KGO_TIMEOUT       go test's -timeout per run (default 40m)
 #   KGO_REPORT_DIR    where the suite's output, the summary and the nodes'
 #                     logs are kept (default $TMPDIR/logd-kgo-report)
@@ -60,13 +60,6 @@ SKIP=(
   # consumer groups (GroupTransactSession); logd's transactions are
   # docs/transactions.md's, checked by their own tests.
   TestTxnEtl
-  # share groups (KIP-932), docs/share-groups.md's, checked by their own
-  # tests:
-  TestShareGroup           # a share consumer's produce/consume round
-  TestShareGroupETL        # chains of share groups
-  TestShareGroupAckOnClose # acknowledgements sent when a share client closes
-  TestShareGroupOffsetsAdmin      # DescribeShareGroupOffsets/AlterShareGroupOffsets
-  TestConsumeRegexShareSkipsInternal # a share consumer's regex subscription
 )
 skip=${KGO_SKIP-$(IFS='|'; echo "^(${SKIP[*]})\$")}
 
