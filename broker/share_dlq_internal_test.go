@@ -18,42 +18,9 @@ import (
 func TestShareDeadLetterRetryStoredOnce(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	b, err := Open(Config{DataDir: dir, Fsync: log.FsyncPolicy{Mode: log.FsyncNever}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Ready(Node{APIAddr: "127.0.0.1:1"})
-	if _, err := b.CreateTopic(ctx, "", partition.DefaultConfig("q")); err != nil {
-		t.Fatal(err)
-	}
-	rec := batch.Encode(nil, 0, batch.NoProducer, []batch.Record{{Value: []byte("poison")}})
-	if _, err := b.Produce(ctx, ProduceRequest{Topic: "q", Batch: rec}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.SetShareGroupConfig(ctx, "", "g", map[string]string{"share.auto.offset.reset": "earliest"}); err != nil {
-		t.Fatal(err)
-	}
 	// The first leader: acquire and reject 0, store the DeadLettering
 	// state, append the dead letter, and die before archiving it.
-	b.share.mu.Lock()
-	g := b.shareGroupLocked("g")
-	b.share.mu.Unlock()
-	sp, err := b.sharePartition(g, SharePartition{Topic: "q"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp.mu.Lock()
-	if err := b.shareCurrent(ctx, g, sp); err != nil {
-		t.Fatal(err)
-	}
-	q := sp.p.Clone()
-	q.Acquire("m", 0, 1, 1, nil)
-	if _, err := q.Acknowledge("m", 0, []share.Ack{{First: 0, Last: 0, Types: []share.AckType{share.Reject}}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.storeShare(ctx, g, sp, q); err != nil {
-		t.Fatal(err)
-	}
+	b, sp, q := rejectStored(t, dir, "")
 	dls := q.DeadLetters()
 	src, _ := b.topics.Config("q")
 	dp, dcfg, err := b.deadLetterPartition(ctx, "q.dlq", src, 0)
@@ -65,7 +32,6 @@ func TestShareDeadLetterRetryStoredOnce(t *testing.T) {
 	if err := b.appendDeadLetter(ctx, dp, dcfg, data); err != nil {
 		t.Fatal(err)
 	}
-	sp.mu.Unlock()
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -103,46 +69,12 @@ func TestShareDeadLetterRetryStoredOnce(t *testing.T) {
 func TestShareDeadLetterReasonOutlivesTheLeader(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	b, err := Open(Config{DataDir: dir, Fsync: log.FsyncPolicy{Mode: log.FsyncNever}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Ready(Node{APIAddr: "127.0.0.1:1"})
-	if _, err := b.CreateTopic(ctx, "", partition.DefaultConfig("q")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Produce(ctx, ProduceRequest{Topic: "q", Batch: batch.Encode(nil, 0, batch.NoProducer, []batch.Record{{Value: []byte("poison")}})}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.SetShareGroupConfig(ctx, "", "g", map[string]string{"share.auto.offset.reset": "earliest"}); err != nil {
-		t.Fatal(err)
-	}
-	b.share.mu.Lock()
-	g := b.shareGroupLocked("g")
-	b.share.mu.Unlock()
-	sp, err := b.sharePartition(g, SharePartition{Topic: "q"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp.mu.Lock()
-	if err := b.shareCurrent(ctx, g, sp); err != nil {
-		t.Fatal(err)
-	}
-	q := sp.p.Clone()
-	q.Acquire("m", 0, 1, 1, nil)
-	if _, err := q.AcknowledgeWithReasons("m", 0, []share.Ack{{First: 0, Last: 0, Types: []share.AckType{share.Reject}}},
-		map[int64]string{0: "no such customer"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.storeShare(ctx, g, sp, q); err != nil {
-		t.Fatal(err)
-	}
-	sp.mu.Unlock()
+	b, _, _ := rejectStored(t, dir, "no such customer")
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	b, err = Open(Config{DataDir: dir, Fsync: log.FsyncPolicy{Mode: log.FsyncNever}})
+	b, err := Open(Config{DataDir: dir, Fsync: log.FsyncPolicy{Mode: log.FsyncNever}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,4 +104,53 @@ func TestShareDeadLetterReasonOutlivesTheLeader(t *testing.T) {
 	if err != nil || len(reasons) != 1 || reasons[0] != "no such customer" {
 		t.Fatalf("q.dlq's %s headers: %q %v, want the member's reason once", DLQHeaderError, reasons, err)
 	}
+}
+
+// rejectStored opens a node alone on dir with topic q holding one record,
+// and stores group g's share state of q/0 in which that record was
+// rejected (with reason, when not "") and waits for its dead-letter
+// append: what a leader stores before it appends.
+func rejectStored(t *testing.T, dir, reason string) (*Broker, *sharePart, *share.Partition) {
+	t.Helper()
+	ctx := context.Background()
+	b, err := Open(Config{DataDir: dir, Fsync: log.FsyncPolicy{Mode: log.FsyncNever}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Ready(Node{APIAddr: "127.0.0.1:1"})
+	if _, err := b.CreateTopic(ctx, "", partition.DefaultConfig("q")); err != nil {
+		t.Fatal(err)
+	}
+	rec := batch.Encode(nil, 0, batch.NoProducer, []batch.Record{{Value: []byte("poison")}})
+	if _, err := b.Produce(ctx, ProduceRequest{Topic: "q", Batch: rec}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetShareGroupConfig(ctx, "", "g", map[string]string{"share.auto.offset.reset": "earliest"}); err != nil {
+		t.Fatal(err)
+	}
+	b.share.mu.Lock()
+	g := b.shareGroupLocked("g")
+	b.share.mu.Unlock()
+	sp, err := b.sharePartition(g, SharePartition{Topic: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if err := b.shareCurrent(ctx, g, sp); err != nil {
+		t.Fatal(err)
+	}
+	q := sp.p.Clone()
+	q.Acquire("m", 0, 1, 1, nil)
+	var reasons map[int64]string
+	if reason != "" {
+		reasons = map[int64]string{0: reason}
+	}
+	if _, err := q.AcknowledgeWithReasons("m", 0, []share.Ack{{First: 0, Last: 0, Types: []share.AckType{share.Reject}}}, reasons); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.storeShare(ctx, g, sp, q); err != nil {
+		t.Fatal(err)
+	}
+	return b, sp, q
 }
