@@ -245,7 +245,10 @@ clean:
 # environment leaves them out. So do the key-value view's clients
 # (TORTURE_KV=0 leaves them out), whose gets, puts, compare-and-sets and
 # deletes porcupine checks against a register per key (torture/doc.go,
-# "The key-value view").
+# "The key-value view"), the transactional producers and their
+# read_committed reader (TORTURE_TXN=0 leaves them out) and the share
+# group's members (TORTURE_SHARE=0 leaves them out; TORTURE_SHARE=ordered
+# turns per-key ordering on).
 .PHONY: torture
 DURATION ?= 10m
 SEED ?= 1

@@ -169,8 +169,8 @@
 //
 // # Transactions
 //
-// With RunConfig.Txn (TORTURE_TXN=1 in TestTortureCluster and
-// TestTortureSingleNode; off by default), a third workload
+// With RunConfig.Txn (in TestTortureCluster and TestTortureSingleNode
+// unless TORTURE_TXN=0), a third workload
 // (txn_workload.go, txn_read.go, txn_run.go) runs over the cluster's Kafka
 // listeners with franz-go on a 3-partition topic of its own. Two producers,
 // each with its own transactional id, begin five transactions a second,
@@ -199,8 +199,8 @@
 //
 // # Share groups
 //
-// With RunConfig.Share (TORTURE_SHARE=1 in TestTortureCluster and
-// TestTortureSingleNode; soak.sh SHARE=1; off by default), a workload
+// With RunConfig.Share (in TestTortureCluster and TestTortureSingleNode
+// unless TORTURE_SHARE=0; soak.sh SHARE=0 leaves it out), a workload
 // (share_workload.go, share_member.go, share_run.go) runs a share group
 // over the cluster's Kafka listeners with franz-go's share consumer: one
 // producer writes 40 unique values a second to a 2-partition topic of its

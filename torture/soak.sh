@@ -16,8 +16,8 @@
 #   TORTURE_KV=0 (inherited) leaves out the key-value view workload (on
 #               by default); TORTURE_COMPACTED=0 leaves out the compacted
 #               topic's workload
-#   TXN         1: the transactional workload too (TORTURE_TXN; default 0)
-#   SHARE       1: the share-group workload too, ordered: with per-key ordering (TORTURE_SHARE; default 0)
+#   TXN         0: without the transactional workload (TORTURE_TXN; default 1)
+#   SHARE       0: without the share-group workload, ordered: with per-key ordering (TORTURE_SHARE; default 1)
 #   SOAK_DIR    where reports go (default $TMPDIR/logd-soak), a directory
 #               per seed; a valid seed's node data is removed
 # It exits non-zero when any seed is not valid.
