@@ -86,3 +86,46 @@ func fetchedRecords(t *testing.T, b *Broker) float64 {
 	}
 	return n
 }
+
+// A share fetch's batches hold the read budget as a fetch's do, until
+// the front-end releases them once its answer is sent.
+func TestShareFetchHoldsReadBudgetUntilReleased(t *testing.T) {
+	b, err := Open(Config{DataDir: t.TempDir(), Fsync: log.FsyncPolicy{Mode: log.FsyncNever}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		b.Shutdown()
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	b.Ready(Node{APIAddr: "127.0.0.1:1"})
+	const budget = 1 << 20
+	b.budget = NewMemBudget(budget)
+	ctx := context.Background()
+	if _, err := b.CreateTopic(ctx, "", partition.DefaultConfig("t")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetShareGroupConfig(ctx, "", "g", map[string]string{"share.auto.offset.reset": "earliest"}); err != nil {
+		t.Fatal(err)
+	}
+	rec := batch.Record{Timestamp: time.Now().UnixMilli(), Value: []byte(strings.Repeat("v", 1000))}
+	if _, err := b.Produce(ctx, ProduceRequest{Topic: "t", Batch: batch.Encode(nil, 0, batch.NoProducer, []batch.Record{rec})}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.ShareFetch(ctx, ShareFetchRequest{Group: "g", Member: "m", MaxRecords: 10, MaxBytes: budget,
+		Partitions: []ShareFetchPartition{{SharePartition: SharePartition{Topic: "t"}}}})
+	if err != nil || len(res.Partitions) != 1 || len(res.Partitions[0].Batches) == 0 || res.Release == nil {
+		t.Fatalf("share fetch: %+v %v", res, err)
+	}
+	if b.budget.TryAcquire(budget) {
+		t.Fatal("the whole read budget is free while a share fetch's answer holds its batches")
+	}
+	res.Release()
+	res.Release() // a second call returns nothing more
+	if !b.budget.TryAcquire(budget) {
+		t.Fatal("the read budget is not whole once the answer is released")
+	}
+	b.budget.Release(budget)
+}

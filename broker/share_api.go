@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/logd/logd/share"
@@ -15,6 +16,7 @@ type shareCall struct {
 	res    ShareFetchResult
 	index  map[SharePartition]int
 	denied map[string]error
+	held   int64 // the read budget the answer's batches hold
 }
 
 func (c *shareCall) entry(ref SharePartition) *ShareFetchedPartition {
@@ -153,6 +155,10 @@ func (b *Broker) ShareFetch(ctx context.Context, r ShareFetchRequest) (ShareFetc
 			break
 		}
 	}
+	if held := c.held; held > 0 {
+		var once sync.Once
+		c.res.Release = func() { once.Do(func() { b.budget.Release(held) }) }
+	}
 	return c.res, nil
 }
 
@@ -176,7 +182,10 @@ func (b *Broker) shareTargets(ctx context.Context, c *shareCall, r ShareFetchReq
 }
 
 // acquireAll acquires from each target in turn within the request's
-// bounds and returns the records acquired.
+// bounds and returns the records acquired. It reads under the node's read
+// budget, as a fetch does: the request's bytes are taken before the
+// reads (no lock held while it waits), what the batches do not use is
+// returned, and the rest is held in c.held until the answer is sent.
 func (b *Broker) acquireAll(ctx context.Context, c *shareCall, r ShareFetchRequest, targets []*shareTarget) int {
 	left := r.MaxRecords
 	if left <= 0 {
@@ -186,6 +195,21 @@ func (b *Broker) acquireAll(ctx context.Context, c *shareCall, r ShareFetchReque
 	if bytes <= 0 || bytes > MaxFetchBytes {
 		bytes = MaxFetchBytes
 	}
+	want := min(int64(bytes), b.budget.Bytes)
+	if err := b.budget.Acquire(ctx, want); err != nil {
+		for _, t := range targets {
+			if !t.done {
+				c.entry(t.sp.ref).Err, t.done = err, true
+			}
+		}
+		return 0
+	}
+	used := int64(0)
+	defer func() {
+		used = min(used, want)
+		b.budget.Release(want - used)
+		c.held += used
+	}()
 	n := 0
 	for _, t := range targets {
 		if t.done || left <= 0 || bytes <= 0 {
@@ -201,6 +225,7 @@ func (b *Broker) acquireAll(ctx context.Context, c *shareCall, r ShareFetchReque
 		}
 		e := c.entry(t.sp.ref)
 		e.Batches, e.Acquired = batches, ranges
+		used += int64(cap(batches))
 		t.done = true
 		for _, rg := range ranges {
 			k := int(rg.Last - rg.First + 1)

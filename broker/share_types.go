@@ -150,6 +150,10 @@ type ShareFetchResult struct {
 	Message    string
 	LockMs     int64
 	Partitions []ShareFetchedPartition
+	// Release returns the batches' memory to the node's read budget
+	// once the answer is sent (nil when it holds none); the batches
+	// must not be used after it.
+	Release func()
 }
 
 // TopicID is a topic's Kafka id: derived from its name and creation time,

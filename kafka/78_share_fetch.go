@@ -41,6 +41,15 @@ func (p *shareParts) id(name string) ([16]byte, bool) {
 func handleShareFetch(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.ShareFetchRequest)
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+	// As a fetch: the connection's answers not yet written are bounded
+	// (fetchbudget.go), and the node's read budget is returned once the
+	// answer holds the batches.
+	held := shareFetchEstimate(req)
+	budget := r.c.fetches
+	if err := budget.reserve(r.ctx, held); err != nil {
+		return func() kmsg.Response { return nil }
+	}
+	r.afterWrite = func() { budget.adjust(-held) }
 	return func() kmsg.Response {
 		sc, ok := s.core.(shareCore)
 		if !ok {
@@ -80,6 +89,12 @@ func handleShareFetch(s *Server, r *request) func() kmsg.Response {
 			}
 		}
 		res, err := sc.ShareFetch(r.ctx, br)
+		size := shareFetchedBytes(res)
+		budget.adjust(size - held)
+		held = size
+		if res.Release != nil {
+			res.Release()
+		}
 		resp.ErrorCode, resp.ErrorMessage = r.shareErr(res.Code, res.Message, err)
 		if resp.ErrorCode != 0 {
 			return resp
@@ -135,4 +150,22 @@ func derefString(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// shareFetchEstimate is the most a share fetch may read: its MaxBytes,
+// within broker.MaxFetchBytes.
+func shareFetchEstimate(req *kmsg.ShareFetchRequest) int64 {
+	if req.MaxBytes <= 0 || req.MaxBytes > broker.MaxFetchBytes {
+		return broker.MaxFetchBytes
+	}
+	return int64(req.MaxBytes)
+}
+
+// shareFetchedBytes is the memory a share fetch's answer holds.
+func shareFetchedBytes(res broker.ShareFetchResult) int64 {
+	var n int64
+	for _, p := range res.Partitions {
+		n += int64(cap(p.Batches))
+	}
+	return n
 }

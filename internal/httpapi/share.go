@@ -151,6 +151,9 @@ func (h *Handler) shareFetch(w http.ResponseWriter, r *http.Request) {
 		req.Partitions = append(req.Partitions, broker.ShareFetchPartition{SharePartition: broker.SharePartition{Topic: topic, Partition: p.ID}})
 	}
 	res, err := c.ShareFetch(r.Context(), req)
+	if res.Release != nil {
+		defer res.Release() // once the answer is written
+	}
 	if err == nil {
 		err = shareCodeError(res.Code, res.Message)
 	}

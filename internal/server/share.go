@@ -57,6 +57,11 @@ func (h *shareServer) Fetch(ctx context.Context, req *pb.ShareFetchRequest) (*pb
 	if err != nil {
 		return nil, err
 	}
+	// The batches count against the read budget until the handler
+	// returns (gRPC encodes the answer right after).
+	if res.Release != nil {
+		defer res.Release()
+	}
 	out := &pb.ShareFetchResponse{Status: pb.ShareStatus(res.Code), Message: res.Message}
 	if res.Code != broker.ShareOK {
 		return out, nil
