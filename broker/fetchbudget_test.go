@@ -15,23 +15,9 @@ import (
 // budget: another fetch, which needs all of it, is answered while the
 // first still waits.
 func TestLongPollHoldsNoReadBudget(t *testing.T) {
-	b, err := Open(Config{DataDir: t.TempDir(), Fsync: log.FsyncPolicy{Mode: log.FsyncNever}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		b.Shutdown()
-		if err := b.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	b.Ready(Node{APIAddr: "127.0.0.1:1"})
 	const budget = 1 << 20
-	b.budget = NewMemBudget(budget)
+	b := budgetBroker(t, budget)
 	ctx := context.Background()
-	if _, err := b.CreateTopic(ctx, "", partition.DefaultConfig("t")); err != nil {
-		t.Fatal(err)
-	}
 	rec := batch.Record{Timestamp: time.Now().UnixMilli(), Value: []byte(strings.Repeat("v", 1000))}
 	if _, err := b.Produce(ctx, ProduceRequest{Topic: "t", Batch: batch.Encode(nil, 0, batch.NoProducer, []batch.Record{rec})}); err != nil {
 		t.Fatal(err)
@@ -90,23 +76,9 @@ func fetchedRecords(t *testing.T, b *Broker) float64 {
 // A share fetch's batches hold the read budget as a fetch's do, until
 // the front-end releases them once its answer is sent.
 func TestShareFetchHoldsReadBudgetUntilReleased(t *testing.T) {
-	b, err := Open(Config{DataDir: t.TempDir(), Fsync: log.FsyncPolicy{Mode: log.FsyncNever}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		b.Shutdown()
-		if err := b.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	b.Ready(Node{APIAddr: "127.0.0.1:1"})
 	const budget = 1 << 20
-	b.budget = NewMemBudget(budget)
+	b := budgetBroker(t, budget)
 	ctx := context.Background()
-	if _, err := b.CreateTopic(ctx, "", partition.DefaultConfig("t")); err != nil {
-		t.Fatal(err)
-	}
 	if err := b.SetShareGroupConfig(ctx, "", "g", map[string]string{"share.auto.offset.reset": "earliest"}); err != nil {
 		t.Fatal(err)
 	}
@@ -128,4 +100,26 @@ func TestShareFetchHoldsReadBudgetUntilReleased(t *testing.T) {
 		t.Fatal("the read budget is not whole once the answer is released")
 	}
 	b.budget.Release(budget)
+}
+
+// budgetBroker is a node alone whose read budget is budget bytes, with an
+// empty topic t.
+func budgetBroker(t *testing.T, budget int64) *Broker {
+	t.Helper()
+	b, err := Open(Config{DataDir: t.TempDir(), Fsync: log.FsyncPolicy{Mode: log.FsyncNever}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		b.Shutdown()
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	b.Ready(Node{APIAddr: "127.0.0.1:1"})
+	b.budget = NewMemBudget(budget)
+	if _, err := b.CreateTopic(context.Background(), "", partition.DefaultConfig("t")); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
