@@ -36,6 +36,13 @@ type MemBudget struct {
 // NewMemBudget is a budget of n bytes.
 func NewMemBudget(n int64) *MemBudget { return &MemBudget{semaphore.NewWeighted(n), n} }
 
+// releaser returns a function that gives n held bytes back, once however
+// often it is called: an answer's Release.
+func (m *MemBudget) releaser(n int64) func() {
+	var once sync.Once
+	return func() { once.Do(func() { m.Release(n) }) }
+}
+
 // FetchPartition is one partition a fetch reads, from Offset, at most
 // MaxBytes (0: DefaultFetchBytes; capped at MaxFetchBytes) unless its
 // first batch is larger.
@@ -272,8 +279,7 @@ func (b *Broker) readAll(ctx context.Context, r FetchRequest, targets []*fetchTa
 	}
 	used = min(used, want)
 	b.budget.Release(want - used)
-	var once sync.Once
-	return n, func() { once.Do(func() { b.budget.Release(used) }) }, nil
+	return n, b.budget.releaser(used), nil
 }
 
 // anyChanged is closed at the next commit to any of a fetch's partitions.

@@ -274,14 +274,7 @@ func (b *Broker) DescribeShareGroup(ctx context.Context, p Principal, group stri
 	defer b.leave()
 	denied := map[string]error{}
 	for _, ref := range refs {
-		if denied[ref.Topic] != nil {
-			continue
-		}
-		if err := b.Authorize(ctx, p, auth.OpDescribe, auth.Topic(ref.Topic)); err != nil {
-			denied[ref.Topic] = err
-			continue
-		}
-		ans, err := b.sharePart(ctx, p, g, sharePartReq{Group: group, Op: sharePartDescribe, Topic: ref.Topic, Partition: ref.Partition})
+		ans, err := b.describeSharePart(ctx, p, g, ref, denied)
 		if err != nil {
 			b.logger.Debug("share group describe: a partition not described", "group", group, "topic", ref.Topic, "partition", ref.Partition, "err", err)
 			continue

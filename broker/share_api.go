@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/logd/logd/share"
@@ -155,9 +154,8 @@ func (b *Broker) ShareFetch(ctx context.Context, r ShareFetchRequest) (ShareFetc
 			break
 		}
 	}
-	if held := c.held; held > 0 {
-		var once sync.Once
-		c.res.Release = func() { once.Do(func() { b.budget.Release(held) }) }
+	if c.held > 0 {
+		c.res.Release = b.budget.releaser(c.held)
 	}
 	return c.res, nil
 }

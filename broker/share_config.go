@@ -397,3 +397,16 @@ func (r *raftPlane) shareGroupConfigGen() uint64 { return r.cl.ShareGroupConfigG
 func (r *raftPlane) putShareGroupConfig(ctx context.Context, group string, enc []byte) error {
 	return r.cl.RecordShareGroupConfig(ctx, group, enc)
 }
+
+// resetOffset is where a share partition with no state starts in l, as
+// share.auto.offset.reset says: the log start for earliest, else the high
+// watermark.
+func (c ShareGroupConfig) resetOffset(l interface {
+	StartOffset() int64
+	HighWatermark() int64
+}) int64 {
+	if c.AutoOffsetReset == "earliest" {
+		return l.StartOffset()
+	}
+	return l.HighWatermark()
+}

@@ -131,11 +131,7 @@ func (b *Broker) shareCurrent(ctx context.Context, g *shareGroup, sp *sharePart)
 		p.SetJitter(jitter)
 		p.Backoff(time.Now().UnixMilli())
 	} else {
-		start := sp.part.Log.HighWatermark()
-		if cfg.AutoOffsetReset == "earliest" {
-			start = sp.part.Log.StartOffset()
-		}
-		p = share.New(start, b.sharePartConfig(cfg))
+		p = share.New(cfg.resetOffset(sp.part.Log), b.sharePartConfig(cfg))
 		p.SetJitter(jitter)
 		if ver, err = st.store(ctx, sp.part, g.name, sp.created, p.Encode()); err != nil {
 			return err

@@ -43,16 +43,9 @@ func (b *Broker) DescribeShareGroupOffsets(ctx context.Context, p Principal, gro
 	out := make([]ShareOffset, 0, len(parts))
 	for _, ref := range parts {
 		o := ShareOffset{SharePartition: ref, Start: -1}
-		if err, ok := denied[ref.Topic]; ok {
-			o.Err = err
-		} else if o.Err = b.Authorize(ctx, p, auth.OpDescribe, auth.Topic(ref.Topic)); o.Err != nil {
-			denied[ref.Topic] = o.Err
-		} else {
-			var ans sharePartAnswer
-			ans, o.Err = b.sharePart(ctx, p, g, sharePartReq{Group: group, Op: sharePartDescribe, Topic: ref.Topic, Partition: ref.Partition})
-			if ans.Stored {
-				o.Start = ans.Desc.Start
-			}
+		var ans sharePartAnswer
+		if ans, o.Err = b.describeSharePart(ctx, p, g, ref, denied); ans.Stored {
+			o.Start = ans.Desc.Start
 		}
 		out = append(out, o)
 	}

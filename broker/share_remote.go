@@ -161,6 +161,20 @@ func (b *Broker) sharePart(ctx context.Context, pr Principal, g *shareGroup, r s
 	return out, err
 }
 
+// describeSharePart describes g's share partition ref where it is led,
+// once p may describe its topic (denied remembers the topics refused).
+func (b *Broker) describeSharePart(ctx context.Context, p Principal, g *shareGroup, ref SharePartition, denied map[string]error) (sharePartAnswer, error) {
+	err, seen := denied[ref.Topic]
+	if !seen {
+		err = b.Authorize(ctx, p, auth.OpDescribe, auth.Topic(ref.Topic))
+		denied[ref.Topic] = err
+	}
+	if err != nil {
+		return sharePartAnswer{}, err
+	}
+	return b.sharePart(ctx, p, g, sharePartReq{Group: g.name, Op: sharePartDescribe, Topic: ref.Topic, Partition: ref.Partition})
+}
+
 // sharePartHere serves r on this node: a *NotLeaderError when another
 // node leads the partition.
 func (b *Broker) sharePartHere(ctx context.Context, g *shareGroup, r sharePartReq) (sharePartAnswer, error) {
@@ -178,11 +192,7 @@ func (b *Broker) sharePartHere(ctx context.Context, g *shareGroup, r sharePartRe
 		return out, b.shareReset(ctx, g, sp, r.Offset)
 	case sharePartForget:
 		cfg, _ := b.shareConfigOf(g)
-		start := sp.part.Log.HighWatermark()
-		if cfg.AutoOffsetReset == "earliest" {
-			start = sp.part.Log.StartOffset()
-		}
-		return out, b.shareReset(ctx, g, sp, start)
+		return out, b.shareReset(ctx, g, sp, cfg.resetOffset(sp.part.Log))
 	}
 	return out, fmt.Errorf("share partition call %q: %w", r.Op, errInvalidSharePartOp)
 }
