@@ -52,7 +52,16 @@ func openPage(t *testing.T, pageURL string) *browserPage {
 	cmd := exec.CommandContext(ctx, chromium(t), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
 		"--no-first-run", "--user-data-dir="+t.TempDir(), "--window-size=1280,800",
 		"--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "--remote-allow-origins=*", "about:blank")
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	// Chromium puts its singleton socket in a directory of its own under
+	// TMPDIR and leaves it there when it is stopped: give it a short
+	// temporary directory (the socket's path must fit a sockaddr_un),
+	// removed at the test's end.
+	tmp, err := os.MkdirTemp("", "chromium")
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "TMPDIR="+tmp)
 	// Chromium's helper processes share its process group: stop them all
 	// (politely, then by force) before the profile directory is removed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -67,6 +76,7 @@ func openPage(t *testing.T, pageURL string) *browserPage {
 		cancel()
 		cmd.Wait()
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // any helper left
+		os.RemoveAll(tmp)
 	})
 	// "DevTools listening on ws://127.0.0.1:PORT/devtools/browser/ID"
 	found := make(chan string, 1)
