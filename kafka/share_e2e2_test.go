@@ -151,3 +151,44 @@ func TestShareGroupACLs(t *testing.T) {
 		t.Fatalf("eve read %d of 5 records", len(seen))
 	}
 }
+
+// ShareFetch in record-limit mode (KIP-1206, franz-go's
+// ShareMaxRecordsStrict): a member is never handed more records than its
+// limit, although they sit in one batch. The whole batch is sent; the
+// acquired ranges name the records that are the member's, and the share
+// partition holds no more than those acquired.
+func TestShareRecordLimit(t *testing.T) {
+	const count, limit = 30, 4
+	n := shareSetup(t, "q", "g", count, "")
+	ctx := testCtx(t)
+	cl := shareClient(t, n.addr, "q", "g", kgo.ShareMaxRecords(limit), kgo.ShareMaxRecordsStrict())
+	seen := map[int64]bool{}
+	for len(seen) < count && ctx.Err() == nil {
+		rs := pollShare(t, cl)
+		if len(rs) > limit {
+			t.Fatalf("a poll returned %d records, more than the limit %d", len(rs), limit)
+		}
+		if len(rs) == 0 {
+			continue
+		}
+		d, err := n.b.DescribeShareGroup(ctx, "", "g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range d.Partitions {
+			if p.Acquired > limit {
+				t.Fatalf("%d records acquired by the one member, more than its limit %d", p.Acquired, limit)
+			}
+		}
+		for _, r := range rs {
+			if seen[r.Offset] {
+				t.Fatalf("offset %d delivered twice", r.Offset)
+			}
+			seen[r.Offset] = true
+			r.Ack(kgo.AckAccept)
+		}
+	}
+	if len(seen) != count {
+		t.Fatalf("%d of %d records delivered", len(seen), count)
+	}
+}
