@@ -203,6 +203,32 @@ func (b *Broker) expireMembersLocked(g *shareGroup, now time.Time) []string {
 	return gone
 }
 
+// ShareConnClosed closes the share sessions the front-end connection conn
+// opened (ShareFetchRequest.Conn) and releases what their members hold
+// on this node, as Kafka does when a share consumer's connection drops:
+// the records go to the other members now, not when their locks expire.
+// A session the member opened again on another connection stays.
+func (b *Broker) ShareConnClosed(conn uint64) {
+	if conn == 0 {
+		return
+	}
+	b.share.mu.Lock()
+	closed := map[*shareGroup][]string{}
+	for key, s := range b.share.sessions {
+		if s.conn != conn {
+			continue
+		}
+		delete(b.share.sessions, key)
+		if g := b.share.groups[key.group]; g != nil {
+			closed[g] = append(closed[g], key.member)
+		}
+	}
+	b.share.mu.Unlock()
+	for g, members := range closed {
+		b.releaseRecords(g, members)
+	}
+}
+
 // releaseMembers releases every record the members hold in g's share
 // partitions and drops their sessions. A release changes no durable state.
 func (b *Broker) releaseMembers(g *shareGroup, members []string) {
@@ -210,12 +236,20 @@ func (b *Broker) releaseMembers(g *shareGroup, members []string) {
 		return
 	}
 	b.share.mu.Lock()
+	for _, m := range members {
+		delete(b.share.sessions, shareSessionKey{g.name, m})
+	}
+	b.share.mu.Unlock()
+	b.releaseRecords(g, members)
+}
+
+// releaseRecords releases every record the members hold in g's share
+// partitions.
+func (b *Broker) releaseRecords(g *shareGroup, members []string) {
+	b.share.mu.Lock()
 	parts := make([]*sharePart, 0, len(g.parts))
 	for _, sp := range g.parts {
 		parts = append(parts, sp)
-	}
-	for _, m := range members {
-		delete(b.share.sessions, shareSessionKey{g.name, m})
 	}
 	b.share.mu.Unlock()
 	now := time.Now().UnixMilli()

@@ -52,7 +52,7 @@ func (b *Broker) shareBegin(ctx context.Context, r ShareFetchRequest, fetch bool
 			add = append(add, fp.SharePartition)
 		}
 	}
-	c.parts, c.res.Code, c.res.Message = b.sessionStep(c.g, r.Member, r.SessionEpoch, add, r.Forgotten)
+	c.parts, c.res.Code, c.res.Message = b.sessionStep(c.g, r.Member, r.Conn, r.SessionEpoch, add, r.Forgotten)
 	return c, nil
 }
 

@@ -16,6 +16,7 @@ import (
 type shareSessionKey struct{ group, member string }
 
 type shareSession struct {
+	conn  uint64 // the connection that opened it (ShareFetchRequest.Conn)
 	next  int32
 	parts []SharePartition // in the order added
 }
@@ -39,17 +40,17 @@ func (s *shareSession) forget(ref SharePartition) {
 }
 
 // sessionStep checks a request's session epoch and moves the session on:
-// 0 opens a new session, -1 closes it (final), any other must be the
-// epoch the session expects. It returns the session's partitions after
+// 0 opens a new session, owned by conn, -1 closes it (final), any other
+// must be the epoch the session expects. It returns the session's partitions after
 // the request's are added and its forgotten ones removed.
-func (b *Broker) sessionStep(g *shareGroup, member string, epoch int32, add, forget []SharePartition) ([]SharePartition, ShareCode, string) {
+func (b *Broker) sessionStep(g *shareGroup, member string, conn uint64, epoch int32, add, forget []SharePartition) ([]SharePartition, ShareCode, string) {
 	b.share.mu.Lock()
 	defer b.share.mu.Unlock()
 	key := shareSessionKey{g.name, member}
 	s := b.share.sessions[key]
 	switch {
 	case epoch == 0:
-		s = &shareSession{}
+		s = &shareSession{conn: conn}
 		b.share.sessions[key] = s
 	case s == nil:
 		return nil, ShareSessionNotFound, "no share session for this member on this node: open one with epoch 0"

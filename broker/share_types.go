@@ -128,6 +128,10 @@ type ShareFetchRequest struct {
 	MaxRecords   int
 	Partitions   []ShareFetchPartition
 	Forgotten    []SharePartition
+	// Conn names the front-end connection that carries the request (0:
+	// none, as over gRPC and HTTP). A session opened on a connection is
+	// closed with it (Broker.ShareConnClosed), as Kafka's are.
+	Conn uint64
 }
 
 // ShareFetchedPartition is one partition's answer: its acknowledgement's

@@ -57,8 +57,9 @@ func handleShareFetch(s *Server, r *request) func() kmsg.Response {
 			return resp
 		}
 		parts := &shareParts{sc: sc, ids: map[string][16]byte{}}
+		r.c.shared.Store(true)
 		br := broker.ShareFetchRequest{Principal: r.c.principal, Group: derefString(req.GroupID), Member: derefString(req.MemberID),
-			SessionEpoch: req.ShareSessionEpoch, MaxWait: time.Duration(req.MaxWaitMillis) * time.Millisecond,
+			SessionEpoch: req.ShareSessionEpoch, Conn: r.c.id, MaxWait: time.Duration(req.MaxWaitMillis) * time.Millisecond,
 			MaxBytes: int(req.MaxBytes), MaxRecords: int(req.MaxRecords)}
 		unknown := map[[16]byte][]kmsg.ShareFetchResponseTopicPartition{}
 		for _, t := range req.Topics {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -34,7 +35,15 @@ type conn struct {
 	pending chan *request
 	// fetches bounds the fetch responses the connection holds unwritten.
 	fetches *connBudget
+	// id names the connection to the core (broker.ShareFetchRequest.Conn),
+	// unique in the process; shared is set once a ShareFetch has used it,
+	// so that its close closes its share sessions.
+	id     uint64
+	shared atomic.Bool
 }
+
+// connIDs numbers the connections (conn.id), from 1.
+var connIDs atomic.Uint64
 
 // request is one request in flight on a connection.
 type request struct {
@@ -66,6 +75,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		log:     s.log.With("remote", nc.RemoteAddr().String()),
 		pending: make(chan *request, s.cfg.MaxInFlight),
 		fetches: newConnBudget(s.cfg.MaxConnFetchBytes),
+		id:      connIDs.Add(1),
 	}
 }
 
@@ -82,6 +92,11 @@ func (c *conn) serve() {
 	<-writerDone
 	c.cancel()
 	c.nc.Close()
+	// Every request has been answered: the share sessions the connection
+	// opened end with it, and their members' records go to the others.
+	if sc, ok := c.s.core.(shareCore); ok && c.shared.Load() {
+		sc.ShareConnClosed(c.id)
+	}
 }
 
 func (c *conn) read() {

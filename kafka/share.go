@@ -16,6 +16,7 @@ type shareCore interface {
 	DescribeShareGroup(ctx context.Context, p Principal, group string) (broker.ShareGroupDescription, error)
 	ShareFetch(ctx context.Context, r broker.ShareFetchRequest) (broker.ShareFetchResult, error)
 	ShareAcknowledge(ctx context.Context, r broker.ShareFetchRequest) (broker.ShareFetchResult, error)
+	ShareConnClosed(conn uint64)
 	TopicByID(id [16]byte) (string, bool)
 	TopicIDOf(name string) ([16]byte, bool)
 }

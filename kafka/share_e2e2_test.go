@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -190,5 +191,95 @@ func TestShareRecordLimit(t *testing.T) {
 	}
 	if len(seen) != count {
 		t.Fatalf("%d of %d records delivered", len(seen), count)
+	}
+}
+
+// A share session ends with the connection that opened it, as in Kafka:
+// the records its member held go back to the group at once, not when
+// their locks expire (30 s here). A session the member opened again on
+// another connection outlives the first connection.
+func TestShareSessionEndsWithItsConnection(t *testing.T) {
+	n := shareSetup(t, "q", "g", 6, "")
+	ctx := testCtx(t)
+	id, ok := n.b.TopicIDOf("q")
+	if !ok {
+		t.Fatal("no topic id for q")
+	}
+	acquired := func() int {
+		d, err := n.b.DescribeShareGroup(ctx, "", "g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := 0
+		for _, p := range d.Partitions {
+			sum += p.Acquired
+		}
+		return sum
+	}
+	// fetch joins member on c (once) and acquires up to max records with
+	// a session opened on c.
+	corr := int32(0)
+	fetch := func(c *rawConn, member string, max int32) int {
+		corr++
+		hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+		hb.Version = 1
+		hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = "g", member, []string{"q"}
+		c.send(frame(hb, corr))
+		hresp := kmsg.NewPtrShareGroupHeartbeatResponse()
+		hresp.Version = 1
+		c.recv(hresp)
+		if hresp.ErrorCode != 0 {
+			t.Fatalf("heartbeat of %s: %v", member, kerr.ErrorForCode(hresp.ErrorCode))
+		}
+		corr++
+		sf := kmsg.NewPtrShareFetchRequest()
+		sf.Version = 1
+		sf.GroupID, sf.MemberID = kmsg.StringPtr("g"), kmsg.StringPtr(member)
+		sf.MaxWaitMillis, sf.MaxRecords, sf.BatchSize = 1000, max, max
+		tp := kmsg.NewShareFetchRequestTopic()
+		tp.TopicID = id
+		p := kmsg.NewShareFetchRequestTopicPartition()
+		tp.Partitions = append(tp.Partitions, p)
+		sf.Topics = append(sf.Topics, tp)
+		c.send(frame(sf, corr))
+		fresp := kmsg.NewPtrShareFetchResponse()
+		fresp.Version = 1
+		c.recv(fresp)
+		if fresp.ErrorCode != 0 {
+			t.Fatalf("share fetch of %s: %v", member, kerr.ErrorForCode(fresp.ErrorCode))
+		}
+		got := 0
+		for _, tp := range fresp.Topics {
+			for _, p := range tp.Partitions {
+				for _, a := range p.AcquiredRecords {
+					got += int(a.LastOffset - a.FirstOffset + 1)
+				}
+			}
+		}
+		return got
+	}
+
+	a := dialRaw(t, n.s)
+	if got := fetch(a, "a", 3); got != 3 {
+		t.Fatalf("a acquired %d records, want 3", got)
+	}
+	b1, b2 := dialRaw(t, n.s), dialRaw(t, n.s)
+	if got := fetch(b1, "b", 3); got != 3 {
+		t.Fatalf("b acquired %d records on its first connection, want 3", got)
+	}
+	// b opens its session again on a second connection (its first is
+	// still up): what b holds is b's either way.
+	fetch(b2, "b", 0)
+	if got := acquired(); got != 6 {
+		t.Fatalf("%d records acquired, want 6", got)
+	}
+	a.nc.Close()
+	b1.nc.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for acquired() != 3 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := acquired(); got != 3 {
+		t.Fatalf("%d records acquired 10 s after a's connection closed, want b's 3 (a's released, b's kept)", got)
 	}
 }
