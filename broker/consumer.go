@@ -386,7 +386,8 @@ func (b *Broker) refreshTarget(g *cgroup) {
 }
 
 // subscriptions resolves each member's subscription to the topics that
-// exist, with their partition counts, and fingerprints them.
+// exist (the virtual offsets topic included: groupTopic), with their
+// partition counts, and fingerprints them.
 func (b *Broker) subscriptions(g *cgroup) (map[string]map[string]bool, map[string]int32, string) {
 	subs := map[string]map[string]bool{}
 	counts := map[string]int32{}
@@ -396,9 +397,7 @@ func (b *Broker) subscriptions(g *cgroup) (map[string]map[string]bool, map[strin
 		names := m.topics
 		if m.re != nil {
 			if all == nil {
-				for _, c := range b.topics.List() {
-					all = append(all, c.Name)
-				}
+				all = b.groupTopicNames()
 			}
 			for _, t := range all {
 				if m.re.MatchString(t) {
@@ -407,7 +406,7 @@ func (b *Broker) subscriptions(g *cgroup) (map[string]map[string]bool, map[strin
 			}
 		}
 		for _, t := range names {
-			c, err := b.topics.Config(t)
+			c, err := b.groupTopic(t)
 			if err != nil {
 				continue
 			}

@@ -16,7 +16,8 @@ import (
 )
 
 // CommitOffsets stores a group's offsets atomically and durably. Offsets
-// must name existing partitions; an offset beyond the high watermark is
+// must name existing partitions (or the virtual offsets topic's one,
+// commitToOffsetsTopic); an offset beyond the high watermark is
 // refused (it would skip records that do not exist yet). member and
 // generation are the committer's in the group ("" and -1 from outside
 // it), checked by the coordinator where there is one. In a cluster only
@@ -38,6 +39,12 @@ func (b *Broker) CommitOffsets(ctx context.Context, pr Principal, group, member 
 	}
 	for _, o := range cs {
 		p, err := b.topics.Partition(o.Topic, o.Partition)
+		if isOffsetsTopic(o.Topic, err) {
+			if err := commitToOffsetsTopic(o); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			return b.topicLookup(ctx, o.Topic, err)
 		}
@@ -68,7 +75,7 @@ func (b *Broker) FetchOffsets(ctx context.Context, pr Principal, group string, t
 		if err := b.Authorize(ctx, pr, auth.OpDescribe, auth.Topic(t)); err != nil {
 			return nil, err
 		}
-		if _, err := b.topics.Config(t); err != nil {
+		if _, err := b.groupTopic(t); err != nil {
 			return nil, b.topicLookup(ctx, t, err)
 		}
 	}

@@ -176,20 +176,23 @@ func TopicID(c partition.TopicConfig) [16]byte {
 }
 
 // TopicByID names the topic of a Kafka topic id (TopicID), if this node
-// has it. The share APIs name topics by id; each request still
+// has it or it is the virtual offsets topic's (groupTopic). The share
+// and consumer group APIs name topics by id; each request still
 // authorizes the topic by name.
 func (b *Broker) TopicByID(id [16]byte) (string, bool) {
 	b.share.mu.Lock()
 	name, ok := b.share.ids[id]
 	b.share.mu.Unlock()
 	if ok {
-		if c, err := b.topics.Config(name); err == nil && TopicID(c) == id {
+		if c, err := b.groupTopic(name); err == nil && TopicID(c) == id {
 			return name, true
 		}
 	}
 	ids := map[[16]byte]string{}
-	for _, c := range b.topics.List() {
-		ids[TopicID(c)] = c.Name
+	for _, name := range b.groupTopicNames() {
+		if c, err := b.groupTopic(name); err == nil {
+			ids[TopicID(c)] = name
+		}
 	}
 	b.share.mu.Lock()
 	b.share.ids = ids
@@ -198,9 +201,10 @@ func (b *Broker) TopicByID(id [16]byte) (string, bool) {
 	return name, ok
 }
 
-// TopicIDOf is the Kafka topic id of the topic named, if this node has it.
+// TopicIDOf is the Kafka topic id of the topic named, if this node has it
+// or it is the virtual offsets topic (groupTopic).
 func (b *Broker) TopicIDOf(name string) ([16]byte, bool) {
-	c, err := b.topics.Config(name)
+	c, err := b.groupTopic(name)
 	if err != nil {
 		return [16]byte{}, false
 	}
