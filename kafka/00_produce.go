@@ -46,6 +46,9 @@ func handleProduce(s *Server, r *request) func() kmsg.Response {
 				Principal: r.c.principal, Topic: rt.Topic, Partition: rp.Partition,
 				Batch: rp.Records, Acks: acks, TransactionalID: derefString(req.TransactionID),
 			})
+			if s.offsetsTopicIn(rt.Topic, err) {
+				err = errInternalTopicWrite
+			}
 			if err != nil {
 				setProduceError(r, p, err, rp.Records)
 				continue

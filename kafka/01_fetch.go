@@ -15,6 +15,7 @@ const maxFetchWait = 30 * time.Second
 // as they are (never re-encoded). Fetch sessions (KIP-227) are refused: the
 // answer's session id is always 0, so clients send full fetches; an
 // incremental fetch naming a session gets FETCH_SESSION_ID_NOT_FOUND.
+// The virtual offsets topic is answered empty (offsets_topic.go).
 //
 // The connection's fetch budget (connBudget) is reserved here, in the
 // reader, before the fetch starts; the core's read budget is returned as
@@ -41,16 +42,21 @@ func handleFetch(s *Server, r *request) func() kmsg.Response {
 	}
 	r.afterWrite = func() { budget.adjust(-held) }
 	return func() kmsg.Response {
+		start := time.Now()
 		res, err := s.core.Fetch(r.ctx, freq)
 		if err != nil {
 			fetchFailed(r, resp, req, err)
 			return resp
 		}
+		onlyOffsetsTopic := s.offsetsTopicFetch(res)
 		size := fetchedBytes(res)
 		budget.adjust(size - held)
 		held = size
 		if res.Release != nil {
 			res.Release()
+		}
+		if onlyOffsetsTopic {
+			offsetsTopicWait(r, start, freq.MaxWait)
 		}
 		fetchAnswer(r, resp, res, freq.ReadCommitted)
 		resp.ThrottleMillis = s.throttle(r, false, fetchedLen(res))

@@ -8,7 +8,8 @@ import (
 // high watermark) or first offset at or after a timestamp (ms), through the
 // core's ListOffset (latest under read_committed: the last stable
 // offset). The leader epoch is not reported (-1), so clients do
-// not validate it with OffsetForLeaderEpoch.
+// not validate it with OffsetForLeaderEpoch. The virtual offsets topic
+// answers 0 (offsets_topic.go).
 func handleListOffsets(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
@@ -23,6 +24,10 @@ func handleListOffsets(s *Server, r *request) func() kmsg.Response {
 				if req.IsolationLevel == 1 && rp.Timestamp == Latest {
 					off, ts = -1, -1
 					off, err = s.listStable(r, rt.Topic, rp.Partition)
+				}
+				if s.offsetsTopicIn(rt.Topic, err) {
+					ts = -1
+					off, err = offsetsTopicOffset(rp.Partition, rp.Timestamp)
 				}
 				if err != nil {
 					p.ErrorCode = r.topicCode(err)

@@ -48,7 +48,7 @@ func (s *Server) metadata(r *request, req *kmsg.MetadataRequest, resp *kmsg.Meta
 			resp.Topics = append(resp.Topics, metadataTopic(r, cv, info.Config.Name, info, nil))
 		}
 		if !created && s.core.Allowed(r.c.principal, auth.OpDescribe, auth.Topic(offsetsTopic)) {
-			resp.Topics = append(resp.Topics, offsetsTopicMetadata())
+			resp.Topics = append(resp.Topics, s.offsetsTopicMetadata(cv))
 		}
 		return
 	}
@@ -61,29 +61,12 @@ func (s *Server) metadata(r *request, req *kmsg.MetadataRequest, resp *kmsg.Meta
 			continue
 		}
 		info, err := s.core.TopicLayout(ctx, r.c.principal, *rt.Topic)
-		if _, denied := authorizationCode(err, auth.ResourceTopic); err != nil && !denied && *rt.Topic == offsetsTopic {
-			resp.Topics = append(resp.Topics, offsetsTopicMetadata())
+		if s.offsetsTopicIn(*rt.Topic, err) {
+			resp.Topics = append(resp.Topics, s.offsetsTopicMetadata(cv))
 			continue
 		}
 		resp.Topics = append(resp.Topics, metadataTopic(r, cv, *rt.Topic, info, err))
 	}
-}
-
-// offsetsTopic is the name Kafka keeps committed offsets and groups under.
-// logd keeps them in its cluster metadata instead, so no such topic exists;
-// Metadata still lists it, as an internal topic without partitions, for
-// the clients and tools that look for it (franz-go's regex consumer skips
-// it by its internal flag, as Kafka's clients do): nothing can be produced
-// to or fetched from it. A topic a user created under that name is
-// answered as any other topic.
-const offsetsTopic = "__consumer_offsets"
-
-func offsetsTopicMetadata() kmsg.MetadataResponseTopic {
-	t := kmsg.NewMetadataResponseTopic()
-	t.Topic = kmsg.StringPtr(offsetsTopic)
-	t.IsInternal = true
-	t.Partitions = []kmsg.MetadataResponseTopicPartition{}
-	return t
 }
 
 func metadataTopic(r *request, cv clusterView, name string, info TopicInfo, err error) kmsg.MetadataResponseTopic {

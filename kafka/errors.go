@@ -114,6 +114,7 @@ var errorCodes = []struct {
 	{offsets.ErrInvalidReset, kerr.InvalidRequest},
 	{auth.ErrInvalid, kerr.InvalidRequest},
 	{routing.ErrInvalidTopicName, kerr.InvalidTopicException},
+	{errInternalTopicWrite, kerr.InvalidTopicException},
 	{broker.ErrLogInvalidBatch, kerr.InvalidRecord},
 	{batch.ErrCorrupt, kerr.CorruptMessage},
 	{batch.ErrShort, kerr.CorruptMessage},

@@ -15,10 +15,11 @@ import (
 	"github.com/logd/logd/broker"
 )
 
-// Metadata lists __consumer_offsets as an internal topic without
-// partitions, asked by name and among all topics, as clients that look
-// for it expect; kadm leaves it out of ListTopics as it does Kafka's
-// internal topics, and franz-go's regex consumer skips it.
+// Metadata lists __consumer_offsets as an internal topic of one
+// partition led by the coordinator, asked by name and among all topics,
+// as clients that look for it expect; kadm leaves it out of ListTopics
+// as it does Kafka's internal topics, and franz-go's regex consumer of
+// a classic group skips it.
 func TestMetadataListsConsumerOffsetsAsInternal(t *testing.T) {
 	f := newFakeCore()
 	if _, err := f.CreateTopic(testCtx(t), "", broker.DefaultConfig("rx")); err != nil {
@@ -43,8 +44,8 @@ func TestMetadataListsConsumerOffsetsAsInternal(t *testing.T) {
 		if i < 0 {
 			t.Fatalf("%s: %s is not in %+v", name, offsetsTopic, resp.Topics)
 		}
-		if tp := resp.Topics[i]; tp.ErrorCode != 0 || !tp.IsInternal || len(tp.Partitions) != 0 {
-			t.Fatalf("%s: %s: code %d, internal %v, %d partitions; want 0, true, 0", name, offsetsTopic, tp.ErrorCode, tp.IsInternal, len(tp.Partitions))
+		if tp := resp.Topics[i]; tp.ErrorCode != 0 || !tp.IsInternal || len(tp.Partitions) != 1 || tp.Partitions[0].Leader != resp.ControllerID {
+			t.Fatalf("%s: %s: code %d, internal %v, partitions %+v; want 0, true, one led by the controller %d", name, offsetsTopic, tp.ErrorCode, tp.IsInternal, tp.Partitions, resp.ControllerID)
 		}
 	}
 

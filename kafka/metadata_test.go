@@ -38,7 +38,7 @@ func TestMetadataAsksNoLeaderForOffsets(t *testing.T) {
 		}
 		for _, tp := range resp.Topics {
 			if tp.IsInternal {
-				continue // __consumer_offsets, no partitions (internal_topic_test.go)
+				continue // __consumer_offsets, virtual (internal_topic_test.go)
 			}
 			if tp.ErrorCode != 0 || len(tp.Partitions) != 5 {
 				t.Fatalf("%s: topic %s: error %d, %d partitions, want 0 and 5", name, *tp.Topic, tp.ErrorCode, len(tp.Partitions))
