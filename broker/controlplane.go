@@ -78,7 +78,11 @@ type controlPlane interface {
 	// Who leads a partition, and whether a read there is current.
 	// leads: this node leads p, proven; mustLead: nil when it does, else
 	// *NotLeaderError; readable: a fetch at offset may be served here,
-	// current; partitionLog: p's log as its leader has it; leaderOffset:
+	// current; current: any read of p here reflects every record
+	// acknowledged before the call, whatever the high watermark does
+	// meanwhile (a read of the log's end, or of state derived from the
+	// whole log, asks current, never readable at the high watermark);
+	// partitionLog: p's log as its leader has it; leaderOffset:
 	// spec resolved by p's leader elsewhere (nil: this node's log
 	// answers); retentionLog: p's log as retention may trim it (false:
 	// no replica here).
@@ -88,6 +92,7 @@ type controlPlane interface {
 	awaitLeader(ctx context.Context, p *partition.Partition, max time.Duration)
 	mustLead(ctx context.Context, p *partition.Partition) error
 	readable(ctx context.Context, p *partition.Partition, offset int64) error
+	current(ctx context.Context, p *partition.Partition) error
 	partitionLog(ctx context.Context, p *partition.Partition) (offsets.PartitionLog, error)
 	leaderOffset(ctx context.Context, p *partition.Partition, spec int64) (*cluster.PartitionOffset, error)
 	deleteRecords(ctx context.Context, p *partition.Partition, offset int64) (int64, error)

@@ -182,17 +182,28 @@ func (r *raftPlane) mustLead(ctx context.Context, p *partition.Partition) error 
 
 // readable: only the leader serves reads (a follower may lag behind what
 // was acknowledged), and a read that may come back empty first confirms
-// the leadership (cluster.Linearizable) so it cannot miss a record
-// another leader acknowledged.
+// the leadership (current) so it cannot miss a record another leader
+// acknowledged. A fetch below the high watermark returns committed
+// records whatever the proof, so it needs none.
 func (r *raftPlane) readable(ctx context.Context, p *partition.Partition, offset int64) error {
+	if offset < p.Log.HighWatermark() {
+		return r.mustLead(ctx, p)
+	}
+	return r.current(ctx, p)
+}
+
+// current: this node leads p and a barrier started after the call
+// committed and was applied here (cluster.Linearizable). The high
+// watermark is no proof: a leader still applying what was committed
+// before its term (after a restart, or a follower's late commit notice)
+// moves it on every entry it applies, while it is behind what its
+// predecessor acknowledged.
+func (r *raftPlane) current(ctx context.Context, p *partition.Partition) error {
 	rep, err := r.cl.Replica(ctx, p)
 	if err != nil {
 		return err
 	}
-	if offset >= p.Log.HighWatermark() {
-		return r.cl.Linearizable(ctx, rep, "partition "+p.Name())
-	}
-	return nil
+	return r.cl.Linearizable(ctx, rep, "partition "+p.Name())
 }
 
 func (r *raftPlane) partitionLog(ctx context.Context, p *partition.Partition) (offsets.PartitionLog, error) {

@@ -191,6 +191,7 @@ func (l *localPlane) leads(context.Context, *partition.Partition) bool          
 func (l *localPlane) awaitLeader(context.Context, *partition.Partition, time.Duration) {}
 func (l *localPlane) mustLead(context.Context, *partition.Partition) error             { return nil }
 func (l *localPlane) readable(context.Context, *partition.Partition, int64) error      { return nil }
+func (l *localPlane) current(context.Context, *partition.Partition) error              { return nil }
 
 func (l *localPlane) partitionLog(_ context.Context, p *partition.Partition) (offsets.PartitionLog, error) {
 	return p.Log, nil

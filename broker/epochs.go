@@ -31,7 +31,7 @@ func (b *Broker) EpochEnd(ctx context.Context, pr Principal, topic string, part 
 	// offsets its predecessor served until it commits in its own term,
 	// and an end below a consumer's position reads as a truncated log
 	// (the consumer goes back and reads again what it read).
-	if err := b.plane.readable(ctx, p, p.Log.HighWatermark()); err != nil {
+	if err := b.plane.current(ctx, p); err != nil {
 		return 0, 0, err
 	}
 	return p.Log.EpochEnd(epoch)

@@ -204,7 +204,7 @@ func (b *Broker) kvReadable(ctx context.Context, cfg partition.TopicConfig, p *p
 		}
 		return b.plane.mustLead(ctx, p)
 	}
-	return b.plane.readable(ctx, p, p.Log.HighWatermark())
+	return b.plane.current(ctx, p)
 }
 
 // KVGet returns key's newest record in topic; ok is false when the key
@@ -307,7 +307,7 @@ func (b *Broker) KVPut(ctx context.Context, pr Principal, topic string, put KVPu
 // kvCheck is a conditional put's check, under the partition's KV lock: on
 // the leader, current, the key's newest record must be the one expected.
 func (b *Broker) kvCheck(ctx context.Context, topic string, p *partition.Partition, kp kv.Partition, put KVPut) error {
-	if err := b.plane.readable(ctx, p, p.Log.HighWatermark()); err != nil {
+	if err := b.plane.current(ctx, p); err != nil {
 		return err
 	}
 	rec, ok, err := b.kv.index.Get(kp, put.Key)

@@ -164,7 +164,7 @@ func (b *Broker) LastStableOffset(ctx context.Context, pr Principal, topic strin
 	if err != nil {
 		return 0, b.topicLookup(ctx, topic, err)
 	}
-	if err := b.plane.readable(ctx, p, p.Log.HighWatermark()); err != nil {
+	if err := b.plane.current(ctx, p); err != nil {
 		return 0, err
 	}
 	return p.LastStable(), nil
