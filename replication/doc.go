@@ -105,8 +105,8 @@
 //   - the removal of every entry after a snapshot is installed or restored
 //     (the log store is a raft.MonotonicLogStore, so Raft deletes all entries
 //     rather than leaving a gap): a log that ends exactly at the snapshot
-//     (its index, and the snapshot's high watermark as next offset) is kept
-//     and Raft appends after it; otherwise TruncateIndexFrom(first), after
+//     (its last entry of the snapshot's index and term, and the snapshot's
+//     high watermark as next offset) is kept and Raft appends after it; otherwise TruncateIndexFrom(first), after
 //     which the log accepts any first index (snapshot index + 1) -- but
 //     only when the emptied log's next offset (its start offset) equals the
 //     snapshot's high watermark, so the leader's offsets carry on unchanged.

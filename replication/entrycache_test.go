@@ -120,7 +120,7 @@ func TestEntryCacheDroppedOnSnapshotRestore(t *testing.T) {
 	if err := s.StoreLogs(entries(1, 1, raft.LogCommand, raft.LogCommand)); err != nil {
 		t.Fatal(err)
 	}
-	s.snapshotRestored(4, 2)
+	s.snapshotRestored(4, 2, 1)
 	if n := c.cachedBytes(); n != 0 {
 		t.Fatalf("%d bytes cached after a snapshot restore", n)
 	}

@@ -35,9 +35,10 @@ type PartitionFSM struct {
 	// batches up to it were never applied here, so state kept with
 	// onApply must be rebuilt from the log.
 	onRestore func()
-	// snapshotIndex, when set, returns the Raft index of the snapshot being
-	// restored (the partition reads it from its snapshot store).
-	snapshotIndex func() uint64
+	// snapshotAt, when set, returns the Raft index and term of the
+	// snapshot being restored (the partition reads them from its snapshot
+	// store).
+	snapshotAt func() (index, term uint64)
 	// catchUp, when set, copies the leader's segments through a snapshot
 	// this log cannot continue at (a follower behind the leader's log
 	// start); it leaves the log ending at the snapshot, or unchanged.
@@ -167,11 +168,11 @@ func (f *PartitionFSM) Restore(rc io.ReadCloser) error {
 	if s.Version != partitionSnapshotVersion {
 		return fmt.Errorf("replication: restore partition snapshot: version %d, want %d", s.Version, partitionSnapshotVersion)
 	}
-	var index uint64
-	if f.snapshotIndex != nil {
-		index = f.snapshotIndex()
+	var index, term uint64
+	if f.snapshotAt != nil {
+		index, term = f.snapshotAt()
 	}
-	if f.store.running() && !f.store.fits(s.HighWatermark, index) {
+	if f.store.running() && !f.store.fits(s.HighWatermark, index, term) {
 		// Installed by the leader, but this log cannot continue at the
 		// snapshot's offsets. Refusing the install (rather than accepting it
 		// and refusing the log's removal) makes the leader back off
@@ -185,7 +186,7 @@ func (f *PartitionFSM) Restore(rc io.ReadCloser) error {
 			return fmt.Errorf("%w; catching up by segment copy: %w", gap, err)
 		}
 	}
-	f.store.snapshotRestored(s.HighWatermark, index)
+	f.store.snapshotRestored(s.HighWatermark, index, term)
 	// The high watermark never moves back: what it passed was committed.
 	// A replica whose Raft starts again on a log it kept serving
 	// (Node.restartStale) restores a snapshot older than what it applied;

@@ -33,9 +33,10 @@ type LogStore struct {
 	// snapshotHW is the high watermark of the last snapshot restored, -1
 	// for none: the offset the leader gave the first record after it.
 	snapshotHW atomic.Int64
-	// snapshotIndex is the Raft index of the last snapshot restored (0:
-	// none, or unknown).
+	// snapshotIndex and snapshotTerm are the Raft index and term of the
+	// last snapshot restored (0: none, or unknown).
 	snapshotIndex atomic.Uint64
+	snapshotTerm  atomic.Uint64
 
 	// stored holds the waiters of acks=leader appends, by the address of
 	// their batch: on the leader, Raft hands StoreLogs the very slice given
@@ -311,8 +312,9 @@ func (s *LogStore) notifyStored(ls []*raft.Log, err error) {
 // DeleteRange deletes [min, max], serving Raft's three uses:
 //
 //   - a snapshot was restored (FSM.Restore) and Raft removes every entry:
-//     a log that ends exactly at the snapshot (index and offset: it was
-//     just caught up by segment copy) is kept, Raft appends after it;
+//     a log that ends exactly at the snapshot (its entry, index and term,
+//     and offset: it was just caught up by segment copy) is kept, Raft
+//     appends after it;
 //     otherwise the log is emptied (it then accepts any first index), but
 //     only when its offsets then continue where the snapshot's end; else
 //     it is kept and ErrOffsetGap returned (the replica stays behind,
@@ -330,7 +332,7 @@ func (s *LogStore) DeleteRange(min, max uint64) error {
 	}
 	if s.restored.Load() && min <= first && max >= last {
 		s.restored.Store(false)
-		if idx := s.snapshotIndex.Load(); idx != 0 && last == idx && s.log.NextOffset() == s.snapshotHW.Load() {
+		if s.endsAt(s.snapshotHW.Load(), s.snapshotIndex.Load(), s.snapshotTerm.Load()) {
 			return nil
 		}
 		// Emptied, the log's next offset falls back to its start offset.
@@ -408,27 +410,47 @@ func (s *LogStore) truncate(from uint64) error {
 func (s *LogStore) running() bool { return s.applied.Load() != nil }
 
 // fits reports whether the log can continue at the snapshot whose high
-// watermark is hw and Raft index index (0: unknown) once Raft removes its
-// entries: a log ending exactly at the snapshot is kept (DeleteRange);
-// emptied, a log restarts at its oldest segment's base offset.
-func (s *LogStore) fits(hw int64, index uint64) bool {
-	last := s.log.LastIndex()
-	if last == 0 {
+// watermark is hw and Raft index and term index and term (0: unknown) once
+// Raft removes its entries: a log ending exactly at the snapshot is kept
+// (DeleteRange); emptied, a log restarts at its oldest segment's base
+// offset.
+func (s *LogStore) fits(hw int64, index, term uint64) bool {
+	if s.log.LastIndex() == 0 {
 		return s.log.NextOffset() == hw
 	}
-	if index != 0 && last == index && s.log.NextOffset() == hw {
+	return s.endsAt(hw, index, term) || s.log.BaseOffset() == hw
+}
+
+// endsAt reports whether the log ends exactly at the snapshot whose high
+// watermark is hw and Raft index and term index and term: its last entry
+// is the snapshot's last one and its offsets continue at hw. The term
+// tells an entry of the leader's log from one a deposed leader left at the
+// same index (an uncommitted suffix as long, in entries and records, as
+// the leader's): Raft keeps a log at a snapshot only when its entry there
+// has the snapshot's index and term (Log Matching: the entries before it
+// are then the leader's too). An entry compacted away counts as the
+// snapshot's: the cleaner rewrites only entries a snapshot covers, here or
+// on the leader a segment copy took them from, so it was committed.
+func (s *LogStore) endsAt(hw int64, index, term uint64) bool {
+	if index == 0 || s.log.LastIndex() != index || s.log.NextOffset() != hw {
+		return false
+	}
+	e, err := s.log.Entry(index)
+	if errors.Is(err, log.ErrNotFound) {
 		return true
 	}
-	return s.log.BaseOffset() == hw
+	return err == nil && e.Term == term
 }
 
 // snapshotRestored is called by the state machine when Raft restores it
-// from a snapshot whose high watermark is hw and Raft index index.
-func (s *LogStore) snapshotRestored(hw int64, index uint64) {
+// from a snapshot whose high watermark is hw and Raft index and term index
+// and term.
+func (s *LogStore) snapshotRestored(hw int64, index, term uint64) {
 	// A segment copy may have replaced the log's entries.
 	s.cache.drop()
 	s.snapshotHW.Store(hw)
 	s.snapshotIndex.Store(index)
+	s.snapshotTerm.Store(term)
 	s.restored.Store(true)
 }
 

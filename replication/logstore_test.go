@@ -260,7 +260,7 @@ func TestSnapshotRestoreRefusesOffsetGap(t *testing.T) {
 
 	// Had the install been accepted, Raft's removal of the log is refused too.
 	s.SetAppliedIndex(applied(100))
-	s.snapshotRestored(500, 0)
+	s.snapshotRestored(500, 0, 0)
 	if err := s.DeleteRange(1, 3); !errors.Is(err, ErrOffsetGap) {
 		t.Fatalf("DeleteRange after restoring a snapshot ending at offset 500: %v, want ErrOffsetGap", err)
 	}
@@ -286,6 +286,53 @@ func TestSnapshotRestoreRefusesOffsetGap(t *testing.T) {
 	}
 	if last, _ := s2.LastIndex(); last != 0 {
 		t.Fatalf("last index %d after refused appends", last)
+	}
+}
+
+// A log that ends at the index and offset of a snapshot the leader
+// installs is kept only when its entry there is of the snapshot's term:
+// one a deposed leader left at the same index, over as many records as
+// the leader's, is not the leader's entry, and neither are those before
+// it. The install is then refused (ErrOffsetGap; the segment copy repairs
+// it when there is one), as is Raft's removal of the log.
+func TestSnapshotRestoreKeepsTheLogOnlyAtTheSnapshotsTerm(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		term uint64 // of the snapshot, whose last entry is at index 4
+		keep bool
+	}{
+		{"the entry at the snapshot's index is its own", 2, true},
+		{"the entry at the snapshot's index is a deposed leader's", 3, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := openLog(t, t.TempDir())
+			defer l.Close()
+			s := NewLogStore(l)
+			s.SetAppliedIndex(applied(2))
+			// Committed: indexes 1-2 (offsets 0-1). Not committed: 3-4 of
+			// term 2 (offsets 2-5), where the leader of term 3 put 3-4
+			// with as many records.
+			kept := append(entries(1, 1, raft.LogConfiguration, raft.LogCommand), entries(3, 2, raft.LogCommand, raft.LogCommand)...)
+			if err := s.StoreLogs(kept); err != nil {
+				t.Fatal(err)
+			}
+			fsm := NewPartitionFSM(l, s)
+			fsm.Apply(kept[1])
+			fsm.snapshotAt = func() (uint64, uint64) { return 4, c.term }
+			snap := PartitionSnapshot{Version: 1, HighWatermark: 6, LastIndex: 4, LastTerm: c.term}
+			err := restoreFrom(fsm, snap)
+			if c.keep != (err == nil) || !c.keep && !errors.Is(err, ErrOffsetGap) {
+				t.Fatalf("install of the snapshot at index 4 term %d: %v", c.term, err)
+			}
+			// Had the install been accepted, Raft's removal of the log.
+			s.SetAppliedIndex(applied(4))
+			s.snapshotRestored(6, 4, c.term)
+			err = s.DeleteRange(1, 4)
+			if c.keep != (err == nil) || !c.keep && !errors.Is(err, ErrOffsetGap) {
+				t.Fatalf("DeleteRange after restoring the snapshot at index 4 term %d: %v", c.term, err)
+			}
+			checkStore(t, s, kept)
+		})
 	}
 }
 

@@ -179,11 +179,13 @@ func (s *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, erro
 	return meta, rc, err
 }
 
-func (s *snapshotStore) openedIndex() uint64 {
+// openedAt is the index and term of the snapshot Raft opened last (0, 0:
+// none).
+func (s *snapshotStore) openedAt() (index, term uint64) {
 	if m := s.opened.Load(); m != nil {
-		return m.Index
+		return m.Index, m.Term
 	}
-	return 0
+	return 0, 0
 }
 
 // OpenReplica starts the replica. A new group must then be bootstrapped
@@ -237,7 +239,7 @@ func OpenReplica(cfg ReplicaConfig) (*Replica, error) {
 	p.fsm = NewPartitionFSM(cfg.Log, p.store)
 	p.fsm.onApply = cfg.OnApply
 	p.fsm.onRestore = cfg.OnRestore
-	p.fsm.snapshotIndex = p.snaps.openedIndex
+	p.fsm.snapshotAt = p.snaps.openedAt
 	p.fsm.catchUp = p.catchUp
 	p.trans, err = cfg.RPC.Group(cfg.Group, cfg.Stream)
 	if err != nil {
