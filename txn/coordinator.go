@@ -177,6 +177,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 	}
 	r := e.rec.Clone()
 	r.TimeoutMs = int32(timeout.Milliseconds())
+	r.Ended = nil
 	if r.Epoch >= math.MaxInt16-1 || r.Txn == math.MaxInt32 {
 		np, err := c.cfg.NewProducerID()
 		if err != nil {
@@ -220,7 +221,7 @@ func (c *Coordinator) begin(e *entry) (Record, error) {
 		}
 		r.Txn++
 		r.State, r.StartMs = Ongoing, c.cfg.Now().UnixMilli()
-		r.Partitions, r.Groups, r.Offsets = nil, nil, nil
+		r.Partitions, r.Groups, r.Offsets, r.Ended = nil, nil, nil, nil
 	}
 	return r, nil
 }
@@ -269,19 +270,27 @@ func (c *Coordinator) AddOffsets(ctx context.Context, id string, pid int64, epoc
 	return c.put(ctx, e, r)
 }
 
-// CommitOffsets sends a group's offsets to id's ongoing transaction,
-// which must hold the group (AddOffsets): they are committed if it
-// commits.
-func (c *Coordinator) CommitOffsets(ctx context.Context, id string, pid int64, epoch int16, group string, offs []Offset) error {
+// CommitOffsets sends a group's offsets to id's ongoing transaction:
+// they are committed if it commits. The transaction must hold the group
+// (AddOffsets), unless add: then the group is added, and a transaction
+// begun when none is ongoing (transaction version 2, bump.go).
+func (c *Coordinator) CommitOffsets(ctx context.Context, id string, pid int64, epoch int16, group string, offs []Offset, add bool) error {
 	e := c.lock(id)
 	defer e.mu.Unlock()
 	if err := check(e, id, pid, epoch); err != nil {
 		return err
 	}
-	if e.rec.State != Ongoing || !slices.Contains(e.rec.Groups, group) {
+	var r Record
+	if add {
+		var err error
+		if r, err = c.addGroup(e, group); err != nil {
+			return err
+		}
+	} else if e.rec.State != Ongoing || !slices.Contains(e.rec.Groups, group) {
 		return errorf(CodeInvalidState, "transactional id %q: group %q is not in an ongoing transaction (AddOffsetsToTxn first)", id, group)
+	} else {
+		r = e.rec.Clone()
 	}
-	r := e.rec.Clone()
 	if r.Offsets == nil {
 		r.Offsets = map[string][]Offset{}
 	}
@@ -384,6 +393,11 @@ func (c *Coordinator) finish(ctx context.Context, e *entry) error {
 		r.State = CompleteAbort
 	}
 	r.Partitions, r.Groups, r.Offsets = nil, nil, nil
+	if en := r.Ended; en != nil && en.NextProducerID != nil && r.ProducerID == en.ProducerID {
+		// The end used the producer id's last epoch or number: the
+		// producer goes on with the new id the decision chose.
+		r.ProducerID, r.Epoch, r.Txn = *en.NextProducerID, 0, 0
+	}
 	return c.put(ctx, e, r)
 }
 
@@ -397,6 +411,9 @@ func (c *Coordinator) abort(ctx context.Context, e *entry, bump bool) (err error
 	r := e.rec.Clone()
 	r.State = PrepareAbort
 	if bump && r.Epoch < math.MaxInt16-1 {
+		// Its producer's abort at the old epoch is then answered as a
+		// retry of this one when it ends with EndBump (KIP-890 part 2).
+		r.Ended = &Ended{ProducerID: r.ProducerID, Epoch: r.Epoch}
 		r.Epoch++
 	}
 	if err := c.put(ctx, e, r); err != nil {

@@ -109,7 +109,7 @@ func TestCommitWritesMarkersThenOffsets(t *testing.T) {
 	if err := f.c.AddOffsets(ctx, "t", pid, epoch, "g"); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.c.CommitOffsets(ctx, "t", pid, epoch, "g", []Offset{{Topic: "in", Offset: 7}}); err != nil {
+	if err := f.c.CommitOffsets(ctx, "t", pid, epoch, "g", []Offset{{Topic: "in", Offset: 7}}, false); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.w.offsets) != 0 {
@@ -141,7 +141,7 @@ func TestAbortDropsOffsets(t *testing.T) {
 	pid, epoch, _ := f.c.InitProducerID(ctx, "t", time.Minute, -1, -1)
 	_ = f.c.AddPartitions(ctx, "t", pid, epoch, []TopicPartition{{"a", 0}})
 	_ = f.c.AddOffsets(ctx, "t", pid, epoch, "g")
-	_ = f.c.CommitOffsets(ctx, "t", pid, epoch, "g", []Offset{{Topic: "in", Offset: 7}})
+	_ = f.c.CommitOffsets(ctx, "t", pid, epoch, "g", []Offset{{Topic: "in", Offset: 7}}, false)
 	if err := f.c.End(ctx, "t", pid, epoch, false); err != nil {
 		t.Fatal(err)
 	}
