@@ -60,6 +60,7 @@ type (
 		Acks      Acks   `json:"acks"`
 		// TransactionalID: see ProduceRequest.
 		TransactionalID string `json:"transactional_id,omitempty"`
+		AddToTxn        bool   `json:"add_to_txn,omitempty"`
 		// DeadLetter marks a share partition's dead-letter append
 		// (share_dlq.go), which the node asked makes without authorizing.
 		DeadLetter bool `json:"dead_letter,omitempty"`
@@ -77,7 +78,7 @@ func (f Forwarder) Produce(ctx context.Context, r ProduceRequest) (ProduceResult
 	if addr, ok := passOn(ctx, err); ok {
 		res = ProduceResult{}
 		err = f.b.peerCall(ctx, addr, opProduce, r.Principal,
-			produceReq{Topic: r.Topic, Partition: r.Partition, Batch: r.Batch, Acks: r.Acks, TransactionalID: r.TransactionalID}, &res)
+			produceReq{Topic: r.Topic, Partition: r.Partition, Batch: r.Batch, Acks: r.Acks, TransactionalID: r.TransactionalID, AddToTxn: r.AddToTxn}, &res)
 	}
 	return res, err
 }

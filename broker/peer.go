@@ -141,7 +141,7 @@ func (b *Broker) handlePeers() {
 		if r.DeadLetter {
 			return b.peerDeadLetter(ctx, r)
 		}
-		return b.Produce(ctx, ProduceRequest{Principal: pr, Topic: r.Topic, Partition: r.Partition, Batch: r.Batch, Acks: r.Acks, TransactionalID: r.TransactionalID})
+		return b.Produce(ctx, ProduceRequest{Principal: pr, Topic: r.Topic, Partition: r.Partition, Batch: r.Batch, Acks: r.Acks, TransactionalID: r.TransactionalID, AddToTxn: r.AddToTxn})
 	})
 	handle(b, opFetch, b.peerFetch)
 	handle(b, opRecordCounts, b.peerRecordCounts)

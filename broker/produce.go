@@ -42,6 +42,11 @@ type ProduceRequest struct {
 	// transaction in a partition is verified with the coordinator
 	// (txn_verify.go).
 	TransactionalID string
+	// AddToTxn: the batch's producer speaks transaction version 2
+	// (KIP-890 part 2, Kafka's produce v12 and later) and adds no
+	// partition itself; the first batch of its transaction here adds the
+	// partition to it.
+	AddToTxn bool
 }
 
 // ProduceResult is where a batch was stored.
@@ -327,7 +332,7 @@ func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, cfg pa
 	if err != nil {
 		return nil, err
 	}
-	txn, err := b.verifyTxn(ctx, p, c.Info(), r.TransactionalID)
+	txn, err := b.verifyTxn(ctx, p, c.Info(), r.TransactionalID, r.AddToTxn)
 	if err != nil {
 		return nil, err
 	}

@@ -283,6 +283,19 @@ func (b *Broker) AddOffsetsToTxn(ctx context.Context, pr Principal, id string, p
 // if id's transaction commits. A member and generation given (KIP-447)
 // must be the group's current ones, as for a commit of its own.
 func (b *Broker) TxnCommitOffsets(ctx context.Context, pr Principal, id string, pid int64, epoch int16, group, member string, generation int32, offs []TxnOffset) error {
+	return b.txnCommitOffsets(ctx, pr, id, pid, epoch, group, member, generation, offs, false)
+}
+
+// TxnCommitOffsetsAdding is TxnCommitOffsets for a producer of
+// transaction version 2 (KIP-890 part 2, TxnOffsetCommit v5): the group
+// joins id's transaction with its offsets (one is begun when none is
+// ongoing), as AddOffsetsToTxn would add it, under the same
+// authorization (write on the id, read on the group and the topics).
+func (b *Broker) TxnCommitOffsetsAdding(ctx context.Context, pr Principal, id string, pid int64, epoch int16, group, member string, generation int32, offs []TxnOffset) error {
+	return b.txnCommitOffsets(ctx, pr, id, pid, epoch, group, member, generation, offs, true)
+}
+
+func (b *Broker) txnCommitOffsets(ctx context.Context, pr Principal, id string, pid int64, epoch int16, group, member string, generation int32, offs []TxnOffset, add bool) error {
 	c, err := b.txnCoordinator(ctx, pr, auth.OpWrite, id)
 	if err != nil {
 		return err
@@ -300,7 +313,7 @@ func (b *Broker) TxnCommitOffsets(ctx context.Context, pr Principal, id string, 
 			return err
 		}
 	}
-	return c.CommitOffsets(ctx, id, pid, epoch, group, offs)
+	return c.CommitOffsets(ctx, id, pid, epoch, group, offs, add)
 }
 
 // EndTxn commits or aborts id's transaction, once its markers are
@@ -311,4 +324,15 @@ func (b *Broker) EndTxn(ctx context.Context, pr Principal, id string, pid int64,
 		return err
 	}
 	return c.End(ctx, id, pid, epoch, commit)
+}
+
+// EndTxnBump commits or aborts id's transaction and bumps its epoch
+// (transaction version 2, EndTxn v5; txn.Coordinator.EndBump): it
+// answers the producer id and epoch the producer goes on with.
+func (b *Broker) EndTxnBump(ctx context.Context, pr Principal, id string, pid int64, epoch int16, commit bool) (int64, int16, error) {
+	c, err := b.txnCoordinator(ctx, pr, auth.OpWrite, id)
+	if err != nil {
+		return 0, 0, err
+	}
+	return c.EndBump(ctx, id, pid, epoch, commit)
 }

@@ -21,6 +21,12 @@ import (
 // one that no marker ends, holding the partition's last stable offset
 // until the coordinator's timeout, which knows nothing of it.
 
+// A producer of transaction version 2 (KIP-890 part 2: Kafka's produce
+// v12 and later) sends no AddPartitionsToTxn: its first batch in a
+// partition adds the partition to its transaction instead of only
+// verifying it (ProduceRequest.AddToTxn, txn.Coordinator.AddPartition),
+// authorized as the produce is (write on the topic and on the id).
+
 // opTxnVerify asks the coordinator's node to verify; the answer is
 // txnVerifyResp.
 const opTxnVerify = "txn.verify"
@@ -31,6 +37,9 @@ type txnVerifyReq struct {
 	Epoch     int16  `json:"epoch"`
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
+	// Add: add the partition to the ongoing transaction (beginning one)
+	// rather than only verify it is there.
+	Add bool `json:"add,omitempty"`
 }
 
 // txnVerifyResp is the number of the transaction, or the coordinator's
@@ -42,13 +51,13 @@ type txnVerifyResp struct {
 }
 
 // verifyTxn verifies c's batch when it is the first of its producer's
-// transaction in p, and returns its transaction's number (0: no
-// verification was needed).
-func (b *Broker) verifyTxn(ctx context.Context, p *partition.Partition, info batch.Info, id string) (int32, error) {
+// transaction in p (with add, adds p to the transaction), and returns its
+// transaction's number (0: no verification was needed).
+func (b *Broker) verifyTxn(ctx context.Context, p *partition.Partition, info batch.Info, id string, add bool) (int32, error) {
 	if id == "" || !info.IsTransactional() || info.IsControl() || info.ProducerID < 0 || p.TxnOpen(info.ProducerID) {
 		return 0, nil
 	}
-	r := txnVerifyReq{ID: id, Producer: info.ProducerID, Epoch: info.ProducerEpoch, Topic: p.Topic, Partition: p.ID}
+	r := txnVerifyReq{ID: id, Producer: info.ProducerID, Epoch: info.ProducerEpoch, Topic: p.Topic, Partition: p.ID, Add: add}
 	resp, err := b.verifyHere(ctx, r)
 	var nc *NotCoordinatorError
 	if errors.As(err, &nc) && nc.Leader.RaftAddr != "" && !cluster.Forwarded(ctx) {
@@ -70,7 +79,13 @@ func (b *Broker) verifyHere(ctx context.Context, r txnVerifyReq) (txnVerifyResp,
 	if err != nil {
 		return txnVerifyResp{}, err
 	}
-	n, err := c.Verify(r.ID, r.Producer, r.Epoch, txn.TopicPartition{Topic: r.Topic, Partition: r.Partition})
+	tp := txn.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+	var n int32
+	if r.Add {
+		n, err = c.AddPartition(ctx, r.ID, r.Producer, r.Epoch, tp)
+	} else {
+		n, err = c.Verify(r.ID, r.Producer, r.Epoch, tp)
+	}
 	var te *txn.Error
 	if errors.As(err, &te) {
 		return txnVerifyResp{Code: te.Code, Msg: te.Msg}, nil

@@ -14,7 +14,9 @@ import (
 // once all are acknowledged. The batch goes to the core as the client sent
 // it: the core checks it (CRC, counts, compression) and its producer id,
 // epoch and sequence drive the core's deduplication. acks=0 is not
-// answered; a failure closes the connection instead, as in Kafka.
+// answered; a failure closes the connection instead, as in Kafka. From
+// v12 a transactional producer speaks transaction version 2 (KIP-890
+// part 2): its batch adds its partition to its transaction.
 func handleProduce(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
@@ -45,6 +47,7 @@ func handleProduce(s *Server, r *request) func() kmsg.Response {
 			f, err := s.core.StartProduce(ctx, ProduceRequest{
 				Principal: r.c.principal, Topic: rt.Topic, Partition: rp.Partition,
 				Batch: rp.Records, Acks: acks, TransactionalID: derefString(req.TransactionID),
+				AddToTxn: req.Version >= 12,
 			})
 			if s.offsetsTopicIn(rt.Topic, err) {
 				err = errInternalTopicWrite

@@ -24,6 +24,10 @@ type TxnCore interface {
 	AddOffsetsToTxn(ctx context.Context, p Principal, id string, pid int64, epoch int16, group string) error
 	TxnCommitOffsets(ctx context.Context, p Principal, id string, pid int64, epoch int16, group, member string, generation int32, offs []broker.TxnOffset) error
 	EndTxn(ctx context.Context, p Principal, id string, pid int64, epoch int16, commit bool) error
+	// Transaction version 2 (KIP-890 part 2): TxnOffsetCommit v5 adds
+	// the group, EndTxn v5 bumps the epoch and answers the next one.
+	TxnCommitOffsetsAdding(ctx context.Context, p Principal, id string, pid int64, epoch int16, group, member string, generation int32, offs []broker.TxnOffset) error
+	EndTxnBump(ctx context.Context, p Principal, id string, pid int64, epoch int16, commit bool) (int64, int16, error)
 	LastStableOffset(ctx context.Context, p Principal, topic string, partition int32) (int64, error)
 }
 
@@ -167,6 +171,9 @@ func handleAddOffsetsToTxn(s *Server, r *request) func() kmsg.Response {
 	}
 }
 
+// handleEndTxn ends a transaction. From v5 (transaction version 2) the
+// coordinator bumps the epoch and the answer carries the producer id and
+// epoch to go on with; before v5 the epoch stays, as in Kafka.
 func handleEndTxn(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
@@ -176,7 +183,17 @@ func handleEndTxn(s *Server, r *request) func() kmsg.Response {
 			resp.ErrorCode = errNoTxns.Code
 			return resp
 		}
-		if err := tc.EndTxn(r.ctx, r.c.principal, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit); err != nil {
+		var err error
+		if req.Version >= 5 {
+			var pid int64
+			var epoch int16
+			if pid, epoch, err = tc.EndTxnBump(r.ctx, r.c.principal, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit); err == nil {
+				resp.ProducerID, resp.ProducerEpoch = pid, epoch
+			}
+		} else {
+			err = tc.EndTxn(r.ctx, r.c.principal, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
+		}
+		if err != nil {
 			resp.ErrorCode = r.txnCode(err, req.Version < 2)
 		}
 		return resp
@@ -184,7 +201,8 @@ func handleEndTxn(s *Server, r *request) func() kmsg.Response {
 }
 
 // handleTxnOffsetCommit sends a group's offsets to a transaction: one
-// answer for every partition.
+// answer for every partition. From v5 (transaction version 2) the group
+// joins the transaction without AddOffsetsToTxn.
 func handleTxnOffsetCommit(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.TxnOffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
@@ -207,7 +225,11 @@ func handleTxnOffsetCommit(s *Server, r *request) func() kmsg.Response {
 			if req.Version >= 3 {
 				gen = req.Generation
 			}
-			err := tc.TxnCommitOffsets(r.ctx, r.c.principal, req.TransactionalID, req.ProducerID, req.ProducerEpoch,
+			commit := tc.TxnCommitOffsets
+			if req.Version >= 5 {
+				commit = tc.TxnCommitOffsetsAdding
+			}
+			err := commit(r.ctx, r.c.principal, req.TransactionalID, req.ProducerID, req.ProducerEpoch,
 				req.Group, req.MemberID, gen, offs)
 			if err != nil {
 				code = r.txnCode(err, req.Version < 3)

@@ -14,11 +14,14 @@ import (
 // AddPartitionsToTxn, and a late one sent after the transaction
 // committed, are refused with INVALID_TXN_STATE and stored nowhere, so no
 // transaction opens that no marker would end (the last stable offset
-// stays at the high watermark).
+// stays at the high watermark). This is transaction version 1's rule:
+// the client speaks Produce up to v11 and EndTxn up to v4 (from Produce
+// v12 a produce adds its partition, from EndTxn v5 the epoch is bumped:
+// txn_tv2_test.go).
 func TestTransactionalProduceIsVerified(t *testing.T) {
 	n := startNode(t)
 	n.createTopic(t, "v", 1)
-	cl := newClient(t, n.addr)
+	cl := newClient(t, n.addr, tv1Versions())
 	ctx := testCtx(t)
 	id := "verified"
 

@@ -26,7 +26,7 @@ var apis map[int16]api
 
 func init() {
 	apis = map[int16]api{
-		0:  {3, 11, handleProduce},
+		0:  {3, 12, handleProduce},
 		1:  {4, 12, handleFetch},
 		2:  {1, 6, handleListOffsets},
 		3:  {0, 12, handleMetadata},
@@ -48,8 +48,8 @@ func init() {
 		23: {0, 4, handleOffsetForLeaderEpoch},
 		24: {0, 3, handleAddPartitionsToTxn},
 		25: {0, 3, handleAddOffsetsToTxn},
-		26: {0, 3, handleEndTxn},
-		28: {0, 3, handleTxnOffsetCommit},
+		26: {0, 5, handleEndTxn},
+		28: {0, 5, handleTxnOffsetCommit},
 		29: {0, 3, handleDescribeAcls},
 		30: {0, 3, handleCreateAcls},
 		31: {0, 3, handleDeleteAcls},
