@@ -58,7 +58,8 @@ read -r -a serve_args <<< "$KGO_SERVE_ARGS"
 SKIP=(
   # transactions: a transactional producer and a read_committed chain of
   # consumer groups (GroupTransactSession); logd's transactions are
-  # docs/transactions.md's, checked by their own tests.
+  # docs/transactions.md's, checked by their own tests. On one node its
+  # sticky/848/static chain can stop short of its count (docs/kafka.md).
   TestTxnEtl
 )
 skip=${KGO_SKIP-$(IFS='|'; echo "^(${SKIP[*]})\$")}
