@@ -106,6 +106,18 @@ func TestShareFetchHoldsReadBudgetUntilReleased(t *testing.T) {
 // empty topic t.
 func budgetBroker(t *testing.T, budget int64) *Broker {
 	t.Helper()
+	b := aloneBroker(t)
+	b.budget = NewMemBudget(budget)
+	if _, err := b.CreateTopic(context.Background(), "", partition.DefaultConfig("t")); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// aloneBroker is a node alone, ready, without fsync, closed at the
+// test's end.
+func aloneBroker(t *testing.T) *Broker {
+	t.Helper()
 	b, err := Open(Config{DataDir: t.TempDir(), Fsync: log.FsyncPolicy{Mode: log.FsyncNever}})
 	if err != nil {
 		t.Fatal(err)
@@ -117,9 +129,5 @@ func budgetBroker(t *testing.T, budget int64) *Broker {
 		}
 	})
 	b.Ready(Node{APIAddr: "127.0.0.1:1"})
-	b.budget = NewMemBudget(budget)
-	if _, err := b.CreateTopic(context.Background(), "", partition.DefaultConfig("t")); err != nil {
-		t.Fatal(err)
-	}
 	return b
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/logd/logd/internal/batch"
-	"github.com/logd/logd/log"
 	"github.com/logd/logd/partition"
 )
 
@@ -48,17 +47,7 @@ func (p *replayingPlane) current(_ context.Context, part *partition.Partition) e
 // the leader, just restarted, was applying its predecessor's entries.
 func TestReadsOfTheLogEndWaitForTheProof(t *testing.T) {
 	ctx := context.Background()
-	b, err := Open(Config{DataDir: t.TempDir(), Fsync: log.FsyncPolicy{Mode: log.FsyncNever}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		b.Shutdown()
-		if err := b.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	b.Ready(Node{APIAddr: "127.0.0.1:1"})
+	b := aloneBroker(t)
 	cfg := partition.DefaultConfig("kv")
 	cfg.Cleanup = partition.DefaultCleanup()
 	cfg.Cleanup.Policy = partition.CleanupCompact
