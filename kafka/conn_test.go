@@ -70,6 +70,16 @@ func (c *rawConn) recv(resp kmsg.Response) int32 {
 	return corr
 }
 
+// call sends req with correlation id corr and returns its response.
+func (c *rawConn) call(req kmsg.Request, corr int32) kmsg.Response {
+	c.t.Helper()
+	c.send(frame(req, corr))
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	c.recv(resp)
+	return resp
+}
+
 // expectClosed checks that the server closed the connection.
 func (c *rawConn) expectClosed() {
 	c.t.Helper()

@@ -224,10 +224,7 @@ func TestShareSessionEndsWithItsConnection(t *testing.T) {
 		hb := kmsg.NewPtrShareGroupHeartbeatRequest()
 		hb.Version = 1
 		hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = "g", member, []string{"q"}
-		c.send(frame(hb, corr))
-		hresp := kmsg.NewPtrShareGroupHeartbeatResponse()
-		hresp.Version = 1
-		c.recv(hresp)
+		hresp := c.call(hb, corr).(*kmsg.ShareGroupHeartbeatResponse)
 		if hresp.ErrorCode != 0 {
 			t.Fatalf("heartbeat of %s: %v", member, kerr.ErrorForCode(hresp.ErrorCode))
 		}
@@ -241,10 +238,7 @@ func TestShareSessionEndsWithItsConnection(t *testing.T) {
 		p := kmsg.NewShareFetchRequestTopicPartition()
 		tp.Partitions = append(tp.Partitions, p)
 		sf.Topics = append(sf.Topics, tp)
-		c.send(frame(sf, corr))
-		fresp := kmsg.NewPtrShareFetchResponse()
-		fresp.Version = 1
-		c.recv(fresp)
+		fresp := c.call(sf, corr).(*kmsg.ShareFetchResponse)
 		if fresp.ErrorCode != 0 {
 			t.Fatalf("share fetch of %s: %v", member, kerr.ErrorForCode(fresp.ErrorCode))
 		}
