@@ -30,6 +30,17 @@ type Partition struct {
 	mu        sync.Mutex // guards producers
 	producers map[int64]*producerState
 	txn       txnState // open and aborted transactions (txn.go)
+
+	// writeMu is held across a single node's write of a batch and its
+	// tracking (startLocal), so that batches of different producers are
+	// tracked in the order of their offsets: trackTxn takes a batch below
+	// the last one tracked for one tracked already, and a marker tracked
+	// late would leave its transaction open (the last stable offset held
+	// there for good).
+	writeMu sync.Mutex
+	// written, when set (tests), is called between the write and its
+	// tracking.
+	written func(batch.Info)
 }
 
 type producerState struct {
@@ -142,12 +153,18 @@ func (p *Partition) StartTxnAppend(c batch.Checked, txn int32) (*Appending, erro
 // startLocal writes c to the partition's own log (StartAppendVia's start
 // on a single node).
 func (p *Partition) startLocal(c batch.Checked, after Write) (Write, error) {
+	p.writeMu.Lock()
 	got, written, err := p.Log.AppendStart(c)
 	if err != nil {
+		p.writeMu.Unlock()
 		return nil, err
+	}
+	if p.written != nil {
+		p.written(got)
 	}
 	// Before the high watermark can move past it (the fsync).
 	p.trackTxn(got, c.Bytes())
+	p.writeMu.Unlock()
 	w := &localWrite{p: p, info: got, written: written, done: make(chan struct{})}
 	if a, ok := after.(*localWrite); ok {
 		w.prev = a
