@@ -119,8 +119,10 @@ func assignRange(in assignInput) map[string]tpSet {
 // than one above another that could take the same partitions), keeping
 // each where it was when that keeps the balance: a member keeps up to
 // floor(partitions/members) of its previous ones, then each partition
-// left goes to its previous owner while that is below the ceiling, else
-// to the subscriber with the fewest.
+// left goes to its previous owner while that is below the ceiling and
+// fewer members than partitions%members are above the floor (more would
+// leave another member below it), else to the subscriber with the
+// fewest.
 func assignUniform(in assignInput) map[string]tpSet {
 	out := map[string]tpSet{}
 	for _, m := range in.members {
@@ -136,10 +138,7 @@ func assignUniform(in assignInput) map[string]tpSet {
 		}
 	}
 	floor := len(all) / len(in.members)
-	ceil := floor
-	if len(all)%len(in.members) != 0 {
-		ceil++
-	}
+	extra := len(all) % len(in.members) // how many members may hold floor+1
 	taken := tpSet{}
 	prevOwner := map[tp]string{}
 	for _, m := range in.members {
@@ -157,7 +156,10 @@ func assignUniform(in assignInput) map[string]tpSet {
 		if taken[x] {
 			continue
 		}
-		if o, ok := prevOwner[x]; ok && len(out[o]) < ceil {
+		if o, ok := prevOwner[x]; ok && (len(out[o]) < floor || len(out[o]) == floor && extra > 0) {
+			if len(out[o]) == floor {
+				extra--
+			}
 			out[o][x] = true
 			continue
 		}
@@ -168,6 +170,9 @@ func assignUniform(in assignInput) map[string]tpSet {
 			}
 		}
 		if best != "" {
+			if len(out[best]) == floor {
+				extra--
+			}
 			out[best][x] = true
 		}
 	}

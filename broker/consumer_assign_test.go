@@ -42,3 +42,39 @@ func TestAssignUniformSticky(t *testing.T) {
 		t.Fatalf("after c left: %v", after)
 	}
 }
+
+// Members joining a group whose members each hold the ceiling of the new
+// count get partitions too: of 7 partitions over 6 members one member has
+// two and each other one, however many the previous owners held.
+func TestAssignUniformBalancesJoiners(t *testing.T) {
+	members := []string{"a", "b", "c", "d", "e", "f"}
+	subs := map[string]map[string]bool{}
+	for _, m := range members {
+		subs[m] = map[string]bool{"q": true}
+	}
+	set := func(ps ...int32) tpSet {
+		s := tpSet{}
+		for _, p := range ps {
+			s[tp{"q", p}] = true
+		}
+		return s
+	}
+	prev := map[string]tpSet{"a": set(0, 1, 2), "b": set(4, 5), "c": set(3, 6)}
+	got := assignUniform(assignInput{members: members, subs: subs, counts: map[string]int32{"q": 7}, prev: prev})
+	total, two := 0, 0
+	for _, m := range members {
+		switch n := len(got[m]); {
+		case n == 2:
+			two++
+		case n != 1:
+			t.Fatalf("member %s has %d of 7 partitions over 6 members: %v", m, n, got)
+		}
+		total += len(got[m])
+		if len(got[m].minus(prev[m])) > 0 && m < "d" {
+			t.Fatalf("member %s was given partitions it did not hold while others had none: %v", m, got)
+		}
+	}
+	if total != 7 || two != 1 {
+		t.Fatalf("%d partitions assigned, %d members with two: %v", total, two, got)
+	}
+}
