@@ -151,17 +151,27 @@ func (r *clientRig) waitGroupStable(group string, members int) {
 }
 
 // checkCommittedAtEnd checks that group committed the end of each of
-// topic's partitions.
+// topic's partitions. It reads them again while a read fails: after a
+// node stops, the admin client may still dial it (its metadata names the
+// node until it learns the new leaders).
 func (r *clientRig) checkCommittedAtEnd(group, topic string) {
 	r.t.Helper()
-	ends, err := r.adm.ListEndOffsets(testCtx(r.t), topic)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	offs, err := r.adm.FetchOffsets(testCtx(r.t), group)
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	var ends kadm.ListedOffsets
+	var offs kadm.OffsetResponses
+	var err error
+	waitFor(r.t, "the end offsets and the group's commits, read from the nodes up", func() bool {
+		ends, err = r.adm.ListEndOffsets(testCtx(r.t), topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil {
+			offs, err = r.adm.FetchOffsets(testCtx(r.t), group)
+		}
+		if err != nil {
+			r.t.Logf("reading the end offsets and the commits of %s: %v", group, err)
+		}
+		return err == nil
+	})
 	ends.Each(func(e kadm.ListedOffset) {
 		c, ok := offs.Lookup(topic, e.Partition)
 		if !ok || c.Err != nil || c.At != e.Offset {
