@@ -96,13 +96,17 @@ requests without a certificate or a user and password (logd user create);
 			// Whatever falls back to slog's (or the log package's) default
 			// logger writes in the node's format and level too.
 			slog.SetDefault(cfg.Logger)
+			// SIGHUP is caught before the node starts serving: its default
+			// action ends the process, and an operator (or a test) may send
+			// it as soon as the node answers. One sent during the start is
+			// handled once it has started.
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
 			n, err := node.Start(cfg)
 			if err != nil {
 				return err
 			}
-			hup := make(chan os.Signal, 1)
-			signal.Notify(hup, syscall.SIGHUP)
-			defer signal.Stop(hup)
 			for {
 				select {
 				case <-hup:
