@@ -8,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/logd/logd/auth"
-	"github.com/logd/logd/broker"
 )
 
 // KIP-848's APIs are authorized as the classic group APIs are: a
@@ -16,15 +15,8 @@ import (
 // mallory (read on the topic only) is refused both; eve (read on the
 // group, which implies describe) joins and describes.
 func TestConsumerGroupACLs(t *testing.T) {
-	n := startShareNode(t, t.TempDir(), broker.Config{Auth: broker.AuthConfig{
-		Mode: auth.AuthRequired, Authz: auth.AuthzOn, SuperUsers: []auth.Principal{auth.User("admin")},
-	}})
+	n := authNode(t)
 	ctx := testCtx(t)
-	for user, pw := range map[string]string{"admin": "admin-pw", "eve": "eve-pw", "mallory": "mallory-pw"} {
-		if err := n.b.CreateUser(ctx, "User:admin", user, pw, false); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if _, err := n.b.CreateTopic(ctx, "User:admin", topicConfig("q", 1)); err != nil {
 		t.Fatal(err)
 	}

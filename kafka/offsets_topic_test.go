@@ -108,15 +108,8 @@ func (c offsetsTopicClient) assigned(group, regex string) map[[16]byte][]int32 {
 // by the core's authorization as for any topic, and her regex treats it
 // as it treats "secret", another topic she may not describe.
 func TestConsumerOffsetsTopicIsVirtual(t *testing.T) {
-	n := startShareNode(t, t.TempDir(), broker.Config{Auth: broker.AuthConfig{
-		Mode: auth.AuthRequired, Authz: auth.AuthzOn, SuperUsers: []auth.Principal{auth.User("admin")},
-	}})
+	n := authNode(t)
 	ctx := testCtx(t)
-	for user, pw := range map[string]string{"admin": "admin-pw", "eve": "eve-pw", "mallory": "mallory-pw"} {
-		if err := n.b.CreateUser(ctx, "User:admin", user, pw, false); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for _, name := range []string{"orders", "secret"} {
 		if _, err := n.b.CreateTopic(ctx, "User:admin", topicConfig(name, 1)); err != nil {
 			t.Fatal(err)

@@ -103,15 +103,8 @@ func TestShareStateSurvivesRestart(t *testing.T) {
 // topic only is refused GROUP_AUTHORIZATION_FAILED by the heartbeat and
 // the fetch; one with read on both reads.
 func TestShareGroupACLs(t *testing.T) {
-	n := startShareNode(t, t.TempDir(), broker.Config{Auth: broker.AuthConfig{
-		Mode: auth.AuthRequired, Authz: auth.AuthzOn, SuperUsers: []auth.Principal{auth.User("admin")},
-	}})
+	n := authNode(t)
 	ctx := testCtx(t)
-	for user, pw := range map[string]string{"admin": "admin-pw", "eve": "eve-pw", "mallory": "mallory-pw"} {
-		if err := n.b.CreateUser(ctx, "User:admin", user, pw, false); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if _, err := n.b.CreateTopic(ctx, "User:admin", topicConfig("q", 1)); err != nil {
 		t.Fatal(err)
 	}

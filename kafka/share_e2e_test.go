@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/logd/logd/auth"
 	"github.com/logd/logd/broker"
 )
 
@@ -240,4 +241,20 @@ func concurrentMembers(t *testing.T, n *shareNode, from int) {
 	if len(by) != more {
 		t.Fatalf("%d of %d new records delivered", len(by), more)
 	}
+}
+
+// authNode is a node alone that requires SASL and authorizes with ACLs,
+// with the superuser admin and the users eve and mallory (passwords
+// NAME-pw), who may do nothing yet.
+func authNode(t *testing.T) *shareNode {
+	t.Helper()
+	n := startShareNode(t, t.TempDir(), broker.Config{Auth: broker.AuthConfig{
+		Mode: auth.AuthRequired, Authz: auth.AuthzOn, SuperUsers: []auth.Principal{auth.User("admin")},
+	}})
+	for user, pw := range map[string]string{"admin": "admin-pw", "eve": "eve-pw", "mallory": "mallory-pw"} {
+		if err := n.b.CreateUser(testCtx(t), "User:admin", user, pw, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n
 }

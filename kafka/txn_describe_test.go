@@ -182,14 +182,7 @@ func TestDescribeTransactionsRefusedPrincipal(t *testing.T) {
 	if _, err := b.CreateTopic(ctx, "User:admin", topicConfig("txd", 2)); err != nil {
 		t.Fatal(err)
 	}
-	allow := func(user string, op auth.Operation, rt auth.ResourceType, name string) {
-		t.Helper()
-		err := b.AddACLs(ctx, "User:admin", auth.ACL{Principal: auth.User(user), Permission: auth.Allow, Operation: op,
-			ResourceType: rt, PatternType: auth.PatternLiteral, Name: name})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	allow := allowUser(t, b)
 	allow("bob", auth.OpWrite, auth.ResourceTopic, "txd")
 	allow("bob", auth.OpWrite, auth.ResourceTransactionalID, "bob-txn")
 	allow("eve", auth.OpWrite, auth.ResourceTopic, "txd")
@@ -245,5 +238,18 @@ func TestDescribeTransactionsRefusedPrincipal(t *testing.T) {
 	}
 	if code := producers(); code != 0 {
 		t.Fatalf("granted read on txd: code %d", code)
+	}
+}
+
+// allowUser returns a function that lets a user do op on a resource of
+// b, granted by the superuser User:admin.
+func allowUser(t *testing.T, b *broker.Broker) func(user string, op auth.Operation, rt auth.ResourceType, name string) {
+	return func(user string, op auth.Operation, rt auth.ResourceType, name string) {
+		t.Helper()
+		err := b.AddACLs(testCtx(t), "User:admin", auth.ACL{Principal: auth.User(user), Permission: auth.Allow, Operation: op,
+			ResourceType: rt, PatternType: auth.PatternLiteral, Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }

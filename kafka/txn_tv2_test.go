@@ -252,14 +252,7 @@ func TestAddByProduceRefusedPrincipal(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	allow := func(user string, op auth.Operation, rt auth.ResourceType, name string) {
-		t.Helper()
-		err := b.AddACLs(ctx, "User:admin", auth.ACL{Principal: auth.User(user), Permission: auth.Allow, Operation: op,
-			ResourceType: rt, PatternType: auth.PatternLiteral, Name: name})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	allow := allowUser(t, b)
 	for _, op := range []auth.Operation{auth.OpWrite, auth.OpDescribe} {
 		allow("eve", op, auth.ResourceTopic, "a")
 		allow("eve", op, auth.ResourceTransactionalID, "eve-txn")
