@@ -95,17 +95,10 @@ func (c *Coordinator) AddPartition(ctx context.Context, id string, pid int64, ep
 	if err := check(e, id, pid, epoch); err != nil {
 		return 0, err
 	}
-	r, err := c.begin(e)
-	if err != nil {
+	if err := c.addPartitions(ctx, e, []TopicPartition{tp}); err != nil {
 		return 0, err
 	}
-	if e.rec.State == Ongoing && r.HasPartition(tp) {
-		return r.Txn, c.cfg.Store.Confirm(ctx)
-	}
-	if !r.HasPartition(tp) {
-		r.Partitions = append(r.Partitions, tp)
-	}
-	return r.Txn, c.put(ctx, e, r)
+	return e.rec.Txn, nil
 }
 
 // addGroup is r with group in its transaction, begun when none is

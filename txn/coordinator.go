@@ -233,6 +233,12 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 	if err := check(e, id, pid, epoch); err != nil {
 		return err
 	}
+	return c.addPartitions(ctx, e, parts)
+}
+
+// addPartitions adds parts to e's transaction, beginning one: stored
+// when that changes the record, else only confirmed current.
+func (c *Coordinator) addPartitions(ctx context.Context, e *entry, parts []TopicPartition) error {
 	r, err := c.begin(e)
 	if err != nil {
 		return err
@@ -257,15 +263,13 @@ func (c *Coordinator) AddOffsets(ctx context.Context, id string, pid int64, epoc
 	if err := check(e, id, pid, epoch); err != nil {
 		return err
 	}
-	r, err := c.begin(e)
+	held := e.rec.State == Ongoing && slices.Contains(e.rec.Groups, group)
+	r, err := c.addGroup(e, group)
 	if err != nil {
 		return err
 	}
-	if e.rec.State == Ongoing && slices.Contains(r.Groups, group) {
+	if held {
 		return c.cfg.Store.Confirm(ctx)
-	}
-	if !slices.Contains(r.Groups, group) {
-		r.Groups = append(r.Groups, group)
 	}
 	return c.put(ctx, e, r)
 }
