@@ -332,8 +332,17 @@ func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, cfg pa
 	if err != nil {
 		return nil, err
 	}
-	txn, err := b.verifyTxn(ctx, p, c.Info(), r.TransactionalID, r.AddToTxn)
+	txn, err := b.verifyTxn(ctx, p, c.Info(), r.TransactionalID, r.AddToTxn, false)
 	if err != nil {
+		return nil, err
+	}
+	f, err := b.startChecked(ctx, p, cfg, c, r.Acks, appendMs, txn)
+	if !partition.TxnNotOpen(err) {
+		return f, err
+	}
+	// The transaction TxnOpen saw open had ended by the time the
+	// partition started the batch: its first in the next one, verified.
+	if txn, err = b.verifyTxn(ctx, p, c.Info(), r.TransactionalID, r.AddToTxn, true); err != nil {
 		return nil, err
 	}
 	return b.startChecked(ctx, p, cfg, c, r.Acks, appendMs, txn)
@@ -343,7 +352,8 @@ func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, cfg pa
 // transaction marker the broker made: txn_markers.go) to partition p of a
 // topic configured cfg; appendMs is the LogAppendTime stamped in it (-1:
 // none); txn, when above 0, the number of the transaction the coordinator
-// verified the batch as the first of (txn_verify.go).
+// verified the batch as the first of, or partition.TxnContinues
+// (txn_verify.go).
 func (b *Broker) startChecked(ctx context.Context, p *partition.Partition, cfg partition.TopicConfig, c batch.Checked, acks Acks, appendMs int64, txn int32) (*produceFuture, error) {
 	f := &produceFuture{b: b, ctx: ctx, p: p, info: c.Info(), size: len(c.Bytes()), appendMs: appendMs}
 	rp, clustered := b.plane.(*raftPlane)
@@ -354,6 +364,9 @@ func (b *Broker) startChecked(ctx context.Context, p *partition.Partition, cfg p
 		// Written in order now; the wait joins the fsync, which the
 		// producer's next batches, started meanwhile, share.
 		f.a, f.err = p.StartTxnAppend(c, txn)
+		if partition.TxnNotOpen(f.err) {
+			return nil, f.err // nothing started: verified, and started again
+		}
 		f.err = txnEndedError(f.err)
 		return f, nil
 	}
@@ -379,8 +392,11 @@ func (b *Broker) startChecked(ctx context.Context, p *partition.Partition, cfg p
 		return w, nil
 	})
 	if err != nil {
-		if partition.TxnEnded(err) {
+		switch {
+		case partition.TxnEnded(err):
 			return nil, txnEndedError(err)
+		case partition.TxnNotOpen(err):
+			return nil, err
 		}
 		return nil, rp.cl.RaftError(err)
 	}

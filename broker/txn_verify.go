@@ -52,10 +52,15 @@ type txnVerifyResp struct {
 
 // verifyTxn verifies c's batch when it is the first of its producer's
 // transaction in p (with add, adds p to the transaction), and returns its
-// transaction's number (0: no verification was needed).
-func (b *Broker) verifyTxn(ctx context.Context, p *partition.Partition, info batch.Info, id string, add bool) (int32, error) {
-	if id == "" || !info.IsTransactional() || info.IsControl() || info.ProducerID < 0 || p.TxnOpen(info.ProducerID) {
+// transaction's number: 0 when the batch needs no verification,
+// partition.TxnContinues when p has its producer's transaction open
+// (unless again: the partition refused it as TxnContinues, TxnNotOpen).
+func (b *Broker) verifyTxn(ctx context.Context, p *partition.Partition, info batch.Info, id string, add, again bool) (int32, error) {
+	if id == "" || !info.IsTransactional() || info.IsControl() || info.ProducerID < 0 {
 		return 0, nil
+	}
+	if !again && p.TxnOpen(info.ProducerID) {
+		return partition.TxnContinues, nil
 	}
 	r := txnVerifyReq{ID: id, Producer: info.ProducerID, Epoch: info.ProducerEpoch, Topic: p.Topic, Partition: p.ID, Add: add}
 	resp, err := b.verifyHere(ctx, r)

@@ -61,6 +61,17 @@ func txnProducer(t *testing.T, addr, id string, opts ...kgo.Opt) *kgo.Client {
 		kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)...)
 }
 
+// speaksTV2 has cl learn the brokers' versions (a ping): a client that
+// begins its first transaction before it knows them runs that one under
+// transaction version 1 and opts in to 2 at its end.
+func speaksTV2(t *testing.T, cl *kgo.Client) *kgo.Client {
+	t.Helper()
+	if err := cl.Ping(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
 // produceTxn produces values to topic in one transaction and ends it.
 func produceTxn(t *testing.T, cl *kgo.Client, topic string, commit bool, values ...string) {
 	t.Helper()

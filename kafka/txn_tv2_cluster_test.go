@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/logd/logd/internal/batch"
 )
@@ -20,6 +21,25 @@ import (
 // of the first transaction (its epoch) is refused after the move, while
 // the next transaction holds its partition.
 func TestClusterTransactionVersion2CoordinatorMoves(t *testing.T) {
+	lateBatchAfterAMove(t, true)
+}
+
+// Transaction version 1 on 3 nodes while the first transaction's
+// partition changes leader: its late batch, which the new leader may
+// read as going on a transaction still open there (its marker not
+// applied yet when the produce arrives), is verified and refused, and
+// the next transaction commits without it.
+func TestClusterTransactionVersion1LateBatchAfterLeaderMove(t *testing.T) {
+	lateBatchAfterAMove(t, false)
+}
+
+// lateBatchAfterAMove commits a transaction with a record in partition 0,
+// begins the next with one in partition 1, stops a node (tv2: the
+// metadata leader, which coordinates; otherwise partition 0's leader),
+// and sends a batch of the first transaction to partition 0, late: it
+// must be refused, and read_committed must read the committed records
+// only.
+func lateBatchAfterAMove(t *testing.T, tv2 bool) {
 	addrs, c := startClusterWith(t)
 	var seeds []string
 	for _, a := range addrs {
@@ -27,14 +47,31 @@ func TestClusterTransactionVersion2CoordinatorMoves(t *testing.T) {
 	}
 	ctx := testCtx(t)
 	cl := newClient(t, seeds[0], kgo.SeedBrokers(seeds...))
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 3, nil, "tv2"); err != nil {
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 2, 3, nil, "tv"); err != nil {
 		t.Fatal(err)
 	}
-	p := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.TransactionalID("tv2-moves"),
-		kgo.TransactionTimeout(20*time.Second), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.TransactionalID("tv-moves"),
+		kgo.TransactionTimeout(20 * time.Second), kgo.RecordPartitioner(kgo.ManualPartitioner())}
+	late, step := cl, int16(1) // the late batch's client; the epoch's step at each end
+	if !tv2 {
+		// Below Produce v12, EndTxn v5 and TxnOffsetCommit v5.
+		vs := kversion.Stable()
+		vs.SetMaxKeyVersion(int16(kmsg.Produce), 11)
+		vs.SetMaxKeyVersion(int16(kmsg.EndTxn), 4)
+		vs.SetMaxKeyVersion(int16(kmsg.TxnOffsetCommit), 4)
+		opts = append(opts, kgo.MaxVersions(vs))
+		late, step = newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.MaxVersions(vs)), 0
+	}
+	p := newClient(t, seeds[0], opts...)
+	// Knowing the brokers' versions before its first transaction, the
+	// client runs that one under transaction version 2 already.
+	if err := p.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
 	produce := func(part int32, v string) {
 		t.Helper()
-		if err := p.ProduceSync(ctx, &kgo.Record{Topic: "tv2", Partition: part, Value: []byte(v)}).FirstErr(); err != nil {
+		if err := p.ProduceSync(ctx, &kgo.Record{Topic: "tv", Partition: part, Value: []byte(v)}).FirstErr(); err != nil {
 			t.Fatalf("produce %s: %v", v, err)
 		}
 	}
@@ -42,6 +79,12 @@ func TestClusterTransactionVersion2CoordinatorMoves(t *testing.T) {
 		t.Helper()
 		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
 			t.Fatalf("end (commit %v): %v", commit, err)
+		}
+	}
+	epoch := func(want int16) {
+		t.Helper()
+		if _, e, err := p.ProducerID(ctx); err != nil || e != want {
+			t.Fatalf("producer at epoch %d (%v), want %d", e, err, want)
 		}
 	}
 
@@ -58,41 +101,46 @@ func TestClusterTransactionVersion2CoordinatorMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	produce(1, "second-a")
+	epoch(e0 + step)
 
-	old := metaLeaderNode(t, c)
-	old.Stop()
+	if tv2 {
+		metaLeaderNode(t, c).Stop()
+	} else {
+		partitionLeaderNode(t, c, adm, "tv").Stop()
+	}
 
 	// A batch of transaction 1, late, in partition 0, which transaction
-	// 2 has not written yet: refused at its epoch.
+	// 2 has not written yet: refused (tv2: at its epoch; tv1: partition 0
+	// is in no ongoing transaction).
 	code := int16(-1)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		code = lateProduce(t, cl, "tv2-moves", "tv2", 0, pid, e0, 1)
+		code = lateProduce(t, late, "tv-moves", "tv", 0, pid, e0, 1)
 		retry := code == kerr.NotLeaderForPartition.Code || code == kerr.LeaderNotAvailable.Code || code == kerr.NotCoordinator.Code ||
 			code == kerr.CoordinatorNotAvailable.Code || code == kerr.RequestTimedOut.Code
 		if !retry || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
-	if code != kerr.ProducerFenced.Code && code != kerr.InvalidProducerEpoch.Code {
-		t.Fatalf("late batch of transaction 1 after the move: code %d (%v), want it fenced", code, kerr.ErrorForCode(code))
+	refused := code == kerr.ProducerFenced.Code || code == kerr.InvalidProducerEpoch.Code
+	if !tv2 {
+		refused = code == kerr.InvalidTxnState.Code
+	}
+	if !refused {
+		t.Fatalf("late batch of transaction 1 after the move: code %d (%v), want it refused", code, kerr.ErrorForCode(code))
 	}
 	produce(0, "second-b")
-	if _, e, err := p.ProducerID(ctx); err != nil || e != e0+1 {
-		t.Fatalf("transaction 2 at epoch %d (%v), want %d", e, err, e0+1)
-	}
+	epoch(e0 + step)
 	end(true)
-	if _, e, err := p.ProducerID(ctx); err != nil || e != e0+2 {
-		t.Fatalf("after transaction 2: epoch %d (%v), want %d", e, err, e0+2)
-	}
+	epoch(e0 + 2*step)
 	if err := p.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
 	produce(1, "aborted")
 	end(false)
 
-	rd := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.ConsumeTopics("tv2"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+	rd := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.ConsumeTopics("tv"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
 	var got []string
 	for len(got) < 3 {

@@ -91,7 +91,7 @@ func TestLateBatchOfEndedTransactionIsFenced(t *testing.T) {
 	n.createTopic(t, "late", 2)
 	ctx := testCtx(t)
 	id := "late-tv2"
-	cl := txnProducer(t, n.addr, id)
+	cl := speaksTV2(t, txnProducer(t, n.addr, id))
 	raw := newClient(t, n.addr)
 
 	if err := cl.BeginTransaction(); err != nil {
@@ -152,7 +152,7 @@ func TestTransactionVersion2Cycles(t *testing.T) {
 	n := startNode(t)
 	n.createTopic(t, "cycles", 2)
 	ctx := testCtx(t)
-	cl := txnProducer(t, n.addr, "cycles-tv2")
+	cl := speaksTV2(t, txnProducer(t, n.addr, "cycles-tv2"))
 	raw := newClient(t, n.addr)
 	var want []string
 	last := int16(-1)

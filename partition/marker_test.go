@@ -229,3 +229,49 @@ func TestTxnOpenEndsWithAMarkerOnItsWay(t *testing.T) {
 		t.Fatal("a transaction whose marker is on its way still reads as open")
 	}
 }
+
+// A batch started as TxnContinues (TxnOpen answered true, nothing was
+// verified) goes on its producer's open transaction, and is refused with
+// TxnNotOpen once that transaction's marker is on its way or applied:
+// TxnOpen may have answered before the marker started, or from a state
+// the marker was not applied to yet. Stored, it would open a transaction
+// here that no marker ends.
+func TestBatchGoingOnAnEndedTransactionIsRefused(t *testing.T) {
+	f := newFake(t)
+	send := func(seq int32) started {
+		t.Helper()
+		in := info(0, seq, 1)
+		a, err := f.p.StartTxnAppendVia(txnChecked(t, in), 1, TxnContinues, f.start(in))
+		return started{a, err}
+	}
+	d := txnChecked(t, info(0, 0, 1))
+	if _, err := f.p.StartTxnAppendVia(d, 1, 1, f.start(d.Info())); err != nil {
+		t.Fatal(err)
+	}
+	f.applyAll()
+	if !f.p.TxnOpen(7) {
+		t.Fatal("a transaction with a batch applied is not open")
+	}
+	if s := send(1); s.err != nil {
+		t.Fatalf("a batch going on the open transaction: %v", s.err)
+	}
+	f.applyAll()
+	c := numbered(t, 7, true, 1)
+	if _, err := f.p.StartAppendVia(c, 1, f.start(c.Info())); err != nil {
+		t.Fatal(err)
+	}
+	if s := send(2); !TxnNotOpen(s.err) {
+		t.Fatalf("a batch going on the transaction whose marker is on its way: %v, want TxnNotOpen", s.err)
+	}
+	f.applyAll()
+	if s := send(2); !TxnNotOpen(s.err) {
+		t.Fatalf("a batch going on the transaction whose marker is applied: %v, want TxnNotOpen", s.err)
+	}
+	if n := len(f.started); n != 3 {
+		t.Fatalf("%d writes started, want 3 (the refused batches were not)", n)
+	}
+	in := info(0, 2, 1)
+	if _, err := f.p.StartTxnAppendVia(txnChecked(t, in), 1, 2, f.start(in)); err != nil {
+		t.Fatalf("the batch verified as transaction 2's: %v", err)
+	}
+}

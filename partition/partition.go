@@ -145,7 +145,7 @@ func (p *Partition) StartAppend(c batch.Checked) (*Appending, error) {
 }
 
 // StartTxnAppend is StartAppend of a transactional batch verified as
-// transaction txn's (see StartTxnAppendVia).
+// transaction txn's, or TxnContinues (see StartTxnAppendVia).
 func (p *Partition) StartTxnAppend(c batch.Checked, txn int32) (*Appending, error) {
 	return p.startAppendVia(c, 0, txn, p.startLocal)
 }
@@ -297,7 +297,8 @@ func (p *Partition) StartAppendVia(c batch.Checked, lead uint64, start func(c ba
 // coordinator verified as transaction txn's (the first of its producer's
 // transaction here): it fails with an error TxnEnded recognises when
 // txn's marker, or a later one, is applied here or on its way, since the
-// transaction ended here before its batch arrived.
+// transaction ended here before its batch arrived. With txn TxnContinues
+// the batch goes on the producer's open transaction, unverified.
 func (p *Partition) StartTxnAppendVia(c batch.Checked, lead uint64, txn int32, start func(c batch.Checked, after Write) (Write, error)) (*Appending, error) {
 	return p.startAppendVia(c, lead, txn, start)
 }
@@ -317,8 +318,13 @@ func (p *Partition) startAppendVia(c batch.Checked, lead uint64, txn int32, star
 	if info.IsControl() {
 		return p.startMarker(st, c, info, lead, start) // marker.go
 	}
-	if txn > 0 {
+	switch {
+	case txn > 0:
 		if err := p.checkTxnLive(st, info, txn); err != nil {
+			return nil, err
+		}
+	case txn == TxnContinues:
+		if err := p.checkTxnGoesOn(st, info); err != nil {
 			return nil, err
 		}
 	}
