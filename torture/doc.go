@@ -173,7 +173,9 @@
 // unless TORTURE_TXN=0), a third workload
 // (txn_workload.go, txn_read.go, txn_run.go) runs over the cluster's Kafka
 // listeners with franz-go on a 3-partition topic of its own. Two producers,
-// each with its own transactional id, begin five transactions a second,
+// each with its own transactional id (the second held to transaction
+// version 1, as librdkafka, kafkajs and Sarama speak it; the first speaks
+// version 2 once it knows the brokers), begin five transactions a second,
 // write one record to each of one to three partitions (the value names
 // the transaction and the partition), and commit three in four, abort the
 // rest (or any whose write failed); one in fifteen is abandoned unended (a

@@ -11,6 +11,8 @@ import (
 	"github.com/logd/logd/client"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // TxnConfig configures the transactional workload: Kafka producers with
@@ -93,12 +95,23 @@ func (tw *TxnWorkload) History() *TxnHistory {
 	return &h
 }
 
-// newProducer is instance of transactional id txnID's client.
-func (tw *TxnWorkload) newProducer(rng *rand.Rand, txnID string, instance int) (*kgo.Client, error) {
+// newProducer is instance of transactional id txnID's client; with tv1
+// held to transaction version 1 (its versions capped below Produce v12,
+// EndTxn v5 and TxnOffsetCommit v5), as librdkafka, kafkajs and Sarama
+// speak it: it adds its partitions itself and keeps its epoch across
+// transactions, and its batches are verified rather than added.
+func (tw *TxnWorkload) newProducer(rng *rand.Rand, txnID string, instance int, tv1 bool) (*kgo.Client, error) {
 	opts := []kgo.Opt{kgo.SeedBrokers(tw.w.kafkaAddrs(rng.IntN(tw.w.cluster.Size()))...),
 		kgo.DefaultProduceTopic(tw.cfg.Topic), kgo.TransactionalID(txnID), kgo.TransactionTimeout(txnTimeout),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(15 * time.Second),
 		kgo.RetryTimeout(15 * time.Second)}
+	if tv1 {
+		vs := kversion.Stable()
+		vs.SetMaxKeyVersion(int16(kmsg.Produce), 11)
+		vs.SetMaxKeyVersion(int16(kmsg.EndTxn), 4)
+		vs.SetMaxKeyVersion(int16(kmsg.TxnOffsetCommit), 4)
+		opts = append(opts, kgo.MaxVersions(vs))
+	}
 	return kgo.NewClient(append(opts, tw.logs.opts(producerLogName(txnID, instance))...)...)
 }
 
@@ -139,7 +152,7 @@ func (tw *TxnWorkload) produce(ctx context.Context, id int) {
 			return
 		}
 		if p.cl == nil || p.stale || rng.IntN(20) == 0 {
-			cl, err := tw.newProducer(rng, txnID, p.instance+1)
+			cl, err := tw.newProducer(rng, txnID, p.instance+1, id%2 == 1)
 			if err != nil {
 				tw.w.cfg.Logf("txn producer %d: %v", id, err)
 				return
