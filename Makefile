@@ -86,7 +86,7 @@ test-txn-kill: build
 
 # test-kgo: franz-go's pkg/kgo integration suite (go.mod's version, its tests
 # unmodified) against one node (RF 1) and a 3-node cluster (RF 3), KIP-848
-# cases and the share-group tests included, the transaction test skipped (test/kgo.sh:
+# cases, the share-group tests and TestTxnEtl included (test/kgo.sh:
 # KGO_TEST_RECORDS, default 50000; `test/kgo.sh one` or `three` for one run).
 test-kgo: build
 	test/kgo.sh
