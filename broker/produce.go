@@ -332,17 +332,18 @@ func (b *Broker) startAppend(ctx context.Context, p *partition.Partition, cfg pa
 	if err != nil {
 		return nil, err
 	}
-	txn, err := b.verifyTxn(ctx, p, c.Info(), r.TransactionalID, r.AddToTxn, false)
-	if err != nil {
-		return nil, err
+	// A transactional batch goes on its producer's transaction open in
+	// p; the partition refuses it when there is none (TxnNotOpen), and
+	// it is then verified as its transaction's first and started again.
+	txn := int32(0)
+	if verifiable(c.Info(), r.TransactionalID) {
+		txn = partition.TxnContinues
 	}
 	f, err := b.startChecked(ctx, p, cfg, c, r.Acks, appendMs, txn)
 	if !partition.TxnNotOpen(err) {
 		return f, err
 	}
-	// The transaction TxnOpen saw open had ended by the time the
-	// partition started the batch: its first in the next one, verified.
-	if txn, err = b.verifyTxn(ctx, p, c.Info(), r.TransactionalID, r.AddToTxn, true); err != nil {
+	if txn, err = b.verifyTxn(ctx, p, c.Info(), r.TransactionalID, r.AddToTxn); err != nil {
 		return nil, err
 	}
 	return b.startChecked(ctx, p, cfg, c, r.Acks, appendMs, txn)

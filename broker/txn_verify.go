@@ -50,18 +50,18 @@ type txnVerifyResp struct {
 	Msg  string   `json:"msg,omitempty"`
 }
 
-// verifyTxn verifies c's batch when it is the first of its producer's
+// verifiable reports whether a batch of info sent under transactional id
+// id is verified as its transaction's first in a partition where its
+// producer has no transaction open: a transactional data batch whose
+// request names its id.
+func verifiable(info batch.Info, id string) bool {
+	return id != "" && info.IsTransactional() && !info.IsControl() && info.ProducerID >= 0
+}
+
+// verifyTxn verifies a verifiable batch as the first of its producer's
 // transaction in p (with add, adds p to the transaction), and returns its
-// transaction's number: 0 when the batch needs no verification,
-// partition.TxnContinues when p has its producer's transaction open
-// (unless again: the partition refused it as TxnContinues, TxnNotOpen).
-func (b *Broker) verifyTxn(ctx context.Context, p *partition.Partition, info batch.Info, id string, add, again bool) (int32, error) {
-	if id == "" || !info.IsTransactional() || info.IsControl() || info.ProducerID < 0 {
-		return 0, nil
-	}
-	if !again && p.TxnOpen(info.ProducerID) {
-		return partition.TxnContinues, nil
-	}
+// transaction's number.
+func (b *Broker) verifyTxn(ctx context.Context, p *partition.Partition, info batch.Info, id string, add bool) (int32, error) {
 	r := txnVerifyReq{ID: id, Producer: info.ProducerID, Epoch: info.ProducerEpoch, Topic: p.Topic, Partition: p.ID, Add: add}
 	resp, err := b.verifyHere(ctx, r)
 	var nc *NotCoordinatorError

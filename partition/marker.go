@@ -156,11 +156,9 @@ func (p *Partition) checkTxnLive(st *producerState, info batch.Info, txn int32) 
 // TxnOpen reports whether producer pid has a transaction open in the
 // partition that goes on: a batch of it applied, and no marker applied or
 // on its way (a batch after a marker on its way begins the producer's next
-// transaction, and is verified as its first). The answer is a hint: a
-// marker may start meanwhile, and a leader that has not applied every
-// entry of earlier leaderships yet answers from a state that is not whole.
-// A batch is started as TxnContinues on its strength, and the partition
-// checks it again where it counts.
+// transaction, and is verified as its first). It is what a batch started
+// as TxnContinues is checked against, under its producer's append lock;
+// asked anywhere else, a marker may start right after the answer.
 func (p *Partition) TxnOpen(pid int64) bool {
 	t := &p.txn
 	if t.nOpen.Load() == 0 {
@@ -179,8 +177,8 @@ func (p *Partition) TxnOpen(pid int64) bool {
 }
 
 // TxnContinues, as StartTxnAppendVia's txn, starts a batch that goes on
-// the transaction its producer has open in the partition, unverified
-// (TxnOpen said so). The partition checks it as it starts the write,
+// the transaction its producer has open in the partition, unverified.
+// The partition checks it as it starts the write,
 // under the producer's append lock, which a marker takes too: when no
 // such transaction is open there (its marker applied or on its way), the
 // start fails with an error TxnNotOpen recognises, and the batch is to be
@@ -199,17 +197,10 @@ var errTxnNotOpen = errors.New("no transaction of the producer is open in this p
 func TxnNotOpen(err error) bool { return errors.Is(err, errTxnNotOpen) }
 
 // checkTxnGoesOn refuses a batch started as TxnContinues unless its
-// producer's transaction is open here, with no marker applied after it or
-// on its way. st.appendMu is held.
-func (p *Partition) checkTxnGoesOn(st *producerState, info batch.Info) error {
-	t := &p.txn
-	t.mu.Lock()
-	_, open := t.open[info.ProducerID]
-	t.mu.Unlock()
-	p.mu.Lock()
-	pending := st.markerPending != nil && !failed(st.markerPending.w)
-	p.mu.Unlock()
-	if !open || pending {
+// producer's transaction is open here (TxnOpen). st.appendMu is held, so
+// no marker of the producer starts meanwhile.
+func (p *Partition) checkTxnGoesOn(info batch.Info) error {
+	if !p.TxnOpen(info.ProducerID) {
 		return fmt.Errorf("%w: producer %d's batch is its transaction's first here", errTxnNotOpen, info.ProducerID)
 	}
 	return nil

@@ -324,7 +324,7 @@ func (p *Partition) startAppendVia(c batch.Checked, lead uint64, txn int32, star
 			return nil, err
 		}
 	case txn == TxnContinues:
-		if err := p.checkTxnGoesOn(st, info); err != nil {
+		if err := p.checkTxnGoesOn(info); err != nil {
 			return nil, err
 		}
 	}
