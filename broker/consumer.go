@@ -63,6 +63,10 @@ type cmember struct {
 	revokeBy                                 time.Time
 	seen                                     time.Time
 	left                                     bool // a static member that left for now (epoch -2)
+
+	// principal is who sent the member's last heartbeat: its regex is
+	// resolved over the topics that principal may describe.
+	principal Principal
 }
 
 // ConsumerHeartbeat is a consumer-group member's heartbeat (Kafka's
@@ -74,6 +78,14 @@ func (b *Broker) ConsumerHeartbeat(ctx context.Context, r ConsumerHeartbeatReque
 	defer b.leave()
 	if err := b.Authorize(ctx, r.Principal, auth.OpRead, auth.Group(r.Group)); err != nil {
 		return ConsumerHeartbeatResult{}, err
+	}
+	// A subscription by names needs describe on each (as Kafka checks
+	// it); one by regex is resolved over the topics the member may
+	// describe (subscriptions).
+	for _, t := range r.Topics {
+		if err := b.Authorize(ctx, r.Principal, auth.OpDescribe, auth.Topic(t)); err != nil {
+			return ConsumerHeartbeatResult{}, err
+		}
 	}
 	c, err := b.groupCoordinator()
 	if err != nil {
@@ -217,8 +229,8 @@ func (b *Broker) consumerBeatLocked(g *cgroup, r ConsumerHeartbeatRequest, now t
 		return ConsumerHeartbeatResult{Code: ConsumerFencedMemberEpoch,
 			Message: fmt.Sprintf("member epoch %d of %s is not its epoch %d: join again", r.MemberEpoch, r.Member, m.epoch)}
 	}
-	if m.left || m.clientID != r.ClientID || m.clientHost != r.ClientHost {
-		m.left, m.clientID, m.clientHost = false, r.ClientID, r.ClientHost
+	if m.left || m.clientID != r.ClientID || m.clientHost != r.ClientHost || m.principal != r.Principal {
+		m.left, m.clientID, m.clientHost, m.principal = false, r.ClientID, r.ClientHost, r.Principal
 		g.changes++
 	}
 	m.seen = now
@@ -387,7 +399,10 @@ func (b *Broker) refreshTarget(g *cgroup) {
 
 // subscriptions resolves each member's subscription to the topics that
 // exist (the virtual offsets topic included: groupTopic), with their
-// partition counts, and fingerprints them.
+// partition counts, and fingerprints them. A regex matches only the topics
+// its member's principal may describe (Kafka resolves it so too), so the
+// fingerprint also lists what each regex resolved to: an ACL that shows
+// or hides a topic to one member is a new subscription.
 func (b *Broker) subscriptions(g *cgroup) (map[string]map[string]bool, map[string]int32, string) {
 	subs := map[string]map[string]bool{}
 	counts := map[string]int32{}
@@ -400,7 +415,7 @@ func (b *Broker) subscriptions(g *cgroup) (map[string]map[string]bool, map[strin
 				all = b.groupTopicNames()
 			}
 			for _, t := range all {
-				if m.re.MatchString(t) {
+				if m.re.MatchString(t) && b.allowed(m.principal, auth.OpDescribe, auth.Topic(t)) {
 					names = append(names, t)
 				}
 			}
@@ -418,6 +433,11 @@ func (b *Broker) subscriptions(g *cgroup) (map[string]map[string]bool, map[strin
 	for _, t := range sortedKeys(counts) {
 		id, _ := b.TopicIDOf(t)
 		fmt.Fprintf(&fp, "%s/%x/%d;", t, id, counts[t])
+	}
+	for _, id := range sortedKeys(g.members) {
+		if g.members[id].re != nil {
+			fmt.Fprintf(&fp, "%s=%s;", id, strings.Join(sortedKeys(subs[id]), ","))
+		}
 	}
 	return subs, counts, fp.String()
 }

@@ -52,6 +52,7 @@ type consumerMemberRecord struct {
 	Rack               string           `json:"rack,omitempty"`
 	ClientID           string           `json:"client_id,omitempty"`
 	ClientHost         string           `json:"client_host,omitempty"`
+	Principal          string           `json:"principal,omitempty"`
 	Epoch              int32            `json:"epoch"`
 	PrevEpoch          int32            `json:"prev_epoch"`
 	Topics             []string         `json:"topics,omitempty"`
@@ -102,7 +103,7 @@ func (g *cgroup) encodeLocked() []byte {
 	for _, id := range sortedKeys(g.members) {
 		m := g.members[id]
 		rec.Members = append(rec.Members, consumerMemberRecord{ID: m.id, Instance: m.instance, Rack: m.rack,
-			ClientID: m.clientID, ClientHost: m.clientHost, Epoch: m.epoch, PrevEpoch: m.prevEpoch,
+			ClientID: m.clientID, ClientHost: m.clientHost, Principal: string(m.principal), Epoch: m.epoch, PrevEpoch: m.prevEpoch,
 			Topics: m.topics, Regex: m.regex, Assignor: m.assignor,
 			RebalanceTimeoutMs: m.rebalanceTimeout.Milliseconds(), Assigned: partsJSON(m.assigned),
 			Revoking: partsJSON(m.revoking), Target: partsJSON(g.target[id]), Left: m.left})
@@ -132,7 +133,7 @@ func decodeConsumerRecord(name string, enc []byte, now time.Time) (*cgroup, erro
 			return nil, fmt.Errorf("the record of consumer group %q has member %q at epoch %d (group epoch %d), or twice", name, r.ID, r.Epoch, rec.Epoch)
 		}
 		m := &cmember{id: r.ID, instance: r.Instance, rack: r.Rack, clientID: r.ClientID, clientHost: r.ClientHost,
-			epoch: r.Epoch, prevEpoch: r.PrevEpoch, topics: r.Topics, assignor: r.Assignor, seen: now, left: r.Left,
+			principal: Principal(r.Principal), epoch: r.Epoch, prevEpoch: r.PrevEpoch, topics: r.Topics, assignor: r.Assignor, seen: now, left: r.Left,
 			rebalanceTimeout: time.Duration(r.RebalanceTimeoutMs) * time.Millisecond, assigned: partsSet(r.Assigned), revoking: partsSet(r.Revoking)}
 		if m.rebalanceTimeout <= 0 {
 			m.rebalanceTimeout = ConsumerSessionTimeout
