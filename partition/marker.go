@@ -177,14 +177,14 @@ func (p *Partition) TxnOpen(pid int64) bool {
 }
 
 // TxnContinues, as StartTxnAppendVia's txn, starts a batch that goes on
-// the transaction its producer has open in the partition, unverified.
-// The partition checks it as it starts the write,
-// under the producer's append lock, which a marker takes too: when no
-// such transaction is open there (its marker applied or on its way), the
-// start fails with an error TxnNotOpen recognises, and the batch is to be
-// verified with the coordinator as its transaction's first and started
-// again with the transaction's number. Otherwise a late batch of an ended
-// transaction would open one here that no marker ends.
+// the transaction its producer has open in the partition, unverified. The
+// partition checks it as it starts the write, under the producer's append
+// lock, which a marker takes too: when no such transaction is open there
+// (its marker applied or on its way), the start fails with an error
+// TxnNotOpen recognises, and the batch is to be verified with the
+// coordinator as its transaction's first and started again with the
+// transaction's number. Otherwise a late batch of an ended transaction
+// would open one here that no marker ends.
 const TxnContinues int32 = -1
 
 // errTxnNotOpen: a batch started as TxnContinues found no transaction of
