@@ -11,8 +11,18 @@ import (
 // holds: the core's EpochEnd, current on the leader (the base offset of
 // the first batch of a larger epoch, or the high watermark, and the
 // largest epoch at or below the one asked that a batch holds; for the
-// current epoch, that epoch); an epoch newer than the leader's is
-// UNDEFINED (-1, -1).
+// current epoch, that epoch); an epoch newer than any the leader's log
+// holds is UNDEFINED (-1, -1).
+//
+// The leader and epoch the checks start from are this node's view, which
+// can be behind: a replica asleep since its node restarted names itself
+// leader at its last term until it is woken. An epoch newer than that
+// view is therefore asked of the core too, which wakes the replica and
+// proves its leadership first (NOT_LEADER_OR_FOLLOWER when another node
+// leads), and is UNDEFINED only when the proven leader's log holds no such
+// epoch: answered from the stale view alone, a consumer that had read
+// records of a newer epoch took UNDEFINED for a lost log and went back to
+// its reset offset.
 func handleOffsetForLeaderEpoch(s *Server, r *request) func() kmsg.Response {
 	req := r.kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
@@ -41,14 +51,14 @@ func handleOffsetForLeaderEpoch(s *Server, r *request) func() kmsg.Response {
 						p.ErrorCode = kerr.FencedLeaderEpoch.Code
 					case rp.LeaderEpoch < 0:
 						// No epoch asked: UNDEFINED, as in Kafka.
-					case rp.LeaderEpoch <= pi.LeaderEpoch:
+					default:
 						found, end, err := s.core.EpochEnd(r.ctx, r.c.principal, rt.Topic, rp.Partition, rp.LeaderEpoch)
 						switch {
 						case err != nil:
 							p.ErrorCode = r.topicCode(err)
 						case rp.LeaderEpoch == pi.LeaderEpoch:
 							p.LeaderEpoch, p.EndOffset = rp.LeaderEpoch, end
-						default:
+						case rp.LeaderEpoch < pi.LeaderEpoch, found == rp.LeaderEpoch:
 							p.LeaderEpoch, p.EndOffset = found, end
 						}
 					}
