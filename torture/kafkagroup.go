@@ -180,6 +180,15 @@ func (m *kafkaMember) poll(ctx context.Context) {
 	cancel()
 	defer m.report(false)
 	id, gen, _ := m.membership()
+	fs.EachError(func(topic string, part int32, err error) {
+		// The client moved its position back on its own (it took an
+		// answer for a lost log): the checker sees the reads that follow,
+		// the test's log says why they began where they did.
+		var loss *kgo.ErrDataLoss
+		if errors.As(err, &loss) {
+			w.cfg.Logf("kafka group member (process %d, %s, generation %d): %v", m.proc, id, gen, err)
+		}
+	})
 	fs.EachPartition(func(p kgo.FetchTopicPartition) {
 		if p.Topic != w.cfg.Topic || len(p.Records) == 0 {
 			return
