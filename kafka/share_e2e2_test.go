@@ -150,7 +150,11 @@ func TestShareGroupACLs(t *testing.T) {
 // ShareMaxRecordsStrict): a member is never handed more records than its
 // limit, although they sit in one batch. The whole batch is sent; the
 // acquired ranges name the records that are the member's, and the share
-// partition holds no more than those acquired.
+// partition holds no more than two fetches' worth: franz-go may send its
+// next ShareFetch as a poll returns, before the records polled are
+// acknowledged (the acknowledgements go with the fetch after it), so the
+// records of the poll and of one fetch ahead can be acquired at once. An
+// acquire that ran to the batch's end would hold all 30.
 func TestShareRecordLimit(t *testing.T) {
 	const count, limit = 30, 4
 	n := shareSetup(t, "q", "g", count, "")
@@ -170,8 +174,8 @@ func TestShareRecordLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, p := range d.Partitions {
-			if p.Acquired > limit {
-				t.Fatalf("%d records acquired by the one member, more than its limit %d", p.Acquired, limit)
+			if p.Acquired > 2*limit {
+				t.Fatalf("%d records acquired by the one member, more than two fetches of its limit %d", p.Acquired, limit)
 			}
 		}
 		for _, r := range rs {
