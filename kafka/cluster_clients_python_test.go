@@ -103,16 +103,21 @@ say("CHECK")
 sys.stdin.readline()
 
 # librdkafka's list_groups asks every broker the client ever knew and
-# fails on one that stopped: a new client knows the live ones only.
+# fails on one that stopped: a new client knows the live ones only, until
+# a Metadata answer names the stopped node again (a down node is listed
+# while it still leads a partition). So each call is tried on a new
+# client until one answers.
+def list_groups(**kw):
+    for attempt in range(20):
+        try:
+            return AdminClient({"bootstrap.servers": seeds}).list_groups(timeout=10, **kw)
+        except KafkaException as e:
+            sys.stderr.write("list_groups: %s\n" % e)
+            time.sleep(0.5)
+    return AdminClient({"bootstrap.servers": seeds}).list_groups(timeout=10, **kw)
+out["groups"] = sorted(g.id for g in list_groups())
+g = list_groups(group=group)[0]
 admin = AdminClient({"bootstrap.servers": seeds})
-for attempt in range(20):
-    try:
-        out["groups"] = sorted(g.id for g in admin.list_groups(timeout=10))
-        break
-    except KafkaException as e:
-        sys.stderr.write("list_groups: %s\n" % e)
-        time.sleep(0.5)
-g = admin.list_groups(group=group, timeout=30)[0]
 out["state"], out["members"] = g.state, len(g.members)
 c.close()
 for f in admin.delete_topics([topic], operation_timeout=30).values():
